@@ -1,0 +1,80 @@
+//! The towerscope ReAct agent.
+//!
+//! An [`Agent`] reasons with a model, calls tools, feeds the results back and answers,
+//! streaming typed [`AgentEvent`](towerscope_core::AgentEvent)s the whole way. Every step passes
+//! through a position where middleware can be installed:
+//!
+//! ```text
+//! on_reply                         the whole reply (this crate's reply loop is its innermost service)
+//!  └─ each round:
+//!      on_compress_context
+//!      on_reasoning                MODEL_CALL_START … MODEL_CALL_END, candidate final message
+//!       ├─ on_system_prompt        fold over the system prompt
+//!       └─ on_model_call           the chat model
+//!      per tool call:
+//!       on_check_permission        allow / deny / ask the user
+//!       on_acting                  the toolkit
+//! ```
+//!
+//! The loop follows AgentScope 2.x (`_reply_impl`, `_next_action`, `_reasoning_impl`). Where it
+//! deliberately differs, the difference is documented where it happens:
+//!
+//! - tools are allowed unless a rule or the tool says otherwise ([`ReactConfig::default_permission`]);
+//!   the reference asks the user for every custom tool;
+//! - an `on_acting` stack that ends without a final `ToolResponse`, or fails, closes the call
+//!   with an error result (the reference loops forever, or raises);
+//! - a reply whose stream is dropped leaves no call without a result: the next reply closes
+//!   them as interrupted.
+//!
+//! # Example
+//!
+//! ```
+//! use futures_util::StreamExt;
+//! use towerscope_agent::{Agent, toolkit::FunctionTool};
+//! use towerscope_core::{AgentEvent, Msg, ReplyItem};
+//! use towerscope_models::{ScriptedModel, ScriptedResponse};
+//!
+//! /// Add two numbers.
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Add { a: i64, b: i64 }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), towerscope_core::AgentError> {
+//! let model = ScriptedModel::new("scripted", [
+//!     ScriptedResponse::tool_call("c1", "add", r#"{"a": 2, "b": 3}"#),
+//!     ScriptedResponse::text("2 + 3 = 5"),
+//! ]);
+//! let agent = Agent::builder("calculator")
+//!     .model(model)
+//!     .tool(FunctionTool::new("add", |args: Add| async move { (args.a + args.b).to_string() }))
+//!     .build()?;
+//! let mut stream = agent.reply_stream(Msg::user("user", "2 + 3?"));
+//! let mut kinds = Vec::new();
+//! while let Some(item) = stream.next().await {
+//!     match item? {
+//!         ReplyItem::Event(e) => kinds.push(e.event_type().as_str()),
+//!         ReplyItem::Final(msg) => assert_eq!(msg.text_content().as_deref(), Some("2 + 3 = 5")),
+//!     }
+//! }
+//! assert_eq!(kinds.first(), Some(&"REPLY_START"));
+//! assert_eq!(kinds.last(), Some(&"REPLY_END"));
+//! assert!(kinds.contains(&"TOOL_RESULT_END"));
+//! # Ok(()) }
+//! ```
+
+mod acting;
+mod agent;
+mod builder;
+mod convert;
+mod generator;
+mod reasoning;
+mod reply;
+mod resume;
+mod services;
+pub mod state;
+pub mod structured;
+pub mod toolkit;
+
+pub use agent::{Agent, ReplyStream, structured_value};
+pub use builder::{AgentBuilder, ReactConfig};
+pub use state::{AgentState, ReplyContext};

@@ -1,0 +1,53 @@
+//! Structured output: the `GenerateStructuredOutput` tool, mounted for one reply.
+//!
+//! [`Agent::reply_structured`](crate::Agent::reply_structured) takes the schema from a Rust type
+//! (`T: JsonSchema + DeserializeOwned`). For that reply the model is offered the tool
+//! `GenerateStructuredOutput` whose input schema is `T`'s; its arguments are validated like any
+//! tool's (errors go back to the model), and the reply ends once valid output was generated.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use towerscope_core::{AgentContext, StructuredSchema, ToolSchema};
+
+/// The name of the structured-output tool.
+pub const TOOL_NAME: &str = "GenerateStructuredOutput";
+
+/// The text the tool returns on success.
+pub(crate) const SUCCESS_TEXT: &str = "Structured output generated successfully.";
+
+/// The schema mounted for the current reply (a context extension).
+#[derive(Clone)]
+pub(crate) struct Mounted(pub(crate) Arc<StructuredSchema>);
+
+/// Output generated during the current reply (a context extension).
+#[derive(Clone)]
+pub(crate) struct Generated(pub(crate) Map<String, Value>);
+
+/// The schema mounted on `ctx`'s reply, if any.
+pub(crate) fn mounted(ctx: &AgentContext) -> Option<Arc<StructuredSchema>> {
+    ctx.get::<Mounted>().map(|m| m.0)
+}
+
+/// The tool schema offered to the model.
+pub(crate) fn tool_schema(schema: &StructuredSchema) -> ToolSchema {
+    ToolSchema::new(
+        TOOL_NAME,
+        "Generate the required structured output. Call this tool with the final answer as its arguments.",
+        schema.schema.clone(),
+    )
+}
+
+/// The structured-output schema of a Rust type, with titles removed.
+pub fn schema_for<T: schemars::JsonSchema>() -> StructuredSchema {
+    let schema = schemars::schema_for!(T);
+    let mut value = serde_json::to_value(&schema).unwrap_or(Value::Null);
+    crate::toolkit::strip_titles(&mut value);
+    if let Value::Object(map) = &mut value {
+        map.remove("$schema");
+    }
+    StructuredSchema {
+        name: T::schema_name().into_owned(),
+        schema: value,
+    }
+}

@@ -1,0 +1,376 @@
+//! [`Toolkit`]: the tools by name, their groups, their schemas, and the checks before a call.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::Value;
+use towerscope_core::{ToolCallBlock, ToolInfo, ToolSchema};
+
+use super::group::{BASIC_GROUP, RESET_TOOLS, ResetTools, ToolGroup};
+use super::{Tool, parse_with_repair, validate};
+
+/// How many distinct active-group lists [`Toolkit::schemas`] remembers.
+const SCHEMA_CACHE_SIZE: usize = 16;
+
+/// A registered tool with what is derived from it once.
+#[derive(Clone)]
+pub(super) struct Entry {
+    pub(super) tool: Arc<dyn Tool>,
+    pub(super) info: Arc<ToolInfo>,
+    schema: ToolSchema,
+    /// Index into `Toolkit::groups` (0 is `basic`).
+    group: usize,
+}
+
+impl Entry {
+    fn new(tool: Arc<dyn Tool>, group: usize) -> Self {
+        let info = Arc::new(tool.info());
+        let schema = ToolSchema::new(tool.name(), tool.description(), tool.input_schema().clone());
+        Self {
+            tool,
+            info,
+            schema,
+            group,
+        }
+    }
+}
+
+/// A tool call that passed the toolkit's checks: the tool exists, its group is active, and the
+/// arguments parsed (with repair and coercion) and validated.
+#[derive(Clone)]
+pub struct PreparedCall {
+    /// The tool.
+    pub tool: Arc<dyn Tool>,
+    /// What middleware sees of the tool.
+    pub info: Arc<ToolInfo>,
+    /// The parsed, coerced and validated arguments.
+    pub input: Value,
+}
+
+impl fmt::Debug for PreparedCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PreparedCall")
+            .field("info", &self.info)
+            .field("input", &self.input)
+            .finish_non_exhaustive()
+    }
+}
+
+/// [`Toolkit::add_to_group`] was given a group that was never created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownGroupError {
+    group: String,
+}
+
+impl UnknownGroupError {
+    /// The group that does not exist.
+    pub fn group(&self) -> &str {
+        &self.group
+    }
+}
+
+impl fmt::Display for UnknownGroupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the tool group '{}' does not exist; create it first with Toolkit::create_group",
+            self.group
+        )
+    }
+}
+
+impl std::error::Error for UnknownGroupError {}
+
+struct CachedSchemas {
+    /// The active groups exactly as asked for.
+    key: Vec<String>,
+    /// Which groups that turned out to activate (index 0, `basic`, always).
+    mask: Vec<bool>,
+    schemas: Arc<[ToolSchema]>,
+}
+
+/// The tools an agent can call, by name, in groups.
+///
+/// Tools are offered to the model and run in registration order. A tool belongs to one group;
+/// the `basic` group always exists and is always active, and the others are switched on and off
+/// by the model through the meta tool `reset_tools`, offered once a non-basic group exists.
+///
+/// The list of active groups belongs to the agent's state, not to the toolkit: methods take it
+/// as an argument, and `reset_tools` returns the groups it chose in its result's metadata under
+/// [`ACTIVATED_GROUPS_KEY`](super::ACTIVATED_GROUPS_KEY) for the agent to apply.
+///
+/// Adding or removing tools and groups takes `&mut self`: build the toolkit, then share it
+/// (`Arc<Toolkit>`) with the agent.
+pub struct Toolkit {
+    entries: Vec<Entry>,
+    index: HashMap<String, usize>,
+    groups: Vec<ToolGroup>,
+    reset: Option<(Arc<ResetTools>, Entry)>,
+    cache: Mutex<Vec<CachedSchemas>>,
+}
+
+impl Toolkit {
+    /// An empty toolkit with its `basic` group.
+    pub fn new() -> Self {
+        let basic = ToolGroup::new(BASIC_GROUP, "The basic tools, always available.").with_active(true);
+        Self {
+            entries: Vec::new(),
+            index: HashMap::new(),
+            groups: vec![basic],
+            reset: None,
+            cache: Mutex::default(),
+        }
+    }
+
+    /// Adds a tool to the `basic` group. A tool of the same name is replaced (keeping its place),
+    /// with a warning.
+    pub fn add(&mut self, tool: impl Tool) -> &mut Self {
+        self.insert(Arc::new(tool), 0);
+        self
+    }
+
+    /// Adds a tool to a group created with [`create_group`](Self::create_group).
+    pub fn add_to_group(&mut self, group: &str, tool: impl Tool) -> Result<&mut Self, UnknownGroupError> {
+        let Some(index) = self.groups.iter().position(|g| g.name == group) else {
+            return Err(UnknownGroupError {
+                group: group.to_owned(),
+            });
+        };
+        self.insert(Arc::new(tool), index);
+        Ok(self)
+    }
+
+    fn insert(&mut self, tool: Arc<dyn Tool>, group: usize) {
+        let entry = Entry::new(tool, group);
+        let name = entry.info.name.clone();
+        if name == RESET_TOOLS {
+            tracing::warn!("a tool named '{RESET_TOOLS}' replaces the toolkit's meta tool of the same name");
+        }
+        match self.index.get(&name) {
+            Some(&i) => {
+                tracing::warn!(tool = %name, "a tool of this name was already registered; it is replaced");
+                self.entries[i] = entry;
+            }
+            None => {
+                self.index.insert(name, self.entries.len());
+                self.entries.push(entry);
+            }
+        }
+        self.clear_cache();
+    }
+
+    /// Removes a tool, returning it.
+    pub fn remove(&mut self, name: &str) -> Option<Arc<dyn Tool>> {
+        let i = self.index.remove(name)?;
+        let entry = self.entries.remove(i);
+        for slot in self.index.values_mut().filter(|slot| **slot > i) {
+            *slot -= 1;
+        }
+        self.clear_cache();
+        Some(entry.tool)
+    }
+
+    /// Creates a group (inactive at the start), or updates the description and instructions of
+    /// an existing one. `instructions` may be empty.
+    pub fn create_group(
+        &mut self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        instructions: impl Into<String>,
+    ) -> &mut Self {
+        self.add_group(ToolGroup::new(name, description).with_instructions(instructions))
+    }
+
+    /// Adds a group, or replaces the group of the same name (its tools stay in it). The `basic`
+    /// group stays active whatever `group.active` says.
+    pub fn add_group(&mut self, mut group: ToolGroup) -> &mut Self {
+        match self.groups.iter_mut().position(|g| g.name == group.name) {
+            Some(0) => {
+                group.active = true;
+                self.groups[0] = group;
+            }
+            Some(i) => self.groups[i] = group,
+            None => self.groups.push(group),
+        }
+        let reset = Arc::new(ResetTools::new(&self.groups[1..]));
+        let entry = Entry::new(Arc::clone(&reset) as Arc<dyn Tool>, 0);
+        self.reset = Some((reset, entry));
+        self.clear_cache();
+        self
+    }
+
+    /// The tool of this name (`reset_tools` included while a non-basic group exists).
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.entry(name).map(|e| Arc::clone(&e.tool))
+    }
+
+    /// What middleware sees of the tool of this name; computed once per tool.
+    pub fn info(&self, name: &str) -> Option<Arc<ToolInfo>> {
+        self.entry(name).map(|e| Arc::clone(&e.info))
+    }
+
+    /// The groups, `basic` first, then in creation order.
+    pub fn groups(&self) -> &[ToolGroup] {
+        &self.groups
+    }
+
+    /// The group a tool belongs to.
+    pub fn group_of(&self, name: &str) -> Option<&ToolGroup> {
+        self.entry(name).map(|e| &self.groups[e.group])
+    }
+
+    /// The non-basic groups marked active, to seed an agent's list of active groups.
+    pub fn default_active_groups(&self) -> Vec<String> {
+        self.groups[1..]
+            .iter()
+            .filter(|g| g.active)
+            .map(|g| g.name.clone())
+            .collect()
+    }
+
+    /// The registered tools, in registration order (without `reset_tools`).
+    pub fn tools(&self) -> impl Iterator<Item = &Arc<dyn Tool>> + '_ {
+        self.entries.iter().map(|e| &e.tool)
+    }
+
+    /// How many tools are registered (without `reset_tools`).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no tool is registered.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub(super) fn entry(&self, name: &str) -> Option<&Entry> {
+        match self.index.get(name) {
+            Some(&i) => self.entries.get(i),
+            None if name == RESET_TOOLS => self.reset.as_ref().map(|(_, entry)| entry),
+            None => None,
+        }
+    }
+
+    /// The meta tool, when `name` calls it.
+    pub(super) fn reset_tool(&self, name: &str) -> Option<&ResetTools> {
+        match &self.reset {
+            Some((reset, _)) if name == RESET_TOOLS && !self.index.contains_key(name) => Some(reset),
+            _ => None,
+        }
+    }
+
+    /// The schemas offered to the model while `active_groups` are active: the tools of `basic`
+    /// and of the active groups in registration order, then `reset_tools` if a non-basic group
+    /// exists. Names of unknown groups are ignored.
+    ///
+    /// The list is built once per set of groups and shared: asking again with the same groups
+    /// returns a clone of the same `Arc`.
+    pub fn schemas(&self, active_groups: &[String]) -> Arc<[ToolSchema]> {
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(hit) = cache.iter().find(|c| c.key.as_slice() == active_groups) {
+            return Arc::clone(&hit.schemas);
+        }
+        let mask: Vec<bool> = self
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| i == 0 || active_groups.contains(&g.name))
+            .collect();
+        let schemas = match cache.iter().find(|c| c.mask == mask) {
+            Some(same) => Arc::clone(&same.schemas),
+            None => self.build_schemas(&mask),
+        };
+        if cache.len() >= SCHEMA_CACHE_SIZE {
+            cache.remove(0);
+        }
+        cache.push(CachedSchemas {
+            key: active_groups.to_vec(),
+            mask,
+            schemas: Arc::clone(&schemas),
+        });
+        schemas
+    }
+
+    fn build_schemas(&self, mask: &[bool]) -> Arc<[ToolSchema]> {
+        let tools = self.entries.iter().filter(|e| mask[e.group]);
+        let reset = self
+            .reset
+            .as_ref()
+            .filter(|_| !self.index.contains_key(RESET_TOOLS))
+            .map(|(_, e)| e);
+        tools.chain(reset).map(|e| e.schema.clone()).collect()
+    }
+
+    fn clear_cache(&mut self) {
+        self.cache.get_mut().unwrap_or_else(PoisonError::into_inner).clear();
+    }
+
+    /// Checks a call before it is run: the tool exists, its group is active, and its arguments
+    /// parse (repaired and coerced, see [`parse_with_repair`]) and validate against its schema.
+    ///
+    /// The error is the text of the error result for the model, as in the reference:
+    ///
+    /// * `ToolNotFoundError: The tool named '{name}' doesn't exist.`
+    /// * `ToolGroupInactiveError: The tool '{name}' in group '{group}' is currently inactive. You should first activate the group by calling the 'reset_tools' tool.`
+    /// * `Input validation failed for tool '{name}': {message} (at {json_path})`
+    pub fn prepare(&self, call: &ToolCallBlock, active_groups: &[String]) -> Result<PreparedCall, String> {
+        let name = call.name.as_str();
+        let Some(entry) = self.entry(name) else {
+            return Err(format!("ToolNotFoundError: The tool named '{name}' doesn't exist."));
+        };
+        let group = &self.groups[entry.group].name;
+        if entry.group != 0 && !active_groups.contains(group) {
+            return Err(format!(
+                "ToolGroupInactiveError: The tool '{name}' in group '{group}' is currently inactive. You should first \
+                 activate the group by calling the '{RESET_TOOLS}' tool."
+            ));
+        }
+        let schema = entry.tool.input_schema();
+        let input = parse_with_repair(&call.input, schema)
+            .map_err(|message| format!("Input validation failed for tool '{name}': {message} (at $)"))?;
+        validate(&input, schema).map_err(|e| {
+            format!(
+                "Input validation failed for tool '{name}': {} (at {})",
+                e.message, e.json_path
+            )
+        })?;
+        Ok(PreparedCall {
+            tool: Arc::clone(&entry.tool),
+            info: Arc::clone(&entry.info),
+            input,
+        })
+    }
+}
+
+impl Default for Toolkit {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clone for Toolkit {
+    fn clone(&self) -> Self {
+        Self {
+            entries: self.entries.clone(),
+            index: self.index.clone(),
+            groups: self.groups.clone(),
+            reset: self.reset.clone(),
+            cache: Mutex::default(),
+        }
+    }
+}
+
+impl fmt::Debug for Toolkit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let tools: Vec<(&str, &str)> = self
+            .entries
+            .iter()
+            .map(|e| (e.info.name.as_str(), self.groups[e.group].name.as_str()))
+            .collect();
+        f.debug_struct("Toolkit")
+            .field("tools", &tools)
+            .field("groups", &self.groups)
+            .finish_non_exhaustive()
+    }
+}

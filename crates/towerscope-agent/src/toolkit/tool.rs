@@ -1,0 +1,190 @@
+//! The [`Tool`] trait and its error.
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures_core::Stream;
+use serde_json::Value;
+use towerscope_core::{PermissionDecision, ToolChunk, ToolInfo};
+
+/// The stream a tool answers with: chunks of its result, or an error for the model.
+pub type ToolChunkStream = Pin<Box<dyn Stream<Item = Result<ToolChunk, ToolError>> + Send>>;
+
+/// Something the model can call.
+///
+/// Most tools are [`FunctionTool`](super::FunctionTool)s built from async functions; implement
+/// this trait for tools that keep their own state or build their schema at run time.
+///
+/// The toolkit repairs, coerces and validates the model's arguments against
+/// [`input_schema`](Self::input_schema) before [`call`](Self::call) runs, so `call` receives a
+/// value that matches the schema (unless a middleware overrode the arguments).
+///
+/// ```
+/// use futures_util::stream;
+/// use serde_json::{Value, json};
+/// use towerscope_agent::toolkit::{Tool, ToolChunkStream};
+/// use towerscope_core::ToolChunk;
+///
+/// struct Clock {
+///     schema: Value,
+/// }
+///
+/// impl Tool for Clock {
+///     fn name(&self) -> &str {
+///         "clock"
+///     }
+///     fn description(&self) -> &str {
+///         "The current time."
+///     }
+///     fn input_schema(&self) -> &Value {
+///         &self.schema
+///     }
+///     fn read_only(&self) -> bool {
+///         true
+///     }
+///     fn call(&self, _input: Value) -> ToolChunkStream {
+///         Box::pin(stream::iter([Ok(ToolChunk::text("12:00"))]))
+///     }
+/// }
+///
+/// let clock = Clock { schema: json!({"type": "object", "properties": {}}) };
+/// assert!(clock.info().read_only);
+/// assert!(clock.info().concurrency_safe);
+/// ```
+pub trait Tool: Send + Sync + 'static {
+    /// The name the model calls the tool by.
+    fn name(&self) -> &str;
+
+    /// What the tool does, for the model.
+    fn description(&self) -> &str;
+
+    /// The JSON schema of the arguments (an object schema, without titles).
+    fn input_schema(&self) -> &Value;
+
+    /// Whether calls may run concurrently with other concurrency-safe calls (default: `true`).
+    fn concurrency_safe(&self) -> bool {
+        true
+    }
+
+    /// Whether the tool only reads, so calls are allowed without asking (default: `false`).
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    /// Whether the tool is executed outside the agent (default: `false`). The agent hands such
+    /// calls to the caller with `REQUIRE_EXTERNAL_EXECUTION` and never calls [`call`](Self::call).
+    fn external(&self) -> bool {
+        false
+    }
+
+    /// The tool's own opinion on a call with this (validated) input; `None` (the default) has no
+    /// opinion and leaves the decision to the permission rules.
+    fn check_permission(&self, input: &Value) -> Option<PermissionDecision> {
+        let _ = input;
+        None
+    }
+
+    /// Runs the tool. Errors (an `Err` item) end the call with an error result for the model;
+    /// so does a panic, which the toolkit catches.
+    fn call(&self, input: Value) -> ToolChunkStream;
+
+    /// What middleware sees of the tool.
+    fn info(&self) -> ToolInfo {
+        ToolInfo {
+            name: self.name().to_owned(),
+            description: self.description().to_owned(),
+            concurrency_safe: self.concurrency_safe(),
+            read_only: self.read_only(),
+            external: self.external(),
+        }
+    }
+}
+
+/// A shared tool is a tool, so an `Arc<dyn Tool>` can be added to a [`Toolkit`](super::Toolkit).
+impl<T: Tool + ?Sized> Tool for Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn description(&self) -> &str {
+        (**self).description()
+    }
+
+    fn input_schema(&self) -> &Value {
+        (**self).input_schema()
+    }
+
+    fn concurrency_safe(&self) -> bool {
+        (**self).concurrency_safe()
+    }
+
+    fn read_only(&self) -> bool {
+        (**self).read_only()
+    }
+
+    fn external(&self) -> bool {
+        (**self).external()
+    }
+
+    fn check_permission(&self, input: &Value) -> Option<PermissionDecision> {
+        (**self).check_permission(input)
+    }
+
+    fn call(&self, input: Value) -> ToolChunkStream {
+        (**self).call(input)
+    }
+
+    fn info(&self) -> ToolInfo {
+        (**self).info()
+    }
+}
+
+/// A tool failure, with a message for the model.
+///
+/// It becomes an error chunk whose text is the message, and the call's result is an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    message: String,
+}
+
+impl ToolError {
+    /// An error with this message for the model.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// The message for the model.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The message, owned.
+    pub fn into_message(self) -> String {
+        self.message
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+impl From<String> for ToolError {
+    fn from(message: String) -> Self {
+        Self { message }
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(message: &str) -> Self {
+        Self {
+            message: message.to_owned(),
+        }
+    }
+}

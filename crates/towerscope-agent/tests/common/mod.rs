@@ -1,0 +1,72 @@
+//! Shared helpers of the agent's integration tests.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
+
+use futures_util::StreamExt;
+use towerscope_agent::ReplyStream;
+use towerscope_core::{AgentError, AgentEvent, ContentBlock, Msg, ReplyItem, ToolResultBlock};
+
+/// Everything a reply produced.
+pub struct Collected {
+    pub events: Vec<AgentEvent>,
+    pub final_msg: Option<Msg>,
+    pub error: Option<AgentError>,
+}
+
+impl Collected {
+    pub fn kinds(&self) -> Vec<&'static str> {
+        self.events.iter().map(|e| e.event_type().as_str()).collect()
+    }
+
+    pub fn final_text(&self) -> Option<String> {
+        self.final_msg.as_ref().and_then(Msg::text_content)
+    }
+}
+
+pub async fn collect(mut stream: ReplyStream) -> Collected {
+    let mut out = Collected {
+        events: Vec::new(),
+        final_msg: None,
+        error: None,
+    };
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(ReplyItem::Event(e)) => {
+                assert!(out.final_msg.is_none(), "an event came after the final message");
+                out.events.push(e)
+            }
+            Ok(ReplyItem::Final(m)) => out.final_msg = Some(m),
+            Err(e) => {
+                out.error = Some(e);
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The tool results stored in a message.
+pub fn results(msg: &Msg) -> Vec<&ToolResultBlock> {
+    msg.content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Asserts every tool call in `context` has exactly one result.
+pub fn assert_consistent(context: &[Msg]) {
+    for msg in context {
+        for block in &msg.content {
+            if let ContentBlock::ToolCall(call) = block {
+                let n = context
+                    .iter()
+                    .flat_map(|m| m.content.iter())
+                    .filter(|b| matches!(b, ContentBlock::ToolResult(r) if r.id == call.id))
+                    .count();
+                assert_eq!(n, 1, "tool call {} has {n} results", call.id);
+            }
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! Core types of towerscope: messages, events, the seven middleware positions, and errors.
+//!
+//! towerscope builds LLM agents whose every extension point is a [`tower`] middleware. This crate
+//! holds what every other crate shares:
+//!
+//! - the wire-compatible data types: [`Msg`] and its [`ContentBlock`]s, the 28 kinds of
+//!   [`AgentEvent`], [`ChatResponse`], [`ToolChunk`] and [`ToolResponse`] (they serialize to the
+//!   same JSON as AgentScope 2.x, so streams and messages can be stored and replayed by tools that
+//!   speak its format);
+//! - the request and response types of the seven positions ([`position`]), the erased services
+//!   and the [`LayerStack`] that builds a position once;
+//! - three ways to write middleware: a [`Middleware`] bundle hooking several positions, a plain
+//!   [`tower::Layer`] for one position, and [`from_fn`] closures;
+//! - the [`ChatModel`] trait and one error type, [`AgentError`].
+//!
+//! # Example
+//!
+//! ```
+//! use towerscope_core::{AgentEvent, Msg, ReplyStartEvent};
+//!
+//! let msg = Msg::user("user", "What's the weather in Paris?");
+//! let json = serde_json::to_string(&msg)?;
+//! let back: Msg = serde_json::from_str(&json)?;
+//! assert_eq!(back.text_content().as_deref(), Some("What's the weather in Paris?"));
+//!
+//! let start = AgentEvent::ReplyStart(ReplyStartEvent::new("session", "reply", "assistant"));
+//! assert!(serde_json::to_string(&start)?.contains(r#""type":"REPLY_START""#));
+//! # Ok::<(), serde_json::Error>(())
+//! ```
+
+pub mod chat;
+pub mod context;
+pub mod error;
+pub mod event;
+pub mod from_fn;
+pub mod id;
+pub mod message;
+pub mod middleware;
+pub mod model;
+pub mod position;
+pub mod system_prompt;
+pub mod tool;
+
+pub use chat::{ChatResponse, ChatUsage, ModelFinishedReason, ToolChoice, ToolChoiceMode, ToolSchema};
+pub use context::{AgentContext, Extensions};
+pub use error::{AgentError, BoxError, ErrorSource, LimitKind, TimeoutKind};
+pub use event::*;
+pub use from_fn::{FromFn, FromFnLayer, Next, from_fn};
+pub use message::{
+    ContentBlock, DataBlock, DataSource, ErrorInfo, HintBlock, HintContent, MediaBlock, Msg, PermissionBehavior,
+    PermissionRule, ReplyFinishedReason, Role, TextBlock, ThinkingBlock, ToolCallBlock, ToolCallState, ToolOutput,
+    ToolResultBlock, ToolResultState, Usage,
+};
+pub use middleware::{Middleware, PositionStacks, boxed_layer};
+pub use model::{ChatModel, ChatStream, GenerationParams, ModelFuture, ModelOutput, ModelRef};
+pub use position::{
+    ActingLayer, ActingRequest, ActingService, CompressLayer, CompressRequest, CompressService, EventStream,
+    LayerStack, ModelCallLayer, ModelCallRequest, ModelCallService, PermissionDecision, PermissionLayer,
+    PermissionRequest, PermissionService, Position, PositionKind, ReasoningLayer, ReasoningRequest, ReasoningService,
+    ReplyInput, ReplyItem, ReplyLayer, ReplyRequest, ReplyService, StructuredSchema, ToolInfo, ToolItem, ToolStream,
+    event_stream,
+};
+pub use system_prompt::{PromptFuture, SystemPromptFold, SystemPromptTransformer, prompt_fn};
+pub use tool::{ToolChunk, ToolResponse};
+
+/// The types most programs need, in one import.
+pub mod prelude {
+    pub use crate::{
+        AgentContext, AgentError, AgentEvent, ChatModel, ChatResponse, ContentBlock, EventStream, Middleware,
+        ModelCallRequest, ModelOutput, Msg, Next, ReplyItem, Role, ToolCallBlock, ToolChoice, ToolChunk, ToolResponse,
+        from_fn,
+    };
+}

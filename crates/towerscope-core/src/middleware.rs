@@ -1,0 +1,164 @@
+//! [`Middleware`]: one object that hooks any subset of the seven positions.
+//!
+//! As in AgentScope, one middleware may hook several places (a tracer hooks `on_reply`,
+//! `on_model_call` and `on_acting`). Each hook returns a layer for its position, or `None` for a
+//! position it leaves alone; a position nobody hooks costs nothing. [`PositionStacks`] collects
+//! the layers of many middlewares in installation order, first installed = outermost.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use towerscope_core::{
+//!     boxed_layer, from_fn, Middleware, ModelCallLayer, ModelCallRequest, ModelOutput, Next,
+//!     PositionStacks,
+//! };
+//!
+//! /// Counts model calls.
+//! #[derive(Default)]
+//! struct CountCalls(Arc<AtomicUsize>);
+//!
+//! impl Middleware for CountCalls {
+//!     fn on_model_call(&self) -> Option<ModelCallLayer> {
+//!         let count = self.0.clone();
+//!         Some(boxed_layer(from_fn(move |req: ModelCallRequest, next: Next<ModelCallRequest, ModelOutput>| {
+//!             count.fetch_add(1, Ordering::Relaxed);
+//!             next.run(req)
+//!         })))
+//!     }
+//! }
+//!
+//! let mut stacks = PositionStacks::new();
+//! stacks.add(&CountCalls::default());
+//! assert_eq!(stacks.model_call.len(), 1);
+//! assert!(stacks.reply.is_empty()); // not hooked: nothing installed, nothing paid
+//! ```
+
+use std::sync::Arc;
+
+use tower::util::{BoxCloneSyncService, BoxCloneSyncServiceLayer};
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::position::{
+    ActingLayer, CompressLayer, EventStream, LayerStack, ModelCallLayer, PermissionLayer, ReasoningLayer, ReplyLayer,
+    ToolStream,
+};
+use crate::system_prompt::{SystemPromptFold, SystemPromptTransformer};
+use crate::{
+    ActingRequest, AgentError, CompressRequest, ModelCallRequest, ModelOutput, PermissionDecision, PermissionRequest,
+    ReasoningRequest, ReplyRequest,
+};
+
+/// Boxes a layer over a position's erased service, for returning from a [`Middleware`] hook.
+pub fn boxed_layer<L, Req, Resp>(
+    layer: L,
+) -> BoxCloneSyncServiceLayer<BoxCloneSyncService<Req, Resp, AgentError>, Req, Resp, AgentError>
+where
+    L: Layer<BoxCloneSyncService<Req, Resp, AgentError>> + Send + Sync + 'static,
+    L::Service: Service<Req, Response = Resp, Error = AgentError> + Clone + Send + Sync + 'static,
+    <L::Service as Service<Req>>::Future: Send + 'static,
+    Req: 'static,
+    Resp: 'static,
+{
+    BoxCloneSyncServiceLayer::new(layer)
+}
+
+/// A bundle of hooks on any subset of the seven positions. See the [module docs](self).
+///
+/// Every method has a default that hooks nothing. The agent asks each method once, when it is
+/// built.
+pub trait Middleware: Send + Sync + 'static {
+    /// The middleware's name (for debugging and per-middleware state).
+    fn name(&self) -> &str {
+        std::any::type_name::<Self>()
+    }
+
+    /// A layer around the whole reply.
+    fn on_reply(&self) -> Option<ReplyLayer> {
+        None
+    }
+
+    /// A layer around each reasoning step.
+    fn on_reasoning(&self) -> Option<ReasoningLayer> {
+        None
+    }
+
+    /// A layer around each model call.
+    fn on_model_call(&self) -> Option<ModelCallLayer> {
+        None
+    }
+
+    /// A layer around each tool execution.
+    fn on_acting(&self) -> Option<ActingLayer> {
+        None
+    }
+
+    /// A layer around each permission check.
+    fn on_check_permission(&self) -> Option<PermissionLayer> {
+        None
+    }
+
+    /// A layer around each context compression.
+    fn on_compress_context(&self) -> Option<CompressLayer> {
+        None
+    }
+
+    /// A step of the system-prompt fold.
+    fn on_system_prompt(&self) -> Option<Arc<dyn SystemPromptTransformer>> {
+        None
+    }
+}
+
+/// The layers of all seven positions, in installation order.
+#[derive(Debug, Clone, Default)]
+pub struct PositionStacks {
+    /// `on_reply`.
+    pub reply: LayerStack<ReplyRequest, EventStream>,
+    /// `on_reasoning`.
+    pub reasoning: LayerStack<ReasoningRequest, EventStream>,
+    /// `on_model_call`.
+    pub model_call: LayerStack<ModelCallRequest, ModelOutput>,
+    /// `on_acting`.
+    pub acting: LayerStack<ActingRequest, ToolStream>,
+    /// `on_check_permission`.
+    pub check_permission: LayerStack<PermissionRequest, PermissionDecision>,
+    /// `on_compress_context`.
+    pub compress_context: LayerStack<CompressRequest, ()>,
+    /// `on_system_prompt`.
+    pub system_prompt: SystemPromptFold,
+}
+
+impl PositionStacks {
+    /// Nothing installed anywhere.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Installs every hook `middleware` implements, inside the ones already installed.
+    pub fn add(&mut self, middleware: &dyn Middleware) -> &mut Self {
+        if let Some(l) = middleware.on_reply() {
+            self.reply.push_boxed(l);
+        }
+        if let Some(l) = middleware.on_reasoning() {
+            self.reasoning.push_boxed(l);
+        }
+        if let Some(l) = middleware.on_model_call() {
+            self.model_call.push_boxed(l);
+        }
+        if let Some(l) = middleware.on_acting() {
+            self.acting.push_boxed(l);
+        }
+        if let Some(l) = middleware.on_check_permission() {
+            self.check_permission.push_boxed(l);
+        }
+        if let Some(l) = middleware.on_compress_context() {
+            self.compress_context.push_boxed(l);
+        }
+        if let Some(t) = middleware.on_system_prompt() {
+            self.system_prompt.push_arc(t);
+        }
+        self
+    }
+}

@@ -1,0 +1,20 @@
+//! Chat models for towerscope.
+//!
+//! - [`ScriptedModel`] replays a script of responses and records every request it received. It
+//!   needs no network, so it is the default model of the examples and the workhorse of the tests.
+//!
+//! # Example
+//!
+//! ```
+//! use towerscope_models::{ScriptedModel, ScriptedResponse};
+//!
+//! let model = ScriptedModel::new("scripted", [
+//!     ScriptedResponse::tool_call("call-1", "get_weather", r#"{"city":"Paris"}"#),
+//!     ScriptedResponse::text("It is sunny in Paris.").with_usage(20, 7),
+//! ]);
+//! assert_eq!(model.remaining(), 2);
+//! ```
+
+pub mod scripted;
+
+pub use scripted::{RecordedRequest, ScriptedModel, ScriptedResponse};

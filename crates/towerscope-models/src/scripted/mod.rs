@@ -1,0 +1,486 @@
+//! [`ScriptedModel`]: a real implementation of the model position that replays a script.
+//!
+//! Each call takes the next [`ScriptedResponse`] of the script: text, thinking, tool calls and
+//! data blocks, with usage, optional delays, and failures (on the call or in the middle of the
+//! stream). The model streams (the default) or answers whole, and records every request, so a
+//! test can assert what the model saw: the messages after the system-prompt fold, the tool
+//! schemas, the tool choice.
+//!
+//! When the script runs out the call fails with a clear error, unless the model was made with
+//! [`ScriptedModel::cycle`], which replays the script forever (examples and benchmarks).
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use futures_util::StreamExt;
+//! use towerscope_core::{AgentContext, ChatModel, ModelCallRequest, ModelOutput, Msg};
+//! use towerscope_models::{ScriptedModel, ScriptedResponse};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), towerscope_core::AgentError> {
+//! let model = ScriptedModel::new("scripted", [ScriptedResponse::text("Hello there")]);
+//! let request = ModelCallRequest {
+//!     ctx: AgentContext::new("a", "s", "r"),
+//!     model: Arc::new(model.clone()),
+//!     messages: Arc::from(vec![Msg::user("user", "hi")]),
+//!     tools: Arc::from(vec![]),
+//!     tool_choice: None,
+//! };
+//! let ModelOutput::Stream(mut stream) = model.call(request).await? else { unreachable!() };
+//! let mut chunks = Vec::new();
+//! while let Some(chunk) = stream.next().await {
+//!     chunks.push(chunk?);
+//! }
+//! assert!(chunks.last().is_some_and(|c| c.is_last));
+//! assert_eq!(model.requests()[0].messages[0].text_content().as_deref(), Some("hi"));
+//! # Ok(()) }
+//! ```
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::stream;
+use towerscope_core::{
+    AgentError, ChatModel, ChatResponse, ChatUsage, ContentBlock, DataBlock, GenerationParams, ModelCallRequest,
+    ModelFuture, ModelOutput, Msg, TextBlock, ThinkingBlock, ToolCallBlock, ToolChoice, ToolSchema,
+};
+
+/// How a response is delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Delivery {
+    /// As the model is configured (streaming by default).
+    Model,
+    /// As one complete response.
+    Whole,
+    /// As a stream of chunks.
+    Streamed,
+}
+
+/// One scripted answer of a [`ScriptedModel`]. See the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct ScriptedResponse {
+    content: Vec<ContentBlock>,
+    usage: Option<ChatUsage>,
+    error: Option<AgentError>,
+    fail_after: Option<(usize, AgentError)>,
+    delay: Option<Duration>,
+    chunk_delay: Option<Duration>,
+    delivery: Delivery,
+    final_chunk: bool,
+}
+
+impl ScriptedResponse {
+    fn with_blocks(content: Vec<ContentBlock>) -> Self {
+        Self {
+            content,
+            usage: None,
+            error: None,
+            fail_after: None,
+            delay: None,
+            chunk_delay: None,
+            delivery: Delivery::Model,
+            final_chunk: true,
+        }
+    }
+
+    /// An empty response (no blocks).
+    pub fn empty() -> Self {
+        Self::with_blocks(Vec::new())
+    }
+
+    /// A text answer.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::empty().and_text(text)
+    }
+
+    /// A thinking-only answer.
+    pub fn thinking(thinking: impl Into<String>) -> Self {
+        Self::empty().and_thinking(thinking)
+    }
+
+    /// An answer calling one tool; `input` is the raw JSON the model "typed".
+    pub fn tool_call(id: impl Into<String>, name: impl Into<String>, input: impl Into<String>) -> Self {
+        Self::empty().and_tool_call(id, name, input)
+    }
+
+    /// A call that fails with `error` before anything is returned.
+    pub fn error(error: AgentError) -> Self {
+        let mut r = Self::empty();
+        r.error = Some(error);
+        r
+    }
+
+    /// Adds a text block.
+    pub fn and_text(mut self, text: impl Into<String>) -> Self {
+        self.content.push(ContentBlock::Text(TextBlock::new(text)));
+        self
+    }
+
+    /// Adds a thinking block.
+    pub fn and_thinking(mut self, thinking: impl Into<String>) -> Self {
+        self.content.push(ContentBlock::Thinking(ThinkingBlock::new(thinking)));
+        self
+    }
+
+    /// Adds a tool call.
+    pub fn and_tool_call(mut self, id: impl Into<String>, name: impl Into<String>, input: impl Into<String>) -> Self {
+        self.content
+            .push(ContentBlock::ToolCall(ToolCallBlock::new(id, name, input)));
+        self
+    }
+
+    /// Adds a base64 data block.
+    pub fn and_data(mut self, data: impl Into<String>, media_type: impl Into<String>) -> Self {
+        self.content
+            .push(ContentBlock::Data(DataBlock::base64(data, media_type)));
+        self
+    }
+
+    /// Reports this token usage on the response.
+    pub fn with_usage(mut self, input_tokens: u64, output_tokens: u64) -> Self {
+        self.usage = Some(ChatUsage::new(input_tokens, output_tokens));
+        self
+    }
+
+    /// Reports this usage (with cache counters) on the response.
+    pub fn with_chat_usage(mut self, usage: ChatUsage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// Waits `delay` before answering (use paused tokio time in tests).
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.delay = Some(delay);
+        self
+    }
+
+    /// Waits `delay` before each streamed chunk.
+    pub fn chunk_delay(mut self, delay: Duration) -> Self {
+        self.chunk_delay = Some(delay);
+        self
+    }
+
+    /// Breaks the stream with `error` after `chunks` chunks were delivered.
+    pub fn fail_mid_stream(mut self, chunks: usize, error: AgentError) -> Self {
+        self.fail_after = Some((chunks, error));
+        self.delivery = Delivery::Streamed;
+        self
+    }
+
+    /// Delivers this response whole, whatever the model's setting.
+    pub fn whole(mut self) -> Self {
+        self.delivery = Delivery::Whole;
+        self
+    }
+
+    /// Delivers this response as a stream, whatever the model's setting.
+    pub fn streamed(mut self) -> Self {
+        self.delivery = Delivery::Streamed;
+        self
+    }
+
+    /// Ends the stream without its final (`is_last`) chunk, as a broken provider would.
+    pub fn without_final_chunk(mut self) -> Self {
+        self.final_chunk = false;
+        self.delivery = Delivery::Streamed;
+        self
+    }
+
+    /// The complete response this script entry stands for.
+    fn complete(&self) -> ChatResponse {
+        let mut r = ChatResponse::new(self.content.clone());
+        r.usage = self.usage.clone();
+        r
+    }
+
+    /// The delta chunks: thinking, then text, then each tool call in two pieces, then data.
+    fn chunks(&self) -> Vec<ChatResponse> {
+        let mut out = Vec::new();
+        for block in &self.content {
+            match block {
+                ContentBlock::Thinking(t) => {
+                    for piece in split_words(&t.thinking) {
+                        let mut b = t.clone();
+                        b.thinking = piece;
+                        out.push(ChatResponse::chunk(vec![ContentBlock::Thinking(b)]));
+                    }
+                }
+                ContentBlock::Text(t) => {
+                    for piece in split_words(&t.text) {
+                        let mut b = t.clone();
+                        b.text = piece;
+                        out.push(ChatResponse::chunk(vec![ContentBlock::Text(b)]));
+                    }
+                }
+                ContentBlock::ToolCall(c) => {
+                    let mid = c
+                        .input
+                        .char_indices()
+                        .nth(c.input.chars().count() / 2)
+                        .map_or(0, |(i, _)| i);
+                    let (head, tail) = c.input.split_at(mid);
+                    for piece in [head, tail] {
+                        let mut b = c.clone();
+                        b.input = piece.to_owned();
+                        out.push(ChatResponse::chunk(vec![ContentBlock::ToolCall(b)]));
+                    }
+                }
+                other => out.push(ChatResponse::chunk(vec![other.clone()])),
+            }
+        }
+        out
+    }
+}
+
+/// Splits text into word pieces, each keeping its trailing whitespace.
+fn split_words(text: &str) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut in_space = false;
+    for (i, ch) in text.char_indices() {
+        if ch.is_whitespace() {
+            in_space = true;
+        } else if in_space {
+            pieces.push(text[start..i].to_owned());
+            start = i;
+            in_space = false;
+        }
+    }
+    if start < text.len() || pieces.is_empty() {
+        pieces.push(text[start..].to_owned());
+    }
+    pieces
+}
+
+/// What a [`ScriptedModel`] received on one call.
+#[derive(Debug, Clone)]
+pub struct RecordedRequest {
+    /// The model name the request was addressed to.
+    pub model: String,
+    /// The messages, system prompt first.
+    pub messages: Arc<[Msg]>,
+    /// The tool schemas offered.
+    pub tools: Arc<[ToolSchema]>,
+    /// The tool choice.
+    pub tool_choice: Option<ToolChoice>,
+    /// The reply the call belonged to.
+    pub reply_id: String,
+    /// The ReAct iteration of the call.
+    pub iteration: u32,
+}
+
+impl RecordedRequest {
+    /// The names of the tools offered.
+    pub fn tool_names(&self) -> Vec<&str> {
+        self.tools.iter().map(|t| t.name.as_str()).collect()
+    }
+
+    /// The system prompt (text of the first message, if it is a system message).
+    pub fn system_prompt(&self) -> Option<String> {
+        self.messages
+            .first()
+            .filter(|m| m.role == towerscope_core::Role::System)
+            .and_then(Msg::text_content)
+    }
+}
+
+#[derive(Debug)]
+struct Script {
+    queue: VecDeque<ScriptedResponse>,
+    cycle: Option<Vec<ScriptedResponse>>,
+    requests: Vec<RecordedRequest>,
+    record: bool,
+    calls: usize,
+}
+
+/// A chat model that replays a script. See the [module docs](self).
+///
+/// Clones share the script and the recorded requests, so a test can keep one clone and hand
+/// another to the agent.
+#[derive(Clone)]
+pub struct ScriptedModel {
+    name: Arc<str>,
+    provider: Arc<str>,
+    stream: bool,
+    params: Arc<GenerationParams>,
+    script: Arc<Mutex<Script>>,
+}
+
+impl ScriptedModel {
+    /// A streaming model that answers with `responses`, in order, once each.
+    pub fn new(name: impl Into<Arc<str>>, responses: impl IntoIterator<Item = ScriptedResponse>) -> Self {
+        Self {
+            name: name.into(),
+            provider: Arc::from("scripted"),
+            stream: true,
+            params: Arc::new(GenerationParams::new()),
+            script: Arc::new(Mutex::new(Script {
+                queue: responses.into_iter().collect(),
+                cycle: None,
+                requests: Vec::new(),
+                record: true,
+                calls: 0,
+            })),
+        }
+    }
+
+    /// A model that replays `responses` in a loop, forever. Requests are not recorded.
+    pub fn cycle(name: impl Into<Arc<str>>, responses: impl IntoIterator<Item = ScriptedResponse>) -> Self {
+        let responses: Vec<_> = responses.into_iter().collect();
+        let model = Self::new(name, responses.clone());
+        {
+            let mut s = model.lock();
+            s.cycle = Some(responses);
+            s.record = false;
+        }
+        model
+    }
+
+    /// Whether responses stream (default) or come whole.
+    pub fn streaming(mut self, stream: bool) -> Self {
+        self.stream = stream;
+        self
+    }
+
+    /// The provider name reported to tracing (default `scripted`).
+    pub fn provider_name(mut self, provider: impl Into<Arc<str>>) -> Self {
+        self.provider = provider.into();
+        self
+    }
+
+    /// The generation parameters reported to tracing.
+    pub fn parameters(mut self, params: GenerationParams) -> Self {
+        self.params = Arc::new(params);
+        self
+    }
+
+    /// Whether to record requests (on by default, off for [`cycle`](Self::cycle)).
+    pub fn record(self, record: bool) -> Self {
+        self.lock().record = record;
+        self
+    }
+
+    /// Appends responses to the script.
+    pub fn push(&self, response: ScriptedResponse) {
+        self.lock().queue.push_back(response);
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.lock().requests.clone()
+    }
+
+    /// How many calls were made.
+    pub fn calls(&self) -> usize {
+        self.lock().calls
+    }
+
+    /// How many scripted responses are left (for a cycling model: of the current loop).
+    pub fn remaining(&self) -> usize {
+        self.lock().queue.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Script> {
+        self.script.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn next_response(&self, request: &ModelCallRequest) -> Result<ScriptedResponse, AgentError> {
+        let mut s = self.lock();
+        s.calls += 1;
+        if s.record {
+            let recorded = RecordedRequest {
+                model: request.model.model_name().to_owned(),
+                messages: Arc::clone(&request.messages),
+                tools: Arc::clone(&request.tools),
+                tool_choice: request.tool_choice.clone(),
+                reply_id: request.ctx.reply_id().to_owned(),
+                iteration: request.ctx.iteration(),
+            };
+            s.requests.push(recorded);
+        }
+        if s.queue.is_empty() {
+            if let Some(cycle) = s.cycle.clone() {
+                s.queue.extend(cycle);
+            }
+        }
+        let calls = s.calls;
+        s.queue.pop_front().ok_or_else(|| AgentError::Model {
+            model: Some(self.name.to_string()),
+            message: format!(
+                "ScriptedModel script exhausted: call {calls} has no scripted response; add more ScriptedResponse entries"
+            ),
+            retryable: false,
+            source: None,
+        })
+    }
+}
+
+impl fmt::Debug for ScriptedModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptedModel")
+            .field("name", &self.name)
+            .field("stream", &self.stream)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChatModel for ScriptedModel {
+    fn model_name(&self) -> &str {
+        &self.name
+    }
+
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    fn parameters(&self) -> &GenerationParams {
+        &self.params
+    }
+
+    fn call(&self, request: ModelCallRequest) -> ModelFuture {
+        let response = self.next_response(&request);
+        let stream_default = self.stream;
+        Box::pin(async move {
+            let response = response?;
+            if let Some(delay) = response.delay {
+                tokio::time::sleep(delay).await;
+            }
+            if let Some(err) = response.error {
+                return Err(err);
+            }
+            let streamed = match response.delivery {
+                Delivery::Model => stream_default,
+                Delivery::Whole => false,
+                Delivery::Streamed => true,
+            };
+            if !streamed {
+                return Ok(ModelOutput::Complete(response.complete()));
+            }
+            Ok(ModelOutput::Stream(into_stream(response)))
+        })
+    }
+}
+
+fn into_stream(response: ScriptedResponse) -> towerscope_core::ChatStream {
+    let mut items: Vec<Result<ChatResponse, AgentError>> = response.chunks().into_iter().map(Ok).collect();
+    if let Some((after, err)) = response.fail_after.clone() {
+        items.truncate(after);
+        items.push(Err(err));
+    } else if response.final_chunk {
+        items.push(Ok(response.complete()));
+    }
+    match response.chunk_delay {
+        None => Box::pin(stream::iter(items)),
+        Some(delay) => Box::pin(stream::iter(items).then(move |item| async move {
+            tokio::time::sleep(delay).await;
+            item
+        })),
+    }
+}
+
+#[cfg(test)]
+mod tests;
