@@ -5,4 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# A real OpenTelemetry collector (rotel, from PyPI) on loopback for
+# crates/towerscope-otel/tests/collector.rs; it exports TOWERSCOPE_OTLP_ENDPOINT and SPANS_JSONL.
+# Stopped by its PID however the tests end.
+collector_env="$(scripts/otlp-collector.sh start)"
+eval "$collector_env"
+trap 'kill -TERM "$OTLP_COLLECTOR_PID" 2>/dev/null || true; scripts/otlp-collector.sh stop' EXIT
+
 cargo test --workspace --all-features --no-fail-fast "$@"

@@ -5,6 +5,10 @@
 //! - [`core`]: messages, events, the seven positions, errors.
 //! - [`agent`]: the ReAct [`Agent`](agent::Agent), its toolkit and structured output.
 //! - [`models`]: chat models, including the network-free [`models::ScriptedModel`].
+//! - [`layers`]: built-in layers: timing, rate limit, fallback, retry, timeout, call limits, dynamic
+//!   system prompt, pre/post hooks.
+//! - `otel` (feature `otel`): OpenTelemetry GenAI spans and metrics as one middleware, and OTLP
+//!   export in one call (`towerscope_otel`).
 //!
 //! # Example
 //!
@@ -24,7 +28,10 @@
 
 pub use towerscope_agent as agent;
 pub use towerscope_core as core;
+pub use towerscope_layers as layers;
 pub use towerscope_models as models;
+#[cfg(feature = "otel")]
+pub use towerscope_otel as otel;
 
 /// The types most programs need, in one import.
 pub mod prelude {

@@ -288,9 +288,9 @@ fn delta_event(reply_id: &str, call_id: &str, block: &MediaBlock) -> AgentEvent 
         MediaBlock::Text(t) => {
             AgentEvent::ToolResultTextDelta(ToolResultTextDeltaEvent::new(reply_id, call_id, &t.text))
         }
-        MediaBlock::Data(d) => {
-            AgentEvent::ToolResultDataDelta(ToolResultDataDeltaEvent::new(reply_id, call_id, d.source.clone()))
-        }
+        MediaBlock::Data(d) => AgentEvent::ToolResultDataDelta(
+            ToolResultDataDeltaEvent::new(reply_id, call_id, d.source.clone()).with_block_id(&d.id),
+        ),
     }
 }
 
@@ -301,7 +301,8 @@ fn apply_effects(shared: &Shared, ctx: &AgentContext, call: &ToolCallBlock, resp
         shared.lock_state().activated_groups = groups;
     }
     if call.name == structured::TOOL_NAME && response.state == ToolResultState::Success {
-        if let Some(generated) = ctx.extensions().remove::<structured::Generated>() {
+        let generated = ctx.extensions().remove::<structured::Generated>();
+        if let Some(generated) = generated {
             shared.lock_state().reply_context.structured_output = Some(generated.0);
         }
     }

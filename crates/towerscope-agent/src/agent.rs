@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use tower::ServiceExt;
 use towerscope_core::{
     ActingRequest, AgentContext, AgentError, AgentEvent, CompressRequest, EventStream, ModelCallRequest, ModelOutput,
-    ModelRef, Msg, PermissionDecision, PermissionRequest, Position, ReplyInput, ReplyItem, ReplyRequest,
+    ModelRef, Msg, ObserveHook, PermissionDecision, PermissionRequest, Position, ReplyInput, ReplyItem, ReplyRequest,
     StructuredSchema, SystemPromptFold, ToolStream,
 };
 
@@ -32,6 +32,7 @@ pub(crate) struct Shared {
     pub(crate) config: ReactConfig,
     pub(crate) state: Arc<Mutex<AgentState>>,
     pub(crate) system_prompt_fold: SystemPromptFold,
+    pub(crate) observe_hooks: Vec<Arc<dyn ObserveHook>>,
     pub(crate) model_call: Position<ModelCallImpl, ModelCallRequest, ModelOutput>,
     pub(crate) acting: Position<ActingImpl, ActingRequest, ToolStream>,
     pub(crate) permission: Position<PermissionImpl, PermissionRequest, PermissionDecision>,
@@ -119,11 +120,17 @@ impl Agent {
     /// Adds messages to the context without replying. Rejects system messages and messages
     /// holding tool calls, tool results or thinking, as the reference does.
     pub fn observe(&self, msgs: impl IntoIterator<Item = Msg>) -> Result<(), AgentError> {
-        let msgs: Vec<Msg> = msgs.into_iter().collect();
+        let mut msgs: Vec<Msg> = msgs.into_iter().collect();
+        for hook in &self.shared.observe_hooks {
+            msgs = hook.pre_observe(&self.shared.name, msgs)?;
+        }
         for m in &msgs {
             crate::reply::validate_input(m)?;
         }
-        self.shared.lock_state().context.extend(msgs);
+        self.shared.lock_state().context.extend(msgs.iter().cloned());
+        for hook in &self.shared.observe_hooks {
+            hook.post_observe(&self.shared.name, &msgs)?;
+        }
         Ok(())
     }
 

@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use tower::Layer;
 use tower::Service;
-use tower::util::BoxCloneSyncService;
+
 use towerscope_core::{
-    ActingRequest, AgentError, ChatModel, CompressRequest, EventStream, Middleware, ModelCallRequest, ModelOutput,
-    ModelRef, PermissionDecision, PermissionRequest, PositionStacks, ReasoningRequest, ReplyRequest,
+    ActingRequest, AgentError, ChatModel, CompressRequest, ErasedService, EventStream, Middleware, ModelCallRequest,
+    ModelOutput, ModelRef, PermissionDecision, PermissionRequest, PositionStacks, ReasoningRequest, ReplyRequest,
     SystemPromptTransformer, ToolStream,
 };
 
@@ -56,7 +56,7 @@ macro_rules! position_method {
         /// The first layer installed on a position is the outermost.
         pub fn $method<L>(mut self, layer: L) -> Self
         where
-            L: Layer<BoxCloneSyncService<$req, $resp, AgentError>> + Send + Sync + 'static,
+            L: Layer<ErasedService<$req, $resp>> + Send + Sync + 'static,
             L::Service: Service<$req, Response = $resp, Error = AgentError> + Clone + Send + Sync + 'static,
             <L::Service as Service<$req>>::Future: Send + 'static,
         {
@@ -222,7 +222,7 @@ impl AgentBuilder {
             return Err(AgentError::validation("structured_output_grace_iters must be > 0"));
         }
         let toolkit = Arc::new(self.toolkit);
-        let state = Arc::new(Mutex::new(self.state.unwrap_or_else(AgentState::new)));
+        let state = Arc::new(Mutex::new(self.state.unwrap_or_default()));
         let stacks = self.stacks;
         let shared = Arc::new(Shared {
             name: Arc::from(self.name),
@@ -242,6 +242,7 @@ impl AgentBuilder {
             config: self.config,
             state,
             system_prompt_fold: stacks.system_prompt,
+            observe_hooks: stacks.observe,
         });
         let reasoning = stacks.reasoning.build(ReasoningImpl {
             shared: Arc::clone(&shared),

@@ -16,6 +16,8 @@ pub(crate) struct ChunkConverter {
     text: Option<String>,
     tools: Vec<String>,
     data: Vec<String>,
+    /// Every block id opened during this model call (for a restart).
+    opened: Vec<String>,
 }
 
 impl ChunkConverter {
@@ -43,6 +45,7 @@ impl ChunkConverter {
         if has_thinking {
             let id = self.thinking.get_or_insert_with(|| {
                 let id = new_id();
+                self.opened.push(id.clone());
                 out.push(AgentEvent::ThinkingBlockStart(ThinkingBlockStartEvent::new(
                     &self.reply_id,
                     &id,
@@ -75,6 +78,7 @@ impl ChunkConverter {
                 .collect();
             let id = self.text.get_or_insert_with(|| {
                 let id = new_id();
+                self.opened.push(id.clone());
                 out.push(AgentEvent::TextBlockStart(TextBlockStartEvent::new(
                     &self.reply_id,
                     &id,
@@ -96,8 +100,9 @@ impl ChunkConverter {
         let mut seen: Vec<&str> = Vec::new();
         for block in &chunk.content {
             if let ContentBlock::ToolCall(call) = block {
-                if !self.tools.iter().any(|id| *id == call.id) {
+                if !self.tools.contains(&call.id) {
                     self.tools.push(call.id.clone());
+                    self.opened.push(call.id.clone());
                     out.push(AgentEvent::ToolCallStart(ToolCallStartEvent::new(
                         &self.reply_id,
                         &call.id,
@@ -127,6 +132,7 @@ impl ChunkConverter {
                 if let DataSource::Base64 { data, media_type } = &d.source {
                     if !self.data.contains(&d.id) {
                         self.data.push(d.id.clone());
+                        self.opened.push(d.id.clone());
                         out.push(AgentEvent::DataBlockStart({
                             let mut start = DataBlockStartEvent::new(&self.reply_id, &d.id, media_type);
                             start.name.clone_from(&d.name);
@@ -144,6 +150,16 @@ impl ChunkConverter {
                 }
             }
         }
+    }
+
+    /// A restart of the model call: forget every block of this call and return their ids, which
+    /// the consumer must discard.
+    pub(crate) fn restart(&mut self) -> Vec<String> {
+        self.thinking = None;
+        self.text = None;
+        self.tools.clear();
+        self.data.clear();
+        std::mem::take(&mut self.opened)
     }
 
     /// Closes whatever is still open: text, thinking, tool calls (first seen first), data.

@@ -92,6 +92,11 @@ async fn reason(shared: &Arc<Shared>, req: ReasoningRequest, y: &Out) -> Result<
                     completed = Some(chunk);
                     break;
                 }
+                if let Some(reason) = chunk.restart_reason() {
+                    events.push(restart_event(reply_id, reason, converter.restart()));
+                    emit_events(y, &mut events).await;
+                    continue;
+                }
                 converter.convert(&chunk, &mut events);
                 emit_events(y, &mut events).await;
             }
@@ -138,7 +143,7 @@ fn save(shared: &Shared, ctx: &AgentContext, completed: &ChatResponse, usage: &U
     let mut msg = Msg::assistant(&*shared.name, "");
     msg.content = completed.content.clone();
     msg.id = reply_id.to_owned();
-    msg.usage = Some(state.reply_context.usage.clone());
+    msg.usage = Some(state.reply_context.usage);
     msg.finished_reason = Some(ReplyFinishedReason::Completed);
     Some(msg)
 }
@@ -160,4 +165,13 @@ fn tool_schemas(shared: &Shared, ctx: &AgentContext) -> Arc<[ToolSchema]> {
             Arc::from(all)
         }
     }
+}
+
+/// The `CUSTOM` event telling consumers to discard the blocks of a restarted model call.
+fn restart_event(reply_id: &str, reason: &str, discarded: Vec<String>) -> AgentEvent {
+    let mut value = serde_json::Map::new();
+    value.insert("reply_id".into(), reply_id.into());
+    value.insert("reason".into(), reason.into());
+    value.insert("discarded_block_ids".into(), discarded.into());
+    AgentEvent::Custom(towerscope_core::CustomEvent::new(towerscope_core::RESTART_EVENT, value))
 }

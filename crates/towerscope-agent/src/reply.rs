@@ -22,6 +22,7 @@ use crate::reasoning::ReasoningImpl;
 use crate::resume;
 use crate::state::{ReplyContext, unfinished_in};
 use crate::structured;
+use crate::toolkit::ActiveToolGroups;
 
 pub(crate) type Out = Yielder<Result<ReplyItem, AgentError>>;
 
@@ -53,8 +54,11 @@ impl Service<ReplyRequest> for ReplyImpl {
         let shared = Arc::clone(&self.shared);
         let reasoning = self.reasoning.clone();
         let stream = Generator::new(|y| async move {
-            if let Err(e) = run(&shared, reasoning, req, &y).await {
-                y.emit(Err(e)).await;
+            let ctx = req.ctx.clone();
+            match run(&shared, reasoning, req, &y).await {
+                Ok(()) => {}
+                Err(e @ AgentError::CallLimit { .. }) => end_with_error(&shared, &ctx, &e, &y).await,
+                Err(e) => y.emit(Err(e)).await,
             }
         });
         std::future::ready(Ok(Box::pin(stream)))
@@ -90,17 +94,18 @@ async fn run(
         ReplyInput::Confirm(ev) => resume::confirm(shared, &ctx, ev, y).await?,
         ReplyInput::External(ev) => resume::external(shared, &ctx, ev, y).await?,
     }
-    if let Some(schema) = shared.lock_state().reply_context.structured_schema.clone() {
-        let name = shared
-            .lock_state()
-            .reply_context
-            .structured_schema_name
+    let mounted = {
+        let state = shared.lock_state();
+        let rc = &state.reply_context;
+        rc.structured_schema
             .clone()
-            .unwrap_or_default();
-        ctx.insert(structured::Mounted(Arc::new(towerscope_core::StructuredSchema {
-            name,
-            schema,
-        })));
+            .map(|schema| towerscope_core::StructuredSchema {
+                name: rc.structured_schema_name.clone().unwrap_or_default(),
+                schema,
+            })
+    };
+    if let Some(schema) = mounted {
+        ctx.insert(structured::Mounted(Arc::new(schema)));
     }
 
     let seen = ctx.get::<ReplyEndSeen>().unwrap_or_default();
@@ -164,8 +169,12 @@ async fn run(
             }
             Action::Acting(calls) => {
                 made_progress = true;
-                let iteration = shared.lock_state().reply_context.cur_iter;
+                let (iteration, groups) = {
+                    let state = shared.lock_state();
+                    (state.reply_context.cur_iter, Arc::from(state.activated_groups.clone()))
+                };
                 let round = ctx.with_iteration(iteration);
+                round.insert(ActiveToolGroups(groups));
                 for (concurrent, batch) in acting::batches(shared, calls) {
                     let mut events = acting::run_batch(shared, &round, concurrent, batch);
                     let mut parked = false;
@@ -287,7 +296,7 @@ fn next_action(shared: &Shared, ctx: &AgentContext, final_msg: Option<Msg>) -> A
     }
     let rc = &state.reply_context;
     let max = shared.config.max_iters;
-    let usage = rc.usage.clone();
+    let usage = rc.usage;
     let end = |reason| {
         let session_id = state.session_id.clone();
         let mut events = Vec::new();
@@ -302,7 +311,7 @@ fn next_action(shared: &Shared, ctx: &AgentContext, final_msg: Option<Msg>) -> A
     };
     let exceeded = |msg: Option<Msg>| {
         let mut msg = msg.unwrap_or_else(|| assistant(shared, reply_id, EXCEEDED_TEXT));
-        msg.usage = Some(usage.clone());
+        msg.usage = Some(usage);
         msg.finished_reason = Some(ReplyFinishedReason::ExceedMaxIters);
         Action::Exit {
             events: Some(end(ReplyFinishedReason::ExceedMaxIters)),
@@ -314,7 +323,7 @@ fn next_action(shared: &Shared, ctx: &AgentContext, final_msg: Option<Msg>) -> A
         if let Some(output) = &rc.structured_output {
             let mut msg = assistant(shared, reply_id, STRUCTURED_DONE_TEXT);
             msg.structured_output = Some(output.clone());
-            msg.usage = Some(usage.clone());
+            msg.usage = Some(usage);
             msg.finished_reason = Some(ReplyFinishedReason::Completed);
             return Action::Exit {
                 events: Some(end(ReplyFinishedReason::Completed)),
@@ -370,4 +379,21 @@ fn next_action(shared: &Shared, ctx: &AgentContext, final_msg: Option<Msg>) -> A
         hint: None,
         tool_choice: None,
     }
+}
+
+/// A call limit ends the reply cleanly: `REPLY_END` with finished reason `error` and the error,
+/// then a final message carrying the same error, so the consumer never sees a half-open stream.
+async fn end_with_error(shared: &Shared, ctx: &AgentContext, err: &AgentError, y: &Out) {
+    let info = towerscope_core::ErrorInfo::new(err.kind(), err.to_string());
+    let (session_id, usage) = {
+        let state = shared.lock_state();
+        (state.session_id.clone(), state.reply_context.usage)
+    };
+    let end = ReplyEndEvent::new(session_id, ctx.reply_id(), ReplyFinishedReason::Error).with_error(info.clone());
+    event(y, AgentEvent::ReplyEnd(end)).await;
+    let mut msg = assistant(shared, ctx.reply_id(), &err.to_string());
+    msg.usage = Some(usage);
+    msg.finished_reason = Some(ReplyFinishedReason::Error);
+    msg.error = Some(info);
+    y.emit(Ok(ReplyItem::Final(msg))).await;
 }

@@ -79,7 +79,7 @@ pub(crate) async fn interrupt(shared: &Arc<Shared>, ctx: &AgentContext, y: &Out)
     }
     let (session_id, usage) = {
         let state = shared.lock_state();
-        (state.session_id.clone(), state.reply_context.usage.clone())
+        (state.session_id.clone(), state.reply_context.usage)
     };
     let end = ReplyEndEvent::new(session_id, reply_id, ReplyFinishedReason::Interrupted);
     event(y, AgentEvent::ReplyEnd(end)).await;
@@ -211,11 +211,9 @@ pub(crate) async fn external(
                         MediaBlock::Text(t) => AgentEvent::ToolResultTextDelta(ToolResultTextDeltaEvent::new(
                             reply_id, &result.id, &t.text,
                         )),
-                        MediaBlock::Data(d) => AgentEvent::ToolResultDataDelta(ToolResultDataDeltaEvent::new(
-                            reply_id,
-                            &result.id,
-                            d.source.clone(),
-                        )),
+                        MediaBlock::Data(d) => AgentEvent::ToolResultDataDelta(
+                            ToolResultDataDeltaEvent::new(reply_id, &result.id, d.source.clone()).with_block_id(&d.id),
+                        ),
                     };
                     event(y, e).await;
                 }

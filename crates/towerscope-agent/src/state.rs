@@ -28,7 +28,7 @@ pub struct ReplyContext {
 }
 
 /// The agent's whole state.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentState {
     /// Stable across replies.
     pub session_id: String,
@@ -49,13 +49,24 @@ pub struct AgentState {
     pub permission_rules: Vec<PermissionRule>,
 }
 
+impl Default for AgentState {
+    /// A new state with a fresh session id.
+    fn default() -> Self {
+        Self {
+            session_id: towerscope_core::id::new_id(),
+            summary: String::new(),
+            context: Vec::new(),
+            reply_context: ReplyContext::default(),
+            activated_groups: Vec::new(),
+            permission_rules: Vec::new(),
+        }
+    }
+}
+
 impl AgentState {
     /// A new state with a fresh session id.
     pub fn new() -> Self {
-        Self {
-            session_id: towerscope_core::id::new_id(),
-            ..Self::default()
-        }
+        Self::default()
     }
 
     /// The assistant message of reply `reply_id`, if it is the tail of the context.

@@ -2,8 +2,8 @@
 //!
 //! The closure receives the request and a [`Next`] that runs the rest of the stack. It can
 //! change the request, call `next` once, twice (clone it first) or never, and change the result.
-//! It costs one clone of the erased inner service per call (an allocation); write a
-//! [`tower::Layer`] with a named future when that matters.
+//! Each closure's future is boxed once per call where the stack is erased; write a
+//! [`tower::Layer`] with a named future and compose it with `ServiceBuilder` when that matters.
 //!
 //! # Example
 //!
@@ -29,24 +29,24 @@ use std::marker::PhantomData;
 use std::task::{Context, Poll};
 
 use tower::ServiceExt;
-use tower::util::BoxCloneSyncService;
 use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::AgentError;
+use crate::position::ErasedService;
 
 /// The rest of the stack, handed to a [`from_fn`] closure.
 pub struct Next<Req, Resp> {
-    inner: BoxCloneSyncService<Req, Resp, AgentError>,
+    inner: ErasedService<Req, Resp>,
 }
 
 impl<Req, Resp> Next<Req, Resp>
 where
-    Req: 'static,
+    Req: Send + 'static,
     Resp: 'static,
 {
     /// Wraps an erased service as the rest of a stack.
-    pub fn new(inner: BoxCloneSyncService<Req, Resp, AgentError>) -> Self {
+    pub fn new(inner: ErasedService<Req, Resp>) -> Self {
         Self { inner }
     }
 
@@ -103,10 +103,10 @@ impl<F, Req, Resp> fmt::Debug for FromFnLayer<F, Req, Resp> {
     }
 }
 
-impl<F: Clone, Req, Resp> Layer<BoxCloneSyncService<Req, Resp, AgentError>> for FromFnLayer<F, Req, Resp> {
+impl<F: Clone, Req, Resp> Layer<ErasedService<Req, Resp>> for FromFnLayer<F, Req, Resp> {
     type Service = FromFn<F, Req, Resp>;
 
-    fn layer(&self, inner: BoxCloneSyncService<Req, Resp, AgentError>) -> Self::Service {
+    fn layer(&self, inner: ErasedService<Req, Resp>) -> Self::Service {
         FromFn {
             f: self.f.clone(),
             inner,
@@ -117,7 +117,7 @@ impl<F: Clone, Req, Resp> Layer<BoxCloneSyncService<Req, Resp, AgentError>> for 
 /// The service [`FromFnLayer`] builds.
 pub struct FromFn<F, Req, Resp> {
     f: F,
-    inner: BoxCloneSyncService<Req, Resp, AgentError>,
+    inner: ErasedService<Req, Resp>,
 }
 
 impl<F: Clone, Req, Resp> Clone for FromFn<F, Req, Resp> {
@@ -139,7 +139,7 @@ impl<F, Req, Resp, Fut> Service<Req> for FromFn<F, Req, Resp>
 where
     F: Fn(Req, Next<Req, Resp>) -> Fut,
     Fut: Future<Output = Result<Resp, AgentError>>,
-    Req: 'static,
+    Req: Send + 'static,
     Resp: 'static,
 {
     type Response = Resp;

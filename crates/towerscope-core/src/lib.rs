@@ -10,7 +10,7 @@
 //! - the request and response types of the seven positions ([`position`]), the erased services
 //!   and the [`LayerStack`] that builds a position once;
 //! - three ways to write middleware: a [`Middleware`] bundle hooking several positions, a plain
-//!   [`tower::Layer`] for one position, and [`from_fn`] closures;
+//!   [`tower::Layer`] for one position, and [`from_fn()`] closures;
 //! - the [`ChatModel`] trait and one error type, [`AgentError`].
 //!
 //! # Example
@@ -41,7 +41,9 @@ pub mod position;
 pub mod system_prompt;
 pub mod tool;
 
-pub use chat::{ChatResponse, ChatUsage, ModelFinishedReason, ToolChoice, ToolChoiceMode, ToolSchema};
+pub use chat::{
+    ChatResponse, ChatUsage, ModelFinishedReason, RESTART_EVENT, RESTART_KEY, ToolChoice, ToolChoiceMode, ToolSchema,
+};
 pub use context::{AgentContext, Extensions};
 pub use error::{AgentError, BoxError, ErrorSource, LimitKind, TimeoutKind};
 pub use event::*;
@@ -51,14 +53,14 @@ pub use message::{
     PermissionRule, ReplyFinishedReason, Role, TextBlock, ThinkingBlock, ToolCallBlock, ToolCallState, ToolOutput,
     ToolResultBlock, ToolResultState, Usage,
 };
-pub use middleware::{Middleware, PositionStacks, boxed_layer};
+pub use middleware::{Middleware, ObserveHook, PositionStacks, boxed_layer};
 pub use model::{ChatModel, ChatStream, GenerationParams, ModelFuture, ModelOutput, ModelRef};
 pub use position::{
-    ActingLayer, ActingRequest, ActingService, CompressLayer, CompressRequest, CompressService, EventStream,
-    LayerStack, ModelCallLayer, ModelCallRequest, ModelCallService, PermissionDecision, PermissionLayer,
-    PermissionRequest, PermissionService, Position, PositionKind, ReasoningLayer, ReasoningRequest, ReasoningService,
-    ReplyInput, ReplyItem, ReplyLayer, ReplyRequest, ReplyService, StructuredSchema, ToolInfo, ToolItem, ToolStream,
-    event_stream,
+    ActingLayer, ActingRequest, ActingService, CompressLayer, CompressRequest, CompressService, ErasedFuture,
+    ErasedLayer, ErasedService, EventStream, LayerStack, ModelCallLayer, ModelCallRequest, ModelCallService,
+    PermissionDecision, PermissionLayer, PermissionRequest, PermissionService, Position, PositionKind, ReasoningLayer,
+    ReasoningRequest, ReasoningService, ReplyInput, ReplyItem, ReplyLayer, ReplyRequest, ReplyService,
+    StructuredSchema, ToolInfo, ToolItem, ToolStream, event_stream,
 };
 pub use system_prompt::{PromptFuture, SystemPromptFold, SystemPromptTransformer, prompt_fn};
 pub use tool::{ToolChunk, ToolResponse};

@@ -37,7 +37,6 @@
 
 use std::sync::Arc;
 
-use tower::util::{BoxCloneSyncService, BoxCloneSyncServiceLayer};
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -47,22 +46,20 @@ use crate::position::{
 };
 use crate::system_prompt::{SystemPromptFold, SystemPromptTransformer};
 use crate::{
-    ActingRequest, AgentError, CompressRequest, ModelCallRequest, ModelOutput, PermissionDecision, PermissionRequest,
-    ReasoningRequest, ReplyRequest,
+    ActingRequest, AgentError, CompressRequest, ModelCallRequest, ModelOutput, Msg, PermissionDecision,
+    PermissionRequest, ReasoningRequest, ReplyRequest,
 };
 
 /// Boxes a layer over a position's erased service, for returning from a [`Middleware`] hook.
-pub fn boxed_layer<L, Req, Resp>(
-    layer: L,
-) -> BoxCloneSyncServiceLayer<BoxCloneSyncService<Req, Resp, AgentError>, Req, Resp, AgentError>
+pub fn boxed_layer<L, Req, Resp>(layer: L) -> crate::position::BoxedLayer<Req, Resp>
 where
-    L: Layer<BoxCloneSyncService<Req, Resp, AgentError>> + Send + Sync + 'static,
+    L: Layer<crate::position::ErasedService<Req, Resp>> + Send + Sync + 'static,
     L::Service: Service<Req, Response = Resp, Error = AgentError> + Clone + Send + Sync + 'static,
     <L::Service as Service<Req>>::Future: Send + 'static,
-    Req: 'static,
+    Req: Send + 'static,
     Resp: 'static,
 {
-    BoxCloneSyncServiceLayer::new(layer)
+    crate::position::ErasedLayer::new(layer)
 }
 
 /// A bundle of hooks on any subset of the seven positions. See the [module docs](self).
@@ -109,10 +106,33 @@ pub trait Middleware: Send + Sync + 'static {
     fn on_system_prompt(&self) -> Option<Arc<dyn SystemPromptTransformer>> {
         None
     }
+
+    /// Hooks around `observe` (which adds messages without replying, so it has no position).
+    fn on_observe(&self) -> Option<Arc<dyn ObserveHook>> {
+        None
+    }
+}
+
+/// Hooks around an agent's `observe`, run in installation order.
+///
+/// `observe` adds messages to the context without a reply, so it is not a service position;
+/// these hooks are how the pre/post hook API reaches it.
+pub trait ObserveHook: Send + Sync + 'static {
+    /// Runs before the messages are validated and stored; returns the messages to store.
+    fn pre_observe(&self, agent_name: &str, msgs: Vec<Msg>) -> Result<Vec<Msg>, AgentError> {
+        let _ = agent_name;
+        Ok(msgs)
+    }
+
+    /// Runs after the messages were stored.
+    fn post_observe(&self, agent_name: &str, msgs: &[Msg]) -> Result<(), AgentError> {
+        let _ = (agent_name, msgs);
+        Ok(())
+    }
 }
 
 /// The layers of all seven positions, in installation order.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct PositionStacks {
     /// `on_reply`.
     pub reply: LayerStack<ReplyRequest, EventStream>,
@@ -128,6 +148,8 @@ pub struct PositionStacks {
     pub compress_context: LayerStack<CompressRequest, ()>,
     /// `on_system_prompt`.
     pub system_prompt: SystemPromptFold,
+    /// Hooks around `observe`.
+    pub observe: Vec<Arc<dyn ObserveHook>>,
 }
 
 impl PositionStacks {
@@ -159,6 +181,24 @@ impl PositionStacks {
         if let Some(t) = middleware.on_system_prompt() {
             self.system_prompt.push_arc(t);
         }
+        if let Some(h) = middleware.on_observe() {
+            self.observe.push(h);
+        }
         self
+    }
+}
+
+impl std::fmt::Debug for PositionStacks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PositionStacks")
+            .field("reply", &self.reply.len())
+            .field("reasoning", &self.reasoning.len())
+            .field("model_call", &self.model_call.len())
+            .field("acting", &self.acting.len())
+            .field("check_permission", &self.check_permission.len())
+            .field("compress_context", &self.compress_context.len())
+            .field("system_prompt", &self.system_prompt.len())
+            .field("observe", &self.observe.len())
+            .finish()
     }
 }

@@ -1,6 +1,6 @@
 //! The chat-model abstraction: [`ChatModel`] is what the innermost `on_model_call` service calls.
 //!
-//! A model answers a [`ModelCallRequest`](crate::ModelCallRequest) with a [`ModelOutput`]: either a
+//! A model answers a [`ModelCallRequest`] with a [`ModelOutput`]: either a
 //! complete [`ChatResponse`] or a stream of chunks, the last of which (`is_last = true`) holds the
 //! complete response. Providers live in `towerscope-models`; the `ScriptedModel` there replays a
 //! script and needs no network.

@@ -8,10 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use super::validate::{is_type, resolve_ref};
-
-/// How deep coercion follows a schema before it stops (guards against `$ref` cycles).
-const MAX_DEPTH: u32 = 128;
+use super::coerce::coerce_to_schema;
 
 /// Parses a tool call's raw arguments, repairing truncated JSON and coercing types to `schema`.
 ///
@@ -52,7 +49,7 @@ pub fn parse_with_repair(raw: &str, schema: &Value) -> Result<Value, String> {
             },
         }
     };
-    coerce(&mut value, schema, schema, 0);
+    coerce_to_schema(&mut value, schema);
     Ok(value)
 }
 
@@ -317,157 +314,6 @@ fn scan_string(b: &[u8], start: usize) -> StringEnd {
     StringEnd::Truncated(high_surrogate_at.unwrap_or(k))
 }
 
-/// Coerces `value` in place to the types `schema` asks for (`root` resolves `$ref`s).
-fn coerce(value: &mut Value, schema: &Value, root: &Value, depth: u32) {
-    let Some(obj) = schema.as_object() else { return };
-    if depth > MAX_DEPTH {
-        return;
-    }
-    if let Some(target) = obj
-        .get("$ref")
-        .and_then(Value::as_str)
-        .and_then(|r| resolve_ref(root, r))
-    {
-        coerce(value, target, root, depth + 1);
-    }
-    match obj.get("type") {
-        Some(Value::String(t)) => {
-            if !is_type(value, t) || t == "integer" {
-                coerce_scalar(value, t);
-            }
-        }
-        Some(Value::Array(types)) => {
-            let names = types.iter().filter_map(Value::as_str);
-            if !names.clone().any(|t| is_type(value, t)) {
-                for t in names {
-                    if coerce_scalar(value, t) {
-                        break;
-                    }
-                }
-            } else if names.clone().any(|t| t == "integer") && !names.clone().any(|t| t == "number") {
-                coerce_scalar(value, "integer");
-            }
-        }
-        _ => {}
-    }
-    match value {
-        Value::Object(map) => {
-            let props = obj.get("properties").and_then(Value::as_object);
-            let additional = obj.get("additionalProperties").filter(|s| s.is_object());
-            for (key, child) in map.iter_mut() {
-                if let Some(sub) = props.and_then(|p| p.get(key)).or(additional) {
-                    coerce(child, sub, root, depth + 1);
-                }
-            }
-        }
-        Value::Array(items) => {
-            let prefix = obj
-                .get("prefixItems")
-                .or_else(|| obj.get("items").filter(|s| s.is_array()));
-            let prefix = prefix.and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
-            let rest = obj.get("items").filter(|s| s.is_object());
-            for (i, item) in items.iter_mut().enumerate() {
-                if let Some(sub) = prefix.get(i).or(rest) {
-                    coerce(item, sub, root, depth + 1);
-                }
-            }
-        }
-        _ => {}
-    }
-    if let Some(Value::Array(all)) = obj.get("allOf") {
-        for branch in all {
-            coerce(value, branch, root, depth + 1);
-        }
-    }
-    for keyword in ["anyOf", "oneOf"] {
-        if let Some(Value::Array(branches)) = obj.get(keyword) {
-            coerce_choice(value, branches, root, depth);
-        }
-    }
-}
-
-/// Coerces to the first branch whose type admits the value, else to the first that can take it.
-fn coerce_choice(value: &mut Value, branches: &[Value], root: &Value, depth: u32) {
-    if let Some(branch) = branches.iter().find(|b| admits(value, b, root, depth)) {
-        coerce(value, branch, root, depth + 1);
-        return;
-    }
-    for branch in branches {
-        coerce(value, branch, root, depth + 1);
-        if admits(value, branch, root, depth) {
-            return;
-        }
-    }
-}
-
-/// Whether the declared type of `schema` (through `$ref`s) admits `value`.
-fn admits(value: &Value, schema: &Value, root: &Value, depth: u32) -> bool {
-    let Some(obj) = schema.as_object() else {
-        return schema.as_bool().unwrap_or(true);
-    };
-    match obj.get("type") {
-        Some(Value::String(t)) => is_type(value, t),
-        Some(Value::Array(ts)) => ts.iter().any(|t| t.as_str().is_some_and(|t| is_type(value, t))),
-        _ => match obj
-            .get("$ref")
-            .and_then(Value::as_str)
-            .and_then(|r| resolve_ref(root, r))
-        {
-            Some(target) if depth < MAX_DEPTH => admits(value, target, root, depth + 1),
-            _ => true,
-        },
-    }
-}
-
-/// Converts a scalar to `ty` if it has an unambiguous form of that type; says whether it did.
-fn coerce_scalar(value: &mut Value, ty: &str) -> bool {
-    let new = match (ty, &*value) {
-        ("string", Value::Number(n)) => Value::String(n.to_string()),
-        ("string", Value::Bool(b)) => Value::String(b.to_string()),
-        ("integer", Value::Number(n)) if !n.is_i64() && !n.is_u64() => match n.as_f64() {
-            Some(f) if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 => Value::from(f as i64),
-            _ => return false,
-        },
-        ("integer", Value::String(s)) => match parse_number(s.trim()) {
-            Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Value::Number(n),
-            Some(Value::Number(n)) => match n.as_f64() {
-                Some(f) if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 => Value::from(f as i64),
-                _ => return false,
-            },
-            _ => return false,
-        },
-        ("number", Value::String(s)) => match parse_number(s.trim()) {
-            Some(n) => n,
-            None => return false,
-        },
-        ("boolean", Value::String(s)) => match s.trim() {
-            "true" | "True" => Value::Bool(true),
-            "false" | "False" => Value::Bool(false),
-            _ => return false,
-        },
-        ("object", Value::String(s)) | ("array", Value::String(s)) => match serde_json::from_str::<Value>(s.trim()) {
-            Ok(v) if is_type(&v, ty) => v,
-            _ => return false,
-        },
-        _ => return false,
-    };
-    *value = new;
-    true
-}
-
-/// A finite number written as JSON (or with a leading `+`), as an integer when it is one.
-fn parse_number(s: &str) -> Option<Value> {
-    let s = s.strip_prefix('+').unwrap_or(s);
-    if let Ok(i) = s.parse::<i64>() {
-        return Some(Value::from(i));
-    }
-    if let Ok(u) = s.parse::<u64>() {
-        return Some(Value::from(u));
-    }
-    let f = s.parse::<f64>().ok().filter(|f| f.is_finite())?;
-    serde_json::Number::from_f64(f).map(Value::Number)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -558,49 +404,5 @@ mod tests {
             let err = parse_with_repair(bad, &json!({})).unwrap_err();
             assert!(err.starts_with("the input is not valid JSON ("), "{bad}: {err}");
         }
-    }
-
-    #[test]
-    fn coercion_to_schema() {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "s": {"type": "string"},
-                "i": {"type": "integer"},
-                "f": {"type": "number"},
-                "b": {"type": "boolean"},
-                "o": {"type": ["integer", "null"]},
-                "tags": {"type": "array", "items": {"type": "string"}},
-                "nested": {"$ref": "#/$defs/Inner"},
-                "maybe": {"anyOf": [{"$ref": "#/$defs/Inner"}, {"type": "null"}]},
-                "obj": {"type": "object"}
-            },
-            "$defs": {"Inner": {"type": "object", "properties": {"n": {"type": "integer"}}}}
-        });
-        let parse = |text: &str| parse_with_repair(text, &schema).unwrap();
-        assert_eq!(parse(r#"{"s": 5}"#), json!({"s": "5"}));
-        assert_eq!(parse(r#"{"s": 2.5, "b": "true"}"#), json!({"s": "2.5", "b": true}));
-        assert_eq!(parse(r#"{"s": false}"#), json!({"s": "false"}));
-        assert_eq!(parse(r#"{"i": "42", "f": "3.5"}"#), json!({"i": 42, "f": 3.5}));
-        assert_eq!(parse(r#"{"i": 7.0, "f": "-2"}"#), json!({"i": 7, "f": -2}));
-        assert_eq!(parse(r#"{"i": "x", "f": "nan"}"#), json!({"i": "x", "f": "nan"}));
-        assert_eq!(parse(r#"{"o": "3"}"#), json!({"o": 3}));
-        assert_eq!(parse(r#"{"o": null}"#), json!({"o": null}));
-        assert_eq!(
-            parse(r#"{"tags": [1, true, "x"]}"#),
-            json!({"tags": ["1", "true", "x"]})
-        );
-        assert_eq!(
-            parse(r#"{"nested": {"n": "9"}, "maybe": {"n": "8"}}"#),
-            json!({"nested": {"n": 9}, "maybe": {"n": 8}})
-        );
-        assert_eq!(parse(r#"{"obj": "{\"k\": 1}"}"#), json!({"obj": {"k": 1}}));
-        assert_eq!(parse(r#"{"extra": 5}"#), json!({"extra": 5}));
-        // Repair and coercion together.
-        assert_eq!(parse(r#"{"s": 12, "i": "4"#), json!({"s": "12", "i": 4}));
-        assert_eq!(
-            parse(r#"{"s": 12, "i": 4, "b": tr"#),
-            json!({"s": "12", "i": 4, "b": true})
-        );
     }
 }

@@ -72,6 +72,7 @@
 //! # Ok(()) }
 //! ```
 
+mod coerce;
 mod function;
 mod group;
 mod json_repair;

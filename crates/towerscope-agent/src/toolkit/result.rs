@@ -27,8 +27,8 @@ use super::ToolError;
 /// use serde_json::json;
 /// use towerscope_agent::toolkit::{IntoToolResult, Json};
 ///
-/// let chunk = json!({"temp": 21, "sky": "clear"}).into_tool_result()?;
-/// assert_eq!(chunk.content[0].as_text().map(|t| t.text.as_str()), Some(r#"{"temp": 21, "sky": "clear"}"#));
+/// let chunk = json!({"sky": "clear", "temp": 21}).into_tool_result()?;
+/// assert_eq!(chunk.content[0].as_text().map(|t| t.text.as_str()), Some(r#"{"sky": "clear", "temp": 21}"#));
 ///
 /// let failed: Result<String, std::io::Error> = Err(std::io::Error::other("disk full"));
 /// assert_eq!(failed.into_tool_result().unwrap_err().message(), "disk full");

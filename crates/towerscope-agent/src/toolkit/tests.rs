@@ -33,7 +33,12 @@ fn weather() -> FunctionTool {
 }
 
 fn echo(name: &str) -> FunctionTool {
-    FunctionTool::with_schema(name, "Echo.", json!({"type": "object"}), |input: Value| async move { input })
+    FunctionTool::with_schema(
+        name,
+        "Echo.",
+        json!({"type": "object"}),
+        |input: Value| async move { input },
+    )
 }
 
 fn call(name: &str, input: &str) -> ToolCallBlock {
@@ -51,8 +56,14 @@ fn grouped() -> Toolkit {
 }
 
 fn request(toolkit: &Toolkit, tool_call: ToolCallBlock) -> ActingRequest {
-    let tool = toolkit.info(&tool_call.name).unwrap_or_else(|| Arc::new(echo(&tool_call.name).info()));
-    ActingRequest { ctx: AgentContext::new("agent", "session", "reply"), tool_call, tool }
+    let tool = toolkit
+        .info(&tool_call.name)
+        .unwrap_or_else(|| Arc::new(echo(&tool_call.name).info()));
+    ActingRequest {
+        ctx: AgentContext::new("agent", "session", "reply"),
+        tool_call,
+        tool,
+    }
 }
 
 async fn run(toolkit: Toolkit, req: ActingRequest) -> (Vec<ToolChunk>, ToolResponse) {
@@ -86,7 +97,10 @@ fn schemas_follow_groups_and_are_cached() {
     let web = vec!["web".to_owned()];
     assert_eq!(names(&toolkit.schemas(&web)), ["get_weather", "search", "reset_tools"]);
     let both = vec!["files".to_owned(), "web".to_owned(), "unknown".to_owned()];
-    assert_eq!(names(&toolkit.schemas(&both)), ["get_weather", "search", "read_file", "reset_tools"]);
+    assert_eq!(
+        names(&toolkit.schemas(&both)),
+        ["get_weather", "search", "read_file", "reset_tools"]
+    );
 
     // Same groups: the same list, not a rebuilt one (also for the same set in another order).
     assert!(Arc::ptr_eq(&basic, &toolkit.schemas(&[])));
@@ -120,12 +134,21 @@ fn registry_basics() {
     let mut toolkit = grouped();
     assert_eq!(toolkit.len(), 3);
     assert_eq!(toolkit.group_of("search").map(|g| g.name.as_str()), Some("web"));
-    assert_eq!(toolkit.group_of("get_weather").map(|g| g.name.as_str()), Some(BASIC_GROUP));
+    assert_eq!(
+        toolkit.group_of("get_weather").map(|g| g.name.as_str()),
+        Some(BASIC_GROUP)
+    );
     let err = toolkit.add_to_group("nope", echo("x")).unwrap_err();
-    assert_eq!(err.to_string(), "the tool group 'nope' does not exist; create it first with Toolkit::create_group");
+    assert_eq!(
+        err.to_string(),
+        "the tool group 'nope' does not exist; create it first with Toolkit::create_group"
+    );
     // The same name replaces the tool in its place.
     toolkit.add(echo("get_weather").read_only(true));
-    assert_eq!(toolkit.tools().next().map(|t| t.name().to_owned()).as_deref(), Some("get_weather"));
+    assert_eq!(
+        toolkit.tools().next().map(|t| t.name().to_owned()).as_deref(),
+        Some("get_weather")
+    );
     assert!(toolkit.info("get_weather").unwrap().read_only);
     // Groups marked active seed the agent's list.
     toolkit.add_group(ToolGroup::new("db", "Query the database.").with_active(true));
@@ -148,17 +171,28 @@ fn prepare_reports_the_reference_errors() {
     );
     assert!(toolkit.prepare(&call("search", "{}"), &["web".to_owned()]).is_ok());
     assert_eq!(
-        toolkit.prepare(&call("get_weather", r#"{"days": 2}"#), &[]).unwrap_err(),
+        toolkit
+            .prepare(&call("get_weather", r#"{"days": 2}"#), &[])
+            .unwrap_err(),
         "Input validation failed for tool 'get_weather': 'city' is a required property (at $)"
     );
     assert_eq!(
-        toolkit.prepare(&call("get_weather", r#"{"city": "Paris", "days": 300}"#), &[]).unwrap_err(),
+        toolkit
+            .prepare(&call("get_weather", r#"{"city": "Paris", "days": 300}"#), &[])
+            .unwrap_err(),
         "Input validation failed for tool 'get_weather': 300 is greater than the maximum of 255 (at $.days)"
     );
-    let err = toolkit.prepare(&call("get_weather", r#"{"city" "Paris"}"#), &[]).unwrap_err();
-    assert!(err.starts_with("Input validation failed for tool 'get_weather': the input is not valid JSON ("), "{err}");
+    let err = toolkit
+        .prepare(&call("get_weather", r#"{"city" "Paris"}"#), &[])
+        .unwrap_err();
+    assert!(
+        err.starts_with("Input validation failed for tool 'get_weather': the input is not valid JSON ("),
+        "{err}"
+    );
     assert!(err.ends_with(") (at $)"), "{err}");
-    let err = toolkit.prepare(&call(RESET_TOOLS, r#"{"mail": true}"#), &[]).unwrap_err();
+    let err = toolkit
+        .prepare(&call(RESET_TOOLS, r#"{"mail": true}"#), &[])
+        .unwrap_err();
     assert_eq!(
         err,
         "Input validation failed for tool 'reset_tools': Additional properties are not allowed ('mail' was unexpected) (at $)"
@@ -168,11 +202,16 @@ fn prepare_reports_the_reference_errors() {
 #[test]
 fn prepare_repairs_and_coerces() {
     let toolkit = grouped();
-    let prepared = toolkit.prepare(&call("get_weather", r#"{"city": 75, "days": "3"#), &[]).unwrap();
+    let prepared = toolkit
+        .prepare(&call("get_weather", r#"{"city": 75, "days": "3"#), &[])
+        .unwrap();
     assert_eq!(prepared.input, json!({"city": "75", "days": 3}));
     assert_eq!(prepared.info.name, "get_weather");
     assert_eq!(prepared.tool.name(), "get_weather");
-    assert_eq!(toolkit.prepare(&call("search", ""), &["web".to_owned()]).unwrap().input, json!({}));
+    assert_eq!(
+        toolkit.prepare(&call("search", ""), &["web".to_owned()]).unwrap().input,
+        json!({})
+    );
 }
 
 #[tokio::test]
@@ -205,7 +244,9 @@ async fn a_streaming_tool_is_merged_as_the_reference_merges() {
 #[tokio::test]
 async fn a_failing_tool_gives_an_error_response() {
     let mut toolkit = Toolkit::new();
-    toolkit.add(FunctionTool::new("fail", |_: Weather| async { Err::<String, _>("the city is flooded") }));
+    toolkit.add(FunctionTool::new("fail", |_: Weather| async {
+        Err::<String, _>("the city is flooded")
+    }));
     let req = request(&toolkit, call("fail", r#"{"city": "x"}"#));
     let (chunks, response) = run(toolkit, req).await;
     assert_eq!(chunks.len(), 1);
@@ -244,13 +285,19 @@ async fn a_panicking_tool_gives_an_error_response() {
     let req = request(&toolkit, call("explode", "{}"));
     let (_, response) = run(toolkit.clone(), req).await;
     assert_eq!(response.state, ToolResultState::Error);
-    assert_eq!(response.text_content().as_deref(), Some("Tool 'explode' panicked: boom at call"));
+    assert_eq!(
+        response.text_content().as_deref(),
+        Some("Tool 'explode' panicked: boom at call")
+    );
 
     let req = request(&toolkit, call("explode_later", r#"{"city": "Paris"}"#));
     let (chunks, response) = run(toolkit, req).await;
     assert_eq!(chunks.len(), 1);
     assert_eq!(response.state, ToolResultState::Error);
-    assert_eq!(response.text_content().as_deref(), Some("Tool 'explode_later' panicked: boom in Paris"));
+    assert_eq!(
+        response.text_content().as_deref(),
+        Some("Tool 'explode_later' panicked: boom in Paris")
+    );
 }
 
 #[tokio::test]
@@ -261,24 +308,35 @@ async fn calls_that_cannot_start_give_error_responses() {
     let (chunks, response) = run(toolkit.clone(), req).await;
     assert_eq!(chunks.len(), 1);
     assert_eq!(response.state, ToolResultState::Error);
-    assert_eq!(response.text_content().as_deref(), Some("ToolNotFoundError: The tool named 'renamed' doesn't exist."));
+    assert_eq!(
+        response.text_content().as_deref(),
+        Some("ToolNotFoundError: The tool named 'renamed' doesn't exist.")
+    );
 
     let req = request(&toolkit, call("get_weather", "{nope"));
     let (_, response) = run(toolkit.clone(), req).await;
     let text = response.text_content().unwrap();
-    assert!(text.starts_with("Input validation failed for tool 'get_weather': the input is not valid JSON"), "{text}");
+    assert!(
+        text.starts_with("Input validation failed for tool 'get_weather': the input is not valid JSON"),
+        "{text}"
+    );
 
     // Arguments a layer made unfit for the function's type.
     let req = request(&toolkit, call("get_weather", r#"{"city": ["x"]}"#));
     let (_, response) = run(toolkit, req).await;
     let text = response.text_content().unwrap();
-    assert!(text.starts_with("The arguments of tool 'get_weather' do not match its parameters:"), "{text}");
+    assert!(
+        text.starts_with("The arguments of tool 'get_weather' do not match its parameters:"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
 async fn reset_tools_returns_the_groups_for_the_agent() {
     let toolkit = grouped();
-    let prepared = toolkit.prepare(&call(RESET_TOOLS, r#"{"web": true, "files": false}"#), &[]).unwrap();
+    let prepared = toolkit
+        .prepare(&call(RESET_TOOLS, r#"{"web": true, "files": false}"#), &[])
+        .unwrap();
     assert_eq!(prepared.input, json!({"web": true, "files": false}));
     let schema = &toolkit.schemas(&[])[1];
     assert_eq!(schema.parameters["properties"]["web"]["description"], "Search the web.");
@@ -290,14 +348,19 @@ async fn reset_tools_returns_the_groups_for_the_agent() {
     assert_eq!(response.metadata[ACTIVATED_GROUPS_KEY], json!(["web", "files"]));
     assert_eq!(
         response.text_content().as_deref(),
-        Some("The active tool groups are now: 'web', 'files'.\n\nInstructions of the tool group 'web':\nAlways cite the page you found.")
+        Some(
+            "The active tool groups are now: 'web', 'files'.\n\nInstructions of the tool group 'web':\nAlways cite the page you found."
+        )
     );
 
     // With the previous groups in the context, only new groups bring their instructions.
     let req = request(&toolkit, call(RESET_TOOLS, r#"{"web": true}"#));
     req.ctx.insert(ActiveToolGroups(Arc::from(vec!["web".to_owned()])));
     let (_, response) = run(toolkit, req).await;
-    assert_eq!(response.text_content().as_deref(), Some("The active tool groups are now: 'web'."));
+    assert_eq!(
+        response.text_content().as_deref(),
+        Some("The active tool groups are now: 'web'.")
+    );
     assert_eq!(response.metadata[ACTIVATED_GROUPS_KEY], json!(["web"]));
 }
 

@@ -36,9 +36,11 @@
 
 mod accumulate;
 mod response;
+mod restart;
 mod tools;
 
 pub use response::ChatResponse;
+pub use restart::{RESTART_EVENT, RESTART_KEY};
 pub use tools::{ToolChoice, ToolChoiceMode, ToolSchema};
 
 use serde::ser::SerializeStruct;

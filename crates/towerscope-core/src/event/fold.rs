@@ -1,7 +1,7 @@
 //! Folding a reply's event stream back into its message ([`Msg::append_event`]).
 
-use super::AgentEvent;
 use super::block::source_of;
+use super::{AgentEvent, CustomEvent};
 use crate::message::{
     ContentBlock, DataBlock, DataSource, HintBlock, MediaBlock, Msg, TextBlock, ThinkingBlock, ToolCallBlock,
     ToolCallState, ToolOutput, ToolResultBlock, ToolResultState, base64,
@@ -11,7 +11,8 @@ impl Msg {
     /// Applies one event of this message's reply, rebuilding the message from the stream as the
     /// reference's `Msg.append_event` does.
     ///
-    /// * Events of another reply (`reply_id != self.id`) and `CUSTOM` events are ignored.
+    /// * Events of another reply (`reply_id != self.id`) and `CUSTOM` events are ignored, except
+    ///   the `model_call_restart` event of this reply, which removes the blocks it lists.
     /// * `*_START` appends a block whose id is the event's `block_id` (or `tool_call_id`);
     ///   deltas and ends find the first block of that kind with that id. Deltas for a block that
     ///   was never started are ignored.
@@ -49,6 +50,10 @@ impl Msg {
     /// # Ok::<(), towerscope_core::AgentError>(())
     /// ```
     pub fn append_event(&mut self, event: &AgentEvent) {
+        if let AgentEvent::Custom(custom) = event {
+            self.apply_restart(custom);
+            return;
+        }
         match event.reply_id() {
             Some(reply_id) if reply_id == self.id => {}
             _ => return,
@@ -226,6 +231,25 @@ impl Msg {
             | AgentEvent::UserInterrupt(_)
             | AgentEvent::Custom(_) => {}
         }
+    }
+
+    /// A `model_call_restart` event of this reply: drop the blocks the restarted attempt had
+    /// streamed (see [`ChatResponse::restart`](crate::ChatResponse::restart)).
+    fn apply_restart(&mut self, custom: &CustomEvent) {
+        if custom.name != crate::chat::RESTART_EVENT
+            || custom.value.get("reply_id").and_then(serde_json::Value::as_str) != Some(self.id.as_str())
+        {
+            return;
+        }
+        let Some(ids) = custom
+            .value
+            .get("discarded_block_ids")
+            .and_then(serde_json::Value::as_array)
+        else {
+            return;
+        };
+        let ids: Vec<&str> = ids.iter().filter_map(serde_json::Value::as_str).collect();
+        self.content.retain(|b| !ids.contains(&b.id()));
     }
 
     fn text_block_mut(&mut self, id: &str) -> Option<&mut TextBlock> {

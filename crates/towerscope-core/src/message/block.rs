@@ -51,6 +51,8 @@ impl TextBlock {
 ///
 /// Provider-specific fields (Anthropic's `signature`, `redacted_thinking_data`, an OpenAI
 /// reasoning item id, ...) are kept in [`extra`](Self::extra) and serialized next to the others.
+/// Read thinking blocks through [`ContentBlock`](super::ContentBlock), which consumes the `"type"`
+/// tag; a bare `ThinkingBlock` read from tagged JSON keeps `"type"` among its extras.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThinkingBlock {
     /// The reasoning text (empty for redacted thinking).

@@ -34,32 +34,33 @@
 //! as it is:
 //!
 //! ```
-//! use towerscope_core::{ModelCallRequest, ToolChoice};
-//! use tower::ServiceBuilder;
+//! use towerscope_core::{LayerStack, ModelCallRequest, ModelOutput, ToolChoice};
 //!
-//! let layer = tower::layer::layer_fn(|inner| {
-//!     tower::util::MapRequest::new(inner, |mut req: ModelCallRequest| {
-//!         req.tool_choice = Some(ToolChoice::none());
-//!         req
-//!     })
-//! });
-//! # let _ = ServiceBuilder::new().layer(layer);
+//! fn no_tools(mut req: ModelCallRequest) -> ModelCallRequest {
+//!     req.tool_choice = Some(ToolChoice::none());
+//!     req
+//! }
+//!
+//! let mut stack = LayerStack::<ModelCallRequest, ModelOutput>::new();
+//! stack.push(tower::util::MapRequestLayer::new(no_tools));
+//! assert_eq!(stack.len(), 1);
 //! ```
 
+mod erased;
 mod request;
 mod stack;
 
+pub use erased::{ErasedFuture, ErasedLayer, ErasedService};
 pub use request::{
     ActingRequest, CompressRequest, ModelCallRequest, PermissionDecision, PermissionRequest, ReasoningRequest,
     ReplyInput, ReplyRequest, StructuredSchema, ToolInfo,
 };
-pub use stack::{LayerStack, Position, erase};
+pub use stack::{BoxedLayer, LayerStack, Position, erase};
 
 use std::fmt;
 use std::pin::Pin;
 
 use futures_core::Stream;
-use tower::util::{BoxCloneSyncService, BoxCloneSyncServiceLayer};
 
 use crate::{AgentError, AgentEvent, ModelOutput, Msg, ToolChunk, ToolResponse};
 
@@ -120,31 +121,30 @@ where
 }
 
 /// The erased `on_reply` service.
-pub type ReplyService = BoxCloneSyncService<ReplyRequest, EventStream, AgentError>;
+pub type ReplyService = ErasedService<ReplyRequest, EventStream>;
 /// The erased `on_reasoning` service.
-pub type ReasoningService = BoxCloneSyncService<ReasoningRequest, EventStream, AgentError>;
+pub type ReasoningService = ErasedService<ReasoningRequest, EventStream>;
 /// The erased `on_model_call` service.
-pub type ModelCallService = BoxCloneSyncService<ModelCallRequest, ModelOutput, AgentError>;
+pub type ModelCallService = ErasedService<ModelCallRequest, ModelOutput>;
 /// The erased `on_acting` service.
-pub type ActingService = BoxCloneSyncService<ActingRequest, ToolStream, AgentError>;
+pub type ActingService = ErasedService<ActingRequest, ToolStream>;
 /// The erased `on_check_permission` service.
-pub type PermissionService = BoxCloneSyncService<PermissionRequest, PermissionDecision, AgentError>;
+pub type PermissionService = ErasedService<PermissionRequest, PermissionDecision>;
 /// The erased `on_compress_context` service.
-pub type CompressService = BoxCloneSyncService<CompressRequest, (), AgentError>;
+pub type CompressService = ErasedService<CompressRequest, ()>;
 
 /// A boxed layer over the erased `on_reply` service.
-pub type ReplyLayer = BoxCloneSyncServiceLayer<ReplyService, ReplyRequest, EventStream, AgentError>;
+pub type ReplyLayer = ErasedLayer<ReplyRequest, EventStream>;
 /// A boxed layer over the erased `on_reasoning` service.
-pub type ReasoningLayer = BoxCloneSyncServiceLayer<ReasoningService, ReasoningRequest, EventStream, AgentError>;
+pub type ReasoningLayer = ErasedLayer<ReasoningRequest, EventStream>;
 /// A boxed layer over the erased `on_model_call` service.
-pub type ModelCallLayer = BoxCloneSyncServiceLayer<ModelCallService, ModelCallRequest, ModelOutput, AgentError>;
+pub type ModelCallLayer = ErasedLayer<ModelCallRequest, ModelOutput>;
 /// A boxed layer over the erased `on_acting` service.
-pub type ActingLayer = BoxCloneSyncServiceLayer<ActingService, ActingRequest, ToolStream, AgentError>;
+pub type ActingLayer = ErasedLayer<ActingRequest, ToolStream>;
 /// A boxed layer over the erased `on_check_permission` service.
-pub type PermissionLayer =
-    BoxCloneSyncServiceLayer<PermissionService, PermissionRequest, PermissionDecision, AgentError>;
+pub type PermissionLayer = ErasedLayer<PermissionRequest, PermissionDecision>;
 /// A boxed layer over the erased `on_compress_context` service.
-pub type CompressLayer = BoxCloneSyncServiceLayer<CompressService, CompressRequest, (), AgentError>;
+pub type CompressLayer = ErasedLayer<CompressRequest, ()>;
 
 /// Names of the seven positions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -2,23 +2,28 @@
 
 use std::fmt;
 
-use tower::util::{BoxCloneSyncService, BoxCloneSyncServiceLayer, Either};
+use tower::util::Either;
 use tower_layer::Layer;
 use tower_service::Service;
 
+use super::erased::{ErasedLayer, ErasedService};
 use crate::AgentError;
 
 /// A built position: the implementation itself when no layer is installed (nothing boxed,
 /// nothing paid), or the erased stack of layers around it.
-pub type Position<S, Req, Resp> = Either<S, BoxCloneSyncService<Req, Resp, AgentError>>;
+pub type Position<S, Req, Resp> = Either<S, ErasedService<Req, Resp>>;
+
+/// A layer over a position's erased service, erased itself.
+pub type BoxedLayer<Req, Resp> = ErasedLayer<Req, Resp>;
 
 /// Erases a service into the boxed service type of its position.
-pub fn erase<S, Req, Resp>(service: S) -> BoxCloneSyncService<Req, Resp, AgentError>
+pub fn erase<S, Req, Resp>(service: S) -> ErasedService<Req, Resp>
 where
     S: Service<Req, Response = Resp, Error = AgentError> + Clone + Send + Sync + 'static,
     S::Future: Send + 'static,
+    Req: Send + 'static,
 {
-    BoxCloneSyncService::new(service)
+    ErasedService::new(service)
 }
 
 /// The layers installed on one position, first installed = outermost.
@@ -48,12 +53,12 @@ where
 /// # Ok(()) }
 /// ```
 pub struct LayerStack<Req, Resp> {
-    layers: Vec<BoxCloneSyncServiceLayer<BoxCloneSyncService<Req, Resp, AgentError>, Req, Resp, AgentError>>,
+    layers: Vec<BoxedLayer<Req, Resp>>,
 }
 
 impl<Req, Resp> LayerStack<Req, Resp>
 where
-    Req: 'static,
+    Req: Send + 'static,
     Resp: 'static,
 {
     /// No layers.
@@ -64,19 +69,16 @@ where
     /// Adds a layer inside the ones already installed.
     pub fn push<L>(&mut self, layer: L) -> &mut Self
     where
-        L: Layer<BoxCloneSyncService<Req, Resp, AgentError>> + Send + Sync + 'static,
+        L: Layer<ErasedService<Req, Resp>> + Send + Sync + 'static,
         L::Service: Service<Req, Response = Resp, Error = AgentError> + Clone + Send + Sync + 'static,
         <L::Service as Service<Req>>::Future: Send + 'static,
     {
-        self.layers.push(BoxCloneSyncServiceLayer::new(layer));
+        self.layers.push(ErasedLayer::new(layer));
         self
     }
 
     /// Adds an already boxed layer.
-    pub fn push_boxed(
-        &mut self,
-        layer: BoxCloneSyncServiceLayer<BoxCloneSyncService<Req, Resp, AgentError>, Req, Resp, AgentError>,
-    ) -> &mut Self {
+    pub fn push_boxed(&mut self, layer: BoxedLayer<Req, Resp>) -> &mut Self {
         self.layers.push(layer);
         self
     }
@@ -111,7 +113,7 @@ where
 
 impl<Req, Resp> Default for LayerStack<Req, Resp>
 where
-    Req: 'static,
+    Req: Send + 'static,
     Resp: 'static,
 {
     fn default() -> Self {

@@ -1,0 +1,156 @@
+//! Structured output: accepted, rejected then accepted, given up after the grace iterations.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::collect;
+use towerscope_agent::{Agent, structured};
+use towerscope_core::{AgentError, ContentBlock, Msg, ReplyFinishedReason, ToolChoiceMode};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+/// A weather report.
+#[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+struct Report {
+    /// The city.
+    city: String,
+    /// Degrees Celsius.
+    celsius: i32,
+}
+
+const TOOL: &str = structured::TOOL_NAME;
+
+#[tokio::test]
+async fn accepted_output_ends_the_reply_with_a_typed_value() {
+    let model = ScriptedModel::new(
+        "m",
+        [ScriptedResponse::tool_call(
+            "s1",
+            TOOL,
+            r#"{"city":"Paris","celsius":21}"#,
+        )],
+    );
+    let agent = Agent::builder("a").model(model.clone()).build().unwrap();
+    let (msg, report) = agent
+        .reply_structured::<Report>(Msg::user("user", "weather?"))
+        .await
+        .unwrap();
+    assert_eq!(
+        report,
+        Report {
+            city: "Paris".into(),
+            celsius: 21
+        }
+    );
+    assert_eq!(
+        msg.text_content().as_deref(),
+        Some("The required structured output is generated.")
+    );
+    assert_eq!(msg.finished_reason, Some(ReplyFinishedReason::Completed));
+    // The tool was offered with the type's schema, titles removed.
+    let tool = model.requests()[0]
+        .tools
+        .iter()
+        .find(|t| t.name == TOOL)
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        tool.parameters["properties"]["celsius"]["description"],
+        "Degrees Celsius."
+    );
+    assert!(tool.parameters.get("title").is_none());
+    // Mounted for that reply only.
+    model.push(ScriptedResponse::text("plain"));
+    agent.reply(Msg::user("user", "hi")).await.unwrap();
+    assert!(model.requests()[1].tools.iter().all(|t| t.name != TOOL));
+}
+
+#[tokio::test]
+async fn rejected_output_goes_back_to_the_model_then_accepted() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("s1", TOOL, r#"{"city":"Paris"}"#),
+            ScriptedResponse::tool_call("s2", TOOL, r#"{"city":"Paris","celsius":21}"#),
+        ],
+    );
+    let agent = Agent::builder("a").model(model.clone()).build().unwrap();
+    let (_, report) = agent
+        .reply_structured::<Report>(Msg::user("user", "weather?"))
+        .await
+        .unwrap();
+    assert_eq!(report.celsius, 21);
+    let second = &model.requests()[1];
+    let error = second
+        .messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .find_map(|b| match b {
+            ContentBlock::ToolResult(r) if r.id == "s1" => r.output.text_content(),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        error,
+        "Input validation failed for tool 'GenerateStructuredOutput': 'celsius' is a required property (at $)"
+    );
+}
+
+#[tokio::test]
+async fn a_text_answer_gets_the_reminder_hint_and_another_round() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::text("It is 21 degrees."),
+            ScriptedResponse::tool_call("s1", TOOL, r#"{"city":"P","celsius":21}"#),
+        ],
+    );
+    let agent = Agent::builder("a").model(model.clone()).build().unwrap();
+    agent
+        .reply_structured::<Report>(Msg::user("user", "weather?"))
+        .await
+        .unwrap();
+    let hint = model.requests()[1]
+        .messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .find_map(|b| match b {
+            ContentBlock::Hint(h) => h.text(),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        hint.contains("You're required to generate structured output by calling the 'GenerateStructuredOutput' tool.")
+    );
+}
+
+#[tokio::test]
+async fn gives_up_after_the_grace_iterations() {
+    // max_iters 1 + grace 2: rounds at iterations 0, 1 (forced tool choice), 2 (forced), then exit.
+    let bad = |id: &str| ScriptedResponse::tool_call(id, TOOL, r#"{"city": 3}"#);
+    let model = ScriptedModel::new("m", [bad("s1"), bad("s2"), bad("s3"), bad("s4")]);
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .max_iters(1)
+        .structured_output_grace_iters(2)
+        .build()
+        .unwrap();
+    let out = collect(agent.reply_stream_structured(Msg::user("user", "?"), structured::schema_for::<Report>())).await;
+    let msg = out.final_msg.clone().unwrap();
+    assert_eq!(msg.finished_reason, Some(ReplyFinishedReason::ExceedMaxIters));
+    assert_eq!(
+        msg.text_content().as_deref(),
+        Some("The maximum reasoning-acting iterations are exceeded.")
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[0].tool_choice, None);
+    assert_eq!(
+        requests[1].tool_choice.as_ref().map(|c| c.mode.clone()),
+        Some(ToolChoiceMode::Tool(TOOL.into()))
+    );
+    let kinds = out.kinds();
+    assert_eq!(&kinds[kinds.len() - 2..], ["EXCEED_MAX_ITERS", "REPLY_END"]);
+    // The typed accessor says why there is no value.
+    let err = towerscope_agent::structured_value::<Report>(&msg).unwrap_err();
+    assert!(matches!(err, AgentError::Validation(_)), "{err}");
+}

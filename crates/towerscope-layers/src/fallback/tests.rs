@@ -1,0 +1,141 @@
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use tower::{ServiceBuilder, ServiceExt};
+use towerscope_core::{AgentError, ModelRef};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+use super::*;
+use crate::testing::{describe, model_request, model_service};
+
+fn fallback(models: &[&ScriptedModel]) -> FallbackLayer {
+    FallbackLayer::new(models.iter().map(|m| Arc::new((*m).clone()) as ModelRef))
+}
+
+#[tokio::test]
+async fn a_failed_opening_switches_silently() {
+    let primary = ScriptedModel::new("primary", [ScriptedResponse::error(AgentError::model("down"))]);
+    let backup = ScriptedModel::new("backup", [ScriptedResponse::text("from backup")]);
+    let svc = ServiceBuilder::new()
+        .layer(fallback(&[&backup]))
+        .service(model_service());
+    let out = describe(svc.oneshot(model_request(&primary)).await).await;
+    assert_eq!(out, ["text:from ", "text:backup", "last:from backup"]);
+    assert_eq!(primary.requests()[0].model, "primary");
+    let seen = &backup.requests()[0];
+    assert_eq!(seen.model, "backup");
+    assert_eq!(
+        seen.messages,
+        primary.requests()[0].messages,
+        "the rest of the request is unchanged"
+    );
+}
+
+#[tokio::test]
+async fn models_are_tried_in_order_and_the_last_error_is_returned() {
+    let primary = ScriptedModel::new("primary", [ScriptedResponse::error(AgentError::model("p"))]);
+    let b1 = ScriptedModel::new("b1", [ScriptedResponse::error(AgentError::model("b1 down"))]);
+    let b2 = ScriptedModel::new("b2", [ScriptedResponse::error(AgentError::model("b2 down"))]);
+    let svc = ServiceBuilder::new()
+        .layer(fallback(&[&b1, &b2]))
+        .service(model_service());
+    let out = describe(svc.oneshot(model_request(&primary)).await).await;
+    assert_eq!(out, ["err:model error: b2 down"]);
+    assert_eq!((primary.calls(), b1.calls(), b2.calls()), (1, 1, 1));
+}
+
+#[tokio::test]
+async fn the_predicate_decides_which_errors_fall_back() {
+    let primary = ScriptedModel::new(
+        "primary",
+        [
+            ScriptedResponse::error(AgentError::validation("bad request")),
+            ScriptedResponse::error(AgentError::model_retryable("overloaded")),
+        ],
+    );
+    let backup = ScriptedModel::new("backup", [ScriptedResponse::text("ok").whole()]);
+    let svc = ServiceBuilder::new()
+        .layer(fallback(&[&backup]).when(AgentError::is_retryable))
+        .service(model_service());
+    let out = describe(svc.clone().oneshot(model_request(&primary)).await).await;
+    assert_eq!(out, ["err:validation failed: bad request"]);
+    assert_eq!(backup.calls(), 0);
+    let out = describe(svc.oneshot(model_request(&primary)).await).await;
+    assert_eq!(out, ["last:ok"]);
+}
+
+#[tokio::test]
+async fn a_stream_failing_before_its_first_chunk_switches_silently() {
+    let primary = ScriptedModel::new(
+        "primary",
+        [ScriptedResponse::text("never shown").fail_mid_stream(0, AgentError::Stream("reset".into()))],
+    );
+    let backup = ScriptedModel::new("backup", [ScriptedResponse::text("fine")]);
+    let svc = ServiceBuilder::new()
+        .layer(fallback(&[&backup]))
+        .service(model_service());
+    let out = describe(svc.oneshot(model_request(&primary)).await).await;
+    assert_eq!(out, ["text:fine", "last:fine"]);
+}
+
+#[tokio::test]
+async fn a_stream_failing_after_chunks_restarts_with_a_marker() {
+    let primary = ScriptedModel::new(
+        "primary",
+        [ScriptedResponse::text("the primary was saying").fail_mid_stream(2, AgentError::Stream("reset".into()))],
+    );
+    let backup = ScriptedModel::new("backup", [ScriptedResponse::text("backup answer")]);
+    let svc = ServiceBuilder::new()
+        .layer(fallback(&[&backup]))
+        .service(model_service());
+    let out = describe(svc.oneshot(model_request(&primary)).await).await;
+    assert_eq!(
+        out,
+        [
+            "text:the ",
+            "text:primary ",
+            "restart:model primary failed mid-stream (model stream broke: reset); restarting on fallback model backup",
+            "text:backup ",
+            "text:answer",
+            "last:backup answer",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_complete_answer_after_a_restart_is_delivered_as_chunks() {
+    let primary = ScriptedModel::new(
+        "primary",
+        [ScriptedResponse::text("partial text").fail_mid_stream(1, AgentError::Stream("cut".into()))],
+    );
+    let backup = ScriptedModel::new("backup", [ScriptedResponse::text("whole answer").whole()]);
+    let svc = ServiceBuilder::new()
+        .layer(fallback(&[&backup]))
+        .service(model_service());
+    let out = describe(svc.oneshot(model_request(&primary)).await).await;
+    assert_eq!(out.len(), 4, "{out:?}");
+    assert_eq!(out[0], "text:partial ");
+    assert!(out[1].starts_with("restart:"));
+    assert_eq!(out[2..], ["text:whole answer", "last:whole answer"]);
+}
+
+#[tokio::test]
+async fn mid_stream_failures_of_the_fallback_move_on_to_the_next_model() {
+    let primary = ScriptedModel::new(
+        "primary",
+        [ScriptedResponse::text("a b").fail_mid_stream(1, AgentError::Stream("cut".into()))],
+    );
+    let b1 = ScriptedModel::new(
+        "b1",
+        [ScriptedResponse::text("c d").fail_mid_stream(1, AgentError::Stream("cut".into()))],
+    );
+    let b2 = ScriptedModel::new("b2", [ScriptedResponse::text("e")]);
+    let svc = ServiceBuilder::new()
+        .layer(fallback(&[&b1, &b2]))
+        .service(model_service());
+    let out = describe(svc.oneshot(model_request(&primary)).await).await;
+    let restarts = out.iter().filter(|s| s.starts_with("restart:")).count();
+    assert_eq!(restarts, 2, "{out:?}");
+    assert_eq!(out.last().map(String::as_str), Some("last:e"));
+}

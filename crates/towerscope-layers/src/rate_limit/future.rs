@@ -1,0 +1,187 @@
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use futures_core::Stream;
+use pin_project_lite::pin_project;
+use tokio::time::Sleep;
+use tower_service::Service;
+use towerscope_core::{AgentError, ChatResponse, ModelCallRequest, ModelOutput};
+
+use super::RateLimiter;
+use super::limiter::{Ticket, Turn};
+
+pin_project! {
+    /// The response future of [`RateLimit`](super::RateLimit): waits for the caller's turn (in
+    /// order of the calls), then calls the inner service; counts the tokens of the answer when a
+    /// token limit is set (wrapping a streamed answer, boxed again, to see its final chunk).
+    pub struct ResponseFuture<S>
+    where
+        S: Service<ModelCallRequest>,
+    {
+        #[pin]
+        state: State<S::Future>,
+        queued: Option<Queued<S>>,
+        tokens: Option<RateLimiter>,
+    }
+}
+
+struct Queued<S> {
+    ticket: Ticket,
+    service: S,
+    request: ModelCallRequest,
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F> {
+        // Waiting for the turn.
+        Queued,
+        // At the front of the queue, waiting for the limit to allow a start.
+        Sleeping {
+            #[pin]
+            sleep: Sleep,
+        },
+        Called {
+            #[pin]
+            future: F,
+        },
+        Refused {
+            error: Option<AgentError>,
+        },
+    }
+}
+
+impl<S> ResponseFuture<S>
+where
+    S: Service<ModelCallRequest>,
+{
+    pub(crate) fn called(future: S::Future, tokens: Option<RateLimiter>) -> Self {
+        Self {
+            state: State::Called { future },
+            queued: None,
+            tokens,
+        }
+    }
+
+    pub(crate) fn queued(ticket: Ticket, service: S, request: ModelCallRequest, tokens: Option<RateLimiter>) -> Self {
+        Self {
+            state: State::Queued,
+            queued: Some(Queued {
+                ticket,
+                service,
+                request,
+            }),
+            tokens,
+        }
+    }
+
+    pub(crate) fn refused(error: AgentError) -> Self {
+        Self {
+            state: State::Refused { error: Some(error) },
+            queued: None,
+            tokens: None,
+        }
+    }
+}
+
+impl<S> Future for ResponseFuture<S>
+where
+    S: Service<ModelCallRequest, Response = ModelOutput, Error = AgentError>,
+{
+    type Output = Result<ModelOutput, AgentError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        loop {
+            match this.state.as_mut().project() {
+                StateProj::Queued => {
+                    let Some(queued) = this.queued.as_mut() else {
+                        return Poll::Ready(Err(lost()));
+                    };
+                    match queued.ticket.poll_turn(cx) {
+                        Turn::Wait => return Poll::Pending,
+                        Turn::SleepUntil(at) => this.state.set(State::Sleeping {
+                            sleep: tokio::time::sleep_until(at),
+                        }),
+                        Turn::Go => {
+                            let Some(Queued {
+                                mut service, request, ..
+                            }) = this.queued.take()
+                            else {
+                                return Poll::Ready(Err(lost()));
+                            };
+                            let future = service.call(request);
+                            this.state.set(State::Called { future });
+                        }
+                    }
+                }
+                StateProj::Sleeping { sleep } => {
+                    ready!(sleep.poll(cx));
+                    this.state.set(State::Queued);
+                }
+                StateProj::Called { future } => {
+                    let output = ready!(future.poll(cx));
+                    return Poll::Ready(match (output, this.tokens.take()) {
+                        (Ok(ModelOutput::Complete(r)), Some(limiter)) => {
+                            limiter.record_tokens(tokens_of(&r));
+                            Ok(ModelOutput::Complete(r))
+                        }
+                        (Ok(ModelOutput::Stream(s)), Some(limiter)) => {
+                            Ok(ModelOutput::Stream(Box::pin(UsageStream { inner: s, limiter })))
+                        }
+                        (output, _) => output,
+                    });
+                }
+                StateProj::Refused { error } => return Poll::Ready(Err(error.take().unwrap_or_else(lost))),
+            }
+        }
+    }
+}
+
+fn lost() -> AgentError {
+    AgentError::State("a rate-limit future was polled after it completed".to_owned())
+}
+
+fn tokens_of(response: &ChatResponse) -> u64 {
+    response.usage.as_ref().map_or(0, |u| u.input_tokens + u.output_tokens)
+}
+
+impl<S> fmt::Debug for ResponseFuture<S>
+where
+    S: Service<ModelCallRequest>,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture")
+            .field("queued", &self.queued.as_ref().map(|q| &q.ticket))
+            .finish_non_exhaustive()
+    }
+}
+
+pin_project! {
+    /// A streamed answer under a token limit: counts the usage of its final chunk.
+    struct UsageStream<St> {
+        #[pin]
+        inner: St,
+        limiter: RateLimiter,
+    }
+}
+
+impl<St> Stream for UsageStream<St>
+where
+    St: Stream<Item = Result<ChatResponse, AgentError>>,
+{
+    type Item = St::Item;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.project();
+        let item = ready!(this.inner.poll_next(cx));
+        if let Some(Ok(chunk)) = &item {
+            if chunk.is_last {
+                this.limiter.record_tokens(tokens_of(chunk));
+            }
+        }
+        Poll::Ready(item)
+    }
+}

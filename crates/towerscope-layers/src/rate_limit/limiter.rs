@@ -1,0 +1,282 @@
+//! The shared state of a rate limit: the recent calls and tokens, and the queue of waiting
+//! callers, served in order.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Waker};
+
+use tokio::time::Instant;
+use towerscope_core::AgentError;
+
+use super::limits::{Binding, RateLimits};
+
+/// One rate limit, shared by every clone (and every agent it is installed on).
+///
+/// See the [module docs](super) for an example.
+#[derive(Clone)]
+pub struct RateLimiter {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    limits: RateLimits,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    last_start: Option<Instant>,
+    starts: VecDeque<Instant>,
+    tokens: VecDeque<(Instant, u64)>,
+    token_sum: u64,
+    queue: VecDeque<Waiter>,
+    next_ticket: u64,
+}
+
+struct Waiter {
+    ticket: u64,
+    waker: Option<Waker>,
+}
+
+impl State {
+    fn prune(&mut self, now: Instant, limits: &RateLimits) {
+        if let Some((n, window)) = limits.requests {
+            while self.starts.front().is_some_and(|s| *s + window <= now) || self.starts.len() > n as usize {
+                self.starts.pop_front();
+            }
+        }
+        if let Some((_, window)) = limits.tokens {
+            while let Some((t, n)) = self.tokens.front().copied() {
+                if t + window > now {
+                    break;
+                }
+                self.token_sum -= n;
+                self.tokens.pop_front();
+            }
+        }
+    }
+
+    /// The earliest time a call may start, and the limit that decides it (`None`: now).
+    fn ready_at(&mut self, now: Instant, limits: &RateLimits) -> (Instant, Option<Binding>) {
+        self.prune(now, limits);
+        let mut at = now;
+        let mut binding = None;
+        let mut later = |t: Instant, b: Binding| {
+            if t > at {
+                at = t;
+                binding = Some(b);
+            }
+        };
+        if let (Some(interval), Some(last)) = (limits.min_interval, self.last_start) {
+            later(last + interval, Binding::Interval(interval));
+        }
+        if let Some((n, window)) = limits.requests {
+            let n = n as usize;
+            if self.starts.len() >= n {
+                later(
+                    self.starts[self.starts.len() - n] + window,
+                    Binding::Requests(n as u32, window),
+                );
+            }
+        }
+        if let Some((limit, window)) = limits.tokens {
+            let mut sum = self.token_sum;
+            for (t, n) in &self.tokens {
+                if sum < limit {
+                    break;
+                }
+                sum -= n;
+                if sum < limit {
+                    later(*t + window, Binding::Tokens(limit, window));
+                }
+            }
+        }
+        (at, binding)
+    }
+
+    fn start(&mut self, now: Instant, limits: &RateLimits) {
+        self.last_start = Some(now);
+        if limits.requests.is_some() {
+            self.starts.push_back(now);
+        }
+    }
+
+    fn wake_front(&mut self) {
+        if let Some(waker) = self.queue.front_mut().and_then(|w| w.waker.take()) {
+            waker.wake();
+        }
+    }
+}
+
+/// What a new call may do.
+pub(crate) enum Admission {
+    /// Start now (the start is recorded).
+    Now,
+    /// Wait for its turn.
+    Queued(Ticket),
+    /// Fail: over the limit in fail-fast mode.
+    Refused(AgentError),
+}
+
+/// What a queued call may do when polled.
+pub(crate) enum Turn {
+    /// Start now (the start is recorded).
+    Go,
+    /// Others are ahead; the caller is woken when it is at the front.
+    Wait,
+    /// At the front, but the limit allows a start only at this time.
+    SleepUntil(Instant),
+}
+
+impl RateLimiter {
+    /// A limiter enforcing `limits`.
+    pub fn new(limits: RateLimits) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                limits,
+                state: Mutex::new(State::default()),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.shared.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The limits enforced.
+    pub fn limits(&self) -> RateLimits {
+        self.shared.limits
+    }
+
+    /// How many calls are waiting for their turn.
+    pub fn waiting(&self) -> usize {
+        self.lock().queue.len()
+    }
+
+    /// The tokens counted in the current token window (0 without a token limit).
+    pub fn tokens_in_window(&self) -> u64 {
+        let mut state = self.lock();
+        state.prune(Instant::now(), &self.shared.limits);
+        state.token_sum
+    }
+
+    /// Whether answers must be looked at for their token usage.
+    pub(crate) fn counts_tokens(&self) -> bool {
+        self.shared.limits.tokens.is_some()
+    }
+
+    /// Counts the tokens of an answer that just arrived.
+    pub(crate) fn record_tokens(&self, tokens: u64) {
+        if tokens == 0 || !self.counts_tokens() {
+            return;
+        }
+        let mut state = self.lock();
+        state.tokens.push_back((Instant::now(), tokens));
+        state.token_sum += tokens;
+    }
+
+    /// Admits a new call: now when nobody waits and the limits allow it, otherwise in the queue
+    /// (or refused, in fail-fast mode).
+    pub(crate) fn admit(&self) -> Admission {
+        let limits = &self.shared.limits;
+        let now = Instant::now();
+        let mut state = self.lock();
+        let (at, binding) = state.ready_at(now, limits);
+        if state.queue.is_empty() && at <= now {
+            state.start(now, limits);
+            return Admission::Now;
+        }
+        if limits.fail_fast {
+            let what = binding.map_or_else(|| "local rate limit".to_owned(), |b| b.to_string());
+            return Admission::Refused(AgentError::rate_limited(
+                format!("{what} reached"),
+                Some(at.saturating_duration_since(now)),
+            ));
+        }
+        let ticket = state.next_ticket;
+        state.next_ticket += 1;
+        state.queue.push_back(Waiter { ticket, waker: None });
+        Admission::Queued(Ticket {
+            limiter: self.clone(),
+            id: ticket,
+            served: false,
+        })
+    }
+
+    fn turn(&self, ticket: u64, cx: &mut Context<'_>) -> Turn {
+        let limits = &self.shared.limits;
+        let mut state = self.lock();
+        if state.queue.front().map(|w| w.ticket) != Some(ticket) {
+            if let Some(waiter) = state.queue.iter_mut().find(|w| w.ticket == ticket) {
+                match &waiter.waker {
+                    Some(w) if w.will_wake(cx.waker()) => {}
+                    _ => waiter.waker = Some(cx.waker().clone()),
+                }
+            }
+            return Turn::Wait;
+        }
+        let now = Instant::now();
+        let (at, _) = state.ready_at(now, limits);
+        if at > now {
+            return Turn::SleepUntil(at);
+        }
+        state.start(now, limits);
+        state.queue.pop_front();
+        state.wake_front();
+        Turn::Go
+    }
+
+    fn abandon(&self, ticket: u64) {
+        let mut state = self.lock();
+        if let Some(pos) = state.queue.iter().position(|w| w.ticket == ticket) {
+            state.queue.remove(pos);
+            if pos == 0 {
+                state.wake_front();
+            }
+        }
+    }
+}
+
+impl fmt::Debug for RateLimiter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimiter")
+            .field("limits", &self.shared.limits)
+            .field("waiting", &self.waiting())
+            .finish()
+    }
+}
+
+/// A caller's place in the queue; leaving the queue (dropping the call) lets the next one go.
+pub(crate) struct Ticket {
+    limiter: RateLimiter,
+    id: u64,
+    served: bool,
+}
+
+impl Ticket {
+    pub(crate) fn poll_turn(&mut self, cx: &mut Context<'_>) -> Turn {
+        let turn = self.limiter.turn(self.id, cx);
+        if matches!(turn, Turn::Go) {
+            self.served = true;
+        }
+        turn
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if !self.served {
+            self.limiter.abandon(self.id);
+        }
+    }
+}
+
+impl fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ticket")
+            .field("id", &self.id)
+            .field("served", &self.served)
+            .finish()
+    }
+}

@@ -1,0 +1,186 @@
+#![allow(clippy::unwrap_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use tokio::time::Instant;
+use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
+use towerscope_core::{AgentContext, AgentError, ChatResponse, ChatUsage, ModelCallRequest, ModelOutput};
+use towerscope_models::ScriptedModel;
+
+use super::*;
+use crate::testing::request_in;
+
+type Log = Arc<Mutex<Vec<(Duration, String)>>>;
+
+/// A model answering at once with `tokens` of usage; logs when each call started (since
+/// `origin`) and for which reply.
+fn recording(
+    log: Log,
+    origin: Instant,
+    tokens: u64,
+) -> impl Service<ModelCallRequest, Response = ModelOutput, Error = AgentError, Future: Send> + Clone + Send + Sync {
+    service_fn(move |req: ModelCallRequest| {
+        log.lock()
+            .unwrap()
+            .push((origin.elapsed(), req.ctx.reply_id().to_owned()));
+        let response = ChatResponse::new(vec![]).with_usage(ChatUsage::new(tokens, 0));
+        std::future::ready(Ok::<_, AgentError>(ModelOutput::Complete(response)))
+    })
+}
+
+fn request(i: usize) -> ModelCallRequest {
+    request_in(
+        &ScriptedModel::new("m", []),
+        AgentContext::new("a", "s", format!("r{i}")),
+    )
+}
+
+fn secs(log: &Log) -> Vec<u64> {
+    log.lock().unwrap().iter().map(|(d, _)| d.as_secs()).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn min_interval_spaces_concurrent_callers() {
+    let log = Log::default();
+    let layer = RateLimitLayer::new(RateLimits::new().min_interval(Duration::from_secs(1)));
+    let svc = ServiceBuilder::new()
+        .layer(layer)
+        .service(recording(log.clone(), Instant::now(), 0));
+    let calls = (0..5).map(|i| svc.clone().oneshot(request(i)));
+    assert!(join_all(calls).await.iter().all(Result::is_ok));
+    assert_eq!(secs(&log), [0, 1, 2, 3, 4]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn waiting_callers_are_served_in_order() {
+    let log = Log::default();
+    let mut svc = ServiceBuilder::new()
+        .layer(RateLimitLayer::new(
+            RateLimits::new().requests_per(1, Duration::from_secs(1)),
+        ))
+        .service(recording(log.clone(), Instant::now(), 0));
+    let mut calls = Vec::new();
+    for i in 0..6 {
+        calls.push(svc.ready().await.unwrap().call(request(i)));
+    }
+    // Polled last to first: the order of the calls decides, not the order of polling.
+    calls.reverse();
+    assert!(join_all(calls).await.iter().all(Result::is_ok));
+    let order: Vec<String> = log.lock().unwrap().iter().map(|(_, r)| r.clone()).collect();
+    assert_eq!(order, ["r0", "r1", "r2", "r3", "r4", "r5"]);
+    assert_eq!(secs(&log), [0, 1, 2, 3, 4, 5]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn requests_per_window_are_never_exceeded() {
+    let log = Log::default();
+    let window = Duration::from_secs(10);
+    let layer = RateLimitLayer::new(RateLimits::new().requests_per(3, window));
+    let svc = ServiceBuilder::new()
+        .layer(layer.clone())
+        .service(recording(log.clone(), Instant::now(), 0));
+    let calls = (0..8).map(|i| svc.clone().oneshot(request(i)));
+    assert!(join_all(calls).await.iter().all(Result::is_ok));
+    let starts: Vec<Duration> = log.lock().unwrap().iter().map(|(d, _)| *d).collect();
+    for s in &starts {
+        let in_window = starts.iter().filter(|t| **t >= *s && **t < *s + window).count();
+        assert!(
+            in_window <= 3,
+            "{in_window} calls in the window starting at {s:?}: {starts:?}"
+        );
+    }
+    assert_eq!(secs(&log), [0, 0, 0, 10, 10, 10, 20, 20]);
+    assert_eq!(layer.limiter().waiting(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn tokens_per_minute_hold_calls_back_until_the_window_frees() {
+    let log = Log::default();
+    let layer = RateLimitLayer::new(RateLimits::new().tokens_per_minute(1000));
+    let svc = ServiceBuilder::new()
+        .layer(layer.clone())
+        .service(recording(log.clone(), Instant::now(), 600));
+    let calls = (0..5).map(|i| svc.clone().oneshot(request(i)));
+    assert!(join_all(calls).await.iter().all(Result::is_ok));
+    // 600 tokens each: two calls fit under 1000 (the second one starts at 600), the third waits
+    // until the first two leave the window.
+    assert_eq!(secs(&log), [0, 0, 60, 60, 120]);
+    // At 120 s the calls of 60 s have just left the window; only the last call's tokens count.
+    assert_eq!(layer.limiter().tokens_in_window(), 600);
+    tokio::time::advance(Duration::from_secs(60)).await;
+    assert_eq!(layer.limiter().tokens_in_window(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn streamed_answers_count_the_usage_of_their_final_chunk() {
+    use towerscope_models::ScriptedResponse;
+    let layer = RateLimitLayer::new(RateLimits::new().tokens_per_minute(100));
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("a b").with_usage(30, 12)]);
+    let svc = ServiceBuilder::new()
+        .layer(layer.clone())
+        .service(crate::testing::model_service());
+    let out = crate::testing::describe(svc.oneshot(crate::testing::model_request(&model)).await).await;
+    assert_eq!(out.last().unwrap(), "last:a b");
+    assert_eq!(layer.limiter().tokens_in_window(), 42);
+}
+
+#[tokio::test(start_paused = true)]
+async fn fail_fast_says_when_to_retry() {
+    let log = Log::default();
+    let layer = RateLimitLayer::new(RateLimits::new().min_interval(Duration::from_secs(2)).fail_fast());
+    let svc = ServiceBuilder::new()
+        .layer(layer)
+        .service(recording(log.clone(), Instant::now(), 0));
+    svc.clone().oneshot(request(0)).await.unwrap();
+    tokio::time::advance(Duration::from_millis(500)).await;
+    let err = svc.clone().oneshot(request(1)).await.unwrap_err();
+    assert_eq!(err.retry_after(), Some(Duration::from_millis(1500)));
+    assert_eq!(
+        err.to_string(),
+        "rate limited: local rate limit of one call every 2s reached (retry after 1.500s)"
+    );
+    tokio::time::advance(Duration::from_millis(1500)).await;
+    svc.oneshot(request(2)).await.unwrap();
+    assert_eq!(log.lock().unwrap().len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn clones_and_separate_services_share_one_limiter() {
+    let log = Log::default();
+    let layer = RateLimitLayer::new(RateLimits::new().min_interval(Duration::from_secs(1)));
+    let origin = Instant::now();
+    let a = ServiceBuilder::new()
+        .layer(layer.clone())
+        .service(recording(log.clone(), origin, 0));
+    let b = ServiceBuilder::new()
+        .layer(layer.clone())
+        .service(recording(log.clone(), origin, 0));
+    let c = ServiceBuilder::new()
+        .layer(RateLimitLayer::shared(layer.limiter().clone()))
+        .service(recording(log.clone(), origin, 0));
+    let (x, y, z) = tokio::join!(a.oneshot(request(0)), b.oneshot(request(1)), c.oneshot(request(2)));
+    assert!(x.is_ok() && y.is_ok() && z.is_ok());
+    assert_eq!(secs(&log), [0, 1, 2]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_waiter_leaves_the_queue() {
+    let log = Log::default();
+    let layer = RateLimitLayer::new(RateLimits::new().min_interval(Duration::from_secs(1)));
+    let mut svc = ServiceBuilder::new()
+        .layer(layer.clone())
+        .service(recording(log.clone(), Instant::now(), 0));
+    let first = svc.ready().await.unwrap().call(request(0));
+    let second = svc.ready().await.unwrap().call(request(1));
+    let third = svc.ready().await.unwrap().call(request(2));
+    assert_eq!(layer.limiter().waiting(), 2);
+    first.await.unwrap();
+    drop(second);
+    assert_eq!(layer.limiter().waiting(), 1);
+    third.await.unwrap();
+    let order: Vec<String> = log.lock().unwrap().iter().map(|(_, r)| r.clone()).collect();
+    assert_eq!(order, ["r0", "r2"]);
+    assert_eq!(secs(&log), [0, 1]);
+}

@@ -1,0 +1,175 @@
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tower::retry::budget::Budget;
+use tower::{ServiceBuilder, ServiceExt};
+use towerscope_core::AgentError;
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+use super::*;
+use crate::testing::{describe, model_request, model_service};
+
+fn no_jitter(max_attempts: u32) -> RetryLayer {
+    RetryLayer::new(max_attempts)
+        .backoff(Backoff::new(Duration::from_millis(100), Duration::from_secs(10)).jitter(0.0))
+        .no_budget()
+}
+
+fn flaky() -> AgentError {
+    AgentError::model_retryable("connection reset")
+}
+
+#[tokio::test(start_paused = true)]
+async fn retries_with_exponential_backoff() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::error(flaky()),
+            ScriptedResponse::error(flaky()),
+            ScriptedResponse::text("ok").whole(),
+        ],
+    );
+    let svc = ServiceBuilder::new().layer(no_jitter(3)).service(model_service());
+    let start = Instant::now();
+    let out = describe(svc.oneshot(model_request(&model)).await).await;
+    assert_eq!(out, ["last:ok"]);
+    assert_eq!(model.calls(), 3);
+    assert_eq!(start.elapsed(), Duration::from_millis(300), "100 ms, then 200 ms");
+}
+
+#[tokio::test(start_paused = true)]
+async fn gives_up_after_max_attempts_and_on_non_retryable_errors() {
+    let model = ScriptedModel::cycle("m", [ScriptedResponse::error(flaky())]);
+    let svc = ServiceBuilder::new().layer(no_jitter(4)).service(model_service());
+    let out = describe(svc.oneshot(model_request(&model)).await).await;
+    assert_eq!(out, ["err:model error: connection reset"]);
+    assert_eq!(model.calls(), 4);
+
+    let model = ScriptedModel::new("m", [ScriptedResponse::error(AgentError::validation("bad schema"))]);
+    let svc = ServiceBuilder::new().layer(no_jitter(4)).service(model_service());
+    let out = describe(svc.oneshot(model_request(&model)).await).await;
+    assert_eq!(out, ["err:validation failed: bad schema"]);
+    assert_eq!(model.calls(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn honours_the_retry_after_hint() {
+    let limited = AgentError::rate_limited("429", Some(Duration::from_secs(7)));
+    let model = ScriptedModel::new(
+        "m",
+        [ScriptedResponse::error(limited), ScriptedResponse::text("ok").whole()],
+    );
+    let svc = ServiceBuilder::new().layer(no_jitter(2)).service(model_service());
+    let start = Instant::now();
+    assert_eq!(describe(svc.oneshot(model_request(&model)).await).await, ["last:ok"]);
+    assert_eq!(start.elapsed(), Duration::from_secs(7));
+
+    // A hint longer than max_retry_after is not waited for.
+    let limited = AgentError::rate_limited("429", Some(Duration::from_secs(60)));
+    let model = ScriptedModel::new("m", [ScriptedResponse::error(limited)]);
+    let layer = no_jitter(5).max_retry_after(Duration::from_secs(10));
+    let svc = ServiceBuilder::new().layer(layer).service(model_service());
+    let start = Instant::now();
+    let out = describe(svc.oneshot(model_request(&model)).await).await;
+    assert_eq!(out, ["err:rate limited: 429 (retry after 60s)"]);
+    assert_eq!(start.elapsed(), Duration::ZERO);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_predicate_replaces_is_retryable() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::error(AgentError::model("quirky")),
+            ScriptedResponse::text("ok").whole(),
+        ],
+    );
+    let layer = no_jitter(2).when(|e| e.to_string().contains("quirky"));
+    let svc = ServiceBuilder::new().layer(layer).service(model_service());
+    assert_eq!(describe(svc.oneshot(model_request(&model)).await).await, ["last:ok"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn mid_stream_failures_are_retried_with_a_restart_marker() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::text("first try").fail_mid_stream(1, AgentError::Stream("reset".into())),
+            ScriptedResponse::text("second").fail_mid_stream(0, AgentError::Stream("reset".into())),
+            ScriptedResponse::text("third try"),
+        ],
+    );
+    let svc = ServiceBuilder::new().layer(no_jitter(3)).service(model_service());
+    let out = describe(svc.oneshot(model_request(&model)).await).await;
+    assert_eq!(
+        out,
+        [
+            "text:first ",
+            "restart:attempt 1 of model m failed mid-stream (model stream broke: reset); retrying",
+            // The second attempt failed before delivering anything: no second marker.
+            "text:third ",
+            "text:try",
+            "last:third try",
+        ]
+    );
+}
+
+/// A budget allowing one retry per token; every success deposits one.
+#[derive(Debug)]
+struct Tokens(AtomicI32);
+
+impl Budget for Tokens {
+    fn deposit(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn withdraw(&self) -> bool {
+        self.0
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n > 0).then(|| n - 1))
+            .is_ok()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_budget_is_shared_by_clones() {
+    let budget: SharedBudget = Arc::new(Tokens(AtomicI32::new(1)));
+    let layer = no_jitter(3).shared_budget(Arc::clone(&budget));
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::error(flaky()),       // a: retried with the only token
+            ScriptedResponse::error(flaky()),       // a: budget empty, given up
+            ScriptedResponse::error(flaky()),       // b (a clone): budget still empty, given up
+            ScriptedResponse::text("fine").whole(), // a: a success deposits a token
+            ScriptedResponse::error(flaky()),       // b: retried with it
+            ScriptedResponse::text("retried").whole(),
+        ],
+    );
+    let a = ServiceBuilder::new().layer(layer.clone()).service(model_service());
+    let b = ServiceBuilder::new().layer(layer).service(model_service());
+    let err = ["err:model error: connection reset"];
+    assert_eq!(describe(a.clone().oneshot(model_request(&model)).await).await, err);
+    assert_eq!(model.calls(), 2);
+    assert_eq!(describe(b.clone().oneshot(model_request(&model)).await).await, err);
+    assert_eq!(model.calls(), 3);
+    assert_eq!(describe(a.oneshot(model_request(&model)).await).await, ["last:fine"]);
+    assert_eq!(describe(b.oneshot(model_request(&model)).await).await, ["last:retried"]);
+    assert_eq!(model.calls(), 6);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_policy_works_with_tower_retry_for_openings() {
+    let model = ScriptedModel::new(
+        "m",
+        [ScriptedResponse::error(flaky()), ScriptedResponse::text("ok").whole()],
+    );
+    let svc = ServiceBuilder::new()
+        .layer(tower::retry::RetryLayer::new(no_jitter(2).policy()))
+        .service(model_service());
+    assert_eq!(describe(svc.oneshot(model_request(&model)).await).await, ["last:ok"]);
+    assert_eq!(model.calls(), 2);
+}

@@ -1,0 +1,62 @@
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use futures_core::Stream;
+use pin_project_lite::pin_project;
+use towerscope_core::AgentError;
+
+use super::record::{Outcome, Recorder};
+use crate::position::PositionItem;
+
+pin_project! {
+    /// A streamed answer under [`Timing`](super::Timing): records the time to the first item, and
+    /// the time to the last item (or the end of the stream, or its drop).
+    #[derive(Debug)]
+    pub struct TimingStream<St> {
+        #[pin]
+        inner: St,
+        recorder: Recorder,
+        failed: bool,
+    }
+}
+
+impl<St> TimingStream<St> {
+    pub(crate) fn new(inner: St, recorder: Recorder) -> Self {
+        Self {
+            inner,
+            recorder,
+            failed: false,
+        }
+    }
+}
+
+impl<St, T> Stream for TimingStream<St>
+where
+    St: Stream<Item = Result<T, AgentError>>,
+    T: PositionItem,
+{
+    type Item = Result<T, AgentError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.project();
+        let item = ready!(this.inner.poll_next(cx));
+        match &item {
+            Some(result) => {
+                this.recorder.item();
+                *this.failed |= result.is_err();
+                if result.as_ref().is_ok_and(PositionItem::is_last) {
+                    this.recorder
+                        .finish(if *this.failed { Outcome::Error } else { Outcome::Ok });
+                }
+            }
+            None => this
+                .recorder
+                .finish(if *this.failed { Outcome::Error } else { Outcome::Ok }),
+        }
+        Poll::Ready(item)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+}

@@ -1,0 +1,195 @@
+//! Retry and fallback through an agent: errors when the call opens and in the middle of the
+//! stream, restart markers, what each model received.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::collect;
+use tokio::time::Instant;
+use towerscope_agent::Agent;
+use towerscope_core::{AgentError, AgentEvent, Msg, RESTART_EVENT};
+use towerscope_layers::retry::Backoff;
+use towerscope_layers::{FallbackLayer, RetryLayer, TimeoutLayer};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+fn retry(max_attempts: u32) -> RetryLayer {
+    RetryLayer::new(max_attempts).backoff(Backoff::new(Duration::from_millis(100), Duration::from_secs(5)).jitter(0.0))
+}
+
+/// The ids of the text blocks started before the first restart event.
+fn blocks_before_restart(events: &[AgentEvent]) -> Vec<String> {
+    events
+        .iter()
+        .take_while(|e| !matches!(e, AgentEvent::Custom(c) if c.name == RESTART_EVENT))
+        .filter_map(|e| match e {
+            AgentEvent::TextBlockStart(s) => Some(s.block_id.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_waits_the_providers_hint_then_the_fallback_answers() {
+    let limited = || AgentError::rate_limited("429 Too Many Requests", Some(Duration::from_secs(3)));
+    let primary = ScriptedModel::new(
+        "primary",
+        [ScriptedResponse::error(limited()), ScriptedResponse::error(limited())],
+    );
+    let backup = ScriptedModel::new("backup", [ScriptedResponse::text("The backup answers.")]);
+    let agent = Agent::builder("assistant")
+        .model(primary.clone())
+        .on_model_call(FallbackLayer::to(backup.clone()))
+        .on_model_call(retry(2))
+        .build()
+        .unwrap();
+
+    let start = Instant::now();
+    let out = collect(agent.reply_stream(Msg::user("user", "Hello?"))).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_secs(3),
+        "one retry after the hinted 3 s"
+    );
+    assert_eq!(out.final_text().as_deref(), Some("The backup answers."));
+    assert_eq!((primary.calls(), backup.calls()), (2, 1));
+    assert_eq!(backup.requests()[0].model, "backup");
+    assert_eq!(backup.requests()[0].messages, primary.requests()[0].messages);
+    // One model call as the agent sees it; nothing of the failed attempts was streamed.
+    assert_eq!(out.count("MODEL_CALL_START"), 1);
+    assert!(out.custom(RESTART_EVENT).is_empty());
+    assert_eq!(out.kinds().last(), Some(&"REPLY_END"));
+}
+
+#[tokio::test]
+async fn a_stream_breaking_mid_answer_restarts_on_the_fallback() {
+    let primary = ScriptedModel::new(
+        "primary",
+        [ScriptedResponse::text("The primary model was writing this")
+            .fail_mid_stream(3, AgentError::Stream("connection reset".into()))],
+    );
+    let backup = ScriptedModel::new("backup", [ScriptedResponse::text("The backup wrote all of this.")]);
+    let agent = Agent::builder("assistant")
+        .model(primary.clone())
+        .on_model_call(FallbackLayer::to(backup.clone()))
+        .build()
+        .unwrap();
+
+    let out = collect(agent.reply_stream(Msg::user("user", "Write something"))).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(out.final_text().as_deref(), Some("The backup wrote all of this."));
+
+    // The restart event lists the primary's partial block.
+    let restarts = out.custom(RESTART_EVENT);
+    assert_eq!(restarts.len(), 1);
+    let discarded: Vec<String> = restarts[0].value["discarded_block_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    let primary_blocks = blocks_before_restart(&out.events);
+    assert_eq!(primary_blocks.len(), 1);
+    assert_eq!(discarded, primary_blocks);
+    let reason = restarts[0].value["reason"].as_str().unwrap();
+    assert!(reason.contains("primary") && reason.contains("backup"), "{reason}");
+
+    // A consumer rebuilding the message from the events ends with the backup's text only, as
+    // the agent stored it.
+    let rebuilt = out.rebuilt("assistant");
+    assert_eq!(rebuilt.text_content().as_deref(), Some("The backup wrote all of this."));
+    let stored = agent.state().context.last().cloned().unwrap();
+    assert_eq!(stored.text_content().as_deref(), Some("The backup wrote all of this."));
+
+    // What each model received.
+    assert_eq!(primary.requests()[0].model, "primary");
+    assert_eq!(backup.requests()[0].model, "backup");
+    assert_eq!(backup.requests()[0].messages, primary.requests()[0].messages);
+}
+
+#[tokio::test]
+async fn a_stream_breaking_before_its_first_chunk_switches_silently() {
+    let primary = ScriptedModel::new(
+        "primary",
+        [ScriptedResponse::text("never seen").fail_mid_stream(0, AgentError::Stream("reset".into()))],
+    );
+    let backup = ScriptedModel::new("backup", [ScriptedResponse::text("All from the backup.")]);
+    let agent = Agent::builder("assistant")
+        .model(primary)
+        .on_model_call(FallbackLayer::to(backup))
+        .build()
+        .unwrap();
+    let out = collect(agent.reply_stream(Msg::user("user", "Go"))).await;
+    assert_eq!(out.final_text().as_deref(), Some("All from the backup."));
+    assert!(out.custom(RESTART_EVENT).is_empty());
+    assert_eq!(out.count("TEXT_BLOCK_START"), 1);
+    assert_eq!(
+        out.rebuilt("assistant").text_content().as_deref(),
+        Some("All from the backup.")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_restarts_a_broken_stream_on_the_same_model() {
+    let model = ScriptedModel::new(
+        "flaky",
+        [
+            ScriptedResponse::text("half an answer that breaks").fail_mid_stream(2, AgentError::Stream("reset".into())),
+            ScriptedResponse::text("A whole answer."),
+        ],
+    );
+    let agent = Agent::builder("assistant")
+        .model(model.clone())
+        .on_model_call(retry(3))
+        .build()
+        .unwrap();
+    let out = collect(agent.reply_stream(Msg::user("user", "Go"))).await;
+    assert_eq!(out.final_text().as_deref(), Some("A whole answer."));
+    assert_eq!(out.custom(RESTART_EVENT).len(), 1);
+    assert_eq!(
+        out.rebuilt("assistant").text_content().as_deref(),
+        Some("A whole answer.")
+    );
+    assert_eq!(model.calls(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timed_out_model_call_is_retried() {
+    let model = ScriptedModel::new(
+        "slow-then-fast",
+        [
+            ScriptedResponse::text("too late").delay(Duration::from_secs(30)),
+            ScriptedResponse::text("In time."),
+        ],
+    );
+    let agent = Agent::builder("assistant")
+        .model(model.clone())
+        .on_model_call(retry(2))
+        .on_model_call(TimeoutLayer::new(Duration::from_secs(5)))
+        .build()
+        .unwrap();
+    let start = Instant::now();
+    let out = collect(agent.reply_stream(Msg::user("user", "Go"))).await;
+    assert_eq!(out.final_text().as_deref(), Some("In time."));
+    assert_eq!(model.calls(), 2);
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_millis(5100),
+        "5 s deadline, then 100 ms backoff"
+    );
+}
+
+#[tokio::test]
+async fn when_every_model_fails_the_reply_fails_with_the_last_error() {
+    let primary = ScriptedModel::new("primary", [ScriptedResponse::error(AgentError::model("primary down"))]);
+    let backup = ScriptedModel::new("backup", [ScriptedResponse::error(AgentError::model("backup down"))]);
+    let agent = Agent::builder("assistant")
+        .model(primary)
+        .on_model_call(FallbackLayer::to(backup))
+        .build()
+        .unwrap();
+    let out = collect(agent.reply_stream(Msg::user("user", "Go"))).await;
+    assert_eq!(out.error.unwrap().to_string(), "model error: backup down");
+}

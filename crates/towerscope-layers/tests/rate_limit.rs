@@ -1,0 +1,166 @@
+//! Many agents sharing one rate limit never exceed it, and waiting callers are served in order.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use tokio::time::Instant;
+use towerscope_agent::Agent;
+use towerscope_agent::toolkit::FunctionTool;
+use towerscope_core::{ModelCallRequest, ModelOutput, Msg, Next, from_fn};
+use towerscope_layers::RateLimitLayer;
+use towerscope_layers::rate_limit::RateLimits;
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+type Log = Arc<Mutex<Vec<(Duration, String)>>>;
+
+/// No arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+/// `n` agents sharing `limit`, each making two model calls per reply (a tool round and an
+/// answer); the model calls that pass the limit are logged with the agent's name.
+fn agents(n: usize, limit: &RateLimitLayer, log: &Log, origin: Instant) -> Vec<Agent> {
+    (0..n)
+        .map(|i| {
+            let model = ScriptedModel::new(
+                "scripted",
+                [
+                    ScriptedResponse::tool_call("c1", "noop", "{}"),
+                    ScriptedResponse::text("done"),
+                ],
+            );
+            let log = Arc::clone(log);
+            let record = from_fn(
+                move |req: ModelCallRequest, next: Next<ModelCallRequest, ModelOutput>| {
+                    log.lock()
+                        .unwrap()
+                        .push((origin.elapsed(), req.ctx.agent_name().to_owned()));
+                    next.run(req)
+                },
+            );
+            Agent::builder(format!("agent-{i}"))
+                .model(model)
+                .tool(FunctionTool::new("noop", |_: NoArgs| async { "ok" }))
+                .on_model_call(limit.clone())
+                .on_model_call(record)
+                .build()
+                .unwrap()
+        })
+        .collect()
+}
+
+async fn reply_all(agents: &[Agent]) {
+    let replies = join_all(agents.iter().map(|a| a.reply(Msg::user("user", "go")))).await;
+    for r in replies {
+        assert_eq!(r.unwrap().text_content().as_deref(), Some("done"));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrent_agents_never_call_closer_than_the_interval() {
+    let log = Log::default();
+    let interval = Duration::from_millis(500);
+    let limit = RateLimitLayer::new(RateLimits::new().min_interval(interval));
+    let origin = Instant::now();
+    let agents = agents(4, &limit, &log, origin);
+    reply_all(&agents).await;
+
+    let log = log.lock().unwrap();
+    assert_eq!(log.len(), 8, "two model calls per agent");
+    for pair in log.windows(2) {
+        assert!(pair[1].0 - pair[0].0 >= interval, "calls too close: {log:?}");
+    }
+    // Busy from the start: exactly one call per interval.
+    assert_eq!(log.last().unwrap().0, interval * 7);
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrent_agents_never_exceed_the_calls_per_window() {
+    let log = Log::default();
+    let window = Duration::from_secs(10);
+    let limit = RateLimitLayer::new(RateLimits::new().requests_per(3, window));
+    let agents = agents(5, &limit, &log, Instant::now());
+    reply_all(&agents).await;
+
+    let starts: Vec<Duration> = log.lock().unwrap().iter().map(|(t, _)| *t).collect();
+    assert_eq!(starts.len(), 10);
+    for s in &starts {
+        let n = starts.iter().filter(|t| **t >= *s && **t < *s + window).count();
+        assert!(n <= 3, "{n} calls within {window:?} from {s:?}: {starts:?}");
+    }
+    let secs: Vec<u64> = starts.iter().map(Duration::as_secs).collect();
+    assert_eq!(secs, [0, 0, 0, 10, 10, 10, 20, 20, 20, 30]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn agents_are_served_in_the_order_they_asked() {
+    let served = Log::default();
+    let asked = Log::default();
+    let limit = RateLimitLayer::new(RateLimits::new().min_interval(Duration::from_secs(1)));
+    let origin = Instant::now();
+    // A logger outside the limit records when each agent asks for a model call.
+    let outer = {
+        let asked = Arc::clone(&asked);
+        from_fn(
+            move |req: ModelCallRequest, next: Next<ModelCallRequest, ModelOutput>| {
+                asked
+                    .lock()
+                    .unwrap()
+                    .push((origin.elapsed(), req.ctx.agent_name().to_owned()));
+                next.run(req)
+            },
+        )
+    };
+    let agents: Vec<Agent> = (0..3)
+        .map(|i| {
+            let model = ScriptedModel::new(
+                "scripted",
+                [
+                    ScriptedResponse::tool_call("c1", "noop", "{}"),
+                    ScriptedResponse::text("done"),
+                ],
+            );
+            let served = Arc::clone(&served);
+            let inner = from_fn(
+                move |req: ModelCallRequest, next: Next<ModelCallRequest, ModelOutput>| {
+                    served
+                        .lock()
+                        .unwrap()
+                        .push((origin.elapsed(), req.ctx.agent_name().to_owned()));
+                    next.run(req)
+                },
+            );
+            Agent::builder(format!("agent-{i}"))
+                .model(model)
+                .tool(FunctionTool::new("noop", |_: NoArgs| async { "ok" }))
+                .on_model_call(outer.clone())
+                .on_model_call(limit.clone())
+                .on_model_call(inner)
+                .build()
+                .unwrap()
+        })
+        .collect();
+    // Start the replies in order 0, 1, 2 (each runs until it waits for the limit), then drive
+    // them polling the last one first.
+    let mut replies: Vec<_> = agents
+        .iter()
+        .map(|a| Box::pin(a.reply(Msg::user("user", "go"))))
+        .collect();
+    for r in &mut replies {
+        assert!(futures_util::poll!(r.as_mut()).is_pending());
+    }
+    replies.reverse();
+    for r in join_all(replies).await {
+        assert_eq!(r.unwrap().text_content().as_deref(), Some("done"));
+    }
+
+    let names = |log: &Log| -> Vec<String> { log.lock().unwrap().iter().map(|(_, n)| n.clone()).collect() };
+    assert_eq!(names(&served).len(), 6);
+    assert_eq!(names(&served), names(&asked), "served in the order asked");
+    let secs: Vec<u64> = served.lock().unwrap().iter().map(|(t, _)| t.as_secs()).collect();
+    assert_eq!(secs, [0, 1, 2, 3, 4, 5]);
+}

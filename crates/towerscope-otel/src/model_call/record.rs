@@ -1,0 +1,280 @@
+//! What a model call records: the chat span's request and response attributes, and the metrics.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use opentelemetry::KeyValue;
+use opentelemetry::trace::{SpanBuilder, SpanKind};
+use towerscope_core::{AgentError, ChatResponse, ModelCallRequest};
+
+use crate::content;
+use crate::middleware::Config;
+use crate::provider::Instruments;
+use crate::reply::conversation_id;
+use crate::reply::usage_int;
+use crate::semconv::*;
+use crate::span::{CANCELLED, OpenSpan, parent_of, string_array};
+
+/// One model call being recorded: its chat span (when tracing), its metric attributes (when
+/// metering), and when it started.
+#[derive(Debug)]
+pub(crate) struct ChatRecord {
+    span: Option<OpenSpan>,
+    instruments: Arc<Instruments>,
+    metric_attributes: Vec<KeyValue>,
+    start: Instant,
+    capture: bool,
+    first_chunk_seen: bool,
+    done: bool,
+}
+
+impl ChatRecord {
+    /// Starts recording a call: the chat span with its request attributes.
+    pub(crate) fn start(instruments: Arc<Instruments>, config: &Config, req: &ModelCallRequest) -> Self {
+        let start = Instant::now();
+        let model = &*req.model;
+        let name = model.model_name();
+        let provider = model.provider();
+        let metric_attributes = match &instruments.metrics {
+            None => Vec::new(),
+            Some(_) => {
+                let mut attributes = vec![
+                    KeyValue::new(GEN_AI_OPERATION_NAME, OPERATION_CHAT),
+                    KeyValue::new(GEN_AI_PROVIDER_NAME, provider.to_owned()),
+                    KeyValue::new(GEN_AI_REQUEST_MODEL, name.to_owned()),
+                ];
+                if let Some(address) = model.server_address() {
+                    attributes.push(KeyValue::new(SERVER_ADDRESS, address.to_owned()));
+                }
+                attributes
+            }
+        };
+        let span = instruments.tracer.as_ref().map(|tracer| {
+            let mut attributes = vec![
+                KeyValue::new(GEN_AI_OPERATION_NAME, OPERATION_CHAT),
+                KeyValue::new(GEN_AI_PROVIDER_NAME, provider.to_owned()),
+                KeyValue::new(GEN_AI_REQUEST_MODEL, name.to_owned()),
+                KeyValue::new(GEN_AI_CONVERSATION_ID, conversation_id(req.ctx.session_id())),
+            ];
+            if let Some(address) = model.server_address() {
+                attributes.push(KeyValue::new(SERVER_ADDRESS, address.to_owned()));
+            }
+            request_parameters(req, &mut attributes);
+            if config.capture_content {
+                let (instructions, input) = content::model_input(&req.messages);
+                if let Some(instructions) = instructions {
+                    attributes.push(KeyValue::new(GEN_AI_SYSTEM_INSTRUCTIONS, instructions));
+                }
+                attributes.push(KeyValue::new(GEN_AI_INPUT_MESSAGES, input));
+                if let Some(definitions) = content::tool_definitions(&req.tools, req.tool_choice.as_ref()) {
+                    attributes.push(KeyValue::new(GEN_AI_TOOL_DEFINITIONS, definitions));
+                }
+            }
+            let builder = SpanBuilder::from_name(format!("{OPERATION_CHAT} {name}"))
+                .with_kind(SpanKind::Client)
+                .with_attributes(attributes);
+            OpenSpan::start(tracer, builder, &parent_of(&req.ctx))
+        });
+        Self {
+            span,
+            instruments,
+            metric_attributes,
+            start,
+            capture: config.capture_content,
+            first_chunk_seen: false,
+            done: false,
+        }
+    }
+
+    /// The chat span's context, if there is a span.
+    pub(crate) fn context(&self) -> Option<&opentelemetry::Context> {
+        self.span.as_ref().map(OpenSpan::context)
+    }
+
+    pub(crate) fn done(&self) -> bool {
+        self.done
+    }
+
+    /// Whether the model answered with a stream.
+    pub(crate) fn streamed(&self, stream: bool) {
+        if let Some(span) = &self.span {
+            span.set(KeyValue::new(GEN_AI_REQUEST_STREAM, stream));
+        }
+    }
+
+    /// A chunk arrived: the first one sets the time to first chunk.
+    pub(crate) fn chunk(&mut self) {
+        if self.first_chunk_seen {
+            return;
+        }
+        self.first_chunk_seen = true;
+        let seconds = self.start.elapsed().as_secs_f64();
+        if let Some(span) = &self.span {
+            span.set(KeyValue::new(GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, seconds));
+        }
+        if let Some(metrics) = &self.instruments.metrics {
+            metrics.time_to_first_chunk(seconds, &self.metric_attributes);
+        }
+    }
+
+    /// The complete response (or a stream's final chunk) arrived.
+    pub(crate) fn complete(&mut self, response: &ChatResponse) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        let response_model = response.metadata.get("model").and_then(|m| m.as_str());
+        if let Some(span) = &mut self.span {
+            let reason = content::finish_reason(response);
+            if span.is_recording() {
+                span.set(KeyValue::new(GEN_AI_RESPONSE_ID, response.id.clone()));
+                span.set(KeyValue::new(GEN_AI_RESPONSE_FINISH_REASONS, string_array([reason])));
+                if let Some(model) = response_model {
+                    span.set(KeyValue::new(GEN_AI_RESPONSE_MODEL, model.to_owned()));
+                }
+                if let Some(usage) = &response.usage {
+                    span.set(KeyValue::new(GEN_AI_USAGE_INPUT_TOKENS, usage_int(usage.input_tokens)));
+                    span.set(KeyValue::new(
+                        GEN_AI_USAGE_OUTPUT_TOKENS,
+                        usage_int(usage.output_tokens),
+                    ));
+                    for (key, count) in [
+                        (GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, usage.cache_input_tokens),
+                        (
+                            GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+                            usage.cache_creation_input_tokens,
+                        ),
+                    ] {
+                        if count > 0 {
+                            span.set(KeyValue::new(key, usage_int(count)));
+                        }
+                    }
+                }
+                if self.capture {
+                    span.set(KeyValue::new(
+                        GEN_AI_OUTPUT_MESSAGES,
+                        content::chat_output(response, reason),
+                    ));
+                }
+            }
+            span.ok();
+            span.end();
+        }
+        if let Some(metrics) = &self.instruments.metrics {
+            let mut attributes = std::mem::take(&mut self.metric_attributes);
+            if let Some(model) = response_model {
+                attributes.push(KeyValue::new(GEN_AI_RESPONSE_MODEL, model.to_owned()));
+            }
+            if let Some(usage) = &response.usage {
+                metrics.tokens(usage.input_tokens, usage.output_tokens, &mut attributes);
+            }
+            metrics.duration(self.start.elapsed().as_secs_f64(), &attributes);
+        }
+    }
+
+    /// The call failed (before answering, or in the middle of its stream).
+    pub(crate) fn fail(&mut self, err: &AgentError) {
+        if matches!(err, AgentError::Interrupted) {
+            self.interrupted();
+        } else {
+            self.fail_as(err.kind(), &err.to_string());
+        }
+    }
+
+    /// The user interrupted the call: an OK span with the `interrupted` finish reason.
+    fn interrupted(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        if let Some(span) = &mut self.span {
+            span.set(KeyValue::new(
+                GEN_AI_RESPONSE_FINISH_REASONS,
+                string_array(["interrupted"]),
+            ));
+            span.ok();
+            span.end();
+        }
+        if let Some(metrics) = &self.instruments.metrics {
+            metrics.duration(self.start.elapsed().as_secs_f64(), &self.metric_attributes);
+        }
+    }
+
+    fn fail_as(&mut self, kind: &str, message: &str) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        if let Some(span) = &mut self.span {
+            span.fail(kind, message);
+            span.end();
+        }
+        self.failed_metrics(kind);
+    }
+
+    /// The stream ended without its final (`is_last`) chunk.
+    pub(crate) fn ended_without_final(&mut self) {
+        self.fail_as(
+            "stream_error",
+            "the model stream ended without its final (is_last) chunk",
+        );
+    }
+
+    /// The stream (or the call's future) was dropped before the final chunk.
+    pub(crate) fn dropped(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        if let Some(span) = &mut self.span {
+            span.cancel("model stream");
+            span.end();
+        }
+        self.failed_metrics(CANCELLED);
+    }
+
+    fn failed_metrics(&mut self, kind: &str) {
+        if let Some(metrics) = &self.instruments.metrics {
+            let mut attributes = std::mem::take(&mut self.metric_attributes);
+            attributes.push(KeyValue::new(ERROR_TYPE, kind.to_owned()));
+            metrics.duration(self.start.elapsed().as_secs_f64(), &attributes);
+        }
+    }
+}
+
+impl Drop for ChatRecord {
+    /// The call's future was dropped before the model answered.
+    fn drop(&mut self) {
+        self.dropped();
+    }
+}
+
+/// `gen_ai.request.*`: the model's generation parameters that are set.
+fn request_parameters(req: &ModelCallRequest, attributes: &mut Vec<KeyValue>) {
+    let params = req.model.parameters();
+    let doubles = [
+        (GEN_AI_REQUEST_TEMPERATURE, params.temperature),
+        (GEN_AI_REQUEST_TOP_P, params.top_p),
+        (GEN_AI_REQUEST_PRESENCE_PENALTY, params.presence_penalty),
+        (GEN_AI_REQUEST_FREQUENCY_PENALTY, params.frequency_penalty),
+    ];
+    for (key, value) in doubles {
+        if let Some(value) = value {
+            attributes.push(KeyValue::new(key, value));
+        }
+    }
+    let ints = [
+        (GEN_AI_REQUEST_TOP_K, params.top_k.map(i64::from)),
+        (GEN_AI_REQUEST_MAX_TOKENS, params.max_tokens.map(i64::from)),
+        (GEN_AI_REQUEST_SEED, params.seed.map(usage_int)),
+    ];
+    for (key, value) in ints {
+        if let Some(value) = value {
+            attributes.push(KeyValue::new(key, value));
+        }
+    }
+    if !params.stop_sequences.is_empty() {
+        let stops = string_array(params.stop_sequences.iter().cloned());
+        attributes.push(KeyValue::new(GEN_AI_REQUEST_STOP_SEQUENCES, stops));
+    }
+}

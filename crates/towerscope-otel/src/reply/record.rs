@@ -1,0 +1,146 @@
+//! What the invoke_agent span learns from the reply's items, and how it ends.
+
+use opentelemetry::{Context, KeyValue};
+use towerscope_core::{AgentError, AgentEvent, ReplyFinishedReason, ReplyItem, Usage};
+
+use crate::content;
+use crate::semconv::*;
+use crate::span::{OpenSpan, string_array};
+
+/// The open invoke_agent span and what the reply told it so far.
+#[derive(Debug)]
+pub(crate) struct ReplyRecord {
+    span: OpenSpan,
+    capture: bool,
+    reply_id: String,
+    hitl_pending: Vec<String>,
+    external_pending: Vec<String>,
+    finished_reason: Option<ReplyFinishedReason>,
+    final_seen: bool,
+    usage: Option<Usage>,
+    output: Option<String>,
+}
+
+impl ReplyRecord {
+    pub(crate) fn new(span: OpenSpan, capture: bool, reply_id: String) -> Self {
+        Self {
+            span,
+            capture,
+            reply_id,
+            hitl_pending: Vec::new(),
+            external_pending: Vec::new(),
+            finished_reason: None,
+            final_seen: false,
+            usage: None,
+            output: None,
+        }
+    }
+
+    pub(crate) fn context(&self) -> &Context {
+        self.span.context()
+    }
+
+    pub(crate) fn ended(&self) -> bool {
+        self.span.ended()
+    }
+
+    /// Takes note of one item of the reply.
+    pub(crate) fn observe(&mut self, item: &Result<ReplyItem, AgentError>) {
+        match item {
+            Ok(ReplyItem::Event(event)) => self.event(event),
+            Ok(ReplyItem::Final(msg)) => {
+                self.final_seen = true;
+                self.usage = msg.usage;
+                if self.capture && self.span.is_recording() {
+                    let reason = self.finished_reason.map_or("stop", ReplyFinishedReason::as_str);
+                    self.output = Some(content::reply_output(msg, reason));
+                }
+            }
+            // The user interrupted the reply: not a failure.
+            Err(AgentError::Interrupted) => self.finished_reason = Some(ReplyFinishedReason::Interrupted),
+            Err(err) => self.span.fail_with(err),
+        }
+    }
+
+    fn event(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::ReplyStart(e) => self.reply_id.clone_from(&e.reply_id),
+            AgentEvent::RequireUserConfirm(e) => {
+                self.hitl_pending.extend(e.tool_calls.iter().map(|c| c.name.clone()));
+            }
+            AgentEvent::RequireExternalExecution(e) => {
+                self.external_pending
+                    .extend(e.tool_calls.iter().map(|c| c.name.clone()));
+            }
+            AgentEvent::ReplyEnd(e) => {
+                self.finished_reason = Some(e.finished_reason);
+                if e.finished_reason == ReplyFinishedReason::Error {
+                    match &e.error {
+                        Some(info) => self.span.fail(&info.kind, &info.message),
+                        None => self.span.fail("_OTHER", "the reply ended with an error"),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The reply's service failed before it answered with a stream.
+    pub(crate) fn failed_to_open(&mut self, err: &AgentError) {
+        self.span.fail_with(err);
+        self.end();
+    }
+
+    /// The stream ended; or it was dropped after the final message.
+    pub(crate) fn end(&mut self) {
+        if self.span.ended() {
+            return;
+        }
+        let span = &self.span;
+        span.set(KeyValue::new(AGENTSCOPE_REPLY_ID, std::mem::take(&mut self.reply_id)));
+        for (key, names) in [
+            (AGENTSCOPE_HITL_PENDING_TOOLS, &self.hitl_pending),
+            (AGENTSCOPE_EXTERNAL_PENDING_TOOLS, &self.external_pending),
+        ] {
+            if !names.is_empty() {
+                span.set(KeyValue::new(key, serde_json::Value::from(names.clone()).to_string()));
+            }
+        }
+        if let Some(reason) = self.finished_reason {
+            span.set(KeyValue::new(
+                GEN_AI_RESPONSE_FINISH_REASONS,
+                string_array([reason.as_str()]),
+            ));
+        }
+        if let Some(usage) = self.usage {
+            span.set(KeyValue::new(GEN_AI_USAGE_INPUT_TOKENS, usage_int(usage.input_tokens)));
+            span.set(KeyValue::new(
+                GEN_AI_USAGE_OUTPUT_TOKENS,
+                usage_int(usage.output_tokens),
+            ));
+        }
+        if !span.failed() {
+            if let Some(output) = self.output.take() {
+                span.set(KeyValue::new(GEN_AI_OUTPUT_MESSAGES, output));
+            }
+        }
+        span.ok();
+        self.span.end();
+    }
+
+    /// The stream was dropped: a normal end if the final message was seen, else a cancellation.
+    pub(crate) fn dropped(&mut self) {
+        if self.span.ended() {
+            return;
+        }
+        if !self.final_seen {
+            self.span.cancel("reply stream");
+        }
+        self.end();
+    }
+}
+
+/// A token count as an OTel int.
+pub(crate) fn usage_int(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}

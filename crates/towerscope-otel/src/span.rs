@@ -1,0 +1,140 @@
+//! An open span held in its own OpenTelemetry [`Context`], and how every span of this crate
+//! records an error, a cancellation and its end.
+//!
+//! A span lives in a `Context` (its parent's, plus the span), never in the thread's "current"
+//! context: the streams of this crate attach it only for the duration of one `poll`, so it is the
+//! parent of whatever inner layers create while they run, and is never left current across an
+//! await point the consumer controls.
+
+use opentelemetry::trace::{SpanBuilder, Status, TraceContextExt, Tracer};
+use opentelemetry::{Context, KeyValue};
+use opentelemetry_sdk::trace::SdkTracer;
+use towerscope_core::AgentError;
+
+use crate::redact::redact_text;
+use crate::semconv::{ERROR_TYPE, EXCEPTION_EVENT, EXCEPTION_MESSAGE, EXCEPTION_TYPE};
+
+/// The `error.type` of a span whose stream was dropped before its end.
+pub(crate) const CANCELLED: &str = "cancelled";
+
+/// The invoke_agent span's context, stored in the reply's `AgentContext` extensions so that the
+/// chat and execute_tool spans of the same reply find their parent.
+#[derive(Debug, Clone)]
+pub(crate) struct ReplySpan(pub(crate) Context);
+
+/// The parent of a chat or execute_tool span: the reply's invoke_agent span, else the current
+/// context (a layer installed on its own).
+pub(crate) fn parent_of(ctx: &towerscope_core::AgentContext) -> Context {
+    ctx.get::<ReplySpan>().map_or_else(Context::current, |span| span.0)
+}
+
+/// A string-array attribute value (`gen_ai.response.finish_reasons`, stop sequences).
+pub(crate) fn string_array<I, T>(items: I) -> opentelemetry::Value
+where
+    I: IntoIterator<Item = T>,
+    T: Into<opentelemetry::StringValue>,
+{
+    opentelemetry::Value::Array(opentelemetry::Array::String(
+        items.into_iter().map(Into::into).collect(),
+    ))
+}
+
+/// A started span that has not ended yet.
+#[derive(Debug)]
+pub(crate) struct OpenSpan {
+    cx: Context,
+    ended: bool,
+    failed: bool,
+}
+
+impl OpenSpan {
+    /// Starts a span under `parent`.
+    pub(crate) fn start(tracer: &SdkTracer, builder: SpanBuilder, parent: &Context) -> Self {
+        let span = tracer.build_with_context(builder, parent);
+        Self {
+            cx: parent.with_span(span),
+            ended: false,
+            failed: false,
+        }
+    }
+
+    /// The context holding the span (the parent of spans created under it).
+    pub(crate) fn context(&self) -> &Context {
+        &self.cx
+    }
+
+    /// Whether the span records anything (sampled in, not ended).
+    pub(crate) fn is_recording(&self) -> bool {
+        !self.ended && self.cx.span().is_recording()
+    }
+
+    pub(crate) fn set(&self, attribute: KeyValue) {
+        self.cx.span().set_attribute(attribute);
+    }
+
+    /// Marks the span failed: `error.type`, an `exception` event and the ERROR status, all with
+    /// credentials redacted from the message.
+    pub(crate) fn fail(&mut self, kind: &str, message: &str) {
+        self.failed = true;
+        let span = self.cx.span();
+        let message = redact_text(message).into_owned();
+        span.set_attribute(KeyValue::new(ERROR_TYPE, kind.to_owned()));
+        span.add_event(
+            EXCEPTION_EVENT,
+            vec![
+                KeyValue::new(EXCEPTION_TYPE, kind.to_owned()),
+                KeyValue::new(EXCEPTION_MESSAGE, message.clone()),
+            ],
+        );
+        span.set_status(Status::error(message));
+    }
+
+    /// [`fail`](Self::fail) with an [`AgentError`].
+    pub(crate) fn fail_with(&mut self, err: &AgentError) {
+        self.fail(err.kind(), &err.to_string());
+    }
+
+    /// Marks a span whose stream was dropped before its end: ERROR, `error.type = cancelled`.
+    pub(crate) fn cancel(&mut self, what: &str) {
+        self.failed = true;
+        let span = self.cx.span();
+        span.set_attribute(KeyValue::new(ERROR_TYPE, CANCELLED));
+        span.set_status(Status::error(format!("the {what} was dropped before it ended")));
+    }
+
+    /// Sets the OK status unless the span failed (the SDK orders OK above ERROR, so an OK set
+    /// after an error would hide it).
+    pub(crate) fn ok(&self) {
+        if !self.failed {
+            self.cx.span().set_status(Status::Ok);
+        }
+    }
+
+    /// Whether the span was marked failed or cancelled.
+    pub(crate) fn failed(&self) -> bool {
+        self.failed
+    }
+
+    /// Ends the span (once).
+    pub(crate) fn end(&mut self) {
+        if !self.ended {
+            self.ended = true;
+            self.cx.span().end();
+        }
+    }
+
+    pub(crate) fn ended(&self) -> bool {
+        self.ended
+    }
+}
+
+impl Drop for OpenSpan {
+    /// A span dropped without being ended (its future was dropped before the inner service
+    /// answered) ends as cancelled.
+    fn drop(&mut self) {
+        if !self.ended {
+            self.cancel("call");
+            self.end();
+        }
+    }
+}

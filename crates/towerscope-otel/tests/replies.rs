@@ -1,0 +1,397 @@
+//! Replies that do not simply run to the end: dropped streams, parked replies resumed by a user
+//! confirmation or an external execution result, interruptions, and an agent called by a tool of
+//! another agent.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{StreamExt, stream};
+use opentelemetry::trace::TraceContextExt;
+use opentelemetry::{Context, Value};
+use serde_json::json;
+use support::*;
+use towerscope_agent::toolkit::{FunctionTool, Tool, ToolChunkStream};
+use towerscope_agent::{Agent, ReactConfig};
+use towerscope_core::{
+    AgentEvent, ConfirmResult, ExternalExecutionResultEvent, Msg, PermissionDecision, ReplyItem, ToolChunk,
+    ToolResultBlock, ToolResultState, UserConfirmResultEvent, UserInterruptEvent,
+};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+use towerscope_otel::TracingMiddleware;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_stream_dropped_on_another_task_ends_its_spans() {
+    let (provider, exporter) = in_memory();
+    let model = ScriptedModel::new(
+        "m",
+        [ScriptedResponse::text("one two three four five six").chunk_delay(Duration::from_millis(5))],
+    );
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .build()
+        .unwrap();
+
+    let mut stream = agent.reply_stream(Msg::user("user", "count"));
+    // Read until the model is in the middle of its stream.
+    while let Some(item) = stream.next().await {
+        if matches!(item.unwrap(), ReplyItem::Event(AgentEvent::TextBlockDelta(_))) {
+            break;
+        }
+    }
+    assert!(
+        !Context::current().has_active_span(),
+        "a span was left current on the consumer's task"
+    );
+    tokio::spawn(async move {
+        drop(stream);
+        assert!(!Context::current().has_active_span());
+    })
+    .await
+    .unwrap();
+    assert!(!Context::current().has_active_span());
+
+    let spans = spans(&exporter);
+    assert_eq!(names(&spans), ["chat m", "invoke_agent a"]);
+    for span in &spans {
+        assert_eq!(
+            str_attr(span, "error.type").as_deref(),
+            Some("cancelled"),
+            "{}",
+            span.name
+        );
+        assert!(error_description(span).unwrap().contains("dropped"));
+    }
+    // The agent is usable again, and its next reply is a new root span, not a child of the
+    // dropped one.
+    exporter.reset();
+    model.push(ScriptedResponse::text("again"));
+    agent.reply(Msg::user("user", "again")).await.unwrap();
+    let again = support::spans(&exporter);
+    let root = one(&again, "invoke_agent a");
+    assert!(is_root(root) && is_ok(root));
+}
+
+#[tokio::test]
+async fn a_stream_dropped_after_its_final_message_ends_its_span_normally() {
+    let (provider, exporter) = in_memory();
+    let agent = Agent::builder("a")
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("hi")]))
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .build()
+        .unwrap();
+    let mut stream = agent.reply_stream(Msg::user("user", "hi"));
+    while let Some(item) = stream.next().await {
+        if matches!(item.unwrap(), ReplyItem::Final(_)) {
+            break;
+        }
+    }
+    drop(stream);
+    let spans = spans(&exporter);
+    let root = one(&spans, "invoke_agent a");
+    assert!(is_ok(root));
+    assert_eq!(
+        attr(root, "gen_ai.response.finish_reasons"),
+        Some(string_array(&["completed"]))
+    );
+}
+
+fn asking_agent(tracing: TracingMiddleware) -> Agent {
+    let mut config = ReactConfig::default();
+    config.default_permission = PermissionDecision::Ask {
+        suggested_rules: Vec::new(),
+    };
+    Agent::builder("careful")
+        .model(ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("call-1", "add", r#"{"a": 1, "b": 2}"#),
+                ScriptedResponse::text("1 + 2 = 3"),
+            ],
+        ))
+        .tool(add_tool())
+        .config(config)
+        .middleware(tracing)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_reply_parked_for_confirmation_and_resumed() {
+    let (provider, exporter) = in_memory();
+    let agent = asking_agent(TracingMiddleware::builder().tracer_provider(&provider).build());
+
+    let first = collect(agent.reply_stream(Msg::user("user", "1 + 2?"))).await;
+    let asked = first
+        .events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::RequireUserConfirm(e) => Some(e.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let parked = spans(&exporter);
+    assert_eq!(names(&parked), ["chat m", "invoke_agent careful"]);
+    let first_root = one(&parked, "invoke_agent careful");
+    assert_eq!(
+        str_attr(first_root, "agentscope.agent.hitl_pending_tools").as_deref(),
+        Some(r#"["add"]"#)
+    );
+    assert_eq!(attr(first_root, "agentscope.agent.incoming_event_type"), None);
+    assert_eq!(
+        attr(first_root, "gen_ai.response.finish_reasons"),
+        None,
+        "a parked reply has not finished"
+    );
+    assert!(is_ok(first_root));
+    let reply_id = str_attr(first_root, "agentscope.agent.reply_id").unwrap();
+    assert_eq!(reply_id, asked.reply_id);
+
+    exporter.reset();
+    let confirm = UserConfirmResultEvent::new(
+        &asked.reply_id,
+        vec![ConfirmResult::new(true, asked.tool_calls[0].clone())],
+    );
+    let second = collect(agent.reply_stream(confirm)).await;
+    assert_eq!(second.final_msg.unwrap().text_content().as_deref(), Some("1 + 2 = 3"));
+
+    let resumed = spans(&exporter);
+    assert_eq!(names(&resumed), ["execute_tool add", "chat m", "invoke_agent careful"]);
+    let root = one(&resumed, "invoke_agent careful");
+    assert_eq!(str_attr(root, "agentscope.agent.reply_id"), Some(reply_id));
+    assert_eq!(
+        str_attr(root, "agentscope.agent.incoming_event_type").as_deref(),
+        Some("user_confirm_result")
+    );
+    assert_eq!(attr(root, "agentscope.agent.hitl_pending_tools"), None);
+    assert!(resumed[..2].iter().all(|s| is_child_of(s, root)));
+    assert_ne!(
+        root.span_context.trace_id(),
+        first_root.span_context.trace_id(),
+        "each call is its own trace; the reply id links them"
+    );
+}
+
+#[tokio::test]
+async fn an_interrupted_reply_ends_ok_with_the_interrupted_reason() {
+    let (provider, exporter) = in_memory();
+    let agent = asking_agent(TracingMiddleware::builder().tracer_provider(&provider).build());
+    let first = collect(agent.reply_stream(Msg::user("user", "1 + 2?"))).await;
+    let reply_id = first.events[0].reply_id().unwrap().to_owned();
+    exporter.reset();
+
+    collect(agent.reply_stream(UserInterruptEvent::new(&reply_id))).await;
+    let spans = spans(&exporter);
+    let root = one(&spans, "invoke_agent careful");
+    assert!(is_ok(root));
+    assert_eq!(
+        attr(root, "gen_ai.response.finish_reasons"),
+        Some(string_array(&["interrupted"]))
+    );
+    assert_eq!(attr(root, "agentscope.agent.incoming_event_type"), None);
+    assert_eq!(str_attr(root, "agentscope.agent.reply_id"), Some(reply_id));
+}
+
+/// A tool executed by the caller, outside the agent.
+struct Lookup {
+    schema: serde_json::Value,
+}
+
+impl Tool for Lookup {
+    fn name(&self) -> &str {
+        "lookup"
+    }
+
+    fn description(&self) -> &str {
+        "Look a word up in the caller's dictionary."
+    }
+
+    fn input_schema(&self) -> &serde_json::Value {
+        &self.schema
+    }
+
+    fn external(&self) -> bool {
+        true
+    }
+
+    fn call(&self, _input: serde_json::Value) -> ToolChunkStream {
+        Box::pin(stream::iter([Ok(ToolChunk::text("never called"))]))
+    }
+}
+
+#[tokio::test]
+async fn an_external_execution_result_gets_a_zero_length_span() {
+    let (provider, exporter) = in_memory();
+    let agent = Agent::builder("delegator")
+        .model(ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("call-9", "lookup", r#"{"word": "otter"}"#),
+                ScriptedResponse::text("An otter is a mammal."),
+            ],
+        ))
+        .tool(Lookup {
+            schema: json!({"type": "object", "properties": {"word": {"type": "string"}}}),
+        })
+        .middleware(
+            TracingMiddleware::builder()
+                .tracer_provider(&provider)
+                .capture_content(true)
+                .build(),
+        )
+        .build()
+        .unwrap();
+
+    let first = collect(agent.reply_stream(Msg::user("user", "otter?"))).await;
+    let submitted = first
+        .events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::RequireExternalExecution(e) => Some(e.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let parked = spans(&exporter);
+    assert_eq!(
+        names(&parked),
+        ["chat m", "invoke_agent delegator"],
+        "an external tool is not executed here"
+    );
+    let first_root = one(&parked, "invoke_agent delegator");
+    assert_eq!(
+        str_attr(first_root, "agentscope.agent.external_execution_pending_tools").as_deref(),
+        Some(r#"["lookup"]"#)
+    );
+    assert_eq!(attr(first_root, "agentscope.agent.hitl_pending_tools"), None);
+    exporter.reset();
+
+    let result = ToolResultBlock::new("call-9", "lookup", "R", ToolResultState::Success);
+    let resume = ExternalExecutionResultEvent::new(&submitted.reply_id, vec![result]);
+    collect(agent.reply_stream(resume)).await;
+
+    let spans = spans(&exporter);
+    assert_eq!(
+        names(&spans),
+        ["execute_tool lookup", "chat m", "invoke_agent delegator"]
+    );
+    let root = one(&spans, "invoke_agent delegator");
+    assert_eq!(
+        str_attr(root, "agentscope.agent.incoming_event_type").as_deref(),
+        Some("external_execution_result")
+    );
+    assert_eq!(
+        str_attr(root, "agentscope.agent.reply_id"),
+        Some(submitted.reply_id.clone())
+    );
+    let compensation = one(&spans, "execute_tool lookup");
+    assert!(is_child_of(compensation, root));
+    assert_eq!(compensation.start_time, compensation.end_time, "zero length");
+    assert_eq!(compensation.status, opentelemetry::trace::Status::Unset);
+    assert_eq!(
+        attr(compensation, "agentscope.agent.is_external_execution"),
+        Some(Value::Bool(true))
+    );
+    assert_eq!(str_attr(compensation, "gen_ai.tool.call.id").as_deref(), Some("call-9"));
+    assert_eq!(str_attr(compensation, "gen_ai.tool.name").as_deref(), Some("lookup"));
+    assert_eq!(
+        str_attr(compensation, "gen_ai.operation.name").as_deref(),
+        Some("execute_tool")
+    );
+    assert_eq!(
+        str_attr(compensation, "gen_ai.conversation.id"),
+        Some(agent.session_id())
+    );
+    assert_eq!(
+        str_attr(compensation, "gen_ai.tool.call.result").as_deref(),
+        Some(r#""R""#)
+    );
+}
+
+/// Ask the expert.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Ask {
+    /// The question.
+    question: String,
+}
+
+#[tokio::test]
+async fn an_agent_called_by_a_tool_nests_under_the_tool_span() {
+    let (provider, exporter) = in_memory();
+    let tracing = TracingMiddleware::builder().tracer_provider(&provider).build();
+    let expert = Agent::builder("expert")
+        .model(ScriptedModel::new("expert-model", [ScriptedResponse::text("42")]))
+        .middleware(tracing.clone())
+        .build()
+        .unwrap();
+    let expert = Arc::new(expert);
+    let ask = FunctionTool::new("ask_expert", move |args: Ask| {
+        let expert = Arc::clone(&expert);
+        async move {
+            match expert.reply(Msg::user("user", args.question)).await {
+                Ok(msg) => msg.text_content().unwrap_or_default(),
+                Err(e) => e.to_string(),
+            }
+        }
+    });
+    let boss = Agent::builder("boss")
+        .model(ScriptedModel::new(
+            "boss-model",
+            [
+                ScriptedResponse::tool_call("c1", "ask_expert", r#"{"question": "meaning of life?"}"#),
+                ScriptedResponse::text("The expert says 42."),
+            ],
+        ))
+        .tool(ask)
+        .middleware(tracing)
+        .build()
+        .unwrap();
+    boss.reply(Msg::user("user", "meaning of life?")).await.unwrap();
+
+    let spans = spans(&exporter);
+    let boss_root = one(&spans, "invoke_agent boss");
+    let tool = one(&spans, "execute_tool ask_expert");
+    let expert_root = one(&spans, "invoke_agent expert");
+    let expert_chat = one(&spans, "chat expert-model");
+    assert!(is_root(boss_root));
+    assert!(is_child_of(tool, boss_root));
+    assert!(
+        is_child_of(expert_root, tool),
+        "the nested agent's span is under the tool's"
+    );
+    assert!(is_child_of(expert_chat, expert_root));
+    assert!(
+        named(&spans, "chat boss-model")
+            .iter()
+            .all(|s| is_child_of(s, boss_root))
+    );
+}
+
+#[tokio::test]
+async fn a_reply_started_under_a_span_is_its_child() {
+    use opentelemetry::trace::{Tracer, TracerProvider};
+    let (provider, exporter) = in_memory();
+    let agent = Agent::builder("a")
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("hi")]))
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .build()
+        .unwrap();
+    let outer = provider.tracer("app").start("handle request");
+    let cx = Context::current_with_span(outer);
+    {
+        use opentelemetry::context::FutureExt;
+        agent
+            .reply(Msg::user("user", "hi"))
+            .with_context(cx.clone())
+            .await
+            .unwrap();
+    }
+    cx.span().end();
+    let spans = spans(&exporter);
+    assert!(is_child_of(
+        one(&spans, "invoke_agent a"),
+        one(&spans, "handle request")
+    ));
+}

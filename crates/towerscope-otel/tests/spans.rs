@@ -1,0 +1,449 @@
+//! The span tree and every attribute of a reply, with content capture off and on; errors; model
+//! answers whole and streamed. Every test passes its own provider to the middleware, so the tests
+//! of this binary never share a tracer.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::sync::Arc;
+
+use opentelemetry::Value;
+use opentelemetry::trace::{SpanKind, Status};
+use serde_json::json;
+use support::*;
+use towerscope_agent::Agent;
+use towerscope_core::{
+    AgentError, ChatModel, ChatResponse, ChatUsage, ContentBlock, GenerationParams, ModelCallRequest, ModelFuture,
+    ModelOutput, Msg,
+};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+use towerscope_otel::TracingMiddleware;
+
+fn params() -> GenerationParams {
+    let mut params = GenerationParams::new()
+        .temperature(0.2)
+        .max_tokens(256)
+        .top_p(0.9)
+        .seed(7);
+    params.top_k = Some(40);
+    params.presence_penalty = Some(0.5);
+    params.frequency_penalty = Some(0.25);
+    params.stop_sequences = vec!["END".into()];
+    params
+}
+
+fn calculator(tracing: TracingMiddleware) -> Agent {
+    let model = ScriptedModel::new(
+        "gpt-test",
+        [
+            ScriptedResponse::thinking("I add.")
+                .and_tool_call(
+                    "call-1",
+                    "add",
+                    r#"{"a": 2, "b": 3, "api_key": "sk-abcdefghijklmnopqrstuvwx"}"#,
+                )
+                .with_usage(100, 20),
+            ScriptedResponse::text("2 + 3 = 5").with_usage(130, 8),
+        ],
+    )
+    .provider_name("openai")
+    .parameters(params());
+    Agent::builder("calculator")
+        .system_prompt("You add numbers.")
+        .model(model)
+        .tool(add_tool())
+        .middleware(tracing)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn span_tree_and_attributes_without_content() {
+    let (provider, exporter) = in_memory();
+    let agent = calculator(
+        TracingMiddleware::builder()
+            .tracer_provider(&provider)
+            .capture_content(false)
+            .build(),
+    );
+    let reply = collect(agent.reply_stream(Msg::user("user", "2 + 3? my key is sk-abcdefghijklmnopqrstuvwx"))).await;
+    assert!(reply.error.is_none(), "{:?}", reply.error);
+    let final_msg = reply.final_msg.unwrap();
+
+    let spans = spans(&exporter);
+    assert_eq!(
+        names(&spans),
+        [
+            "chat gpt-test",
+            "execute_tool add",
+            "chat gpt-test",
+            "invoke_agent calculator"
+        ]
+    );
+    let root = one(&spans, "invoke_agent calculator");
+    assert!(is_root(root));
+    assert!(spans[..3].iter().all(|s| is_child_of(s, root)));
+    assert_eq!(root.span_kind, SpanKind::Internal);
+    assert!(spans.iter().all(|s| s.status == Status::Ok), "{spans:?}");
+
+    // invoke_agent
+    assert_eq!(str_attr(root, "gen_ai.operation.name").as_deref(), Some("invoke_agent"));
+    assert_eq!(str_attr(root, "gen_ai.agent.name").as_deref(), Some("calculator"));
+    assert_eq!(
+        str_attr(root, "gen_ai.agent.description").as_deref(),
+        Some("No description available")
+    );
+    assert_eq!(str_attr(root, "gen_ai.conversation.id"), Some(agent.session_id()));
+    assert_eq!(str_attr(root, "agentscope.agent.reply_id"), Some(final_msg.id));
+    assert_eq!(
+        attr(root, "gen_ai.response.finish_reasons"),
+        Some(string_array(&["completed"]))
+    );
+    assert_eq!(int_attr(root, "gen_ai.usage.input_tokens"), Some(230));
+    assert_eq!(int_attr(root, "gen_ai.usage.output_tokens"), Some(28));
+    for absent in [
+        "agentscope.agent.hitl_pending_tools",
+        "agentscope.agent.external_execution_pending_tools",
+        "agentscope.agent.incoming_event_type",
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+        "error.type",
+    ] {
+        assert_eq!(attr(root, absent), None, "{absent}");
+    }
+
+    // chat
+    let chats = named(&spans, "chat gpt-test");
+    for chat in &chats {
+        assert_eq!(chat.span_kind, SpanKind::Client);
+        assert_eq!(str_attr(chat, "gen_ai.operation.name").as_deref(), Some("chat"));
+        assert_eq!(str_attr(chat, "gen_ai.provider.name").as_deref(), Some("openai"));
+        assert_eq!(str_attr(chat, "gen_ai.request.model").as_deref(), Some("gpt-test"));
+        assert_eq!(str_attr(chat, "gen_ai.conversation.id"), Some(agent.session_id()));
+        assert_eq!(attr(chat, "gen_ai.request.temperature"), Some(Value::F64(0.2)));
+        assert_eq!(attr(chat, "gen_ai.request.top_p"), Some(Value::F64(0.9)));
+        assert_eq!(attr(chat, "gen_ai.request.presence_penalty"), Some(Value::F64(0.5)));
+        assert_eq!(attr(chat, "gen_ai.request.frequency_penalty"), Some(Value::F64(0.25)));
+        assert_eq!(int_attr(chat, "gen_ai.request.top_k"), Some(40));
+        assert_eq!(int_attr(chat, "gen_ai.request.max_tokens"), Some(256));
+        assert_eq!(int_attr(chat, "gen_ai.request.seed"), Some(7));
+        assert_eq!(
+            attr(chat, "gen_ai.request.stop_sequences"),
+            Some(string_array(&["END"]))
+        );
+        assert_eq!(attr(chat, "gen_ai.request.stream"), Some(Value::Bool(true)));
+        assert!(matches!(attr(chat, "gen_ai.response.time_to_first_chunk"), Some(Value::F64(s)) if s >= 0.0));
+        assert!(str_attr(chat, "gen_ai.response.id").is_some_and(|id| !id.is_empty()));
+        for absent in [
+            "server.address",
+            "gen_ai.response.model",
+            "gen_ai.usage.cache_read.input_tokens",
+            "gen_ai.usage.cache_creation.input_tokens",
+            "gen_ai.input.messages",
+            "gen_ai.output.messages",
+            "gen_ai.system_instructions",
+            "gen_ai.tool.definitions",
+        ] {
+            assert_eq!(attr(chat, absent), None, "{absent}");
+        }
+    }
+    assert_eq!(
+        attr(chats[0], "gen_ai.response.finish_reasons"),
+        Some(string_array(&["tool_call"]))
+    );
+    assert_eq!(
+        attr(chats[1], "gen_ai.response.finish_reasons"),
+        Some(string_array(&["stop"]))
+    );
+    assert_eq!(int_attr(chats[0], "gen_ai.usage.input_tokens"), Some(100));
+    assert_eq!(int_attr(chats[0], "gen_ai.usage.output_tokens"), Some(20));
+    assert_eq!(int_attr(chats[1], "gen_ai.usage.input_tokens"), Some(130));
+
+    // execute_tool
+    let tool = one(&spans, "execute_tool add");
+    assert_eq!(tool.span_kind, SpanKind::Internal);
+    assert_eq!(str_attr(tool, "gen_ai.operation.name").as_deref(), Some("execute_tool"));
+    assert_eq!(str_attr(tool, "gen_ai.tool.name").as_deref(), Some("add"));
+    assert_eq!(str_attr(tool, "gen_ai.tool.call.id").as_deref(), Some("call-1"));
+    assert_eq!(
+        str_attr(tool, "gen_ai.tool.description").as_deref(),
+        Some("Add two numbers.")
+    );
+    assert_eq!(str_attr(tool, "gen_ai.tool.type").as_deref(), Some("function"));
+    assert_eq!(str_attr(tool, "gen_ai.conversation.id"), Some(agent.session_id()));
+    assert_eq!(attr(tool, "gen_ai.tool.call.arguments"), None);
+    assert_eq!(attr(tool, "gen_ai.tool.call.result"), None);
+
+    // The instrumentation scope.
+    assert_eq!(root.instrumentation_scope.name(), "towerscope");
+}
+
+#[tokio::test]
+async fn content_capture_records_messages_with_credentials_redacted() {
+    let (provider, exporter) = in_memory();
+    let agent = calculator(
+        TracingMiddleware::builder()
+            .tracer_provider(&provider)
+            .capture_content(true)
+            .build(),
+    );
+    let reply = collect(agent.reply_stream(Msg::user("user", "2 + 3? my key is sk-abcdefghijklmnopqrstuvwx"))).await;
+    assert!(reply.error.is_none());
+
+    let spans = spans(&exporter);
+    let root = one(&spans, "invoke_agent calculator");
+    assert_eq!(
+        json_attr(root, "gen_ai.input.messages"),
+        json!([{"role": "user", "name": "user", "parts": [{"type": "text", "content": "2 + 3? my key is [REDACTED]"}]}])
+    );
+    assert_eq!(
+        json_attr(root, "gen_ai.output.messages"),
+        json!([{"role": "assistant", "name": "calculator", "finish_reason": "completed",
+                "parts": [{"type": "text", "content": "2 + 3 = 5"}]}])
+    );
+
+    let chats = named(&spans, "chat gpt-test");
+    assert_eq!(
+        json_attr(chats[0], "gen_ai.system_instructions"),
+        json!([{"type": "text", "content": "You add numbers."}])
+    );
+    assert_eq!(
+        json_attr(chats[0], "gen_ai.input.messages"),
+        json!([{"role": "user", "name": "user", "parts": [{"type": "text", "content": "2 + 3? my key is [REDACTED]"}]}])
+    );
+    let definitions = json_attr(chats[0], "gen_ai.tool.definitions");
+    assert_eq!(definitions[0]["type"], "function");
+    assert_eq!(definitions[0]["name"], "add");
+    assert_eq!(definitions[0]["description"], "Add two numbers.");
+    assert_eq!(definitions[0]["parameters"]["type"], "object");
+    assert_eq!(
+        json_attr(chats[0], "gen_ai.output.messages"),
+        json!([{"role": "assistant", "finish_reason": "tool_call", "parts": [
+            {"type": "reasoning", "content": "I add."},
+            {"type": "tool_call", "id": "call-1", "name": "add", "arguments": {"a": 2, "b": 3, "api_key": "[REDACTED]"}},
+        ]}])
+    );
+    // The second call sees the whole conversation: the tool call and its result in the reply.
+    let second_input = json_attr(chats[1], "gen_ai.input.messages");
+    assert_eq!(second_input[1]["role"], "assistant");
+    let parts = second_input[1]["parts"].as_array().unwrap();
+    assert!(
+        parts.contains(&json!({"type": "tool_call_response", "id": "call-1", "response": "5"})),
+        "{parts:?}"
+    );
+
+    let tool = one(&spans, "execute_tool add");
+    let arguments: serde_json::Value =
+        serde_json::from_str(&str_attr(tool, "gen_ai.tool.call.arguments").unwrap()).unwrap();
+    assert_eq!(arguments, json!({"a": 2, "b": 3, "api_key": "[REDACTED]"}));
+    assert_eq!(str_attr(tool, "gen_ai.tool.call.result").as_deref(), Some("5"));
+
+    let everything = format!("{spans:?}");
+    assert!(
+        !everything.contains("sk-abcdefghijklmnopqrstuvwx"),
+        "a credential was recorded"
+    );
+}
+
+/// A model answering whole, with a provider-reported model name, cache counters and a host.
+#[derive(Debug)]
+struct HostedModel;
+
+impl ChatModel for HostedModel {
+    fn model_name(&self) -> &str {
+        "claude-test"
+    }
+
+    fn provider(&self) -> &str {
+        "anthropic"
+    }
+
+    fn server_address(&self) -> Option<&str> {
+        Some("api.anthropic.example")
+    }
+
+    fn call(&self, _request: ModelCallRequest) -> ModelFuture {
+        let mut usage = ChatUsage::new(50, 5);
+        usage.cache_input_tokens = 30;
+        usage.cache_creation_input_tokens = 10;
+        let mut response = ChatResponse::new(vec![ContentBlock::text("Hello")]).with_usage(usage);
+        response
+            .metadata
+            .insert("model".into(), "claude-test-2026-01-01".into());
+        Box::pin(std::future::ready(Ok(ModelOutput::Complete(response))))
+    }
+}
+
+#[tokio::test]
+async fn whole_answers_record_response_model_cache_tokens_and_host() {
+    let (provider, exporter) = in_memory();
+    let agent = Agent::builder("host")
+        .model(HostedModel)
+        .middleware(
+            TracingMiddleware::builder()
+                .tracer_provider(&provider)
+                .agent_description("Says hello")
+                .build(),
+        )
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "hi")).await.unwrap();
+
+    let spans = spans(&exporter);
+    let chat = one(&spans, "chat claude-test");
+    assert_eq!(attr(chat, "gen_ai.request.stream"), Some(Value::Bool(false)));
+    assert_eq!(attr(chat, "gen_ai.response.time_to_first_chunk"), None);
+    assert_eq!(
+        str_attr(chat, "gen_ai.response.model").as_deref(),
+        Some("claude-test-2026-01-01")
+    );
+    assert_eq!(
+        str_attr(chat, "server.address").as_deref(),
+        Some("api.anthropic.example")
+    );
+    assert_eq!(str_attr(chat, "gen_ai.provider.name").as_deref(), Some("anthropic"));
+    assert_eq!(int_attr(chat, "gen_ai.usage.cache_read.input_tokens"), Some(30));
+    assert_eq!(int_attr(chat, "gen_ai.usage.cache_creation.input_tokens"), Some(10));
+    assert_eq!(
+        attr(chat, "gen_ai.request.temperature"),
+        None,
+        "unset parameters are left out"
+    );
+    let root = one(&spans, "invoke_agent host");
+    assert_eq!(
+        str_attr(root, "gen_ai.agent.description").as_deref(),
+        Some("Says hello")
+    );
+}
+
+#[tokio::test]
+async fn a_model_error_fails_the_chat_and_the_reply() {
+    let (provider, exporter) = in_memory();
+    let model = ScriptedModel::new(
+        "m",
+        [ScriptedResponse::error(AgentError::model(
+            "provider refused: Authorization: Bearer sk-abcdefghijklmnopqrstuvwx",
+        ))],
+    );
+    let agent = Agent::builder("a")
+        .model(model)
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .build()
+        .unwrap();
+    let reply = collect(agent.reply_stream(Msg::user("user", "hi"))).await;
+    assert!(matches!(reply.error, Some(AgentError::Model { .. })));
+
+    let spans = spans(&exporter);
+    for span in [one(&spans, "chat m"), one(&spans, "invoke_agent a")] {
+        assert_eq!(
+            str_attr(span, "error.type").as_deref(),
+            Some("model_error"),
+            "{}",
+            span.name
+        );
+        let description = error_description(span).unwrap();
+        assert!(description.contains("provider refused"), "{description}");
+        assert!(!description.contains("sk-abc"), "{description}");
+        let (kind, message) = exception(span).unwrap();
+        assert_eq!(kind, "model_error");
+        assert!(message.contains("Bearer [REDACTED]"), "{message}");
+    }
+}
+
+#[tokio::test]
+async fn a_stream_breaking_midway_fails_the_chat_span() {
+    let (provider, exporter) = in_memory();
+    let model = ScriptedModel::new(
+        "m",
+        [ScriptedResponse::text("one two three").fail_mid_stream(1, AgentError::Stream("connection reset".into()))],
+    );
+    let agent = Agent::builder("a")
+        .model(model)
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .build()
+        .unwrap();
+    let reply = collect(agent.reply_stream(Msg::user("user", "hi"))).await;
+    assert!(reply.error.is_some());
+
+    let spans = spans(&exporter);
+    let chat = one(&spans, "chat m");
+    assert_eq!(str_attr(chat, "error.type").as_deref(), Some("stream_error"));
+    assert!(attr(chat, "gen_ai.response.time_to_first_chunk").is_some());
+    assert_eq!(attr(chat, "gen_ai.response.finish_reasons"), None);
+    assert!(error_description(one(&spans, "invoke_agent a")).is_some());
+}
+
+#[tokio::test]
+async fn a_stream_without_its_final_chunk_fails_the_chat_span() {
+    let (provider, exporter) = in_memory();
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("one two").without_final_chunk()]);
+    let agent = Agent::builder("a")
+        .model(model)
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .build()
+        .unwrap();
+    let reply = collect(agent.reply_stream(Msg::user("user", "hi"))).await;
+    assert!(matches!(reply.error, Some(AgentError::Stream(_))));
+    let spans = spans(&exporter);
+    assert_eq!(
+        str_attr(one(&spans, "chat m"), "error.type").as_deref(),
+        Some("stream_error")
+    );
+    assert_eq!(
+        str_attr(one(&spans, "invoke_agent a"), "error.type").as_deref(),
+        Some("stream_error")
+    );
+}
+
+#[tokio::test]
+async fn a_failing_tool_fails_its_span_only() {
+    let (provider, exporter) = in_memory();
+    let failing = towerscope_agent::toolkit::FunctionTool::new("explode", |_: Add| async move {
+        Err::<String, _>(towerscope_agent::toolkit::ToolError::new("the tool blew up"))
+    });
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "explode", r#"{"a": 1, "b": 2}"#),
+            ScriptedResponse::text("sorry"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .model(model)
+        .tool(failing)
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "go")).await.unwrap();
+    let spans = spans(&exporter);
+    let tool = one(&spans, "execute_tool explode");
+    assert_eq!(str_attr(tool, "error.type").as_deref(), Some("tool_error"));
+    assert!(error_description(tool).unwrap().contains("the tool blew up"));
+    assert!(is_ok(one(&spans, "invoke_agent a")));
+}
+
+#[tokio::test]
+async fn no_provider_given_to_the_builder_means_no_spans_and_no_current_span() {
+    // No provider given and none installed for the process (this binary never installs one).
+    let (_, exporter) = in_memory();
+    let saw_span = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = Arc::clone(&saw_span);
+    let probe = towerscope_core::from_fn(
+        move |req: ModelCallRequest, next: towerscope_core::Next<ModelCallRequest, ModelOutput>| {
+            use opentelemetry::trace::TraceContextExt;
+            if opentelemetry::Context::current().has_active_span() {
+                seen.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            next.run(req)
+        },
+    );
+    let agent = Agent::builder("a")
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("hi")]))
+        .middleware(TracingMiddleware::builder().capture_content(true).build())
+        .on_model_call(probe)
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "hi")).await.unwrap();
+    assert!(spans(&exporter).is_empty());
+    assert!(!saw_span.load(std::sync::atomic::Ordering::Relaxed));
+}
