@@ -117,6 +117,18 @@ impl Agent {
         self.shared.lock_state().clone()
     }
 
+    /// Replaces the agent's state (a saved one, or a fresh [`AgentState::new`]). Fails while a
+    /// reply is in progress.
+    pub fn load_state(&self, state: AgentState) -> Result<(), AgentError> {
+        if self.busy.load(Ordering::Acquire) {
+            return Err(AgentError::State(
+                "cannot load a state while the agent is replying; wait for the reply to finish".to_owned(),
+            ));
+        }
+        *self.shared.lock_state() = state;
+        Ok(())
+    }
+
     /// Adds messages to the context without replying. Rejects system messages and messages
     /// holding tool calls, tool results or thinking, as the reference does.
     pub fn observe(&self, msgs: impl IntoIterator<Item = Msg>) -> Result<(), AgentError> {

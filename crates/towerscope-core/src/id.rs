@@ -87,7 +87,7 @@ pub fn now_timestamp() -> String {
         Some(factory) => factory(),
         None => {
             let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-            format_utc(since_epoch.as_secs(), since_epoch.subsec_micros())
+            cached_utc(since_epoch.as_secs(), since_epoch.subsec_micros())
         }
     }
 }
@@ -125,11 +125,46 @@ fn random_id() -> String {
     bits = (bits & !(0xF << 76)) | (0x4 << 76);
     bits = (bits & !(0x3 << 62)) | (0x2 << 62);
     let mut hex = [0u8; 32];
-    for (index, slot) in hex.iter_mut().enumerate() {
-        *slot = HEX[((bits >> ((31 - index) * 4)) & 0xF) as usize];
+    for (pair, byte) in hex.chunks_exact_mut(2).zip(bits.to_be_bytes()) {
+        pair[0] = HEX[usize::from(byte >> 4)];
+        pair[1] = HEX[usize::from(byte & 0xF)];
     }
-    // ASCII only, so this borrows and copies once.
-    String::from_utf8_lossy(&hex).into_owned()
+    ascii_string(&hex)
+}
+
+/// A `String` of ASCII bytes, without a UTF-8 validation pass.
+fn ascii_string(bytes: &[u8]) -> String {
+    // Validation of at most 32 ASCII bytes is a handful of instructions; it never fails here.
+    std::str::from_utf8(bytes).map(str::to_owned).unwrap_or_default()
+}
+
+thread_local! {
+    /// The last second formatted on this thread, with its `YYYY-MM-DDTHH:MM:SS` text.
+    static LAST_SECOND: std::cell::Cell<(u64, [u8; 19])> = const { std::cell::Cell::new((u64::MAX, [0; 19])) };
+}
+
+/// [`format_utc`], reusing the date and time of day formatted last on this thread when the
+/// second is the same (most events of a reply are created within one second).
+fn cached_utc(secs: u64, micros: u32) -> String {
+    let (last, prefix) = LAST_SECOND.with(std::cell::Cell::get);
+    if last != secs {
+        let text = format_utc(secs, 0);
+        let mut prefix = [0u8; 19];
+        if text.len() != prefix.len() {
+            return format_utc(secs, micros);
+        }
+        prefix.copy_from_slice(text.as_bytes());
+        LAST_SECOND.with(|c| c.set((secs, prefix)));
+        return cached_utc(secs, micros);
+    }
+    let mut out = [0u8; 26];
+    out[..19].copy_from_slice(&prefix);
+    if micros == 0 {
+        return ascii_string(&out[..19]);
+    }
+    out[19] = b'.';
+    put_digits(&mut out[20..26], u64::from(micros));
+    ascii_string(&out)
 }
 
 /// Formats seconds and microseconds since the Unix epoch as a UTC civil time.
@@ -152,8 +187,7 @@ fn format_utc(secs: u64, micros: u32) -> String {
         put_digits(&mut out[20..26], u64::from(micros));
         26
     };
-    // ASCII only, so this borrows and copies once.
-    String::from_utf8_lossy(&out[..len]).into_owned()
+    ascii_string(&out[..len])
 }
 
 /// Writes the lowest decimal digits of `value` into `slot`, zero-padded to its length.

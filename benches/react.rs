@@ -1,0 +1,196 @@
+//! One ReAct reply, end to end: 4 model calls and 3 `add(a, b)` tool calls on the scripted model,
+//! with 0, 1, 5 and 10 pass-through middlewares installed on every position (the reference's
+//! benchmark scenario; `scripts/bench-python.sh` runs the same scenario on AgentScope 2.0.11).
+//!
+//! ```sh
+//! cargo bench --bench react
+//! ```
+//!
+//! - `react/whole/N` and `react/streamed/N`: N middlewares, each a [`Middleware`] bundle hooking
+//!   all six onion positions and the system-prompt fold with pass-through tower layers, installed
+//!   one by one (each erased at build time).
+//! - `react/composed/N`: the same N pass-through layers per position composed with a
+//!   `ServiceBuilder` and installed once per position (erased once).
+//!
+//! The agent is reused; its state is reset before each reply (a fresh session, as the reference
+//! benchmark does).
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use tower::{Layer, Service, ServiceBuilder};
+use towerscope::agent::toolkit::FunctionTool;
+use towerscope::agent::{Agent, AgentBuilder, AgentState};
+use towerscope::core::{
+    ActingLayer, CompressLayer, Middleware, ModelCallLayer, Msg, PermissionLayer, ReasoningLayer, ReplyLayer,
+    SystemPromptTransformer, boxed_layer, prompt_fn,
+};
+use towerscope::models::{ScriptedModel, ScriptedResponse};
+
+/// Add two integers.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Add {
+    /// First operand.
+    a: i64,
+    /// Second operand.
+    b: i64,
+}
+
+/// A layer that forwards everything: the cheapest possible middleware.
+#[derive(Clone, Copy, Debug, Default)]
+struct PassThroughLayer;
+
+impl<S> Layer<S> for PassThroughLayer {
+    type Service = PassThrough<S>;
+
+    fn layer(&self, inner: S) -> PassThrough<S> {
+        PassThrough(inner)
+    }
+}
+
+#[derive(Clone, Debug)]
+struct PassThrough<S>(S);
+
+impl<S: Service<R>, R> Service<R> for PassThrough<S> {
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: R) -> S::Future {
+        self.0.call(req)
+    }
+}
+
+/// A middleware hooking every position with a pass-through, like the reference's
+/// `FullObservability` example.
+struct FullPassThrough;
+
+impl Middleware for FullPassThrough {
+    fn on_reply(&self) -> Option<ReplyLayer> {
+        Some(boxed_layer(PassThroughLayer))
+    }
+    fn on_reasoning(&self) -> Option<ReasoningLayer> {
+        Some(boxed_layer(PassThroughLayer))
+    }
+    fn on_model_call(&self) -> Option<ModelCallLayer> {
+        Some(boxed_layer(PassThroughLayer))
+    }
+    fn on_acting(&self) -> Option<ActingLayer> {
+        Some(boxed_layer(PassThroughLayer))
+    }
+    fn on_check_permission(&self) -> Option<PermissionLayer> {
+        Some(boxed_layer(PassThroughLayer))
+    }
+    fn on_compress_context(&self) -> Option<CompressLayer> {
+        Some(boxed_layer(PassThroughLayer))
+    }
+    fn on_system_prompt(&self) -> Option<Arc<dyn SystemPromptTransformer>> {
+        Some(Arc::new(prompt_fn(|_ctx, prompt| async move { Ok(prompt) })))
+    }
+}
+
+fn script(streamed: bool) -> ScriptedModel {
+    let r = |resp: ScriptedResponse| if streamed { resp.streamed() } else { resp.whole() };
+    ScriptedModel::cycle(
+        "scripted",
+        [
+            r(ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#).with_usage(50, 10)),
+            r(ScriptedResponse::tool_call("c2", "add", r#"{"a": 3, "b": 4}"#).with_usage(60, 10)),
+            r(ScriptedResponse::tool_call("c3", "add", r#"{"a": 5, "b": 6}"#).with_usage(70, 10)),
+            r(ScriptedResponse::text("done").with_usage(80, 2)),
+        ],
+    )
+}
+
+fn builder(streamed: bool) -> AgentBuilder {
+    Agent::builder("bench")
+        .system_prompt("You are a calculator.")
+        .model(script(streamed))
+        .tool(FunctionTool::new("add", |args: Add| async move {
+            (args.a + args.b).to_string()
+        }))
+}
+
+fn agent(streamed: bool, middlewares: usize) -> Agent {
+    let mut b = builder(streamed);
+    for _ in 0..middlewares {
+        b = b.middleware(FullPassThrough);
+    }
+    b.build().expect("the bench agent builds")
+}
+
+/// One layer per position made of ten pass-throughs composed with `ServiceBuilder`: erased once
+/// per position instead of once per middleware.
+fn composed_agent() -> Agent {
+    macro_rules! ten {
+        () => {
+            ServiceBuilder::new()
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .into_inner()
+        };
+    }
+    builder(false)
+        .on_reply(ten!())
+        .on_reasoning(ten!())
+        .on_model_call(ten!())
+        .on_acting(ten!())
+        .on_check_permission(ten!())
+        .on_compress_context(ten!())
+        .build()
+        .expect("the bench agent builds")
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a tokio runtime");
+    let mut group = c.benchmark_group("react");
+    group.warm_up_time(std::time::Duration::from_millis(500));
+    group.measurement_time(std::time::Duration::from_secs(3));
+    group.sample_size(40);
+    let input = Msg::user("user", "What is 1+2, 3+4 and 5+6?");
+    let run = |group: &mut criterion::BenchmarkGroup<'_, _>, id: BenchmarkId, agent: Agent| {
+        let state = AgentState::new();
+        // Check the scenario once: 4 model calls, 3 tool results, "done".
+        let msg = rt
+            .block_on(agent.reply(input.clone()))
+            .expect("the bench reply succeeds");
+        assert_eq!(msg.text_content().as_deref(), Some("done"));
+        let results = agent.state().context.iter().flat_map(|m| m.tool_results()).count();
+        assert_eq!(results, 3);
+        group.bench_function(id, |b| {
+            b.to_async(&rt).iter(|| {
+                agent.load_state(state.clone()).expect("idle agent");
+                let reply = agent.reply(input.clone());
+                async move { black_box(reply.await.expect("reply")) }
+            })
+        });
+    };
+    for n in [0, 1, 5, 10] {
+        run(&mut group, BenchmarkId::new("whole", n), agent(false, n));
+    }
+    for n in [0, 10] {
+        run(&mut group, BenchmarkId::new("streamed", n), agent(true, n));
+    }
+    run(&mut group, BenchmarkId::new("composed", 10), composed_agent());
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
