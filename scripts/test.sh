@@ -12,4 +12,12 @@ collector_env="$(scripts/otlp-collector.sh start)"
 eval "$collector_env"
 trap 'kill -TERM "$OTLP_COLLECTOR_PID" 2>/dev/null || true; scripts/otlp-collector.sh stop' EXIT
 
-cargo test --workspace --all-features --no-fail-fast "$@"
+# cargo-nextest (on the machine image; installed here if missing) runs each test in its own
+# process with a time limit (.config/nextest.toml); it does not run doctests, so cargo test does.
+if ! command -v cargo-nextest >/dev/null 2>&1; then
+    cargo install cargo-nextest --locked
+fi
+status=0
+cargo nextest run --workspace --all-features "$@" || status=$?
+cargo test --workspace --all-features --doc "$@" || status=$?
+exit "$status"
