@@ -158,6 +158,14 @@ impl AgentBuilder {
         self
     }
 
+    /// The decision for tool calls no rule and no tool-specific check covers (default
+    /// [`PermissionDecision::Allow`]; [`PermissionDecision::Ask`] confirms every call with the
+    /// user).
+    pub fn default_permission(mut self, decision: PermissionDecision) -> Self {
+        self.config.default_permission = decision;
+        self
+    }
+
     /// The whole configuration.
     pub fn config(mut self, config: ReactConfig) -> Self {
         self.config = config;

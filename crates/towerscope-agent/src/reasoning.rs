@@ -114,12 +114,13 @@ async fn reason(shared: &Arc<Shared>, req: ReasoningRequest, y: &Out) -> Result<
     })?;
 
     let usage = completed.usage.as_ref().map(|u| u.to_usage()).unwrap_or_default();
+    // Saved before MODEL_CALL_END goes out: a consumer that stops reading at that event (drops
+    // the stream) must not lose the answer, and its tool calls get closed by the next reply.
+    let candidate = save(shared, &ctx, &completed, &usage);
     y.emit(Ok(ReplyItem::Event(AgentEvent::ModelCallEnd(
         ModelCallEndEvent::new(reply_id, &usage).with_finished_reason(completed.finished_reason),
     ))))
     .await;
-
-    let candidate = save(shared, &ctx, &completed, &usage);
     if let Some(msg) = candidate {
         y.emit(Ok(ReplyItem::Final(msg))).await;
     }

@@ -1,0 +1,278 @@
+//! Human in the loop and tools executed outside the agent: park, resume, deny, interrupt, and
+//! resume from a saved state with a new agent.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{assert_consistent, collect};
+use serde_json::Value;
+use towerscope_agent::toolkit::{FunctionTool, Tool, ToolChunkStream};
+use towerscope_agent::{Agent, AgentState};
+use towerscope_core::event::{ConfirmResult, ExternalExecutionResultEvent, UserConfirmResultEvent, UserInterruptEvent};
+use towerscope_core::{
+    AgentEvent, Msg, PermissionDecision, ReplyFinishedReason, ToolCallState, ToolResultBlock, ToolResultState,
+};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+/// Delete a file.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Delete {
+    /// The path.
+    path: String,
+}
+
+fn delete_tool() -> FunctionTool {
+    FunctionTool::new("delete", |a: Delete| async move { format!("deleted {}", a.path) })
+}
+
+fn asking_agent(model: &ScriptedModel) -> Agent {
+    Agent::builder("a")
+        .model(model.clone())
+        .tool(delete_tool())
+        .default_permission(PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .build()
+        .unwrap()
+}
+
+fn parked_call(out: &common::Collected) -> towerscope_core::ToolCallBlock {
+    out.events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::RequireUserConfirm(e) => Some(e.tool_calls[0].clone()),
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[tokio::test]
+async fn ask_parks_then_confirmation_resumes_with_edited_arguments() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#),
+            ScriptedResponse::text("done"),
+        ],
+    );
+    let agent = asking_agent(&model);
+    let first = collect(agent.reply_stream(Msg::user("user", "clean up"))).await;
+    assert!(!first.kinds().contains(&"REPLY_END"), "a parked reply has no REPLY_END");
+    assert_eq!(first.kinds().last(), Some(&"REQUIRE_USER_CONFIRM"));
+    let call = parked_call(&first);
+    assert_eq!(call.state, ToolCallState::Asking);
+    assert_eq!(call.suggested_rules[0].tool_name, "delete");
+    let parked = first.final_msg.unwrap();
+    assert_eq!(
+        parked.text_content().as_deref(),
+        Some("I'm waiting for your permission or the external execution to finish.")
+    );
+    assert_eq!(parked.finished_reason, None);
+
+    // A new message while parked is refused, and loses nothing.
+    let err = agent.reply(Msg::user("user", "hello?")).await.unwrap_err();
+    assert!(err.to_string().contains("waiting for 1 tool calls"), "{err}");
+
+    let mut edited = call.clone();
+    edited.input = r#"{"path": "/tmp/b"}"#.into();
+    let confirm = UserConfirmResultEvent::new(parked.id.clone(), vec![ConfirmResult::new(true, edited)]);
+    let second = collect(agent.reply_stream(confirm)).await;
+    assert!(!second.kinds().contains(&"REPLY_START"), "a resume has no REPLY_START");
+    assert_eq!(
+        &second.kinds()[..3],
+        ["TOOL_RESULT_START", "TOOL_RESULT_TEXT_DELTA", "TOOL_RESULT_END"]
+    );
+    let AgentEvent::ToolResultTextDelta(delta) = &second.events[1] else {
+        panic!()
+    };
+    assert_eq!(delta.delta, "deleted /tmp/b", "the user's edit reached the tool");
+    let done = second.final_msg.unwrap();
+    assert_eq!(done.text_content().as_deref(), Some("done"));
+    assert_eq!(done.id, parked.id, "the resume continues the same reply");
+    assert_consistent(&agent.state().context);
+}
+
+#[tokio::test]
+async fn a_denied_call_gets_the_reference_text_and_the_loop_goes_on() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/"}"#),
+            ScriptedResponse::text("ok, I won't"),
+        ],
+    );
+    let agent = asking_agent(&model);
+    let first = collect(agent.reply_stream(Msg::user("user", "clean up"))).await;
+    let call = parked_call(&first);
+    let reply_id = first.final_msg.unwrap().id;
+    let deny = UserConfirmResultEvent::new(reply_id, vec![ConfirmResult::new(false, call)]);
+    let second = collect(agent.reply_stream(deny)).await;
+    let AgentEvent::ToolResultTextDelta(delta) = &second.events[1] else {
+        panic!()
+    };
+    assert_eq!(
+        delta.delta,
+        "<system-reminder>The execution of tool \"delete\" is denied by user!</system-reminder>"
+    );
+    let AgentEvent::ToolResultEnd(end) = &second.events[2] else {
+        panic!()
+    };
+    assert_eq!(end.state, ToolResultState::Denied);
+    assert_eq!(second.final_text().as_deref(), Some("ok, I won't"));
+}
+
+#[tokio::test]
+async fn an_accepted_rule_allows_later_calls_without_asking() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/a"}"#),
+            ScriptedResponse::text("one"),
+            ScriptedResponse::tool_call("c2", "delete", r#"{"path": "/b"}"#),
+            ScriptedResponse::text("two"),
+        ],
+    );
+    let agent = asking_agent(&model);
+    let first = collect(agent.reply_stream(Msg::user("user", "1"))).await;
+    let call = parked_call(&first);
+    let rules = call.suggested_rules.clone();
+    let reply_id = first.final_msg.unwrap().id;
+    let confirm = UserConfirmResultEvent::new(reply_id, vec![ConfirmResult::new(true, call).with_rules(rules)]);
+    collect(agent.reply_stream(confirm)).await;
+    let next = collect(agent.reply_stream(Msg::user("user", "2"))).await;
+    assert!(!next.kinds().contains(&"REQUIRE_USER_CONFIRM"));
+    assert_eq!(next.final_text().as_deref(), Some("two"));
+}
+
+#[tokio::test]
+async fn interrupting_a_parked_reply_closes_its_calls() {
+    let model = ScriptedModel::new("m", [ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/"}"#)]);
+    let agent = asking_agent(&model);
+    let first = collect(agent.reply_stream(Msg::user("user", "clean up"))).await;
+    let reply_id = first.final_msg.unwrap().id;
+    let out = collect(agent.reply_stream(UserInterruptEvent::new(reply_id))).await;
+    assert_eq!(
+        out.kinds(),
+        [
+            "TOOL_RESULT_START",
+            "TOOL_RESULT_TEXT_DELTA",
+            "TOOL_RESULT_END",
+            "REPLY_END"
+        ]
+    );
+    let msg = out.final_msg.unwrap();
+    assert_eq!(msg.finished_reason, Some(ReplyFinishedReason::Interrupted));
+    assert_eq!(
+        msg.text_content().as_deref(),
+        Some("I notice the interruption. How can I help you?")
+    );
+    assert_consistent(&agent.state().context);
+    // An idle agent: no events, and no final message.
+    let idle = collect(agent.reply_stream(UserInterruptEvent::new("whatever"))).await;
+    assert!(idle.events.is_empty() && idle.final_msg.is_none());
+}
+
+/// A tool the caller runs: the agent parks and waits for its result.
+struct RemoteSearch;
+
+impl Tool for RemoteSearch {
+    fn name(&self) -> &str {
+        "search"
+    }
+    fn description(&self) -> &str {
+        "Search the user's intranet (runs on the user's side)."
+    }
+    fn input_schema(&self) -> &Value {
+        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        SCHEMA.get_or_init(
+            || serde_json::json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}),
+        )
+    }
+    fn external(&self) -> bool {
+        true
+    }
+    fn call(&self, _input: Value) -> ToolChunkStream {
+        Box::pin(futures_util::stream::empty())
+    }
+}
+
+#[tokio::test]
+async fn external_execution_parks_and_resumes_from_a_saved_state_in_a_new_agent() {
+    let script = || {
+        ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "search", r#"{"q": "holidays"}"#),
+                ScriptedResponse::text("You have 12 days left."),
+            ],
+        )
+    };
+    let model = script();
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .tool(RemoteSearch)
+        .build()
+        .unwrap();
+    let first = collect(agent.reply_stream(Msg::user("user", "holidays?"))).await;
+    assert_eq!(
+        &first.kinds()[first.kinds().len() - 2..],
+        ["TOOL_RESULT_START", "REQUIRE_EXTERNAL_EXECUTION"]
+    );
+    let reply_id = first.final_msg.unwrap().id;
+
+    // Save, then resume with a new agent built from the saved state (as after a restart).
+    let saved = serde_json::to_string(&agent.state()).unwrap();
+    let restored: AgentState = serde_json::from_str(&saved).unwrap();
+    let resumed = ScriptedModel::new("m", [ScriptedResponse::text("You have 12 days left.")]);
+    let agent2 = Agent::builder("a")
+        .model(resumed.clone())
+        .tool(RemoteSearch)
+        .state(restored)
+        .build()
+        .unwrap();
+    let result = ToolResultBlock::new("c1", "search", "12 days of holidays left", ToolResultState::Success);
+    let out = collect(agent2.reply_stream(ExternalExecutionResultEvent::new(reply_id.clone(), vec![result]))).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(
+        &out.kinds()[..2],
+        ["TOOL_RESULT_TEXT_DELTA", "TOOL_RESULT_END"],
+        "no second TOOL_RESULT_START"
+    );
+    let msg = out.final_msg.unwrap();
+    assert_eq!(msg.text_content().as_deref(), Some("You have 12 days left."));
+    assert_eq!(msg.id, reply_id);
+    // The model saw the external result.
+    let seen = resumed.requests()[0].messages.last().unwrap().clone();
+    assert_eq!(
+        common::results(&seen)[0].output.text_content().as_deref(),
+        Some("12 days of holidays left")
+    );
+    assert_consistent(&agent2.state().context);
+}
+
+#[tokio::test]
+async fn a_dropped_reply_leaves_no_call_without_result() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/a"}"#),
+            ScriptedResponse::text("next"),
+        ],
+    );
+    let agent = Agent::builder("a").model(model).tool(delete_tool()).build().unwrap();
+    let mut stream = agent.reply_stream(Msg::user("user", "go"));
+    // Read up to the end of the model call, then drop the stream before the tool runs.
+    use futures_util::StreamExt;
+    while let Some(item) = stream.next().await {
+        if let Ok(towerscope_core::ReplyItem::Event(AgentEvent::ModelCallEnd(_))) = item {
+            break;
+        }
+    }
+    drop(stream);
+    let msg = agent.reply(Msg::user("user", "still there?")).await.unwrap();
+    assert_eq!(msg.text_content().as_deref(), Some("next"));
+    let context = agent.state().context;
+    assert_consistent(&context);
+    let closed = context.iter().flat_map(|m| m.tool_results()).next().unwrap();
+    assert_eq!(closed.state, ToolResultState::Interrupted);
+}
