@@ -1,4 +1,4 @@
-//! towerscope: an agent middleware runtime where every extension point is a [`tower`] middleware.
+//! towerscope: an agent middleware runtime where every extension point is a [`tower`](https://docs.rs/tower) middleware.
 //!
 //! This is the facade crate: it re-exports the workspace's crates and offers a [`prelude`].
 //!
