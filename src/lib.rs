@@ -37,6 +37,7 @@ pub use towerscope_otel as otel;
 pub mod prelude {
     pub use towerscope_agent::toolkit::{FunctionTool, Tool, Toolkit};
     pub use towerscope_agent::{Agent, AgentBuilder, AgentState};
+    pub use towerscope_core::ModelRef;
     pub use towerscope_core::prelude::*;
     pub use towerscope_models::{ScriptedModel, ScriptedResponse};
 }

@@ -181,3 +181,111 @@ impl ChunkConverter {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use towerscope_core::{TextBlock, ThinkingBlock, ToolCallBlock};
+
+    fn kinds(events: &[AgentEvent]) -> Vec<String> {
+        events
+            .iter()
+            .map(|e| match e {
+                AgentEvent::ThinkingBlockDelta(d) => format!("THINKING Δ{}", d.delta),
+                AgentEvent::TextBlockDelta(d) => format!("TEXT Δ{}", d.delta),
+                AgentEvent::ToolCallStart(s) => format!("TOOL_CALL_START {}", s.tool_call_id),
+                AgentEvent::ToolCallDelta(d) => format!("TOOL Δ{}", d.delta),
+                AgentEvent::ToolCallEnd(s) => format!("TOOL_CALL_END {}", s.tool_call_id),
+                other => other.event_type().as_str().to_owned(),
+            })
+            .collect()
+    }
+
+    fn chunk(block: ContentBlock) -> ChatResponse {
+        ChatResponse::chunk(vec![block])
+    }
+
+    /// The reference's probe (§3.4): thinking a, b; text c, d; tool t1 in two pieces; tool t2.
+    #[test]
+    fn streamed_chunks_become_the_reference_event_sequence() {
+        let think = |t: &str| chunk(ContentBlock::Thinking(ThinkingBlock::new(t).with_id("th")));
+        let text = |t: &str| chunk(ContentBlock::Text(TextBlock::new(t).with_id("tx")));
+        let tool = |id: &str, input: &str| chunk(ContentBlock::ToolCall(ToolCallBlock::new(id, "f", input)));
+        let mut conv = ChunkConverter::new("r");
+        let mut out = Vec::new();
+        for c in [
+            think("a"),
+            think("b"),
+            text("c"),
+            text("d"),
+            tool("t1", r#"{"a""#),
+            tool("t1", ":1}"),
+            tool("t2", "{}"),
+        ] {
+            conv.convert(&c, &mut out);
+        }
+        conv.close(&mut out);
+        assert_eq!(
+            kinds(&out),
+            [
+                "THINKING_BLOCK_START",
+                "THINKING Δa",
+                "THINKING Δb",
+                "THINKING_BLOCK_END",
+                "TEXT_BLOCK_START",
+                "TEXT Δc",
+                "TEXT Δd",
+                "TEXT_BLOCK_END",
+                "TOOL_CALL_START t1",
+                r#"TOOL Δ{"a""#,
+                "TOOL Δ:1}",
+                "TOOL_CALL_START t2",
+                "TOOL Δ{}",
+                "TOOL_CALL_END t1",
+                "TOOL_CALL_END t2",
+            ]
+        );
+    }
+
+    /// A whole response holding two tool calls: START c1, Δc1, START c2, Δc2, END c1, END c2.
+    #[test]
+    fn a_whole_response_with_two_calls() {
+        let response = ChatResponse::new(vec![
+            ContentBlock::ToolCall(ToolCallBlock::new("c1", "f", "{}")),
+            ContentBlock::ToolCall(ToolCallBlock::new("c2", "f", "{}")),
+        ]);
+        let mut conv = ChunkConverter::new("r");
+        let mut out = Vec::new();
+        conv.convert(&response, &mut out);
+        conv.close(&mut out);
+        assert_eq!(
+            kinds(&out),
+            [
+                "TOOL_CALL_START c1",
+                "TOOL Δ{}",
+                "TOOL_CALL_START c2",
+                "TOOL Δ{}",
+                "TOOL_CALL_END c1",
+                "TOOL_CALL_END c2"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_restart_returns_every_block_of_the_call() {
+        let mut conv = ChunkConverter::new("r");
+        let mut out = Vec::new();
+        conv.convert(&chunk(ContentBlock::Text(TextBlock::new("partial"))), &mut out);
+        conv.convert(
+            &chunk(ContentBlock::ToolCall(ToolCallBlock::new("c1", "f", "{"))),
+            &mut out,
+        );
+        let AgentEvent::TextBlockStart(start) = &out[0] else {
+            panic!("expected a text start")
+        };
+        assert_eq!(conv.restart(), [start.block_id.clone(), "c1".to_owned()]);
+        let mut after = Vec::new();
+        conv.close(&mut after);
+        assert!(after.is_empty(), "nothing stays open after a restart");
+    }
+}

@@ -7,14 +7,16 @@
 //! cost grew with the square of the stack depth. [`ErasedService`] instead keeps the service
 //! behind an `Arc` and clones only the outermost layer (whose inner service is again an
 //! `ErasedService`, so the clone stays shallow) at the start of each call. Each call costs one
-//! boxed future per erased boundary.
+//! boxed future per erased boundary, except where a layer forwards its inner service's future
+//! unchanged: that future is already erased and passes through without a new allocation.
 
+use std::any::Any;
 use std::fmt;
 use std::future::{Future, poll_fn};
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use tower_layer::Layer;
 use tower_service::Service;
@@ -33,13 +35,40 @@ where
     S: Service<Req, Response = Resp, Error = AgentError> + Clone + Send + Sync + 'static,
     S::Future: Send + 'static,
     Req: Send + 'static,
+    Resp: 'static,
 {
     fn call_shared(&self, req: Req) -> ErasedFuture<Resp> {
         let mut svc = self.clone();
-        Box::pin(async move {
-            poll_fn(|cx| svc.poll_ready(cx)).await?;
-            svc.call(req).await
-        })
+        // Most services are ready at once: ask without a task first, so the common case needs
+        // no wrapper future. A service that is not ready is polled again, with the caller's
+        // waker, inside the returned future.
+        match svc.poll_ready(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(Ok(())) => erase_future(svc.call(req)),
+            Poll::Ready(Err(err)) => Box::pin(async move { Err(err) }),
+            Poll::Pending => Box::pin(async move {
+                poll_fn(|cx| svc.poll_ready(cx)).await?;
+                svc.call(req).await
+            }),
+        }
+    }
+}
+
+/// Boxes `future`, unless it already is an [`ErasedFuture`] (a layer that forwards its inner
+/// service's future, as pass-through layers do): then it is returned as is, with no allocation.
+fn erase_future<F, Resp>(future: F) -> ErasedFuture<Resp>
+where
+    F: Future<Output = Result<Resp, AgentError>> + Send + 'static,
+    Resp: 'static,
+{
+    let mut slot = Some(future);
+    if let Some(erased) = (&mut slot as &mut dyn Any).downcast_mut::<Option<ErasedFuture<Resp>>>() {
+        if let Some(erased) = erased.take() {
+            return erased;
+        }
+    }
+    match slot {
+        Some(future) => Box::pin(future),
+        None => Box::pin(async { Err(AgentError::Middleware("an erased future was taken twice".to_owned())) }),
     }
 }
 
@@ -56,6 +85,7 @@ impl<Req, Resp> ErasedService<Req, Resp> {
         S: Service<Req, Response = Resp, Error = AgentError> + Clone + Send + Sync + 'static,
         S::Future: Send + 'static,
         Req: Send + 'static,
+        Resp: 'static,
     {
         Self {
             inner: Arc::new(service),
@@ -103,6 +133,7 @@ where
     L::Service: Service<Req, Response = Resp, Error = AgentError> + Clone + Send + Sync + 'static,
     <L::Service as Service<Req>>::Future: Send + 'static,
     Req: Send + 'static,
+    Resp: 'static,
 {
     fn layer_shared(&self, inner: ErasedService<Req, Resp>) -> ErasedService<Req, Resp> {
         ErasedService::new(self.0.layer(inner))
@@ -149,5 +180,86 @@ impl<Req, Resp> Layer<ErasedService<Req, Resp>> for ErasedLayer<Req, Resp> {
 
     fn layer(&self, inner: ErasedService<Req, Resp>) -> Self::Service {
         self.inner.layer_shared(inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use tower::ServiceExt;
+
+    /// Not ready on its first poll (and wakes the task), ready afterwards.
+    #[derive(Clone)]
+    struct SlowStart(Arc<AtomicU32>);
+
+    impl Service<u32> for SlowStart {
+        type Response = u32;
+        type Error = AgentError;
+        type Future = std::future::Ready<Result<u32, AgentError>>;
+
+        fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), AgentError>> {
+            if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, req: u32) -> Self::Future {
+            std::future::ready(Ok(req * 2))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_service_not_ready_at_once_is_polled_again_in_the_call() {
+        let polls = Arc::new(AtomicU32::new(0));
+        let svc = ErasedService::new(SlowStart(Arc::clone(&polls)));
+        assert_eq!(svc.clone().oneshot(21).await.ok(), Some(42));
+        assert_eq!(polls.load(Ordering::SeqCst), 2);
+    }
+
+    #[derive(Clone)]
+    struct Broken;
+
+    impl Service<u32> for Broken {
+        type Response = u32;
+        type Error = AgentError;
+        type Future = std::future::Ready<Result<u32, AgentError>>;
+
+        fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), AgentError>> {
+            Poll::Ready(Err(AgentError::Overloaded))
+        }
+
+        fn call(&mut self, _req: u32) -> Self::Future {
+            std::future::ready(Ok(0))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_readiness_error_is_the_call_error() {
+        let err = ErasedService::new(Broken).oneshot(1).await.err();
+        assert!(matches!(err, Some(AgentError::Overloaded)));
+    }
+
+    #[tokio::test]
+    async fn a_forwarded_erased_future_passes_through() {
+        // A layer whose future is its inner service's erased future.
+        #[derive(Clone)]
+        struct Forward(ErasedService<u32, u32>);
+        impl Service<u32> for Forward {
+            type Response = u32;
+            type Error = AgentError;
+            type Future = ErasedFuture<u32>;
+            fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), AgentError>> {
+                self.0.poll_ready(cx)
+            }
+            fn call(&mut self, req: u32) -> Self::Future {
+                self.0.call(req)
+            }
+        }
+        let inner = ErasedService::new(tower::service_fn(|x: u32| async move { Ok::<_, AgentError>(x + 1) }));
+        let outer = ErasedService::new(Forward(inner));
+        assert_eq!(outer.oneshot(1).await.ok(), Some(2));
     }
 }

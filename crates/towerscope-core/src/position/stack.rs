@@ -22,6 +22,7 @@ where
     S: Service<Req, Response = Resp, Error = AgentError> + Clone + Send + Sync + 'static,
     S::Future: Send + 'static,
     Req: Send + 'static,
+    Resp: 'static,
 {
     ErasedService::new(service)
 }
