@@ -20,7 +20,7 @@ use crate::agent::Shared;
 use crate::generator::{Generator, Yielder};
 use crate::reasoning::ReasoningImpl;
 use crate::resume;
-use crate::state::{ReplyContext, unfinished_in};
+use crate::state::{ReplyContext, unfinished_refs};
 use crate::structured;
 use crate::toolkit::ActiveToolGroups;
 
@@ -195,7 +195,7 @@ async fn run(
         let mut state = shared.lock_state();
         let unfinished = state
             .reply_msg(ctx.reply_id())
-            .is_some_and(|m| !unfinished_in(m).is_empty());
+            .is_some_and(|m| !unfinished_refs(m).is_empty());
         if !unfinished {
             state.reply_context.cur_iter += 1;
         }
@@ -277,13 +277,14 @@ fn system_hint(sublabel: &str, text: String) -> HintBlock {
 fn next_action(shared: &Shared, ctx: &AgentContext, final_msg: Option<Msg>) -> Action {
     let reply_id = ctx.reply_id();
     let state = shared.lock_state();
-    let unfinished = state.reply_msg(reply_id).map(unfinished_in).unwrap_or_default();
+    let unfinished = state.reply_msg(reply_id).map(unfinished_refs).unwrap_or_default();
     let awaiting = unfinished
         .iter()
         .any(|c| matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted));
     let executable: Vec<ToolCallBlock> = unfinished
         .into_iter()
         .filter(|c| c.state == ToolCallState::Allowed || (c.state == ToolCallState::Pending && !awaiting))
+        .cloned()
         .collect();
     if !executable.is_empty() {
         return Action::Acting(executable);

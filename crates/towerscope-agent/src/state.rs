@@ -137,12 +137,17 @@ impl AgentState {
     }
 }
 
-/// Tool calls of `msg` that have no result.
+/// Tool calls of `msg` that have no result, cloned.
 pub(crate) fn unfinished_in(msg: &Msg) -> Vec<ToolCallBlock> {
-    let mut calls: Vec<ToolCallBlock> = Vec::new();
+    unfinished_refs(msg).into_iter().cloned().collect()
+}
+
+/// Tool calls of `msg` that have no result, borrowed (the hot path: no clone).
+pub(crate) fn unfinished_refs(msg: &Msg) -> Vec<&ToolCallBlock> {
+    let mut calls: Vec<&ToolCallBlock> = Vec::new();
     for block in &msg.content {
         match block {
-            ContentBlock::ToolCall(c) => calls.push(c.clone()),
+            ContentBlock::ToolCall(c) => calls.push(c),
             ContentBlock::ToolResult(r) => calls.retain(|c| c.id != r.id),
             _ => {}
         }
