@@ -32,6 +32,7 @@ pub(crate) struct Shared {
     pub(crate) config: ReactConfig,
     pub(crate) state: Arc<Mutex<AgentState>>,
     pub(crate) system_prompt_fold: SystemPromptFold,
+    pub(crate) interrupt: crate::interrupt::Interrupt,
     pub(crate) observe_hooks: Vec<Arc<dyn ObserveHook>>,
     pub(crate) model_call: Position<ModelCallImpl, ModelCallRequest, ModelOutput>,
     pub(crate) acting: Position<ActingImpl, ActingRequest, ToolStream>,
@@ -117,6 +118,20 @@ impl Agent {
         self.shared.lock_state().clone()
     }
 
+    /// Interrupts the running reply, as the reference does when its reply task is cancelled:
+    /// the loop stops at its current await point (a model call, a tool, a middleware), the
+    /// stream closes the tool calls left open (`TOOL_RESULT_END` interrupted), emits
+    /// `REPLY_END(interrupted)` and ends with the interruption message. Returns whether a reply
+    /// was running. A parked reply (waiting for the user) is interrupted by replying with a
+    /// `UserInterruptEvent` instead.
+    pub fn interrupt(&self) -> bool {
+        if !self.busy.load(Ordering::Acquire) {
+            return false;
+        }
+        self.shared.interrupt.trigger();
+        true
+    }
+
     /// Replaces the agent's state (a saved one, or a fresh [`AgentState::new`]). Fails while a
     /// reply is in progress.
     pub fn load_state(&self, state: AgentState) -> Result<(), AgentError> {
@@ -182,6 +197,7 @@ impl Agent {
             ));
         }
         let guard = BusyGuard(Arc::clone(&self.busy));
+        self.shared.interrupt.reset();
         let (session_id, reply_id) = {
             let state = self.shared.lock_state();
             let reply_id = if input.is_resume() {

@@ -251,6 +251,7 @@ impl AgentBuilder {
             state,
             system_prompt_fold: stacks.system_prompt,
             observe_hooks: stacks.observe,
+            interrupt: crate::interrupt::Interrupt::default(),
         });
         let reasoning = stacks.reasoning.build(ReasoningImpl {
             shared: Arc::clone(&shared),

@@ -24,7 +24,9 @@
 //! - an `on_acting` stack that ends without a final `ToolResponse`, or fails, closes the call
 //!   with an error result (the reference loops forever, or raises);
 //! - a reply whose stream is dropped leaves no call without a result: the next reply closes
-//!   them as interrupted.
+//!   them as interrupted; [`Agent::interrupt`] stops a running reply the reference's way
+//!   (closing events, `REPLY_END(interrupted)`, the interruption message) without needing to
+//!   cancel the task that consumes it.
 //!
 //! # Example
 //!
@@ -67,6 +69,7 @@ mod agent;
 mod builder;
 mod convert;
 mod generator;
+mod interrupt;
 mod reasoning;
 mod reply;
 mod resume;

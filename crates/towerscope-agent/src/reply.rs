@@ -55,10 +55,21 @@ impl Service<ReplyRequest> for ReplyImpl {
         let reasoning = self.reasoning.clone();
         let stream = Generator::new(|y| async move {
             let ctx = req.ctx.clone();
-            match run(&shared, reasoning, req, &y).await {
-                Ok(()) => {}
-                Err(e @ AgentError::CallLimit { .. }) => end_with_error(&shared, &ctx, &e, &y).await,
-                Err(e) => y.emit(Err(e)).await,
+            let outcome = {
+                // The loop runs until it ends or an interrupt cancels it at its current await
+                // point (a model call, a tool, a middleware); then it is dropped here.
+                let run = std::pin::pin!(run(&shared, reasoning, req, &y));
+                let interrupted = std::pin::pin!(shared.interrupt.requested());
+                match futures_util::future::select(run, interrupted).await {
+                    futures_util::future::Either::Left((result, _)) => Some(result),
+                    futures_util::future::Either::Right(((), _)) => None,
+                }
+            };
+            match outcome {
+                Some(Ok(())) => {}
+                Some(Err(e @ AgentError::CallLimit { .. })) => end_with_error(&shared, &ctx, &e, &y).await,
+                Some(Err(e)) => y.emit(Err(e)).await,
+                None => resume::end_interrupted(&shared, &ctx, &y).await,
             }
         });
         std::future::ready(Ok(Box::pin(stream)))

@@ -41,11 +41,19 @@ pub(crate) fn close_dangling_calls(shared: &Shared, state: &mut AgentState) {
 /// `UserInterruptEvent`: close every awaiting call, `REPLY_END(interrupted)`, the interruption
 /// message. On an idle agent: nothing.
 pub(crate) async fn interrupt(shared: &Arc<Shared>, ctx: &AgentContext, y: &Out) -> Result<(), AgentError> {
-    let reply_id = ctx.reply_id();
-    let calls = shared.lock_state().unfinished_calls();
-    if calls.is_empty() {
+    if shared.lock_state().unfinished_calls().is_empty() {
         return Ok(());
     }
+    end_interrupted(shared, ctx, y).await;
+    Ok(())
+}
+
+/// Closes every call without a result (`TOOL_RESULT_START` only for calls that had none yet),
+/// then `REPLY_END(interrupted)` and the interruption message. Used for an interrupted parked
+/// reply and for a running reply cancelled by [`Agent::interrupt`](crate::Agent::interrupt).
+pub(crate) async fn end_interrupted(shared: &Arc<Shared>, ctx: &AgentContext, y: &Out) {
+    let reply_id = ctx.reply_id();
+    let calls = shared.lock_state().unfinished_calls();
     for call in calls {
         if !matches!(call.state, ToolCallState::Allowed | ToolCallState::Submitted) {
             event(
@@ -91,7 +99,6 @@ pub(crate) async fn interrupt(shared: &Arc<Shared>, ctx: &AgentContext, y: &Out)
     msg.usage = Some(usage);
     msg.finished_reason = Some(ReplyFinishedReason::Interrupted);
     y.emit(Ok(ReplyItem::Final(msg))).await;
-    Ok(())
 }
 
 /// `UserConfirmResultEvent`: confirmed calls become allowed (with the user's edits and rules),
