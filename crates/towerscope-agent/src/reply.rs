@@ -62,7 +62,12 @@ impl Service<ReplyRequest> for ReplyImpl {
                 let interrupted = std::pin::pin!(shared.interrupt.requested());
                 match futures_util::future::select(run, interrupted).await {
                     futures_util::future::Either::Left((result, _)) => Some(result),
-                    futures_util::future::Either::Right(((), _)) => None,
+                    futures_util::future::Either::Right(((), _)) => {
+                        // Before the work in flight is dropped: layers that see their call
+                        // dropped can tell an interruption from an abandoned call.
+                        ctx.mark_interrupted();
+                        None
+                    }
                 }
             };
             match outcome {

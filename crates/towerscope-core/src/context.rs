@@ -88,6 +88,7 @@ struct Scope {
     session_id: Arc<str>,
     reply_id: Arc<str>,
     extensions: Mutex<Extensions>,
+    interrupted: std::sync::atomic::AtomicBool,
 }
 
 /// Who is replying, in which session and reply, at which iteration.
@@ -112,6 +113,7 @@ impl AgentContext {
                 session_id: session_id.into(),
                 reply_id: reply_id.into(),
                 extensions: Mutex::new(Extensions::default()),
+                interrupted: std::sync::atomic::AtomicBool::new(false),
             }),
             iteration: 0,
         }
@@ -158,6 +160,18 @@ impl AgentContext {
     /// A clone of the value of type `T` in the reply's extensions.
     pub fn get<T: Clone + Send + Sync + 'static>(&self) -> Option<T> {
         self.extensions().get::<T>().cloned()
+    }
+
+    /// Marks the reply as interrupted by the user. The agent does this before it cancels the
+    /// work in flight, so a layer whose future or stream is dropped can tell an interruption
+    /// (a normal end, as in the reference) from an abandoned call.
+    pub fn mark_interrupted(&self) {
+        self.scope.interrupted.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether the reply was interrupted by the user.
+    pub fn is_interrupted(&self) -> bool {
+        self.scope.interrupted.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Whether two contexts belong to the same reply (share extensions).

@@ -195,6 +195,42 @@ async fn an_interrupted_reply_ends_ok_with_the_interrupted_reason() {
     assert_eq!(str_attr(root, "agentscope.agent.reply_id"), Some(reply_id));
 }
 
+#[tokio::test(start_paused = true)]
+async fn agent_interrupt_ends_the_running_chat_span_ok_as_interrupted() {
+    let (provider, exporter) = in_memory();
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("late").delay(Duration::from_secs(30))]);
+    let agent = Agent::builder("a")
+        .model(model)
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .build()
+        .unwrap();
+    let running = tokio::spawn({
+        let agent = agent.clone();
+        async move { collect(agent.reply_stream(Msg::user("user", "hi"))).await }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(agent.interrupt());
+    running.await.unwrap();
+    let spans = spans(&exporter);
+    let chat = one(&spans, "chat m");
+    assert!(
+        is_ok(chat),
+        "an interrupted call ends OK, as in the reference: {:?}",
+        chat.status
+    );
+    assert_eq!(
+        attr(chat, "gen_ai.response.finish_reasons"),
+        Some(string_array(&["interrupted"]))
+    );
+    assert_eq!(attr(chat, "error.type"), None);
+    let root = one(&spans, "invoke_agent a");
+    assert!(is_ok(root));
+    assert_eq!(
+        attr(root, "gen_ai.response.finish_reasons"),
+        Some(string_array(&["interrupted"]))
+    );
+}
+
 /// A tool executed by the caller, outside the agent.
 struct Lookup {
     schema: serde_json::Value,

@@ -16,6 +16,8 @@ use crate::span::{OpenSpan, parent_of};
 pub(crate) struct ToolRecord {
     span: OpenSpan,
     capture: bool,
+    /// The reply's context: tells a user's interruption from an abandoned call on drop.
+    reply: towerscope_core::AgentContext,
 }
 
 impl ToolRecord {
@@ -44,6 +46,7 @@ impl ToolRecord {
         Self {
             span: OpenSpan::start(tracer, builder, &parent_of(&req.ctx)),
             capture: config.capture_content,
+            reply: req.ctx.clone(),
         }
     }
 
@@ -99,7 +102,12 @@ impl ToolRecord {
         if self.span.ended() {
             return;
         }
-        self.span.cancel("tool stream");
+        if self.reply.is_interrupted() {
+            // The user interrupted the reply: the call ends as interrupted, not as a failure.
+            self.span.ok();
+        } else {
+            self.span.cancel("tool stream");
+        }
         self.span.end();
     }
 }

@@ -20,6 +20,8 @@ use crate::span::{CANCELLED, OpenSpan, parent_of, string_array};
 #[derive(Debug)]
 pub(crate) struct ChatRecord {
     span: Option<OpenSpan>,
+    /// The reply's context: tells a user's interruption from an abandoned call on drop.
+    reply: towerscope_core::AgentContext,
     instruments: Arc<Instruments>,
     metric_attributes: Vec<KeyValue>,
     start: Instant,
@@ -81,6 +83,7 @@ impl ChatRecord {
             metric_attributes,
             start,
             capture: config.capture_content,
+            reply: req.ctx.clone(),
             first_chunk_seen: false,
             done: false,
         }
@@ -226,6 +229,19 @@ impl ChatRecord {
             return;
         }
         self.done = true;
+        if self.reply.is_interrupted() {
+            // The user interrupted the reply: a normal end, as in the reference (its model
+            // turns the cancellation into an interrupted response).
+            if let Some(span) = &mut self.span {
+                span.set(KeyValue::new(
+                    GEN_AI_RESPONSE_FINISH_REASONS,
+                    string_array(["interrupted"]),
+                ));
+                span.ok();
+                span.end();
+            }
+            return;
+        }
         if let Some(span) = &mut self.span {
             span.cancel("model stream");
             span.end();
