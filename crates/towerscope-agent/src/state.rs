@@ -1,5 +1,29 @@
 //! The agent's state: the conversation, the reply in progress, activated tool groups and
 //! permission rules. It serializes with serde, so it can be saved and a new agent built from it.
+//!
+//! # Example
+//!
+//! ```
+//! use towerscope_agent::{Agent, AgentState};
+//! use towerscope_core::Msg;
+//! use towerscope_models::{ScriptedModel, ScriptedResponse};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let model = ScriptedModel::new("m", [ScriptedResponse::text("Noted."), ScriptedResponse::text("Blue.")]);
+//! let agent = Agent::builder("a").model(model.clone()).build()?;
+//! agent.reply(Msg::user("user", "My favourite colour is blue.")).await?;
+//!
+//! // Save the state, and carry the conversation on with a new agent.
+//! let saved = serde_json::to_string(&agent.state())?;
+//! let restored: AgentState = serde_json::from_str(&saved)?;
+//! let again = Agent::builder("a").model(model.clone()).state(restored).build()?;
+//! assert_eq!(again.session_id(), agent.session_id());
+//! again.reply(Msg::user("user", "Which colour do I like?")).await?;
+//! let seen = &model.requests()[1].messages;
+//! assert_eq!(seen[1].text_content().as_deref(), Some("My favourite colour is blue."));
+//! # Ok(()) }
+//! ```
 
 use serde::{Deserialize, Serialize};
 use towerscope_core::{

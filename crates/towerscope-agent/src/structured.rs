@@ -4,6 +4,29 @@
 //! (`T: JsonSchema + DeserializeOwned`). For that reply the model is offered the tool
 //! `GenerateStructuredOutput` whose input schema is `T`'s; its arguments are validated like any
 //! tool's (errors go back to the model), and the reply ends once valid output was generated.
+//!
+//! # Example
+//!
+//! ```
+//! use towerscope_agent::{Agent, structured::TOOL_NAME};
+//! use towerscope_core::Msg;
+//! use towerscope_models::{ScriptedModel, ScriptedResponse};
+//!
+//! /// A city's weather.
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Weather {
+//!     /// Degrees Celsius.
+//!     celsius: i32,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), towerscope_core::AgentError> {
+//! let model = ScriptedModel::new("m", [ScriptedResponse::tool_call("c1", TOOL_NAME, r#"{"celsius": 21}"#)]);
+//! let agent = Agent::builder("a").model(model).build()?;
+//! let (_msg, weather) = agent.reply_structured::<Weather>(Msg::user("user", "Paris?")).await?;
+//! assert_eq!(weather.celsius, 21);
+//! # Ok(()) }
+//! ```
 
 use std::sync::Arc;
 
