@@ -191,9 +191,9 @@ impl ScriptedResponse {
     }
 
     /// The complete response this script entry stands for.
-    fn complete(&self) -> ChatResponse {
-        let mut r = ChatResponse::new(self.content.clone());
-        r.usage = self.usage.clone();
+    fn complete(self) -> ChatResponse {
+        let mut r = ChatResponse::new(self.content);
+        r.usage = self.usage;
         r
     }
 
@@ -467,13 +467,14 @@ impl ChatModel for ScriptedModel {
 
 fn into_stream(response: ScriptedResponse) -> towerscope_core::ChatStream {
     let mut items: Vec<Result<ChatResponse, AgentError>> = response.chunks().into_iter().map(Ok).collect();
+    let chunk_delay = response.chunk_delay;
     if let Some((after, err)) = response.fail_after.clone() {
         items.truncate(after);
         items.push(Err(err));
     } else if response.final_chunk {
         items.push(Ok(response.complete()));
     }
-    match response.chunk_delay {
+    match chunk_delay {
         None => Box::pin(stream::iter(items)),
         Some(delay) => Box::pin(stream::iter(items).then(move |item| async move {
             tokio::time::sleep(delay).await;
