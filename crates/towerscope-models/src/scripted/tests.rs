@@ -2,6 +2,7 @@
 
 use super::*;
 use futures_util::StreamExt;
+use std::time::Duration;
 use towerscope_core::{AgentContext, ContentBlock};
 
 fn request(model: &ScriptedModel) -> ModelCallRequest {
