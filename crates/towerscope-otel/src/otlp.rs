@@ -255,66 +255,53 @@ fn grpc_disabled() -> OtlpError {
     OtlpError::new("OTLP over gRPC needs the `grpc` feature of towerscope-otel; or use Protocol::HttpProtobuf")
 }
 
+/// The endpoint and timeout of `config`, on any exporter builder.
+fn configured<B: WithExportConfig>(mut builder: B, endpoint: Option<String>, config: &OtlpConfig) -> B {
+    if let Some(endpoint) = endpoint {
+        builder = builder.with_endpoint(endpoint);
+    }
+    if let Some(timeout) = config.timeout {
+        builder = builder.with_timeout(timeout);
+    }
+    builder
+}
+
 fn span_exporter(config: &OtlpConfig, protocol: Protocol) -> Result<SpanExporter, OtlpError> {
     let endpoint = config.signal_endpoint(protocol, "traces");
-    match protocol {
-        Protocol::HttpProtobuf => {
-            let mut builder = SpanExporter::builder()
+    let built = match protocol {
+        Protocol::HttpProtobuf => configured(
+            SpanExporter::builder()
                 .with_http()
-                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary);
-            if let Some(endpoint) = endpoint {
-                builder = builder.with_endpoint(endpoint);
-            }
-            if let Some(timeout) = config.timeout {
-                builder = builder.with_timeout(timeout);
-            }
-            builder.build().map_err(|e| build_error("span", e))
-        }
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary),
+            endpoint,
+            config,
+        )
+        .build(),
         #[cfg(feature = "grpc")]
-        Protocol::Grpc => {
-            let mut builder = SpanExporter::builder().with_tonic();
-            if let Some(endpoint) = endpoint {
-                builder = builder.with_endpoint(endpoint);
-            }
-            if let Some(timeout) = config.timeout {
-                builder = builder.with_timeout(timeout);
-            }
-            builder.build().map_err(|e| build_error("span", e))
-        }
+        Protocol::Grpc => configured(SpanExporter::builder().with_tonic(), endpoint, config).build(),
         #[cfg(not(feature = "grpc"))]
-        Protocol::Grpc => Err(grpc_disabled()),
-    }
+        Protocol::Grpc => return Err(grpc_disabled()),
+    };
+    built.map_err(|e| build_error("span", e))
 }
 
 fn metric_exporter(config: &OtlpConfig, protocol: Protocol) -> Result<MetricExporter, OtlpError> {
     let endpoint = config.signal_endpoint(protocol, "metrics");
-    match protocol {
-        Protocol::HttpProtobuf => {
-            let mut builder = MetricExporter::builder()
+    let built = match protocol {
+        Protocol::HttpProtobuf => configured(
+            MetricExporter::builder()
                 .with_http()
-                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary);
-            if let Some(endpoint) = endpoint {
-                builder = builder.with_endpoint(endpoint);
-            }
-            if let Some(timeout) = config.timeout {
-                builder = builder.with_timeout(timeout);
-            }
-            builder.build().map_err(|e| build_error("metric", e))
-        }
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary),
+            endpoint,
+            config,
+        )
+        .build(),
         #[cfg(feature = "grpc")]
-        Protocol::Grpc => {
-            let mut builder = MetricExporter::builder().with_tonic();
-            if let Some(endpoint) = endpoint {
-                builder = builder.with_endpoint(endpoint);
-            }
-            if let Some(timeout) = config.timeout {
-                builder = builder.with_timeout(timeout);
-            }
-            builder.build().map_err(|e| build_error("metric", e))
-        }
+        Protocol::Grpc => configured(MetricExporter::builder().with_tonic(), endpoint, config).build(),
         #[cfg(not(feature = "grpc"))]
-        Protocol::Grpc => Err(grpc_disabled()),
-    }
+        Protocol::Grpc => return Err(grpc_disabled()),
+    };
+    built.map_err(|e| build_error("metric", e))
 }
 
 /// Owns the providers [`init_otlp`] installed. [`shutdown`](Self::shutdown), or dropping it,
