@@ -116,9 +116,10 @@ async fn reason(shared: &Arc<Shared>, req: ReasoningRequest, y: &Out) -> Result<
     let usage = completed.usage.as_ref().map(|u| u.to_usage()).unwrap_or_default();
     // Saved before MODEL_CALL_END goes out: a consumer that stops reading at that event (drops
     // the stream) must not lose the answer, and its tool calls get closed by the next reply.
-    let candidate = save(shared, &ctx, &completed, &usage);
+    let finished_reason = completed.finished_reason;
+    let candidate = save(shared, &ctx, completed, &usage);
     y.emit(Ok(ReplyItem::Event(AgentEvent::ModelCallEnd(
-        ModelCallEndEvent::new(reply_id, &usage).with_finished_reason(completed.finished_reason),
+        ModelCallEndEvent::new(reply_id, &usage).with_finished_reason(finished_reason),
     ))))
     .await;
     if let Some(msg) = candidate {
@@ -128,21 +129,29 @@ async fn reason(shared: &Arc<Shared>, req: ReasoningRequest, y: &Out) -> Result<
 }
 
 /// Saves the answer to the reply's message; returns the candidate final message, if final.
-fn save(shared: &Shared, ctx: &AgentContext, completed: &ChatResponse, usage: &Usage) -> Option<Msg> {
+fn save(shared: &Shared, ctx: &AgentContext, completed: ChatResponse, usage: &Usage) -> Option<Msg> {
     let reply_id = ctx.reply_id();
     let mut state = shared.lock_state();
     state.reply_context.usage.add(usage);
-    let blocks = completed.content.iter().filter(|b| !is_audio(b)).cloned();
-    state.append_to_reply(&shared.name, reply_id, blocks);
-
     let has_tool_call = completed.content.iter().any(|b| matches!(b, ContentBlock::ToolCall(_)));
     let thinking_only =
         !completed.content.is_empty() && completed.content.iter().all(|b| matches!(b, ContentBlock::Thinking(_)));
-    if completed.finished_reason == ModelFinishedReason::Interrupted || has_tool_call || thinking_only {
+    let is_final = completed.finished_reason != ModelFinishedReason::Interrupted && !has_tool_call && !thinking_only;
+    if !is_final {
+        // Not a final answer: the context is the only place the blocks go, so they move there.
+        state.append_to_reply(
+            &shared.name,
+            reply_id,
+            completed.content.into_iter().filter(|b| !is_audio(b)),
+        );
         return None;
     }
-    let mut msg = Msg::assistant(&*shared.name, "");
-    msg.content = completed.content.clone();
+    state.append_to_reply(
+        &shared.name,
+        reply_id,
+        completed.content.iter().filter(|b| !is_audio(b)).cloned(),
+    );
+    let mut msg = Msg::assistant_blocks(&*shared.name, completed.content);
     msg.id = reply_id.to_owned();
     msg.usage = Some(state.reply_context.usage);
     msg.finished_reason = Some(ReplyFinishedReason::Completed);

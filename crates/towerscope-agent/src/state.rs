@@ -104,9 +104,7 @@ impl AgentState {
     pub(crate) fn reply_msg_mut(&mut self, agent_name: &str, reply_id: &str) -> &mut Msg {
         let is_tail = self.reply_msg(reply_id).is_some();
         if !is_tail {
-            let mut msg = Msg::assistant(agent_name, "");
-            msg.content.clear();
-            msg.id = reply_id.to_owned();
+            let msg = Msg::assistant_blocks(agent_name, Vec::new()).with_id(reply_id);
             self.context.push(msg);
         }
         let last = self.context.len() - 1;

@@ -181,6 +181,12 @@ impl Msg {
         Self::new_unchecked(name.into(), Role::Assistant, vec![ContentBlock::text(text)])
     }
 
+    /// An assistant message holding `content` (an assistant message may hold every kind of
+    /// block, so this cannot fail).
+    pub fn assistant_blocks(name: impl Into<String>, content: Vec<ContentBlock>) -> Self {
+        Self::new_unchecked(name.into(), Role::Assistant, content)
+    }
+
     /// Sets the message id.
     #[must_use]
     pub fn with_id(mut self, id: impl Into<String>) -> Self {
