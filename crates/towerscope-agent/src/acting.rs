@@ -169,10 +169,7 @@ fn prepare_structured(ctx: &AgentContext, call: &ToolCallBlock) -> Result<(Arc<T
             call.name
         ));
     };
-    let input = crate::toolkit::parse_with_repair(&call.input, &schema.schema)
-        .map_err(|e| format!("Input validation failed for tool '{}': {e} (at $)", call.name))?;
-    crate::toolkit::validate(&input, &schema.schema)
-        .map_err(|e| format!("Input validation failed for tool '{}': {e}", call.name))?;
+    let input = crate::toolkit::parse_input(&call.name, &call.input, &schema.schema)?;
     let info = ToolInfo {
         name: structured::TOOL_NAME.to_owned(),
         description: structured::tool_schema(&schema).description,

@@ -86,7 +86,7 @@ mod validate;
 pub use function::FunctionTool;
 pub use group::{ACTIVATED_GROUPS_KEY, ActiveToolGroups, BASIC_GROUP, RESET_TOOLS, ToolGroup};
 pub use json_repair::parse_with_repair;
-pub use registry::{PreparedCall, Toolkit, UnknownGroupError};
+pub use registry::{PreparedCall, Toolkit, UnknownGroupError, parse_input};
 pub use result::{IntoToolResult, Json};
 pub use schema::strip_titles;
 pub use service::ToolkitService;

@@ -326,21 +326,23 @@ impl Toolkit {
                  activate the group by calling the '{RESET_TOOLS}' tool."
             ));
         }
-        let schema = entry.tool.input_schema();
-        let input = parse_with_repair(&call.input, schema)
-            .map_err(|message| format!("Input validation failed for tool '{name}': {message} (at $)"))?;
-        validate(&input, schema).map_err(|e| {
-            format!(
-                "Input validation failed for tool '{name}': {} (at {})",
-                e.message, e.json_path
-            )
-        })?;
+        let input = parse_input(name, &call.input, entry.tool.input_schema())?;
         Ok(PreparedCall {
             tool: Arc::clone(&entry.tool),
             info: Arc::clone(&entry.info),
             input,
         })
     }
+}
+
+/// Parses a tool call's raw input against `schema` (repairing truncated JSON and coercing types
+/// as the reference does) and validates it. The error is the text the model gets back:
+/// `Input validation failed for tool '{name}': {message} (at {json_path})`.
+pub fn parse_input(name: &str, raw: &str, schema: &serde_json::Value) -> Result<serde_json::Value, String> {
+    let input = parse_with_repair(raw, schema)
+        .map_err(|message| format!("Input validation failed for tool '{name}': {message} (at $)"))?;
+    validate(&input, schema).map_err(|e| format!("Input validation failed for tool '{name}': {e}"))?;
+    Ok(input)
 }
 
 impl Default for Toolkit {
