@@ -30,15 +30,19 @@ fn item_name(item: &Result<ReplyItem, AgentError>) -> String {
     }
 }
 
-/// Logs `{name}_pre`, every item as `{name}_{KIND}`, then `{name}_post` when the stream ends.
+/// `inner`, then `entry` logged when it ends (a layer's post-code on a stream).
+fn log_at_end<S>(inner: S, log: Log, entry: String) -> impl futures_util::Stream<Item = S::Item>
+where
+    S: futures_util::Stream,
+{
+    inner.chain(stream::once(async move { push(&log, entry) }).filter_map(|()| async { None }))
+}
+
+/// Logs every item as `{name}_{KIND}`, then `{name}_post` when the stream ends.
 fn logged_stream(name: &'static str, log: Log, inner: EventStream) -> EventStream {
     let items_log = Arc::clone(&log);
     let items = inner.inspect(move |item| push(&items_log, format!("{name}_{}", item_name(item))));
-    let post = stream::once(async move {
-        push(&log, format!("{name}_post"));
-    })
-    .filter_map(|()| async { None });
-    Box::pin(items.chain(post))
+    Box::pin(log_at_end(items, log, format!("{name}_post")))
 }
 
 fn reply_logger(
@@ -132,9 +136,11 @@ fn model_logger(
                 ModelOutput::Stream(s) if wrap_stream => {
                     let chunk_log = Arc::clone(&log);
                     let chunks = s.inspect(move |_| push(&chunk_log, format!("{name}_chunk")));
-                    let post =
-                        stream::once(async move { push(&log, format!("{name}_post")) }).filter_map(|()| async { None });
-                    Ok(ModelOutput::Stream(Box::pin(chunks.chain(post))))
+                    Ok(ModelOutput::Stream(Box::pin(log_at_end(
+                        chunks,
+                        log,
+                        format!("{name}_post"),
+                    ))))
                 }
                 out => {
                     push(&log, format!("{name}_post"));
@@ -290,8 +296,7 @@ impl Middleware for Everywhere {
                 async move {
                     push(&log, "reply_pre");
                     let inner = next.run(req).await?;
-                    let post = stream::once(async move { push(&log, "reply_post") }).filter_map(|()| async { None });
-                    Ok(Box::pin(inner.chain(post)) as EventStream)
+                    Ok(Box::pin(log_at_end(inner, log, "reply_post".into())) as EventStream)
                 }
             },
         )))
@@ -305,9 +310,7 @@ impl Middleware for Everywhere {
                 async move {
                     push(&log, "reasoning_pre");
                     let inner = next.run(req).await?;
-                    let post =
-                        stream::once(async move { push(&log, "reasoning_post") }).filter_map(|()| async { None });
-                    Ok(Box::pin(inner.chain(post)) as EventStream)
+                    Ok(Box::pin(log_at_end(inner, log, "reasoning_post".into())) as EventStream)
                 }
             },
         )))
