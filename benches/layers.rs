@@ -147,7 +147,7 @@ fn layers(c: &mut Criterion) {
     let req = ModelCallRequest {
         ctx: AgentContext::new("assistant", "session-1", "reply-1"),
         model: Arc::new(BenchModel("bench-primary")),
-        messages: Arc::from(vec![Msg::user("user", "Hi")]),
+        messages: vec![Msg::user("user", "Hi")].into(),
         tools: Arc::from(vec![]),
         tool_choice: None,
     };

@@ -382,7 +382,7 @@ fn positions(c: &mut Criterion) {
     let model_call = ModelCallRequest {
         ctx: ctx.clone(),
         model: Arc::new(BenchModel),
-        messages: Arc::from(vec![Msg::system("system", "You are helpful."), Msg::user("user", "Hi")]),
+        messages: vec![Msg::system("system", "You are helpful."), Msg::user("user", "Hi")].into(),
         tools: Arc::from(vec![ToolSchema::new(
             "echo",
             "Echoes its input.",
@@ -398,6 +398,7 @@ fn positions(c: &mut Criterion) {
         ctx: ctx.clone(),
         tool_call: tool_call.clone(),
         tool: Arc::clone(&tool),
+        input: Arc::new(serde_json::json!({})),
     };
     let acting_impl = answer(ToolResponse::text("hi"), |r: &ToolResponse| -> ToolStream {
         Box::pin(stream::iter([Ok(ToolItem::Response(r.clone()))]))

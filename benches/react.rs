@@ -23,11 +23,11 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use tower::{Layer, Service, ServiceBuilder};
 use towerscope::agent::toolkit::FunctionTool;
 use towerscope::agent::{Agent, AgentBuilder, AgentState};
-use towerscope::core::{
-    ActingLayer, CompressLayer, Middleware, ModelCallLayer, Msg, PermissionLayer, ReasoningLayer, ReplyLayer,
-    SystemPromptTransformer, boxed_layer, prompt_fn,
-};
 use towerscope::models::{ScriptedModel, ScriptedResponse};
+use towerscope::{
+    ActingLayer, CompressLayer, ErasedLayer, Middleware, ModelCallLayer, Msg, PermissionLayer, ReasoningLayer,
+    ReplyLayer, SystemPromptTransformer, prompt_fn,
+};
 
 /// Add two integers.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -73,22 +73,22 @@ struct FullPassThrough;
 
 impl Middleware for FullPassThrough {
     fn on_reply(&self) -> Option<ReplyLayer> {
-        Some(boxed_layer(PassThroughLayer))
+        Some(ErasedLayer::new(PassThroughLayer))
     }
     fn on_reasoning(&self) -> Option<ReasoningLayer> {
-        Some(boxed_layer(PassThroughLayer))
+        Some(ErasedLayer::new(PassThroughLayer))
     }
     fn on_model_call(&self) -> Option<ModelCallLayer> {
-        Some(boxed_layer(PassThroughLayer))
+        Some(ErasedLayer::new(PassThroughLayer))
     }
     fn on_acting(&self) -> Option<ActingLayer> {
-        Some(boxed_layer(PassThroughLayer))
+        Some(ErasedLayer::new(PassThroughLayer))
     }
     fn on_check_permission(&self) -> Option<PermissionLayer> {
-        Some(boxed_layer(PassThroughLayer))
+        Some(ErasedLayer::new(PassThroughLayer))
     }
     fn on_compress_context(&self) -> Option<CompressLayer> {
-        Some(boxed_layer(PassThroughLayer))
+        Some(ErasedLayer::new(PassThroughLayer))
     }
     fn on_system_prompt(&self) -> Option<Arc<dyn SystemPromptTransformer>> {
         Some(Arc::new(prompt_fn(|_ctx, prompt| async move { Ok(prompt) })))

@@ -2,7 +2,10 @@
 //!
 //! This is the facade crate: it re-exports the workspace's crates and offers a [`prelude`].
 //!
-//! - [`core`]: messages, events, the seven positions, errors.
+//! - at the root: everything of `towerscope_core` (messages, events, ids, the seven positions,
+//!   `Middleware`, `from_fn`, errors), so `towerscope::Msg`, `towerscope::message::...`,
+//!   `towerscope::event::...` (the core crate is not re-exported as a module named `core`: that
+//!   name would shadow `::core` for glob importers);
 //! - [`agent`]: the ReAct [`Agent`](agent::Agent), its toolkit and structured output.
 //! - [`models`]: chat models, including the network-free [`models::ScriptedModel`].
 //! - [`layers`]: built-in layers: timing, rate limit, fallback, retry, timeout, call limits, dynamic
@@ -27,16 +30,18 @@
 //! ```
 
 pub use towerscope_agent as agent;
-pub use towerscope_core as core;
+pub use towerscope_core::*;
 pub use towerscope_layers as layers;
 pub use towerscope_models as models;
 #[cfg(feature = "otel")]
 pub use towerscope_otel as otel;
 
-/// The types most programs need, in one import.
+/// The types most programs and layer authors need, in one import: the agent, its builder and
+/// reply stream, tools, messages and events, every position's request and `Next`, and the
+/// scripted model.
 pub mod prelude {
     pub use towerscope_agent::toolkit::{FunctionTool, Tool, Toolkit};
-    pub use towerscope_agent::{Agent, AgentBuilder, AgentState};
+    pub use towerscope_agent::{Agent, AgentBuilder, AgentState, ReplyStream};
     pub use towerscope_core::ModelRef;
     pub use towerscope_core::prelude::*;
     pub use towerscope_models::{ScriptedModel, ScriptedResponse};

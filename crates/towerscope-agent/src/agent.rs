@@ -2,9 +2,10 @@
 
 use std::fmt;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
@@ -12,53 +13,14 @@ use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use tower::ServiceExt;
 use towerscope_core::{
-    ActingRequest, AgentContext, AgentError, AgentEvent, CompressRequest, EventStream, ModelCallRequest, ModelOutput,
-    ModelRef, Msg, ObserveHook, PermissionDecision, PermissionRequest, Position, ReplyInput, ReplyItem, ReplyRequest,
-    StructuredSchema, SystemPromptFold, ToolStream,
+    AgentContext, AgentError, EventStream, Id, Msg, Position, ReplyInput, ReplyItem, ReplyRequest, StructuredSchema,
 };
 
-use crate::builder::{AgentBuilder, ReactConfig};
-use crate::reply::{ReplyEndSeen, ReplyImpl};
-use crate::services::{ActingImpl, CompressImpl, ModelCallImpl, PermissionImpl};
+use crate::builder::AgentBuilder;
+use crate::emit::EventsUnread;
+use crate::reply::ReactLoop;
+use crate::runtime::{Runtime, validate_input};
 use crate::state::AgentState;
-use crate::toolkit::Toolkit;
-
-/// What every position's implementation shares.
-pub(crate) struct Shared {
-    pub(crate) name: Arc<str>,
-    pub(crate) system_prompt: String,
-    pub(crate) model: ModelRef,
-    pub(crate) toolkit: Arc<Toolkit>,
-    pub(crate) config: ReactConfig,
-    pub(crate) state: Arc<Mutex<AgentState>>,
-    pub(crate) system_prompt_fold: SystemPromptFold,
-    pub(crate) interrupt: crate::interrupt::Interrupt,
-    pub(crate) observe_hooks: Vec<Arc<dyn ObserveHook>>,
-    pub(crate) model_call: Position<ModelCallImpl, ModelCallRequest, ModelOutput>,
-    pub(crate) acting: Position<ActingImpl, ActingRequest, ToolStream>,
-    pub(crate) permission: Position<PermissionImpl, PermissionRequest, PermissionDecision>,
-    pub(crate) compress: Position<CompressImpl, CompressRequest, ()>,
-}
-
-impl Shared {
-    /// Locks the state. Never held across an `.await`.
-    pub(crate) fn lock_state(&self) -> MutexGuard<'_, AgentState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The model input: the system prompt (after the fold), the summary, the context.
-    pub(crate) async fn model_input(&self, ctx: &AgentContext) -> Result<Arc<[Msg]>, AgentError> {
-        let prompt = self.system_prompt_fold.apply(ctx, self.system_prompt.clone()).await?;
-        let state = self.lock_state();
-        let mut messages = Vec::with_capacity(state.context.len() + 2);
-        messages.push(Msg::system("system", prompt));
-        if !state.summary.is_empty() {
-            messages.push(Msg::user("user", state.summary.clone()));
-        }
-        messages.extend(state.context.iter().cloned());
-        Ok(Arc::from(messages))
-    }
-}
 
 /// A ReAct agent whose every step passes through the seven positions.
 ///
@@ -83,16 +45,19 @@ impl Shared {
 /// ```
 #[derive(Clone)]
 pub struct Agent {
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) reply: Position<ReplyImpl, ReplyRequest, EventStream>,
+    pub(crate) runtime: Arc<Runtime>,
+    pub(crate) reply: Position<ReactLoop, ReplyRequest, EventStream>,
     pub(crate) busy: Arc<AtomicBool>,
+    /// Whether a reply whose events nobody reads may skip building them: no layer is installed
+    /// on `on_reply` or `on_reasoning` (see the `emit` module).
+    pub(crate) events_optional: bool,
 }
 
 impl fmt::Debug for Agent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Agent")
-            .field("name", &self.shared.name)
-            .field("model", &self.shared.model.model_name())
+            .field("name", &self.runtime.name)
+            .field("model", &self.runtime.model.model_name())
             .finish_non_exhaustive()
     }
 }
@@ -105,17 +70,17 @@ impl Agent {
 
     /// The agent's name.
     pub fn name(&self) -> &str {
-        &self.shared.name
+        &self.runtime.name
     }
 
     /// The session id (stable across replies).
-    pub fn session_id(&self) -> String {
-        self.shared.lock_state().session_id.clone()
+    pub fn session_id(&self) -> Id {
+        self.runtime.lock_state().session_id.clone()
     }
 
     /// A copy of the agent's state (serializable: save it, and build a new agent from it).
     pub fn state(&self) -> AgentState {
-        self.shared.lock_state().clone()
+        self.runtime.lock_state().clone()
     }
 
     /// Interrupts the running reply, as the reference does when its reply task is cancelled:
@@ -128,7 +93,7 @@ impl Agent {
         if !self.busy.load(Ordering::Acquire) {
             return false;
         }
-        self.shared.interrupt.trigger();
+        self.runtime.interrupt.trigger();
         true
     }
 
@@ -140,23 +105,36 @@ impl Agent {
                 "cannot load a state while the agent is replying; wait for the reply to finish".to_owned(),
             ));
         }
-        *self.shared.lock_state() = state;
+        *self.runtime.lock_state() = state;
         Ok(())
     }
 
-    /// Adds messages to the context without replying. Rejects system messages and messages
-    /// holding tool calls, tool results or thinking, as the reference does.
+    /// Adds messages to the context without replying, with the rules of [`reply`](Self::reply):
+    /// system messages and messages holding tool calls, tool results or thinking are rejected;
+    /// calls a dropped reply left open are closed first (so every call keeps one result); and
+    /// while a reply runs or is parked for the user, observing fails with
+    /// [`AgentError::State`] (the reference raises too) and the context is unchanged.
     pub fn observe(&self, msgs: impl IntoIterator<Item = Msg>) -> Result<(), AgentError> {
         let mut msgs: Vec<Msg> = msgs.into_iter().collect();
-        for hook in &self.shared.observe_hooks {
-            msgs = hook.pre_observe(&self.shared.name, msgs)?;
+        for hook in &self.runtime.observe_hooks {
+            msgs = hook.pre_observe(&self.runtime.name, msgs)?;
         }
         for m in &msgs {
-            crate::reply::validate_input(m)?;
+            validate_input(m)?;
         }
-        self.shared.lock_state().context.extend(msgs.iter().cloned());
-        for hook in &self.shared.observe_hooks {
-            hook.post_observe(&self.shared.name, &msgs)?;
+        if self.busy.load(Ordering::Acquire) {
+            return Err(AgentError::State(
+                "cannot observe messages while the agent is replying; observe them after the reply ends".to_owned(),
+            ));
+        }
+        {
+            let mut state = self.runtime.lock_state();
+            crate::reply::check_not_parked(&state)?;
+            crate::resume::close_dangling_calls(&self.runtime.name, &mut state);
+            state.context.extend(msgs.iter().cloned().map(Arc::new));
+        }
+        for hook in &self.runtime.observe_hooks {
+            hook.post_observe(&self.runtime.name, &msgs)?;
         }
         Ok(())
     }
@@ -164,17 +142,21 @@ impl Agent {
     /// Streams a reply: `REPLY_START`, the events of each round, `REPLY_END`, then the final
     /// [`Msg`] as the last item.
     pub fn reply_stream(&self, input: impl Into<ReplyInput>) -> ReplyStream {
-        self.start(input.into(), None)
+        self.start(input.into(), None, false)
     }
 
     /// Streams a reply that must produce structured output of the given schema.
     pub fn reply_stream_structured(&self, input: impl Into<ReplyInput>, schema: StructuredSchema) -> ReplyStream {
-        self.start(input.into(), Some(Arc::new(schema)))
+        self.start(input.into(), Some(Arc::new(schema)), false)
     }
 
     /// Replies and returns the final message.
+    ///
+    /// With no layer on `on_reply` or `on_reasoning`, nobody can read the reply's events, so
+    /// they are not built: this costs less than reading [`reply_stream`](Self::reply_stream) to
+    /// its end.
     pub async fn reply(&self, input: impl Into<ReplyInput>) -> Result<Msg, AgentError> {
-        last_msg(self.reply_stream(input)).await
+        last_msg(self.start(input.into(), None, self.events_optional)).await
     }
 
     /// Replies with structured output of type `T`: the model must call the
@@ -185,31 +167,32 @@ impl Agent {
         T: schemars::JsonSchema + DeserializeOwned,
     {
         let schema = crate::structured::schema_for::<T>();
-        let msg = last_msg(self.reply_stream_structured(input, schema)).await?;
+        let msg = last_msg(self.start(input.into(), Some(Arc::new(schema)), self.events_optional)).await?;
         let value = structured_value::<T>(&msg)?;
         Ok((msg, value))
     }
 
-    fn start(&self, input: ReplyInput, schema: Option<Arc<StructuredSchema>>) -> ReplyStream {
+    fn start(&self, input: ReplyInput, schema: Option<Arc<StructuredSchema>>, quiet: bool) -> ReplyStream {
         if self.busy.swap(true, Ordering::AcqRel) {
             return ReplyStream::failed(AgentError::State(
                 "the agent is already replying; wait for the current reply to finish or drop its stream".to_owned(),
             ));
         }
         let guard = BusyGuard(Arc::clone(&self.busy));
-        self.shared.interrupt.reset();
+        self.runtime.interrupt.reset();
         let (session_id, reply_id) = {
-            let state = self.shared.lock_state();
+            let state = self.runtime.lock_state();
             let reply_id = if input.is_resume() {
                 state.reply_context.reply_id.clone()
             } else {
-                towerscope_core::id::new_id()
+                Id::new()
             };
             (state.session_id.clone(), reply_id)
         };
-        let ctx = AgentContext::new(Arc::clone(&self.shared.name), session_id, reply_id);
-        let seen = ReplyEndSeen::default();
-        ctx.insert(seen.clone());
+        let ctx = AgentContext::new(Arc::clone(&self.runtime.name), session_id, reply_id);
+        if quiet {
+            ctx.insert(EventsUnread);
+        }
         let request = ReplyRequest {
             ctx,
             input,
@@ -218,7 +201,6 @@ impl Agent {
         let opening = Box::pin(self.reply.clone().oneshot(request));
         ReplyStream {
             state: StreamState::Opening(opening),
-            seen,
             _busy: Some(guard),
         }
     }
@@ -267,9 +249,13 @@ enum StreamState {
 ///
 /// Dropping it stops the reply at its next await point; tool calls it left without a result
 /// are closed as interrupted when the next reply starts.
+///
+/// A panic in a middleware (on any position but `on_acting` and `on_check_permission`, where
+/// it fails only its tool call) ends the stream with [`AgentError::Middleware`] naming the
+/// panic, instead of unwinding into the caller; the calls it left open are closed as
+/// interrupted when the next reply starts.
 pub struct ReplyStream {
     state: StreamState,
-    seen: ReplyEndSeen,
     _busy: Option<BusyGuard>,
 }
 
@@ -277,9 +263,43 @@ impl ReplyStream {
     fn failed(err: AgentError) -> Self {
         Self {
             state: StreamState::Failed(Some(err)),
-            seen: ReplyEndSeen::default(),
             _busy: None,
         }
+    }
+
+    fn poll_inner(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<ReplyItem, AgentError>>> {
+        loop {
+            match &mut self.state {
+                StreamState::Opening(fut) => match fut.as_mut().poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Ok(stream)) => self.state = StreamState::Streaming(stream),
+                    Poll::Ready(Err(e)) => {
+                        self.finish();
+                        return Poll::Ready(Some(Err(e)));
+                    }
+                },
+                StreamState::Streaming(stream) => {
+                    return match stream.as_mut().poll_next(cx) {
+                        Poll::Ready(None) => {
+                            self.finish();
+                            Poll::Ready(None)
+                        }
+                        other => other,
+                    };
+                }
+                StreamState::Failed(err) => {
+                    let err = err.take();
+                    self.state = StreamState::Done;
+                    return Poll::Ready(err.map(Err));
+                }
+                StreamState::Done => return Poll::Ready(None),
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        self.state = StreamState::Done;
+        self._busy = None;
     }
 }
 
@@ -293,39 +313,17 @@ impl Stream for ReplyStream {
     type Item = Result<ReplyItem, AgentError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        loop {
-            match &mut self.state {
-                StreamState::Opening(fut) => match fut.as_mut().poll(cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(Ok(stream)) => self.state = StreamState::Streaming(stream),
-                    Poll::Ready(Err(e)) => {
-                        self.state = StreamState::Done;
-                        self._busy = None;
-                        return Poll::Ready(Some(Err(e)));
-                    }
-                },
-                StreamState::Streaming(stream) => {
-                    return match stream.as_mut().poll_next(cx) {
-                        Poll::Pending => Poll::Pending,
-                        Poll::Ready(None) => {
-                            self.state = StreamState::Done;
-                            self._busy = None;
-                            Poll::Ready(None)
-                        }
-                        Poll::Ready(Some(item)) => {
-                            if let Ok(ReplyItem::Event(AgentEvent::ReplyEnd(_))) = &item {
-                                self.seen.0.store(true, Ordering::Release);
-                            }
-                            Poll::Ready(Some(item))
-                        }
-                    };
-                }
-                StreamState::Failed(err) => {
-                    let err = err.take();
-                    self.state = StreamState::Done;
-                    return Poll::Ready(err.map(Err));
-                }
-                StreamState::Done => return Poll::Ready(None),
+        let this = &mut *self;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| this.poll_inner(cx))) {
+            Ok(poll) => poll,
+            Err(payload) => {
+                // The reply's future is poisoned: drop it (a panic while dropping it is
+                // contained too) and end with the panic as an error.
+                let state = std::mem::replace(&mut this.state, StreamState::Done);
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(state)));
+                this.finish();
+                let what = crate::acting::panic_text("a position of the reply", &*payload);
+                Poll::Ready(Some(Err(AgentError::Middleware(what))))
             }
         }
     }

@@ -9,45 +9,17 @@ use tower::Service;
 
 use towerscope_core::{
     ActingRequest, AgentError, ChatModel, CompressRequest, ErasedService, EventStream, Middleware, ModelCallRequest,
-    ModelOutput, ModelRef, PermissionDecision, PermissionRequest, PositionStacks, ReasoningRequest, ReplyRequest,
+    ModelOutput, ModelRef, Msg, PermissionDecision, PermissionRequest, PositionStacks, ReasoningRequest, ReplyRequest,
     SystemPromptTransformer, ToolStream,
 };
 
-use crate::agent::{Agent, Shared};
-use crate::reasoning::ReasoningImpl;
-use crate::reply::ReplyImpl;
-use crate::services::{ActingImpl, CompressImpl, ModelCallImpl, PermissionImpl};
+use crate::agent::Agent;
+use crate::positions::{CallModel, DecidePermission, KeepContext, Positions, RunTool};
+use crate::reasoning::ReasoningStep;
+use crate::reply::ReactLoop;
+use crate::runtime::{ReactConfig, Runtime};
 use crate::state::AgentState;
 use crate::toolkit::{Tool, Toolkit, ToolkitService};
-
-/// The ReAct loop's configuration.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct ReactConfig {
-    /// Reasoning-acting rounds before the forced final text round (default 50).
-    pub max_iters: u32,
-    /// Extra rounds a structured-output reply gets past `max_iters` (default 5, must be > 0).
-    pub structured_output_grace_iters: u32,
-    /// The final message of an interrupted reply.
-    pub interruption_message: String,
-    /// The decision for a tool no rule and no tool-specific check covers.
-    ///
-    /// The reference asks the user for every custom function tool. towerscope allows them by
-    /// default, so a plain agent runs its tools; set [`PermissionDecision::Ask`] to confirm
-    /// every call (human in the loop).
-    pub default_permission: PermissionDecision,
-}
-
-impl Default for ReactConfig {
-    fn default() -> Self {
-        Self {
-            max_iters: 50,
-            structured_output_grace_iters: 5,
-            interruption_message: "I notice the interruption. How can I help you?".to_owned(),
-            default_permission: PermissionDecision::Allow,
-        }
-    }
-}
 
 macro_rules! position_method {
     ($(#[$doc:meta])* $method:ident, $field:ident, $req:ty, $resp:ty) => {
@@ -72,14 +44,14 @@ macro_rules! position_method {
 ///
 /// ```
 /// use towerscope_agent::Agent;
-/// use towerscope_core::{from_fn, ModelCallRequest, ModelOutput, Next, prompt_fn};
+/// use towerscope_core::{from_fn, ModelCallNext, ModelCallRequest, prompt_fn};
 /// use towerscope_models::{ScriptedModel, ScriptedResponse};
 ///
 /// let agent = Agent::builder("assistant")
 ///     .system_prompt("You are helpful.")
 ///     .model(ScriptedModel::new("scripted", [ScriptedResponse::text("hi")]))
 ///     .max_iters(10)
-///     .on_model_call(from_fn(|req: ModelCallRequest, next: Next<ModelCallRequest, ModelOutput>| next.run(req)))
+///     .on_model_call(from_fn(|req: ModelCallRequest, next: ModelCallNext| next.run(req)))
 ///     .on_system_prompt(prompt_fn(|_ctx, p| async move { Ok(format!("{p}\nBe brief.")) }))
 ///     .build()?;
 /// assert_eq!(agent.name(), "assistant");
@@ -166,6 +138,13 @@ impl AgentBuilder {
         self
     }
 
+    /// Whether an interrupted reply's stream ends with `Err(AgentError::Interrupted)` after its
+    /// closing events (default `false`; the reference's `interruption_raise_cancelled_error`).
+    pub fn error_after_interrupt(mut self, error: bool) -> Self {
+        self.config.error_after_interrupt = error;
+        self
+    }
+
     /// The whole configuration.
     pub fn config(mut self, config: ReactConfig) -> Self {
         self.config = config;
@@ -222,6 +201,10 @@ impl AgentBuilder {
     }
 
     /// Builds the agent: each position's stack is erased once, here.
+    ///
+    /// The positions have three owners, each the only one that calls them: the runtime holds
+    /// the per-round ones (`on_model_call`, `on_acting`, `on_check_permission`,
+    /// `on_compress_context`), the reply loop holds `on_reasoning`, the agent holds `on_reply`.
     pub fn build(self) -> Result<Agent, AgentError> {
         let model = self.model.ok_or_else(|| {
             AgentError::validation(format!("agent '{}' has no model; call AgentBuilder::model", self.name))
@@ -232,38 +215,49 @@ impl AgentBuilder {
         let toolkit = Arc::new(self.toolkit);
         let state = Arc::new(Mutex::new(self.state.unwrap_or_default()));
         let stacks = self.stacks;
-        let shared = Arc::new(Shared {
-            name: Arc::from(self.name),
-            system_prompt: self.system_prompt,
-            model,
-            toolkit: Arc::clone(&toolkit),
-            model_call: stacks.model_call.build(ModelCallImpl),
-            acting: stacks.acting.build(ActingImpl {
+        let positions = Positions {
+            model_call: stacks.model_call.build(CallModel),
+            acting: stacks.acting.build(RunTool {
                 toolkit: ToolkitService::new(Arc::clone(&toolkit)),
             }),
-            permission: stacks.check_permission.build(PermissionImpl {
+            permission: stacks.check_permission.build(DecidePermission {
                 state: Arc::clone(&state),
-                toolkit,
+                toolkit: Arc::clone(&toolkit),
                 default: self.config.default_permission.clone(),
             }),
-            compress: stacks.compress_context.build(CompressImpl),
+            compress: stacks.compress_context.build(KeepContext),
+        };
+        let system_msg = stacks
+            .system_prompt
+            .is_empty()
+            .then(|| Arc::new(Msg::system("system", self.system_prompt.clone())));
+        let events_optional = stacks.reply.is_empty() && stacks.reasoning.is_empty();
+        let runtime = Arc::new(Runtime {
+            name: Arc::from(self.name),
+            model_name: Arc::from(model.model_name()),
+            system_prompt: self.system_prompt,
+            system_msg,
+            model,
+            toolkit,
             config: self.config,
             state,
             system_prompt_fold: stacks.system_prompt,
-            observe_hooks: stacks.observe,
             interrupt: crate::interrupt::Interrupt::default(),
+            observe_hooks: stacks.observe,
+            positions,
         });
-        let reasoning = stacks.reasoning.build(ReasoningImpl {
-            shared: Arc::clone(&shared),
+        let reasoning = stacks.reasoning.build(ReasoningStep {
+            runtime: Arc::clone(&runtime),
         });
-        let reply = stacks.reply.build(ReplyImpl {
-            shared: Arc::clone(&shared),
+        let reply = stacks.reply.build(ReactLoop {
+            runtime: Arc::clone(&runtime),
             reasoning,
         });
         Ok(Agent {
-            shared,
+            runtime,
             reply,
             busy: Arc::new(AtomicBool::new(false)),
+            events_optional,
         })
     }
 }

@@ -64,20 +64,24 @@
 //! # Ok(()) }
 //! ```
 
+// Modules, top to bottom: each imports only modules below it (the agent and its builder are the
+// one pair that know each other).
 mod acting;
 mod agent;
 mod builder;
-mod convert;
+mod emit;
 mod generator;
 mod interrupt;
+mod positions;
 mod reasoning;
 mod reply;
 mod resume;
-mod services;
+mod runtime;
 pub mod state;
 pub mod structured;
 pub mod toolkit;
 
 pub use agent::{Agent, ReplyStream, structured_value};
-pub use builder::{AgentBuilder, ReactConfig};
+pub use builder::AgentBuilder;
+pub use runtime::ReactConfig;
 pub use state::{AgentState, ReplyContext};

@@ -1,117 +1,90 @@
-//! Resuming a parked reply: user confirmations, external execution results, interruption; and
-//! closing tool calls that a dropped reply left open.
+//! Resuming a parked reply (user confirmations, external execution results, interruption) and
+//! closing tool calls that a dropped or interrupted reply left open.
 
 use std::sync::Arc;
 
 use serde_json::Map;
 use towerscope_core::event::{ExternalExecutionResultEvent, UserConfirmResultEvent};
 use towerscope_core::{
-    AgentContext, AgentError, AgentEvent, MediaBlock, Msg, ReplyEndEvent, ReplyFinishedReason, ReplyItem,
-    ToolCallState, ToolOutput, ToolResultBlock, ToolResultDataDeltaEvent, ToolResultEndEvent, ToolResultStartEvent,
-    ToolResultState, ToolResultTextDeltaEvent,
+    AgentContext, AgentError, MediaBlock, Msg, ReplyEndEvent, ReplyFinishedReason, ToolCallState, ToolOutput,
+    ToolResultBlock, ToolResultDataDeltaEvent, ToolResultEndEvent, ToolResultStartEvent, ToolResultState,
+    ToolResultTextDeltaEvent,
 };
 
-use crate::agent::Shared;
-use crate::reply::{Out, ReplyEndSeen};
+use crate::acting::interrupted_output;
+use crate::emit::Emitter;
+use crate::runtime::Runtime;
 use crate::state::AgentState;
 
-/// The text a call closed by an interruption gets.
-pub(crate) const INTERRUPTED_CALL_TEXT: &str =
-    "<system-reminder>The tool call has been interrupted by the user.</system-reminder>";
-
-async fn event(y: &Out, e: AgentEvent) {
-    y.emit(Ok(ReplyItem::Event(e))).await;
-}
-
-/// Closes calls left without a result by a reply whose stream was dropped, so the context stays
-/// consistent (every call has exactly one result). No events: that reply is over.
-pub(crate) fn close_dangling_calls(shared: &Shared, state: &mut AgentState) {
-    let reply_id = state.context.last().map(|m| m.id.clone()).unwrap_or_default();
+/// Closes calls left without a result by a reply whose stream was dropped (or that failed), so
+/// the context stays consistent (every call has exactly one result). No events: that reply is
+/// over.
+pub(crate) fn close_dangling_calls(name: &Arc<str>, state: &mut AgentState) {
+    let Some(reply_id) = state.context.last().map(|m| m.id.clone()) else {
+        return;
+    };
     for call in state.unfinished_calls() {
-        let result = ToolResultBlock::new(
-            &call.id,
-            &call.name,
-            ToolOutput::Text(INTERRUPTED_CALL_TEXT.to_owned()),
-            ToolResultState::Interrupted,
-        );
-        state.save_result(&shared.name, &reply_id, result);
+        let output = interrupted_output(call.state == ToolCallState::Allowed);
+        let result = ToolResultBlock::new(&call.id, &call.name, output, ToolResultState::Interrupted);
+        state.save_result(name, &reply_id, result);
     }
 }
 
 /// `UserInterruptEvent`: close every awaiting call, `REPLY_END(interrupted)`, the interruption
 /// message. On an idle agent: nothing.
-pub(crate) async fn interrupt(shared: &Arc<Shared>, ctx: &AgentContext, y: &Out) -> Result<(), AgentError> {
-    if shared.lock_state().unfinished_calls().is_empty() {
+pub(crate) async fn interrupt(runtime: &Arc<Runtime>, ctx: &AgentContext, emit: &Emitter) -> Result<(), AgentError> {
+    if runtime.lock_state().unfinished_calls().is_empty() {
         return Ok(());
     }
-    end_interrupted(shared, ctx, y).await;
+    end_interrupted(runtime, ctx, emit).await;
     Ok(())
 }
 
 /// Closes every call without a result (`TOOL_RESULT_START` only for calls that had none yet),
 /// then `REPLY_END(interrupted)` and the interruption message. Used for an interrupted parked
-/// reply and for a running reply cancelled by [`Agent::interrupt`](crate::Agent::interrupt).
-pub(crate) async fn end_interrupted(shared: &Arc<Shared>, ctx: &AgentContext, y: &Out) {
+/// reply and for a running reply stopped by [`Agent::interrupt`](crate::Agent::interrupt).
+pub(crate) async fn end_interrupted(runtime: &Arc<Runtime>, ctx: &AgentContext, emit: &Emitter) {
     let reply_id = ctx.reply_id();
-    let calls = shared.lock_state().unfinished_calls();
+    let calls = runtime.lock_state().unfinished_calls();
     for call in calls {
         if !matches!(call.state, ToolCallState::Allowed | ToolCallState::Submitted) {
-            event(
-                y,
-                AgentEvent::ToolResultStart(ToolResultStartEvent::new(reply_id, &call.id, &call.name)),
-            )
-            .await;
+            emit.event(|| ToolResultStartEvent::new(reply_id, &call.id, &call.name).into())
+                .await;
         }
-        event(
-            y,
-            AgentEvent::ToolResultTextDelta(ToolResultTextDeltaEvent::new(reply_id, &call.id, INTERRUPTED_CALL_TEXT)),
-        )
-        .await;
-        let result = ToolResultBlock::new(
-            &call.id,
-            &call.name,
-            ToolOutput::Text(INTERRUPTED_CALL_TEXT.to_owned()),
-            ToolResultState::Interrupted,
-        );
-        shared.lock_state().save_result(&shared.name, reply_id, result);
-        event(
-            y,
-            AgentEvent::ToolResultEnd(ToolResultEndEvent::new(
-                reply_id,
-                &call.id,
-                ToolResultState::Interrupted,
-                Map::new(),
-            )),
-        )
-        .await;
+        emit.event(|| ToolResultTextDeltaEvent::new(reply_id, &call.id, crate::acting::INTERRUPTED_CALL_TEXT).into())
+            .await;
+        let output = interrupted_output(call.state == ToolCallState::Allowed);
+        let result = ToolResultBlock::new(&call.id, &call.name, output, ToolResultState::Interrupted);
+        runtime.lock_state().save_result(&runtime.name, reply_id, result);
+        emit.event(|| ToolResultEndEvent::new(reply_id, &call.id, ToolResultState::Interrupted, Map::new()).into())
+            .await;
     }
     let (session_id, usage) = {
-        let state = shared.lock_state();
+        let state = runtime.lock_state();
         (state.session_id.clone(), state.reply_context.usage)
     };
-    let end = ReplyEndEvent::new(session_id, reply_id, ReplyFinishedReason::Interrupted);
-    event(y, AgentEvent::ReplyEnd(end)).await;
-    if let Some(seen) = ctx.get::<ReplyEndSeen>() {
-        seen.0.store(false, std::sync::atomic::Ordering::Release);
-    }
-    let mut msg = Msg::assistant(&*shared.name, &*shared.config.interruption_message);
-    msg.id = reply_id.to_owned();
+    emit.event(|| ReplyEndEvent::new(session_id, reply_id, ReplyFinishedReason::Interrupted).into())
+        .await;
+    let mut msg = Msg::assistant(Arc::clone(&runtime.name), &*runtime.config.interruption_message).with_id(reply_id);
     msg.usage = Some(usage);
     msg.finished_reason = Some(ReplyFinishedReason::Interrupted);
-    y.emit(Ok(ReplyItem::Final(msg))).await;
+    emit.final_msg(msg).await;
+    if runtime.config.error_after_interrupt {
+        emit.error(AgentError::Interrupted).await;
+    }
 }
 
 /// `UserConfirmResultEvent`: confirmed calls become allowed (with the user's edits and rules),
 /// denied ones get a denied result.
 pub(crate) async fn confirm(
-    shared: &Arc<Shared>,
+    runtime: &Arc<Runtime>,
     ctx: &AgentContext,
     ev: &UserConfirmResultEvent,
-    y: &Out,
+    emit: &Emitter,
 ) -> Result<(), AgentError> {
     let reply_id = ctx.reply_id();
     {
-        let state = shared.lock_state();
+        let state = runtime.lock_state();
         let asking: Vec<_> = state
             .unfinished_calls()
             .into_iter()
@@ -133,7 +106,7 @@ pub(crate) async fn confirm(
     for result in &ev.confirm_results {
         let call = &result.tool_call;
         if result.confirmed {
-            let mut state = shared.lock_state();
+            let mut state = runtime.lock_state();
             if let Some(c) = state.tail_call_mut(&call.id) {
                 c.state = ToolCallState::Allowed;
                 c.name.clone_from(&call.name);
@@ -148,42 +121,28 @@ pub(crate) async fn confirm(
             "<system-reminder>The execution of tool \"{}\" is denied by user!</system-reminder>",
             call.name
         );
-        event(
-            y,
-            AgentEvent::ToolResultStart(ToolResultStartEvent::new(reply_id, &call.id, &call.name)),
-        )
-        .await;
-        event(
-            y,
-            AgentEvent::ToolResultTextDelta(ToolResultTextDeltaEvent::new(reply_id, &call.id, &text)),
-        )
-        .await;
+        emit.event(|| ToolResultStartEvent::new(reply_id, &call.id, &call.name).into())
+            .await;
+        emit.event(|| ToolResultTextDeltaEvent::new(reply_id, &call.id, &text).into())
+            .await;
         let block = ToolResultBlock::new(&call.id, &call.name, ToolOutput::Text(text), ToolResultState::Denied);
-        shared.lock_state().save_result(&shared.name, reply_id, block);
-        event(
-            y,
-            AgentEvent::ToolResultEnd(ToolResultEndEvent::new(
-                reply_id,
-                &call.id,
-                ToolResultState::Denied,
-                Map::new(),
-            )),
-        )
-        .await;
+        runtime.lock_state().save_result(&runtime.name, reply_id, block);
+        emit.event(|| ToolResultEndEvent::new(reply_id, &call.id, ToolResultState::Denied, Map::new()).into())
+            .await;
     }
     Ok(())
 }
 
 /// `ExternalExecutionResultEvent`: each result's output as deltas, then its end event.
 pub(crate) async fn external(
-    shared: &Arc<Shared>,
+    runtime: &Arc<Runtime>,
     ctx: &AgentContext,
     ev: &ExternalExecutionResultEvent,
-    y: &Out,
+    emit: &Emitter,
 ) -> Result<(), AgentError> {
     let reply_id = ctx.reply_id();
     {
-        let state = shared.lock_state();
+        let state = runtime.lock_state();
         let submitted: Vec<_> = state
             .unfinished_calls()
             .into_iter()
@@ -206,29 +165,26 @@ pub(crate) async fn external(
     for result in &ev.execution_results {
         match &result.output {
             ToolOutput::Text(t) => {
-                event(
-                    y,
-                    AgentEvent::ToolResultTextDelta(ToolResultTextDeltaEvent::new(reply_id, &result.id, t)),
-                )
-                .await;
+                emit.event(|| ToolResultTextDeltaEvent::new(reply_id, &result.id, t).into())
+                    .await;
             }
             ToolOutput::Blocks(blocks) => {
                 for b in blocks {
-                    let e = match b {
-                        MediaBlock::Text(t) => AgentEvent::ToolResultTextDelta(ToolResultTextDeltaEvent::new(
-                            reply_id, &result.id, &t.text,
-                        )),
-                        MediaBlock::Data(d) => AgentEvent::ToolResultDataDelta(
-                            ToolResultDataDeltaEvent::new(reply_id, &result.id, d.source.clone()).with_block_id(&d.id),
-                        ),
-                    };
-                    event(y, e).await;
+                    emit.event(|| match b {
+                        MediaBlock::Text(t) => ToolResultTextDeltaEvent::new(reply_id, &result.id, &t.text).into(),
+                        MediaBlock::Data(d) => ToolResultDataDeltaEvent::new(reply_id, &result.id, d.source.clone())
+                            .with_block_id(&d.id)
+                            .into(),
+                    })
+                    .await;
                 }
             }
         }
-        shared.lock_state().save_result(&shared.name, reply_id, result.clone());
-        let end = ToolResultEndEvent::new(reply_id, &result.id, result.state, result.metadata.clone());
-        event(y, AgentEvent::ToolResultEnd(end)).await;
+        runtime
+            .lock_state()
+            .save_result(&runtime.name, reply_id, result.clone());
+        emit.event(|| ToolResultEndEvent::new(reply_id, &result.id, result.state, result.metadata.clone()).into())
+            .await;
     }
     Ok(())
 }

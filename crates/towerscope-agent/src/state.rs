@@ -25,16 +25,19 @@
 //! # Ok(()) }
 //! ```
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use towerscope_core::{
-    ContentBlock, Msg, PermissionBehavior, PermissionRule, Role, ToolCallBlock, ToolCallState, ToolResultBlock, Usage,
+    ContentBlock, Id, Msg, PermissionBehavior, PermissionRule, Role, ToolCallBlock, ToolCallState, ToolResultBlock,
+    Usage,
 };
 
 /// The reply in progress (or the last one).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReplyContext {
     /// The reply's id (also the id of its assistant message in the context).
-    pub reply_id: String,
+    pub reply_id: Id,
     /// Completed reasoning-acting rounds.
     pub cur_iter: u32,
     /// The structured-output schema required of the reply.
@@ -51,17 +54,32 @@ pub struct ReplyContext {
     pub usage: Usage,
 }
 
+impl Default for ReplyContext {
+    fn default() -> Self {
+        Self {
+            reply_id: Id::from(""),
+            cur_iter: 0,
+            structured_schema: None,
+            structured_schema_name: None,
+            structured_output: None,
+            usage: Usage::default(),
+        }
+    }
+}
+
 /// The agent's whole state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentState {
     /// Stable across replies.
-    pub session_id: String,
+    pub session_id: Id,
     /// The compression summary, sent after the system prompt when not empty.
     #[serde(default)]
     pub summary: String,
-    /// The conversation.
+    /// The conversation. Messages are shared: a model request holds the same ones, and the
+    /// agent copies a message only to change it while a request still holds it (the reply's own
+    /// message, at the tail).
     #[serde(default)]
-    pub context: Vec<Msg>,
+    pub context: Vec<Arc<Msg>>,
     /// The reply in progress (or the last one).
     #[serde(default)]
     pub reply_context: ReplyContext,
@@ -77,7 +95,7 @@ impl Default for AgentState {
     /// A new state with a fresh session id.
     fn default() -> Self {
         Self {
-            session_id: towerscope_core::id::new_id(),
+            session_id: Id::new(),
             summary: String::new(),
             context: Vec::new(),
             reply_context: ReplyContext::default(),
@@ -94,59 +112,81 @@ impl AgentState {
     }
 
     /// The assistant message of reply `reply_id`, if it is the tail of the context.
-    pub(crate) fn reply_msg(&self, reply_id: &str) -> Option<&Msg> {
+    pub(crate) fn reply_msg(&self, reply_id: &Id) -> Option<&Msg> {
         self.context
             .last()
-            .filter(|m| m.role == Role::Assistant && m.id == reply_id)
+            .map(|m| &**m)
+            .filter(|m| m.role == Role::Assistant && m.id == *reply_id)
     }
 
-    /// The assistant message of reply `reply_id`, created at the tail if missing.
-    pub(crate) fn reply_msg_mut(&mut self, agent_name: &str, reply_id: &str) -> &mut Msg {
-        let is_tail = self.reply_msg(reply_id).is_some();
-        if !is_tail {
-            let msg = Msg::assistant_blocks(agent_name, Vec::new()).with_id(reply_id);
-            self.context.push(msg);
+    /// The assistant message of reply `reply_id` for editing, created at the tail if missing
+    /// (copied first if a model request still holds it).
+    pub(crate) fn reply_msg_mut(&mut self, agent_name: &Arc<str>, reply_id: &Id) -> &mut Msg {
+        if self.reply_msg(reply_id).is_none() {
+            let msg = Msg::assistant_blocks(Arc::clone(agent_name), Vec::new()).with_id(reply_id);
+            self.context.push(Arc::new(msg));
         }
         let last = self.context.len() - 1;
-        &mut self.context[last]
+        Arc::make_mut(&mut self.context[last])
     }
 
     /// Appends blocks to the reply's assistant message.
     pub(crate) fn append_to_reply(
         &mut self,
-        agent_name: &str,
-        reply_id: &str,
+        agent_name: &Arc<str>,
+        reply_id: &Id,
         blocks: impl IntoIterator<Item = ContentBlock>,
     ) {
         self.reply_msg_mut(agent_name, reply_id).content.extend(blocks);
     }
 
+    /// The tail assistant message, if the context ends with one.
+    fn tail_assistant(&self) -> Option<&Msg> {
+        self.context.last().map(|m| &**m).filter(|m| m.role == Role::Assistant)
+    }
+
     /// Tool calls of the tail assistant message that have no result yet.
     pub(crate) fn unfinished_calls(&self) -> Vec<ToolCallBlock> {
-        let Some(msg) = self.context.last().filter(|m| m.role == Role::Assistant) else {
-            return Vec::new();
-        };
-        unfinished_in(msg)
+        self.tail_assistant().map(unfinished_in).unwrap_or_default()
+    }
+
+    /// Whether a call of the tail assistant message waits for the user or an external result.
+    pub(crate) fn is_parked(&self) -> bool {
+        self.tail_assistant().is_some_and(|m| {
+            unfinished_refs(m)
+                .iter()
+                .any(|c| matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted))
+        })
+    }
+
+    /// Whether the tail call `id` waits for the user or an external result.
+    pub(crate) fn is_call_parked(&self, id: &Id) -> bool {
+        self.tail_assistant().is_some_and(|m| {
+            m.tool_calls()
+                .any(|c| c.id == *id && matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted))
+        })
     }
 
     /// Sets the state of tool call `id` in the tail assistant message.
-    pub(crate) fn set_call_state(&mut self, id: &str, state: ToolCallState) {
+    pub(crate) fn set_call_state(&mut self, id: &Id, state: ToolCallState) {
         if let Some(call) = self.tail_call_mut(id) {
             call.state = state;
         }
     }
 
-    /// The tool call `id` of the tail assistant message.
-    pub(crate) fn tail_call_mut(&mut self, id: &str) -> Option<&mut ToolCallBlock> {
-        let msg = self.context.last_mut().filter(|m| m.role == Role::Assistant)?;
-        msg.content.iter_mut().find_map(|b| match b {
-            ContentBlock::ToolCall(c) if c.id == id => Some(c),
-            _ => None,
-        })
+    /// The tool call `id` of the tail assistant message (ids are unique within a reply's
+    /// message: the reasoning step renames a model's duplicate ids).
+    pub(crate) fn tail_call_mut(&mut self, id: &Id) -> Option<&mut ToolCallBlock> {
+        let last = self.context.last_mut().filter(|m| m.role == Role::Assistant)?;
+        let has_call = last.tool_calls().any(|c| c.id == *id);
+        if !has_call {
+            return None;
+        }
+        Arc::make_mut(last).tool_call_mut(id)
     }
 
     /// Saves a tool result into the reply's message and marks its call finished.
-    pub(crate) fn save_result(&mut self, agent_name: &str, reply_id: &str, result: ToolResultBlock) {
+    pub(crate) fn save_result(&mut self, agent_name: &Arc<str>, reply_id: &Id, result: ToolResultBlock) {
         self.set_call_state(&result.id, ToolCallState::Finished);
         self.append_to_reply(agent_name, reply_id, [ContentBlock::ToolResult(result)]);
     }
@@ -164,15 +204,14 @@ pub(crate) fn unfinished_in(msg: &Msg) -> Vec<ToolCallBlock> {
     unfinished_refs(msg).into_iter().cloned().collect()
 }
 
-/// Tool calls of `msg` that have no result, borrowed (the hot path: no clone).
+/// Tool calls of `msg` that have no result, borrowed (the hot path: no clone). Linear in the
+/// message, however many calls a model made.
 pub(crate) fn unfinished_refs(msg: &Msg) -> Vec<&ToolCallBlock> {
-    let mut calls: Vec<&ToolCallBlock> = Vec::new();
-    for block in &msg.content {
-        match block {
-            ContentBlock::ToolCall(c) => calls.push(c),
-            ContentBlock::ToolResult(r) => calls.retain(|c| c.id != r.id),
-            _ => {}
-        }
+    let results = msg.tool_results().count();
+    if results <= 16 {
+        let answered: Vec<&Id> = msg.tool_results().map(|r| &r.id).collect();
+        return msg.tool_calls().filter(|c| !answered.contains(&&c.id)).collect();
     }
-    calls
+    let answered: std::collections::HashSet<&Id> = msg.tool_results().map(|r| &r.id).collect();
+    msg.tool_calls().filter(|c| !answered.contains(&c.id)).collect()
 }

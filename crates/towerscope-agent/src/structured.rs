@@ -28,10 +28,10 @@
 //! # Ok(()) }
 //! ```
 
-use std::sync::Arc;
+use serde_json::Value;
+use towerscope_core::{StructuredSchema, ToolSchema};
 
-use serde_json::{Map, Value};
-use towerscope_core::{AgentContext, StructuredSchema, ToolSchema};
+use crate::state::ReplyContext;
 
 /// The name of the structured-output tool.
 pub const TOOL_NAME: &str = "GenerateStructuredOutput";
@@ -39,17 +39,16 @@ pub const TOOL_NAME: &str = "GenerateStructuredOutput";
 /// The text the tool returns on success.
 pub(crate) const SUCCESS_TEXT: &str = "Structured output generated successfully.";
 
-/// The schema mounted for the current reply (a context extension).
-#[derive(Clone)]
-pub(crate) struct Mounted(pub(crate) Arc<StructuredSchema>);
+/// The key of the structured-output tool's response metadata that carries the validated
+/// output back to the loop, which stores it in the reply context.
+pub(crate) const OUTPUT_KEY: &str = "structured_output";
 
-/// Output generated during the current reply (a context extension).
-#[derive(Clone)]
-pub(crate) struct Generated(pub(crate) Map<String, Value>);
-
-/// The schema mounted on `ctx`'s reply, if any.
-pub(crate) fn mounted(ctx: &AgentContext) -> Option<Arc<StructuredSchema>> {
-    ctx.get::<Mounted>().map(|m| m.0)
+/// The schema the reply in progress must satisfy, if any.
+pub(crate) fn mounted(reply: &ReplyContext) -> Option<StructuredSchema> {
+    reply.structured_schema.as_ref().map(|schema| StructuredSchema {
+        name: reply.structured_schema_name.clone().unwrap_or_default(),
+        schema: schema.clone(),
+    })
 }
 
 /// The tool schema offered to the model.

@@ -1,4 +1,5 @@
-//! Interrupting a running reply with `Agent::interrupt`: during a model call and during a tool.
+//! Interrupting a running reply with `Agent::interrupt` (during a model call, a streamed answer
+//! and a tool), and dropping a reply stream in the middle of an answer.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -7,9 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{assert_consistent, collect};
+use futures_util::StreamExt;
 use towerscope_agent::Agent;
 use towerscope_agent::toolkit::FunctionTool;
-use towerscope_core::{AgentEvent, Msg, ReplyFinishedReason, ToolResultState};
+use towerscope_core::{
+    AgentError, AgentEvent, ContentBlock, MediaBlock, ModelFinishedReason, Msg, ReplyFinishedReason, ReplyItem, Role,
+    ToolOutput, ToolResultState,
+};
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 
 /// Wait.
@@ -24,6 +29,24 @@ fn end_reason(out: &common::Collected) -> Option<ReplyFinishedReason> {
         AgentEvent::ReplyEnd(e) => Some(e.finished_reason),
         _ => None,
     })
+}
+
+fn model_call_end_reason(out: &common::Collected) -> Option<ModelFinishedReason> {
+    out.events.iter().find_map(|e| match e {
+        AgentEvent::ModelCallEnd(e) => Some(e.finished_reason),
+        _ => None,
+    })
+}
+
+/// The text of the reply's assistant message in the context.
+fn stored_text(agent: &Agent) -> Option<String> {
+    let state = agent.state();
+    state
+        .context
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant)
+        .and_then(|m| m.text_content())
 }
 
 #[tokio::test(start_paused = true)]
@@ -45,7 +68,11 @@ async fn interrupt_during_a_model_call() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(agent.interrupt());
     let out = running.await.unwrap();
-    assert_eq!(out.kinds(), ["REPLY_START", "MODEL_CALL_START", "REPLY_END"]);
+    assert_eq!(
+        out.kinds(),
+        ["REPLY_START", "MODEL_CALL_START", "MODEL_CALL_END", "REPLY_END"]
+    );
+    assert_eq!(model_call_end_reason(&out), Some(ModelFinishedReason::Interrupted));
     assert_eq!(end_reason(&out), Some(ReplyFinishedReason::Interrupted));
     let msg = out.final_msg.unwrap();
     assert_eq!(msg.finished_reason, Some(ReplyFinishedReason::Interrupted));
@@ -119,4 +146,138 @@ async fn interrupt_during_a_tool_closes_the_call() {
         Some(ReplyFinishedReason::Interrupted)
     );
     assert_consistent(&agent.state().context);
+}
+
+#[tokio::test(start_paused = true)]
+async fn interrupt_during_a_streamed_answer_keeps_the_partial_answer() {
+    let model = ScriptedModel::new(
+        "m",
+        [ScriptedResponse::text("one two three four five").chunk_delay(Duration::from_secs(1))],
+    )
+    .streaming(true);
+    let agent = Agent::builder("a").model(model).build().unwrap();
+    let running = tokio::spawn({
+        let agent = agent.clone();
+        async move { collect(agent.reply_stream(Msg::user("user", "count"))).await }
+    });
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(agent.interrupt());
+    let out = running.await.unwrap();
+    assert_eq!(
+        out.kinds(),
+        [
+            "REPLY_START",
+            "MODEL_CALL_START",
+            "TEXT_BLOCK_START",
+            "TEXT_BLOCK_DELTA",
+            "TEXT_BLOCK_DELTA",
+            "TEXT_BLOCK_END",
+            "MODEL_CALL_END",
+            "REPLY_END"
+        ]
+    );
+    assert_eq!(model_call_end_reason(&out), Some(ModelFinishedReason::Interrupted));
+    assert_eq!(end_reason(&out), Some(ReplyFinishedReason::Interrupted));
+    let msg = out.final_msg.unwrap();
+    assert_eq!(
+        msg.text_content().as_deref(),
+        Some("I notice the interruption. How can I help you?")
+    );
+    assert_eq!(
+        stored_text(&agent).as_deref(),
+        Some("one two "),
+        "the streamed part is kept"
+    );
+    // Folding the events rebuilds what the context keeps.
+    let mut rebuilt = Msg::assistant_blocks("a", Vec::new()).with_id(msg.id);
+    for event in &out.events {
+        rebuilt.append_event(event);
+    }
+    assert_eq!(rebuilt.text_content().as_deref(), Some("one two "));
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_the_stream_mid_answer_keeps_what_was_streamed() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::text("alpha beta gamma delta").chunk_delay(Duration::from_secs(1)),
+            ScriptedResponse::text("next"),
+        ],
+    )
+    .streaming(true);
+    let agent = Agent::builder("a").model(model.clone()).build().unwrap();
+    let mut stream = agent.reply_stream(Msg::user("user", "go"));
+    let mut deltas = 0;
+    while let Some(item) = stream.next().await {
+        if let Ok(ReplyItem::Event(AgentEvent::TextBlockDelta(_))) = item {
+            deltas += 1;
+            if deltas == 2 {
+                break;
+            }
+        }
+    }
+    drop(stream);
+    assert_eq!(stored_text(&agent).as_deref(), Some("alpha beta "));
+    // The next reply sees the partial answer as the assistant's turn.
+    agent.reply(Msg::user("user", "and?")).await.unwrap();
+    let seen = &model.requests()[1].messages;
+    assert_eq!(seen[2].role, Role::Assistant);
+    assert_eq!(seen[2].text_content().as_deref(), Some("alpha beta "));
+    assert_consistent(&agent.state().context);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_interrupted_while_running_is_stored_as_a_text_block() {
+    let tool = FunctionTool::new("wait", |a: Wait| async move {
+        tokio::time::sleep(Duration::from_secs(a.secs)).await;
+        "waited"
+    });
+    let model = ScriptedModel::new("m", [ScriptedResponse::tool_call("c1", "wait", r#"{"secs": 60}"#)]);
+    let agent = Agent::builder("a").model(model).tool(tool).build().unwrap();
+    let running = tokio::spawn({
+        let agent = agent.clone();
+        async move { collect(agent.reply_stream(Msg::user("user", "wait"))).await }
+    });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(agent.interrupt());
+    running.await.unwrap();
+    let state = agent.state();
+    let result = state
+        .context
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .find_map(|b| match b {
+            ContentBlock::ToolResult(r) => Some(r.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(result.state, ToolResultState::Interrupted);
+    let ToolOutput::Blocks(blocks) = &result.output else {
+        panic!("a running tool's interruption is a text block, got {:?}", result.output)
+    };
+    assert!(matches!(
+        blocks.as_slice(),
+        [MediaBlock::Text(t)] if t.text == "<system-reminder>The tool call has been interrupted by the user.</system-reminder>"
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn error_after_interrupt_ends_the_stream_with_interrupted() {
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("slow").delay(Duration::from_secs(30))]);
+    let agent = Agent::builder("a")
+        .model(model)
+        .error_after_interrupt(true)
+        .build()
+        .unwrap();
+    let running = tokio::spawn({
+        let agent = agent.clone();
+        async move { collect(agent.reply_stream(Msg::user("user", "hi"))).await }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    agent.interrupt();
+    let out = running.await.unwrap();
+    assert_eq!(end_reason(&out), Some(ReplyFinishedReason::Interrupted));
+    assert!(out.final_msg.is_some(), "the interruption message still comes first");
+    assert!(matches!(out.error, Some(AgentError::Interrupted)), "{:?}", out.error);
 }

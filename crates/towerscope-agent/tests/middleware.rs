@@ -1,6 +1,7 @@
 //! Middleware ordering and control, each mirroring the reference's own tests (§2 of the
 //! reference semantics): onion order, items reaching the innermost layer first, overriding one
-//! field, short-circuiting, calling the inner service twice, swallowing `REPLY_END`.
+//! field, short-circuiting, calling the inner service twice. Asking for another round is in
+//! `reply_control.rs`, reading streams to their end in `stream_post_code.rs`.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -8,11 +9,11 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use futures_util::{StreamExt, stream};
-use towerscope_agent::{Agent, structured};
+use towerscope_agent::Agent;
 use towerscope_core::{
-    AgentError, AgentEvent, ChatResponse, ContentBlock, EventStream, Middleware, ModelCallLayer, ModelCallRequest,
+    AgentError, ChatResponse, ContentBlock, ErasedLayer, EventStream, Middleware, ModelCallLayer, ModelCallRequest,
     ModelOutput, Msg, Next, ReasoningLayer, ReasoningRequest, ReplyItem, ReplyLayer, ReplyRequest,
-    SystemPromptTransformer, TextBlock, ToolChoice, boxed_layer, from_fn, prompt_fn,
+    SystemPromptTransformer, TextBlock, ToolChoice, from_fn, prompt_fn,
 };
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 
@@ -202,7 +203,7 @@ async fn a_layer_overrides_one_field_and_the_rest_passes_through() {
         req.tool_choice = Some(ToolChoice::none());
         // Keep only the system prompt and the last message.
         let last = req.messages.len() - 1;
-        req.messages = Arc::from(vec![req.messages[0].clone(), req.messages[last].clone()]);
+        req.messages = vec![req.messages[0].clone(), req.messages[last].clone()].into();
         next.run(req)
     });
     let agent = Agent::builder("a")
@@ -290,7 +291,7 @@ struct Everywhere(Log);
 impl Middleware for Everywhere {
     fn on_reply(&self) -> Option<ReplyLayer> {
         let log = Arc::clone(&self.0);
-        Some(boxed_layer(from_fn(
+        Some(ErasedLayer::new(from_fn(
             move |req: ReplyRequest, next: Next<ReplyRequest, EventStream>| {
                 let log = Arc::clone(&log);
                 async move {
@@ -304,7 +305,7 @@ impl Middleware for Everywhere {
 
     fn on_reasoning(&self) -> Option<ReasoningLayer> {
         let log = Arc::clone(&self.0);
-        Some(boxed_layer(from_fn(
+        Some(ErasedLayer::new(from_fn(
             move |req: ReasoningRequest, next: Next<ReasoningRequest, EventStream>| {
                 let log = Arc::clone(&log);
                 async move {
@@ -318,7 +319,7 @@ impl Middleware for Everywhere {
 
     fn on_model_call(&self) -> Option<ModelCallLayer> {
         let log = Arc::clone(&self.0);
-        Some(boxed_layer(from_fn(
+        Some(ErasedLayer::new(from_fn(
             move |req: ModelCallRequest, next: Next<ModelCallRequest, ModelOutput>| {
                 let log = Arc::clone(&log);
                 async move {
@@ -355,57 +356,4 @@ async fn one_middleware_on_four_positions() {
         log.lock().unwrap().join(", "),
         "reply_pre, reasoning_pre, system_prompt, model_call_pre, model_call_post, reasoning_post, reply_post"
     );
-}
-
-/// Drops the first `n` REPLY_END events it sees.
-fn swallow_reply_end(
-    n: usize,
-) -> impl Fn(
-    ReplyRequest,
-    Next<ReplyRequest, EventStream>,
-) -> futures_util::future::BoxFuture<'static, Result<EventStream, AgentError>>
-+ Clone {
-    move |req, next| {
-        Box::pin(async move {
-            let inner = next.run(req).await?;
-            let mut left = n;
-            Ok(Box::pin(inner.filter(move |item| {
-                let swallow = left > 0 && matches!(item, Ok(ReplyItem::Event(AgentEvent::ReplyEnd(_))));
-                if swallow {
-                    left -= 1;
-                }
-                std::future::ready(!swallow)
-            })) as EventStream)
-        })
-    }
-}
-
-#[tokio::test]
-async fn swallowing_reply_end_forces_another_round() {
-    let model = ScriptedModel::new("m", [ScriptedResponse::text("first"), ScriptedResponse::text("second")]);
-    let agent = Agent::builder("a")
-        .model(model.clone())
-        .on_reply(from_fn(swallow_reply_end(1)))
-        .build()
-        .unwrap();
-    let msg = agent.reply(Msg::user("user", "hello")).await.unwrap();
-    assert_eq!(model.calls(), 2);
-    assert_eq!(msg.text_content().as_deref(), Some("second"));
-}
-
-#[tokio::test]
-async fn swallowing_reply_end_twice_without_progress_is_an_error() {
-    let model = ScriptedModel::new("m", [ScriptedResponse::tool_call("s", structured::TOOL_NAME, "{}")]);
-    let agent = Agent::builder("a")
-        .model(model)
-        .on_reply(from_fn(swallow_reply_end(usize::MAX)))
-        .build()
-        .unwrap();
-    let schema = towerscope_core::StructuredSchema {
-        name: "Empty".into(),
-        schema: serde_json::json!({"type": "object"}),
-    };
-    let out = common::collect(agent.reply_stream_structured(Msg::user("user", "hello"), schema)).await;
-    let err = out.error.unwrap();
-    assert!(err.to_string().contains("swallowed the ReplyEndEvent twice"), "{err}");
 }

@@ -141,7 +141,7 @@ fn end_order(out: &common::Collected) -> Vec<String> {
     out.events
         .iter()
         .filter_map(|e| match e {
-            AgentEvent::ToolResultEnd(e) => Some(e.tool_call_id.clone()),
+            AgentEvent::ToolResultEnd(e) => Some(e.tool_call_id.to_string()),
             _ => None,
         })
         .collect()

@@ -18,13 +18,15 @@
 //! let later = ctx.with_iteration(2);
 //! assert_eq!(later.get::<Budget>(), Some(Budget(3)));
 //! assert_eq!(later.iteration(), 2);
-//! assert_eq!(later.reply_id(), "reply-1");
+//! assert_eq!(*later.reply_id(), "reply-1");
 //! ```
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::id::Id;
 
 /// A type map for per-reply middleware state, in the spirit of `http::Extensions`.
 #[derive(Default)]
@@ -85,10 +87,11 @@ impl fmt::Debug for Extensions {
 
 struct Scope {
     agent_name: Arc<str>,
-    session_id: Arc<str>,
-    reply_id: Arc<str>,
+    session_id: Id,
+    reply_id: Id,
     extensions: Mutex<Extensions>,
     interrupted: std::sync::atomic::AtomicBool,
+    another_round: std::sync::atomic::AtomicBool,
 }
 
 /// Who is replying, in which session and reply, at which iteration.
@@ -102,11 +105,7 @@ pub struct AgentContext {
 
 impl AgentContext {
     /// A context for one reply of `agent_name` in `session_id`.
-    pub fn new(
-        agent_name: impl Into<Arc<str>>,
-        session_id: impl Into<Arc<str>>,
-        reply_id: impl Into<Arc<str>>,
-    ) -> Self {
+    pub fn new(agent_name: impl Into<Arc<str>>, session_id: impl Into<Id>, reply_id: impl Into<Id>) -> Self {
         Self {
             scope: Arc::new(Scope {
                 agent_name: agent_name.into(),
@@ -114,6 +113,7 @@ impl AgentContext {
                 reply_id: reply_id.into(),
                 extensions: Mutex::new(Extensions::default()),
                 interrupted: std::sync::atomic::AtomicBool::new(false),
+                another_round: std::sync::atomic::AtomicBool::new(false),
             }),
             iteration: 0,
         }
@@ -124,13 +124,18 @@ impl AgentContext {
         &self.scope.agent_name
     }
 
+    /// The agent's name, shared (cloning it is a reference-count bump).
+    pub fn agent_name_arc(&self) -> &Arc<str> {
+        &self.scope.agent_name
+    }
+
     /// The session id: stable across the replies of one agent state.
-    pub fn session_id(&self) -> &str {
+    pub fn session_id(&self) -> &Id {
         &self.scope.session_id
     }
 
     /// The reply id: new for every reply, kept when a parked reply resumes.
-    pub fn reply_id(&self) -> &str {
+    pub fn reply_id(&self) -> &Id {
         &self.scope.reply_id
     }
 
@@ -172,6 +177,26 @@ impl AgentContext {
     /// Whether the reply was interrupted by the user.
     pub fn is_interrupted(&self) -> bool {
         self.scope.interrupted.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Asks the reply loop for another reasoning round instead of ending the reply.
+    ///
+    /// An `on_reply` layer that holds back (swallows) `REPLY_END` because the answer is not good
+    /// enough calls this; the loop then reasons again instead of returning the final message.
+    /// The request is explicit, not inferred from whether `REPLY_END` reached the consumer: a
+    /// layer that reads ahead (buffers, or bridges the stream through a channel) must not cause
+    /// an extra round. Asking twice without any reasoning or acting in between fails the reply.
+    pub fn request_another_round(&self) {
+        self.scope
+            .another_round
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Takes back a request for another round: whether one was made since the last call.
+    pub fn take_another_round_request(&self) -> bool {
+        self.scope
+            .another_round
+            .swap(false, std::sync::atomic::Ordering::AcqRel)
     }
 
     /// Whether two contexts belong to the same reply (share extensions).

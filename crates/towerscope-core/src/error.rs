@@ -144,14 +144,14 @@ pub enum AgentError {
         retry_after: Option<Duration>,
     },
     /// A deadline passed.
-    #[error("{what} timed out: no {kind} within {after:?}; raise the timeout or check the provider")]
+    #[error("{what} timed out: no {kind} within {}; raise the timeout or check the provider", deadline(*after))]
     Timeout {
         /// What timed out ("model call gpt-4o", "tool get_weather").
         what: String,
         /// Which deadline.
         kind: TimeoutKind,
-        /// The configured deadline.
-        after: Duration,
+        /// The configured deadline, when known (a tower `Timeout` layer does not say).
+        after: Option<Duration>,
     },
     /// A call limit of the reply or session was reached.
     #[error("{kind} limit of {limit} reached for this {scope}; raise the limit or shorten the task")]
@@ -208,6 +208,13 @@ pub enum AgentError {
     },
 }
 
+fn deadline(after: Option<Duration>) -> String {
+    match after {
+        Some(d) => format!("{d:?}"),
+        None => "the deadline".to_owned(),
+    }
+}
+
 fn retry_hint(after: Option<Duration>) -> String {
     match after {
         Some(d) if d.subsec_millis() == 0 => format!(" (retry after {}s)", d.as_secs()),
@@ -259,7 +266,26 @@ impl AgentError {
     }
 
     /// Any other error, keeping its source.
+    ///
+    /// Errors with a meaning of their own keep it: an `AgentError` that was boxed comes back as
+    /// itself, tower's `Elapsed` (from `tower::timeout`) becomes [`AgentError::Timeout`] and
+    /// tower's `Overloaded` (from `tower::load_shed`) becomes [`AgentError::Overloaded`], so they
+    /// stay retryable and typed.
     pub fn other(err: impl Into<BoxError>) -> Self {
+        let err = match err.into().downcast::<AgentError>() {
+            Ok(agent) => return *agent,
+            Err(err) => err,
+        };
+        if err.is::<tower::timeout::error::Elapsed>() {
+            return Self::Timeout {
+                what: "a tower timeout layer".to_owned(),
+                kind: TimeoutKind::Call,
+                after: None,
+            };
+        }
+        if err.is::<tower::load_shed::error::Overloaded>() {
+            return Self::Overloaded;
+        }
         let source = ErrorSource::new(err);
         Self::Other {
             message: source.to_string(),
@@ -307,6 +333,13 @@ impl AgentError {
     }
 }
 
+impl From<BoxError> for AgentError {
+    /// As [`AgentError::other`]: known errors keep their meaning.
+    fn from(err: BoxError) -> Self {
+        Self::other(err)
+    }
+}
+
 impl From<serde_json::Error> for AgentError {
     fn from(err: serde_json::Error) -> Self {
         Self::decode("JSON", err)
@@ -322,7 +355,7 @@ mod tests {
         let e = AgentError::Timeout {
             what: "model call m".into(),
             kind: TimeoutKind::FirstChunk,
-            after: Duration::from_secs(3),
+            after: Some(Duration::from_secs(3)),
         };
         assert_eq!(
             e.to_string(),
@@ -350,5 +383,21 @@ mod tests {
         assert!(!AgentError::model("bad").is_retryable());
         assert!(AgentError::model_retryable("reset").is_retryable());
         assert!(!AgentError::validation("x").is_retryable());
+    }
+
+    #[test]
+    fn tower_errors_keep_their_meaning() {
+        let elapsed: BoxError = Box::new(tower::timeout::error::Elapsed::new());
+        let err = AgentError::from(elapsed);
+        assert!(matches!(err, AgentError::Timeout { after: None, .. }), "{err:?}");
+        assert!(err.is_retryable());
+        assert!(err.to_string().contains("within the deadline"), "{err}");
+        let shed: BoxError = Box::new(tower::load_shed::error::Overloaded::new());
+        assert!(matches!(AgentError::from(shed), AgentError::Overloaded));
+        let boxed: BoxError = Box::new(AgentError::rate_limited("slow", Some(Duration::from_secs(1))));
+        let err = AgentError::other(boxed);
+        assert_eq!(err.retry_after(), Some(Duration::from_secs(1)));
+        let io: BoxError = Box::new(std::io::Error::other("disk"));
+        assert!(matches!(AgentError::from(io), AgentError::Other { .. }));
     }
 }

@@ -9,9 +9,9 @@
 //!
 //! ```
 //! use std::time::Instant;
-//! use towerscope_core::{from_fn, LayerStack, ModelCallRequest, ModelOutput, Next};
+//! use towerscope_core::{from_fn, LayerStack, ModelCallNext, ModelCallRequest, ModelOutput};
 //!
-//! let timing = from_fn(|req: ModelCallRequest, next: Next<ModelCallRequest, ModelOutput>| async move {
+//! let timing = from_fn(|req: ModelCallRequest, next: ModelCallNext| async move {
 //!     let model = req.model.model_name().to_owned();
 //!     let start = Instant::now();
 //!     let out = next.run(req).await;
@@ -69,6 +69,19 @@ impl<Req, Resp> fmt::Debug for Next<Req, Resp> {
         f.debug_struct("Next").finish_non_exhaustive()
     }
 }
+
+/// The rest of an `on_reply` stack.
+pub type ReplyNext = Next<crate::ReplyRequest, crate::EventStream>;
+/// The rest of an `on_reasoning` stack.
+pub type ReasoningNext = Next<crate::ReasoningRequest, crate::EventStream>;
+/// The rest of an `on_model_call` stack.
+pub type ModelCallNext = Next<crate::ModelCallRequest, crate::ModelOutput>;
+/// The rest of an `on_acting` stack.
+pub type ActingNext = Next<crate::ActingRequest, crate::ToolStream>;
+/// The rest of an `on_check_permission` stack.
+pub type PermissionNext = Next<crate::PermissionRequest, crate::PermissionDecision>;
+/// The rest of an `on_compress_context` stack.
+pub type CompressNext = Next<crate::CompressRequest, ()>;
 
 /// A layer from an async closure. See the [module docs](self).
 pub fn from_fn<F, Req, Resp, Fut>(f: F) -> FromFnLayer<F, Req, Resp>

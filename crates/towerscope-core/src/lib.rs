@@ -47,13 +47,17 @@ pub use chat::{
 pub use context::{AgentContext, Extensions};
 pub use error::{AgentError, BoxError, ErrorSource, LimitKind, TimeoutKind};
 pub use event::*;
-pub use from_fn::{FromFn, FromFnLayer, Next, from_fn};
-pub use message::{
-    ContentBlock, DataBlock, DataSource, ErrorInfo, HintBlock, HintContent, MediaBlock, Msg, PermissionBehavior,
-    PermissionRule, ReplyFinishedReason, Role, TextBlock, ThinkingBlock, ToolCallBlock, ToolCallState, ToolOutput,
-    ToolResultBlock, ToolResultState, Usage,
+pub use from_fn::{
+    ActingNext, CompressNext, FromFn, FromFnLayer, ModelCallNext, Next, PermissionNext, ReasoningNext, ReplyNext,
+    from_fn,
 };
-pub use middleware::{Middleware, ObserveHook, PositionStacks, boxed_layer};
+pub use id::{Id, Timestamp};
+pub use message::{
+    ContentBlock, DataBlock, DataSource, ErrorInfo, HintBlock, HintContent, MediaBlock, Messages, Msg,
+    PermissionBehavior, PermissionRule, ReplyFinishedReason, Role, TextBlock, ThinkingBlock, ToolCallBlock,
+    ToolCallState, ToolOutput, ToolResultBlock, ToolResultState, Usage,
+};
+pub use middleware::{Middleware, ObserveHook, PositionStacks};
 pub use model::{ChatModel, ChatStream, GenerationParams, ModelFuture, ModelOutput, ModelRef};
 pub use position::{
     ActingLayer, ActingRequest, ActingService, CompressLayer, CompressRequest, CompressService, ErasedFuture,
@@ -65,11 +69,15 @@ pub use position::{
 pub use system_prompt::{PromptFuture, SystemPromptFold, SystemPromptTransformer, prompt_fn};
 pub use tool::{ToolChunk, ToolResponse};
 
-/// The types most programs need, in one import.
+/// The types most programs and layer authors need, in one import: messages and events, every
+/// position's request and response, the `Next` of each position for [`from_fn()`] closures, and
+/// the ways to install middleware.
 pub mod prelude {
     pub use crate::{
-        AgentContext, AgentError, AgentEvent, ChatModel, ChatResponse, ContentBlock, EventStream, Middleware,
-        ModelCallRequest, ModelOutput, Msg, Next, ReplyItem, Role, ToolCallBlock, ToolChoice, ToolChunk, ToolResponse,
-        from_fn,
+        ActingNext, ActingRequest, AgentContext, AgentError, AgentEvent, ChatModel, ChatResponse, CompressNext,
+        CompressRequest, ContentBlock, ErasedLayer, EventStream, Id, Messages, Middleware, ModelCallNext,
+        ModelCallRequest, ModelOutput, Msg, Next, PermissionDecision, PermissionNext, PermissionRequest, ReasoningNext,
+        ReasoningRequest, ReplyItem, ReplyNext, ReplyRequest, Role, SystemPromptTransformer, ToolCallBlock, ToolChoice,
+        ToolChunk, ToolItem, ToolResponse, ToolStream, from_fn, prompt_fn,
     };
 }

@@ -11,7 +11,7 @@
 //! use std::sync::Arc;
 //! use std::sync::atomic::{AtomicUsize, Ordering};
 //! use towerscope_core::{
-//!     boxed_layer, from_fn, Middleware, ModelCallLayer, ModelCallRequest, ModelOutput, Next,
+//!     ErasedLayer, from_fn, Middleware, ModelCallLayer, ModelCallNext, ModelCallRequest,
 //!     PositionStacks,
 //! };
 //!
@@ -22,7 +22,7 @@
 //! impl Middleware for CountCalls {
 //!     fn on_model_call(&self) -> Option<ModelCallLayer> {
 //!         let count = self.0.clone();
-//!         Some(boxed_layer(from_fn(move |req: ModelCallRequest, next: Next<ModelCallRequest, ModelOutput>| {
+//!         Some(ErasedLayer::new(from_fn(move |req: ModelCallRequest, next: ModelCallNext| {
 //!             count.fetch_add(1, Ordering::Relaxed);
 //!             next.run(req)
 //!         })))
@@ -37,9 +37,6 @@
 
 use std::sync::Arc;
 
-use tower_layer::Layer;
-use tower_service::Service;
-
 use crate::position::{
     ActingLayer, CompressLayer, EventStream, LayerStack, ModelCallLayer, PermissionLayer, ReasoningLayer, ReplyLayer,
     ToolStream,
@@ -49,18 +46,6 @@ use crate::{
     ActingRequest, AgentError, CompressRequest, ModelCallRequest, ModelOutput, Msg, PermissionDecision,
     PermissionRequest, ReasoningRequest, ReplyRequest,
 };
-
-/// Boxes a layer over a position's erased service, for returning from a [`Middleware`] hook.
-pub fn boxed_layer<L, Req, Resp>(layer: L) -> crate::position::BoxedLayer<Req, Resp>
-where
-    L: Layer<crate::position::ErasedService<Req, Resp>> + Send + Sync + 'static,
-    L::Service: Service<Req, Response = Resp, Error = AgentError> + Clone + Send + Sync + 'static,
-    <L::Service as Service<Req>>::Future: Send + 'static,
-    Req: Send + 'static,
-    Resp: 'static,
-{
-    crate::position::ErasedLayer::new(layer)
-}
 
 /// A bundle of hooks on any subset of the seven positions. See the [module docs](self).
 ///
@@ -161,22 +146,22 @@ impl PositionStacks {
     /// Installs every hook `middleware` implements, inside the ones already installed.
     pub fn add(&mut self, middleware: &dyn Middleware) -> &mut Self {
         if let Some(l) = middleware.on_reply() {
-            self.reply.push_boxed(l);
+            self.reply.push_erased(l);
         }
         if let Some(l) = middleware.on_reasoning() {
-            self.reasoning.push_boxed(l);
+            self.reasoning.push_erased(l);
         }
         if let Some(l) = middleware.on_model_call() {
-            self.model_call.push_boxed(l);
+            self.model_call.push_erased(l);
         }
         if let Some(l) = middleware.on_acting() {
-            self.acting.push_boxed(l);
+            self.acting.push_erased(l);
         }
         if let Some(l) = middleware.on_check_permission() {
-            self.check_permission.push_boxed(l);
+            self.check_permission.push_erased(l);
         }
         if let Some(l) = middleware.on_compress_context() {
-            self.compress_context.push_boxed(l);
+            self.compress_context.push_erased(l);
         }
         if let Some(t) = middleware.on_system_prompt() {
             self.system_prompt.push_arc(t);

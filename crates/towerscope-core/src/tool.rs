@@ -28,7 +28,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::id::new_id;
+use crate::id::{Id, new_id};
 use crate::message::{
     DataBlock, DataSource, MediaBlock, ToolOutput, ToolResultBlock, ToolResultState, base64, join_text,
 };
@@ -63,7 +63,7 @@ pub struct ToolChunk {
     pub metadata: Map<String, Value>,
     /// The chunk's id.
     #[serde(default = "new_id")]
-    pub id: String,
+    pub id: Id,
 }
 
 impl ToolChunk {
@@ -119,7 +119,7 @@ pub struct ToolResponse {
     pub metadata: Map<String, Value>,
     /// The response's id (the tool call id when produced by a toolkit).
     #[serde(default = "new_id")]
-    pub id: String,
+    pub id: Id,
 }
 
 impl ToolResponse {
@@ -152,7 +152,7 @@ impl ToolResponse {
 
     /// Sets the id.
     #[must_use]
-    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+    pub fn with_id(mut self, id: impl Into<Id>) -> Self {
         self.id = id.into();
         self
     }
@@ -244,7 +244,7 @@ fn merge_piece(target: &mut MediaBlock, piece: &MediaBlock) -> bool {
                 ..
             }),
         ) => {
-            *data = base64::merge(data, more);
+            base64::merge(data, more);
             if !more_type.is_empty() {
                 media_type.clone_from(more_type);
             }

@@ -23,7 +23,7 @@
 //! let request = ModelCallRequest {
 //!     ctx: AgentContext::new("assistant", "s", "r"),
 //!     model: Arc::new(ScriptedModel::new("gpt-test", [])),
-//!     messages: Arc::from(vec![]),
+//!     messages: Default::default(),
 //!     tools: Arc::from(vec![]),
 //!     tool_choice: None,
 //! };

@@ -18,7 +18,7 @@ pub fn request_in(model: &ScriptedModel, ctx: AgentContext) -> ModelCallRequest 
     ModelCallRequest {
         ctx,
         model: Arc::new(model.clone()),
-        messages: Arc::from(vec![Msg::user("user", "hi")]),
+        messages: vec![Msg::user("user", "hi")].into(),
         tools: Arc::from(vec![]),
         tool_choice: None,
     }

@@ -128,6 +128,6 @@ async fn the_session_limit_spans_replies() {
             .unwrap()
             .contains("model calls limit of 2 reached for this session")
     );
-    assert_eq!(limits.session_counts().get(&agent.session_id()).model_calls, 2);
+    assert_eq!(limits.session_counts().get(agent.session_id()).model_calls, 2);
     assert_eq!(model.calls(), 2);
 }

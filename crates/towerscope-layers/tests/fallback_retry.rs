@@ -24,7 +24,7 @@ fn blocks_before_restart(events: &[AgentEvent]) -> Vec<String> {
         .iter()
         .take_while(|e| !matches!(e, AgentEvent::Custom(c) if c.name == RESTART_EVENT))
         .filter_map(|e| match e {
-            AgentEvent::TextBlockStart(s) => Some(s.block_id.clone()),
+            AgentEvent::TextBlockStart(s) => Some(s.block_id.to_string()),
             _ => None,
         })
         .collect()

@@ -85,7 +85,7 @@ async fn hooks_see_and_replace_every_step_in_order() {
     hooks.register(
         "candidate",
         Hook::post_reasoning(move |_, _, msg| {
-            push(&l, format!("post_reasoning {:?}", msg.and_then(Msg::text_content)));
+            push(&l, format!("post_reasoning {:?}", msg.and_then(|m| m.text_content())));
             None
         }),
     );
@@ -111,7 +111,7 @@ async fn hooks_see_and_replace_every_step_in_order() {
     hooks.register(
         "sign",
         Hook::post_reply(move |_, input, msg| {
-            push(&l, format!("post_reply {:?}", input.messages().map(<[Msg]>::len)));
+            push(&l, format!("post_reply {:?}", input.messages().map(|m| m.len())));
             let mut msg = msg.clone();
             msg.content.push(TextBlock::new("-- signed").into());
             Some(msg)
@@ -144,7 +144,7 @@ async fn hooks_see_and_replace_every_step_in_order() {
     );
     // What the replacements changed.
     let requests = model.requests();
-    let question = requests[0].messages.last().and_then(Msg::text_content);
+    let question = requests[0].messages.last().and_then(|m| m.text_content());
     assert_eq!(question.as_deref(), Some("Weather? (in Paris)"));
     assert_eq!(
         requests[0].tool_choice.as_ref().map(|c| c.mode.clone()),
@@ -181,7 +181,7 @@ async fn hooks_see_and_replace_every_step_in_order() {
         model.requests()[2]
             .messages
             .last()
-            .and_then(Msg::text_content)
+            .and_then(|m| m.text_content())
             .as_deref(),
         Some("Again?")
     );

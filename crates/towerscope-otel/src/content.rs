@@ -92,7 +92,7 @@ fn message(msg: &Msg, finish_reason: Option<&str>) -> Value {
     let mut out = Map::new();
     out.insert("role".into(), msg.role.as_str().into());
     out.insert("parts".into(), Value::Array(parts(&msg.content)));
-    out.insert("name".into(), msg.name.clone().into());
+    out.insert("name".into(), msg.name.to_string().into());
     if let Some(reason) = finish_reason {
         out.insert("finish_reason".into(), reason.into());
     }
@@ -106,14 +106,14 @@ pub(crate) fn input_messages<'a>(msgs: impl IntoIterator<Item = &'a Msg>) -> Str
 
 /// Splits a model call's messages into `gen_ai.system_instructions` (the leading system
 /// messages, as parts) and `gen_ai.input.messages` (the rest).
-pub(crate) fn model_input(msgs: &[Msg]) -> (Option<String>, String) {
+pub(crate) fn model_input(msgs: &[std::sync::Arc<Msg>]) -> (Option<String>, String) {
     let system = msgs.iter().take_while(|m| m.role == Role::System).count();
     let (head, rest) = msgs.split_at(system);
     let instructions = (!head.is_empty()).then(|| {
         let parts: Vec<Value> = head.iter().flat_map(|m| parts(&m.content)).collect();
         Value::Array(parts).to_string()
     });
-    (instructions, input_messages(rest))
+    (instructions, input_messages(rest.iter().map(|m| &**m)))
 }
 
 /// The finish reason of a model answer: `interrupted`, `tool_call` or `stop`.
@@ -223,8 +223,8 @@ mod tests {
     #[test]
     fn system_messages_become_instructions() {
         let msgs = [
-            Msg::system("system", "Be brief."),
-            Msg::user("user", "Hi, my password: hunter2"),
+            std::sync::Arc::new(Msg::system("system", "Be brief.")),
+            std::sync::Arc::new(Msg::user("user", "Hi, my password: hunter2")),
         ];
         let (instructions, input) = model_input(&msgs);
         let instructions: Value = serde_json::from_str(&instructions.unwrap()).unwrap();

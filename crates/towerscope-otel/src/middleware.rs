@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::SdkTracerProvider;
-use towerscope_core::{ActingLayer, Middleware, ModelCallLayer, ReplyLayer, boxed_layer};
+use towerscope_core::{ActingLayer, ErasedLayer, Middleware, ModelCallLayer, ReplyLayer};
 
 use crate::acting::ActingTracingLayer;
 use crate::model_call::ModelCallTracingLayer;
@@ -105,15 +105,15 @@ impl Middleware for TracingMiddleware {
     }
 
     fn on_reply(&self) -> Option<ReplyLayer> {
-        Some(boxed_layer(self.reply_layer()))
+        Some(ErasedLayer::new(self.reply_layer()))
     }
 
     fn on_model_call(&self) -> Option<ModelCallLayer> {
-        Some(boxed_layer(self.model_call_layer()))
+        Some(ErasedLayer::new(self.model_call_layer()))
     }
 
     fn on_acting(&self) -> Option<ActingLayer> {
-        Some(boxed_layer(self.acting_layer()))
+        Some(ErasedLayer::new(self.acting_layer()))
     }
 }
 

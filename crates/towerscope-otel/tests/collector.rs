@@ -194,11 +194,11 @@ fn spans_reach_a_real_collector_with_their_tree_and_attributes() {
     assert!(spans.iter().all(|s| s["trace_id"] == root["trace_id"]), "one trace");
     for child in spans.iter().filter(|s| s["name"] != "invoke_agent Friday") {
         assert_eq!(child["parent_span_id"], root["span_id"], "{}", child["name"]);
-        assert_eq!(child["attributes"]["gen_ai.conversation.id"], session.as_str());
+        assert_eq!(child["attributes"]["gen_ai.conversation.id"], session.to_string());
     }
     assert_eq!(root["attributes"]["gen_ai.operation.name"], "invoke_agent");
     assert_eq!(root["attributes"]["gen_ai.agent.name"], "Friday");
-    assert_eq!(root["attributes"]["gen_ai.conversation.id"], session.as_str());
+    assert_eq!(root["attributes"]["gen_ai.conversation.id"], session.to_string());
     assert_eq!(root["status"]["code"], 1, "OK");
 
     let chats: Vec<&Value> = spans.iter().filter(|s| s["name"] == "chat scripted-weather").collect();

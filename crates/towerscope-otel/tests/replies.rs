@@ -148,7 +148,7 @@ async fn a_reply_parked_for_confirmation_and_resumed() {
     );
     assert!(is_ok(first_root));
     let reply_id = str_attr(first_root, "agentscope.agent.reply_id").unwrap();
-    assert_eq!(reply_id, asked.reply_id);
+    assert_eq!(asked.reply_id, reply_id);
 
     exporter.reset();
     let confirm = UserConfirmResultEvent::new(
@@ -192,7 +192,7 @@ async fn an_interrupted_reply_ends_ok_with_the_interrupted_reason() {
         Some(string_array(&["interrupted"]))
     );
     assert_eq!(attr(root, "agentscope.agent.incoming_event_type"), None);
-    assert_eq!(str_attr(root, "agentscope.agent.reply_id"), Some(reply_id));
+    assert_eq!(str_attr(root, "agentscope.agent.reply_id"), Some(reply_id.to_string()));
 }
 
 #[tokio::test(start_paused = true)]
@@ -320,7 +320,7 @@ async fn an_external_execution_result_gets_a_zero_length_span() {
     );
     assert_eq!(
         str_attr(root, "agentscope.agent.reply_id"),
-        Some(submitted.reply_id.clone())
+        Some(submitted.reply_id.to_string())
     );
     let compensation = one(&spans, "execute_tool lookup");
     assert!(is_child_of(compensation, root));
@@ -338,7 +338,7 @@ async fn an_external_execution_result_gets_a_zero_length_span() {
     );
     assert_eq!(
         str_attr(compensation, "gen_ai.conversation.id"),
-        Some(agent.session_id())
+        Some(agent.session_id().to_string())
     );
     assert_eq!(
         str_attr(compensation, "gen_ai.tool.call.result").as_deref(),

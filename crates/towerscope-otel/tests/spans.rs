@@ -93,8 +93,14 @@ async fn span_tree_and_attributes_without_content() {
         str_attr(root, "gen_ai.agent.description").as_deref(),
         Some("No description available")
     );
-    assert_eq!(str_attr(root, "gen_ai.conversation.id"), Some(agent.session_id()));
-    assert_eq!(str_attr(root, "agentscope.agent.reply_id"), Some(final_msg.id));
+    assert_eq!(
+        str_attr(root, "gen_ai.conversation.id"),
+        Some(agent.session_id().to_string())
+    );
+    assert_eq!(
+        str_attr(root, "agentscope.agent.reply_id"),
+        Some(final_msg.id.to_string())
+    );
     assert_eq!(
         attr(root, "gen_ai.response.finish_reasons"),
         Some(string_array(&["completed"]))
@@ -119,7 +125,10 @@ async fn span_tree_and_attributes_without_content() {
         assert_eq!(str_attr(chat, "gen_ai.operation.name").as_deref(), Some("chat"));
         assert_eq!(str_attr(chat, "gen_ai.provider.name").as_deref(), Some("openai"));
         assert_eq!(str_attr(chat, "gen_ai.request.model").as_deref(), Some("gpt-test"));
-        assert_eq!(str_attr(chat, "gen_ai.conversation.id"), Some(agent.session_id()));
+        assert_eq!(
+            str_attr(chat, "gen_ai.conversation.id"),
+            Some(agent.session_id().to_string())
+        );
         assert_eq!(attr(chat, "gen_ai.request.temperature"), Some(Value::F64(0.2)));
         assert_eq!(attr(chat, "gen_ai.request.top_p"), Some(Value::F64(0.9)));
         assert_eq!(attr(chat, "gen_ai.request.presence_penalty"), Some(Value::F64(0.5)));
@@ -170,7 +179,10 @@ async fn span_tree_and_attributes_without_content() {
         Some("Add two numbers.")
     );
     assert_eq!(str_attr(tool, "gen_ai.tool.type").as_deref(), Some("function"));
-    assert_eq!(str_attr(tool, "gen_ai.conversation.id"), Some(agent.session_id()));
+    assert_eq!(
+        str_attr(tool, "gen_ai.conversation.id"),
+        Some(agent.session_id().to_string())
+    );
     assert_eq!(attr(tool, "gen_ai.tool.call.arguments"), None);
     assert_eq!(attr(tool, "gen_ai.tool.call.result"), None);
 

@@ -13,12 +13,13 @@ use serde_json::Map;
 use towerscope_core::{ActingRequest, AgentError, ToolChunk, ToolItem, ToolResponse, ToolResultState, ToolStream};
 
 use super::group::ActiveToolGroups;
-use super::{ToolChunkStream, Toolkit, parse_with_repair};
+use super::{ToolChunkStream, Toolkit};
 
 /// Runs tool calls: a [`tower::Service`] of `on_acting` over a shared [`Toolkit`].
 ///
-/// For each [`ActingRequest`] it looks the tool up by `tool_call.name`, parses `tool_call.input`
-/// again (a middleware may have changed it) with repair and coercion, runs the tool, and answers
+/// For each [`ActingRequest`] it looks the tool up by `tool_call.name`, runs it with the
+/// request's [`input`](ActingRequest::input) (parsed and validated once, before the permission
+/// check; a middleware may have replaced it), and answers
 /// with a [`ToolStream`] that yields a [`ToolItem::Chunk`] per chunk and then exactly one
 /// [`ToolItem::Response`]: the chunks merged by [`ToolResponse::append_chunk`], with the tool
 /// call's id.
@@ -53,7 +54,9 @@ impl ToolkitService {
 
     /// The stream of one call (what [`call`](tower::Service::call) resolves to).
     pub fn run(&self, req: ActingRequest) -> ToolStream {
-        let ActingRequest { ctx, tool_call, .. } = req;
+        let ActingRequest {
+            ctx, tool_call, input, ..
+        } = req;
         let toolkit = &*self.toolkit;
         let name = tool_call.name;
         let response = ToolResponse {
@@ -66,13 +69,7 @@ impl ToolkitService {
             let message = format!("ToolNotFoundError: The tool named '{name}' doesn't exist.");
             return Box::pin(ToolCallStream::failed(name, response, message));
         };
-        let input = match parse_with_repair(&tool_call.input, entry.tool.input_schema()) {
-            Ok(input) => input,
-            Err(message) => {
-                let message = format!("Input validation failed for tool '{name}': {message} (at $)");
-                return Box::pin(ToolCallStream::failed(name, response, message));
-            }
-        };
+        let input = Arc::unwrap_or_clone(input);
         if let Some(reset) = toolkit.reset_tool(&name) {
             let previous = ctx.get::<ActiveToolGroups>();
             let chunk = reset.run(&input, previous.as_ref().map(|p| &*p.0));

@@ -59,10 +59,18 @@ fn request(toolkit: &Toolkit, tool_call: ToolCallBlock) -> ActingRequest {
     let tool = toolkit
         .info(&tool_call.name)
         .unwrap_or_else(|| Arc::new(echo(&tool_call.name).info()));
+    // What the agent hands the toolkit: the arguments parsed once, repaired and coerced by
+    // `prepare`; when they do not pass, leniently parsed, as a layer might hand them over.
+    let groups: Vec<String> = toolkit.groups().iter().map(|g| g.name.clone()).collect();
+    let input = match toolkit.prepare(&tool_call, &groups) {
+        Ok(prepared) => prepared.input,
+        Err(_) => serde_json::from_str(&tool_call.input).unwrap_or(Value::Null),
+    };
     ActingRequest {
         ctx: AgentContext::new("agent", "session", "reply"),
         tool_call,
         tool,
+        input: Arc::new(input),
     }
 }
 
@@ -313,11 +321,13 @@ async fn calls_that_cannot_start_give_error_responses() {
         Some("ToolNotFoundError: The tool named 'renamed' doesn't exist.")
     );
 
+    // The toolkit runs the arguments it is given (parsed once, before the permission check);
+    // arguments that are not an object still give a response.
     let req = request(&toolkit, call("get_weather", "{nope"));
     let (_, response) = run(toolkit.clone(), req).await;
     let text = response.text_content().unwrap();
     assert!(
-        text.starts_with("Input validation failed for tool 'get_weather': the input is not valid JSON"),
+        text.starts_with("The arguments of tool 'get_weather' do not match its parameters:"),
         "{text}"
     );
 

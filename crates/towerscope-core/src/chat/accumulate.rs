@@ -72,11 +72,7 @@ impl ChatResponse {
             _ => None,
         });
         match target {
-            Some(data) => {
-                let mut joined = base64::decode(data).unwrap_or_default();
-                joined.extend_from_slice(bytes);
-                *data = base64::encode(&joined);
-            }
+            Some(data) => base64::append_bytes(data, bytes),
             None => {
                 let mut block = DataBlock::base64(base64::encode(bytes), media_type).with_id(block_id);
                 block.name = name.map(str::to_owned);
@@ -144,7 +140,7 @@ fn merge_source(source: &mut DataSource, delta: &DataSource) {
             },
         ) if media_type == more_type => {
             if media_type.starts_with("audio/") {
-                *data = base64::merge(data, more);
+                base64::merge(data, more);
             } else {
                 data.clone_from(more);
             }

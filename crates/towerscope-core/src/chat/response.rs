@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::{ChatUsage, ModelFinishedReason, check_type_tag};
 use crate::AgentError;
-use crate::id::{new_id, now_timestamp};
+use crate::id::{Id, Timestamp, new_id, now_timestamp};
 use crate::message::{BlockKind, ContentBlock, ToolCallBlock};
 
 /// What a chat model answered: a complete response, or one chunk of a stream.
@@ -21,9 +21,9 @@ pub struct ChatResponse {
     /// Whether this is the last (complete) response of the call.
     pub is_last: bool,
     /// The response's id.
-    pub id: String,
+    pub id: Id,
     /// When the response was created.
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// The call's usage, when known (usually on the last chunk).
     pub usage: Option<ChatUsage>,
     /// How the call finished.
@@ -130,9 +130,9 @@ struct ChatResponseWire {
     content: Vec<ContentBlock>,
     is_last: bool,
     #[serde(default = "new_id")]
-    id: String,
+    id: Id,
     #[serde(default = "now_timestamp")]
-    created_at: String,
+    created_at: Timestamp,
     #[serde(rename = "type", default)]
     kind: Option<String>,
     #[serde(default)]

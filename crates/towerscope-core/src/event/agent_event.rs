@@ -55,7 +55,7 @@ macro_rules! agent_events {
             }
 
             /// The id of the reply the event belongs to; `None` for [`CustomEvent`].
-            pub fn reply_id(&self) -> Option<&str> {
+            pub fn reply_id(&self) -> Option<&crate::id::Id> {
                 match self {
                     $( Self::$variant(event) => Some(&event.reply_id), )*
                     $( Self::$ovariant(_) => None, )*
@@ -63,7 +63,7 @@ macro_rules! agent_events {
             }
 
             /// The event's id.
-            pub fn id(&self) -> &str {
+            pub fn id(&self) -> &crate::id::Id {
                 match self {
                     $( Self::$variant(event) => &event.id, )*
                     $( Self::$ovariant(event) => &event.id, )*
@@ -71,10 +71,10 @@ macro_rules! agent_events {
             }
 
             /// When the event was created.
-            pub fn created_at(&self) -> &str {
+            pub fn created_at(&self) -> crate::id::Timestamp {
                 match self {
-                    $( Self::$variant(event) => &event.created_at, )*
-                    $( Self::$ovariant(event) => &event.created_at, )*
+                    $( Self::$variant(event) => event.created_at, )*
+                    $( Self::$ovariant(event) => event.created_at, )*
                 }
             }
 

@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::check_one_source;
 use crate::AgentError;
-use crate::id::{new_id, now_timestamp};
+use crate::id::{Id, Timestamp, new_id, now_timestamp};
 use crate::message::{DataSource, HintContent};
 
 /// Declares the start and delta events of a streamed text-like block (the end events differ).
@@ -15,15 +15,15 @@ macro_rules! text_like_events {
             #[doc = concat!("`", $start_tag, "`: a ", $kind, " block started.")]
             pub struct $start {
                 /// The id of the reply.
-                pub reply_id: String,
+                pub reply_id: Id,
                 /// The id of the block in the stream.
-                pub block_id: String,
+                pub block_id: Id,
             }
         }
 
         impl $start {
             #[doc = concat!("The start of the ", $kind, " block `block_id`.")]
-            pub fn new(reply_id: impl Into<String>, block_id: impl Into<String>) -> Self {
+            pub fn new(reply_id: impl Into<Id>, block_id: impl Into<Id>) -> Self {
                 Self {
                     id: new_id(),
                     created_at: now_timestamp(),
@@ -38,9 +38,9 @@ macro_rules! text_like_events {
             #[doc = concat!("`", $delta_tag, "`: more ", $kind, " of a block.")]
             pub struct $delta {
                 /// The id of the reply.
-                pub reply_id: String,
+                pub reply_id: Id,
                 /// The id of the block in the stream.
-                pub block_id: String,
+                pub block_id: Id,
                 /// The new piece.
                 pub delta: String,
             }
@@ -48,7 +48,7 @@ macro_rules! text_like_events {
 
         impl $delta {
             #[doc = concat!("A piece of the ", $kind, " block `block_id`.")]
-            pub fn new(reply_id: impl Into<String>, block_id: impl Into<String>, delta: impl Into<String>) -> Self {
+            pub fn new(reply_id: impl Into<Id>, block_id: impl Into<Id>, delta: impl Into<String>) -> Self {
                 Self {
                     id: new_id(),
                     created_at: now_timestamp(),
@@ -77,9 +77,9 @@ event_struct! {
     /// `TEXT_BLOCK_END`: a text block ended.
     pub struct TextBlockEndEvent {
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// The id of the block in the stream.
-        pub block_id: String,
+        pub block_id: Id,
         /// The block's final text when it is not the concatenation of the deltas (a voice reply
         /// cut short keeps what the user heard); it replaces the accumulated text.
         #[serde(default)]
@@ -89,7 +89,7 @@ event_struct! {
 
 impl TextBlockEndEvent {
     /// The end of the text block `block_id`, keeping the accumulated text.
-    pub fn new(reply_id: impl Into<String>, block_id: impl Into<String>) -> Self {
+    pub fn new(reply_id: impl Into<Id>, block_id: impl Into<Id>) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),
@@ -112,15 +112,15 @@ event_struct! {
     /// `THINKING_BLOCK_END`: a thinking block ended.
     pub struct ThinkingBlockEndEvent {
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// The id of the block in the stream.
-        pub block_id: String,
+        pub block_id: Id,
     }
 }
 
 impl ThinkingBlockEndEvent {
     /// The end of the thinking block `block_id`.
-    pub fn new(reply_id: impl Into<String>, block_id: impl Into<String>) -> Self {
+    pub fn new(reply_id: impl Into<Id>, block_id: impl Into<Id>) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),
@@ -135,9 +135,9 @@ event_struct! {
     /// `DATA_BLOCK_START`: a data block started.
     pub struct DataBlockStartEvent {
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// The id of the block in the stream.
-        pub block_id: String,
+        pub block_id: Id,
         /// The IANA media type of the data.
         pub media_type: String,
         /// The data's name, such as a file name.
@@ -148,7 +148,7 @@ event_struct! {
 
 impl DataBlockStartEvent {
     /// The start of the data block `block_id`, without a name.
-    pub fn new(reply_id: impl Into<String>, block_id: impl Into<String>, media_type: impl Into<String>) -> Self {
+    pub fn new(reply_id: impl Into<Id>, block_id: impl Into<Id>, media_type: impl Into<String>) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),
@@ -168,9 +168,9 @@ event_struct! {
     #[serde(try_from = "DataBlockDeltaWire")]
     pub struct DataBlockDeltaEvent {
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// The id of the block in the stream.
-        pub block_id: String,
+        pub block_id: Id,
         /// The IANA media type of the data.
         pub media_type: String,
         /// A base64-encoded piece of the bytes (each piece is encoded on its own).
@@ -182,7 +182,7 @@ event_struct! {
 
 impl DataBlockDeltaEvent {
     /// A delta carrying `source`: base64 bytes or a URL, with its media type.
-    pub fn new(reply_id: impl Into<String>, block_id: impl Into<String>, source: DataSource) -> Self {
+    pub fn new(reply_id: impl Into<Id>, block_id: impl Into<Id>, source: DataSource) -> Self {
         let (data, url, media_type) = match source {
             DataSource::Base64 { data, media_type } => (Some(data), None, media_type),
             DataSource::Url { url, media_type } => (None, Some(url), media_type),
@@ -223,13 +223,13 @@ pub(super) fn source_of(data: Option<&String>, url: Option<&String>, media_type:
 #[derive(Deserialize)]
 struct DataBlockDeltaWire {
     #[serde(default = "new_id")]
-    id: String,
+    id: Id,
     #[serde(default = "now_timestamp")]
-    created_at: String,
+    created_at: Timestamp,
     #[serde(default)]
     metadata: Map<String, Value>,
-    reply_id: String,
-    block_id: String,
+    reply_id: Id,
+    block_id: Id,
     media_type: String,
     #[serde(default)]
     data: Option<String>,
@@ -259,15 +259,15 @@ event_struct! {
     /// `DATA_BLOCK_END`: a data block ended.
     pub struct DataBlockEndEvent {
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// The id of the block in the stream.
-        pub block_id: String,
+        pub block_id: Id,
     }
 }
 
 impl DataBlockEndEvent {
     /// The end of the data block `block_id`.
-    pub fn new(reply_id: impl Into<String>, block_id: impl Into<String>) -> Self {
+    pub fn new(reply_id: impl Into<Id>, block_id: impl Into<Id>) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),
@@ -282,9 +282,9 @@ event_struct! {
     /// `HINT_BLOCK`: a whole hint block (hints are not streamed).
     pub struct HintBlockEvent {
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// The id of the hint block.
-        pub block_id: String,
+        pub block_id: Id,
         /// Who or what sent the hint, if known.
         #[serde(default)]
         pub source: Option<String>,
@@ -296,8 +296,8 @@ event_struct! {
 impl HintBlockEvent {
     /// A hint block event.
     pub fn new(
-        reply_id: impl Into<String>,
-        block_id: impl Into<String>,
+        reply_id: impl Into<Id>,
+        block_id: impl Into<Id>,
         hint: impl Into<HintContent>,
         source: Option<String>,
     ) -> Self {

@@ -2,6 +2,7 @@
 
 use super::block::source_of;
 use super::{AgentEvent, CustomEvent};
+use crate::id::Id;
 use crate::message::{
     ContentBlock, DataBlock, DataSource, HintBlock, MediaBlock, Msg, TextBlock, ThinkingBlock, ToolCallBlock,
     ToolCallState, ToolOutput, ToolResultBlock, ToolResultState, base64,
@@ -55,12 +56,12 @@ impl Msg {
             return;
         }
         match event.reply_id() {
-            Some(reply_id) if reply_id == self.id => {}
+            Some(reply_id) if *reply_id == self.id => {}
             _ => return,
         }
         match event {
             AgentEvent::ReplyEnd(e) => {
-                self.finished_at = Some(e.created_at.clone());
+                self.finished_at = Some(e.created_at);
                 self.finished_reason = Some(e.finished_reason);
                 self.error.clone_from(&e.error);
             }
@@ -76,7 +77,7 @@ impl Msg {
                     if let Some(text) = &e.text {
                         block.text.clone_from(text);
                     }
-                    block.finished_at = Some(e.created_at.clone());
+                    block.finished_at = Some(e.created_at);
                 }
             }
             AgentEvent::DataBlockStart(e) => {
@@ -99,7 +100,7 @@ impl Msg {
                         }
                         (None, Some(data), _) if data.is_empty() => {}
                         (None, Some(data), DataSource::Base64 { data: existing, .. }) => {
-                            *existing = base64::merge(existing, data);
+                            base64::merge(existing, data);
                         }
                         (None, Some(data), DataSource::Url { .. }) => {
                             block.source = DataSource::Base64 {
@@ -113,7 +114,7 @@ impl Msg {
             }
             AgentEvent::DataBlockEnd(e) => {
                 if let Some(block) = self.data_block_mut(&e.block_id) {
-                    block.finished_at = Some(e.created_at.clone());
+                    block.finished_at = Some(e.created_at);
                 }
             }
             AgentEvent::ThinkingBlockStart(e) => {
@@ -126,7 +127,7 @@ impl Msg {
             }
             AgentEvent::ThinkingBlockEnd(e) => {
                 if let Some(block) = self.thinking_block_mut(&e.block_id) {
-                    block.finished_at = Some(e.created_at.clone());
+                    block.finished_at = Some(e.created_at);
                 }
             }
             AgentEvent::HintBlock(e) => {
@@ -147,7 +148,7 @@ impl Msg {
             }
             AgentEvent::ToolCallEnd(e) => {
                 if let Some(call) = self.tool_call_mut(&e.tool_call_id) {
-                    call.finished_at = Some(e.created_at.clone());
+                    call.finished_at = Some(e.created_at);
                 }
             }
             AgentEvent::ToolResultStart(e) => {
@@ -176,7 +177,7 @@ impl Msg {
                 if let Some(result) = self.tool_result_mut(&e.tool_call_id) {
                     result.state = e.state;
                     result.metadata.clone_from(&e.metadata);
-                    result.finished_at = Some(e.created_at.clone());
+                    result.finished_at = Some(e.created_at);
                 }
                 if let Some(call) = self.tool_call_mut(&e.tool_call_id) {
                     call.state = ToolCallState::Finished;
@@ -213,14 +214,14 @@ impl Msg {
             }
             AgentEvent::ExternalExecutionResult(e) => {
                 // Results for calls that already have one (a late arrival) are skipped.
-                let answered: Vec<String> = self.tool_results().map(|result| result.id.clone()).collect();
+                let answered: Vec<Id> = self.tool_results().map(|result| result.id.clone()).collect();
                 for result in &e.execution_results {
                     if answered.contains(&result.id) {
                         continue;
                     }
                     let mut result = result.clone();
                     if result.finished_at.is_none() {
-                        result.finished_at = Some(e.created_at.clone());
+                        result.finished_at = Some(e.created_at);
                     }
                     self.content.push(result.into());
                 }
@@ -237,7 +238,10 @@ impl Msg {
     /// streamed (see [`ChatResponse::restart`](crate::ChatResponse::restart)).
     fn apply_restart(&mut self, custom: &CustomEvent) {
         if custom.name != crate::chat::RESTART_EVENT
-            || custom.value.get("reply_id").and_then(serde_json::Value::as_str) != Some(self.id.as_str())
+            || custom
+                .value
+                .get("reply_id")
+                .and_then(serde_json::Value::as_str).is_none_or(|reply_id| self.id != reply_id)
         {
             return;
         }
@@ -249,26 +253,26 @@ impl Msg {
             return;
         };
         let ids: Vec<&str> = ids.iter().filter_map(serde_json::Value::as_str).collect();
-        self.content.retain(|b| !ids.contains(&b.id()));
+        self.content.retain(|b| !ids.iter().any(|id| b.id() == id));
     }
 
-    fn text_block_mut(&mut self, id: &str) -> Option<&mut TextBlock> {
+    fn text_block_mut(&mut self, id: &Id) -> Option<&mut TextBlock> {
         self.content.iter_mut().find_map(|block| match block {
-            ContentBlock::Text(text) if text.id == id => Some(text),
+            ContentBlock::Text(text) if text.id == *id => Some(text),
             _ => None,
         })
     }
 
-    fn thinking_block_mut(&mut self, id: &str) -> Option<&mut ThinkingBlock> {
+    fn thinking_block_mut(&mut self, id: &Id) -> Option<&mut ThinkingBlock> {
         self.content.iter_mut().find_map(|block| match block {
-            ContentBlock::Thinking(thinking) if thinking.id == id => Some(thinking),
+            ContentBlock::Thinking(thinking) if thinking.id == *id => Some(thinking),
             _ => None,
         })
     }
 
-    fn data_block_mut(&mut self, id: &str) -> Option<&mut DataBlock> {
+    fn data_block_mut(&mut self, id: &Id) -> Option<&mut DataBlock> {
         self.content.iter_mut().find_map(|block| match block {
-            ContentBlock::Data(data) if data.id == id => Some(data),
+            ContentBlock::Data(data) if data.id == *id => Some(data),
             _ => None,
         })
     }
@@ -276,7 +280,7 @@ impl Msg {
 
 /// Adds a data piece to a tool result's blocks: base64 joins a base64 block with the same id,
 /// anything else is a new block.
-fn append_result_data(blocks: &mut Vec<MediaBlock>, block_id: &str, source: DataSource) {
+fn append_result_data(blocks: &mut Vec<MediaBlock>, block_id: &Id, source: DataSource) {
     if let DataSource::Base64 {
         data: incoming,
         media_type: incoming_type,
@@ -291,7 +295,7 @@ fn append_result_data(blocks: &mut Vec<MediaBlock>, block_id: &str, source: Data
             _ => None,
         });
         if let Some((data, media_type)) = target {
-            *data = base64::merge(data, incoming);
+            base64::merge(data, incoming);
             if !incoming_type.is_empty() {
                 media_type.clone_from(incoming_type);
             }

@@ -96,14 +96,12 @@ fn a_whole_reply_folds_into_its_message() {
     );
 
     let thinking = msg.content[0].as_thinking().unwrap();
-    assert_eq!(
-        (thinking.id.as_str(), thinking.thinking.as_str()),
-        ("th1", "Weather and time.")
-    );
+    assert_eq!(thinking.id, "th1");
+    assert_eq!(thinking.thinking, "Weather and time.");
     assert!(thinking.finished_at.is_some());
     let first_text = msg.content[1].as_text().unwrap();
     assert_eq!(first_text.text, "Checking both.");
-    assert_eq!(first_text.finished_at.as_deref(), Some(text_end.created_at.as_str()));
+    assert_eq!(first_text.finished_at, Some(text_end.created_at));
     assert_eq!(
         msg.text_content().as_deref(),
         Some("Checking both.\nIt is sunny in Paris.")
@@ -111,7 +109,7 @@ fn a_whole_reply_folds_into_its_message() {
 
     let calls: Vec<(&str, &str, ToolCallState)> = msg
         .tool_calls()
-        .map(|c| (c.id.as_str(), c.input.as_str(), c.state))
+        .map(|c| (c.id.as_text().unwrap_or("?"), c.input.as_str(), c.state))
         .collect();
     assert_eq!(
         calls,
@@ -124,7 +122,7 @@ fn a_whole_reply_folds_into_its_message() {
     let weather = msg.tool_results().next().unwrap();
     assert_eq!(weather.state, ToolResultState::Success);
     assert_eq!(weather.metadata["source"], "api");
-    assert_eq!(weather.finished_at.as_deref(), Some(result_end.created_at.as_str()));
+    assert_eq!(weather.finished_at, Some(result_end.created_at));
     let output = serde_json::to_value(&weather.output).unwrap();
     assert_eq!(output[0]["type"], "text");
     assert_eq!(output[0]["text"], "sunny, 21C");
@@ -147,7 +145,7 @@ fn a_whole_reply_folds_into_its_message() {
         })
     );
     assert_eq!(msg.finished_reason, Some(ReplyFinishedReason::Completed));
-    assert_eq!(msg.finished_at.as_deref(), Some(reply_end.created_at.as_str()));
+    assert_eq!(msg.finished_at, Some(reply_end.created_at));
     assert_eq!(msg.error, None);
 
     // The rebuilt message is a valid message on the wire.
@@ -213,7 +211,7 @@ fn hints_are_appended_finished() {
     let hint = msg.content[0].as_hint().unwrap();
     assert_eq!(hint.id, "h1");
     assert_eq!(hint.source.as_deref(), Some("system"));
-    assert_eq!(hint.finished_at.as_deref(), Some(hint.created_at.as_str()));
+    assert_eq!(hint.finished_at, Some(hint.created_at));
     assert_eq!(hint.text().as_deref(), Some("<system-reminder>now</system-reminder>"));
 }
 
@@ -272,7 +270,7 @@ fn human_in_the_loop_moves_call_states() {
     assert_eq!(msg.tool_results().count(), 1, "a late duplicate result is skipped");
     let stored = msg.tool_results().next().unwrap();
     assert_eq!(stored.output, ToolOutput::Text("42".into()));
-    assert_eq!(stored.finished_at.as_deref(), Some(external.created_at.as_str()));
+    assert_eq!(stored.finished_at, Some(external.created_at));
 
     msg.append_event(&UserInterruptEvent::new("r1").into());
     let end = ReplyEndEvent::new("s", "r1", ReplyFinishedReason::Error).with_error(ErrorInfo::new("upstream", "503"));

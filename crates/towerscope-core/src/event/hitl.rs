@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Map;
 
-use crate::id::{new_id, now_timestamp};
+use crate::id::{Id, new_id, now_timestamp};
 use crate::message::{PermissionRule, ToolCallBlock, ToolResultBlock, serialize_tagged, serialize_tagged_list};
 
 event_struct! {
@@ -11,7 +11,7 @@ event_struct! {
     /// confirmation; each call is in state `asking` and carries its suggested rules.
     pub struct RequireUserConfirmEvent {
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// The calls to confirm.
         #[serde(serialize_with = "serialize_tagged_list")]
         pub tool_calls: Vec<ToolCallBlock>,
@@ -20,7 +20,7 @@ event_struct! {
 
 impl RequireUserConfirmEvent {
     /// A confirmation request for these calls.
-    pub fn new(reply_id: impl Into<String>, tool_calls: Vec<ToolCallBlock>) -> Self {
+    pub fn new(reply_id: impl Into<Id>, tool_calls: Vec<ToolCallBlock>) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),
@@ -36,7 +36,7 @@ event_struct! {
     /// executor.
     pub struct RequireExternalExecutionEvent {
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// The calls to execute.
         #[serde(serialize_with = "serialize_tagged_list")]
         pub tool_calls: Vec<ToolCallBlock>,
@@ -45,7 +45,7 @@ event_struct! {
 
 impl RequireExternalExecutionEvent {
     /// An external execution request for these calls.
-    pub fn new(reply_id: impl Into<String>, tool_calls: Vec<ToolCallBlock>) -> Self {
+    pub fn new(reply_id: impl Into<Id>, tool_calls: Vec<ToolCallBlock>) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),
@@ -93,7 +93,7 @@ event_struct! {
     /// `USER_CONFIRM_RESULT` (input): the user's answers to confirmation requests.
     pub struct UserConfirmResultEvent {
         /// The id of the parked reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// One answer per asking call.
         pub confirm_results: Vec<ConfirmResult>,
     }
@@ -101,7 +101,7 @@ event_struct! {
 
 impl UserConfirmResultEvent {
     /// The user's answers.
-    pub fn new(reply_id: impl Into<String>, confirm_results: Vec<ConfirmResult>) -> Self {
+    pub fn new(reply_id: impl Into<Id>, confirm_results: Vec<ConfirmResult>) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),
@@ -117,13 +117,13 @@ event_struct! {
     /// interrupted results and the reply ends.
     pub struct UserInterruptEvent {
         /// The id of the parked reply.
-        pub reply_id: String,
+        pub reply_id: Id,
     }
 }
 
 impl UserInterruptEvent {
     /// An interrupt of the reply `reply_id`.
-    pub fn new(reply_id: impl Into<String>) -> Self {
+    pub fn new(reply_id: impl Into<Id>) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),
@@ -137,7 +137,7 @@ event_struct! {
     /// `EXTERNAL_EXECUTION_RESULT` (input): results of externally executed calls.
     pub struct ExternalExecutionResultEvent {
         /// The id of the parked reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// One result per submitted call (`id` = the call's id).
         #[serde(serialize_with = "serialize_tagged_list")]
         pub execution_results: Vec<ToolResultBlock>,
@@ -146,7 +146,7 @@ event_struct! {
 
 impl ExternalExecutionResultEvent {
     /// Results of external executions.
-    pub fn new(reply_id: impl Into<String>, execution_results: Vec<ToolResultBlock>) -> Self {
+    pub fn new(reply_id: impl Into<Id>, execution_results: Vec<ToolResultBlock>) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),

@@ -27,7 +27,7 @@
 //!
 //! let event = AgentEvent::from(ToolCallDeltaEvent::new("reply_1", "call_1", r#"{"city": "#));
 //! assert_eq!(event.event_type(), EventType::ToolCallDelta);
-//! assert_eq!(event.reply_id(), Some("reply_1"));
+//! assert_eq!(event.reply_id().map(ToString::to_string).as_deref(), Some("reply_1"));
 //!
 //! let json = serde_json::to_value(&event)?;
 //! assert_eq!(json["type"], "TOOL_CALL_DELTA");
@@ -57,10 +57,10 @@ macro_rules! event_struct {
         pub struct $name {
             /// The event's id (generated when missing).
             #[serde(default = "crate::id::new_id")]
-            pub id: String,
+            pub id: crate::id::Id,
             /// When the event was created (generated when missing).
             #[serde(default = "crate::id::now_timestamp")]
-            pub created_at: String,
+            pub created_at: crate::id::Timestamp,
             /// Free-form metadata.
             #[serde(default)]
             pub metadata: serde_json::Map<String, serde_json::Value>,

@@ -3,7 +3,9 @@
 use serde_json::{Map, Value};
 
 use crate::chat::ModelFinishedReason;
-use crate::id::{new_id, now_timestamp};
+use std::sync::Arc;
+
+use crate::id::{Id, new_id, now_timestamp};
 use crate::message::{ErrorInfo, ReplyFinishedReason, Role, Usage};
 
 fn assistant() -> Role {
@@ -14,11 +16,11 @@ event_struct! {
     /// `REPLY_START`: an agent started a reply.
     pub struct ReplyStartEvent {
         /// The session the reply belongs to.
-        pub session_id: String,
+        pub session_id: Id,
         /// The id of the reply (and of its message).
-        pub reply_id: String,
+        pub reply_id: Id,
         /// The agent's name.
-        pub name: String,
+        pub name: Arc<str>,
         /// The agent's role (`assistant` unless told otherwise).
         #[serde(default = "assistant")]
         pub role: Role,
@@ -27,7 +29,7 @@ event_struct! {
 
 impl ReplyStartEvent {
     /// A reply start of an assistant.
-    pub fn new(session_id: impl Into<String>, reply_id: impl Into<String>, name: impl Into<String>) -> Self {
+    pub fn new(session_id: impl Into<Id>, reply_id: impl Into<Id>, name: impl Into<Arc<str>>) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),
@@ -44,9 +46,9 @@ event_struct! {
     /// `REPLY_END`: a reply finished.
     pub struct ReplyEndEvent {
         /// The session the reply belongs to.
-        pub session_id: String,
+        pub session_id: Id,
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// Why the reply finished (default `completed`).
         #[serde(default)]
         pub finished_reason: ReplyFinishedReason,
@@ -58,11 +60,7 @@ event_struct! {
 
 impl ReplyEndEvent {
     /// A reply end without error info.
-    pub fn new(
-        session_id: impl Into<String>,
-        reply_id: impl Into<String>,
-        finished_reason: ReplyFinishedReason,
-    ) -> Self {
+    pub fn new(session_id: impl Into<Id>, reply_id: impl Into<Id>, finished_reason: ReplyFinishedReason) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),
@@ -86,15 +84,15 @@ event_struct! {
     /// `MODEL_CALL_START`: the agent called a model.
     pub struct ModelCallStartEvent {
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// The model's name.
-        pub model_name: String,
+        pub model_name: Arc<str>,
     }
 }
 
 impl ModelCallStartEvent {
     /// A model call start.
-    pub fn new(reply_id: impl Into<String>, model_name: impl Into<String>) -> Self {
+    pub fn new(reply_id: impl Into<Id>, model_name: impl Into<Arc<str>>) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),
@@ -109,7 +107,7 @@ event_struct! {
     /// `MODEL_CALL_END`: a model call finished, with its token usage.
     pub struct ModelCallEndEvent {
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// Input tokens.
         pub input_tokens: u64,
         /// Output tokens.
@@ -128,7 +126,7 @@ event_struct! {
 
 impl ModelCallEndEvent {
     /// A completed model call with this usage.
-    pub fn new(reply_id: impl Into<String>, usage: &Usage) -> Self {
+    pub fn new(reply_id: impl Into<Id>, usage: &Usage) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),
@@ -165,15 +163,15 @@ event_struct! {
     /// iteration limit. Check [`ReplyEndEvent::finished_reason`] instead.
     pub struct ExceedMaxItersEvent {
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// The agent's name.
-        pub name: String,
+        pub name: Arc<str>,
     }
 }
 
 impl ExceedMaxItersEvent {
     /// An iteration-limit event.
-    pub fn new(reply_id: impl Into<String>, name: impl Into<String>) -> Self {
+    pub fn new(reply_id: impl Into<Id>, name: impl Into<Arc<str>>) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),

@@ -6,16 +6,16 @@ use serde_json::{Map, Value};
 use super::block::source_of;
 use super::check_one_source;
 use crate::AgentError;
-use crate::id::{new_id, now_timestamp};
+use crate::id::{Id, Timestamp, new_id, now_timestamp};
 use crate::message::{DataSource, ToolResultState};
 
 event_struct! {
     /// `TOOL_CALL_START`: the model started a tool call.
     pub struct ToolCallStartEvent {
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// The tool call id.
-        pub tool_call_id: String,
+        pub tool_call_id: Id,
         /// The tool's name.
         pub tool_call_name: String,
     }
@@ -23,11 +23,7 @@ event_struct! {
 
 impl ToolCallStartEvent {
     /// The start of the tool call `tool_call_id`.
-    pub fn new(
-        reply_id: impl Into<String>,
-        tool_call_id: impl Into<String>,
-        tool_call_name: impl Into<String>,
-    ) -> Self {
+    pub fn new(reply_id: impl Into<Id>, tool_call_id: impl Into<Id>, tool_call_name: impl Into<String>) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),
@@ -43,9 +39,9 @@ event_struct! {
     /// `TOOL_CALL_DELTA`: more of a tool call's JSON arguments.
     pub struct ToolCallDeltaEvent {
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// The tool call id.
-        pub tool_call_id: String,
+        pub tool_call_id: Id,
         /// A JSON fragment of the arguments.
         pub delta: String,
     }
@@ -53,7 +49,7 @@ event_struct! {
 
 impl ToolCallDeltaEvent {
     /// A fragment of the arguments of `tool_call_id`.
-    pub fn new(reply_id: impl Into<String>, tool_call_id: impl Into<String>, delta: impl Into<String>) -> Self {
+    pub fn new(reply_id: impl Into<Id>, tool_call_id: impl Into<Id>, delta: impl Into<String>) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),
@@ -69,15 +65,15 @@ event_struct! {
     /// `TOOL_CALL_END`: a tool call's arguments are complete.
     pub struct ToolCallEndEvent {
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// The tool call id.
-        pub tool_call_id: String,
+        pub tool_call_id: Id,
     }
 }
 
 impl ToolCallEndEvent {
     /// The end of the tool call `tool_call_id`.
-    pub fn new(reply_id: impl Into<String>, tool_call_id: impl Into<String>) -> Self {
+    pub fn new(reply_id: impl Into<Id>, tool_call_id: impl Into<Id>) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),
@@ -93,9 +89,9 @@ event_struct! {
     /// validation).
     pub struct ToolResultStartEvent {
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// The id of the tool call.
-        pub tool_call_id: String,
+        pub tool_call_id: Id,
         /// The tool's name.
         pub tool_call_name: String,
     }
@@ -103,11 +99,7 @@ event_struct! {
 
 impl ToolResultStartEvent {
     /// The start of the result of `tool_call_id`.
-    pub fn new(
-        reply_id: impl Into<String>,
-        tool_call_id: impl Into<String>,
-        tool_call_name: impl Into<String>,
-    ) -> Self {
+    pub fn new(reply_id: impl Into<Id>, tool_call_id: impl Into<Id>, tool_call_name: impl Into<String>) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),
@@ -123,9 +115,9 @@ event_struct! {
     /// `TOOL_RESULT_TEXT_DELTA`: more text of a tool result.
     pub struct ToolResultTextDeltaEvent {
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// The id of the tool call.
-        pub tool_call_id: String,
+        pub tool_call_id: Id,
         /// The new text.
         pub delta: String,
     }
@@ -133,7 +125,7 @@ event_struct! {
 
 impl ToolResultTextDeltaEvent {
     /// A piece of the text of the result of `tool_call_id`.
-    pub fn new(reply_id: impl Into<String>, tool_call_id: impl Into<String>, delta: impl Into<String>) -> Self {
+    pub fn new(reply_id: impl Into<Id>, tool_call_id: impl Into<Id>, delta: impl Into<String>) -> Self {
         Self {
             id: new_id(),
             created_at: now_timestamp(),
@@ -152,11 +144,11 @@ event_struct! {
     #[serde(try_from = "ToolResultDataDeltaWire")]
     pub struct ToolResultDataDeltaEvent {
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// The id of the tool call.
-        pub tool_call_id: String,
+        pub tool_call_id: Id,
         /// The id of the data block in the result (pieces with the same id are joined).
-        pub block_id: String,
+        pub block_id: Id,
         /// The IANA media type of the data.
         pub media_type: String,
         /// Base64-encoded bytes.
@@ -168,7 +160,7 @@ event_struct! {
 
 impl ToolResultDataDeltaEvent {
     /// A data block of the result of `tool_call_id`, with a new block id.
-    pub fn new(reply_id: impl Into<String>, tool_call_id: impl Into<String>, source: DataSource) -> Self {
+    pub fn new(reply_id: impl Into<Id>, tool_call_id: impl Into<Id>, source: DataSource) -> Self {
         let (data, url, media_type) = match source {
             DataSource::Base64 { data, media_type } => (Some(data), None, media_type),
             DataSource::Url { url, media_type } => (None, Some(url), media_type),
@@ -188,7 +180,7 @@ impl ToolResultDataDeltaEvent {
 
     /// Sets the id of the data block.
     #[must_use]
-    pub fn with_block_id(mut self, block_id: impl Into<String>) -> Self {
+    pub fn with_block_id(mut self, block_id: impl Into<Id>) -> Self {
         self.block_id = block_id.into();
         self
     }
@@ -202,15 +194,15 @@ impl ToolResultDataDeltaEvent {
 #[derive(Deserialize)]
 struct ToolResultDataDeltaWire {
     #[serde(default = "new_id")]
-    id: String,
+    id: Id,
     #[serde(default = "now_timestamp")]
-    created_at: String,
+    created_at: Timestamp,
     #[serde(default)]
     metadata: Map<String, Value>,
-    reply_id: String,
-    tool_call_id: String,
+    reply_id: Id,
+    tool_call_id: Id,
     #[serde(default = "new_id")]
-    block_id: String,
+    block_id: Id,
     media_type: String,
     #[serde(default)]
     data: Option<String>,
@@ -242,9 +234,9 @@ event_struct! {
     /// metadata.
     pub struct ToolResultEndEvent {
         /// The id of the reply.
-        pub reply_id: String,
+        pub reply_id: Id,
         /// The id of the tool call.
-        pub tool_call_id: String,
+        pub tool_call_id: Id,
         /// How the execution ended.
         pub state: ToolResultState,
     }
@@ -253,8 +245,8 @@ event_struct! {
 impl ToolResultEndEvent {
     /// The end of the result of `tool_call_id`, with the result's metadata.
     pub fn new(
-        reply_id: impl Into<String>,
-        tool_call_id: impl Into<String>,
+        reply_id: impl Into<Id>,
+        tool_call_id: impl Into<Id>,
         state: ToolResultState,
         metadata: Map<String, Value>,
     ) -> Self {

@@ -78,15 +78,38 @@ pub(crate) fn decode(text: &str) -> Option<Vec<u8>> {
 
 /// Appends the base64 piece `incoming` to the base64 text `existing`, joining the bytes.
 ///
-/// When either side is not valid base64 the two strings are concatenated as they are (the
+/// Costs what `incoming` costs, whatever the length of `existing`: only the last group of
+/// `existing` (4 characters, which may carry padding) is decoded again. When `incoming`, or the
+/// end of `existing`, is not valid base64 the two strings are concatenated as they are (the
 /// reference's `ToolResponse` does the same for placeholder payloads), so nothing is lost.
-pub(crate) fn merge(existing: &str, incoming: &str) -> String {
-    match (decode(existing), decode(incoming)) {
-        (Some(mut bytes), Some(more)) => {
-            bytes.extend_from_slice(&more);
-            encode(&bytes)
+pub(crate) fn merge(existing: &mut String, incoming: &str) {
+    match decode(incoming) {
+        Some(bytes) => append_bytes(existing, &bytes),
+        None => existing.push_str(incoming),
+    }
+}
+
+/// Appends raw bytes to the base64 text `existing`, re-encoding only its last group.
+pub(crate) fn append_bytes(existing: &mut String, bytes: &[u8]) {
+    if bytes.is_empty() {
+        return;
+    }
+    // The last group: 4 characters, or the unpadded remainder of a text without padding.
+    let partial = existing.len() % 4;
+    let tail_start = existing.len() - if partial == 0 { existing.len().min(4) } else { partial };
+    let tail = existing.get(tail_start..).unwrap_or_default();
+    if partial == 0 && !tail.bytes().any(|b| b == b'=') {
+        existing.push_str(&encode(bytes));
+        return;
+    }
+    match decode(tail) {
+        Some(mut joined) => {
+            joined.extend_from_slice(bytes);
+            existing.truncate(tail_start);
+            existing.push_str(&encode(&joined));
         }
-        _ => format!("{existing}{incoming}"),
+        // Not base64 at its end: keep it as it is and add the new bytes after it.
+        None => existing.push_str(&encode(bytes)),
     }
 }
 
@@ -126,9 +149,46 @@ mod tests {
 
     #[test]
     fn merges_bytes_not_strings() {
+        let merged = |a: &str, b: &str| {
+            let mut a = a.to_owned();
+            merge(&mut a, b);
+            a
+        };
         // "ab" and "c" encoded separately carry padding in the middle.
-        assert_eq!(merge("YWI=", "Yw=="), "YWJj");
-        assert_eq!(merge("", "YWJj"), "YWJj");
-        assert_eq!(merge("not base64!", "x"), "not base64!x");
+        assert_eq!(merged("YWI=", "Yw=="), "YWJj");
+        assert_eq!(merged("", "YWJj"), "YWJj");
+        assert_eq!(merged("not base64!", "x"), "not base64!x");
+        assert_eq!(merged("Zg", "Zg=="), "ZmY=", "an unpadded piece joins too");
+        let mut kept = "not base64!".to_owned();
+        append_bytes(&mut kept, b"f");
+        assert_eq!(kept, "not base64!Zg==", "bytes after text that is not base64 keep both");
+    }
+
+    #[test]
+    fn streamed_pieces_of_every_length_join_to_the_whole() {
+        let data: Vec<u8> = (0..200u8).collect();
+        for piece in 1..8 {
+            let mut joined = String::new();
+            for chunk in data.chunks(piece) {
+                merge(&mut joined, &encode(chunk));
+            }
+            assert_eq!(decode(&joined).as_deref(), Some(&data[..]), "pieces of {piece}");
+            let mut raw = String::new();
+            for chunk in data.chunks(piece) {
+                append_bytes(&mut raw, chunk);
+            }
+            assert_eq!(raw, encode(&data), "bytes in pieces of {piece}");
+        }
+    }
+
+    #[test]
+    fn a_long_stream_costs_what_its_pieces_cost() {
+        // 20,000 pieces of 3 bytes: a quadratic merge re-encodes ~1.2 GB; this one ~80 KB.
+        let mut joined = String::new();
+        for i in 0..20_000u32 {
+            merge(&mut joined, &encode(&i.to_le_bytes()[..3]));
+        }
+        assert_eq!(joined.len(), 80_000);
+        assert_eq!(decode(&joined).map(|b| b.len()), Some(60_000));
     }
 }

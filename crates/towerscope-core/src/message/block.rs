@@ -7,7 +7,7 @@ use serde::de::{self, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-use crate::id::{new_id, now_timestamp};
+use crate::id::{Id, Timestamp, new_id, now_timestamp};
 
 /// A block of text.
 ///
@@ -19,13 +19,13 @@ pub struct TextBlock {
     pub text: String,
     /// The block's id (generated when missing).
     #[serde(default = "new_id")]
-    pub id: String,
+    pub id: Id,
     /// When the block was created.
     #[serde(default = "now_timestamp")]
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// When the block was finished, if it was.
     #[serde(default)]
-    pub finished_at: Option<String>,
+    pub finished_at: Option<Timestamp>,
 }
 
 impl TextBlock {
@@ -41,7 +41,7 @@ impl TextBlock {
 
     /// Sets the block's id.
     #[must_use]
-    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+    pub fn with_id(mut self, id: impl Into<Id>) -> Self {
         self.id = id.into();
         self
     }
@@ -59,13 +59,13 @@ pub struct ThinkingBlock {
     pub thinking: String,
     /// The block's id (generated when missing).
     #[serde(default = "new_id")]
-    pub id: String,
+    pub id: Id,
     /// When the block was created.
     #[serde(default = "now_timestamp")]
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// When the block was finished, if it was.
     #[serde(default)]
-    pub finished_at: Option<String>,
+    pub finished_at: Option<Timestamp>,
     /// Provider-specific extra fields, flattened into the block's JSON.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -85,7 +85,7 @@ impl ThinkingBlock {
 
     /// Sets the block's id.
     #[must_use]
-    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+    pub fn with_id(mut self, id: impl Into<Id>) -> Self {
         self.id = id.into();
         self
     }
@@ -129,7 +129,7 @@ impl DataSource {
 pub struct DataBlock {
     /// The block's id (generated when missing).
     #[serde(default = "new_id")]
-    pub id: String,
+    pub id: Id,
     /// Where the bytes are.
     pub source: DataSource,
     /// An optional name, such as a file name.
@@ -137,10 +137,10 @@ pub struct DataBlock {
     pub name: Option<String>,
     /// When the block was created.
     #[serde(default = "now_timestamp")]
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// When the block was finished, if it was.
     #[serde(default)]
-    pub finished_at: Option<String>,
+    pub finished_at: Option<Timestamp>,
 }
 
 impl DataBlock {
@@ -173,7 +173,7 @@ impl DataBlock {
 
     /// Sets the block's id.
     #[must_use]
-    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+    pub fn with_id(mut self, id: impl Into<Id>) -> Self {
         self.id = id.into();
         self
     }
@@ -183,6 +183,15 @@ impl DataBlock {
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
+    }
+
+    /// Appends a streamed base64 piece to an inline source, joining the bytes (only the last
+    /// group of the existing text is re-encoded, so a long stream costs what its pieces cost).
+    /// A URL source is left as it is.
+    pub fn append_base64(&mut self, piece: &str) {
+        if let DataSource::Base64 { data, .. } = &mut self.source {
+            super::base64::merge(data, piece);
+        }
     }
 }
 
@@ -205,7 +214,7 @@ impl MediaBlock {
     }
 
     /// The block's id.
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &Id {
         match self {
             Self::Text(b) => &b.id,
             Self::Data(b) => &b.id,
@@ -339,19 +348,19 @@ pub struct HintBlock {
     pub hint: HintContent,
     /// The block's id (generated when missing).
     #[serde(default = "new_id")]
-    pub id: String,
+    pub id: Id,
     /// Who or what sent the hint (`"alice"`, `"system"`), if known.
     #[serde(default)]
     pub source: Option<String>,
     /// When the block was created.
     #[serde(default = "now_timestamp")]
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// When the block was finished (stamped at creation; the reference also stamps a missing one).
     #[serde(default = "stamp_now")]
-    pub finished_at: Option<String>,
+    pub finished_at: Option<Timestamp>,
 }
 
-fn stamp_now() -> Option<String> {
+fn stamp_now() -> Option<Timestamp> {
     Some(now_timestamp())
 }
 
@@ -363,14 +372,14 @@ impl HintBlock {
             hint: hint.into(),
             id: new_id(),
             source,
-            finished_at: Some(created_at.clone()),
+            finished_at: Some(created_at),
             created_at,
         }
     }
 
     /// Sets the block's id.
     #[must_use]
-    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+    pub fn with_id(mut self, id: impl Into<Id>) -> Self {
         self.id = id.into();
         self
     }

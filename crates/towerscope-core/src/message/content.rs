@@ -4,6 +4,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::id::{Id, Timestamp};
+
 use super::block::{DataBlock, HintBlock, HintContent, MediaBlock, TextBlock, ThinkingBlock};
 use super::tool_block::{ToolCallBlock, ToolOutput, ToolResultBlock, ToolResultState};
 
@@ -101,13 +103,13 @@ impl ContentBlock {
     }
 
     /// A new pending tool call.
-    pub fn tool_call(id: impl Into<String>, name: impl Into<String>, input: impl Into<String>) -> Self {
+    pub fn tool_call(id: impl Into<Id>, name: impl Into<String>, input: impl Into<String>) -> Self {
         Self::ToolCall(ToolCallBlock::new(id, name, input))
     }
 
     /// A new tool result for the call `id`.
     pub fn tool_result(
-        id: impl Into<String>,
+        id: impl Into<Id>,
         name: impl Into<String>,
         output: impl Into<ToolOutput>,
         state: ToolResultState,
@@ -128,7 +130,7 @@ impl ContentBlock {
     }
 
     /// The block's id (for tool calls and results, the tool call id).
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &Id {
         match self {
             Self::Text(b) => &b.id,
             Self::Thinking(b) => &b.id,
@@ -140,26 +142,26 @@ impl ContentBlock {
     }
 
     /// When the block was created.
-    pub fn created_at(&self) -> &str {
+    pub fn created_at(&self) -> Timestamp {
         match self {
-            Self::Text(b) => &b.created_at,
-            Self::Thinking(b) => &b.created_at,
-            Self::Data(b) => &b.created_at,
-            Self::Hint(b) => &b.created_at,
-            Self::ToolCall(b) => &b.created_at,
-            Self::ToolResult(b) => &b.created_at,
+            Self::Text(b) => b.created_at,
+            Self::Thinking(b) => b.created_at,
+            Self::Data(b) => b.created_at,
+            Self::Hint(b) => b.created_at,
+            Self::ToolCall(b) => b.created_at,
+            Self::ToolResult(b) => b.created_at,
         }
     }
 
     /// When the block was finished, if it was.
-    pub fn finished_at(&self) -> Option<&str> {
+    pub fn finished_at(&self) -> Option<Timestamp> {
         match self {
-            Self::Text(b) => b.finished_at.as_deref(),
-            Self::Thinking(b) => b.finished_at.as_deref(),
-            Self::Data(b) => b.finished_at.as_deref(),
-            Self::Hint(b) => b.finished_at.as_deref(),
-            Self::ToolCall(b) => b.finished_at.as_deref(),
-            Self::ToolResult(b) => b.finished_at.as_deref(),
+            Self::Text(b) => b.finished_at,
+            Self::Thinking(b) => b.finished_at,
+            Self::Data(b) => b.finished_at,
+            Self::Hint(b) => b.finished_at,
+            Self::ToolCall(b) => b.finished_at,
+            Self::ToolResult(b) => b.finished_at,
         }
     }
 
@@ -279,7 +281,7 @@ mod tests {
         for block in blocks {
             let value = serde_json::to_value(&block).unwrap();
             assert_eq!(value["type"], block.kind().as_str());
-            assert_eq!(value["id"], block.id());
+            assert_eq!(value["id"], block.id().to_string());
             let back: ContentBlock = serde_json::from_value(value).unwrap();
             assert_eq!(back, block);
         }
@@ -318,7 +320,7 @@ mod tests {
     fn missing_ids_and_timestamps_are_generated() {
         let block: ContentBlock = serde_json::from_value(json!({"type": "text", "text": "hi"})).unwrap();
         assert_eq!(block.id().len(), 32);
-        assert!(!block.created_at().is_empty());
+        assert!(block.created_at().as_micros() > 0);
         let hint: ContentBlock = serde_json::from_value(json!({"type": "hint", "hint": "h"})).unwrap();
         assert!(hint.finished_at().is_some());
     }

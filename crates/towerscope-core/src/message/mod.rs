@@ -41,12 +41,14 @@
 pub(crate) mod base64;
 mod block;
 mod content;
+mod messages;
 mod msg;
 mod outcome;
 mod tool_block;
 
 pub use block::{DataBlock, DataSource, HintBlock, HintContent, MediaBlock, TextBlock, ThinkingBlock};
 pub use content::{BlockKind, ContentBlock};
+pub use messages::Messages;
 pub use msg::{Msg, Role};
 pub use outcome::{ErrorInfo, ReplyFinishedReason, Usage};
 pub use tool_block::{

@@ -1,6 +1,7 @@
 //! The message type and its role rules.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -9,7 +10,7 @@ use super::content::{BlockKind, ContentBlock};
 use super::outcome::{ErrorInfo, ReplyFinishedReason, Usage};
 use super::tool_block::{ToolCallBlock, ToolResultBlock};
 use crate::AgentError;
-use crate::id::{new_id, now_timestamp};
+use crate::id::{Id, Timestamp, new_id, now_timestamp};
 
 /// Who sent a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -69,22 +70,22 @@ impl fmt::Display for Role {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "MsgWire")]
 pub struct Msg {
-    /// The sender's name.
-    pub name: String,
+    /// The sender's name (shared: every message of one agent holds the same name).
+    pub name: Arc<str>,
     /// The content blocks.
     pub content: Vec<ContentBlock>,
     /// The sender's role.
     pub role: Role,
     /// The message id (for an agent's reply, the reply id of its events).
-    pub id: String,
+    pub id: Id,
     /// Free-form metadata.
     pub metadata: Map<String, Value>,
     /// When the message was created.
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// Tokens used to produce the message.
     pub usage: Option<Usage>,
     /// When the message was finished; user and system messages are finished when created.
-    pub finished_at: Option<String>,
+    pub finished_at: Option<Timestamp>,
     /// Why the reply finished; `None` until its `REPLY_END`.
     pub finished_reason: Option<ReplyFinishedReason>,
     /// The structured output of the reply, when one was requested and produced.
@@ -96,19 +97,19 @@ pub struct Msg {
 /// The JSON form of a message, checked against the role rules on the way in.
 #[derive(Deserialize)]
 struct MsgWire {
-    name: String,
+    name: Arc<str>,
     content: Vec<ContentBlock>,
     role: Role,
     #[serde(default = "new_id")]
-    id: String,
+    id: Id,
     #[serde(default)]
     metadata: Map<String, Value>,
     #[serde(default = "now_timestamp")]
-    created_at: String,
+    created_at: Timestamp,
     #[serde(default)]
     usage: Option<Usage>,
     #[serde(default)]
-    finished_at: Option<String>,
+    finished_at: Option<Timestamp>,
     #[serde(default)]
     finished_reason: Option<ReplyFinishedReason>,
     #[serde(default)]
@@ -143,14 +144,14 @@ impl Msg {
     ///
     /// User and system messages are finished when created (`finished_at == created_at`);
     /// assistant messages are not.
-    pub fn new(name: impl Into<String>, role: Role, content: Vec<ContentBlock>) -> Result<Self, AgentError> {
+    pub fn new(name: impl Into<Arc<str>>, role: Role, content: Vec<ContentBlock>) -> Result<Self, AgentError> {
         role.check_content(&content)?;
         Ok(Self::new_unchecked(name.into(), role, content))
     }
 
-    fn new_unchecked(name: String, role: Role, content: Vec<ContentBlock>) -> Self {
+    fn new_unchecked(name: Arc<str>, role: Role, content: Vec<ContentBlock>) -> Self {
         let created_at = now_timestamp();
-        let finished_at = (role != Role::Assistant).then(|| created_at.clone());
+        let finished_at = (role != Role::Assistant).then_some(created_at);
         Self {
             name,
             content,
@@ -167,29 +168,29 @@ impl Msg {
     }
 
     /// A user message holding one text block.
-    pub fn user(name: impl Into<String>, text: impl Into<String>) -> Self {
+    pub fn user(name: impl Into<Arc<str>>, text: impl Into<String>) -> Self {
         Self::new_unchecked(name.into(), Role::User, vec![ContentBlock::text(text)])
     }
 
     /// A system message holding one text block.
-    pub fn system(name: impl Into<String>, text: impl Into<String>) -> Self {
+    pub fn system(name: impl Into<Arc<str>>, text: impl Into<String>) -> Self {
         Self::new_unchecked(name.into(), Role::System, vec![ContentBlock::text(text)])
     }
 
     /// An (unfinished) assistant message holding one text block.
-    pub fn assistant(name: impl Into<String>, text: impl Into<String>) -> Self {
+    pub fn assistant(name: impl Into<Arc<str>>, text: impl Into<String>) -> Self {
         Self::new_unchecked(name.into(), Role::Assistant, vec![ContentBlock::text(text)])
     }
 
     /// An assistant message holding `content` (an assistant message may hold every kind of
     /// block, so this cannot fail).
-    pub fn assistant_blocks(name: impl Into<String>, content: Vec<ContentBlock>) -> Self {
+    pub fn assistant_blocks(name: impl Into<Arc<str>>, content: Vec<ContentBlock>) -> Self {
         Self::new_unchecked(name.into(), Role::Assistant, content)
     }
 
     /// Sets the message id.
     #[must_use]
-    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+    pub fn with_id(mut self, id: impl Into<Id>) -> Self {
         self.id = id.into();
         self
     }
@@ -238,18 +239,26 @@ impl Msg {
         self.content.iter().filter_map(ContentBlock::as_tool_result)
     }
 
-    /// The first tool call with this id.
-    pub fn tool_call_mut(&mut self, id: &str) -> Option<&mut ToolCallBlock> {
+    /// The first tool call with this id (an [`Id`] or its text).
+    pub fn tool_call_mut<Q>(&mut self, id: &Q) -> Option<&mut ToolCallBlock>
+    where
+        Q: ?Sized,
+        Id: PartialEq<Q>,
+    {
         self.content.iter_mut().find_map(|block| match block {
-            ContentBlock::ToolCall(call) if call.id == id => Some(call),
+            ContentBlock::ToolCall(call) if call.id == *id => Some(call),
             _ => None,
         })
     }
 
-    /// The first tool result for the call with this id.
-    pub fn tool_result_mut(&mut self, id: &str) -> Option<&mut ToolResultBlock> {
+    /// The first tool result for the call with this id (an [`Id`] or its text).
+    pub fn tool_result_mut<Q>(&mut self, id: &Q) -> Option<&mut ToolResultBlock>
+    where
+        Q: ?Sized,
+        Id: PartialEq<Q>,
+    {
         self.content.iter_mut().find_map(|block| match block {
-            ContentBlock::ToolResult(result) if result.id == id => Some(result),
+            ContentBlock::ToolResult(result) if result.id == *id => Some(result),
             _ => None,
         })
     }
@@ -274,9 +283,9 @@ mod tests {
     fn constructors_follow_the_reference() {
         let user = Msg::user("alice", "hi");
         assert_eq!(user.role, Role::User);
-        assert_eq!(user.finished_at.as_deref(), Some(user.created_at.as_str()));
+        assert_eq!(user.finished_at, Some(user.created_at));
         let system = Msg::system("system", "be brief");
-        assert_eq!(system.finished_at.as_deref(), Some(system.created_at.as_str()));
+        assert_eq!(system.finished_at, Some(system.created_at));
         let assistant = Msg::assistant("bot", "hello");
         assert_eq!(assistant.finished_at, None);
         assert_eq!(assistant.text_content().as_deref(), Some("hello"));
@@ -390,7 +399,7 @@ mod tests {
         assert_eq!(msg.blocks_of(BlockKind::Text).count(), 2);
         assert!(msg.has_block(BlockKind::ToolResult));
         assert!(!msg.has_block(BlockKind::Hint));
-        assert_eq!(msg.tool_calls().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["c1"]);
+        assert_eq!(msg.tool_calls().map(|c| c.id.to_string()).collect::<Vec<_>>(), ["c1"]);
         assert_eq!(msg.tool_results().count(), 1);
         msg.tool_call_mut("c1").unwrap().input.push(' ');
         assert_eq!(msg.tool_calls().next().unwrap().input, "{} ");

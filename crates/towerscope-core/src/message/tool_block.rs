@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::block::{MediaBlock, TextBlock, deserialize_text_or_blocks, join_text};
 use crate::AgentError;
-use crate::id::now_timestamp;
+use crate::id::{Id, Timestamp, now_timestamp};
 
 /// Where a tool call is in its life (§4.3 of the reference):
 ///
@@ -115,7 +115,7 @@ impl PermissionRule {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCallBlock {
     /// The tool call id (also the id of its result).
-    pub id: String,
+    pub id: Id,
     /// The tool's name.
     pub name: String,
     /// The raw JSON arguments.
@@ -128,15 +128,15 @@ pub struct ToolCallBlock {
     pub suggested_rules: Vec<PermissionRule>,
     /// When the block was created.
     #[serde(default = "now_timestamp")]
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// When the block was finished, if it was.
     #[serde(default)]
-    pub finished_at: Option<String>,
+    pub finished_at: Option<Timestamp>,
 }
 
 impl ToolCallBlock {
     /// A pending tool call.
-    pub fn new(id: impl Into<String>, name: impl Into<String>, input: impl Into<String>) -> Self {
+    pub fn new(id: impl Into<Id>, name: impl Into<String>, input: impl Into<String>) -> Self {
         Self {
             id: id.into(),
             name: name.into(),
@@ -220,7 +220,7 @@ impl<'de> Deserialize<'de> for ToolOutput {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResultBlock {
     /// The id of the tool call this result answers.
-    pub id: String,
+    pub id: Id,
     /// The tool's name.
     pub name: String,
     /// What the tool returned.
@@ -233,16 +233,16 @@ pub struct ToolResultBlock {
     pub metadata: Map<String, Value>,
     /// When the block was created.
     #[serde(default = "now_timestamp")]
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// When the block was finished, if it was.
     #[serde(default)]
-    pub finished_at: Option<String>,
+    pub finished_at: Option<Timestamp>,
 }
 
 impl ToolResultBlock {
     /// A result for the call `id`.
     pub fn new(
-        id: impl Into<String>,
+        id: impl Into<Id>,
         name: impl Into<String>,
         output: impl Into<ToolOutput>,
         state: ToolResultState,

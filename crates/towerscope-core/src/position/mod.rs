@@ -55,7 +55,7 @@ pub use request::{
     ActingRequest, CompressRequest, ModelCallRequest, PermissionDecision, PermissionRequest, ReasoningRequest,
     ReplyInput, ReplyRequest, StructuredSchema, ToolInfo,
 };
-pub use stack::{BoxedLayer, LayerStack, Position, erase};
+pub use stack::{LayerStack, Position};
 
 use std::fmt;
 use std::pin::Pin;

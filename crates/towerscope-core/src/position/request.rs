@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::event::{ExternalExecutionResultEvent, UserConfirmResultEvent, UserInterruptEvent};
-use crate::{AgentContext, HintBlock, ModelRef, Msg, PermissionRule, ToolCallBlock, ToolChoice, ToolSchema};
+use crate::{AgentContext, HintBlock, Messages, ModelRef, Msg, PermissionRule, ToolCallBlock, ToolChoice, ToolSchema};
 
 /// A JSON schema the reply's structured output must satisfy.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,7 +19,7 @@ pub struct StructuredSchema {
 #[derive(Debug, Clone)]
 pub enum ReplyInput {
     /// New messages (possibly none) to answer.
-    Messages(Arc<[Msg]>),
+    Messages(Messages),
     /// The user's answers to a `REQUIRE_USER_CONFIRM`.
     Confirm(Arc<UserConfirmResultEvent>),
     /// Results of tools executed outside the agent.
@@ -30,7 +30,7 @@ pub enum ReplyInput {
 
 impl ReplyInput {
     /// The messages, if this input holds messages.
-    pub fn messages(&self) -> Option<&[Msg]> {
+    pub fn messages(&self) -> Option<&Messages> {
         match self {
             Self::Messages(m) => Some(m),
             _ => None,
@@ -45,13 +45,19 @@ impl ReplyInput {
 
 impl From<Msg> for ReplyInput {
     fn from(m: Msg) -> Self {
-        Self::Messages(Arc::from(vec![m]))
+        Self::Messages(Messages::from(m))
     }
 }
 
 impl From<Vec<Msg>> for ReplyInput {
     fn from(m: Vec<Msg>) -> Self {
-        Self::Messages(Arc::from(m))
+        Self::Messages(Messages::from(m))
+    }
+}
+
+impl From<Messages> for ReplyInput {
+    fn from(m: Messages) -> Self {
+        Self::Messages(m)
     }
 }
 
@@ -100,8 +106,9 @@ pub struct ModelCallRequest {
     pub ctx: AgentContext,
     /// The model to call. A fallback layer overrides this.
     pub model: ModelRef,
-    /// The messages: the system prompt first, then the conversation.
-    pub messages: Arc<[Msg]>,
+    /// The messages: the system prompt first, then the conversation. Shared: cloning the
+    /// request does not copy them, and a layer edits one with [`Messages::make_mut`].
+    pub messages: Messages,
     /// The tools offered to the model.
     pub tools: Arc<[ToolSchema]>,
     /// The tool choice.
@@ -140,10 +147,15 @@ pub struct ToolInfo {
 pub struct ActingRequest {
     /// The reply's context.
     pub ctx: AgentContext,
-    /// The tool call. A layer may override its `input` (raw JSON); the toolkit parses it again.
+    /// The tool call as the model made it (its `input` is the raw JSON text).
     pub tool_call: ToolCallBlock,
     /// The tool being called.
     pub tool: Arc<ToolInfo>,
+    /// The arguments, parsed once (repaired and coerced to the tool's schema) and validated.
+    /// This is what the tool receives: a layer that changes the arguments replaces this value
+    /// (and answers for its validity; the tool still rejects arguments it cannot read, as an
+    /// error result).
+    pub input: Arc<serde_json::Value>,
 }
 
 /// The `on_check_permission` request.

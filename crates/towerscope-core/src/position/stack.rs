@@ -13,20 +13,6 @@ use crate::AgentError;
 /// nothing paid), or the erased stack of layers around it.
 pub type Position<S, Req, Resp> = Either<S, ErasedService<Req, Resp>>;
 
-/// A layer over a position's erased service, erased itself.
-pub type BoxedLayer<Req, Resp> = ErasedLayer<Req, Resp>;
-
-/// Erases a service into the boxed service type of its position.
-pub fn erase<S, Req, Resp>(service: S) -> ErasedService<Req, Resp>
-where
-    S: Service<Req, Response = Resp, Error = AgentError> + Clone + Send + Sync + 'static,
-    S::Future: Send + 'static,
-    Req: Send + 'static,
-    Resp: 'static,
-{
-    ErasedService::new(service)
-}
-
 /// The layers installed on one position, first installed = outermost.
 ///
 /// [`build`](Self::build) wraps the position's implementation once, at build time. With no layer
@@ -54,7 +40,7 @@ where
 /// # Ok(()) }
 /// ```
 pub struct LayerStack<Req, Resp> {
-    layers: Vec<BoxedLayer<Req, Resp>>,
+    layers: Vec<ErasedLayer<Req, Resp>>,
 }
 
 impl<Req, Resp> LayerStack<Req, Resp>
@@ -78,8 +64,9 @@ where
         self
     }
 
-    /// Adds an already boxed layer.
-    pub fn push_boxed(&mut self, layer: BoxedLayer<Req, Resp>) -> &mut Self {
+    /// Adds a layer that is already erased (what a [`Middleware`](crate::Middleware) hook
+    /// returns), without erasing it again.
+    pub fn push_erased(&mut self, layer: ErasedLayer<Req, Resp>) -> &mut Self {
         self.layers.push(layer);
         self
     }
@@ -104,7 +91,7 @@ where
         if self.layers.is_empty() {
             return Either::Left(service);
         }
-        let mut svc = erase(service);
+        let mut svc = ErasedService::new(service);
         for layer in self.layers.iter().rev() {
             svc = layer.layer(svc);
         }

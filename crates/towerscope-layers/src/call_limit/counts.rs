@@ -37,22 +37,22 @@ pub(crate) struct ReplyCounts(HashMap<u64, CallCounts>);
 /// [`clear`](Self::clear) it when sessions end.
 #[derive(Clone, Default)]
 pub struct SessionCounts {
-    map: Arc<Mutex<HashMap<String, CallCounts>>>,
+    map: Arc<Mutex<HashMap<towerscope_core::Id, CallCounts>>>,
 }
 
 impl SessionCounts {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, CallCounts>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<towerscope_core::Id, CallCounts>> {
         self.map.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The counts of `session_id` (zero for a session that made no call).
-    pub fn get(&self, session_id: &str) -> CallCounts {
-        self.lock().get(session_id).copied().unwrap_or_default()
+    pub fn get(&self, session_id: impl Into<towerscope_core::Id>) -> CallCounts {
+        self.lock().get(&session_id.into()).copied().unwrap_or_default()
     }
 
     /// Forgets the counts of `session_id`: its calls start from zero again.
-    pub fn reset(&self, session_id: &str) {
-        self.lock().remove(session_id);
+    pub fn reset(&self, session_id: impl Into<towerscope_core::Id>) {
+        self.lock().remove(&session_id.into());
     }
 
     /// Forgets the counts of every session.
@@ -124,7 +124,7 @@ pub(crate) fn admit(
         let mut map = sessions.lock();
         let counts = match map.get_mut(ctx.session_id()) {
             Some(counts) => counts,
-            None => map.entry(ctx.session_id().to_owned()).or_default(),
+            None => map.entry(ctx.session_id().clone()).or_default(),
         };
         let count = counts.get_mut(kind);
         if *count >= limit {

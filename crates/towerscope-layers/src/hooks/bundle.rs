@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use towerscope_core::{ActingLayer, AgentError, Middleware, Msg, ObserveHook, ReasoningLayer, ReplyLayer, boxed_layer};
+use towerscope_core::{ActingLayer, AgentError, ErasedLayer, Middleware, Msg, ObserveHook, ReasoningLayer, ReplyLayer};
 
 use super::{Hook, HookRegistry, HookType, HooksLayer, UnknownHook};
 
@@ -86,15 +86,15 @@ impl Middleware for Hooks {
     }
 
     fn on_reply(&self) -> Option<ReplyLayer> {
-        Some(boxed_layer(self.layer()))
+        Some(ErasedLayer::new(self.layer()))
     }
 
     fn on_reasoning(&self) -> Option<ReasoningLayer> {
-        Some(boxed_layer(self.layer()))
+        Some(ErasedLayer::new(self.layer()))
     }
 
     fn on_acting(&self) -> Option<ActingLayer> {
-        Some(boxed_layer(self.layer()))
+        Some(ErasedLayer::new(self.layer()))
     }
 
     fn on_observe(&self) -> Option<Arc<dyn ObserveHook>> {

@@ -145,8 +145,10 @@ impl Hook {
         Self(HookFn::PostReasoning(Arc::new(f)))
     }
 
-    /// Before a tool execution: sees the tool call and may replace it (typically its `input`,
-    /// which the toolkit parses again).
+    /// Before a tool execution: sees the tool call and may replace it. A replaced `input` (raw
+    /// JSON) becomes the arguments the tool receives, parsed as JSON without repair or
+    /// coercion; text that is not JSON reaches the tool as a string, which it rejects with an
+    /// error result.
     pub fn pre_acting(
         f: impl Fn(&AgentContext, &ToolCallBlock) -> Option<ToolCallBlock> + Send + Sync + 'static,
     ) -> Self {

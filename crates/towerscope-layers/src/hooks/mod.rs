@@ -69,7 +69,7 @@
 //! let agent = Agent::builder("assistant").model(model.clone()).middleware(hooks.clone()).build()?;
 //! let answer = agent.reply(Msg::user("user", "Hi.")).await?;
 //! assert_eq!(answer.text_content().as_deref(), Some("Hello!\n -- the team"));
-//! let seen = model.requests()[0].messages.last().and_then(Msg::text_content);
+//! let seen = model.requests()[0].messages.last().and_then(|m| m.text_content());
 //! assert_eq!(seen.as_deref(), Some("Hi. Please answer politely."));
 //!
 //! // Removing an unknown hook is an error that says what is registered.

@@ -126,6 +126,12 @@ where
     fn call(&mut self, mut req: ActingRequest) -> Self::Future {
         for hook in self.hooks.collect(HookType::PreActing, Hook::as_pre_acting) {
             if let Some(call) = hook(&req.ctx, &req.tool_call) {
+                if call.input != req.tool_call.input {
+                    // The 1.x way to change the arguments: they become what the tool receives.
+                    let input = serde_json::from_str(&call.input)
+                        .unwrap_or_else(|_| serde_json::Value::String(call.input.clone()));
+                    req.input = std::sync::Arc::new(input);
+                }
                 req.tool_call = call;
             }
         }

@@ -24,7 +24,7 @@ fn recording(
     service_fn(move |req: ModelCallRequest| {
         log.lock()
             .unwrap()
-            .push((origin.elapsed(), req.ctx.reply_id().to_owned()));
+            .push((origin.elapsed(), req.ctx.reply_id().to_string()));
         let response = ChatResponse::new(vec![]).with_usage(ChatUsage::new(tokens, 0));
         std::future::ready(Ok::<_, AgentError>(ModelOutput::Complete(response)))
     })

@@ -81,7 +81,7 @@ impl Clock {
         AgentError::Timeout {
             what: self.target.to_string(),
             kind,
-            after,
+            after: Some(after),
         }
     }
 }

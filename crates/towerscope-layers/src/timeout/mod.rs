@@ -52,7 +52,7 @@
 //! # let request = ModelCallRequest {
 //! #     ctx: AgentContext::new("a", "s", "r"),
 //! #     model: Arc::new(slow.clone()),
-//! #     messages: Arc::from(vec![Msg::user("user", "hi")]),
+//! #     messages: vec![Msg::user("user", "hi")].into(),
 //! #     tools: Arc::from(vec![]),
 //! #     tool_choice: None,
 //! # };

@@ -24,7 +24,7 @@ async fn run(layer: TimeoutLayer, response: ScriptedResponse) -> (Vec<Result<Cha
 
 fn timeout_kind(items: &[Result<ChatResponse, AgentError>]) -> Option<(TimeoutKind, Duration)> {
     match items.last()? {
-        Err(AgentError::Timeout { kind, after, .. }) => Some((*kind, *after)),
+        Err(AgentError::Timeout { kind, after, .. }) => Some((*kind, (*after)?)),
         _ => None,
     }
 }

@@ -139,6 +139,7 @@ async fn one_layer_serves_several_positions_and_the_ring_is_bounded() {
                 read_only: true,
                 external: false,
             }),
+            input: Arc::new(serde_json::json!({})),
         };
         let stream = acting.ready().await.unwrap().call(req).await.unwrap();
         let _: Vec<_> = stream.collect().await;

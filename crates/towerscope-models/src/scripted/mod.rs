@@ -23,7 +23,7 @@
 //! let request = ModelCallRequest {
 //!     ctx: AgentContext::new("a", "s", "r"),
 //!     model: Arc::new(model.clone()),
-//!     messages: Arc::from(vec![Msg::user("user", "hi")]),
+//!     messages: vec![Msg::user("user", "hi")].into(),
 //!     tools: Arc::from(vec![]),
 //!     tool_choice: None,
 //! };
@@ -44,8 +44,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures_util::StreamExt;
 use futures_util::stream;
 use towerscope_core::{
-    AgentError, ChatModel, ChatResponse, GenerationParams, ModelCallRequest, ModelFuture, ModelOutput, Msg, ToolChoice,
-    ToolSchema,
+    AgentError, ChatModel, ChatResponse, GenerationParams, Id, Messages, ModelCallRequest, ModelFuture, ModelOutput,
+    ToolChoice, ToolSchema,
 };
 
 /// What a [`ScriptedModel`] received on one call.
@@ -54,13 +54,13 @@ pub struct RecordedRequest {
     /// The model name the request was addressed to.
     pub model: String,
     /// The messages, system prompt first.
-    pub messages: Arc<[Msg]>,
+    pub messages: Messages,
     /// The tool schemas offered.
     pub tools: Arc<[ToolSchema]>,
     /// The tool choice.
     pub tool_choice: Option<ToolChoice>,
     /// The reply the call belonged to.
-    pub reply_id: String,
+    pub reply_id: Id,
     /// The ReAct iteration of the call.
     pub iteration: u32,
 }
@@ -76,7 +76,7 @@ impl RecordedRequest {
         self.messages
             .first()
             .filter(|m| m.role == towerscope_core::Role::System)
-            .and_then(Msg::text_content)
+            .and_then(|m| m.text_content())
     }
 }
 
@@ -186,10 +186,10 @@ impl ScriptedModel {
         if s.record {
             let recorded = RecordedRequest {
                 model: request.model.model_name().to_owned(),
-                messages: Arc::clone(&request.messages),
+                messages: request.messages.clone(),
                 tools: Arc::clone(&request.tools),
                 tool_choice: request.tool_choice.clone(),
-                reply_id: request.ctx.reply_id().to_owned(),
+                reply_id: request.ctx.reply_id().clone(),
                 iteration: request.ctx.iteration(),
             };
             s.requests.push(recorded);

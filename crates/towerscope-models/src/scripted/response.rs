@@ -61,7 +61,7 @@ impl ScriptedResponse {
     }
 
     /// An answer calling one tool; `input` is the raw JSON the model "typed".
-    pub fn tool_call(id: impl Into<String>, name: impl Into<String>, input: impl Into<String>) -> Self {
+    pub fn tool_call(id: impl Into<towerscope_core::Id>, name: impl Into<String>, input: impl Into<String>) -> Self {
         Self::empty().and_tool_call(id, name, input)
     }
 
@@ -85,7 +85,12 @@ impl ScriptedResponse {
     }
 
     /// Adds a tool call.
-    pub fn and_tool_call(mut self, id: impl Into<String>, name: impl Into<String>, input: impl Into<String>) -> Self {
+    pub fn and_tool_call(
+        mut self,
+        id: impl Into<towerscope_core::Id>,
+        name: impl Into<String>,
+        input: impl Into<String>,
+    ) -> Self {
         self.content
             .push(ContentBlock::ToolCall(ToolCallBlock::new(id, name, input)));
         self

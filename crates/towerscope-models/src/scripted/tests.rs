@@ -3,13 +3,13 @@
 use super::*;
 use futures_util::StreamExt;
 use std::time::Duration;
-use towerscope_core::{AgentContext, ContentBlock};
+use towerscope_core::{AgentContext, ContentBlock, Msg};
 
 fn request(model: &ScriptedModel) -> ModelCallRequest {
     ModelCallRequest {
         ctx: AgentContext::new("a", "s", "r").with_iteration(2),
         model: Arc::new(model.clone()),
-        messages: Arc::from(vec![Msg::system("system", "be kind"), Msg::user("user", "hi")]),
+        messages: vec![Msg::system("system", "be kind"), Msg::user("user", "hi")].into(),
         tools: Arc::from(vec![]),
         tool_choice: Some(ToolChoice::none()),
     }

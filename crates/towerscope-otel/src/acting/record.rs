@@ -27,7 +27,7 @@ impl ToolRecord {
         let mut attributes = vec![
             KeyValue::new(GEN_AI_OPERATION_NAME, OPERATION_EXECUTE_TOOL),
             KeyValue::new(GEN_AI_TOOL_NAME, tool.name.clone()),
-            KeyValue::new(GEN_AI_TOOL_CALL_ID, req.tool_call.id.clone()),
+            KeyValue::new(GEN_AI_TOOL_CALL_ID, req.tool_call.id.to_string()),
             KeyValue::new(GEN_AI_TOOL_TYPE, TOOL_TYPE_FUNCTION),
             KeyValue::new(GEN_AI_CONVERSATION_ID, conversation_id(req.ctx.session_id())),
         ];

@@ -130,7 +130,7 @@ impl ChatRecord {
         if let Some(span) = &mut self.span {
             let reason = content::finish_reason(response);
             if span.is_recording() {
-                span.set(KeyValue::new(GEN_AI_RESPONSE_ID, response.id.clone()));
+                span.set(KeyValue::new(GEN_AI_RESPONSE_ID, response.id.to_string()));
                 span.set(KeyValue::new(GEN_AI_RESPONSE_FINISH_REASONS, string_array([reason])));
                 if let Some(model) = response_model {
                     span.set(KeyValue::new(GEN_AI_RESPONSE_MODEL, model.to_owned()));

@@ -113,11 +113,11 @@ impl<S> ReplyTracing<S> {
 }
 
 /// `gen_ai.conversation.id`: the session id, or the reference's placeholder.
-pub(crate) fn conversation_id(session_id: &str) -> String {
+pub(crate) fn conversation_id(session_id: &towerscope_core::Id) -> String {
     if session_id.is_empty() {
         "[no_session_id]".to_owned()
     } else {
-        session_id.to_owned()
+        session_id.to_string()
     }
 }
 
@@ -192,7 +192,7 @@ fn start(tracer: &SdkTracer, config: &Config, req: &ReplyRequest) -> ReplyRecord
         }
     }
     ctx.insert(ReplySpan(span.context().clone()));
-    ReplyRecord::new(span, config.capture_content, ctx.reply_id().to_owned())
+    ReplyRecord::new(span, config.capture_content, ctx.reply_id().to_string())
 }
 
 /// The zero-length `execute_tool` span of an external execution result.
@@ -206,7 +206,7 @@ fn external_result_span(
     let now = SystemTime::now();
     let mut attributes = vec![
         KeyValue::new(GEN_AI_OPERATION_NAME, OPERATION_EXECUTE_TOOL),
-        KeyValue::new(GEN_AI_TOOL_CALL_ID, result.id.clone()),
+        KeyValue::new(GEN_AI_TOOL_CALL_ID, result.id.to_string()),
         KeyValue::new(GEN_AI_TOOL_NAME, result.name.clone()),
         KeyValue::new(GEN_AI_TOOL_TYPE, TOOL_TYPE_FUNCTION),
         KeyValue::new(AGENTSCOPE_IS_EXTERNAL_EXECUTION, true),

@@ -64,7 +64,7 @@ impl ReplyRecord {
 
     fn event(&mut self, event: &AgentEvent) {
         match event {
-            AgentEvent::ReplyStart(e) => self.reply_id.clone_from(&e.reply_id),
+            AgentEvent::ReplyStart(e) => self.reply_id = e.reply_id.to_string(),
             AgentEvent::RequireUserConfirm(e) => {
                 self.hitl_pending.extend(e.tool_calls.iter().map(|c| c.name.clone()));
             }

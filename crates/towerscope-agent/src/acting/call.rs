@@ -1,0 +1,299 @@
+//! The life of one tool call: availability and input checks, `on_check_permission`, then
+//! `on_acting`.
+//!
+//! Every call that starts ends with exactly one result in the context, whatever the tool or a
+//! middleware does:
+//!
+//! - an unknown tool, an inactive group or arguments that do not parse or validate become an
+//!   error result (no permission check, no `on_acting`), as in the reference;
+//! - an error of the `on_acting` stack, a stack that ends without a `ToolResponse`, and a panic
+//!   in a permission or acting layer become an error result the model sees (the reference
+//!   raises, or loops forever);
+//! - the `on_acting` stream is read to its end, so a layer's code after the response runs. The
+//!   first `ToolResponse` is the result; items after it are ignored (and logged), and an error
+//!   after it turns the result into that error (a layer rejecting a result after seeing it).
+//!
+//! The arguments are parsed once, here; the tool receives them through
+//! [`ActingRequest::input`].
+
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures_util::{FutureExt, StreamExt};
+use serde_json::{Map, Value};
+use tower::ServiceExt;
+use towerscope_core::{
+    ActingRequest, AgentContext, AgentError, AgentEvent, CustomEvent, MediaBlock, PermissionDecision,
+    PermissionRequest, RequireExternalExecutionEvent, RequireUserConfirmEvent, TextBlock, ToolCallBlock, ToolCallState,
+    ToolInfo, ToolItem, ToolOutput, ToolResponse, ToolResultBlock, ToolResultDataDeltaEvent, ToolResultEndEvent,
+    ToolResultStartEvent, ToolResultState, ToolResultTextDeltaEvent,
+};
+
+use crate::emit::Emitter;
+use crate::runtime::Runtime;
+use crate::structured;
+
+/// The text a call closed by an interruption gets.
+pub(crate) const INTERRUPTED_CALL_TEXT: &str =
+    "<system-reminder>The tool call has been interrupted by the user.</system-reminder>";
+
+/// The stored output of a call closed by an interruption: a text block when the tool was
+/// running (as the reference's toolkit answers), the raw string when it never ran (waiting for
+/// confirmation, submitted, or not started).
+pub(crate) fn interrupted_output(was_running: bool) -> ToolOutput {
+    if was_running {
+        ToolOutput::Blocks(vec![MediaBlock::Text(TextBlock::new(INTERRUPTED_CALL_TEXT))])
+    } else {
+        ToolOutput::Text(INTERRUPTED_CALL_TEXT.to_owned())
+    }
+}
+
+pub(crate) async fn execute(
+    runtime: &Arc<Runtime>,
+    ctx: &AgentContext,
+    call: ToolCallBlock,
+    emit: &Emitter,
+) -> Result<(), AgentError> {
+    let reply_id = ctx.reply_id();
+    let is_structured = call.name == structured::TOOL_NAME;
+    let prepared = if is_structured {
+        prepare_structured(runtime, &call)
+    } else {
+        let groups = runtime.lock_state().activated_groups.clone();
+        runtime.toolkit.prepare(&call, &groups).map(|p| (p.info, p.input))
+    };
+    let (info, input) = match prepared {
+        Ok((info, input)) => (info, Arc::new(input)),
+        Err(message) => {
+            emit.event(|| start_event(reply_id, &call)).await;
+            return finish_with_text(runtime, ctx, &call, message, ToolResultState::Error, emit).await;
+        }
+    };
+
+    let decision = if is_structured {
+        PermissionDecision::Allow
+    } else {
+        let request = PermissionRequest {
+            ctx: ctx.clone(),
+            tool_call: call.clone(),
+            tool: Arc::clone(&info),
+            input: Arc::clone(&input),
+        };
+        let decided = AssertUnwindSafe(runtime.positions.permission.clone().oneshot(request))
+            .catch_unwind()
+            .await;
+        match decided {
+            Ok(decision) => decision?,
+            Err(payload) => {
+                emit.event(|| start_event(reply_id, &call)).await;
+                let message = panic_text("on_check_permission", &*payload);
+                return finish_with_text(runtime, ctx, &call, message, ToolResultState::Error, emit).await;
+            }
+        }
+    };
+    match decision {
+        PermissionDecision::Ask { suggested_rules } => {
+            let parked = {
+                let mut state = runtime.lock_state();
+                state.tail_call_mut(&call.id).map(|c| {
+                    c.state = ToolCallState::Asking;
+                    c.suggested_rules = suggested_rules;
+                    c.clone()
+                })
+            };
+            let parked = parked.unwrap_or(call);
+            emit.event(|| RequireUserConfirmEvent::new(reply_id, vec![parked]).into())
+                .await;
+            Ok(())
+        }
+        PermissionDecision::Deny { message } => {
+            emit.event(|| start_event(reply_id, &call)).await;
+            finish_with_text(runtime, ctx, &call, message, ToolResultState::Denied, emit).await
+        }
+        PermissionDecision::Allow => {
+            runtime.lock_state().set_call_state(&call.id, ToolCallState::Allowed);
+            emit.event(|| start_event(reply_id, &call)).await;
+            if info.external {
+                let submitted = {
+                    let mut state = runtime.lock_state();
+                    state.tail_call_mut(&call.id).map(|c| {
+                        c.state = ToolCallState::Submitted;
+                        c.clone()
+                    })
+                };
+                let submitted = submitted.unwrap_or(call);
+                emit.event(|| RequireExternalExecutionEvent::new(reply_id, vec![submitted]).into())
+                    .await;
+                return Ok(());
+            }
+            run_tool(runtime, ctx, call, info, input, emit).await
+        }
+    }
+}
+
+fn prepare_structured(runtime: &Runtime, call: &ToolCallBlock) -> Result<(Arc<ToolInfo>, Value), String> {
+    let schema = structured::mounted(&runtime.lock_state().reply_context);
+    let Some(schema) = schema else {
+        return Err(format!(
+            "ToolNotFoundError: The tool named '{}' doesn't exist.",
+            call.name
+        ));
+    };
+    let input = crate::toolkit::parse_input(&call.name, &call.input, &schema.schema)?;
+    let info = ToolInfo {
+        name: structured::TOOL_NAME.to_owned(),
+        description: structured::tool_schema(&schema).description,
+        concurrency_safe: true,
+        read_only: true,
+        external: false,
+    };
+    Ok((Arc::new(info), input))
+}
+
+fn start_event(reply_id: &towerscope_core::Id, call: &ToolCallBlock) -> AgentEvent {
+    ToolResultStartEvent::new(reply_id, &call.id, &call.name).into()
+}
+
+/// Ends a call with a plain-text result (validation errors, denials, middleware errors).
+async fn finish_with_text(
+    runtime: &Runtime,
+    ctx: &AgentContext,
+    call: &ToolCallBlock,
+    message: String,
+    state: ToolResultState,
+    emit: &Emitter,
+) -> Result<(), AgentError> {
+    let reply_id = ctx.reply_id();
+    emit.event(|| ToolResultTextDeltaEvent::new(reply_id, &call.id, &message).into())
+        .await;
+    let result = ToolResultBlock::new(&call.id, &call.name, ToolOutput::Text(message), state);
+    runtime.lock_state().save_result(&runtime.name, reply_id, result);
+    emit.event(|| ToolResultEndEvent::new(reply_id, &call.id, state, Map::new()).into())
+        .await;
+    Ok(())
+}
+
+/// Runs the `on_acting` position and turns its stream into result events.
+async fn run_tool(
+    runtime: &Arc<Runtime>,
+    ctx: &AgentContext,
+    call: ToolCallBlock,
+    info: Arc<ToolInfo>,
+    input: Arc<Value>,
+    emit: &Emitter,
+) -> Result<(), AgentError> {
+    let reply_id = ctx.reply_id();
+    let mut tool_call = call.clone();
+    tool_call.state = ToolCallState::Allowed;
+    let request = ActingRequest {
+        ctx: ctx.clone(),
+        tool_call,
+        tool: info,
+        input,
+    };
+    let opened = match AssertUnwindSafe(open_acting(runtime, request)).catch_unwind().await {
+        Ok(opened) => opened,
+        Err(payload) => Err(AgentError::Middleware(panic_text("on_acting", &*payload))),
+    };
+    let stream = match opened {
+        Ok(stream) => stream,
+        Err(AgentError::Interrupted) => return Err(AgentError::Interrupted),
+        Err(e) => return finish_with_text(runtime, ctx, &call, e.to_string(), ToolResultState::Error, emit).await,
+    };
+    let mut stream = AssertUnwindSafe(stream).catch_unwind();
+    let mut response: Option<ToolResponse> = None;
+    while let Some(item) = stream.next().await {
+        let item = match item {
+            Ok(item) => item,
+            Err(payload) => Err(AgentError::Middleware(panic_text("on_acting", &*payload))),
+        };
+        match item {
+            Ok(ToolItem::Chunk(_) | ToolItem::Response(_)) if response.is_some() => {
+                tracing::warn!(tool = %call.name, "an item after the ToolResponse of an on_acting stream was ignored");
+            }
+            Ok(ToolItem::Chunk(chunk)) => {
+                if let Some(progress) = chunk.metadata.get(towerscope_core::tool::MCP_PROGRESS_KEY) {
+                    emit.event(|| {
+                        let mut value = Map::new();
+                        value.insert("tool_call_id".into(), Value::String(call.id.to_string()));
+                        value.insert("progress".into(), progress.clone());
+                        CustomEvent::new("mcp_progress", value).into()
+                    })
+                    .await;
+                }
+                for block in &chunk.content {
+                    emit.event(|| delta_event(reply_id, &call, block)).await;
+                }
+            }
+            Ok(ToolItem::Response(r)) => response = Some(r),
+            Err(AgentError::Interrupted) => return Err(AgentError::Interrupted),
+            Err(e) => {
+                let text = e.to_string();
+                emit.event(|| ToolResultTextDeltaEvent::new(reply_id, &call.id, &text).into())
+                    .await;
+                response = Some(ToolResponse::error(text));
+                break;
+            }
+        }
+    }
+    let mut response = response.unwrap_or_else(|| {
+        ToolResponse::error(
+            "The on_acting stack ended without a final ToolResponse; the tool call is closed as failed.",
+        )
+    });
+    apply_effects(runtime, &call, &mut response);
+    let state = response.state;
+    let result = ToolResultBlock::new(&call.id, &call.name, ToolOutput::Blocks(response.content), state)
+        .with_metadata(response.metadata.clone());
+    runtime.lock_state().save_result(&runtime.name, reply_id, result);
+    let metadata = response.metadata;
+    emit.event(|| ToolResultEndEvent::new(reply_id, &call.id, state, metadata).into())
+        .await;
+    Ok(())
+}
+
+fn delta_event(reply_id: &towerscope_core::Id, call: &ToolCallBlock, block: &MediaBlock) -> AgentEvent {
+    match block {
+        MediaBlock::Text(t) => ToolResultTextDeltaEvent::new(reply_id, &call.id, &t.text).into(),
+        MediaBlock::Data(d) => ToolResultDataDeltaEvent::new(reply_id, &call.id, d.source.clone())
+            .with_block_id(&d.id)
+            .into(),
+    }
+}
+
+/// What a finished call changes in the state, carried by its response: activated groups, and
+/// the structured output (taken out of the metadata: it is the loop's, not the result's).
+fn apply_effects(runtime: &Runtime, call: &ToolCallBlock, response: &mut ToolResponse) {
+    if let Some(Value::Array(groups)) = response.metadata.get(crate::toolkit::ACTIVATED_GROUPS_KEY) {
+        let groups = groups.iter().filter_map(|g| g.as_str().map(str::to_owned)).collect();
+        runtime.lock_state().activated_groups = groups;
+    }
+    if call.name == structured::TOOL_NAME {
+        if let Some(Value::Object(output)) = response.metadata.remove(structured::OUTPUT_KEY) {
+            if response.state == ToolResultState::Success {
+                runtime.lock_state().reply_context.structured_output = Some(output);
+            }
+        }
+    }
+}
+
+/// Opens the `on_acting` stack. A separate, boxed future: rustc cannot prove `Send` for the
+/// `Oneshot` of the position inlined into the tool call's future (a higher-ranked lifetime
+/// limitation), so this costs one allocation per tool call.
+fn open_acting(
+    runtime: &Runtime,
+    request: ActingRequest,
+) -> futures_util::future::BoxFuture<'static, Result<towerscope_core::ToolStream, AgentError>> {
+    Box::pin(runtime.positions.acting.clone().oneshot(request))
+}
+
+/// The text of a middleware panic, for the model and the caller.
+pub(crate) fn panic_text(position: &str, payload: &(dyn Any + Send)) -> String {
+    let what = match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+        (Some(text), _) => text,
+        (None, Some(text)) => text.as_str(),
+        (None, None) => "a non-string panic payload",
+    };
+    format!("a middleware on {position} panicked: {what}")
+}

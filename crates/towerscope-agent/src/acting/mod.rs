@@ -1,0 +1,81 @@
+//! Acting: running the tool calls of one reasoning round, in the reference's batches.
+//!
+//! Consecutive concurrency-safe calls form a concurrent batch (unknown tools count as safe);
+//! the others run one at a time. A sequential batch stops at the first call that waits for the
+//! user or an external executor. Events of a concurrent batch come call by call as far as the
+//! tools allow ([`drain`]): a fast tool's result arrives in one piece, slow tools interleave.
+//! The life of one call is in [`call`].
+
+mod call;
+mod drain;
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use towerscope_core::{AgentContext, AgentError, ReplyItem, ToolCallBlock};
+
+use crate::emit::Emitter;
+use crate::generator::Generator;
+use crate::runtime::Runtime;
+use crate::structured;
+
+pub(crate) use call::{INTERRUPTED_CALL_TEXT, interrupted_output, panic_text};
+
+/// Splits calls into batches: `(concurrent, calls)`.
+pub(crate) fn batches(runtime: &Runtime, calls: Vec<ToolCallBlock>) -> Vec<(bool, Vec<ToolCallBlock>)> {
+    let mut out: Vec<(bool, Vec<ToolCallBlock>)> = Vec::new();
+    for call in calls {
+        let safe =
+            call.name == structured::TOOL_NAME || runtime.toolkit.get(&call.name).is_none_or(|t| t.concurrency_safe());
+        match out.last_mut() {
+            Some((kind, batch)) if *kind == safe => batch.push(call),
+            _ => out.push((safe, vec![call])),
+        }
+    }
+    out
+}
+
+/// Runs one batch, sending its events to `emit`. A failure of a call's middleware (not of the
+/// tool: that is an error result) fails the batch after every call of a concurrent batch ended,
+/// as the reference gathers them.
+pub(crate) async fn run_batch(
+    runtime: &Arc<Runtime>,
+    ctx: &AgentContext,
+    concurrent: bool,
+    calls: Vec<ToolCallBlock>,
+    emit: &Emitter,
+) -> Result<(), AgentError> {
+    if !concurrent || calls.len() == 1 {
+        for call in calls {
+            let id = call.id.clone();
+            call::execute(runtime, ctx, call, emit).await?;
+            if runtime.lock_state().is_call_parked(&id) {
+                break;
+            }
+        }
+        return Ok(());
+    }
+    let events = emit.wants_events();
+    let streams = calls.into_iter().map(|call| {
+        let runtime = Arc::clone(runtime);
+        let ctx = ctx.clone();
+        Generator::new(move |y| async move {
+            let emit = Emitter::new(y, events);
+            if let Err(e) = call::execute(&runtime, &ctx, call, &emit).await {
+                emit.error(e).await;
+            }
+        })
+    });
+    let mut merged = drain::DrainReady::new(streams);
+    let mut failure = None;
+    while let Some(item) = merged.next().await {
+        match item {
+            Ok(ReplyItem::Event(event)) => emit.forward(event).await,
+            Ok(ReplyItem::Final(_)) => {}
+            Err(e) => {
+                failure.get_or_insert(e);
+            }
+        }
+    }
+    failure.map_or(Ok(()), Err)
+}

@@ -1,0 +1,241 @@
+//! The innermost service of each per-round position (what runs when no middleware is installed)
+//! and [`Positions`], their one owner.
+//!
+//! | position              | innermost service  | what it does                                      |
+//! |-----------------------|--------------------|---------------------------------------------------|
+//! | `on_model_call`       | [`CallModel`]      | calls the request's model                         |
+//! | `on_acting`           | [`RunTool`]        | runs a toolkit tool, or takes structured output   |
+//! | `on_check_permission` | [`DecidePermission`] | rules, the tool's own check, the default        |
+//! | `on_compress_context` | [`KeepContext`]    | nothing yet (a custom compressor hooks here)      |
+//!
+//! `on_reply` and `on_reasoning` are owned by the [`Agent`](crate::Agent) and the reply loop:
+//! their innermost services need the runtime that holds these.
+
+use std::future::{Future, Ready};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use futures_core::Stream;
+use futures_util::stream;
+use serde_json::{Map, Value};
+use tower::Service;
+use towerscope_core::{
+    ActingRequest, AgentError, ChatResponse, ChatStream, CompressRequest, ModelCallRequest, ModelFuture, ModelOutput,
+    PermissionBehavior, PermissionDecision, PermissionRequest, Position, ToolCallState, ToolItem, ToolResponse,
+    ToolStream,
+};
+
+use crate::state::AgentState;
+use crate::structured;
+use crate::toolkit::{Toolkit, ToolkitService};
+
+/// The built per-round positions of one agent: each the innermost service itself when nothing
+/// is installed, or the erased stack around it.
+pub(crate) struct Positions {
+    pub(crate) model_call: Position<CallModel, ModelCallRequest, ModelOutput>,
+    pub(crate) acting: Position<RunTool, ActingRequest, ToolStream>,
+    pub(crate) permission: Position<DecidePermission, PermissionRequest, PermissionDecision>,
+    pub(crate) compress: Position<KeepContext, CompressRequest, ()>,
+}
+
+/// Calls the model named in the request. A streamed answer that ends without its final
+/// (`is_last`) chunk ends with a [`AgentError::Stream`] inside the stream, where every
+/// `on_model_call` layer (retry, fallback, tracing) sees it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CallModel;
+
+impl Service<ModelCallRequest> for CallModel {
+    type Response = ModelOutput;
+    type Error = AgentError;
+    type Future = CallModelFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), AgentError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: ModelCallRequest) -> CallModelFuture {
+        let model = Arc::clone(&req.model);
+        CallModelFuture(model.call(req))
+    }
+}
+
+/// The future of [`CallModel`].
+pub(crate) struct CallModelFuture(ModelFuture);
+
+impl Future for CallModelFuture {
+    type Output = Result<ModelOutput, AgentError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.0.as_mut().poll(cx).map_ok(|output| match output {
+            ModelOutput::Stream(inner) => ModelOutput::Stream(Box::pin(RequireFinalChunk {
+                inner,
+                seen_last: false,
+                ended: false,
+            })),
+            complete => complete,
+        })
+    }
+}
+
+/// The message of a model stream that ended without its final chunk.
+pub(crate) const NO_FINAL_CHUNK: &str = "Model returned an empty streaming response: no is_last=True chunk was \
+     received. Check that the provider's stream ends with a final chunk.";
+
+/// A model stream that fails at its end when no final chunk came.
+struct RequireFinalChunk {
+    inner: ChatStream,
+    seen_last: bool,
+    ended: bool,
+}
+
+impl Stream for RequireFinalChunk {
+    type Item = Result<ChatResponse, AgentError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        match self.inner.as_mut().poll_next(cx) {
+            Poll::Ready(Some(Ok(chunk))) => {
+                self.seen_last |= chunk.is_last;
+                Poll::Ready(Some(Ok(chunk)))
+            }
+            Poll::Ready(None) => {
+                self.ended = true;
+                if self.seen_last {
+                    Poll::Ready(None)
+                } else {
+                    Poll::Ready(Some(Err(AgentError::Stream(NO_FINAL_CHUNK.to_owned()))))
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+/// Runs a tool: one of the toolkit's, or the reply's structured-output tool, whose validated
+/// arguments come back in the response's metadata under [`structured::OUTPUT_KEY`].
+#[derive(Clone)]
+pub(crate) struct RunTool {
+    pub(crate) toolkit: ToolkitService,
+}
+
+impl Service<ActingRequest> for RunTool {
+    type Response = ToolStream;
+    type Error = AgentError;
+    type Future = Ready<Result<ToolStream, AgentError>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), AgentError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: ActingRequest) -> Self::Future {
+        if req.tool_call.name != structured::TOOL_NAME {
+            return self.toolkit.call(req);
+        }
+        let response = match &*req.input {
+            Value::Object(output) => {
+                let mut metadata = Map::new();
+                metadata.insert(structured::OUTPUT_KEY.to_owned(), Value::Object(output.clone()));
+                let mut response = ToolResponse::text(structured::SUCCESS_TEXT);
+                response.metadata = metadata;
+                response
+            }
+            other => ToolResponse::error(format!(
+                "ValidationError: Structured output validation failed with error: expected an object, got {other}"
+            )),
+        };
+        let mut response = response;
+        response.id = req.tool_call.id;
+        std::future::ready(Ok(Box::pin(stream::iter([Ok(ToolItem::Response(response))]))))
+    }
+}
+
+/// Decides whether a tool call may run: rules of the state, the tool's own opinion, read-only
+/// tools, then the configured default.
+#[derive(Clone)]
+pub(crate) struct DecidePermission {
+    pub(crate) state: Arc<Mutex<AgentState>>,
+    pub(crate) toolkit: Arc<Toolkit>,
+    pub(crate) default: PermissionDecision,
+}
+
+impl Service<PermissionRequest> for DecidePermission {
+    type Response = PermissionDecision;
+    type Error = AgentError;
+    type Future = Ready<Result<PermissionDecision, AgentError>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), AgentError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: PermissionRequest) -> Self::Future {
+        std::future::ready(Ok(self.decide(&req)))
+    }
+}
+
+impl DecidePermission {
+    fn decide(&self, req: &PermissionRequest) -> PermissionDecision {
+        if req.tool_call.state == ToolCallState::Allowed {
+            return PermissionDecision::Allow;
+        }
+        let name = req.tool_call.name.as_str();
+        {
+            let state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if state.has_rule(name, PermissionBehavior::Deny) {
+                return PermissionDecision::Deny {
+                    message: format!("The tool '{name}' is denied by a permission rule."),
+                };
+            }
+            if state.has_rule(name, PermissionBehavior::Ask) {
+                return PermissionDecision::Ask {
+                    suggested_rules: vec![suggested_rule(name)],
+                };
+            }
+        }
+        if let Some(decision) = self.toolkit.get(name).and_then(|t| t.check_permission(&req.input)) {
+            return decision;
+        }
+        if req.tool.read_only {
+            return PermissionDecision::Allow;
+        }
+        let allowed = {
+            let state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            state.has_rule(name, PermissionBehavior::Allow)
+        };
+        if allowed {
+            return PermissionDecision::Allow;
+        }
+        match &self.default {
+            PermissionDecision::Ask { .. } => PermissionDecision::Ask {
+                suggested_rules: vec![suggested_rule(name)],
+            },
+            other => other.clone(),
+        }
+    }
+}
+
+/// The reference's default suggestion: allow this tool from now on.
+pub(crate) fn suggested_rule(tool_name: &str) -> towerscope_core::PermissionRule {
+    towerscope_core::PermissionRule::new(tool_name, PermissionBehavior::Allow, "suggested")
+}
+
+/// Context compression. Summarising by the model is not implemented yet; the position exists
+/// so that middleware (a custom compressor, a guard) can be installed on it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct KeepContext;
+
+impl Service<CompressRequest> for KeepContext {
+    type Response = ();
+    type Error = AgentError;
+    type Future = Ready<Result<(), AgentError>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), AgentError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _req: CompressRequest) -> Self::Future {
+        std::future::ready(Ok(()))
+    }
+}

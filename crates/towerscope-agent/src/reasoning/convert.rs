@@ -1,0 +1,397 @@
+//! Converting model output to block events, exactly as the reference's
+//! `_convert_chat_response_to_event` does, while keeping what was streamed so far.
+//!
+//! Besides the events, the converter builds the answer as streamed ([`ChunkConverter::partial`]):
+//! the blocks the events describe, under the events' block ids. That is what the context keeps
+//! when the answer is cut short (an interrupt, a dropped stream); a complete answer is kept as
+//! the model's final chunk has it.
+//!
+//! Tool-call ids are unique within a reply's message: a model that reuses an id (of an earlier
+//! round, or twice in one answer) gets the second call renamed `{id}_2` (`_3`, ...), in the
+//! events and in the context alike, so every call keeps exactly one result.
+
+use towerscope_core::id::new_id;
+use towerscope_core::{
+    AgentEvent, ChatResponse, ContentBlock, DataBlock, DataBlockDeltaEvent, DataBlockEndEvent, DataBlockStartEvent,
+    DataSource, Id, TextBlock, TextBlockDeltaEvent, TextBlockEndEvent, TextBlockStartEvent, ThinkingBlock,
+    ThinkingBlockDeltaEvent, ThinkingBlockEndEvent, ThinkingBlockStartEvent, ToolCallBlock, ToolCallDeltaEvent,
+    ToolCallEndEvent, ToolCallStartEvent,
+};
+
+/// Tool-call ids already used in the reply's message, and the renaming of duplicates.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct CallIds {
+    used: Vec<Id>,
+}
+
+impl CallIds {
+    /// The ids used so far.
+    pub(crate) fn new(used: impl IntoIterator<Item = Id>) -> Self {
+        Self {
+            used: used.into_iter().collect(),
+        }
+    }
+
+    /// The id a new call with the model's `id` gets: `id` itself, or `{id}_{n}` when taken.
+    pub(crate) fn assign(&mut self, id: &Id) -> Id {
+        let mut assigned = id.clone();
+        let mut n = 2u32;
+        while self.used.contains(&assigned) {
+            assigned = Id::from(format!("{id}_{n}"));
+            n += 1;
+        }
+        self.used.push(assigned.clone());
+        assigned
+    }
+
+    /// Renames the duplicate calls of a whole answer, in order.
+    pub(crate) fn dedupe(&mut self, content: &mut [ContentBlock]) {
+        for block in content {
+            if let ContentBlock::ToolCall(call) = block {
+                call.id = self.assign(&call.id);
+            }
+        }
+    }
+}
+
+/// Which blocks are open while a model response streams, and what was streamed.
+#[derive(Debug)]
+pub(crate) struct ChunkConverter {
+    reply_id: Id,
+    events: bool,
+    thinking: Option<Id>,
+    text: Option<Id>,
+    /// Open tool calls: the model's id and the id they go by.
+    tools: Vec<(Id, Id)>,
+    data: Vec<Id>,
+    /// Every block id opened during this model call (for a restart).
+    opened: Vec<Id>,
+    ids: CallIds,
+    ids_before: CallIds,
+    partial: Vec<ContentBlock>,
+}
+
+impl ChunkConverter {
+    /// A converter for one model call of reply `reply_id`; `ids` are the tool-call ids the
+    /// reply's message already holds; `events`: whether to build events at all.
+    pub(crate) fn new(reply_id: &Id, ids: CallIds, events: bool) -> Self {
+        Self {
+            reply_id: reply_id.clone(),
+            events,
+            thinking: None,
+            text: None,
+            tools: Vec::new(),
+            data: Vec::new(),
+            opened: Vec::new(),
+            ids_before: ids.clone(),
+            ids,
+            partial: Vec::new(),
+        }
+    }
+
+    /// The ids as they were before this answer, to rename a whole answer the same way.
+    pub(crate) fn ids_before(&self) -> CallIds {
+        self.ids_before.clone()
+    }
+
+    /// What was streamed so far, as blocks.
+    pub(crate) fn take_partial(&mut self) -> Vec<ContentBlock> {
+        std::mem::take(&mut self.partial)
+    }
+
+    fn push(&self, out: &mut Vec<AgentEvent>, make: impl FnOnce() -> AgentEvent) {
+        if self.events {
+            out.push(make());
+        }
+    }
+
+    /// Converts one non-last chunk (or a whole, non-streamed response) to events.
+    pub(crate) fn convert(&mut self, chunk: &ChatResponse, out: &mut Vec<AgentEvent>) {
+        let has_data = chunk.content.iter().any(|b| matches!(b, ContentBlock::Data(_)));
+
+        // Thinking first, then text.
+        let has_thinking = chunk.content.iter().any(|b| matches!(b, ContentBlock::Thinking(_)));
+        if has_thinking {
+            let thinking: String = chunk
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Thinking(t) => Some(t.thinking.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let id = match &self.thinking {
+                Some(id) => id.clone(),
+                None => {
+                    let id = new_id();
+                    self.opened.push(id.clone());
+                    self.thinking = Some(id.clone());
+                    self.partial.push(ThinkingBlock::new("").with_id(&id).into());
+                    let reply_id = &self.reply_id;
+                    self.push(out, || ThinkingBlockStartEvent::new(reply_id, &id).into());
+                    id
+                }
+            };
+            if let Some(ContentBlock::Thinking(block)) = self.partial.iter_mut().rev().find(|b| *b.id() == id) {
+                block.thinking.push_str(&thinking);
+            }
+            let reply_id = &self.reply_id;
+            self.push(out, || ThinkingBlockDeltaEvent::new(reply_id, id, thinking).into());
+        } else if !has_data {
+            if let Some(id) = self.thinking.take() {
+                let reply_id = &self.reply_id;
+                self.push(out, || ThinkingBlockEndEvent::new(reply_id, id).into());
+            }
+        }
+
+        let has_text = chunk.content.iter().any(|b| matches!(b, ContentBlock::Text(_)));
+        if has_text {
+            let text: String = chunk
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text(t) => Some(t.text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let id = match &self.text {
+                Some(id) => id.clone(),
+                None => {
+                    let id = new_id();
+                    self.opened.push(id.clone());
+                    self.text = Some(id.clone());
+                    self.partial.push(TextBlock::new("").with_id(&id).into());
+                    let reply_id = &self.reply_id;
+                    self.push(out, || TextBlockStartEvent::new(reply_id, &id).into());
+                    id
+                }
+            };
+            if let Some(ContentBlock::Text(block)) = self.partial.iter_mut().rev().find(|b| *b.id() == id) {
+                block.text.push_str(&text);
+            }
+            let reply_id = &self.reply_id;
+            self.push(out, || TextBlockDeltaEvent::new(reply_id, id, text).into());
+        } else if !has_data {
+            if let Some(id) = self.text.take() {
+                let reply_id = &self.reply_id;
+                self.push(out, || TextBlockEndEvent::new(reply_id, id).into());
+            }
+        }
+
+        // Tool calls: start if new, then the delta; open calls missing from this chunk end now.
+        let mut seen: Vec<&Id> = Vec::new();
+        for block in &chunk.content {
+            if let ContentBlock::ToolCall(call) = block {
+                let open = self.tools.iter().find(|(model_id, _)| *model_id == call.id);
+                let id = match open {
+                    Some((_, id)) => id.clone(),
+                    None => {
+                        let id = self.ids.assign(&call.id);
+                        self.tools.push((call.id.clone(), id.clone()));
+                        self.opened.push(id.clone());
+                        self.partial.push(ToolCallBlock::new(&id, &call.name, "").into());
+                        let reply_id = &self.reply_id;
+                        self.push(out, || ToolCallStartEvent::new(reply_id, &id, &call.name).into());
+                        id
+                    }
+                };
+                if let Some(ContentBlock::ToolCall(block)) = self.partial.iter_mut().rev().find(|b| *b.id() == id) {
+                    block.input.push_str(&call.input);
+                }
+                let reply_id = &self.reply_id;
+                self.push(out, || ToolCallDeltaEvent::new(reply_id, id, &call.input).into());
+                seen.push(&call.id);
+            }
+        }
+        let (events, reply_id) = (self.events, &self.reply_id);
+        self.tools.retain(|(model_id, id)| {
+            let keep = seen.contains(&model_id);
+            if !keep && events {
+                out.push(ToolCallEndEvent::new(reply_id, id).into());
+            }
+            keep
+        });
+
+        // Base64 data blocks; URL sources are not streamed.
+        for block in &chunk.content {
+            if let ContentBlock::Data(d) = block {
+                if let DataSource::Base64 { data, media_type } = &d.source {
+                    if !self.data.contains(&d.id) {
+                        self.data.push(d.id.clone());
+                        self.opened.push(d.id.clone());
+                        let mut stored = DataBlock::base64("", media_type.as_str()).with_id(&d.id);
+                        stored.name.clone_from(&d.name);
+                        self.partial.push(stored.into());
+                        let reply_id = &self.reply_id;
+                        self.push(out, || {
+                            let mut start = DataBlockStartEvent::new(reply_id, &d.id, media_type.as_str());
+                            start.name.clone_from(&d.name);
+                            start.into()
+                        });
+                    }
+                    if let Some(ContentBlock::Data(stored)) = self.partial.iter_mut().rev().find(|b| *b.id() == d.id) {
+                        stored.append_base64(data);
+                    }
+                    let reply_id = &self.reply_id;
+                    self.push(out, || {
+                        DataBlockDeltaEvent::new(
+                            reply_id,
+                            &d.id,
+                            DataSource::Base64 {
+                                data: data.clone(),
+                                media_type: media_type.clone(),
+                            },
+                        )
+                        .into()
+                    });
+                }
+            }
+        }
+    }
+
+    /// A restart of the model call: forget every block of this call and return their ids, which
+    /// the consumer must discard.
+    pub(crate) fn restart(&mut self) -> Vec<Id> {
+        self.thinking = None;
+        self.text = None;
+        self.tools.clear();
+        self.data.clear();
+        self.partial.clear();
+        self.ids = self.ids_before.clone();
+        std::mem::take(&mut self.opened)
+    }
+
+    /// Closes whatever is still open: text, thinking, tool calls (first seen first), data.
+    pub(crate) fn close(&mut self, out: &mut Vec<AgentEvent>) {
+        let reply_id = &self.reply_id;
+        let events = self.events;
+        if let Some(id) = self.text.take() {
+            if events {
+                out.push(TextBlockEndEvent::new(reply_id, id).into());
+            }
+        }
+        if let Some(id) = self.thinking.take() {
+            if events {
+                out.push(ThinkingBlockEndEvent::new(reply_id, id).into());
+            }
+        }
+        for (_, id) in self.tools.drain(..) {
+            if events {
+                out.push(ToolCallEndEvent::new(reply_id, id).into());
+            }
+        }
+        for id in self.data.drain(..) {
+            if events {
+                out.push(DataBlockEndEvent::new(reply_id, id).into());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use towerscope_core::{TextBlock, ThinkingBlock, ToolCallBlock};
+
+    fn kinds(events: &[AgentEvent]) -> Vec<String> {
+        events
+            .iter()
+            .map(|e| match e {
+                AgentEvent::ThinkingBlockDelta(d) => format!("THINKING Δ{}", d.delta),
+                AgentEvent::TextBlockDelta(d) => format!("TEXT Δ{}", d.delta),
+                AgentEvent::ToolCallStart(s) => format!("TOOL_CALL_START {}", s.tool_call_id),
+                AgentEvent::ToolCallDelta(d) => format!("TOOL Δ{}", d.delta),
+                AgentEvent::ToolCallEnd(s) => format!("TOOL_CALL_END {}", s.tool_call_id),
+                other => other.event_type().as_str().to_owned(),
+            })
+            .collect()
+    }
+
+    fn chunk(block: ContentBlock) -> ChatResponse {
+        ChatResponse::chunk(vec![block])
+    }
+
+    /// The reference's probe (§3.4): thinking a, b; text c, d; tool t1 in two pieces; tool t2.
+    #[test]
+    fn streamed_chunks_become_the_reference_event_sequence() {
+        let think = |t: &str| chunk(ContentBlock::Thinking(ThinkingBlock::new(t).with_id("th")));
+        let text = |t: &str| chunk(ContentBlock::Text(TextBlock::new(t).with_id("tx")));
+        let tool = |id: &str, input: &str| chunk(ContentBlock::ToolCall(ToolCallBlock::new(id, "f", input)));
+        let mut conv = ChunkConverter::new(&Id::from("r"), CallIds::default(), true);
+        let mut out = Vec::new();
+        for c in [
+            think("a"),
+            think("b"),
+            text("c"),
+            text("d"),
+            tool("t1", r#"{"a""#),
+            tool("t1", ":1}"),
+            tool("t2", "{}"),
+        ] {
+            conv.convert(&c, &mut out);
+        }
+        conv.close(&mut out);
+        assert_eq!(
+            kinds(&out),
+            [
+                "THINKING_BLOCK_START",
+                "THINKING Δa",
+                "THINKING Δb",
+                "THINKING_BLOCK_END",
+                "TEXT_BLOCK_START",
+                "TEXT Δc",
+                "TEXT Δd",
+                "TEXT_BLOCK_END",
+                "TOOL_CALL_START t1",
+                r#"TOOL Δ{"a""#,
+                "TOOL Δ:1}",
+                "TOOL_CALL_START t2",
+                "TOOL Δ{}",
+                "TOOL_CALL_END t1",
+                "TOOL_CALL_END t2",
+            ]
+        );
+    }
+
+    /// A whole response holding two tool calls: START c1, Δc1, START c2, Δc2, END c1, END c2.
+    #[test]
+    fn a_whole_response_with_two_calls() {
+        let response = ChatResponse::new(vec![
+            ContentBlock::ToolCall(ToolCallBlock::new("c1", "f", "{}")),
+            ContentBlock::ToolCall(ToolCallBlock::new("c2", "f", "{}")),
+        ]);
+        let mut conv = ChunkConverter::new(&Id::from("r"), CallIds::default(), true);
+        let mut out = Vec::new();
+        conv.convert(&response, &mut out);
+        conv.close(&mut out);
+        assert_eq!(
+            kinds(&out),
+            [
+                "TOOL_CALL_START c1",
+                "TOOL Δ{}",
+                "TOOL_CALL_START c2",
+                "TOOL Δ{}",
+                "TOOL_CALL_END c1",
+                "TOOL_CALL_END c2"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_restart_returns_every_block_of_the_call() {
+        let mut conv = ChunkConverter::new(&Id::from("r"), CallIds::default(), true);
+        let mut out = Vec::new();
+        conv.convert(&chunk(ContentBlock::Text(TextBlock::new("partial"))), &mut out);
+        conv.convert(
+            &chunk(ContentBlock::ToolCall(ToolCallBlock::new("c1", "f", "{"))),
+            &mut out,
+        );
+        let AgentEvent::TextBlockStart(start) = &out[0] else {
+            panic!("expected a text start")
+        };
+        assert_eq!(conv.restart(), [start.block_id.clone(), Id::from("c1")]);
+        let mut after = Vec::new();
+        conv.close(&mut after);
+        assert!(after.is_empty(), "nothing stays open after a restart");
+    }
+}

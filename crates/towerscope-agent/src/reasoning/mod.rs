@@ -1,0 +1,312 @@
+//! The reasoning step: the implementation behind `on_reasoning`.
+//!
+//! It emits `MODEL_CALL_START`, builds the model input (the system prompt through the
+//! `on_system_prompt` fold, the summary, the context), calls the `on_model_call` position,
+//! converts the answer to block events, emits `MODEL_CALL_END`, saves the answer to the reply's
+//! assistant message, and, when the answer is final (no tool call, not thinking only), yields the
+//! candidate final message.
+//!
+//! # The model stream is read to its end
+//!
+//! A layer's code after the last chunk (timing, tracing, a guardrail's verdict) runs only if
+//! the stream is read to its end, so the step keeps reading after the final (`is_last`) chunk.
+//! The first final chunk is the answer; chunks after it are ignored (and logged); an error
+//! after it fails the call, and the answer is not saved: a layer may reject an answer after
+//! seeing all of it.
+//!
+//! # Interrupts and dropped streams keep what was streamed
+//!
+//! An interrupt while the model is called or streams stops the call, closes the open blocks,
+//! stores what was streamed so far as the reply's message, emits `MODEL_CALL_END` with finished
+//! reason `interrupted`, and fails the step with [`AgentError::Interrupted`] (the reply then ends
+//! as interrupted). A consumer that drops the reply stream in the middle of an answer loses no
+//! text either: the streamed part is stored when the step is dropped.
+
+mod convert;
+
+use std::future::Ready;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures_util::StreamExt;
+use tower::Service;
+use tower::ServiceExt;
+use towerscope_core::{
+    AgentContext, AgentError, AgentEvent, ChatResponse, ContentBlock, EventStream, Id, ModelCallEndEvent,
+    ModelCallRequest, ModelCallStartEvent, ModelFinishedReason, ModelOutput, Msg, ReasoningRequest,
+    ReplyFinishedReason, ToolSchema, Usage,
+};
+
+use crate::emit::{Emitter, EventsUnread};
+use crate::generator::Generator;
+use crate::interrupt::unless_interrupted;
+use crate::runtime::Runtime;
+
+pub(crate) use convert::{CallIds, ChunkConverter};
+
+/// The innermost `on_reasoning` service: one model call and what follows from it.
+#[derive(Clone)]
+pub(crate) struct ReasoningStep {
+    pub(crate) runtime: Arc<Runtime>,
+}
+
+impl Service<ReasoningRequest> for ReasoningStep {
+    type Response = EventStream;
+    type Error = AgentError;
+    type Future = Ready<Result<EventStream, AgentError>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), AgentError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: ReasoningRequest) -> Self::Future {
+        let runtime = Arc::clone(&self.runtime);
+        let events = req.ctx.get::<EventsUnread>().is_none();
+        let stream = Generator::new(move |y| async move {
+            let emit = Emitter::new(y, events);
+            if let Err(e) = reason(&runtime, req, &emit).await {
+                emit.error(e).await;
+            }
+        });
+        std::future::ready(Ok(Box::pin(stream)))
+    }
+}
+
+/// The answer being received: converts chunks, and stores what was streamed if the step ends
+/// early (interrupted, or dropped with the reply stream).
+struct Answer<'a> {
+    runtime: &'a Arc<Runtime>,
+    reply_id: Id,
+    converter: ChunkConverter,
+    /// Whether the answer's fate is settled (saved, stored as interrupted, or discarded).
+    settled: bool,
+}
+
+impl<'a> Answer<'a> {
+    fn new(runtime: &'a Arc<Runtime>, ctx: &AgentContext, events: bool) -> Self {
+        let reply_id = ctx.reply_id().clone();
+        let ids = {
+            let state = runtime.lock_state();
+            CallIds::new(
+                state
+                    .reply_msg(&reply_id)
+                    .into_iter()
+                    .flat_map(|m| m.tool_calls().map(|c| c.id.clone())),
+            )
+        };
+        Self {
+            runtime,
+            converter: ChunkConverter::new(&reply_id, ids, events),
+            reply_id,
+            settled: false,
+        }
+    }
+
+    /// Stores what was streamed so far as part of the reply's message.
+    fn store_partial(&mut self) {
+        self.settled = true;
+        let partial = self.converter.take_partial();
+        if partial.is_empty() {
+            return;
+        }
+        self.runtime
+            .lock_state()
+            .append_to_reply(&self.runtime.name, &self.reply_id, partial);
+    }
+
+    /// The step was interrupted: close the open blocks, keep what was streamed, and end the
+    /// model call as interrupted.
+    async fn interrupted(mut self, emit: &Emitter) -> Result<(), AgentError> {
+        let mut events = Vec::new();
+        self.converter.close(&mut events);
+        for event in events {
+            emit.forward(event).await;
+        }
+        self.store_partial();
+        let reply_id = &self.reply_id;
+        emit.event(|| {
+            ModelCallEndEvent::new(reply_id, &Usage::default())
+                .with_finished_reason(ModelFinishedReason::Interrupted)
+                .into()
+        })
+        .await;
+        Err(AgentError::Interrupted)
+    }
+}
+
+impl Drop for Answer<'_> {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.store_partial();
+        }
+    }
+}
+
+async fn reason(runtime: &Arc<Runtime>, req: ReasoningRequest, emit: &Emitter) -> Result<(), AgentError> {
+    let ctx = req.ctx;
+    let reply_id = ctx.reply_id();
+    emit.event(|| ModelCallStartEvent::new(reply_id, Arc::clone(&runtime.model_name)).into())
+        .await;
+
+    // From here on the step handles an interrupt itself (see the module docs).
+    let interrupt = &runtime.interrupt;
+    let _shield = interrupt.shield();
+    let mut answer = Answer::new(runtime, &ctx, emit.wants_events());
+    let Some(messages) = unless_interrupted(interrupt, &ctx, runtime.model_input(&ctx)).await else {
+        return answer.interrupted(emit).await;
+    };
+    let request = ModelCallRequest {
+        ctx: ctx.clone(),
+        model: Arc::clone(&runtime.model),
+        messages: settle_on_error(&mut answer, messages)?,
+        tools: tool_schemas(runtime),
+        tool_choice: req.tool_choice,
+    };
+    let call = runtime.positions.model_call.clone().oneshot(request);
+    let Some(output) = unless_interrupted(interrupt, &ctx, call).await else {
+        return answer.interrupted(emit).await;
+    };
+    let mut events = Vec::new();
+    let completed = match settle_on_error(&mut answer, output)? {
+        ModelOutput::Complete(response) => {
+            answer.converter.convert(&response, &mut events);
+            forward(emit, &mut events).await;
+            Some(response)
+        }
+        ModelOutput::Stream(mut stream) => {
+            let mut completed: Option<ChatResponse> = None;
+            loop {
+                let Some(next) = unless_interrupted(interrupt, &ctx, stream.next()).await else {
+                    drop(stream);
+                    return answer.interrupted(emit).await;
+                };
+                let chunk = match next {
+                    None => break,
+                    Some(chunk) => settle_on_error(&mut answer, chunk)?,
+                };
+                if completed.is_some() {
+                    tracing::warn!(
+                        reply_id = %reply_id,
+                        "a chunk after the final chunk of a model stream was ignored"
+                    );
+                    continue;
+                }
+                if chunk.is_last {
+                    completed = Some(chunk);
+                    continue;
+                }
+                if let Some(reason) = chunk.restart_reason() {
+                    let discarded = answer.converter.restart();
+                    emit.event(|| restart_event(reply_id, reason, discarded)).await;
+                    continue;
+                }
+                answer.converter.convert(&chunk, &mut events);
+                forward(emit, &mut events).await;
+            }
+            completed
+        }
+    };
+    answer.converter.close(&mut events);
+    forward(emit, &mut events).await;
+    let completed = settle_on_error(
+        &mut answer,
+        completed.ok_or_else(|| AgentError::Stream(crate::positions::NO_FINAL_CHUNK.to_owned())),
+    )?;
+
+    let usage = completed.usage.as_ref().map(|u| u.to_usage()).unwrap_or_default();
+    // Saved before MODEL_CALL_END goes out: a consumer that stops reading at that event (drops
+    // the stream) must not lose the answer, and its tool calls get closed by the next reply.
+    let finished_reason = completed.finished_reason;
+    let ids = answer.converter.ids_before();
+    answer.settled = true;
+    let candidate = save(runtime, &ctx, completed, &usage, ids);
+    emit.event(|| {
+        ModelCallEndEvent::new(reply_id, &usage)
+            .with_finished_reason(finished_reason)
+            .into()
+    })
+    .await;
+    if let Some(msg) = candidate {
+        emit.final_msg(msg).await;
+    }
+    Ok(())
+}
+
+/// A failure of the call discards the answer (nothing of a failed call is stored).
+fn settle_on_error<T>(answer: &mut Answer<'_>, result: Result<T, AgentError>) -> Result<T, AgentError> {
+    if result.is_err() {
+        answer.settled = true;
+    }
+    result
+}
+
+async fn forward(emit: &Emitter, events: &mut Vec<AgentEvent>) {
+    for event in events.drain(..) {
+        emit.forward(event).await;
+    }
+}
+
+/// Saves the answer to the reply's message; returns the candidate final message, if final.
+fn save(
+    runtime: &Runtime,
+    ctx: &AgentContext,
+    mut completed: ChatResponse,
+    usage: &Usage,
+    mut ids: CallIds,
+) -> Option<Msg> {
+    let reply_id = ctx.reply_id();
+    ids.dedupe(&mut completed.content);
+    let mut state = runtime.lock_state();
+    state.reply_context.usage.add(usage);
+    let has_tool_call = completed.content.iter().any(|b| matches!(b, ContentBlock::ToolCall(_)));
+    let thinking_only =
+        !completed.content.is_empty() && completed.content.iter().all(|b| matches!(b, ContentBlock::Thinking(_)));
+    let is_final = completed.finished_reason != ModelFinishedReason::Interrupted && !has_tool_call && !thinking_only;
+    if !is_final {
+        // Not a final answer: the context is the only place the blocks go, so they move there.
+        state.append_to_reply(
+            &runtime.name,
+            reply_id,
+            completed.content.into_iter().filter(|b| !is_audio(b)),
+        );
+        return None;
+    }
+    state.append_to_reply(
+        &runtime.name,
+        reply_id,
+        completed.content.iter().filter(|b| !is_audio(b)).cloned(),
+    );
+    let mut msg = Msg::assistant_blocks(Arc::clone(&runtime.name), completed.content).with_id(reply_id);
+    msg.usage = Some(state.reply_context.usage);
+    msg.finished_reason = Some(ReplyFinishedReason::Completed);
+    Some(msg)
+}
+
+fn is_audio(block: &ContentBlock) -> bool {
+    matches!(block, ContentBlock::Data(d) if d.source.media_type().starts_with("audio/"))
+}
+
+/// The tool schemas offered this round: the toolkit's for the active groups, plus the
+/// structured-output tool when the reply requires it.
+fn tool_schemas(runtime: &Runtime) -> Arc<[ToolSchema]> {
+    let state = runtime.lock_state();
+    let schemas = runtime.toolkit.schemas(&state.activated_groups);
+    match crate::structured::mounted(&state.reply_context) {
+        None => schemas,
+        Some(schema) => {
+            let mut all: Vec<ToolSchema> = schemas.iter().cloned().collect();
+            all.push(crate::structured::tool_schema(&schema));
+            Arc::from(all)
+        }
+    }
+}
+
+/// The `CUSTOM` event telling consumers to discard the blocks of a restarted model call.
+fn restart_event(reply_id: &Id, reason: &str, discarded: Vec<Id>) -> AgentEvent {
+    let mut value = serde_json::Map::new();
+    value.insert("reply_id".into(), reply_id.to_string().into());
+    value.insert("reason".into(), reason.into());
+    let discarded: Vec<serde_json::Value> = discarded.iter().map(|id| id.to_string().into()).collect();
+    value.insert("discarded_block_ids".into(), discarded.into());
+    AgentEvent::Custom(towerscope_core::CustomEvent::new(towerscope_core::RESTART_EVENT, value))
+}

@@ -1,0 +1,265 @@
+//! The reply loop: the implementation behind `on_reply` (the reference's `_reply_impl`), with
+//! its decision table in [`next_action`].
+//!
+//! # Ending a reply, or asking for another round
+//!
+//! The loop ends the reply after its closing events (`REPLY_END`, then the final message) unless
+//! an `on_reply` layer asked for another round with
+//! [`AgentContext::request_another_round`](towerscope_core::AgentContext::request_another_round).
+//! The reference infers that request from a layer swallowing `REPLY_END`, by whether the event
+//! reached the consumer before the loop resumes; that inference breaks with any layer that
+//! reads ahead (buffers, or bridges the stream through a channel), which would then cause an
+//! extra round and events after `REPLY_END`. Here the request is explicit, so a read-ahead layer
+//! changes nothing. Asking twice without any reasoning or acting in between fails the reply, as
+//! the reference's "swallowed twice" check does.
+//!
+//! # Bounded whatever the model does
+//!
+//! Every round either finishes the calls it runs, parks, or counts an iteration, and the loop
+//! also stops after [`ReactConfig::max_actions`](crate::ReactConfig) actions, so no model answer
+//! and no middleware can keep a reply alive forever.
+
+mod next_action;
+
+use std::future::Ready;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures_util::StreamExt;
+use tower::{Service, ServiceExt};
+use towerscope_core::{
+    AgentContext, AgentError, CompressRequest, ContentBlock, EventStream, Messages, Position, ReasoningRequest,
+    ReplyEndEvent, ReplyFinishedReason, ReplyInput, ReplyItem, ReplyRequest, ReplyStartEvent, ToolCallState,
+};
+
+use crate::acting;
+use crate::emit::{Emitter, EventsUnread, assistant_msg};
+use crate::generator::Generator;
+use crate::reasoning::ReasoningStep;
+use crate::resume;
+use crate::runtime::{Runtime, validate_input};
+use crate::state::{ReplyContext, unfinished_refs};
+use crate::toolkit::ActiveToolGroups;
+
+use next_action::{Action, next_action};
+
+/// The innermost `on_reply` service: the ReAct loop of one reply.
+#[derive(Clone)]
+pub(crate) struct ReactLoop {
+    pub(crate) runtime: Arc<Runtime>,
+    pub(crate) reasoning: Position<ReasoningStep, ReasoningRequest, EventStream>,
+}
+
+impl Service<ReplyRequest> for ReactLoop {
+    type Response = EventStream;
+    type Error = AgentError;
+    type Future = Ready<Result<EventStream, AgentError>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), AgentError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: ReplyRequest) -> Self::Future {
+        let runtime = Arc::clone(&self.runtime);
+        let reasoning = self.reasoning.clone();
+        let events = req.ctx.get::<EventsUnread>().is_none();
+        let stream = Generator::new(move |y| async move {
+            let emit = Emitter::new(y, events);
+            let ctx = req.ctx.clone();
+            let outcome = {
+                // The loop runs until it ends or an interrupt cancels it at its current await
+                // point (a tool, a middleware; the reasoning step handles one itself); then it
+                // is dropped here.
+                let run = std::pin::pin!(run(&runtime, reasoning, req, &emit));
+                let interrupted = std::pin::pin!(runtime.interrupt.requested_unshielded());
+                match futures_util::future::select(run, interrupted).await {
+                    futures_util::future::Either::Left((result, _)) => Some(result),
+                    futures_util::future::Either::Right(((), _)) => {
+                        // Before the work in flight is dropped: layers that see their call
+                        // dropped can tell an interruption from an abandoned call.
+                        ctx.mark_interrupted();
+                        None
+                    }
+                }
+            };
+            match outcome {
+                Some(Ok(())) => {}
+                Some(Err(AgentError::Interrupted)) | None => resume::end_interrupted(&runtime, &ctx, &emit).await,
+                Some(Err(e @ AgentError::CallLimit { .. })) => end_with_error(&runtime, &ctx, &e, &emit).await,
+                Some(Err(e)) => emit.error(e).await,
+            }
+        });
+        std::future::ready(Ok(Box::pin(stream)))
+    }
+}
+
+async fn run(
+    runtime: &Arc<Runtime>,
+    mut reasoning: Position<ReasoningStep, ReasoningRequest, EventStream>,
+    req: ReplyRequest,
+    emit: &Emitter,
+) -> Result<(), AgentError> {
+    let ctx = req.ctx.clone();
+    match &req.input {
+        ReplyInput::Messages(msgs) => start(runtime, &req, msgs, emit).await?,
+        ReplyInput::Interrupt(_) => return resume::interrupt(runtime, &ctx, emit).await,
+        ReplyInput::Confirm(ev) => resume::confirm(runtime, &ctx, ev, emit).await?,
+        ReplyInput::External(ev) => resume::external(runtime, &ctx, ev, emit).await?,
+    }
+
+    let mut made_progress = true;
+    let mut final_msg = None;
+    let mut actions = 0u64;
+    loop {
+        actions += 1;
+        if actions > runtime.config.max_actions() {
+            return Err(AgentError::State(format!(
+                "the reply took {} reasoning and acting steps without ending (max_iters {}); a middleware or the \
+                 model keeps it going",
+                actions - 1,
+                runtime.config.max_iters
+            )));
+        }
+        match next_action(runtime, &ctx, final_msg.take(), emit.wants_events()) {
+            Action::Exit { events: None, msg } => {
+                emit.final_msg(msg).await;
+                return Ok(());
+            }
+            Action::Exit {
+                events: Some(events),
+                msg,
+            } => {
+                for e in events {
+                    emit.forward(e).await;
+                }
+                if !ctx.take_another_round_request() {
+                    emit.final_msg(msg).await;
+                    return Ok(());
+                }
+                if !made_progress {
+                    return Err(AgentError::Middleware(
+                        "A middleware asked for another round twice without any reasoning/acting in between. \
+                         Let the reply end, or make progress before asking again."
+                            .to_owned(),
+                    ));
+                }
+                made_progress = false;
+                continue;
+            }
+            Action::Reasoning { hint, tool_choice } => {
+                made_progress = true;
+                let iteration = {
+                    let mut state = runtime.lock_state();
+                    if let Some(hint) = hint {
+                        state.append_to_reply(&runtime.name, ctx.reply_id(), [ContentBlock::Hint(hint)]);
+                    }
+                    state.reply_context.cur_iter
+                };
+                let round = ctx.with_iteration(iteration);
+                runtime
+                    .positions
+                    .compress
+                    .clone()
+                    .oneshot(CompressRequest {
+                        ctx: round.clone(),
+                        instructions: None,
+                    })
+                    .await?;
+                let request = ReasoningRequest {
+                    ctx: round,
+                    tool_choice,
+                };
+                let mut stream = reasoning.ready().await?.call(request).await?;
+                while let Some(item) = stream.next().await {
+                    match item? {
+                        ReplyItem::Event(e) => emit.forward(e).await,
+                        ReplyItem::Final(m) => final_msg = Some(m),
+                    }
+                }
+            }
+            Action::Acting(calls) => {
+                made_progress = true;
+                let (iteration, groups) = {
+                    let state = runtime.lock_state();
+                    (state.reply_context.cur_iter, Arc::from(state.activated_groups.clone()))
+                };
+                let round = ctx.with_iteration(iteration);
+                round.insert(ActiveToolGroups(groups));
+                for (concurrent, batch) in acting::batches(runtime, calls) {
+                    acting::run_batch(runtime, &round, concurrent, batch, emit).await?;
+                    if runtime.lock_state().is_parked() {
+                        break;
+                    }
+                }
+            }
+        }
+        let mut state = runtime.lock_state();
+        let unfinished = state
+            .reply_msg(ctx.reply_id())
+            .is_some_and(|m| !unfinished_refs(m).is_empty());
+        if !unfinished {
+            state.reply_context.cur_iter += 1;
+        }
+    }
+}
+
+/// A new reply: validate and store the input, close calls a dropped reply left open, emit
+/// `REPLY_START`.
+async fn start(runtime: &Arc<Runtime>, req: &ReplyRequest, msgs: &Messages, emit: &Emitter) -> Result<(), AgentError> {
+    for m in msgs.iter() {
+        validate_input(m)?;
+    }
+    let session_id = {
+        let mut state = runtime.lock_state();
+        check_not_parked(&state)?;
+        resume::close_dangling_calls(&runtime.name, &mut state);
+        state.context.extend(msgs.as_slice().iter().cloned());
+        state.reply_context = ReplyContext {
+            reply_id: req.ctx.reply_id().clone(),
+            structured_schema: req.structured_schema.as_ref().map(|s| s.schema.clone()),
+            structured_schema_name: req.structured_schema.as_ref().map(|s| s.name.clone()),
+            ..ReplyContext::default()
+        };
+        state.session_id.clone()
+    };
+    emit.event(|| ReplyStartEvent::new(session_id, req.ctx.reply_id(), Arc::clone(&runtime.name)).into())
+        .await;
+    Ok(())
+}
+
+/// A reply parked for the user or an external executor accepts only the event that resumes
+/// it (or interrupts it), as in the reference.
+pub(crate) fn check_not_parked(state: &crate::state::AgentState) -> Result<(), AgentError> {
+    let awaiting = state.unfinished_calls();
+    let asking = awaiting.iter().filter(|c| c.state == ToolCallState::Asking).count();
+    let submitted = awaiting.iter().filter(|c| c.state == ToolCallState::Submitted).count();
+    if asking + submitted > 0 {
+        return Err(AgentError::State(format!(
+            "Agent is waiting for {asking} tool calls and external execution results for {submitted} tool calls, \
+             but received no event. Resume the reply with a UserConfirmResultEvent or \
+             ExternalExecutionResultEvent, or interrupt it with a UserInterruptEvent."
+        )));
+    }
+    Ok(())
+}
+
+/// A call limit ends the reply cleanly: `REPLY_END` with finished reason `error` and the error,
+/// then a final message carrying the same error, so the consumer never sees a half-open stream.
+async fn end_with_error(runtime: &Runtime, ctx: &AgentContext, err: &AgentError, emit: &Emitter) {
+    let info = towerscope_core::ErrorInfo::new(err.kind(), err.to_string());
+    let (session_id, usage) = {
+        let state = runtime.lock_state();
+        (state.session_id.clone(), state.reply_context.usage)
+    };
+    emit.event(|| {
+        ReplyEndEvent::new(session_id, ctx.reply_id(), ReplyFinishedReason::Error)
+            .with_error(info.clone())
+            .into()
+    })
+    .await;
+    let mut msg = assistant_msg(&runtime.name, ctx.reply_id(), &err.to_string());
+    msg.usage = Some(usage);
+    msg.finished_reason = Some(ReplyFinishedReason::Error);
+    msg.error = Some(info);
+    emit.final_msg(msg).await;
+}

@@ -1,0 +1,125 @@
+//! What one agent shares across its positions: [`Runtime`] (name, prompt, model, toolkit,
+//! state, the built per-round positions), the loop's [`ReactConfig`], and the checks every
+//! input goes through.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use towerscope_core::{
+    AgentContext, AgentError, ContentBlock, Messages, ModelRef, Msg, ObserveHook, PermissionDecision, Role,
+    SystemPromptFold,
+};
+
+use crate::interrupt::Interrupt;
+use crate::positions::Positions;
+use crate::state::AgentState;
+use crate::toolkit::Toolkit;
+
+/// The ReAct loop's configuration.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ReactConfig {
+    /// Reasoning-acting rounds before the forced final text round (default 50).
+    pub max_iters: u32,
+    /// Extra rounds a structured-output reply gets past `max_iters` (default 5, must be > 0).
+    pub structured_output_grace_iters: u32,
+    /// The final message of an interrupted reply.
+    pub interruption_message: String,
+    /// Whether an interrupted reply's stream ends with `Err(AgentError::Interrupted)` after its
+    /// closing events and the interruption message (the reference's
+    /// `interruption_raise_cancelled_error`; default `false`: the stream just ends).
+    pub error_after_interrupt: bool,
+    /// The decision for a tool no rule and no tool-specific check covers.
+    ///
+    /// The reference asks the user for every custom function tool. towerscope allows them by
+    /// default, so a plain agent runs its tools; set [`PermissionDecision::Ask`] to confirm
+    /// every call (human in the loop).
+    pub default_permission: PermissionDecision,
+}
+
+impl Default for ReactConfig {
+    fn default() -> Self {
+        Self {
+            max_iters: 50,
+            structured_output_grace_iters: 5,
+            interruption_message: "I notice the interruption. How can I help you?".to_owned(),
+            error_after_interrupt: false,
+            default_permission: PermissionDecision::Allow,
+        }
+    }
+}
+
+impl ReactConfig {
+    /// The most actions (reasoning or acting rounds) one reply may take, whatever the model and
+    /// the middleware do: every round of `max_iters` plus the structured-output grace rounds,
+    /// each a reasoning and an acting step, and a few for the forced final round and
+    /// swallowed `REPLY_END`s. The loop fails the reply past it instead of spinning.
+    pub(crate) fn max_actions(&self) -> u64 {
+        2 * (u64::from(self.max_iters) + u64::from(self.structured_output_grace_iters)) + 8
+    }
+}
+
+/// What every position's implementation of one agent shares.
+pub(crate) struct Runtime {
+    pub(crate) name: Arc<str>,
+    /// The agent's model's name, for `MODEL_CALL_START` events.
+    pub(crate) model_name: Arc<str>,
+    pub(crate) system_prompt: String,
+    /// The system message, built once, when no `on_system_prompt` transformer is installed.
+    pub(crate) system_msg: Option<Arc<Msg>>,
+    pub(crate) model: ModelRef,
+    pub(crate) toolkit: Arc<Toolkit>,
+    pub(crate) config: ReactConfig,
+    pub(crate) state: Arc<Mutex<AgentState>>,
+    pub(crate) system_prompt_fold: SystemPromptFold,
+    pub(crate) interrupt: Interrupt,
+    pub(crate) observe_hooks: Vec<Arc<dyn ObserveHook>>,
+    pub(crate) positions: Positions,
+}
+
+impl Runtime {
+    /// Locks the state. Never held across an `.await`.
+    pub(crate) fn lock_state(&self) -> MutexGuard<'_, AgentState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The model input: the system prompt (after the fold), the summary, the context. A
+    /// snapshot: one allocation and a reference-count bump per message.
+    pub(crate) async fn model_input(&self, ctx: &AgentContext) -> Result<Messages, AgentError> {
+        let system = match &self.system_msg {
+            Some(cached) => Arc::clone(cached),
+            None => {
+                let prompt = self.system_prompt_fold.apply(ctx, self.system_prompt.clone()).await?;
+                Arc::new(Msg::system("system", prompt))
+            }
+        };
+        let state = self.lock_state();
+        let summary = (!state.summary.is_empty()).then(|| Arc::new(Msg::user("user", state.summary.clone())));
+        Ok(std::iter::once(system)
+            .chain(summary)
+            .chain(state.context.iter().cloned())
+            .collect())
+    }
+}
+
+/// The reference's input rule: no system messages, no tool calls, tool results or thinking.
+pub(crate) fn validate_input(m: &Msg) -> Result<(), AgentError> {
+    if m.role == Role::System {
+        return Err(AgentError::validation(format!(
+            "Invalid message in the input: system messages are not accepted (message {}); set the system prompt on the agent instead",
+            m.id
+        )));
+    }
+    if let Some(b) = m.content.iter().find(|b| {
+        matches!(
+            b,
+            ContentBlock::ToolCall(_) | ContentBlock::ToolResult(_) | ContentBlock::Thinking(_)
+        )
+    }) {
+        return Err(AgentError::validation(format!(
+            "Invalid message in the input: message {} holds a '{}' block; only text, data and hint blocks may be sent to an agent",
+            m.id,
+            b.kind().as_str()
+        )));
+    }
+    Ok(())
+}
