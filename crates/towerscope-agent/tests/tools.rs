@@ -228,3 +228,65 @@ async fn batches_follow_the_reference_grouping() {
     assert_eq!(end_order(&out), ["1", "2", "4", "3", "5"]);
     assert_consistent(&agent.state().context);
 }
+
+#[tokio::test]
+async fn instant_tools_of_a_concurrent_batch_render_in_one_piece_each() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("b", "weather", r#"{"city": "Bern"}"#).and_tool_call(
+                "c",
+                "weather",
+                r#"{"city": "Chur"}"#,
+            ),
+            ScriptedResponse::text("done"),
+        ],
+    );
+    let agent = Agent::builder("a").model(model).tool(city_tool()).build().unwrap();
+    let out = collect(agent.reply_stream(Msg::user("user", "go"))).await;
+    let results: Vec<String> = out
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolResultStart(e) => Some(format!("START({})", e.tool_call_id)),
+            AgentEvent::ToolResultTextDelta(e) => Some(format!("DELTA({})", e.tool_call_id)),
+            AgentEvent::ToolResultEnd(e) => Some(format!("END({})", e.tool_call_id)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results,
+        ["START(b)", "DELTA(b)", "END(b)", "START(c)", "DELTA(c)", "END(c)"]
+    );
+}
+
+#[tokio::test]
+async fn a_whole_reply_gives_the_streamed_final_message() {
+    let script = || {
+        ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "weather", r#"{"city": "Bern"}"#),
+                ScriptedResponse::text("sunny").with_usage(10, 2),
+            ],
+        )
+    };
+    let streamed = Agent::builder("a").model(script()).tool(city_tool()).build().unwrap();
+    let whole = Agent::builder("a").model(script()).tool(city_tool()).build().unwrap();
+    let from_stream = collect(streamed.reply_stream(Msg::user("user", "Bern?")))
+        .await
+        .final_msg
+        .unwrap();
+    // `reply` builds no events (nobody can read them); what it returns and stores is the same.
+    let from_reply = whole.reply(Msg::user("user", "Bern?")).await.unwrap();
+    assert_eq!(from_reply.content.len(), from_stream.content.len());
+    assert_eq!(from_reply.text_content(), from_stream.text_content());
+    assert_eq!(from_reply.usage, from_stream.usage);
+    assert_eq!(from_reply.finished_reason, from_stream.finished_reason);
+    let (a, b) = (streamed.state().context, whole.state().context);
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x.content.len(), y.content.len());
+        assert_eq!(x.text_content(), y.text_content());
+    }
+}

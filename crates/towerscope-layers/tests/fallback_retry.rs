@@ -193,3 +193,35 @@ async fn when_every_model_fails_the_reply_fails_with_the_last_error() {
     let out = collect(agent.reply_stream(Msg::user("user", "Go"))).await;
     assert_eq!(out.error.unwrap().to_string(), "model error: backup down");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_without_its_final_chunk_is_retried_and_falls_back() {
+    // The "no final chunk" failure is raised inside the model-call stream, where retry and
+    // fallback see it (it used to surface only after the layers had returned).
+    let primary = ScriptedModel::new(
+        "primary",
+        [
+            ScriptedResponse::text("cut short").without_final_chunk(),
+            ScriptedResponse::text("whole answer"),
+        ],
+    );
+    let agent = Agent::builder("assistant")
+        .model(primary.clone())
+        .on_model_call(retry(2))
+        .build()
+        .unwrap();
+    let out = collect(agent.reply_stream(Msg::user("user", "Hello?"))).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(out.final_text().as_deref(), Some("whole answer"));
+    assert_eq!(primary.calls(), 2);
+
+    let broken = ScriptedModel::new("broken", [ScriptedResponse::text("cut").without_final_chunk()]);
+    let backup = ScriptedModel::new("backup", [ScriptedResponse::text("from the backup")]);
+    let agent = Agent::builder("assistant")
+        .model(broken)
+        .on_model_call(FallbackLayer::to(backup.clone()))
+        .build()
+        .unwrap();
+    let out = collect(agent.reply_stream(Msg::user("user", "Hello?"))).await;
+    assert_eq!(out.final_text().as_deref(), Some("from the backup"));
+}

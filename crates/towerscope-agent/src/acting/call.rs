@@ -194,7 +194,10 @@ async fn run_tool(
     };
     let opened = match AssertUnwindSafe(open_acting(runtime, request)).catch_unwind().await {
         Ok(opened) => opened,
-        Err(payload) => Err(AgentError::Middleware(panic_text("on_acting", &*payload))),
+        Err(payload) => {
+            let message = panic_text("on_acting", &*payload);
+            return finish_with_text(runtime, ctx, &call, message, ToolResultState::Error, emit).await;
+        }
     };
     let stream = match opened {
         Ok(stream) => stream,

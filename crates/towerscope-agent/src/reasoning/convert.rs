@@ -8,7 +8,10 @@
 //!
 //! Tool-call ids are unique within a reply's message: a model that reuses an id (of an earlier
 //! round, or twice in one answer) gets the second call renamed `{id}_2` (`_3`, ...), in the
-//! events and in the context alike, so every call keeps exactly one result.
+//! events and in the context alike, so every call keeps exactly one result. One limit: in a
+//! stream, consecutive chunks with the same id are one call (that is how arguments stream), so
+//! two calls streamed back to back under one id show as one call in the events; the final
+//! chunk, which the context keeps, still has both, renamed.
 
 use towerscope_core::id::new_id;
 use towerscope_core::{
@@ -182,8 +185,10 @@ impl ChunkConverter {
         let mut seen: Vec<&Id> = Vec::new();
         for block in &chunk.content {
             if let ContentBlock::ToolCall(call) = block {
-                let open = self.tools.iter().find(|(model_id, _)| *model_id == call.id);
-                let id = match open {
+                // A second block with the same id in one chunk is a second call.
+                let repeated = seen.contains(&&call.id);
+                let open = self.tools.iter().rev().find(|(model_id, _)| *model_id == call.id);
+                let id = match open.filter(|_| !repeated) {
                     Some((_, id)) => id.clone(),
                     None => {
                         let id = self.ids.assign(&call.id);

@@ -241,7 +241,8 @@ impl Msg {
             || custom
                 .value
                 .get("reply_id")
-                .and_then(serde_json::Value::as_str).is_none_or(|reply_id| self.id != reply_id)
+                .and_then(serde_json::Value::as_str)
+                .is_none_or(|reply_id| self.id != reply_id)
         {
             return;
         }

@@ -74,6 +74,16 @@ where
 
 /// A type-erased service of a position. Cloning it is cheap; it is always ready (the inner
 /// service's readiness is awaited inside each call).
+///
+/// # Readiness stops at an erased boundary
+///
+/// Each layer installed on a position is erased on its own, so a readiness-sensitive pair
+/// must be installed together: `ServiceBuilder::new().load_shed().concurrency_limit(n)` in one
+/// `on_model_call(..)` sheds load when the limit is reached, while the same two layers installed
+/// with two calls never shed (the outer one always sees an erased, ready service) and the call
+/// waits for the limit instead. Both behaviours are tested in the agent's `readiness` tests.
+/// Note also that tower's limits count the call's future: on a position that answers with a
+/// stream, the stream is read after the permit is released.
 pub struct ErasedService<Req, Resp> {
     inner: Arc<dyn CallShared<Req, Resp>>,
 }

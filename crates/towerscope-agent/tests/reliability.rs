@@ -1,0 +1,261 @@
+//! What a hostile model and a careless caller cannot do to the agent: loop it with reused
+//! tool-call ids, break the conversation with `observe`, or unwind a panic into the caller.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{assert_consistent, collect, results};
+use towerscope_agent::Agent;
+use towerscope_agent::toolkit::FunctionTool;
+use towerscope_core::event::{ConfirmResult, UserConfirmResultEvent};
+use towerscope_core::{
+    ActingNext, ActingRequest, AgentError, AgentEvent, ModelCallNext, ModelCallRequest, Msg, PermissionDecision,
+    ToolResultState, from_fn,
+};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+/// Delete a file.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Delete {
+    /// The path.
+    path: String,
+}
+
+fn delete_tool() -> FunctionTool {
+    FunctionTool::new("delete", |a: Delete| async move { format!("deleted {}", a.path) })
+}
+
+fn confirm_all(out: &common::Collected) -> UserConfirmResultEvent {
+    let (reply_id, calls) = out
+        .events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::RequireUserConfirm(e) => Some((e.reply_id.clone(), e.tool_calls.clone())),
+            _ => None,
+        })
+        .unwrap();
+    let results = calls
+        .into_iter()
+        .map(|call| ConfirmResult {
+            confirmed: true,
+            tool_call: call,
+            rules: None,
+        })
+        .collect();
+    UserConfirmResultEvent::new(reply_id, results)
+}
+
+#[tokio::test]
+async fn a_reused_tool_call_id_under_ask_does_not_loop() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("call_0", "delete", r#"{"path": "/a"}"#),
+            ScriptedResponse::tool_call("call_0", "delete", r#"{"path": "/b"}"#),
+            ScriptedResponse::text("done"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .model(model)
+        .tool(delete_tool())
+        .default_permission(PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .build()
+        .unwrap();
+    let first = collect(agent.reply_stream(Msg::user("user", "clean"))).await;
+    let second = collect(agent.reply_stream(confirm_all(&first))).await;
+    let asked: Vec<_> = second
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::RequireUserConfirm(e) => Some(e.tool_calls[0].id.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        asked,
+        ["call_0_2"],
+        "the reused id is asked about once, under a new name"
+    );
+    let third = collect(agent.reply_stream(confirm_all(&second))).await;
+    assert_eq!(third.final_text().as_deref(), Some("done"));
+    let state = agent.state();
+    let reply = state.context.last().unwrap();
+    let outputs: Vec<_> = results(reply)
+        .iter()
+        .map(|r| (r.id.to_string(), r.output.text_content().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        outputs,
+        [
+            ("call_0".to_owned(), "deleted /a".to_owned()),
+            ("call_0_2".to_owned(), "deleted /b".to_owned())
+        ]
+    );
+    assert_consistent(&state.context);
+}
+
+#[tokio::test]
+async fn two_calls_with_one_id_in_one_answer_each_get_a_result() {
+    for streaming in [false, true] {
+        let model = ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/a"}"#).and_tool_call(
+                    "c1",
+                    "delete",
+                    r#"{"path": "/b"}"#,
+                ),
+                ScriptedResponse::text("done"),
+            ],
+        )
+        .streaming(streaming);
+        let agent = Agent::builder("a").model(model).tool(delete_tool()).build().unwrap();
+        let out = collect(agent.reply_stream(Msg::user("user", "clean"))).await;
+        assert_eq!(out.final_text().as_deref(), Some("done"), "streaming {streaming}");
+        let starts: Vec<String> = out
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::ToolCallStart(e) => Some(e.tool_call_id.to_string()),
+                _ => None,
+            })
+            .collect();
+        if !streaming {
+            assert_eq!(starts, ["c1", "c1_2"], "the events use the new id");
+        }
+        let state = agent.state();
+        let texts: Vec<String> = results(state.context.last().unwrap())
+            .iter()
+            .map(|r| r.output.text_content().unwrap_or_default())
+            .collect();
+        assert_eq!(texts, ["deleted /a", "deleted /b"], "streaming {streaming}");
+        assert_consistent(&state.context);
+    }
+}
+
+#[tokio::test]
+async fn observe_follows_the_rules_of_reply() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/a"}"#),
+            ScriptedResponse::text("ok"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .model(model)
+        .tool(delete_tool())
+        .default_permission(PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .build()
+        .unwrap();
+    let parked = collect(agent.reply_stream(Msg::user("user", "clean"))).await;
+    let before = agent.state().context.len();
+    let err = agent.observe([Msg::user("bob", "hello")]).unwrap_err();
+    assert!(matches!(err, AgentError::State(_)), "{err}");
+    assert!(err.to_string().contains("is waiting for 1 tool calls"), "{err}");
+    assert_eq!(agent.state().context.len(), before, "nothing was added");
+    // The confirmation still works after the refused observe.
+    let resumed = collect(agent.reply_stream(confirm_all(&parked))).await;
+    assert_eq!(resumed.final_text().as_deref(), Some("ok"));
+    assert_consistent(&agent.state().context);
+}
+
+#[tokio::test]
+async fn observe_after_a_dropped_reply_closes_its_calls() {
+    let model = ScriptedModel::new("m", [ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/a"}"#)]);
+    let agent = Agent::builder("a").model(model).tool(delete_tool()).build().unwrap();
+    {
+        use futures_util::StreamExt;
+        let mut stream = agent.reply_stream(Msg::user("user", "clean"));
+        // Read up to the tool call's end, then drop the stream: the call never runs.
+        while let Some(Ok(item)) = stream.next().await {
+            if matches!(item.as_event(), Some(AgentEvent::ModelCallEnd(_))) {
+                break;
+            }
+        }
+    }
+    agent.observe([Msg::user("bob", "by the way")]).unwrap();
+    let state = agent.state();
+    assert_consistent(&state.context);
+    let closed = results(&state.context[1])[0];
+    assert_eq!(closed.state, ToolResultState::Interrupted);
+    assert_eq!(
+        state.context.last().unwrap().text_content().as_deref(),
+        Some("by the way")
+    );
+}
+
+/// Add two numbers.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Add {
+    a: i64,
+    b: i64,
+}
+
+#[tokio::test]
+async fn a_panicking_acting_layer_fails_only_its_call() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#),
+            ScriptedResponse::text("sorry"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .model(model)
+        .tool(FunctionTool::new(
+            "add",
+            |x: Add| async move { (x.a + x.b).to_string() },
+        ))
+        .on_acting(from_fn(|req: ActingRequest, next: ActingNext| async move {
+            if req.tool_call.name == "add" {
+                panic!("layer bug");
+            }
+            next.run(req).await
+        }))
+        .build()
+        .unwrap();
+    let out = collect(agent.reply_stream(Msg::user("user", "1 + 2?"))).await;
+    assert_eq!(out.final_text().as_deref(), Some("sorry"), "the reply went on");
+    let state = agent.state();
+    let result = results(state.context.last().unwrap())[0].clone();
+    assert_eq!(result.state, ToolResultState::Error);
+    assert_eq!(
+        result.output.text_content().as_deref(),
+        Some("a middleware on on_acting panicked: layer bug")
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_model_call_layer_ends_the_reply_with_an_error() {
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("fine")]);
+    let armed = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let trigger = Arc::clone(&armed);
+    let agent = Agent::builder("a")
+        .model(model)
+        .on_model_call(from_fn(move |req: ModelCallRequest, next: ModelCallNext| {
+            let trigger = Arc::clone(&trigger);
+            async move {
+                if trigger.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                    panic!("model layer bug");
+                }
+                next.run(req).await
+            }
+        }))
+        .build()
+        .unwrap();
+    let out = collect(agent.reply_stream(Msg::user("user", "hi"))).await;
+    let err = out.error.unwrap();
+    assert!(matches!(err, AgentError::Middleware(_)), "{err:?}");
+    assert!(err.to_string().contains("panicked: model layer bug"), "{err}");
+    assert!(!armed.load(std::sync::atomic::Ordering::SeqCst));
+    // The agent is free again, and the next reply works.
+    let again = agent.reply(Msg::user("user", "again")).await.unwrap();
+    assert_eq!(again.text_content().as_deref(), Some("fine"));
+}
