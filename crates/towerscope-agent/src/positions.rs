@@ -147,7 +147,7 @@ impl Service<ActingRequest> for RunTool {
             )),
         };
         let mut response = response;
-        response.id = req.tool_call.id;
+        response.id = req.tool_call.id.clone();
         std::future::ready(Ok(Box::pin(stream::iter([Ok(ToolItem::Response(response))]))))
     }
 }

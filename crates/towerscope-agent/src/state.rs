@@ -153,9 +153,11 @@ impl AgentState {
     /// Whether a call of the tail assistant message waits for the user or an external result.
     pub(crate) fn is_parked(&self) -> bool {
         self.tail_assistant().is_some_and(|m| {
-            unfinished_refs(m)
-                .iter()
+            m.tool_calls()
                 .any(|c| matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted))
+                && unfinished_refs(m)
+                    .iter()
+                    .any(|c| matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted))
         })
     }
 
@@ -204,14 +206,39 @@ pub(crate) fn unfinished_in(msg: &Msg) -> Vec<ToolCallBlock> {
     unfinished_refs(msg).into_iter().cloned().collect()
 }
 
-/// Tool calls of `msg` that have no result, borrowed (the hot path: no clone). Linear in the
-/// message, however many calls a model made.
+/// Tool calls of `msg` that have no result, borrowed (no clone).
 pub(crate) fn unfinished_refs(msg: &Msg) -> Vec<&ToolCallBlock> {
-    let results = msg.tool_results().count();
-    if results <= 16 {
-        let answered: Vec<&Id> = msg.tool_results().map(|r| &r.id).collect();
-        return msg.tool_calls().filter(|c| !answered.contains(&&c.id)).collect();
-    }
-    let answered: std::collections::HashSet<&Id> = msg.tool_results().map(|r| &r.id).collect();
+    let answered = Answered::of(msg);
     msg.tool_calls().filter(|c| !answered.contains(&c.id)).collect()
+}
+
+/// Whether `msg` has a tool call without a result (the loop asks after every step: no
+/// allocation for a message with few results).
+pub(crate) fn has_unfinished(msg: &Msg) -> bool {
+    let answered = Answered::of(msg);
+    msg.tool_calls().any(|c| !answered.contains(&c.id))
+}
+
+/// The ids of a message's tool results: scanned in place when there are few, hashed when a
+/// model made many calls, so a check stays linear in the message.
+enum Answered<'a> {
+    Few(&'a Msg),
+    Many(std::collections::HashSet<&'a Id>),
+}
+
+impl<'a> Answered<'a> {
+    fn of(msg: &'a Msg) -> Self {
+        if msg.tool_results().nth(16).is_none() {
+            Self::Few(msg)
+        } else {
+            Self::Many(msg.tool_results().map(|r| &r.id).collect())
+        }
+    }
+
+    fn contains(&self, id: &Id) -> bool {
+        match self {
+            Self::Few(msg) => msg.tool_results().any(|r| r.id == *id),
+            Self::Many(ids) => ids.contains(id),
+        }
+    }
 }

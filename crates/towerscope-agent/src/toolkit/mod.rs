@@ -61,7 +61,7 @@
 //! let call = ToolCallBlock::new("call_1", "get_weather", r#"{"city": "Paris"}"#);
 //! let req = ActingRequest {
 //!     ctx: AgentContext::new("agent", "session", "reply"),
-//!     tool_call: call,
+//!     tool_call: Arc::new(call),
 //!     tool: prepared.info,
 //!     input: std::sync::Arc::new(serde_json::json!({"city": "Paris"})),
 //! };

@@ -253,6 +253,12 @@ impl Toolkit {
     }
 
     /// The meta tool, when `name` calls it.
+    /// Whether tools belong to groups other than `basic` (so `reset_tools` exists and the
+    /// active groups matter).
+    pub(crate) fn has_groups(&self) -> bool {
+        self.reset.is_some()
+    }
+
     pub(super) fn reset_tool(&self, name: &str) -> Option<&ResetTools> {
         match &self.reset {
             Some((reset, _)) if name == RESET_TOOLS && !self.index.contains_key(name) => Some(reset),

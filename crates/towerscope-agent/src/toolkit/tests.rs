@@ -68,7 +68,7 @@ fn request(toolkit: &Toolkit, tool_call: ToolCallBlock) -> ActingRequest {
     };
     ActingRequest {
         ctx: AgentContext::new("agent", "session", "reply"),
-        tool_call,
+        tool_call: Arc::new(tool_call),
         tool,
         input: Arc::new(input),
     }
