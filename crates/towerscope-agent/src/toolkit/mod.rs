@@ -91,7 +91,7 @@ pub use result::{IntoToolResult, Json};
 pub use schema::strip_titles;
 pub use service::ToolkitService;
 pub use tool::{Tool, ToolChunkStream, ToolError};
-pub use validate::{ValidationError, validate};
+pub use validate::{CompiledSchema, SchemaError, ValidationError, validate};
 
 #[cfg(test)]
 mod tests;
