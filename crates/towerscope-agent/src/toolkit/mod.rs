@@ -72,9 +72,11 @@
 //! # Ok(()) }
 //! ```
 
+mod add_error;
 mod coerce;
 mod function;
 mod group;
+mod input;
 mod json_repair;
 mod registry;
 mod result;
@@ -86,7 +88,9 @@ mod validate;
 pub use function::FunctionTool;
 pub use group::{ACTIVATED_GROUPS_KEY, ActiveToolGroups, BASIC_GROUP, RESET_TOOLS, ToolGroup};
 pub use json_repair::parse_with_repair;
-pub use registry::{PreparedCall, Toolkit, UnknownGroupError, parse_input};
+pub use add_error::{AddToolError, ToolSchemaError, UnknownGroupError};
+pub use input::{InputLimits, parse_input};
+pub use registry::{PreparedCall, Toolkit};
 pub use result::{IntoToolResult, Json};
 pub use schema::strip_titles;
 pub use service::ToolkitService;
