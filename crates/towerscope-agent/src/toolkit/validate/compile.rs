@@ -1,6 +1,7 @@
 //! [`CompiledSchema`]: a schema checked once for keywords the validator cannot enforce, its
 //! `$ref`s resolved and its regular expressions compiled.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
@@ -262,7 +263,7 @@ fn compile(pattern: &str, patterns: &mut HashMap<String, Regex>, strict: bool) -
     if patterns.contains_key(pattern) {
         return Ok(());
     }
-    match Regex::new(pattern) {
+    match Regex::new(&ecma_to_regex_lite(pattern)) {
         Ok(re) => {
             patterns.insert(pattern.to_owned(), re);
             Ok(())
@@ -276,4 +277,67 @@ fn compile(pattern: &str, patterns: &mut HashMap<String, Regex>, strict: bool) -
             Ok(())
         }
     }
+}
+
+/// White space and line terminators as ECMA-262 `\s` means them (`regex-lite`'s `\s` is ASCII
+/// only), as class members.
+const ECMA_SPACE: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+
+/// Rewrites the ECMA-262 escapes whose meaning `regex-lite` lacks or does not share: `\s` and `\S`
+/// (Unicode white space), and `\cX` (a control character).
+fn ecma_to_regex_lite(pattern: &str) -> Cow<'_, str> {
+    if !pattern.contains("\\s") && !pattern.contains("\\S") && !pattern.contains("\\c") {
+        return Cow::Borrowed(pattern);
+    }
+    let mut out = String::with_capacity(pattern.len() + 64);
+    let mut in_class = false;
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('s') if in_class => out.push_str(ECMA_SPACE),
+                Some('s') => {
+                    out.push('[');
+                    out.push_str(ECMA_SPACE);
+                    out.push(']');
+                }
+                Some('S') if !in_class => {
+                    out.push_str("[^");
+                    out.push_str(ECMA_SPACE);
+                    out.push(']');
+                }
+                Some('c') => match chars.clone().next() {
+                    Some(letter) if letter.is_ascii_alphabetic() => {
+                        chars.next();
+                        out.push_str(&format!("\\x{{{:X}}}", letter as u32 % 32));
+                    }
+                    _ => out.push_str("\\c"),
+                },
+                Some(other) => {
+                    out.push('\\');
+                    out.push(other);
+                }
+                None => out.push('\\'),
+            },
+            '[' if !in_class => {
+                in_class = true;
+                out.push(c);
+                // A `]` right after `[` or `[^` is a member, not the end.
+                if chars.clone().next() == Some('^') {
+                    out.push('^');
+                    chars.next();
+                }
+                if chars.clone().next() == Some(']') {
+                    out.push(']');
+                    chars.next();
+                }
+            }
+            ']' if in_class => {
+                in_class = false;
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
 }

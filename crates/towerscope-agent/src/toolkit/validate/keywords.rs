@@ -237,7 +237,39 @@ fn is_multiple(n: &Number, x: f64, limit: &Number, l: f64) -> bool {
         (_, Some(_)) => x % l == 0.0,
         _ => {
             let q = x / l;
-            q.is_finite() && q.fract() == 0.0
+            if q.is_finite() {
+                q.fract() == 0.0
+            } else {
+                exact_multiple(x, l)
+            }
         }
     }
+}
+
+/// Whether `x / l` is a whole number, exactly, for finite floats: each is `odd × 2^e`, and the
+/// quotient is whole when the divisor's odd part divides the dividend's and the power of two
+/// left is not negative. This is the fallback, as `jsonschema` falls back to fractions, when the
+/// float quotient overflows.
+fn exact_multiple(x: f64, l: f64) -> bool {
+    let (Some((mx, ex)), Some((ml, el))) = (odd_and_exponent(x), odd_and_exponent(l)) else {
+        return x == 0.0;
+    };
+    mx % ml == 0 && ex >= el
+}
+
+/// A finite non-zero float as `odd × 2^exponent`.
+fn odd_and_exponent(f: f64) -> Option<(u64, i32)> {
+    if !f.is_finite() || f == 0.0 {
+        return None;
+    }
+    let bits = f.abs().to_bits();
+    let exponent_bits = ((bits >> 52) & 0x7ff) as i32;
+    let fraction = bits & ((1 << 52) - 1);
+    let (mantissa, exponent) = if exponent_bits == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | (1 << 52), exponent_bits - 1075)
+    };
+    let shift = mantissa.trailing_zeros();
+    Some((mantissa >> shift, exponent + shift as i32))
 }

@@ -362,3 +362,26 @@ fn a_huge_bad_value_is_quoted_truncated() {
     let e = validate(&Value::Object(many), &json!({"additionalProperties": false})).unwrap_err();
     assert!(e.message.len() < 400, "{}", e.message);
 }
+
+#[test]
+fn multiple_of_is_exact_when_the_quotient_overflows() {
+    assert!(validate(&json!(1e308), &json!({"multipleOf": 0.5})).is_ok());
+    assert!(validate(&json!(1e308), &json!({"multipleOf": 0.123456789})).is_err());
+    assert!(validate(&json!(0.0075), &json!({"multipleOf": 0.0001})).is_ok());
+    assert!(validate(&json!(9_007_199_254_740_993_u64), &json!({"multipleOf": 3})).is_ok());
+}
+
+#[test]
+fn patterns_follow_ecma_262_white_space_and_control_escapes() {
+    let space = json!({"pattern": "^\\s$"});
+    for ws in ["\u{a0}", "\u{feff}", "\u{2029}", "\u{2003}", " ", "\t"] {
+        assert!(validate(&json!(ws), &space).is_ok(), "{ws:?}");
+    }
+    assert!(validate(&json!("x"), &space).is_err());
+    let not_space = json!({"pattern": "^\\S$"});
+    assert!(validate(&json!("\u{a0}"), &not_space).is_err());
+    assert!(validate(&json!("x"), &not_space).is_ok());
+    assert!(validate(&json!("\u{3}"), &json!({"pattern": "^\\cC$"})).is_ok());
+    assert!(validate(&json!("a b"), &json!({"pattern": "^a[\\s]b$"})).is_ok());
+    assert!(validate(&json!("]"), &json!({"pattern": "^[]a]$"})).is_ok());
+}
