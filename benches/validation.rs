@@ -84,7 +84,10 @@ fn bench(c: &mut Criterion) {
     let ids: Vec<u32> = (0..40_000).collect();
     let unique = call("ids", json!({"x": ids}).to_string());
     let huge = call("count", format!(r#"{{"x": "{}"}}"#, "7".repeat(10 * 1024 * 1024)));
-    let deep = call("nested", format!(r#"{{"x": {}"bad"{}}}"#, "[".repeat(62), "]".repeat(62)));
+    let deep = call(
+        "nested",
+        format!(r#"{{"x": {}"bad"{}}}"#, "[".repeat(62), "]".repeat(62)),
+    );
     let too_deep = call("nested", format!(r#"{{"x": {}"#, "[".repeat(100_000)));
 
     let mut group = c.benchmark_group("prepare");

@@ -20,16 +20,28 @@ use towerscope_agent::toolkit::{CompiledSchema, SchemaError};
 
 /// Files about keywords the validator does not enforce, or about resolving other documents.
 const SKIPPED_FILES: &[(&str, &str)] = &[
-    ("anchor.json", "$anchor is not resolved: only JSON-pointer $refs into the same document"),
+    (
+        "anchor.json",
+        "$anchor is not resolved: only JSON-pointer $refs into the same document",
+    ),
     ("defs.json", "validates schemas against the remote meta-schema"),
-    ("dynamicRef.json", "$dynamicRef is not enforced (refused by CompiledSchema::new)"),
+    (
+        "dynamicRef.json",
+        "$dynamicRef is not enforced (refused by CompiledSchema::new)",
+    ),
     ("refRemote.json", "remote $refs are not resolved"),
-    ("unevaluatedItems.json", "unevaluatedItems is not enforced (refused by CompiledSchema::new)"),
+    (
+        "unevaluatedItems.json",
+        "unevaluatedItems is not enforced (refused by CompiledSchema::new)",
+    ),
     (
         "unevaluatedProperties.json",
         "unevaluatedProperties is not enforced (refused by CompiledSchema::new)",
     ),
-    ("vocabulary.json", "custom meta-schemas and $vocabulary are not supported"),
+    (
+        "vocabulary.json",
+        "custom meta-schemas and $vocabulary are not supported",
+    ),
 ];
 
 /// Cases that fail, as (file, group, case), and why.
@@ -156,7 +168,9 @@ fn run_group(file: &str, group: &Value, tally: &mut Tally) {
             (true, false) => tally.passed += 1,
             (true, true) => tally.stale.push(name),
             (false, true) => tally.known += 1,
-            (false, false) => tally.failures.push(format!("{name}: expected valid={expected}, got {result:?}")),
+            (false, false) => tally
+                .failures
+                .push(format!("{name}: expected valid={expected}, got {result:?}")),
         }
     }
 }

@@ -36,15 +36,17 @@ fn schema() -> impl Strategy<Value = Value> {
     let small = 0u64..4;
     let leaf = prop_oneof![
         any::<bool>().prop_map(Value::Bool),
-        prop::sample::select(vec!["null", "boolean", "integer", "number", "string", "array", "object"])
-            .prop_map(|t| json!({"type": t})),
+        prop::sample::select(vec![
+            "null", "boolean", "integer", "number", "string", "array", "object"
+        ])
+        .prop_map(|t| json!({"type": t})),
         Just(json!({"type": ["string", "null"]})),
         (-5i64..5).prop_map(|n| json!({"minimum": n})),
         (-5i64..5).prop_map(|n| json!({"exclusiveMaximum": n})),
         prop::sample::select(vec![json!(0.5), json!(2), json!(3)]).prop_map(|m| json!({"multipleOf": m})),
         small.clone().prop_map(|n| json!({"maxLength": n})),
         small.clone().prop_map(|n| json!({"minItems": n})),
-        small.clone().prop_map(|n| json!({"maxProperties": n})),
+        small.prop_map(|n| json!({"maxProperties": n})),
         prop::sample::select(vec!["^a", "b$", "^\\s*$", "[ac]{2}", "\\d"]).prop_map(|p| json!({"pattern": p})),
         prop::collection::vec(value(), 1..3).prop_map(|v| json!({"enum": v})),
         value().prop_map(|v| json!({"const": v})),
@@ -65,9 +67,10 @@ fn schema() -> impl Strategy<Value = Value> {
             (inner.clone(), inner.clone(), inner.clone()).prop_map(|(i, t, e)| json!({"if": i, "then": t, "else": e})),
             inner.clone().prop_map(|s| json!({"not": s})),
             (inner.clone(), 0u64..3).prop_map(|(s, n)| json!({"contains": s, "minContains": n, "maxContains": 3})),
-            two.clone().prop_map(|(a, b)| json!({"patternProperties": {"^a": a}, "additionalProperties": b})),
+            two.clone()
+                .prop_map(|(a, b)| json!({"patternProperties": {"^a": a}, "additionalProperties": b})),
             inner.clone().prop_map(|s| json!({"propertyNames": s})),
-            inner.clone().prop_map(|s| json!({"dependentSchemas": {"a": s}})),
+            inner.prop_map(|s| json!({"dependentSchemas": {"a": s}})),
             two.prop_map(|(a, b)| json!({"type": "object", "properties": {"a": a}, "additionalProperties": b})),
         ]
     })
@@ -115,7 +118,7 @@ proptest! {
         if let Err(e) = &free {
             prop_assert!(e.message.len() < MAX_MESSAGE && e.json_path.len() < MAX_MESSAGE, "{e}");
         }
-        let compiled = CompiledSchema::new(s.clone()).unwrap();
+        let compiled = CompiledSchema::new(s).unwrap();
         prop_assert_eq!(compiled.validate(&v), free);
     }
 
@@ -138,7 +141,11 @@ fn hostile_shapes_fail_cleanly() {
     for text in [&deep, &unterminated, &huge_number, &huge_exponent] {
         let _ = parse_with_repair(text, &empty);
     }
-    assert!(parse_with_repair(&deep, &empty).unwrap_err().contains("more than 64 levels deep"));
+    assert!(
+        parse_with_repair(&deep, &empty)
+            .unwrap_err()
+            .contains("more than 64 levels deep")
+    );
     let mut m = Map::new();
     m.insert("a".to_owned(), Value::String("x\"".repeat(200_000)));
     assert_eq!(parse_with_repair(&unterminated, &empty).unwrap(), Value::Object(m));

@@ -52,7 +52,11 @@ impl ToolSchemaError {
 
 impl fmt::Display for ToolSchemaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the input schema of the tool '{}' cannot be enforced: {}", self.tool, self.error)
+        write!(
+            f,
+            "the input schema of the tool '{}' cannot be enforced: {}",
+            self.tool, self.error
+        )
     }
 }
 

@@ -16,7 +16,15 @@ const MAX_STEPS: u32 = 1_000_000;
 /// [`parse_with_repair`](super::parse_with_repair) for the rules).
 pub(crate) fn coerce_to_schema(value: &mut Value, schema: &Value) {
     let mut steps = MAX_STEPS;
-    coerce(value, schema, &mut Ctx { root: schema, steps: &mut steps }, 0);
+    coerce(
+        value,
+        schema,
+        &mut Ctx {
+            root: schema,
+            steps: &mut steps,
+        },
+        0,
+    );
 }
 
 /// What one coercion shares: the root for `$ref`s and the steps left.

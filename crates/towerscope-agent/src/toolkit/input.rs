@@ -114,7 +114,9 @@ impl Default for InputLimits {
 /// Keywords the validator does not enforce are ignored here; the [`Toolkit`](super::Toolkit)
 /// refuses them when a tool is added.
 pub fn parse_input(name: &str, raw: &str, schema: &Value) -> Result<Value, String> {
-    parse_checked(name, raw, schema, &InputLimits::default(), |input| validate(input, schema))
+    parse_checked(name, raw, schema, &InputLimits::default(), |input| {
+        validate(input, schema)
+    })
 }
 
 /// [`parse_input`] with a compiled schema and given limits, as the toolkit runs it.
@@ -141,6 +143,7 @@ fn parse_checked(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -85,11 +85,11 @@ mod service;
 mod tool;
 mod validate;
 
+pub use add_error::{AddToolError, ToolSchemaError, UnknownGroupError};
 pub use function::FunctionTool;
 pub use group::{ACTIVATED_GROUPS_KEY, ActiveToolGroups, BASIC_GROUP, RESET_TOOLS, ToolGroup};
-pub use json_repair::parse_with_repair;
-pub use add_error::{AddToolError, ToolSchemaError, UnknownGroupError};
 pub use input::{InputLimits, parse_input};
+pub use json_repair::parse_with_repair;
 pub use registry::{PreparedCall, Toolkit};
 pub use result::{IntoToolResult, Json};
 pub use schema::strip_titles;

@@ -343,7 +343,7 @@ impl Toolkit {
     }
 
     /// Checks a call before it is run: the tool exists, its group is active, and its arguments
-    /// parse (repaired and coerced, see [`parse_with_repair`]) and validate against its schema.
+    /// parse (repaired and coerced, see [`parse_with_repair`](super::parse_with_repair)) and validate against its schema.
     ///
     /// The error is the text of the error result for the model, as in the reference:
     ///

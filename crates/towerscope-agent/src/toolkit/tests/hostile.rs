@@ -23,7 +23,10 @@ fn an_unknown_tool_name_is_repeated_truncated() {
     let err = counter().prepare(&call(&name, "{}"), &[]).unwrap_err();
     assert!(err.len() < 400, "{} bytes", err.len());
     assert!(err.starts_with("ToolNotFoundError: The tool named 'xxx"));
-    assert!(err.ends_with("x…[truncated, 1048576 bytes total]' doesn't exist."), "{err}");
+    assert!(
+        err.ends_with("x…[truncated, 1048576 bytes total]' doesn't exist."),
+        "{err}"
+    );
 }
 
 #[test]
@@ -33,7 +36,10 @@ fn a_huge_string_for_an_integer_comes_back_truncated() {
     let input = format!(r#"{{"n": "{}"}}"#, "9x".repeat(5 * 1024 * 1024));
     let err = toolkit.prepare(&call("strict", &input), &[]).unwrap_err();
     assert!(err.len() < 500, "{} bytes", err.len());
-    assert!(err.starts_with("Input validation failed for tool 'strict': '9x9x"), "{err}");
+    assert!(
+        err.starts_with("Input validation failed for tool 'strict': '9x9x"),
+        "{err}"
+    );
     assert!(
         err.ends_with("…[truncated, 10485762 bytes total] is not of type 'integer' (at $.n)"),
         "{err}"
@@ -63,7 +69,10 @@ fn deeply_nested_input_is_refused_before_parsing() {
         format!(r#"{{"n": 1, "x": {}"#, "[{\"a\": ".repeat(100_000)),
     ] {
         let err = counter().prepare(&call("strict", &input), &[]).unwrap_err();
-        assert_eq!(err, format!("Input validation failed for tool 'strict': {too_deep} (at $)"));
+        assert_eq!(
+            err,
+            format!("Input validation failed for tool 'strict': {too_deep} (at $)")
+        );
     }
     // At the limit it parses (and is repaired).
     let at_limit = format!(r#"{{"n": 1, "x": {}"#, "[".repeat(63));
@@ -76,9 +85,15 @@ fn input_limits_are_configurable() {
     let mut toolkit = counter();
     toolkit.set_input_limits(InputLimits::new().with_max_bytes(10).with_max_depth(1));
     let err = toolkit.prepare(&call("strict", r#"{"n": [1]}"#), &[]).unwrap_err();
-    assert!(err.contains("the input is 10 bytes") || err.contains("more than 1 levels deep"), "{err}");
+    assert!(
+        err.contains("the input is 10 bytes") || err.contains("more than 1 levels deep"),
+        "{err}"
+    );
     let err = toolkit.prepare(&call("strict", r#"{"n": 12345}"#), &[]).unwrap_err();
-    assert!(err.contains("the input is 12 bytes, more than the limit of 10 bytes"), "{err}");
+    assert!(
+        err.contains("the input is 12 bytes, more than the limit of 10 bytes"),
+        "{err}"
+    );
     assert!(toolkit.prepare(&call("strict", r#"{"n": 1}"#), &[]).is_ok());
 }
 
@@ -95,7 +110,10 @@ fn a_schema_with_an_unenforced_keyword_is_refused_when_the_tool_is_added() {
                 at: "/properties/a".to_owned()
             }
         );
-        assert!(err.to_string().contains(&format!("the keyword '{keyword}' (at '/properties/a')")));
+        assert!(
+            err.to_string()
+                .contains(&format!("the keyword '{keyword}' (at '/properties/a')"))
+        );
     }
     let mut toolkit = Toolkit::new();
     toolkit.create_group("g", "A group.", "");
@@ -121,7 +139,10 @@ fn unresolved_refs_and_foreign_patterns_are_refused() {
     let err = Toolkit::new()
         .try_add(tool_with(json!({"properties": {"a": {"$ref": "#/$defs/Missing"}}})))
         .unwrap_err();
-    assert!(err.to_string().contains("'#/$defs/Missing' (at '/properties/a/$ref')"), "{err}");
+    assert!(
+        err.to_string().contains("'#/$defs/Missing' (at '/properties/a/$ref')"),
+        "{err}"
+    );
     // Lookahead is not in regex-lite: refused rather than never checked.
     let err = Toolkit::new()
         .try_add(tool_with(json!({"patternProperties": {"^(?=a)": {}}})))
@@ -130,7 +151,9 @@ fn unresolved_refs_and_foreign_patterns_are_refused() {
 }
 
 #[test]
-#[should_panic(expected = "the input schema of the tool 'strict' cannot be enforced: the keyword 'unevaluatedProperties'")]
+#[should_panic(
+    expected = "the input schema of the tool 'strict' cannot be enforced: the keyword 'unevaluatedProperties'"
+)]
 fn add_panics_on_a_schema_it_cannot_enforce() {
     Toolkit::new().add(tool_with(json!({"unevaluatedProperties": false})));
 }
@@ -138,7 +161,9 @@ fn add_panics_on_a_schema_it_cannot_enforce() {
 #[test]
 fn a_pattern_in_a_tool_schema_is_enforced() {
     let mut toolkit = Toolkit::new();
-    toolkit.add(tool_with(json!({"properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}$"}}})));
+    toolkit.add(tool_with(
+        json!({"properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}$"}}}),
+    ));
     assert!(toolkit.prepare(&call("strict", r#"{"code": "CDG"}"#), &[]).is_ok());
     assert_eq!(
         toolkit.prepare(&call("strict", r#"{"code": "cdg"}"#), &[]).unwrap_err(),

@@ -109,7 +109,10 @@ impl fmt::Display for SchemaError {
                  '#' and JSON pointers such as '#/$defs/Name' are supported"
             ),
             Self::InvalidPattern { pattern, error } => {
-                write!(f, "the pattern '{pattern}' is not a supported regular expression: {error}")
+                write!(
+                    f,
+                    "the pattern '{pattern}' is not a supported regular expression: {error}"
+                )
             }
         }
     }
@@ -248,7 +251,10 @@ fn walk(root: &Value, strict: bool) -> Result<HashMap<String, Regex>, SchemaErro
                         }
                     }
                     for (name, sub) in map {
-                        stack.push((sub, format!("{}/{}", here(), name.replace('~', "~0").replace('/', "~1"))));
+                        stack.push((
+                            sub,
+                            format!("{}/{}", here(), name.replace('~', "~0").replace('/', "~1")),
+                        ));
                     }
                 }
                 (k, sub) if ONE_SCHEMA.contains(&k) => stack.push((sub, here())),
@@ -281,7 +287,8 @@ fn compile(pattern: &str, patterns: &mut HashMap<String, Regex>, strict: bool) -
 
 /// White space and line terminators as ECMA-262 `\s` means them (`regex-lite`'s `\s` is ASCII
 /// only), as class members.
-const ECMA_SPACE: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+const ECMA_SPACE: &str =
+    r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
 
 /// Rewrites the ECMA-262 escapes whose meaning `regex-lite` lacks or does not share: `\s` and `\S`
 /// (Unicode white space), and `\cX` (a control character).

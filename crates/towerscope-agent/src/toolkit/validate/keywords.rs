@@ -52,15 +52,7 @@ impl<'s> Validator<'_, 's> {
         }
     }
 
-    pub(super) fn check_size(
-        &mut self,
-        inst: &Value,
-        len: usize,
-        min: bool,
-        limit: u64,
-        path: &Path<'_>,
-        noun: &str,
-    ) {
+    pub(super) fn check_size(&mut self, inst: &Value, len: usize, min: bool, limit: u64, path: &Path<'_>, noun: &str) {
         let len = len as u64;
         if (min && len >= limit) || (!min && len <= limit) {
             return;
@@ -97,7 +89,10 @@ impl<'s> Validator<'_, 's> {
                 }
                 return;
             }
-            ("items", sub) => (obj.get("prefixItems").and_then(Value::as_array).map_or(0, Vec::len), sub),
+            ("items", sub) => (
+                obj.get("prefixItems").and_then(Value::as_array).map_or(0, Vec::len),
+                sub,
+            ),
             // The rest after a tuple under `items`, in drafts 4 to 2019-09.
             ("additionalItems", sub) => match obj.get("items") {
                 Some(Value::Array(tuple)) => (tuple.len(), sub),
@@ -109,7 +104,10 @@ impl<'s> Validator<'_, 's> {
             let extras = &items[skip..];
             let verb = if extras.len() == 1 { "was" } else { "were" };
             return self.error(path, || {
-                format!("Additional items are not allowed ({} {verb} unexpected)", repr_list(extras))
+                format!(
+                    "Additional items are not allowed ({} {verb} unexpected)",
+                    repr_list(extras)
+                )
             });
         }
         for (i, item) in items.iter().enumerate().skip(skip) {
@@ -163,7 +161,10 @@ impl<'s> Validator<'_, 's> {
     pub(super) fn check_choice(&mut self, inst: &Value, one_of: bool, sv: &'s Value, path: &Path<'_>, depth: u32) {
         let Value::Array(branches) = sv else { return };
         // When exactly one branch admits the instance's type, its own error says more.
-        let mut typed = branches.iter().enumerate().filter(|(_, b)| self.admits_type(inst, b, depth));
+        let mut typed = branches
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| self.admits_type(inst, b, depth));
         let explaining = match (typed.next(), typed.next()) {
             (Some((i, _)), None) if !self.fail_fast => Some(i),
             _ => None,

@@ -408,7 +408,9 @@ impl<'r, 's> Validator<'r, 's> {
                 }
                 "anyOf" | "oneOf" => self.check_choice(inst, keyword == "oneOf", sv, path, depth),
                 "not" if self.is_valid(inst, sv, depth + 1) => {
-                    self.error(path, || format!("{} should not be valid under {}", repr(inst), repr(sv)));
+                    self.error(path, || {
+                        format!("{} should not be valid under {}", repr(inst), repr(sv))
+                    });
                 }
                 "if" => {
                     let branch = if self.is_valid(inst, sv, depth + 1) {
@@ -456,7 +458,11 @@ impl<'r, 's> Validator<'r, 's> {
 /// Validates within a budget of schema applications and says how many it took, for tests that
 /// bound the work.
 #[cfg(test)]
-pub(crate) fn validate_counting(instance: &Value, schema: &Value, max_steps: u64) -> (Result<(), ValidationError>, u64) {
+pub(crate) fn validate_counting(
+    instance: &Value,
+    schema: &Value,
+    max_steps: u64,
+) -> (Result<(), ValidationError>, u64) {
     let patterns = compile::lenient_patterns(schema);
     Validator::run(schema, &patterns, instance, max_steps)
 }

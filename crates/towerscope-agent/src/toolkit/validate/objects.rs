@@ -31,7 +31,9 @@ impl<'s> Validator<'_, 's> {
             }
             ("patternProperties", Value::Object(patterns)) => {
                 for (pattern, sub) in patterns {
-                    let Some(re) = self.run.patterns.get(pattern) else { continue };
+                    let Some(re) = self.run.patterns.get(pattern) else {
+                        continue;
+                    };
                     for (key, child) in m.iter().filter(|(k, _)| re.is_match(k)) {
                         if self.stopped() {
                             return;

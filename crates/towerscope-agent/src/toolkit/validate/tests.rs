@@ -181,7 +181,13 @@ fn refs_and_combinators() {
 fn boolean_schemas_and_annotations() {
     assert!(validate(&json!(1), &json!(true)).is_ok());
     assert_eq!(err(json!(1), json!(false)).0, "False schema does not allow 1");
-    assert!(validate(&json!("abc"), &json!({"format": "email", "x-vendor": {"pattern": "^z"}})).is_ok());
+    assert!(
+        validate(
+            &json!("abc"),
+            &json!({"format": "email", "x-vendor": {"pattern": "^z"}})
+        )
+        .is_ok()
+    );
 }
 
 #[test]
@@ -220,14 +226,20 @@ fn pattern_properties_and_property_names() {
         "additionalProperties": false
     });
     assert!(validate(&json!({"id": 1, "x-a": "b"}), &schema).is_ok());
-    assert_eq!(err(json!({"x-a": 1}), schema.clone()), s("1 is not of type 'string'", "$.x-a"));
+    assert_eq!(
+        err(json!({"x-a": 1}), schema.clone()),
+        s("1 is not of type 'string'", "$.x-a")
+    );
     assert_eq!(
         err(json!({"id": 1, "zz": 2}), schema),
         s("'zz' does not match any of the regexes: '^x-'", "$")
     );
     let names = json!({"propertyNames": {"maxLength": 3}});
     assert_eq!(err(json!({"abcd": 1}), names), s("'abcd' is too long", "$"));
-    assert_eq!(err(json!({"a": 1}), json!({"propertyNames": false})).0, "False schema does not allow 'a'");
+    assert_eq!(
+        err(json!({"a": 1}), json!({"propertyNames": false})).0,
+        "False schema does not allow 'a'"
+    );
 }
 
 #[test]
@@ -239,9 +251,15 @@ fn dependencies_between_properties() {
         s("'billing' is a dependency of 'card'", "$")
     );
     let schemas = json!({"dependentSchemas": {"card": {"required": ["billing"]}}});
-    assert_eq!(err(json!({"card": 1}), schemas), s("'billing' is a required property", "$"));
+    assert_eq!(
+        err(json!({"card": 1}), schemas),
+        s("'billing' is a required property", "$")
+    );
     let legacy = json!({"dependencies": {"a": ["b"], "c": {"maxProperties": 1}}});
-    assert_eq!(err(json!({"a": 1}), legacy.clone()), s("'b' is a dependency of 'a'", "$"));
+    assert_eq!(
+        err(json!({"a": 1}), legacy.clone()),
+        s("'b' is a dependency of 'a'", "$")
+    );
     assert_eq!(
         err(json!({"c": 1, "d": 2}), legacy),
         s("{'c': 1, 'd': 2} has too many properties", "$")
@@ -307,7 +325,10 @@ fn recursive_schema_validation_is_linear_in_input_depth() {
     assert_eq!(e.message, "'bad' is not of type 'integer'");
     assert_eq!(e.json_path, format!("${}.v", ".next".repeat(23)));
     // Twice the depth, about twice the work (it used to be 4096 times).
-    assert!(steps_24 <= 2 * steps_12 + 20, "{steps_12} steps for 12 levels, {steps_24} for 24");
+    assert!(
+        steps_24 <= 2 * steps_12 + 20,
+        "{steps_12} steps for 12 levels, {steps_24} for 24"
+    );
     assert!(steps_24 < 40 * 24, "{steps_24} steps for 24 levels");
 }
 
@@ -350,13 +371,18 @@ fn a_huge_bad_value_is_quoted_truncated() {
     assert!(e.message.len() < 400, "{} bytes", e.message.len());
     assert!(e.message.starts_with("'7777"), "{}", e.message);
     assert!(
-        e.message.ends_with("…[truncated, 10485762 bytes total] is not of type 'integer'"),
+        e.message
+            .ends_with("…[truncated, 10485762 bytes total] is not of type 'integer'"),
         "{}",
         &e.message[e.message.len() - 80..]
     );
     // Keys in the path and lists of names too.
     let key = "k".repeat(100_000);
-    let e = validate(&json!({&key: {"x": 1}}), &json!({"additionalProperties": {"type": "string"}})).unwrap_err();
+    let e = validate(
+        &json!({&key: {"x": 1}}),
+        &json!({"additionalProperties": {"type": "string"}}),
+    )
+    .unwrap_err();
     assert!(e.json_path.len() < 400 && e.json_path.contains("…[truncated, 100002 bytes total]"));
     let many: serde_json::Map<String, Value> = (0..50_000).map(|i| (format!("extra{i}"), json!(i))).collect();
     let e = validate(&Value::Object(many), &json!({"additionalProperties": false})).unwrap_err();
