@@ -6,11 +6,18 @@
 //! ```text
 //! model's ToolCallBlock
 //!   │
-//!   ├─ Toolkit::prepare      tool exists? group active? arguments repaired, coerced, validated
+//!   ├─ Toolkit::prepare      tool exists? group active? arguments within InputLimits,
+//!   │                        repaired, coerced, validated against the compiled schema
 //!   │                        └─ Err(text) → error result for the model, nothing runs
 //!   ├─ on_check_permission   (the agent)
 //!   └─ on_acting ─▶ ToolkitService: ToolStream = Chunk, Chunk, …, Response
 //! ```
+//!
+//! A tool's input schema is compiled when the tool is added ([`Toolkit::try_add`]): a keyword the
+//! validator does not enforce (such as `unevaluatedProperties`) refuses the tool instead of
+//! being silently skipped. Checking a call is bounded whatever the model sends: the raw
+//! arguments are measured against [`InputLimits`] (1 MiB, 64 levels by default) before they are
+//! parsed, validation is linear in the input, and values quoted back are cut to 256 bytes.
 //!
 //! Bad input from the model never fails a reply: an unknown tool, an inactive group, arguments
 //! that do not parse or validate, a tool's error and a tool's panic all become error results

@@ -30,7 +30,8 @@ use regex_lite::Regex;
 use serde_json::Value;
 
 use canonical::{first_duplicate, json_eq};
-use repr::{Bounded, MAX_SHOWN_BYTES, py_str, repr};
+use path::{Path, Seg};
+use repr::{py_str, repr};
 
 pub use compile::{CompiledSchema, SchemaError};
 pub(crate) use repr::truncate;
@@ -39,6 +40,7 @@ mod canonical;
 mod compile;
 mod keywords;
 mod objects;
+mod path;
 mod repr;
 #[cfg(test)]
 mod tests;
@@ -132,63 +134,6 @@ pub(crate) fn is_type(value: &Value, name: &str) -> bool {
             _ => false,
         },
         _ => false,
-    }
-}
-
-/// One step of a JSON path, kept on the stack and rendered only for an error.
-#[derive(Clone, Copy)]
-enum Seg<'a> {
-    Root,
-    Key(&'a str),
-    Index(usize),
-}
-
-#[derive(Clone, Copy)]
-struct Path<'a> {
-    parent: Option<&'a Path<'a>>,
-    seg: Seg<'a>,
-    len: usize,
-}
-
-impl<'a> Path<'a> {
-    const ROOT: Path<'static> = Path {
-        parent: None,
-        seg: Seg::Root,
-        len: 0,
-    };
-
-    fn child(&'a self, seg: Seg<'a>) -> Path<'a> {
-        Path {
-            parent: Some(self),
-            seg,
-            len: self.len + 1,
-        }
-    }
-
-    fn render(&self) -> String {
-        let mut segs = Vec::with_capacity(self.len);
-        let mut cur = Some(self);
-        while let Some(p) = cur {
-            segs.push(p.seg);
-            cur = p.parent;
-        }
-        let mut out = Bounded::new(MAX_SHOWN_BYTES);
-        out.push('$');
-        for seg in segs.iter().rev() {
-            match seg {
-                Seg::Root => {}
-                Seg::Key(k) => {
-                    out.push('.');
-                    out.push_str(k);
-                }
-                Seg::Index(i) => {
-                    out.push('[');
-                    out.push_str(&i.to_string());
-                    out.push(']');
-                }
-            }
-        }
-        out.finish()
     }
 }
 
