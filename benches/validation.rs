@@ -12,6 +12,9 @@
 //!   `anyOf` schema, with an invalid leaf; `nesting_100k_over_limit` is 100,000 `[`s, refused by
 //!   the one-pass depth check.
 //!
+//! The `prepare/…` ids time the whole check; `validate/…` times `CompiledSchema::validate` alone
+//! on the same arguments parsed beforehand.
+//!
 //! ```text
 //! cargo bench --bench validation
 //! ```
@@ -23,7 +26,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use towerscope::agent::toolkit::{FunctionTool, InputLimits, Toolkit};
+use towerscope::agent::toolkit::{CompiledSchema, FunctionTool, InputLimits, Toolkit};
 use towerscope::core::ToolCallBlock;
 
 /// Get the weather of a city.
@@ -102,6 +105,21 @@ fn bench(c: &mut Criterion) {
     case("string_10mb_over_limit", &toolkit, &huge, false);
     case("nesting_63_levels", &toolkit, &deep, false);
     case("nesting_100k_over_limit", &toolkit, &too_deep, false);
+    group.finish();
+
+    // Validation alone, on arguments parsed beforehand.
+    let mut group = c.benchmark_group("validate");
+    let mut case = |id: &str, tool: &str, call: &ToolCallBlock| {
+        let schema = CompiledSchema::new(toolkit.get(tool).map(|t| t.input_schema().clone()).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let input: Value = serde_json::from_str(&call.input).unwrap_or_default();
+        group.bench_function(id, |b| b.iter(|| schema.validate(black_box(&input))));
+    };
+    case("small_argument", "weather", &small);
+    case("recursive_24_levels", "node", &recursive);
+    case("unique_items_40000", "ids", &unique);
+    case("string_10mb_into_integer", "count", &huge);
+    case("nesting_63_levels", "nested", &deep);
     group.finish();
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 
 use serde_json::{Number, Value};
 
@@ -20,15 +20,31 @@ pub(super) fn json_eq(a: &Value, b: &Value) -> bool {
 }
 
 fn number_eq(x: &Number, y: &Number) -> bool {
-    match (as_integer(x), as_integer(y)) {
-        // Two integers: exactly, even past 2^53.
-        (Some(i), Some(j)) => i == j,
-        _ => x.as_f64() == y.as_f64(),
-    }
+    canonical_number(x) == canonical_number(y)
 }
 
-fn as_integer(n: &Number) -> Option<i128> {
-    n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from))
+/// A number by its mathematical value: an integer (written `5` or `5.0`) exactly, any other
+/// float by its bits. Two numbers are equal exactly when these are, and they hash alike.
+#[derive(PartialEq, Eq, Hash)]
+enum Canonical {
+    Integer(i128),
+    Float(u64),
+}
+
+fn canonical_number(n: &Number) -> Canonical {
+    if let Some(i) = n.as_i64() {
+        return Canonical::Integer(i.into());
+    }
+    if let Some(u) = n.as_u64() {
+        return Canonical::Integer(u.into());
+    }
+    let f = n.as_f64().unwrap_or(f64::NAN);
+    // Integral floats within ±2^126 are exact integers; `as` is exact for them.
+    if f.fract() == 0.0 && f.abs() < 8.5e37 {
+        Canonical::Integer(f as i128)
+    } else {
+        Canonical::Float(f.to_bits())
+    }
 }
 
 /// The index of the first element equal (as [`json_eq`]) to an earlier one, if any.
@@ -38,19 +54,48 @@ fn as_integer(n: &Number) -> Option<i128> {
 /// adversarial hash collisions, which the randomly keyed hasher makes impractical.
 pub(super) fn first_duplicate(items: &[Value]) -> Option<usize> {
     let state = RandomState::new();
-    let mut seen: HashMap<u64, Vec<usize>> = HashMap::with_capacity(items.len());
+    // The first item of each hash; later items of a hash already seen (equal, or a collision)
+    // are compared with it and with the other items of that hash in `more`.
+    let mut first: HashMap<u64, usize, BuildHasherDefault<Prehashed>> =
+        HashMap::with_capacity_and_hasher(items.len(), BuildHasherDefault::default());
+    let mut more: Vec<(u64, usize)> = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        let bucket = seen.entry(canonical_hash(item, &state)).or_default();
-        if bucket.iter().any(|&j| {
+        let hash = canonical_hash(item, &state);
+        let Some(&j) = first.get(&hash) else {
+            first.insert(hash, i);
+            continue;
+        };
+        let same_hash = std::iter::once(j).chain(more.iter().filter(|(h, _)| *h == hash).map(|&(_, k)| k));
+        for k in same_hash {
             #[cfg(test)]
             COMPARISONS.with(|c| c.set(c.get() + 1));
-            json_eq(&items[j], item)
-        }) {
-            return Some(i);
+            if json_eq(&items[k], item) {
+                return Some(i);
+            }
         }
-        bucket.push(i);
+        more.push((hash, i));
     }
     None
+}
+
+/// A hasher for keys that are already hashes (by a randomly keyed SipHash): passes them on.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
 }
 
 #[cfg(test)]
@@ -74,17 +119,7 @@ fn hash_into(value: &Value, state: &RandomState, h: &mut impl Hasher) {
     match value {
         Value::Null => 0u8.hash(h),
         Value::Bool(b) => (1u8, b).hash(h),
-        Value::Number(n) => {
-            2u8.hash(h);
-            // Equal numbers hash alike: an integral float as the integer it equals, others by
-            // their bits (with -0.0 as 0.0). Integers too large for an f64 to tell apart land in
-            // the same bucket as their neighbours and are told apart by `json_eq`.
-            match (as_integer(n), n.as_f64()) {
-                (Some(i), _) => hash_f64(i as f64, h),
-                (None, Some(f)) => hash_f64(f, h),
-                (None, None) => n.to_string().hash(h),
-            }
-        }
+        Value::Number(n) => (2u8, canonical_number(n)).hash(h),
         Value::String(s) => (3u8, s).hash(h),
         Value::Array(items) => {
             (4u8, items.len()).hash(h);
@@ -107,11 +142,6 @@ fn hash_into(value: &Value, state: &RandomState, h: &mut impl Hasher) {
     }
 }
 
-fn hash_f64(f: f64, h: &mut impl Hasher) {
-    let f = if f == 0.0 { 0.0 } else { f };
-    f.to_bits().hash(h);
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -122,6 +152,11 @@ mod tests {
     fn equal_numbers_and_reordered_objects_are_duplicates() {
         assert_eq!(first_duplicate(&[json!(1), json!(2), json!(1.0)]), Some(2));
         assert_eq!(first_duplicate(&[json!(-0.0), json!(0)]), Some(1));
+        assert_eq!(
+            first_duplicate(&[json!(1u64 << 60), json!(1_152_921_504_606_846_976_f64)]),
+            Some(1)
+        );
+        assert_eq!(first_duplicate(&[json!(0.5), json!(1), json!(0.5)]), Some(2));
         let a: Value = serde_json::from_str(r#"{"a": 1, "b": [1.0, {"c": null}]}"#).unwrap_or_default();
         let b: Value = serde_json::from_str(r#"{"b": [1, {"c": null}], "a": 1.0}"#).unwrap_or_default();
         assert_eq!(first_duplicate(&[a, json!("x"), b]), Some(2));
@@ -140,6 +175,8 @@ mod tests {
             json!({}),
             json!(9_007_199_254_740_993_u64),
             json!(9_007_199_254_740_992_u64),
+            json!(1_152_921_504_606_846_977_u64),
+            json!(1_152_921_504_606_846_976_f64 + 4096.0),
             json!([1, 2]),
             json!([2, 1]),
         ];

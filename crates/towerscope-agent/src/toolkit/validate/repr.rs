@@ -152,11 +152,11 @@ fn write_py_str(s: &str, out: &mut Bounded) {
         '\''
     };
     out.push(quote);
-    for c in s.chars() {
+    for (i, c) in s.char_indices() {
         if out.full() {
             // Only counting from here on: the length the full text would have.
-            out.total += escaped_len(c, quote);
-            continue;
+            out.total += escaped_len(&s[i..], quote);
+            break;
         }
         match c {
             '\\' => out.push_str("\\\\"),
@@ -174,11 +174,17 @@ fn write_py_str(s: &str, out: &mut Bounded) {
     out.push(quote);
 }
 
-fn escaped_len(c: char, quote: char) -> usize {
-    match c {
-        '\\' | '\n' | '\r' | '\t' => 2,
-        c if c == quote => 2,
-        c if (c as u32) < 0x20 || c as u32 == 0x7f => 4,
-        c => c.len_utf8(),
-    }
+/// The length of `s` quoted as [`write_py_str`] quotes it, without the quotes; byte by byte, as
+/// every character escaped is ASCII.
+fn escaped_len(s: &str, quote: char) -> usize {
+    let quote = quote as u8;
+    s.len()
+        + s.bytes()
+            .map(|b| match b {
+                b'\\' | b'\n' | b'\r' | b'\t' => 1,
+                b if b == quote => 1,
+                b if b < 0x20 || b == 0x7f => 3,
+                _ => 0,
+            })
+            .sum::<usize>()
 }

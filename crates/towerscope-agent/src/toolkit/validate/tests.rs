@@ -411,3 +411,21 @@ fn patterns_follow_ecma_262_white_space_and_control_escapes() {
     assert!(validate(&json!("a b"), &json!({"pattern": "^a[\\s]b$"})).is_ok());
     assert!(validate(&json!("]"), &json!({"pattern": "^[]a]$"})).is_ok());
 }
+
+#[test]
+fn unique_big_integers_that_share_a_float_are_not_compared_pairwise() {
+    // 2^60 + k all round to the same f64: hashed by their exact value, they do not collide.
+    let items: Vec<Value> = (0..10_000u64).map(|k| json!((1u64 << 60) + k)).collect();
+    let before = canonical::comparisons();
+    assert!(validate(&Value::Array(items), &json!({"uniqueItems": true})).is_ok());
+    assert!(canonical::comparisons() - before < 100);
+    // Mathematical equality: 2^60 + 1 is not the float 2^60.
+    assert!(
+        validate(
+            &json!((1u64 << 60) + 1),
+            &json!({"const": 1_152_921_504_606_846_976_f64})
+        )
+        .is_err()
+    );
+    assert!(validate(&json!(1u64 << 60), &json!({"const": 1_152_921_504_606_846_976_f64})).is_ok());
+}
