@@ -12,6 +12,12 @@ collector_env="$(scripts/otlp-collector.sh start)"
 eval "$collector_env"
 trap 'kill -TERM "$OTLP_COLLECTOR_PID" 2>/dev/null || true; scripts/otlp-collector.sh stop' EXIT
 
+# The official JSON-Schema-Test-Suite (draft 2020-12), fetched once into ~/.cache/towerscope/,
+# for crates/towerscope-agent/tests/json_schema_suite.rs; required, so a failed fetch fails the run.
+JSON_SCHEMA_SUITE_DIR="$(scripts/json-schema-suite.sh)"
+export JSON_SCHEMA_SUITE_DIR
+export TOWERSCOPE_REQUIRE_SUITE=1
+
 # cargo-nextest (on the machine image; installed here if missing) runs each test in its own
 # process with a time limit (.config/nextest.toml); it does not run doctests, so cargo test does.
 if ! command -v cargo-nextest >/dev/null 2>&1; then

@@ -65,6 +65,8 @@ pub struct AgentBuilder {
     config: ReactConfig,
     stacks: PositionStacks,
     state: Option<AgentState>,
+    /// What went wrong while building (reported by `build`).
+    errors: Vec<String>,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -86,6 +88,7 @@ impl AgentBuilder {
             config: ReactConfig::default(),
             stacks: PositionStacks::new(),
             state: None,
+            errors: Vec::new(),
         }
     }
 
@@ -107,8 +110,14 @@ impl AgentBuilder {
     }
 
     /// Adds a tool to the basic group.
+    ///
+    /// A tool whose schema uses a JSON-Schema keyword the validator does not enforce is
+    /// refused: [`build`](Self::build) then fails with [`AgentError::Validation`] naming the tool
+    /// and the keyword (no panic).
     pub fn tool(mut self, tool: impl Tool) -> Self {
-        self.toolkit.add(tool);
+        if let Err(err) = self.toolkit.try_add(tool) {
+            self.errors.push(err.to_string());
+        }
         self
     }
 
@@ -206,6 +215,9 @@ impl AgentBuilder {
     /// the per-round ones (`on_model_call`, `on_acting`, `on_check_permission`,
     /// `on_compress_context`), the reply loop holds `on_reasoning`, the agent holds `on_reply`.
     pub fn build(self) -> Result<Agent, AgentError> {
+        if let Some(first) = self.errors.first() {
+            return Err(AgentError::validation(format!("agent '{}': {first}", self.name)));
+        }
         let model = self.model.ok_or_else(|| {
             AgentError::validation(format!("agent '{}' has no model; call AgentBuilder::model", self.name))
         })?;

@@ -143,7 +143,8 @@ impl Service<ActingRequest> for RunTool {
                 response
             }
             other => ToolResponse::error(format!(
-                "ValidationError: Structured output validation failed with error: expected an object, got {other}"
+                "ValidationError: Structured output validation failed with error: expected an object, got {}",
+                crate::toolkit::truncate(&other.to_string(), 256)
             )),
         };
         let mut response = response;
