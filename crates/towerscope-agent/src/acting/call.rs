@@ -189,11 +189,12 @@ async fn run_tool(
     emit: &Emitter,
 ) -> Result<(), AgentError> {
     let reply_id = ctx.reply_id();
-    let mut tool_call = Arc::clone(&call);
-    Arc::make_mut(&mut tool_call).state = ToolCallState::Allowed;
+    let mut call = call;
+    // The permission request is gone by now: this changes the one copy in place.
+    Arc::make_mut(&mut call).state = ToolCallState::Allowed;
     let request = ActingRequest {
         ctx: ctx.clone(),
-        tool_call,
+        tool_call: Arc::clone(&call),
         tool: info,
         input,
     };

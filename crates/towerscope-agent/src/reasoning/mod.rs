@@ -180,8 +180,12 @@ pub(crate) async fn reason(
     let mut events = Vec::new();
     let completed = match settle_on_error(&mut answer, output)? {
         ModelOutput::Complete(response) => {
-            answer.converter.convert(&response, &mut events);
-            forward(emit, &mut events).await;
+            // A whole answer is stored as it is (nothing partial to keep): the converter only
+            // builds its events, when they are read.
+            if emit.wants_events() {
+                answer.converter.convert(&response, &mut events);
+                forward(emit, &mut events).await;
+            }
             Some(response)
         }
         ModelOutput::Stream(mut stream) => {

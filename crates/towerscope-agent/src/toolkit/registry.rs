@@ -281,8 +281,15 @@ impl Toolkit {
     }
 
     pub(super) fn entry(&self, name: &str) -> Option<&Entry> {
-        match self.index.get(name) {
-            Some(&i) => self.entries.get(i),
+        // A few tools: comparing names is cheaper than hashing one (SipHash costs hundreds of
+        // instructions per lookup, and a call looks its tool up several times).
+        let found = if self.entries.len() <= 8 {
+            self.entries.iter().find(|e| e.info.name == name)
+        } else {
+            self.index.get(name).and_then(|&i| self.entries.get(i))
+        };
+        match found {
+            Some(entry) => Some(entry),
             None if name == RESET_TOOLS => self.reset.as_ref().map(|(_, entry)| entry),
             None => None,
         }
