@@ -61,7 +61,7 @@ pub struct AgentBuilder {
     name: String,
     system_prompt: String,
     model: Option<ModelRef>,
-    toolkit: Toolkit,
+    toolkit: Arc<Toolkit>,
     config: ReactConfig,
     stacks: PositionStacks,
     state: Option<AgentState>,
@@ -84,7 +84,7 @@ impl AgentBuilder {
             name: name.into(),
             system_prompt: String::new(),
             model: None,
-            toolkit: Toolkit::new(),
+            toolkit: Arc::new(Toolkit::new()),
             config: ReactConfig::default(),
             stacks: PositionStacks::new(),
             state: None,
@@ -115,7 +115,7 @@ impl AgentBuilder {
     /// refused: [`build`](Self::build) then fails with [`AgentError::Validation`] naming the tool
     /// and the keyword (no panic).
     pub fn tool(mut self, tool: impl Tool) -> Self {
-        if let Err(err) = self.toolkit.try_add(tool) {
+        if let Err(err) = Arc::make_mut(&mut self.toolkit).try_add(tool) {
             self.errors.push(err.to_string());
         }
         self
@@ -123,6 +123,14 @@ impl AgentBuilder {
 
     /// Uses `toolkit` (replacing the tools added so far).
     pub fn toolkit(mut self, toolkit: Toolkit) -> Self {
+        self.toolkit = Arc::new(toolkit);
+        self
+    }
+
+    /// Uses a toolkit shared with other agents (replacing the tools added so far): thousands of
+    /// agents serving one kind of conversation hold one toolkit, not a copy each. Tools added
+    /// after this copy the toolkit for this agent first.
+    pub fn toolkit_ref(mut self, toolkit: Arc<Toolkit>) -> Self {
         self.toolkit = toolkit;
         self
     }
@@ -224,7 +232,7 @@ impl AgentBuilder {
         if self.config.structured_output_grace_iters == 0 {
             return Err(AgentError::validation("structured_output_grace_iters must be > 0"));
         }
-        let toolkit = Arc::new(self.toolkit);
+        let toolkit = self.toolkit;
         let state = Arc::new(Mutex::new(self.state.unwrap_or_default()));
         let stacks = self.stacks;
         let positions = Positions {
