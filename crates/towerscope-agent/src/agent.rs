@@ -131,7 +131,7 @@ impl Agent {
             let mut state = self.runtime.lock_state();
             crate::reply::check_not_parked(&state)?;
             crate::resume::close_dangling_calls(&self.runtime.name, &mut state);
-            state.context.extend(msgs.iter().cloned().map(Arc::new));
+            state.context.extend(msgs.iter().cloned());
         }
         for hook in &self.runtime.observe_hooks {
             hook.post_observe(&self.runtime.name, &msgs)?;

@@ -247,16 +247,16 @@ impl AgentBuilder {
             }),
             compress: stacks.compress_context.build(KeepContext),
         };
-        let system_msg = stacks
+        let system_head = stacks
             .system_prompt
             .is_empty()
-            .then(|| Arc::new(Msg::system("system", self.system_prompt.clone())));
+            .then(|| -> Arc<[Arc<Msg>]> { Arc::from([Arc::new(Msg::system("system", self.system_prompt.clone()))]) });
         let events_optional = stacks.reply.is_empty() && stacks.reasoning.is_empty();
         let runtime = Arc::new(Runtime {
             name: Arc::from(self.name),
             model_name: Arc::from(model.model_name()),
             system_prompt: self.system_prompt,
-            system_msg,
+            system_head,
             model,
             toolkit,
             config: self.config,

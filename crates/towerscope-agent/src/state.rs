@@ -29,8 +29,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use towerscope_core::{
-    ContentBlock, Id, Msg, PermissionBehavior, PermissionRule, Role, ToolCallBlock, ToolCallState, ToolResultBlock,
-    Usage,
+    ContentBlock, Id, Messages, Msg, PermissionBehavior, PermissionRule, Role, ToolCallBlock, ToolCallState,
+    ToolResultBlock, Usage,
 };
 
 /// The reply in progress (or the last one).
@@ -79,7 +79,7 @@ pub struct AgentState {
     /// agent copies a message only to change it while a request still holds it (the reply's own
     /// message, at the tail).
     #[serde(default)]
-    pub context: Vec<Arc<Msg>>,
+    pub context: Messages,
     /// The reply in progress (or the last one).
     #[serde(default)]
     pub reply_context: ReplyContext,
@@ -97,7 +97,7 @@ impl Default for AgentState {
         Self {
             session_id: Id::new(),
             summary: String::new(),
-            context: Vec::new(),
+            context: Messages::new(),
             reply_context: ReplyContext::default(),
             activated_groups: Vec::new(),
             permission_rules: Vec::new(),
@@ -124,10 +124,10 @@ impl AgentState {
     pub(crate) fn reply_msg_mut(&mut self, agent_name: &Arc<str>, reply_id: &Id) -> &mut Msg {
         if self.reply_msg(reply_id).is_none() {
             let msg = Msg::assistant_blocks(Arc::clone(agent_name), Vec::new()).with_id(reply_id);
-            self.context.push(Arc::new(msg));
+            self.context.push(msg);
         }
         let last = self.context.len() - 1;
-        Arc::make_mut(&mut self.context[last])
+        self.context.make_mut(last)
     }
 
     /// Appends blocks to the reply's assistant message.
@@ -179,12 +179,11 @@ impl AgentState {
     /// The tool call `id` of the tail assistant message (ids are unique within a reply's
     /// message: the reasoning step renames a model's duplicate ids).
     pub(crate) fn tail_call_mut(&mut self, id: &Id) -> Option<&mut ToolCallBlock> {
-        let last = self.context.last_mut().filter(|m| m.role == Role::Assistant)?;
-        let has_call = last.tool_calls().any(|c| c.id == *id);
+        let has_call = self.tail_assistant()?.tool_calls().any(|c| c.id == *id);
         if !has_call {
             return None;
         }
-        Arc::make_mut(last).tool_call_mut(id)
+        self.context.last_mut()?.tool_call_mut(id)
     }
 
     /// Saves a tool result into the reply's message and marks its call finished.

@@ -106,14 +106,13 @@ pub(crate) fn input_messages<'a>(msgs: impl IntoIterator<Item = &'a Msg>) -> Str
 
 /// Splits a model call's messages into `gen_ai.system_instructions` (the leading system
 /// messages, as parts) and `gen_ai.input.messages` (the rest).
-pub(crate) fn model_input(msgs: &[std::sync::Arc<Msg>]) -> (Option<String>, String) {
+pub(crate) fn model_input(msgs: &towerscope_core::Messages) -> (Option<String>, String) {
     let system = msgs.iter().take_while(|m| m.role == Role::System).count();
-    let (head, rest) = msgs.split_at(system);
-    let instructions = (!head.is_empty()).then(|| {
-        let parts: Vec<Value> = head.iter().flat_map(|m| parts(&m.content)).collect();
+    let instructions = (system > 0).then(|| {
+        let parts: Vec<Value> = msgs.iter().take(system).flat_map(|m| parts(&m.content)).collect();
         Value::Array(parts).to_string()
     });
-    (instructions, input_messages(rest.iter().map(|m| &**m)))
+    (instructions, input_messages(msgs.iter().skip(system)))
 }
 
 /// The finish reason of a model answer: `interrupted`, `tool_call` or `stop`.
@@ -222,10 +221,10 @@ mod tests {
 
     #[test]
     fn system_messages_become_instructions() {
-        let msgs = [
-            std::sync::Arc::new(Msg::system("system", "Be brief.")),
-            std::sync::Arc::new(Msg::user("user", "Hi, my password: hunter2")),
-        ];
+        let msgs = towerscope_core::Messages::from(vec![
+            Msg::system("system", "Be brief."),
+            Msg::user("user", "Hi, my password: hunter2"),
+        ]);
         let (instructions, input) = model_input(&msgs);
         let instructions: Value = serde_json::from_str(&instructions.unwrap()).unwrap();
         assert_eq!(instructions, json!([{"type": "text", "content": "Be brief."}]));
