@@ -115,6 +115,7 @@ pub mod reply;
 pub mod semconv;
 
 mod content;
+mod json;
 mod metrics;
 mod middleware;
 mod span;
