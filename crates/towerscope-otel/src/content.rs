@@ -10,24 +10,31 @@
 //! |---|---|
 //! | text | `{"type": "text", "content"}` |
 //! | thinking | `{"type": "reasoning", "content"}` |
-//! | tool call | `{"type": "tool_call", "id", "name", "arguments"}` (parsed JSON, or the raw text) |
+//! | tool call | `{"type": "tool_call", "id", "name", "arguments"}` (the JSON arguments, or the raw text) |
 //! | tool result | `{"type": "tool_call_response", "id", "response"}` (the output's text) |
 //! | data at a URL | `{"type": "uri", "uri", "modality"}` |
 //! | inline data | `{"type": "blob", "content", "media_type", "modality"}` |
 //! | hint | dropped |
 //!
-//! Every string goes through [`crate::redact`] first.
+//! Every string goes through [`crate::redact`] first. The JSON is written straight into the
+//! attribute's `String` (no `serde_json::Value` in between); a text with nothing to redact is
+//! copied once, from the message into the attribute.
 
-use serde_json::{Map, Value, json};
+use std::borrow::{Borrow, Cow};
+use std::fmt::Write as _;
+
+use serde_json::Value;
 use towerscope_core::{
     ChatResponse, ContentBlock, DataBlock, DataSource, MediaBlock, ModelFinishedReason, Msg, Role, ToolChoice,
     ToolChoiceMode, ToolOutput, ToolResponse, ToolSchema,
 };
 
-use crate::redact::{redact_json_text, redact_text, redact_value};
+use crate::json::{push_display, push_string};
+use crate::redact::{REDACTED, is_sensitive_key, redact_json_text, redact_text, redacted_json};
 
-fn text(s: &str) -> Value {
-    Value::String(redact_text(s).into_owned())
+/// Appends a string literal of `s`, redacted.
+fn push_text(out: &mut String, s: &str) {
+    push_string(out, &redact_text(s));
 }
 
 fn modality(media_type: &str) -> &'static str {
@@ -39,79 +46,144 @@ fn modality(media_type: &str) -> &'static str {
     }
 }
 
-fn data_part(block: &DataBlock) -> Value {
+fn push_data_part(out: &mut String, block: &DataBlock) {
     match &block.source {
         DataSource::Url { url, media_type } => {
-            json!({"type": "uri", "uri": text(url), "modality": modality(media_type)})
+            out.push_str(r#"{"type":"uri","uri":"#);
+            push_text(out, url);
+            out.push_str(r#","modality":"#);
+            push_string(out, modality(media_type));
         }
-        DataSource::Base64 { data, media_type } => json!({
-            "type": "blob", "content": data, "media_type": media_type, "modality": modality(media_type)
-        }),
+        DataSource::Base64 { data, media_type } => {
+            out.push_str(r#"{"type":"blob","content":"#);
+            push_string(out, data);
+            out.push_str(r#","media_type":"#);
+            push_string(out, media_type);
+            out.push_str(r#","modality":"#);
+            push_string(out, modality(media_type));
+        }
     }
+    out.push('}');
 }
 
-fn media_part(block: &MediaBlock) -> Value {
+fn push_media_part(out: &mut String, block: &MediaBlock) {
     match block {
-        MediaBlock::Text(t) => json!({"type": "text", "content": text(&t.text)}),
-        MediaBlock::Data(d) => data_part(d),
+        MediaBlock::Text(t) => push_text_part(out, "text", &t.text),
+        MediaBlock::Data(d) => push_data_part(out, d),
     }
 }
 
-/// The parts of a message's blocks (hints dropped).
-pub(crate) fn parts(content: &[ContentBlock]) -> Vec<Value> {
-    content
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::Text(t) => Some(json!({"type": "text", "content": text(&t.text)})),
-            ContentBlock::Thinking(t) => Some(json!({"type": "reasoning", "content": text(&t.thinking)})),
-            ContentBlock::ToolCall(c) => Some(json!({
-                "type": "tool_call", "id": c.id, "name": c.name, "arguments": arguments(&c.input)
-            })),
-            ContentBlock::ToolResult(r) => Some(json!({
-                "type": "tool_call_response", "id": r.id,
-                "response": text(&r.output.text_content().unwrap_or_default())
-            })),
-            ContentBlock::Data(d) => Some(data_part(d)),
-            ContentBlock::Hint(_) => None,
-        })
-        .collect()
+fn push_text_part(out: &mut String, kind: &str, text: &str) {
+    out.push_str(r#"{"type":"#);
+    push_string(out, kind);
+    out.push_str(r#","content":"#);
+    push_text(out, text);
+    out.push('}');
 }
 
-/// Tool call arguments as a part value: parsed JSON (redacted), or the raw text (redacted).
-fn arguments(raw: &str) -> Value {
-    match serde_json::from_str::<Value>(raw) {
-        Ok(mut value) => {
-            redact_value(&mut value);
-            value
+/// The text of media blocks joined with `"\n"` (as `text_content` does); borrowed for one block.
+fn joined_text(blocks: &[MediaBlock]) -> Cow<'_, str> {
+    let mut texts = blocks.iter().filter_map(MediaBlock::as_text);
+    let Some(first) = texts.next() else {
+        return Cow::Borrowed("");
+    };
+    let mut joined = Cow::Borrowed(first.text.as_str());
+    for text in texts {
+        let joined = joined.to_mut();
+        joined.push('\n');
+        joined.push_str(&text.text);
+    }
+    joined
+}
+
+fn output_text(output: &ToolOutput) -> Cow<'_, str> {
+    match output {
+        ToolOutput::Text(text) => Cow::Borrowed(text),
+        ToolOutput::Blocks(blocks) => joined_text(blocks),
+    }
+}
+
+/// Appends the parts of `blocks` (hints dropped), each after a comma unless `*first`.
+fn push_parts(out: &mut String, blocks: &[ContentBlock], first: &mut bool) {
+    for block in blocks {
+        if matches!(block, ContentBlock::Hint(_)) {
+            continue;
         }
-        Err(_) => text(raw),
+        if !std::mem::take(first) {
+            out.push(',');
+        }
+        match block {
+            ContentBlock::Text(t) => push_text_part(out, "text", &t.text),
+            ContentBlock::Thinking(t) => push_text_part(out, "reasoning", &t.thinking),
+            ContentBlock::ToolCall(c) => {
+                out.push_str(r#"{"type":"tool_call","id":"#);
+                push_display(out, &c.id);
+                out.push_str(r#","name":"#);
+                push_string(out, &c.name);
+                out.push_str(r#","arguments":"#);
+                if !redacted_json(&c.input, out) {
+                    push_text(out, &c.input);
+                }
+                out.push('}');
+            }
+            ContentBlock::ToolResult(r) => {
+                out.push_str(r#"{"type":"tool_call_response","id":"#);
+                push_display(out, &r.id);
+                out.push_str(r#","response":"#);
+                push_text(out, &output_text(&r.output));
+                out.push('}');
+            }
+            ContentBlock::Data(d) => push_data_part(out, d),
+            ContentBlock::Hint(_) => {}
+        }
     }
 }
 
-fn message(msg: &Msg, finish_reason: Option<&str>) -> Value {
-    let mut out = Map::new();
-    out.insert("role".into(), msg.role.as_str().into());
-    out.insert("parts".into(), Value::Array(parts(&msg.content)));
-    out.insert("name".into(), msg.name.clone().into());
+fn push_message(out: &mut String, msg: &Msg, finish_reason: Option<&str>) {
+    out.push_str(r#"{"role":"#);
+    push_string(out, msg.role.as_str());
+    out.push_str(r#","parts":["#);
+    push_parts(out, &msg.content, &mut true);
+    out.push_str(r#"],"name":"#);
+    push_string(out, &msg.name);
     if let Some(reason) = finish_reason {
-        out.insert("finish_reason".into(), reason.into());
+        out.push_str(r#","finish_reason":"#);
+        push_string(out, reason);
     }
-    Value::Object(out)
+    out.push('}');
 }
 
 /// `gen_ai.input.messages` of messages (no system messages among them expected).
-pub(crate) fn input_messages<'a>(msgs: impl IntoIterator<Item = &'a Msg>) -> String {
-    Value::Array(msgs.into_iter().map(|m| message(m, None)).collect()).to_string()
+pub(crate) fn input_messages<M: Borrow<Msg>>(msgs: &[M]) -> String {
+    let mut out = String::with_capacity(256);
+    out.push('[');
+    for (i, msg) in msgs.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_message(&mut out, msg.borrow(), None);
+    }
+    out.push(']');
+    out
 }
 
 /// Splits a model call's messages into `gen_ai.system_instructions` (the leading system
 /// messages, as parts) and `gen_ai.input.messages` (the rest).
-pub(crate) fn model_input(msgs: &[Msg]) -> (Option<String>, String) {
-    let system = msgs.iter().take_while(|m| m.role == Role::System).count();
+pub(crate) fn model_input<M: Borrow<Msg>>(msgs: &[M]) -> (Option<String>, String) {
+    let system = msgs
+        .iter()
+        .take_while(|m| Borrow::<Msg>::borrow(*m).role == Role::System)
+        .count();
     let (head, rest) = msgs.split_at(system);
     let instructions = (!head.is_empty()).then(|| {
-        let parts: Vec<Value> = head.iter().flat_map(|m| parts(&m.content)).collect();
-        Value::Array(parts).to_string()
+        let mut out = String::with_capacity(128);
+        out.push('[');
+        let mut first = true;
+        for msg in head {
+            push_parts(&mut out, &Borrow::<Msg>::borrow(msg).content, &mut first);
+        }
+        out.push(']');
+        out
     });
     (instructions, input_messages(rest))
 }
@@ -129,12 +201,61 @@ pub(crate) fn finish_reason(response: &ChatResponse) -> &'static str {
 
 /// `gen_ai.output.messages` of a model answer.
 pub(crate) fn chat_output(response: &ChatResponse, finish_reason: &str) -> String {
-    json!([{"role": "assistant", "parts": parts(&response.content), "finish_reason": finish_reason}]).to_string()
+    let mut out = String::with_capacity(128);
+    out.push_str(r#"[{"role":"assistant","parts":["#);
+    push_parts(&mut out, &response.content, &mut true);
+    out.push_str(r#"],"finish_reason":"#);
+    push_string(&mut out, finish_reason);
+    out.push_str("}]");
+    out
 }
 
 /// `gen_ai.output.messages` of a reply's final message.
 pub(crate) fn reply_output(msg: &Msg, finish_reason: &str) -> String {
-    Value::Array(vec![message(msg, Some(finish_reason))]).to_string()
+    let mut out = String::with_capacity(128);
+    out.push('[');
+    push_message(&mut out, msg, Some(finish_reason));
+    out.push(']');
+    out
+}
+
+/// Appends a JSON value with the values of credential keys replaced and strings redacted.
+fn push_value(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => {
+            // Writing into a `String` cannot fail.
+            let _ = write!(out, "{n}");
+        }
+        Value::String(s) => push_text(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_value(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (key, value)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_string(out, key);
+                out.push(':');
+                if is_sensitive_key(key) {
+                    push_string(out, REDACTED);
+                } else {
+                    push_value(out, value);
+                }
+            }
+            out.push('}');
+        }
+    }
 }
 
 /// `gen_ai.tool.definitions`: `None` when there are no tools or the tool choice is `none`.
@@ -142,15 +263,22 @@ pub(crate) fn tool_definitions(tools: &[ToolSchema], choice: Option<&ToolChoice>
     if tools.is_empty() || choice.is_some_and(|c| c.mode == ToolChoiceMode::None) {
         return None;
     }
-    let defs: Vec<Value> = tools
-        .iter()
-        .map(|t| {
-            let mut parameters = t.parameters.clone();
-            redact_value(&mut parameters);
-            json!({"type": "function", "name": t.name, "description": text(&t.description), "parameters": parameters})
-        })
-        .collect();
-    Some(Value::Array(defs).to_string())
+    let mut out = String::with_capacity(256 * tools.len());
+    out.push('[');
+    for (i, tool) in tools.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(r#"{"type":"function","name":"#);
+        push_string(&mut out, &tool.name);
+        out.push_str(r#","description":"#);
+        push_text(&mut out, &tool.description);
+        out.push_str(r#","parameters":"#);
+        push_value(&mut out, &tool.parameters);
+        out.push('}');
+    }
+    out.push(']');
+    Some(out)
 }
 
 /// `gen_ai.tool.call.arguments`: the raw arguments, re-encoded only when redacted.
@@ -162,17 +290,39 @@ pub(crate) fn tool_arguments(raw: &str) -> String {
 /// blocks as parts.
 pub(crate) fn tool_result(response: &ToolResponse) -> String {
     if response.content.iter().all(|b| b.as_text().is_some()) {
-        return redact_text(&response.text_content().unwrap_or_default()).into_owned();
+        let text = joined_text(&response.content);
+        return if let Cow::Owned(redacted) = redact_text(&text) {
+            redacted
+        } else {
+            text.into_owned()
+        };
     }
-    Value::Array(response.content.iter().map(media_part).collect()).to_string()
+    media_parts(&response.content)
+}
+
+fn media_parts(blocks: &[MediaBlock]) -> String {
+    let mut out = String::with_capacity(128);
+    out.push('[');
+    for (i, block) in blocks.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_media_part(&mut out, block);
+    }
+    out.push(']');
+    out
 }
 
 /// `gen_ai.tool.call.result` of an external execution result: the output as JSON (a text output
 /// becomes a quoted JSON string, as in the reference).
 pub(crate) fn external_result(output: &ToolOutput) -> String {
     match output {
-        ToolOutput::Text(t) => text(t).to_string(),
-        ToolOutput::Blocks(blocks) => Value::Array(blocks.iter().map(media_part).collect()).to_string(),
+        ToolOutput::Text(t) => {
+            let mut out = String::with_capacity(t.len() + 2);
+            push_text(&mut out, t);
+            out
+        }
+        ToolOutput::Blocks(blocks) => media_parts(blocks),
     }
 }
 
@@ -180,15 +330,20 @@ pub(crate) fn external_result(output: &ToolOutput) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use towerscope_core::{HintBlock, ToolResultState};
+
+    fn parsed(text: &str) -> Value {
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    }
 
     #[test]
     fn every_block_kind_has_its_part() {
         let msg = Msg::new(
-            "bot",
+            "bot \"quoted\"",
             Role::Assistant,
             vec![
-                ContentBlock::text("hi"),
+                ContentBlock::text("hi\n\"there\"\t\\"),
                 ContentBlock::thinking("hmm"),
                 ContentBlock::tool_call("c1", "get_weather", r#"{"city": "Paris", "api_key": "k"}"#),
                 ContentBlock::tool_call("c2", "broken", r#"{"city": "#),
@@ -199,15 +354,14 @@ mod tests {
             ],
         )
         .unwrap();
-        let value: Value = serde_json::from_str(&reply_output(&msg, "stop")).unwrap();
         assert_eq!(
-            value,
+            parsed(&reply_output(&msg, "stop")),
             json!([{
                 "role": "assistant",
-                "name": "bot",
+                "name": "bot \"quoted\"",
                 "finish_reason": "stop",
                 "parts": [
-                    {"type": "text", "content": "hi"},
+                    {"type": "text", "content": "hi\n\"there\"\t\\"},
                     {"type": "reasoning", "content": "hmm"},
                     {"type": "tool_call", "id": "c1", "name": "get_weather",
                      "arguments": {"city": "Paris", "api_key": "[REDACTED]"}},
@@ -221,33 +375,72 @@ mod tests {
     }
 
     #[test]
+    fn a_message_of_hints_only_has_no_parts() {
+        let msg = Msg::new(
+            "a",
+            Role::Assistant,
+            vec![ContentBlock::Hint(HintBlock::new("psst", None))],
+        )
+        .unwrap();
+        assert_eq!(
+            parsed(&input_messages(&[msg])),
+            json!([{"role": "assistant", "name": "a", "parts": []}])
+        );
+        assert_eq!(input_messages::<Msg>(&[]), "[]");
+    }
+
+    #[test]
     fn system_messages_become_instructions() {
         let msgs = [
             Msg::system("system", "Be brief."),
+            Msg::system("system", "Answer in French."),
             Msg::user("user", "Hi, my password: hunter2"),
         ];
         let (instructions, input) = model_input(&msgs);
-        let instructions: Value = serde_json::from_str(&instructions.unwrap()).unwrap();
-        assert_eq!(instructions, json!([{"type": "text", "content": "Be brief."}]));
-        let input: Value = serde_json::from_str(&input).unwrap();
         assert_eq!(
-            input,
+            parsed(&instructions.unwrap()),
+            json!([{"type": "text", "content": "Be brief."}, {"type": "text", "content": "Answer in French."}])
+        );
+        assert_eq!(
+            parsed(&input),
             json!([{"role": "user", "name": "user", "parts": [{"type": "text", "content": "Hi, my password: [REDACTED]"}]}])
         );
+        let shared: Vec<std::sync::Arc<Msg>> = msgs.into_iter().map(std::sync::Arc::new).collect();
+        assert_eq!(model_input(&shared).1, input, "shared messages read the same");
     }
 
     #[test]
     fn tool_definitions_and_results() {
-        let tools = [ToolSchema::new("add", "Add numbers", json!({"type": "object"}))];
+        let tools = [ToolSchema::new(
+            "add",
+            "Add numbers",
+            json!({"type": "object", "properties": {"a": {"type": "number", "minimum": -1.5}, "api_key": {"type": "string"}}}),
+        )];
         assert_eq!(tool_definitions(&tools, Some(&ToolChoice::none())), None);
         assert_eq!(tool_definitions(&[], None), None);
-        let defs: Value = serde_json::from_str(&tool_definitions(&tools, None).unwrap()).unwrap();
         assert_eq!(
-            defs,
-            json!([{"type": "function", "name": "add", "description": "Add numbers", "parameters": {"type": "object"}}])
+            parsed(&tool_definitions(&tools, None).unwrap()),
+            json!([{"type": "function", "name": "add", "description": "Add numbers", "parameters":
+                {"type": "object", "properties": {"a": {"type": "number", "minimum": -1.5}, "api_key": "[REDACTED]"}}}])
         );
         assert_eq!(tool_result(&ToolResponse::text("5")), "5");
+        assert_eq!(tool_result(&ToolResponse::text("token=abc123")), "token=[REDACTED]");
         assert_eq!(external_result(&ToolOutput::Text("R".into())), r#""R""#);
+        assert_eq!(
+            parsed(&external_result(&ToolOutput::Blocks(vec![
+                MediaBlock::text("a"),
+                MediaBlock::text("b")
+            ]))),
+            json!([{"type": "text", "content": "a"}, {"type": "text", "content": "b"}])
+        );
         assert_eq!(tool_arguments(r#"{"a": 2}"#), r#"{"a": 2}"#);
+    }
+
+    #[test]
+    fn tool_result_text_blocks_are_joined_by_lines() {
+        let blocks = vec![MediaBlock::text("one"), MediaBlock::text("two")];
+        assert_eq!(joined_text(&blocks), "one\ntwo");
+        assert!(matches!(joined_text(&blocks[..1]), Cow::Borrowed("one")));
+        assert_eq!(joined_text(&[]), "");
     }
 }

@@ -1,12 +1,33 @@
 //! Writing JSON string literals straight into a `String`: the captured content and redacted JSON
 //! are built as text, without `serde_json::Value` trees in between.
 
+use std::fmt::{self, Write as _};
+
 /// Appends `s` as a JSON string literal (quotes, `\"`, `\\` and control characters escaped, as
 /// `serde_json` writes them).
 pub(crate) fn push_string(out: &mut String, s: &str) {
     out.push('"');
     push_escaped(out, s);
     out.push('"');
+}
+
+/// Appends a value's `Display` text as a JSON string literal, without formatting it into a
+/// `String` first (ids, numbers).
+pub(crate) fn push_display(out: &mut String, value: impl fmt::Display) {
+    out.push('"');
+    // Writing into a `String` cannot fail.
+    let _ = write!(Escaped(out), "{value}");
+    out.push('"');
+}
+
+/// A `fmt::Write` that escapes what it is given.
+struct Escaped<'a>(&'a mut String);
+
+impl fmt::Write for Escaped<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        push_escaped(self.0, s);
+        Ok(())
+    }
 }
 
 /// Appends the escaped contents of a string literal (no quotes).
@@ -57,6 +78,9 @@ mod tests {
             let mut out = String::new();
             push_string(&mut out, s);
             assert_eq!(out, serde_json::to_string(s).unwrap(), "{s:?}");
+            let mut shown = String::new();
+            push_display(&mut shown, s);
+            assert_eq!(shown, out);
         }
     }
 }

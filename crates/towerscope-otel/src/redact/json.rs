@@ -48,6 +48,18 @@ pub fn redact_json_text(raw: &str) -> Cow<'_, str> {
     }
 }
 
+/// Appends `raw` redacted as by [`redact_json_text`] if it is valid JSON and returns `true`;
+/// appends nothing and returns `false` otherwise.
+pub(crate) fn redacted_json(raw: &str, out: &mut String) -> bool {
+    match edits(raw) {
+        Some(edits) => {
+            apply(raw, &edits, out);
+            true
+        }
+        None => false,
+    }
+}
+
 /// One replacement in a raw JSON text: `range` becomes the JSON text `with`.
 #[derive(Debug)]
 struct Edit {
@@ -315,11 +327,13 @@ mod tests {
             ("", ""),
         ] {
             assert_eq!(redact_json_text(raw), expected, "{raw}");
-            assert!(edits(raw).is_none(), "{raw}");
+            let mut out = String::new();
+            assert!(!redacted_json(raw, &mut out), "{raw}");
+            assert!(out.is_empty());
         }
         let deep = format!("{}{}", "[".repeat(MAX_DEPTH + 2), "]".repeat(MAX_DEPTH + 2));
         assert!(serde_json::from_str::<Value>(&deep).is_err());
-        assert!(edits(&deep).is_none());
+        assert!(!redacted_json(&deep, &mut String::new()));
     }
 
     #[test]

@@ -64,6 +64,8 @@ use std::ops::Range;
 pub use json::{redact_json_text, redact_value};
 pub use keys::is_sensitive_key;
 
+pub(crate) use json::redacted_json;
+
 /// What a redacted value is replaced with.
 pub const REDACTED: &str = "[REDACTED]";
 

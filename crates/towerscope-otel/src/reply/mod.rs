@@ -166,10 +166,7 @@ fn start(tracer: &SdkTracer, config: &Config, req: &ReplyRequest) -> ReplyRecord
     ];
     match &req.input {
         ReplyInput::Messages(msgs) if config.capture_content => {
-            attributes.push(KeyValue::new(
-                GEN_AI_INPUT_MESSAGES,
-                content::input_messages(msgs.iter()),
-            ));
+            attributes.push(KeyValue::new(GEN_AI_INPUT_MESSAGES, content::input_messages(msgs)));
         }
         ReplyInput::Confirm(_) => {
             attributes.push(KeyValue::new(AGENTSCOPE_INCOMING_EVENT_TYPE, "user_confirm_result"));
