@@ -6,13 +6,11 @@
 //! parent of whatever inner layers create while they run, and is never left current across an
 //! await point the consumer controls.
 
+use crate::failure::Failure;
+use crate::semconv::{ERROR_TYPE, EXCEPTION_EVENT, EXCEPTION_MESSAGE, EXCEPTION_TYPE};
 use opentelemetry::trace::{SpanBuilder, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::SdkTracer;
-use towerscope_core::AgentError;
-
-use crate::redact::redact_text;
-use crate::semconv::{ERROR_TYPE, EXCEPTION_EVENT, EXCEPTION_MESSAGE, EXCEPTION_TYPE};
 
 /// The `error.type` of a span whose stream was dropped before its end.
 pub(crate) const CANCELLED: &str = "cancelled";
@@ -72,26 +70,21 @@ impl OpenSpan {
         self.cx.span().set_attribute(attribute);
     }
 
-    /// Marks the span failed: `error.type`, an `exception` event and the ERROR status, all with
-    /// credentials redacted from the message.
-    pub(crate) fn fail(&mut self, kind: &str, message: &str) {
+    /// Marks the span failed: `error.type`, an `exception` event and the ERROR status, with a
+    /// description free of content unless content capture is on ([`Failure`]).
+    pub(crate) fn fail(&mut self, failure: Failure<'_>) {
         self.failed = true;
         let span = self.cx.span();
-        let message = redact_text(message).into_owned();
-        span.set_attribute(KeyValue::new(ERROR_TYPE, kind.to_owned()));
+        let description = failure.description.into_owned();
+        span.set_attribute(KeyValue::new(ERROR_TYPE, failure.kind.to_owned()));
         span.add_event(
             EXCEPTION_EVENT,
             vec![
-                KeyValue::new(EXCEPTION_TYPE, kind.to_owned()),
-                KeyValue::new(EXCEPTION_MESSAGE, message.clone()),
+                KeyValue::new(EXCEPTION_TYPE, failure.kind.to_owned()),
+                KeyValue::new(EXCEPTION_MESSAGE, description.clone()),
             ],
         );
-        span.set_status(Status::error(message));
-    }
-
-    /// [`fail`](Self::fail) with an [`AgentError`].
-    pub(crate) fn fail_with(&mut self, err: &AgentError) {
-        self.fail(err.kind(), &err.to_string());
+        span.set_status(Status::error(description));
     }
 
     /// Marks a span whose stream was dropped before its end: ERROR, `error.type = cancelled`.

@@ -4,6 +4,7 @@ use opentelemetry::{Context, KeyValue};
 use towerscope_core::{AgentError, AgentEvent, ReplyFinishedReason, ReplyItem, Usage};
 
 use crate::content;
+use crate::failure::Failure;
 use crate::semconv::*;
 use crate::span::{OpenSpan, string_array};
 
@@ -58,7 +59,7 @@ impl ReplyRecord {
             }
             // The user interrupted the reply: not a failure.
             Err(AgentError::Interrupted) => self.finished_reason = Some(ReplyFinishedReason::Interrupted),
-            Err(err) => self.span.fail_with(err),
+            Err(err) => self.span.fail(Failure::of_error(err, self.capture)),
         }
     }
 
@@ -75,10 +76,7 @@ impl ReplyRecord {
             AgentEvent::ReplyEnd(e) => {
                 self.finished_reason = Some(e.finished_reason);
                 if e.finished_reason == ReplyFinishedReason::Error {
-                    match &e.error {
-                        Some(info) => self.span.fail(&info.kind, &info.message),
-                        None => self.span.fail("_OTHER", "the reply ended with an error"),
-                    }
+                    self.span.fail(Failure::of_reply_end(e.error.as_ref(), self.capture));
                 }
             }
             _ => {}
@@ -87,7 +85,7 @@ impl ReplyRecord {
 
     /// The reply's service failed before it answered with a stream.
     pub(crate) fn failed_to_open(&mut self, err: &AgentError) {
-        self.span.fail_with(err);
+        self.span.fail(Failure::of_error(err, self.capture));
         self.end();
     }
 
