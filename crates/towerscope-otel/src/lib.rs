@@ -59,7 +59,9 @@
 //!
 //! A failed span has the ERROR status, `error.type` (a low-cardinality name:
 //! `AgentError::kind`, `tool_error` for a tool's error result, `cancelled` for a stream dropped
-//! before its end) and an `exception` event.
+//! before its end) and one `exception` event. The first failure of a span wins: what happens
+//! after it (the consumer dropping the reply's stream, as `Agent::reply` does at the first
+//! error) changes neither its description nor its `error.type`.
 //!
 //! The text of an error is treated as content. A tool's error text often quotes its input; a
 //! provider's error message is not user content, but providers, gateways and local servers echo

@@ -70,9 +70,13 @@ impl OpenSpan {
         self.cx.span().set_attribute(attribute);
     }
 
-    /// Marks the span failed: `error.type`, an `exception` event and the ERROR status, with a
-    /// description free of content unless content capture is on ([`Failure`]).
+    /// Marks the span failed: `error.type`, an `exception` event and the ERROR status. The
+    /// first failure wins: a later one (or a cancellation) changes nothing, so `error.type` is
+    /// set once and the description is the one of what went wrong first.
     pub(crate) fn fail(&mut self, failure: Failure<'_>) {
+        if self.failed {
+            return;
+        }
         self.failed = true;
         let span = self.cx.span();
         let description = failure.description.into_owned();
@@ -87,8 +91,12 @@ impl OpenSpan {
         span.set_status(Status::error(description));
     }
 
-    /// Marks a span whose stream was dropped before its end: ERROR, `error.type = cancelled`.
+    /// Marks a span whose stream was dropped before its end: ERROR, `error.type = cancelled`;
+    /// nothing if it already failed.
     pub(crate) fn cancel(&mut self, what: &str) {
+        if self.failed {
+            return;
+        }
         self.failed = true;
         let span = self.cx.span();
         span.set_attribute(KeyValue::new(ERROR_TYPE, CANCELLED));
@@ -129,5 +137,40 @@ impl Drop for OpenSpan {
             self.cancel("call");
             self.end();
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+
+    use super::*;
+
+    #[test]
+    fn the_first_failure_wins_and_a_later_cancellation_changes_nothing() {
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let mut span = OpenSpan::start(&provider.tracer("test"), SpanBuilder::from_name("s"), &Context::new());
+        span.fail(Failure::new("model_error", "the first failure"));
+        span.fail(Failure::new("stream_error", "a second failure"));
+        span.cancel("reply stream");
+        span.ok();
+        span.end();
+
+        let spans = exporter.get_finished_spans().unwrap();
+        let recorded = &spans[0];
+        let types: Vec<String> = recorded
+            .attributes
+            .iter()
+            .filter(|kv| kv.key.as_str() == ERROR_TYPE)
+            .map(|kv| kv.value.as_str().into_owned())
+            .collect();
+        assert_eq!(types, ["model_error"]);
+        assert_eq!(recorded.status, Status::error("the first failure"));
+        assert_eq!(recorded.events.len(), 1);
     }
 }

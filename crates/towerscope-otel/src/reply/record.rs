@@ -17,7 +17,10 @@ pub(crate) struct ReplyRecord {
     hitl_pending: Vec<String>,
     external_pending: Vec<String>,
     finished_reason: Option<ReplyFinishedReason>,
-    final_seen: bool,
+    /// The reply's outcome (its final message, or an error item) was seen: a drop after it is
+    /// the consumer stopping at the end (`Agent::reply` returns at the first error), not a
+    /// cancellation.
+    outcome_seen: bool,
     usage: Option<Usage>,
     output: Option<String>,
 }
@@ -31,7 +34,7 @@ impl ReplyRecord {
             hitl_pending: Vec::new(),
             external_pending: Vec::new(),
             finished_reason: None,
-            final_seen: false,
+            outcome_seen: false,
             usage: None,
             output: None,
         }
@@ -50,7 +53,7 @@ impl ReplyRecord {
         match item {
             Ok(ReplyItem::Event(event)) => self.event(event),
             Ok(ReplyItem::Final(msg)) => {
-                self.final_seen = true;
+                self.outcome_seen = true;
                 self.usage = msg.usage;
                 if self.capture && self.span.is_recording() {
                     let reason = self.finished_reason.map_or("stop", ReplyFinishedReason::as_str);
@@ -58,8 +61,14 @@ impl ReplyRecord {
                 }
             }
             // The user interrupted the reply: not a failure.
-            Err(AgentError::Interrupted) => self.finished_reason = Some(ReplyFinishedReason::Interrupted),
-            Err(err) => self.span.fail(Failure::of_error(err, self.capture)),
+            Err(AgentError::Interrupted) => {
+                self.outcome_seen = true;
+                self.finished_reason = Some(ReplyFinishedReason::Interrupted);
+            }
+            Err(err) => {
+                self.outcome_seen = true;
+                self.span.fail(Failure::of_error(err, self.capture));
+            }
         }
     }
 
@@ -126,12 +135,13 @@ impl ReplyRecord {
         self.span.end();
     }
 
-    /// The stream was dropped: a normal end if the final message was seen, else a cancellation.
+    /// The stream was dropped: a normal end after the reply's outcome (its final message or
+    /// error), else a cancellation.
     pub(crate) fn dropped(&mut self) {
         if self.span.ended() {
             return;
         }
-        if !self.final_seen {
+        if !self.outcome_seen {
             self.span.cancel("reply stream");
         }
         self.end();
