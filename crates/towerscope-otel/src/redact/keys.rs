@@ -3,29 +3,46 @@
 
 use std::ops::Range;
 
-/// Words that make a key a credential's key, wherever they appear in it.
-const SENSITIVE_WORDS: &[&str] = &[
-    "password",
-    "passwords",
-    "passwd",
-    "pwd",
-    "passphrase",
-    "passcode",
-    "secret",
-    "token",
-    "apikey",
-    "authorization",
-    "auth",
-    "cookie",
-    "credential",
-    "credentials",
-    "creds",
-    "bearer",
-    "jwt",
-];
+/// Whether a word (lower case) makes a key a credential's key, wherever it appears in it.
+fn is_credential_word(word: &[u8]) -> bool {
+    matches!(
+        word,
+        b"password"
+            | b"passwords"
+            | b"passwd"
+            | b"pwd"
+            | b"passphrase"
+            | b"passcode"
+            | b"secret"
+            | b"token"
+            | b"apikey"
+            | b"authorization"
+            | b"auth"
+            | b"cookie"
+            | b"credential"
+            | b"credentials"
+            | b"creds"
+            | b"bearer"
+            | b"jwt"
+    )
+}
 
-/// Words that make a key a credential's key when `key` follows them (`api_key`, `private-key`).
-const KEY_QUALIFIERS: &[&str] = &["api", "access", "private", "secret", "signing", "encryption", "session"];
+/// Whether a word (lower case) makes a key a credential's key when `key` follows it
+/// (`api_key`, `private-key`).
+fn qualifies_key(word: &[u8]) -> bool {
+    matches!(
+        word,
+        b"api" | b"access" | b"private" | b"secret" | b"signing" | b"encryption" | b"session"
+    ) || word.ends_with(b"api")
+}
+
+/// `word` in lower case, in `buf`; `None` if it is longer than any word looked for.
+fn lower<'b>(word: &str, buf: &'b mut [u8; 16]) -> Option<&'b [u8]> {
+    let lower = buf.get_mut(..word.len())?;
+    lower.copy_from_slice(word.as_bytes());
+    lower.make_ascii_lowercase();
+    Some(lower)
+}
 
 /// Words whose value may be given in prose: `my password is hunter2`.
 const PASSWORD_WORDS: &[&str] = &["password", "passwd", "passphrase", "passcode"];
@@ -82,16 +99,21 @@ const STOP_WORDS: &[&str] = &[
 
 /// Whether an object key (or a `key=` in text) names a credential.
 pub fn is_sensitive_key(key: &str) -> bool {
-    let mut previous: Option<&str> = None;
+    let mut previous_qualifies = false;
     for word in KeyWords::new(key) {
-        let qualified_key = || {
-            word.eq_ignore_ascii_case("key")
-                && previous.is_some_and(|p| is_one_of(p, KEY_QUALIFIERS) || ends_with(p, "api"))
-        };
-        if is_one_of(word, SENSITIVE_WORDS) || ends_with(word, "apikey") || qualified_key() {
+        if ends_with(word, "apikey") {
             return true;
         }
-        previous = Some(word);
+        let mut buf = [0; 16];
+        let Some(word) = lower(word, &mut buf) else {
+            // Longer than any credential word.
+            previous_qualifies = ends_with(word, "api");
+            continue;
+        };
+        if is_credential_word(word) || (word == b"key" && previous_qualifies) {
+            return true;
+        }
+        previous_qualifies = qualifies_key(word);
     }
     false
 }
@@ -282,6 +304,9 @@ mod tests {
             "aws_secret_access_key",
             "AWS_SECRET_ACCESS_KEY",
             "db.password",
+            "my_very_long_service_api_key",
+            "averyveryverylongserviceapi_key",
+            "averyveryverylongserviceapikey",
         ] {
             assert!(is_sensitive_key(key), "{key}");
         }
