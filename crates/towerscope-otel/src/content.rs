@@ -22,6 +22,7 @@
 
 use std::borrow::{Borrow, Cow};
 use std::fmt::Write as _;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 use towerscope_core::{
@@ -258,11 +259,47 @@ fn push_value(out: &mut String, value: &Value) {
     }
 }
 
-/// `gen_ai.tool.definitions`: `None` when there are no tools or the tool choice is `none`.
-pub(crate) fn tool_definitions(tools: &[ToolSchema], choice: Option<&ToolChoice>) -> Option<String> {
-    if tools.is_empty() || choice.is_some_and(|c| c.mode == ToolChoiceMode::None) {
-        return None;
+/// `gen_ai.tool.definitions`, written once per tool list.
+///
+/// The model calls of a reply (and of the replies that follow) are offered the same list: the
+/// toolkit hands out one `Arc` per set of active groups. The text of the last list is kept with
+/// the list itself, and a call offered the same `Arc` shares it. Keeping the `Arc` also keeps
+/// its address from being reused by another list.
+#[derive(Debug, Default)]
+pub(crate) struct ToolDefinitions {
+    last: Mutex<Option<Written>>,
+}
+
+/// A tool list and its `gen_ai.tool.definitions`.
+#[derive(Debug)]
+struct Written {
+    tools: Arc<[ToolSchema]>,
+    text: Arc<str>,
+}
+
+impl ToolDefinitions {
+    /// The definitions of `tools`: `None` when there are none or the tool choice is `none`.
+    pub(crate) fn get(&self, tools: &Arc<[ToolSchema]>, choice: Option<&ToolChoice>) -> Option<Arc<str>> {
+        if tools.is_empty() || choice.is_some_and(|c| c.mode == ToolChoiceMode::None) {
+            return None;
+        }
+        let lock = || self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(last) = &*lock() {
+            if Arc::ptr_eq(&last.tools, tools) {
+                return Some(Arc::clone(&last.text));
+            }
+        }
+        let text: Arc<str> = Arc::from(tool_definitions(tools));
+        *lock() = Some(Written {
+            tools: Arc::clone(tools),
+            text: Arc::clone(&text),
+        });
+        Some(text)
     }
+}
+
+/// The text of `gen_ai.tool.definitions`.
+fn tool_definitions(tools: &[ToolSchema]) -> String {
     let mut out = String::with_capacity(256 * tools.len());
     out.push('[');
     for (i, tool) in tools.iter().enumerate() {
@@ -278,7 +315,7 @@ pub(crate) fn tool_definitions(tools: &[ToolSchema], choice: Option<&ToolChoice>
         out.push('}');
     }
     out.push(']');
-    Some(out)
+    out
 }
 
 /// `gen_ai.tool.call.arguments`: the raw arguments, re-encoded only when redacted.
@@ -411,15 +448,16 @@ mod tests {
 
     #[test]
     fn tool_definitions_and_results() {
-        let tools = [ToolSchema::new(
+        let tools: Arc<[ToolSchema]> = Arc::from([ToolSchema::new(
             "add",
             "Add numbers",
             json!({"type": "object", "properties": {"a": {"type": "number", "minimum": -1.5}, "api_key": {"type": "string"}}}),
-        )];
-        assert_eq!(tool_definitions(&tools, Some(&ToolChoice::none())), None);
-        assert_eq!(tool_definitions(&[], None), None);
+        )]);
+        let definitions = ToolDefinitions::default();
+        assert_eq!(definitions.get(&tools, Some(&ToolChoice::none())), None);
+        assert_eq!(definitions.get(&Arc::from([]), None), None);
         assert_eq!(
-            parsed(&tool_definitions(&tools, None).unwrap()),
+            parsed(&definitions.get(&tools, None).unwrap()),
             json!([{"type": "function", "name": "add", "description": "Add numbers", "parameters":
                 {"type": "object", "properties": {"a": {"type": "number", "minimum": -1.5}, "api_key": "[REDACTED]"}}}])
         );
@@ -434,6 +472,22 @@ mod tests {
             json!([{"type": "text", "content": "a"}, {"type": "text", "content": "b"}])
         );
         assert_eq!(tool_arguments(r#"{"a": 2}"#), r#"{"a": 2}"#);
+    }
+
+    #[test]
+    fn tool_definitions_are_written_once_per_tool_list() {
+        let list =
+            || -> Arc<[ToolSchema]> { Arc::from([ToolSchema::new("add", "Add numbers", json!({"type": "object"}))]) };
+        let (first, second) = (list(), list());
+        let definitions = ToolDefinitions::default();
+        let text = definitions.get(&first, None).unwrap();
+        assert!(
+            Arc::ptr_eq(&text, &definitions.get(&first, None).unwrap()),
+            "the same list shares its text"
+        );
+        let other = definitions.get(&second, None).unwrap();
+        assert!(!Arc::ptr_eq(&text, &other), "another list is written again");
+        assert_eq!(text, other);
     }
 
     #[test]

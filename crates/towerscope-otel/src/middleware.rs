@@ -7,6 +7,7 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 use towerscope_core::{ActingLayer, Middleware, ModelCallLayer, ReplyLayer, boxed_layer};
 
 use crate::acting::ActingTracingLayer;
+use crate::content::ToolDefinitions;
 use crate::model_call::ModelCallTracingLayer;
 use crate::provider::{Instruments, Source};
 use crate::reply::ReplyTracingLayer;
@@ -21,6 +22,8 @@ pub(crate) struct Config {
     pub(crate) source: Source,
     pub(crate) capture_content: bool,
     pub(crate) agent_description: Arc<str>,
+    /// The last `gen_ai.tool.definitions` written (content capture only).
+    pub(crate) tool_definitions: ToolDefinitions,
 }
 
 /// Whether a value of [`ENV_CAPTURE_CONTENT`] switches capture on: `true`/`1`/`yes`/`on`/
@@ -197,6 +200,7 @@ impl TracingMiddlewareBuilder {
                 source,
                 capture_content,
                 agent_description: Arc::from(self.agent_description.as_deref().unwrap_or(NO_DESCRIPTION)),
+                tool_definitions: ToolDefinitions::default(),
             }),
         }
     }

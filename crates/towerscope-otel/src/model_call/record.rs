@@ -69,7 +69,7 @@ impl ChatRecord {
                     attributes.push(KeyValue::new(GEN_AI_SYSTEM_INSTRUCTIONS, instructions));
                 }
                 attributes.push(KeyValue::new(GEN_AI_INPUT_MESSAGES, input));
-                if let Some(definitions) = content::tool_definitions(&req.tools, req.tool_choice.as_ref()) {
+                if let Some(definitions) = config.tool_definitions.get(&req.tools, req.tool_choice.as_ref()) {
                     attributes.push(KeyValue::new(GEN_AI_TOOL_DEFINITIONS, definitions));
                 }
             }
