@@ -20,6 +20,19 @@ pub(crate) fn push_display(out: &mut String, value: impl fmt::Display) {
     out.push('"');
 }
 
+/// A JSON array of strings: `["a","b"]`.
+pub(crate) fn string_array<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::from("[");
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_string(&mut out, item);
+    }
+    out.push(']');
+    out
+}
+
 /// A `fmt::Write` that escapes what it is given.
 struct Escaped<'a>(&'a mut String);
 
@@ -82,5 +95,11 @@ mod tests {
             push_display(&mut shown, s);
             assert_eq!(shown, out);
         }
+    }
+
+    #[test]
+    fn string_arrays() {
+        assert_eq!(string_array([]), "[]");
+        assert_eq!(string_array(["add", "say \"hi\""]), r#"["add","say \"hi\""]"#);
     }
 }

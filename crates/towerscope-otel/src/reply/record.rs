@@ -5,6 +5,7 @@ use towerscope_core::{AgentError, AgentEvent, ReplyFinishedReason, ReplyItem, Us
 
 use crate::content;
 use crate::failure::Failure;
+use crate::json;
 use crate::semconv::*;
 use crate::span::{OpenSpan, string_array};
 
@@ -110,7 +111,7 @@ impl ReplyRecord {
             (AGENTSCOPE_EXTERNAL_PENDING_TOOLS, &self.external_pending),
         ] {
             if !names.is_empty() {
-                span.set(KeyValue::new(key, serde_json::Value::from(names.clone()).to_string()));
+                span.set(KeyValue::new(key, json::string_array(names.iter().map(String::as_str))));
             }
         }
         if let Some(reason) = self.finished_reason {
