@@ -24,9 +24,9 @@
 //! | passwords in prose | the word after `password is` / `password was` | - |
 //!
 //! A key names a credential when one of its words (split at `_`, `-`, `.` and camelCase) is
-//! `password`, `passwd`, `pwd`, `passphrase`, `secret`, `token`, `apikey`, `auth`,
-//! `authorization`, `cookie`, `credential(s)`, `creds`, `bearer` or `jwt`, or is `key` after
-//! `api`, `access`, `private`, `secret`, `signing`, `encryption` or `session`: `api_key`,
+//! `password(s)`, `passwd`, `pwd`, `passphrase`, `passcode`, `secret`, `token`, `apikey`,
+//! `auth`, `authorization`, `cookie`, `credential(s)`, `creds`, `bearer` or `jwt`, or is `key`
+//! after `api`, `access`, `private`, `secret`, `signing`, `encryption` or `session`: `api_key`,
 //! `apiKey`, `x-api-key`, `aws_secret_access_key`, `client_secret`; `max_tokens` and `author`
 //! are not credential keys. An unquoted value that is a common word (`password: required`,
 //! `token: none`) is left as it is, as gitleaks' stop words do.

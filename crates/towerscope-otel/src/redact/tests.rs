@@ -344,3 +344,38 @@ fn several_credentials_in_one_text() {
         "a=1 token=[REDACTED] then [REDACTED] and https://u:[REDACTED]@h/ end"
     );
 }
+
+#[test]
+fn odd_text_never_panics() {
+    let fragments = [
+        "password: ",
+        "password is ",
+        "\"",
+        "'é",
+        "\\",
+        "ü",
+        "token=",
+        "https://",
+        "ü:ö@",
+        "-----BEGIN PRIVATE KEY-----",
+        "-----END",
+        "ey",
+        "eyJhbGciOiJIUzI1NiJ9.",
+        "sk-",
+        "AKIA",
+        "Bearer ",
+        "{\"api_key\": ",
+        "[",
+        "\n",
+        "☀",
+    ];
+    for a in fragments {
+        for b in fragments {
+            for c in fragments {
+                let text = format!("{a}{b}{c}");
+                let _ = redact_text(&text);
+                let _ = redact_json_text(&text);
+            }
+        }
+    }
+}
