@@ -122,7 +122,7 @@ fn idle(count: usize) {
         })
         .collect();
     let stats = region.change();
-    let live = stats.bytes_allocated as f64 - stats.bytes_deallocated as f64 + stats.bytes_reallocated as f64;
+    let live = stats.bytes_allocated as f64 - stats.bytes_deallocated as f64;
     println!("idle_agents={count} bytes_per_idle_agent={:.0}", live / count as f64);
     drop(agents);
 }
@@ -189,6 +189,6 @@ fn main() {
         "replies={replies} middlewares={middlewares} streamed={streamed} stream_reader={read_stream} \
          allocs_per_reply={:.1} bytes_per_reply={:.0}",
         (stats.allocations + stats.reallocations) as f64 / replies as f64,
-        (stats.bytes_allocated + stats.bytes_reallocated.max(0) as usize) as f64 / replies as f64
+        stats.bytes_allocated as f64 / replies as f64
     );
 }
