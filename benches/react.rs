@@ -11,6 +11,8 @@
 //!   one by one (each erased at build time).
 //! - `react/composed/N`: the same N pass-through layers per position composed with a
 //!   `ServiceBuilder` and installed once per position (erased once).
+//! - `react/events/N`: the whole answers of `react/whole/N`, read with `reply_stream` (every
+//!   event built and read; `Agent::reply` skips them when nobody can read them).
 //!
 //! The agent is reused; its state is reset before each reply (a fresh session, as the reference
 //! benchmark does).
@@ -189,6 +191,26 @@ fn bench(c: &mut Criterion) {
         run(&mut group, BenchmarkId::new("streamed", n), agent(true, n));
     }
     run(&mut group, BenchmarkId::new("composed", 10), composed_agent());
+    // The same reply read as a stream: every event is built and read (`reply` builds none
+    // when no on_reply/on_reasoning layer can read them).
+    for n in [0, 10] {
+        let agent = agent(false, n);
+        let state = AgentState::new();
+        group.bench_function(BenchmarkId::new("events", n), |b| {
+            b.to_async(&rt).iter(|| {
+                agent.load_state(state.clone()).expect("idle agent");
+                let mut stream = agent.reply_stream(input.clone());
+                async move {
+                    let mut items = 0usize;
+                    while let Some(item) = futures_util::StreamExt::next(&mut stream).await {
+                        black_box(item.expect("reply"));
+                        items += 1;
+                    }
+                    items
+                }
+            })
+        });
+    }
     group.finish();
 }
 
