@@ -16,6 +16,8 @@
 //! cargo bench --features redis --bench sessions
 //! ```
 
+#![allow(clippy::unwrap_used)]
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;

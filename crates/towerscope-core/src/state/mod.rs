@@ -14,7 +14,8 @@
 //! - every call gets the session id, so one module shared by every agent of a web service (a
 //!   layer installed once) saves and loads the state of the session at hand;
 //! - `strict` is passed down to nested modules (the reference loads them with their default);
-//!   a missing key is [`AgentError::MissingState`] naming the dotted path.
+//!   a missing key is [`AgentError::MissingState`](crate::AgentError::MissingState) naming the
+//!   dotted path.
 //!
 //! # Example
 //!
