@@ -127,6 +127,7 @@ fn benches(c: &mut Criterion) {
         eprintln!("TOWERSCOPE_REDIS_URL is not set: skipping the Redis benchmarks (scripts/redis-server.sh start)");
         return;
     };
+    let _guard = rt.enter();
     let prefix = format!("bench:{}:", std::process::id());
     bench_store(
         c,
@@ -134,7 +135,6 @@ fn benches(c: &mut Criterion) {
         "redis",
         &RedisStore::open(&url).unwrap().key_prefix(prefix.clone()),
     );
-    let _guard = rt.enter();
     let backend = RedisBackend::open(&url, &format!("{prefix}limit")).unwrap();
     bench_limit(
         c,

@@ -44,7 +44,8 @@ pub use towerscope_otel as otel;
 /// ```no_run
 /// use towerscope::redis::{RedisBackend, RedisStore};
 ///
-/// # fn main() -> Result<(), towerscope::AgentError> {
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), towerscope::AgentError> {
 /// let sessions = RedisStore::open("redis://127.0.0.1:6379/")?;
 /// let limit = RedisBackend::open("redis://127.0.0.1:6379/", "provider-a")?;
 /// # Ok(()) }

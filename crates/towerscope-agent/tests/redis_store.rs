@@ -138,6 +138,12 @@ async fn a_session_with_a_ttl_expires_after_its_last_save() {
     assert!(store.list("u").await.unwrap().is_empty());
 }
 
+#[test]
+fn opening_a_store_outside_a_tokio_runtime_is_an_error_not_a_panic() {
+    let err = RedisStore::open("redis://127.0.0.1:1/").unwrap_err();
+    assert!(err.to_string().contains("inside a tokio runtime"), "{err}");
+}
+
 /// A redis-server of this test's own, on a free loopback port, without persistence.
 struct Server {
     binary: String,

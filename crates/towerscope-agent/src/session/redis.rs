@@ -53,7 +53,8 @@ static SAVE_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::ne
 /// use towerscope_agent::session::RedisStore;
 /// use towerscope_models::{ScriptedModel, ScriptedResponse};
 ///
-/// # fn main() -> Result<(), towerscope_core::AgentError> {
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), towerscope_core::AgentError> {
 /// let store = RedisStore::open("redis://127.0.0.1:6379/")?
 ///     .key_prefix("chat:")
 ///     .ttl(Duration::from_secs(7 * 24 * 3600));
@@ -73,8 +74,14 @@ pub struct RedisStore {
 
 impl RedisStore {
     /// A store on the Redis at `url` (`redis://host:port/db`). The connection is made on the
-    /// first call, so this fails only on a malformed URL; calls time out after 2 s.
+    /// first call, so this fails only on a malformed URL or outside a tokio runtime; calls time out after 2 s.
     pub fn open(url: &str) -> Result<Self, AgentError> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            // The connection manager spawns its task on the current runtime.
+            return Err(AgentError::validation(
+                "RedisStore::open must be called inside a tokio runtime (the connection manager runs on it)",
+            ));
+        }
         let client = redis::Client::open(url).map_err(|e| AgentError::validation(format!("Redis URL: {e}")))?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(2)))

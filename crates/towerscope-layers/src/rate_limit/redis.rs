@@ -113,7 +113,8 @@ static RECORD_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::
 /// use towerscope_layers::RateLimitLayer;
 /// use towerscope_layers::rate_limit::{RateLimits, RedisBackend, WhenUnavailable};
 ///
-/// # fn main() -> Result<(), towerscope_core::AgentError> {
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), towerscope_core::AgentError> {
 /// let backend = RedisBackend::open("redis://127.0.0.1:6379/", "openai-gpt-4o")?;
 /// let limits = RateLimits::new().requests_per_minute(500).tokens_per_minute(200_000);
 /// let layer = RateLimitLayer::with_backend(limits, backend, WhenUnavailable::FailOpen);
@@ -130,8 +131,14 @@ pub struct RedisBackend {
 
 impl RedisBackend {
     /// The limit named `name` on the Redis at `url`. The connection is made on the first call
-    /// (so this fails only on a malformed URL); calls time out after 1 s.
+    /// (so this fails only on a malformed URL, or outside a tokio runtime); calls time out after 1 s.
     pub fn open(url: &str, name: &str) -> Result<Self, AgentError> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            // The connection manager spawns its task on the current runtime.
+            return Err(AgentError::validation(
+                "RedisBackend::open must be called inside a tokio runtime (the connection manager runs on it)",
+            ));
+        }
         let client = redis::Client::open(url).map_err(|e| AgentError::validation(format!("Redis URL: {e}")))?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(1)))
