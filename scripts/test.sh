@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: unit, integration and doc tests of every crate.
-# Whatever the tests need beyond cargo (the OTLP collector of the tracing tests) is installed
-# and started here, so a fresh machine needs nothing installed by hand.
+# Whatever the tests need beyond cargo (the OTLP collector of the tracing tests, the Redis of the
+# session-store and shared-rate-limit tests) is installed and started here, so a fresh machine
+# needs nothing installed by hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,15 @@ trap 'kill -TERM "$OTLP_COLLECTOR_PID" 2>/dev/null || true; scripts/otlp-collect
 JSON_SCHEMA_SUITE_DIR="$(scripts/json-schema-suite.sh)"
 export JSON_SCHEMA_SUITE_DIR
 export TOWERSCOPE_REQUIRE_SUITE=1
+
+# A real Redis (the Debian package redis-server) on loopback, no persistence, for the
+# `redis`-feature tests; it exports TOWERSCOPE_REDIS_URL and TOWERSCOPE_REDIS_SERVER. With
+# TOWERSCOPE_REQUIRE_REDIS=1 a test that needs Redis fails, instead of skipping, when they are
+# missing. Stopped by its PID however the tests end.
+redis_env="$(scripts/redis-server.sh start)"
+eval "$redis_env"
+export TOWERSCOPE_REQUIRE_REDIS=1
+trap 'kill -TERM "$OTLP_COLLECTOR_PID" "$REDIS_SERVER_PID" 2>/dev/null || true; scripts/otlp-collector.sh stop; scripts/redis-server.sh stop' EXIT
 
 # cargo-nextest (on the machine image; installed here if missing) runs each test in its own
 # process with a time limit (.config/nextest.toml); it does not run doctests, so cargo test does.

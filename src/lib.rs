@@ -10,6 +10,9 @@
 //! - [`models`]: chat models, including the network-free [`models::ScriptedModel`].
 //! - [`layers`]: built-in layers: timing, rate limit, fallback, retry, timeout, call limits, dynamic
 //!   system prompt, pre/post hooks.
+//! - sessions: [`agent::session`] saves an agent's state in a [`JsonFileStore`](agent::session::JsonFileStore)
+//!   (embedded) or, with the feature `redis`, in Redis (`RedisStore`), where a rate limit can be
+//!   shared by many processes too (`layers::rate_limit::RedisBackend`).
 //! - `otel` (feature `otel`): OpenTelemetry GenAI spans and metrics as one middleware, and OTLP
 //!   export in one call (`towerscope_otel`).
 //!
@@ -36,10 +39,28 @@ pub use towerscope_models as models;
 #[cfg(feature = "otel")]
 pub use towerscope_otel as otel;
 
+/// Redis (feature `redis`): the session store and the shared rate-limit backend, in one place.
+///
+/// ```no_run
+/// use towerscope::redis::{RedisBackend, RedisStore};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), towerscope::AgentError> {
+/// let sessions = RedisStore::open("redis://127.0.0.1:6379/")?;
+/// let limit = RedisBackend::open("redis://127.0.0.1:6379/", "provider-a")?;
+/// # Ok(()) }
+/// ```
+#[cfg(feature = "redis")]
+pub mod redis {
+    pub use towerscope_agent::session::RedisStore;
+    pub use towerscope_layers::rate_limit::RedisBackend;
+}
+
 /// The types most programs and layer authors need, in one import: the agent, its builder and
 /// reply stream, tools, messages and events, every position's request and `Next`, and the
 /// scripted model.
 pub mod prelude {
+    pub use towerscope_agent::session::{JsonFileStore, SessionStore};
     pub use towerscope_agent::toolkit::{FunctionTool, Tool, Toolkit};
     pub use towerscope_agent::{Agent, AgentBuilder, AgentState, ReplyStream};
     pub use towerscope_core::ModelRef;

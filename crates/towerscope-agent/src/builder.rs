@@ -18,6 +18,8 @@ use crate::positions::{CallModel, DecidePermission, KeepContext, Positions, RunT
 use crate::reasoning::ReasoningStep;
 use crate::reply::ReactLoop;
 use crate::runtime::{ReactConfig, Runtime};
+use crate::session::SessionStore;
+use crate::session::setup::SessionSetup;
 use crate::state::AgentState;
 use crate::toolkit::{Tool, Toolkit, ToolkitService};
 
@@ -67,6 +69,7 @@ pub struct AgentBuilder {
     state: Option<AgentState>,
     /// What went wrong while building (reported by `build`).
     errors: Vec<String>,
+    session: SessionSetup,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -89,6 +92,7 @@ impl AgentBuilder {
             stacks: PositionStacks::new(),
             state: None,
             errors: Vec::new(),
+            session: SessionSetup::default(),
         }
     }
 
@@ -174,6 +178,39 @@ impl AgentBuilder {
         self
     }
 
+    /// Keeps the agent's state in `store` as the session `session_id` of user `user_id` (empty
+    /// for none): loaded before every reply, saved after it (see [`crate::session`]). This is
+    /// all a stateless web handler needs to carry conversations and parked replies across
+    /// requests and processes. An invalid id fails [`build`](Self::build).
+    pub fn session(
+        mut self,
+        store: impl SessionStore,
+        user_id: impl Into<String>,
+        session_id: impl Into<String>,
+    ) -> Self {
+        let key = crate::session::SessionKey::new(user_id, session_id);
+        self.session.target(Arc::new(store), key);
+        self
+    }
+
+    /// Saves and loads `module` with the session, under `name` (a layer's counters, your own
+    /// objects: [`SharedState`](towerscope_core::state::SharedState)). A module whose state
+    /// cannot be saved as JSON, or a name already taken, fails [`build`](Self::build), not the
+    /// first save.
+    pub fn session_state(mut self, name: impl Into<String>, module: impl towerscope_core::state::StateModule) -> Self {
+        self.session.register(name.into(), module);
+        self
+    }
+
+    /// Whether loading a session requires the state of every module registered with
+    /// [`session_state`](Self::session_state) (default `true`, as the reference's strict
+    /// loading): a missing one fails the reply with `AgentError::MissingState` naming it.
+    /// Without, a module missing from the saved session keeps its state.
+    pub fn session_strict(mut self, strict: bool) -> Self {
+        self.session.strict(strict);
+        self
+    }
+
     /// Installs a middleware on every position it hooks, inside those installed before.
     pub fn middleware(mut self, middleware: impl Middleware) -> Self {
         self.stacks.add(&middleware);
@@ -232,6 +269,7 @@ impl AgentBuilder {
         if self.config.structured_output_grace_iters == 0 {
             return Err(AgentError::validation("structured_output_grace_iters must be > 0"));
         }
+        self.session.check()?;
         let toolkit = self.toolkit;
         let state = Arc::new(Mutex::new(self.state.unwrap_or_default()));
         let stacks = self.stacks;
@@ -273,6 +311,8 @@ impl AgentBuilder {
             runtime: Arc::clone(&runtime),
             reasoning,
         });
+        // Outermost on `on_reply`; it passes the events through, so `events_optional` holds.
+        let reply = self.session.wrap(reply, &runtime.state)?;
         Ok(Agent {
             runtime,
             reply,

@@ -77,6 +77,7 @@ mod reasoning;
 mod reply;
 mod resume;
 mod runtime;
+pub mod session;
 pub mod state;
 pub mod structured;
 pub mod toolkit;

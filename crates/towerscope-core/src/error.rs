@@ -197,6 +197,38 @@ pub enum AgentError {
     /// A middleware broke the protocol of its position.
     #[error("middleware error: {0}")]
     Middleware(String),
+    /// A service the agent depends on (a session store, a shared rate-limit backend) could not
+    /// be reached or failed. Retryable: the same call may succeed once it is back.
+    #[error("{what} is unavailable: {message}; check that it runs and is reachable, then retry")]
+    Unavailable {
+        /// What could not be reached ("session store redis://127.0.0.1:6379/").
+        what: String,
+        /// What went wrong.
+        message: String,
+        /// The underlying error.
+        #[source]
+        source: Option<ErrorSource>,
+    },
+    /// A save lost a race: someone else saved the same thing since it was loaded, and saving
+    /// would have overwritten their change. Retryable: load again, redo the work, save again.
+    #[error("{what} was changed by someone else (expected {expected}, found {found}); load it again and retry")]
+    Conflict {
+        /// What was saved ("session alice/conv-1").
+        what: String,
+        /// The revision the save expected.
+        expected: String,
+        /// The revision found.
+        found: String,
+    },
+    /// Strict loading of a saved state found no value for a registered key.
+    #[error(
+        "the saved state has no `{key}`: it was saved before that state was registered; register it under the \
+         name it was saved with, or load with strict off"
+    )]
+    MissingState {
+        /// The missing key, as a dotted path from the outermost module (`modules.prefs`).
+        key: String,
+    },
     /// Anything else, with its source.
     #[error("{message}")]
     Other {
@@ -265,6 +297,16 @@ impl AgentError {
         }
     }
 
+    /// A service that could not be reached or failed (retryable).
+    pub fn unavailable(what: impl Into<String>, err: impl Into<BoxError>) -> Self {
+        let source = ErrorSource::new(err);
+        Self::Unavailable {
+            what: what.into(),
+            message: source.to_string(),
+            source: Some(source),
+        }
+    }
+
     /// Any other error, keeping its source.
     ///
     /// Errors with a meaning of their own keep it: an `AgentError` that was boxed comes back as
@@ -294,12 +336,17 @@ impl AgentError {
     }
 
     /// Whether calling again may succeed: rate limits, timeouts, overload, 429/5xx, broken
-    /// streams and model errors marked retryable.
+    /// streams, model errors marked retryable, unavailable services and save conflicts.
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Model { retryable, .. } => *retryable,
             Self::Http { status, .. } => *status == 408 || *status == 429 || *status >= 500,
-            Self::RateLimited { .. } | Self::Timeout { .. } | Self::Overloaded | Self::Stream(_) => true,
+            Self::RateLimited { .. }
+            | Self::Timeout { .. }
+            | Self::Overloaded
+            | Self::Stream(_)
+            | Self::Unavailable { .. }
+            | Self::Conflict { .. } => true,
             _ => false,
         }
     }
@@ -328,6 +375,9 @@ impl AgentError {
             Self::Overloaded => "overloaded",
             Self::State(_) => "state_error",
             Self::Middleware(_) => "middleware_error",
+            Self::Unavailable { .. } => "unavailable",
+            Self::Conflict { .. } => "conflict",
+            Self::MissingState { .. } => "missing_state",
             Self::Other { .. } => "_OTHER",
         }
     }

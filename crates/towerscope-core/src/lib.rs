@@ -38,6 +38,7 @@ pub mod message;
 pub mod middleware;
 pub mod model;
 pub mod position;
+pub mod state;
 pub mod system_prompt;
 pub mod tool;
 

@@ -131,3 +131,34 @@ async fn the_session_limit_spans_replies() {
     assert_eq!(limits.session_counts().get(agent.session_id()).model_calls, 2);
     assert_eq!(model.calls(), 2);
 }
+
+#[tokio::test]
+async fn per_session_counts_saved_with_the_session_hold_in_another_process() {
+    use towerscope_agent::session::JsonFileStore;
+    let dir = std::env::temp_dir().join(format!("towerscope-call-limit-{}", std::process::id()));
+    let store = JsonFileStore::new(&dir);
+    let model = ScriptedModel::new("m", (0..3).map(|i| ScriptedResponse::text(format!("answer {i}"))));
+    // Each reply in its own "process": a new layer (counts from zero) and a new agent.
+    let reply = |text: &'static str| {
+        let layer = CallLimitLayer::new().model_calls_per_session(2);
+        let agent = Agent::builder("a")
+            .model(model.clone())
+            .on_model_call(layer.clone())
+            .session(store.clone(), "alice", "s")
+            .session_state("call_limits", layer.session_counts().clone())
+            .build()
+            .unwrap();
+        async move { agent.reply(Msg::user("user", text)).await.unwrap() }
+    };
+    assert_eq!(reply("one").await.text_content().as_deref(), Some("answer 0"));
+    assert_eq!(reply("two").await.text_content().as_deref(), Some("answer 1"));
+    let third = reply("three").await;
+    assert_eq!(third.finished_reason, Some(ReplyFinishedReason::Error));
+    assert!(
+        third
+            .text_content()
+            .unwrap()
+            .contains("model calls limit of 2 reached for this session")
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

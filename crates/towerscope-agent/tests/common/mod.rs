@@ -70,3 +70,31 @@ pub fn assert_consistent(context: &towerscope_core::Messages) {
         }
     }
 }
+
+/// The test Redis (`TOWERSCOPE_REDIS_URL`, exported by `scripts/redis-server.sh start`).
+/// Without it the calling test is skipped (`None`), unless `TOWERSCOPE_REQUIRE_REDIS=1`, where it
+/// fails: `scripts/test.sh` sets both, so a missing server can never pass silently there.
+pub fn redis_url(test: &str) -> Option<String> {
+    require_env("TOWERSCOPE_REDIS_URL", test)
+}
+
+/// The `redis-server` binary (`TOWERSCOPE_REDIS_SERVER`), for tests that start and stop a
+/// server of their own; skipped or failing as [`redis_url`].
+pub fn redis_server_binary(test: &str) -> Option<String> {
+    require_env("TOWERSCOPE_REDIS_SERVER", test)
+}
+
+fn require_env(var: &str, test: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(value) if !value.is_empty() => Some(value),
+        _ if std::env::var("TOWERSCOPE_REQUIRE_REDIS").as_deref() == Ok("1") => {
+            panic!(
+                "{test} needs Redis: TOWERSCOPE_REQUIRE_REDIS=1 but {var} is not set; run `eval \"$(scripts/redis-server.sh start)\"`"
+            )
+        }
+        _ => {
+            eprintln!("skipping {test}: {var} is not set (run `eval \"$(scripts/redis-server.sh start)\"`)");
+            None
+        }
+    }
+}

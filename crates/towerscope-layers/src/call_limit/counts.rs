@@ -5,10 +5,12 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use towerscope_core::{AgentContext, AgentError, LimitKind};
+use serde_json::Value;
+use towerscope_core::state::StateModule;
+use towerscope_core::{AgentContext, AgentError, Id, LimitKind};
 
 /// How many calls were counted.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CallCounts {
     /// Model calls.
     pub model_calls: u32,
@@ -58,6 +60,35 @@ impl SessionCounts {
     /// Forgets the counts of every session.
     pub fn clear(&self) {
         self.lock().clear();
+    }
+}
+
+/// A session saves its own counts (`{"model_calls": 3, "tool_calls": 5}`) and loads them back,
+/// so per-session limits hold when the session's next reply runs in another process: register
+/// the layer's counts with the session
+/// (`.session_state("call_limits", layer.session_counts().clone())`).
+impl StateModule for SessionCounts {
+    fn state_dict(&self, session: &Id) -> Result<Value, AgentError> {
+        serde_json::to_value(self.get(session.clone())).map_err(|e| AgentError::validation(e.to_string()))
+    }
+
+    fn load_state_dict(&self, session: &Id, state: Value, strict: bool) -> Result<(), AgentError> {
+        let mut counts = self.get(session.clone());
+        let Value::Object(mut map) = state else {
+            return Err(AgentError::decode("call counts", "expected an object"));
+        };
+        for (key, slot) in [
+            ("model_calls", &mut counts.model_calls),
+            ("tool_calls", &mut counts.tool_calls),
+        ] {
+            match map.remove(key) {
+                Some(v) => *slot = serde_json::from_value(v).map_err(|e| AgentError::decode("call counts", e))?,
+                None if strict => return Err(AgentError::MissingState { key: key.to_owned() }),
+                None => {}
+            }
+        }
+        self.lock().insert(session.clone(), counts);
+        Ok(())
     }
 }
 

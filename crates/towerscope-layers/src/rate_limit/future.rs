@@ -10,6 +10,7 @@ use tower_service::Service;
 use towerscope_core::{AgentError, ChatResponse, ModelCallRequest, ModelOutput};
 
 use super::RateLimiter;
+use super::backend::{BackendFuture, Decision};
 use super::limiter::{Ticket, Turn};
 
 pin_project! {
@@ -38,6 +39,10 @@ pin_project! {
     enum State<F> {
         // Waiting for the turn.
         Queued,
+        // At the front of the queue, asking the shared backend.
+        Asking {
+            answer: BackendFuture,
+        },
         // At the front of the queue, waiting for the limit to allow a start.
         Sleeping {
             #[pin]
@@ -105,6 +110,7 @@ where
                         Turn::SleepUntil(at) => this.state.set(State::Sleeping {
                             sleep: tokio::time::sleep_until(at),
                         }),
+                        Turn::Ask(answer) => this.state.set(State::Asking { answer }),
                         Turn::Go => {
                             let Some(Queued {
                                 mut service, request, ..
@@ -114,6 +120,31 @@ where
                             };
                             let future = service.call(request);
                             this.state.set(State::Called { future });
+                        }
+                    }
+                }
+                StateProj::Asking { answer } => {
+                    let answer = ready!(answer.as_mut().poll(cx));
+                    let Some(queued) = this.queued.as_mut() else {
+                        return Poll::Ready(Err(lost()));
+                    };
+                    match queued.ticket.leave(answer) {
+                        Decision::Go => {
+                            let Some(Queued {
+                                mut service, request, ..
+                            }) = this.queued.take()
+                            else {
+                                return Poll::Ready(Err(lost()));
+                            };
+                            let future = service.call(request);
+                            this.state.set(State::Called { future });
+                        }
+                        Decision::Sleep(after) => this.state.set(State::Sleeping {
+                            sleep: tokio::time::sleep(after),
+                        }),
+                        Decision::Fail(error) => {
+                            this.queued.take();
+                            this.state.set(State::Refused { error: Some(error) });
                         }
                     }
                 }

@@ -1,6 +1,6 @@
 use tower_layer::Layer;
 
-use super::{RateLimit, RateLimiter, RateLimits};
+use super::{RateLimit, RateLimitBackend, RateLimiter, RateLimits, WhenUnavailable};
 
 /// Limits the rate of model calls, across every clone. See the [module docs](super).
 ///
@@ -15,6 +15,12 @@ impl RateLimitLayer {
     /// A layer with a new limiter enforcing `limits`.
     pub fn new(limits: RateLimits) -> Self {
         Self::shared(RateLimiter::new(limits))
+    }
+
+    /// A layer with a new limiter enforcing `limits` with every limiter, in any process, that
+    /// shares `backend` (see [`RateLimiter::with_backend`]).
+    pub fn with_backend(limits: RateLimits, backend: impl RateLimitBackend, when_unavailable: WhenUnavailable) -> Self {
+        Self::shared(RateLimiter::with_backend(limits, backend, when_unavailable))
     }
 
     /// A layer using an existing limiter (shared with the other layers using it).

@@ -9,6 +9,7 @@ use std::task::{Context, Waker};
 use tokio::time::Instant;
 use towerscope_core::AgentError;
 
+use super::backend::{BackendFuture, Decision, RateLimitBackend, Remote, WhenUnavailable};
 use super::limits::{Binding, RateLimits};
 
 /// One rate limit, shared by every clone (and every agent it is installed on).
@@ -22,6 +23,8 @@ pub struct RateLimiter {
 struct Shared {
     limits: RateLimits,
     state: Mutex<State>,
+    /// Where the counts live when the limit is shared by many processes (`None`: here).
+    remote: Option<Remote>,
 }
 
 #[derive(Default)]
@@ -127,17 +130,36 @@ pub(crate) enum Turn {
     Wait,
     /// At the front, but the limit allows a start only at this time.
     SleepUntil(Instant),
+    /// At the front: ask the shared backend (then [`Ticket::leave`] with its decision).
+    Ask(BackendFuture),
 }
 
 impl RateLimiter {
     /// A limiter enforcing `limits`.
     pub fn new(limits: RateLimits) -> Self {
+        Self::with_remote(limits, None)
+    }
+
+    /// A limiter enforcing `limits` together with every limiter, in any process, that uses the
+    /// same backend (and the same limits); `when_unavailable` says what a call does when the
+    /// backend cannot be reached. See the [module docs](super).
+    pub fn with_backend(limits: RateLimits, backend: impl RateLimitBackend, when_unavailable: WhenUnavailable) -> Self {
+        Self::with_remote(limits, Some(Remote::new(Arc::new(backend), when_unavailable)))
+    }
+
+    fn with_remote(limits: RateLimits, remote: Option<Remote>) -> Self {
         Self {
             shared: Arc::new(Shared {
                 limits,
                 state: Mutex::new(State::default()),
+                remote,
             }),
         }
+    }
+
+    /// The name of the shared backend, if the counts live in one.
+    pub fn backend(&self) -> Option<&str> {
+        self.shared.remote.as_ref().map(|r| r.backend.name())
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -154,7 +176,8 @@ impl RateLimiter {
         self.lock().queue.len()
     }
 
-    /// The tokens counted in the current token window (0 without a token limit).
+    /// The tokens counted in the current token window in this process (0 without a token limit,
+    /// and with a backend, where the counts live in the backend).
     pub fn tokens_in_window(&self) -> u64 {
         let mut state = self.lock();
         state.prune(Instant::now(), &self.shared.limits);
@@ -171,6 +194,10 @@ impl RateLimiter {
         if tokens == 0 || !self.counts_tokens() {
             return;
         }
+        if let Some(remote) = &self.shared.remote {
+            remote.backend.record_tokens(&self.shared.limits, tokens);
+            return;
+        }
         let mut state = self.lock();
         state.tokens.push_back((Instant::now(), tokens));
         state.token_sum += tokens;
@@ -182,6 +209,10 @@ impl RateLimiter {
         let limits = &self.shared.limits;
         let now = Instant::now();
         let mut state = self.lock();
+        if self.shared.remote.is_some() {
+            // Only the backend knows: every call asks it, in turn.
+            return Admission::Queued(self.enqueue(&mut state));
+        }
         let (at, binding) = state.ready_at(now, limits);
         if state.queue.is_empty() && at <= now {
             state.start(now, limits);
@@ -194,14 +225,18 @@ impl RateLimiter {
                 Some(at.saturating_duration_since(now)),
             ));
         }
+        Admission::Queued(self.enqueue(&mut state))
+    }
+
+    fn enqueue(&self, state: &mut State) -> Ticket {
         let ticket = state.next_ticket;
         state.next_ticket += 1;
         state.queue.push_back(Waiter { ticket, waker: None });
-        Admission::Queued(Ticket {
+        Ticket {
             limiter: self.clone(),
             id: ticket,
             served: false,
-        })
+        }
     }
 
     fn turn(&self, ticket: u64, cx: &mut Context<'_>) -> Turn {
@@ -216,6 +251,9 @@ impl RateLimiter {
             }
             return Turn::Wait;
         }
+        if let Some(remote) = &self.shared.remote {
+            return Turn::Ask(remote.backend.try_start(limits));
+        }
         let now = Instant::now();
         let (at, _) = state.ready_at(now, limits);
         if at > now {
@@ -225,6 +263,14 @@ impl RateLimiter {
         state.queue.pop_front();
         state.wake_front();
         Turn::Go
+    }
+
+    /// What the backend's answer to the front call means.
+    fn decide(&self, answer: Result<super::Verdict, AgentError>) -> Decision {
+        match &self.shared.remote {
+            Some(remote) => remote.decide(answer, &self.shared.limits),
+            None => Decision::Go,
+        }
     }
 
     fn abandon(&self, ticket: u64) {
@@ -242,6 +288,7 @@ impl fmt::Debug for RateLimiter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimiter")
             .field("limits", &self.shared.limits)
+            .field("backend", &self.shared.remote)
             .field("waiting", &self.waiting())
             .finish()
     }
@@ -261,6 +308,19 @@ impl Ticket {
             self.served = true;
         }
         turn
+    }
+}
+
+impl Ticket {
+    /// The backend answered the call at the front: it leaves the queue (letting the next call
+    /// ask) unless it must wait, in which case it stays at the front and asks again later.
+    pub(crate) fn leave(&mut self, answer: Result<super::Verdict, AgentError>) -> Decision {
+        let decision = self.limiter.decide(answer);
+        if !matches!(decision, Decision::Sleep(_)) {
+            self.served = true;
+            self.limiter.abandon(self.id);
+        }
+        decision
     }
 }
 

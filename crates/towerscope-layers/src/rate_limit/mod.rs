@@ -14,6 +14,18 @@
 //! (first come, first served), and a waiting call that is dropped (a timeout, a cancelled reply)
 //! leaves the queue.
 //!
+//! # Across processes
+//!
+//! By default the counts live in this process. [`RateLimitLayer::with_backend`] keeps them in
+//! a [`RateLimitBackend`] shared by many processes instead (`RedisBackend`, feature `redis`: one
+//! Lua script per decision, a sliding log, the same limits with the same meaning), so N
+//! processes of a web service share one provider budget. The calls of one process still queue
+//! here, in order, and only the one at the front asks the backend; a call told to wait sleeps
+//! and asks again. When the backend cannot be reached, the call does what the
+//! [`WhenUnavailable`] given to the layer says: go through with a warning, or fail with a
+//! retryable `AgentError::Unavailable`. A backend call is boxed (it is I/O); the in-process
+//! limiter allocates nothing per call.
+//!
 //! # Differences from `tower::limit::RateLimit`
 //!
 //! tower's `RateLimit` keeps its window per instance, is not `Clone` (so it cannot sit in an
@@ -52,17 +64,25 @@
 //! # Ok(()) }
 //! ```
 
+mod backend;
 mod future;
 mod layer;
 mod limiter;
 mod limits;
+#[cfg(feature = "redis")]
+mod redis;
 mod service;
 
+pub use backend::{BackendFuture, HeldBy, RateLimitBackend, Verdict, WhenUnavailable};
 pub use future::ResponseFuture;
 pub use layer::RateLimitLayer;
 pub use limiter::RateLimiter;
 pub use limits::RateLimits;
+#[cfg(feature = "redis")]
+pub use redis::RedisBackend;
 pub use service::RateLimit;
 
+#[cfg(test)]
+mod backend_tests;
 #[cfg(test)]
 mod tests;

@@ -79,3 +79,21 @@ pub fn results(agent: &Agent) -> Vec<ToolResultBlock> {
         })
         .collect()
 }
+
+/// The test Redis (`TOWERSCOPE_REDIS_URL`, exported by `scripts/redis-server.sh start`).
+/// Without it the calling test is skipped (`None`), unless `TOWERSCOPE_REQUIRE_REDIS=1`, where it
+/// fails: `scripts/test.sh` sets both, so a missing server can never pass silently there.
+pub fn redis_url(test: &str) -> Option<String> {
+    match std::env::var("TOWERSCOPE_REDIS_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("TOWERSCOPE_REQUIRE_REDIS").as_deref() == Ok("1") => panic!(
+            "{test} needs Redis: TOWERSCOPE_REQUIRE_REDIS=1 but TOWERSCOPE_REDIS_URL is not set; run `eval \"$(scripts/redis-server.sh start)\"`"
+        ),
+        _ => {
+            eprintln!(
+                "skipping {test}: TOWERSCOPE_REDIS_URL is not set (run `eval \"$(scripts/redis-server.sh start)\"`)"
+            );
+            None
+        }
+    }
+}

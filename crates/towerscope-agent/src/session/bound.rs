@@ -1,0 +1,187 @@
+//! What a session layer shares with its clones: the store, the key, the agent's state, the
+//! registered modules, and the revision the agent's state is at.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use serde_json::Value;
+use tokio::sync::OwnedMutexGuard;
+use towerscope_core::state::{StateModule, StateModules};
+use towerscope_core::{AgentContext, AgentError, Id, ReplyRequest};
+
+use super::store::{Expect, SessionStore, StoreFuture};
+use super::{SessionDocument, SessionKey};
+use crate::emit::EventsUnread;
+use crate::state::AgentState;
+
+/// One agent's session: loads it into the agent before a reply, saves it after.
+pub(crate) struct Bound {
+    pub(crate) store: Arc<dyn SessionStore>,
+    pub(crate) key: SessionKey,
+    pub(crate) modules: StateModules,
+    pub(crate) strict: bool,
+    state: Arc<Mutex<AgentState>>,
+    /// The store revision the agent's state is at (`None`: never saved). Held across a load
+    /// or a save, so that the saves of one agent happen in order.
+    revision: Arc<tokio::sync::Mutex<Option<u64>>>,
+}
+
+impl Bound {
+    pub(crate) fn new(
+        store: Arc<dyn SessionStore>,
+        key: SessionKey,
+        modules: StateModules,
+        strict: bool,
+        state: Arc<Mutex<AgentState>>,
+    ) -> Self {
+        Self {
+            store,
+            key,
+            modules,
+            strict,
+            state,
+            revision: Arc::new(tokio::sync::Mutex::new(None)),
+        }
+    }
+
+    fn session_id(&self) -> Id {
+        Id::from(self.key.session_id())
+    }
+
+    fn lock_state(&self) -> MutexGuard<'_, AgentState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Loads the saved session into the agent, unless the agent already holds that revision
+    /// (it saved or loaded it last). A session nobody saved leaves the agent's state as it
+    /// is; one deleted since this agent saved it starts over. Either way the agent's session
+    /// id becomes the key's.
+    pub(crate) async fn load(self: Arc<Self>) -> Result<(), AgentError> {
+        let mut revision = self.revision.lock().await;
+        let stored = self.store.load(&self.key).await?;
+        let session_id = self.session_id();
+        match stored {
+            Some(stored) if Some(stored.revision) == *revision => {}
+            Some(stored) => {
+                let SessionDocument { mut agent, modules } = stored.document;
+                self.modules
+                    .load_state_dict(&session_id, Value::Object(modules), self.strict)
+                    .map_err(|e| in_session(&self.key, e))?;
+                agent.session_id = session_id;
+                *self.lock_state() = agent;
+                *revision = Some(stored.revision);
+            }
+            None => {
+                let mut state = self.lock_state();
+                if revision.is_some() {
+                    *state = AgentState::new();
+                }
+                state.session_id = session_id;
+                *revision = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// The request's context for the loaded session: its session id, and for an input that
+    /// resumes a parked reply, that reply's id. The same context when nothing changed.
+    pub(crate) fn rebind(&self, mut req: ReplyRequest) -> ReplyRequest {
+        let (session_id, reply_id) = {
+            let state = self.lock_state();
+            let reply_id = if req.input.is_resume() {
+                state.reply_context.reply_id.clone()
+            } else {
+                req.ctx.reply_id().clone()
+            };
+            (state.session_id.clone(), reply_id)
+        };
+        if *req.ctx.session_id() == session_id && *req.ctx.reply_id() == reply_id {
+            return req;
+        }
+        let ctx = AgentContext::new(req.ctx.agent_name_arc().clone(), session_id, reply_id);
+        if let Some(marker) = req.ctx.get::<EventsUnread>() {
+            ctx.insert(marker);
+        }
+        req.ctx = ctx;
+        req
+    }
+
+    /// The document to save now: the agent's state and every module's.
+    fn snapshot(&self) -> Result<SessionDocument, AgentError> {
+        let modules = match self.modules.state_dict(&self.session_id())? {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        Ok(SessionDocument {
+            agent: self.lock_state().clone(),
+            modules,
+        })
+    }
+
+    /// Saves the agent's state now, expecting the revision it loaded or saved last.
+    pub(crate) fn save(self: Arc<Self>) -> StoreFuture<'static, ()> {
+        Box::pin(async move {
+            let revision = Arc::clone(&self.revision).lock_owned().await;
+            let document = self.snapshot()?;
+            self.save_locked(revision, document).await
+        })
+    }
+
+    async fn save_locked(
+        &self,
+        mut revision: OwnedMutexGuard<Option<u64>>,
+        document: SessionDocument,
+    ) -> Result<(), AgentError> {
+        let expect = revision.map_or(Expect::Absent, Expect::Revision);
+        *revision = Some(self.store.save(&self.key, &document, expect).await?);
+        Ok(())
+    }
+
+    /// Saves the state as it is now from a task of its own (a reply stream dropped before its
+    /// end: a client that went away). The next reply of this agent waits for it.
+    pub(crate) fn save_detached(self: Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(session = %self.key, "a reply stream was dropped outside a tokio runtime; its session was not saved");
+            return;
+        };
+        // Taken now, so that the next reply's load waits for this save.
+        let revision = Arc::clone(&self.revision).try_lock_owned();
+        let document = self.snapshot();
+        runtime.spawn(async move {
+            let result = match (revision, document) {
+                (Ok(revision), Ok(document)) => self.save_locked(revision, document).await,
+                (Err(_), Ok(document)) => {
+                    let revision = Arc::clone(&self.revision).lock_owned().await;
+                    self.save_locked(revision, document).await
+                }
+                (_, Err(e)) => Err(e),
+            };
+            if let Err(e) = result {
+                tracing::warn!(session = %self.key, error = %e, "could not save the session of a dropped reply");
+            }
+        });
+    }
+}
+
+fn in_session(key: &SessionKey, err: AgentError) -> AgentError {
+    match err {
+        AgentError::MissingState { key: path } => AgentError::MissingState {
+            key: format!("modules.{path}"),
+        },
+        AgentError::Decode { what, message } => AgentError::Decode {
+            what: format!("{what} in session {key}"),
+            message,
+        },
+        other => other,
+    }
+}
+
+impl fmt::Debug for Bound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("key", &self.key)
+            .field("modules", &self.modules)
+            .field("strict", &self.strict)
+            .finish_non_exhaustive()
+    }
+}

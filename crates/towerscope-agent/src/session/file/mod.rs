@@ -1,0 +1,240 @@
+//! [`JsonFileStore`]: one JSON file per session in a directory; the embedded default.
+
+mod replace;
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use towerscope_core::AgentError;
+
+use super::SessionDocument;
+use super::document::{read, write};
+use super::key::{SessionKey, decode, encode};
+use super::store::{Expect, SessionStore, StoreFuture, Stored, conflict, satisfies};
+
+/// Sessions as JSON files in one directory: `{user_id}_{session_id}.json`, or
+/// `{session_id}.json` without a user id (the reference's `JSONSession` names; ids are encoded,
+/// see [`SessionKey`]). Nothing to install; the directory is created on the first save.
+///
+/// - **Crash safety**: a save writes a temporary file beside the session's, syncs it, renames it
+///   over the session's file and syncs the directory, so a crash at any point leaves the old or
+///   the new session, never a torn file. A crash can leave a hidden `.….tmp` file, which
+///   loading and listing ignore.
+/// - **Two processes**: saves and deletes of one session take an advisory lock on
+///   `{name}.json.lock` (`flock` on Unix, `LockFileEx` on Windows), so they never interleave,
+///   and a save checks the revision under that lock ([`Expect`]): the loser of a race gets
+///   [`AgentError::Conflict`]. Loads take no lock (a rename is atomic). The lock files stay:
+///   deleting a lock file while another process waits on it would let two writers in.
+/// - The file holds the [`SessionDocument`] JSON with its `revision` first.
+///
+/// Blocking file I/O runs on tokio's blocking pool (`spawn_blocking`), so the store needs a
+/// tokio runtime.
+///
+/// See [`SessionStore`] for an example.
+#[derive(Debug, Clone)]
+pub struct JsonFileStore {
+    dir: Arc<PathBuf>,
+}
+
+impl JsonFileStore {
+    /// A store saving into `dir` (created when the first session is saved).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: Arc::new(dir.into()),
+        }
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file of `key`'s session.
+    pub fn path_of(&self, key: &SessionKey) -> PathBuf {
+        self.dir.join(format!("{}.json", key.file_stem()))
+    }
+
+    fn lock_path(&self, key: &SessionKey) -> PathBuf {
+        self.dir.join(format!("{}.json.lock", key.file_stem()))
+    }
+
+    fn failed(&self, e: io::Error) -> AgentError {
+        AgentError::unavailable(format!("session store {}", self.dir.display()), e)
+    }
+
+    fn load_now(&self, key: &SessionKey) -> Result<Option<Stored>, AgentError> {
+        let bytes = match fs::read(self.path_of(key)) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(self.failed(e)),
+        };
+        let (document, revision) = read(&bytes)?;
+        Ok(Some(Stored {
+            revision: revision.unwrap_or(0),
+            document,
+        }))
+    }
+
+    /// Saves under the session's lock; `body` is the document JSON without a revision.
+    fn save_now(&self, key: &SessionKey, body: &[u8], expect: Expect) -> Result<u64, AgentError> {
+        fs::create_dir_all(&*self.dir).map_err(|e| self.failed(e))?;
+        let _lock = self.lock(key)?;
+        let path = self.path_of(key);
+        let found = current_revision(&path).map_err(|e| self.failed(e))?;
+        if !satisfies(expect, found) {
+            return Err(conflict(key, expect, found));
+        }
+        let revision = found.unwrap_or(0) + 1;
+        replace::replace(&path, &with_revision(body, revision)).map_err(|e| self.failed(e))?;
+        Ok(revision)
+    }
+
+    fn delete_now(&self, key: &SessionKey) -> Result<bool, AgentError> {
+        if !self.dir.exists() {
+            return Ok(false);
+        }
+        let _lock = self.lock(key)?;
+        match fs::remove_file(self.path_of(key)) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(self.failed(e)),
+        }
+    }
+
+    fn list_now(&self, user_id: &str) -> Result<Vec<String>, AgentError> {
+        let entries = match fs::read_dir(&*self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(self.failed(e)),
+        };
+        let prefix = if user_id.is_empty() {
+            String::new()
+        } else {
+            format!("{}_", encode(user_id))
+        };
+        let mut ids = Vec::new();
+        for entry in entries {
+            let name = entry.map_err(|e| self.failed(e))?.file_name();
+            let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
+                continue;
+            };
+            let Some(rest) = stem.strip_prefix(&prefix) else {
+                continue;
+            };
+            // Without a user id, only names without a user part; `_` is always encoded in ids.
+            if rest.contains('_') || rest.starts_with('.') {
+                continue;
+            }
+            if let Some(id) = decode(rest) {
+                ids.push(id);
+            }
+        }
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// The exclusive advisory lock of `key`'s session, released when the file is dropped.
+    fn lock(&self, key: &SessionKey) -> Result<File, AgentError> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.lock_path(key))
+            .map_err(|e| self.failed(e))?;
+        fs4::FileExt::lock(&file).map_err(|e| self.failed(e))?;
+        Ok(file)
+    }
+
+    fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Self) -> Result<T, AgentError> + Send + 'static,
+    ) -> StoreFuture<'static, T> {
+        let store = self.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || f(&store))
+                .await
+                .map_err(|e| AgentError::other(format!("a session file task failed: {e}")))?
+        })
+    }
+}
+
+impl SessionStore for JsonFileStore {
+    fn load<'a>(&'a self, key: &'a SessionKey) -> StoreFuture<'a, Option<Stored>> {
+        let key = key.clone();
+        self.blocking(move |s| s.load_now(&key))
+    }
+
+    fn save<'a>(&'a self, key: &'a SessionKey, document: &'a SessionDocument, expect: Expect) -> StoreFuture<'a, u64> {
+        let body = match write(document, None) {
+            Ok(body) => body,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
+        let key = key.clone();
+        self.blocking(move |s| s.save_now(&key, &body, expect))
+    }
+
+    fn delete<'a>(&'a self, key: &'a SessionKey) -> StoreFuture<'a, bool> {
+        let key = key.clone();
+        self.blocking(move |s| s.delete_now(&key))
+    }
+
+    fn list<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, Vec<String>> {
+        let user_id = user_id.to_owned();
+        self.blocking(move |s| s.list_now(&user_id))
+    }
+}
+
+/// `body` (`{"version":…}`) with `"revision":N` first.
+fn with_revision(body: &[u8], revision: u64) -> Vec<u8> {
+    let head = format!("{{\"revision\":{revision},");
+    let mut out = Vec::with_capacity(head.len() + body.len());
+    out.extend_from_slice(head.as_bytes());
+    out.extend_from_slice(body.get(1..).unwrap_or_default());
+    out
+}
+
+/// The revision of the session file at `path`: read from its first bytes when it starts as
+/// this store writes it, otherwise from the whole document; `None` when there is no file.
+fn current_revision(path: &Path) -> io::Result<Option<u64>> {
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut head = [0u8; 40];
+    let n = read_up_to(&mut file, &mut head)?;
+    if let Some(revision) = parse_head(&head[..n]) {
+        return Ok(Some(revision));
+    }
+    let bytes = fs::read(path)?;
+    match read(&bytes) {
+        Ok((_, revision)) => Ok(Some(revision.unwrap_or(0))),
+        Err(e) => Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())),
+    }
+}
+
+fn read_up_to(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read(&mut buf[n..])? {
+            0 => break,
+            m => n += m,
+        }
+    }
+    Ok(n)
+}
+
+/// `N` from a head `{"revision":N,`.
+fn parse_head(head: &[u8]) -> Option<u64> {
+    let rest = head.strip_prefix(b"{\"revision\":")?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || rest.get(digits) != Some(&b',') {
+        return None;
+    }
+    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests;

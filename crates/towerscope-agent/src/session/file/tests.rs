@@ -1,0 +1,177 @@
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use serde_json::json;
+use towerscope_core::{
+    ContentBlock, DataBlock, HintBlock, Msg, PermissionBehavior, PermissionRule, ThinkingBlock, ToolCallBlock,
+    ToolCallState, ToolResultBlock, ToolResultState,
+};
+
+use super::*;
+use crate::state::AgentState;
+
+fn temp_dir() -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "towerscope-files-{}-{:08x}",
+        std::process::id(),
+        fastrand::u32(..)
+    ))
+}
+
+/// A state whose context holds every kind of block, a parked call, rules and groups.
+fn rich_state() -> AgentState {
+    let mut state = AgentState::new();
+    let mut call = ToolCallBlock::new("c1", "delete", r#"{"path": "/tmp/a"}"#);
+    call.state = ToolCallState::Asking;
+    let done = ToolCallBlock::new("c0", "search", r#"{"q": "é ✓"}"#);
+    let result = ToolResultBlock::new("c0", "search", "found", ToolResultState::Success);
+    state.context = vec![
+        Arc::new(Msg::user("user", "hello \"quoted\" \n newline")),
+        Arc::new(
+            Msg::new(
+                "user",
+                towerscope_core::Role::User,
+                vec![
+                    ContentBlock::text("look"),
+                    ContentBlock::Data(DataBlock::base64("aGVsbG8=", "image/png")),
+                    ContentBlock::Data(DataBlock::url("https://example.invalid/a.png", "image/png")),
+                ],
+            )
+            .unwrap(),
+        ),
+        Arc::new(Msg::assistant_blocks(
+            "a",
+            vec![
+                ContentBlock::Thinking(ThinkingBlock::new("let me think")),
+                ContentBlock::Hint(HintBlock::new("be brief", Some("test".to_owned()))),
+                ContentBlock::ToolCall(done),
+                ContentBlock::ToolResult(result),
+                ContentBlock::ToolCall(call),
+            ],
+        )),
+    ]
+    .into();
+    state.reply_context.reply_id = "r1".into();
+    state.reply_context.cur_iter = 2;
+    state.reply_context.structured_schema = Some(json!({"type": "object"}));
+    state.activated_groups = vec!["files".to_owned()];
+    state.permission_rules = vec![PermissionRule::new("delete", PermissionBehavior::Allow, "userSettings")];
+    state.summary = "earlier: greetings".to_owned();
+    state
+}
+
+#[tokio::test]
+async fn a_context_with_every_block_kind_round_trips() {
+    let dir = temp_dir();
+    let store = JsonFileStore::new(&dir);
+    let key = SessionKey::new("alice", "conv-1").unwrap();
+    let mut doc = SessionDocument::new(rich_state());
+    doc.modules.insert("prefs".to_owned(), json!({"language": "fr"}));
+    assert_eq!(store.save(&key, &doc, Expect::Absent).await.unwrap(), 1);
+    let stored = store.load(&key).await.unwrap().unwrap();
+    assert_eq!(stored.revision, 1);
+    assert_eq!(stored.document, doc);
+    // The file is the reference's name, and readable JSON with its version.
+    let text = fs::read_to_string(dir.join("alice_conv-1.json")).unwrap();
+    assert!(text.starts_with(r#"{"revision":1,"version":1,"agent":"#), "{text}");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_save_from_a_stale_revision_is_a_conflict_and_changes_nothing() {
+    let dir = temp_dir();
+    let store = JsonFileStore::new(&dir);
+    let key = SessionKey::new("", "s").unwrap();
+    let one = SessionDocument::new(AgentState::new());
+    let two = SessionDocument::new(rich_state());
+    assert_eq!(store.save(&key, &one, Expect::Absent).await.unwrap(), 1);
+    assert_eq!(store.save(&key, &one, Expect::Revision(1)).await.unwrap(), 2);
+    let err = store.save(&key, &two, Expect::Revision(1)).await.unwrap_err();
+    assert!(matches!(&err, AgentError::Conflict { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "session s was changed by someone else (expected revision 1, found revision 2); load it again and retry"
+    );
+    let err = store.save(&key, &two, Expect::Absent).await.unwrap_err();
+    assert!(err.is_retryable());
+    assert_eq!(store.load(&key).await.unwrap().unwrap().document, one);
+    assert_eq!(store.save(&key, &two, Expect::Any).await.unwrap(), 3);
+    assert!(dir.join("s.json").exists(), "no user id: `{{session_id}}.json`");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn hostile_ids_stay_inside_the_directory_and_list_back() {
+    let root = temp_dir();
+    let dir = root.join("sessions");
+    let store = JsonFileStore::new(&dir);
+    let doc = SessionDocument::new(AgentState::new());
+    let keys = [
+        SessionKey::new("../..", "../escape").unwrap(),
+        SessionKey::new("../..", "/etc/passwd").unwrap(),
+        SessionKey::new("a_b", "c").unwrap(),
+        SessionKey::new("a", "b_c").unwrap(),
+        SessionKey::new("", ".hidden").unwrap(),
+    ];
+    for key in &keys {
+        store.save(key, &doc, Expect::Absent).await.unwrap();
+        assert_eq!(store.path_of(key).parent(), Some(dir.as_path()));
+    }
+    let outside: Vec<_> = fs::read_dir(&root).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(
+        outside,
+        ["sessions"],
+        "nothing was written outside the store's directory"
+    );
+    assert_eq!(store.list("../..").await.unwrap(), ["../escape", "/etc/passwd"]);
+    assert_eq!(store.list("a").await.unwrap(), ["b_c"]);
+    assert_eq!(store.list("a_b").await.unwrap(), ["c"]);
+    assert_eq!(store.list("").await.unwrap(), [".hidden"]);
+    assert!(store.delete(&keys[2]).await.unwrap());
+    assert!(!store.delete(&keys[2]).await.unwrap());
+    assert!(store.list("a_b").await.unwrap().is_empty());
+    fs::remove_dir_all(&root).unwrap();
+}
+
+#[tokio::test]
+async fn a_state_saved_before_sessions_existed_loads_and_saves_on() {
+    let dir = temp_dir();
+    fs::create_dir_all(&dir).unwrap();
+    let state = rich_state();
+    // What `serde_json::to_string(&agent.state())` wrote: version 0, no revision.
+    fs::write(dir.join("bob_old.json"), serde_json::to_vec(&state).unwrap()).unwrap();
+    let store = JsonFileStore::new(&dir);
+    let key = SessionKey::new("bob", "old").unwrap();
+    let stored = store.load(&key).await.unwrap().unwrap();
+    assert_eq!((stored.revision, &stored.document.agent), (0, &state));
+    assert_eq!(
+        store.save(&key, &stored.document, Expect::Revision(0)).await.unwrap(),
+        1
+    );
+    assert_eq!(store.load(&key).await.unwrap().unwrap().revision, 1);
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_missing_store_is_empty_and_a_broken_file_is_a_clear_error() {
+    let dir = temp_dir();
+    let store = JsonFileStore::new(&dir);
+    let key = SessionKey::new("u", "s").unwrap();
+    assert!(store.load(&key).await.unwrap().is_none());
+    assert!(store.list("u").await.unwrap().is_empty());
+    assert!(!store.delete(&key).await.unwrap());
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(store.path_of(&key), b"{\"version\":1,\"agent\":").unwrap();
+    let err = store.load(&key).await.unwrap_err();
+    assert!(err.to_string().contains("could not decode session document"), "{err}");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_revision_is_read_from_the_head_of_the_file() {
+    assert_eq!(parse_head(br#"{"revision":17,"version":1"#), Some(17));
+    assert_eq!(parse_head(br#"{"revision":17"#), None);
+    assert_eq!(parse_head(br#"{"version":1,"revision":17,"#), None);
+    assert_eq!(with_revision(br#"{"version":1}"#, 3), br#"{"revision":3,"version":1}"#);
+}

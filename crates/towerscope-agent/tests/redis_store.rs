@@ -1,0 +1,239 @@
+//! `RedisStore` against a real Redis (`scripts/redis-server.sh`): round trip, TTL, conflicts,
+//! listing, and a server restarted between calls.
+#![cfg(feature = "redis")]
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use towerscope_agent::AgentState;
+use towerscope_agent::session::{Expect, RedisStore, SessionDocument, SessionKey, SessionStore};
+use towerscope_core::{AgentError, Msg};
+
+fn unique_prefix() -> String {
+    use std::hash::{BuildHasher, RandomState};
+    let n = RandomState::new().hash_one(std::time::SystemTime::now());
+    format!("towerscope-test:{}:{n:x}:", std::process::id())
+}
+
+fn doc(text: &str) -> SessionDocument {
+    let mut state = AgentState::new();
+    state.context.push(Arc::new(Msg::user("user", text)));
+    let mut doc = SessionDocument::new(state);
+    doc.modules
+        .insert("prefs".to_owned(), serde_json::json!({"language": "fr"}));
+    doc
+}
+
+/// The text of a document made by [`doc`].
+fn text(doc: &SessionDocument) -> String {
+    doc.agent.context[0].text_content().unwrap()
+}
+
+#[tokio::test]
+async fn sessions_round_trip_list_and_delete_under_their_prefix() {
+    let Some(url) = common::redis_url("sessions_round_trip_list_and_delete_under_their_prefix") else {
+        return;
+    };
+    let store = RedisStore::open(&url).unwrap().key_prefix(unique_prefix());
+    let other = RedisStore::open(&url).unwrap().key_prefix(unique_prefix());
+    let a = SessionKey::new("alice", "conv:1*").unwrap();
+    let b = SessionKey::new("alice", "conv-2").unwrap();
+    let c = SessionKey::new("", "nobody").unwrap();
+    let one = doc("one");
+    for (key, d) in [(&a, &one), (&b, &doc("two")), (&c, &doc("three"))] {
+        assert_eq!(store.save(key, d, Expect::Absent).await.unwrap(), 1);
+    }
+    let stored = store.load(&a).await.unwrap().unwrap();
+    assert_eq!((stored.revision, stored.document), (1, one), "every field comes back");
+    assert_eq!(store.list("alice").await.unwrap(), ["conv-2", "conv:1*"]);
+    assert_eq!(store.list("").await.unwrap(), ["nobody"]);
+    assert!(
+        other.list("alice").await.unwrap().is_empty(),
+        "another prefix sees nothing"
+    );
+    assert!(other.load(&a).await.unwrap().is_none());
+    assert!(store.delete(&a).await.unwrap());
+    assert!(!store.delete(&a).await.unwrap());
+    assert_eq!(store.list("alice").await.unwrap(), ["conv-2"]);
+    store.delete(&b).await.unwrap();
+    store.delete(&c).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_save_from_a_stale_revision_is_a_conflict_and_the_retry_wins() {
+    let Some(url) = common::redis_url("a_save_from_a_stale_revision_is_a_conflict_and_the_retry_wins") else {
+        return;
+    };
+    let store = RedisStore::open(&url).unwrap().key_prefix(unique_prefix());
+    let key = SessionKey::new("u", "s").unwrap();
+    assert_eq!(store.save(&key, &doc("a"), Expect::Absent).await.unwrap(), 1);
+    // Two processes loaded revision 1; the first to save wins.
+    assert_eq!(store.save(&key, &doc("b"), Expect::Revision(1)).await.unwrap(), 2);
+    let err = store.save(&key, &doc("c"), Expect::Revision(1)).await.unwrap_err();
+    assert!(
+        matches!(&err, AgentError::Conflict { found, .. } if found == "revision 2"),
+        "{err:?}"
+    );
+    assert!(err.is_retryable());
+    let err = store.save(&key, &doc("c"), Expect::Absent).await.unwrap_err();
+    assert!(matches!(err, AgentError::Conflict { .. }));
+    assert_eq!(text(&store.load(&key).await.unwrap().unwrap().document), "b");
+    // The loser loads again and retries.
+    let again = store.load(&key).await.unwrap().unwrap();
+    assert_eq!(
+        store
+            .save(&key, &doc("c"), Expect::Revision(again.revision))
+            .await
+            .unwrap(),
+        3
+    );
+    let missing = SessionKey::new("u", "never").unwrap();
+    let err = store.save(&missing, &doc("x"), Expect::Revision(4)).await.unwrap_err();
+    assert!(
+        matches!(&err, AgentError::Conflict { found, .. } if found == "no saved session"),
+        "{err:?}"
+    );
+    store.delete(&key).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_session_with_a_ttl_expires_after_its_last_save() {
+    let Some(url) = common::redis_url("a_session_with_a_ttl_expires_after_its_last_save") else {
+        return;
+    };
+    let prefix = unique_prefix();
+    let store = RedisStore::open(&url)
+        .unwrap()
+        .key_prefix(prefix.clone())
+        .ttl(Duration::from_millis(300));
+    let key = SessionKey::new("u", "brief").unwrap();
+    store.save(&key, &doc("a"), Expect::Absent).await.unwrap();
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg(store.key_of(&key))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(pttl > 0 && pttl <= 300, "{pttl}");
+    // Without a TTL, a save makes the session permanent again.
+    let keep = RedisStore::open(&url).unwrap().key_prefix(prefix);
+    keep.save(&key, &doc("b"), Expect::Revision(1)).await.unwrap();
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg(store.key_of(&key))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(pttl, -1);
+    store.save(&key, &doc("c"), Expect::Revision(2)).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while store.load(&key).await.unwrap().is_some() {
+        assert!(Instant::now() < deadline, "the session never expired");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(store.list("u").await.unwrap().is_empty());
+}
+
+#[test]
+fn opening_a_store_outside_a_tokio_runtime_is_an_error_not_a_panic() {
+    let err = RedisStore::open("redis://127.0.0.1:1/").unwrap_err();
+    assert!(err.to_string().contains("inside a tokio runtime"), "{err}");
+}
+
+/// A redis-server of this test's own, on a free loopback port, without persistence.
+struct Server {
+    binary: String,
+    port: u16,
+    child: Option<Child>,
+}
+
+impl Server {
+    fn start(binary: &str) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut server = Self {
+            binary: binary.to_owned(),
+            port,
+            child: None,
+        };
+        server.restart();
+        server
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    fn restart(&mut self) {
+        let child = Command::new(&self.binary)
+            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start on {}", self.port);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[tokio::test]
+async fn a_restarted_server_fails_calls_clearly_then_the_store_recovers() {
+    let Some(binary) = common::redis_server_binary("a_restarted_server_fails_calls_clearly_then_the_store_recovers")
+    else {
+        return;
+    };
+    let mut server = Server::start(&binary);
+    let store = RedisStore::open(&server.url()).unwrap();
+    let key = SessionKey::new("u", "s").unwrap();
+    assert_eq!(store.save(&key, &doc("a"), Expect::Absent).await.unwrap(), 1);
+
+    server.stop();
+    let err = store.load(&key).await.unwrap_err();
+    assert!(matches!(err, AgentError::Unavailable { .. }), "{err:?}");
+    assert!(err.is_retryable());
+    assert!(
+        err.to_string().starts_with("session store redis is unavailable: "),
+        "{err}"
+    );
+    let err = store.save(&key, &doc("b"), Expect::Revision(1)).await.unwrap_err();
+    assert!(matches!(err, AgentError::Unavailable { .. }), "{err:?}");
+
+    server.restart();
+    // The connection comes back within a few calls; the restarted server kept nothing.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let loaded = loop {
+        match store.load(&key).await {
+            Ok(loaded) => break loaded,
+            Err(e) => assert!(Instant::now() < deadline, "no recovery: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(loaded.is_none());
+    assert_eq!(store.save(&key, &doc("c"), Expect::Absent).await.unwrap(), 1);
+    assert_eq!(text(&store.load(&key).await.unwrap().unwrap().document), "c");
+}

@@ -1,0 +1,385 @@
+//! Sessions in one process: a conversation and a parked reply carried on by new agents through
+//! a store, registered state, conflicts, and the save points (parked, interrupted, dropped).
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{assert_consistent, collect};
+use futures_util::StreamExt;
+use towerscope_agent::Agent;
+use towerscope_agent::session::{JsonFileStore, SessionKey, SessionStore};
+use towerscope_agent::toolkit::FunctionTool;
+use towerscope_core::event::{ConfirmResult, UserConfirmResultEvent};
+use towerscope_core::state::SharedState;
+use towerscope_core::{AgentError, AgentEvent, Msg, PermissionDecision, ReplyFinishedReason, ReplyItem};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+fn temp_store() -> (JsonFileStore, PathBuf) {
+    let dir = std::env::temp_dir().join(format!(
+        "towerscope-sessions-{}-{:08x}",
+        std::process::id(),
+        fastrand_u32()
+    ));
+    (JsonFileStore::new(&dir), dir)
+}
+
+fn fastrand_u32() -> u32 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(std::time::SystemTime::now()) as u32
+}
+
+/// Delete a file.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Delete {
+    /// The path.
+    path: String,
+}
+
+fn asking(model: &ScriptedModel) -> towerscope_agent::AgentBuilder {
+    Agent::builder("a")
+        .model(model.clone())
+        .tool(FunctionTool::new("delete", |a: Delete| async move {
+            format!("deleted {}", a.path)
+        }))
+        .default_permission(PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+}
+
+fn parked(out: &common::Collected) -> UserConfirmResultEvent {
+    let (reply_id, call) = out
+        .events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::RequireUserConfirm(e) => Some((e.reply_id.clone(), e.tool_calls[0].clone())),
+            _ => None,
+        })
+        .unwrap();
+    UserConfirmResultEvent::new(reply_id, vec![ConfirmResult::new(true, call)])
+}
+
+#[tokio::test]
+async fn a_conversation_continues_in_a_new_agent_on_the_same_session() {
+    let (store, dir) = temp_store();
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("Noted."), ScriptedResponse::text("Blue.")]);
+    let first = Agent::builder("a")
+        .model(model.clone())
+        .session(store.clone(), "alice", "conv-1")
+        .build()
+        .unwrap();
+    let out = collect(first.reply_stream(Msg::user("user", "My favourite colour is blue."))).await;
+    let AgentEvent::ReplyStart(start) = &out.events[0] else {
+        panic!()
+    };
+    assert_eq!(start.session_id, "conv-1", "events carry the session's id");
+    drop(first);
+
+    let second = Agent::builder("a")
+        .model(model.clone())
+        .session(store.clone(), "alice", "conv-1")
+        .build()
+        .unwrap();
+    second
+        .reply(Msg::user("user", "Which colour do I like?"))
+        .await
+        .unwrap();
+    let seen: Vec<_> = model.requests()[1]
+        .messages
+        .iter()
+        .skip(1)
+        .filter_map(|m| m.text_content())
+        .collect();
+    assert_eq!(
+        seen,
+        ["My favourite colour is blue.", "Noted.", "Which colour do I like?"]
+    );
+    let stored = store
+        .load(&SessionKey::new("alice", "conv-1").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.revision, 2);
+    assert_eq!(stored.document.agent.context.len(), 4);
+    // Another user's session of the same id is another conversation.
+    assert!(
+        store
+            .load(&SessionKey::new("bob", "conv-1").unwrap())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_parked_reply_resumes_in_a_new_agent_with_the_events_of_one_agent() {
+    // One agent, no session: the reference behaviour.
+    let script = || {
+        ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#),
+                ScriptedResponse::text("done"),
+            ],
+        )
+    };
+    let single = asking(&script()).build().unwrap();
+    let one_a = collect(single.reply_stream(Msg::user("user", "clean up"))).await;
+    let one_b = collect(single.reply_stream(parked(&one_a))).await;
+
+    // Two agents over one session, as two processes would.
+    let (store, dir) = temp_store();
+    let model = script();
+    let a = asking(&model).session(store.clone(), "alice", "s").build().unwrap();
+    let two_a = collect(a.reply_stream(Msg::user("user", "clean up"))).await;
+    drop(a);
+    let b = asking(&model).session(store.clone(), "alice", "s").build().unwrap();
+    let two_b = collect(b.reply_stream(parked(&two_a))).await;
+
+    assert!(
+        two_a.error.is_none() && two_b.error.is_none(),
+        "{:?} {:?}",
+        two_a.error,
+        two_b.error
+    );
+    assert_eq!(two_a.kinds(), one_a.kinds());
+    assert_eq!(two_b.kinds(), one_b.kinds());
+    assert_eq!(two_b.final_text(), one_b.final_text());
+    let done = two_b.final_msg.unwrap();
+    assert_eq!(
+        done.id,
+        two_a.final_msg.unwrap().id,
+        "the resume continues the same reply"
+    );
+    assert_eq!(done.finished_reason, Some(ReplyFinishedReason::Completed));
+    assert_consistent(&b.state().context);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Preferences {
+    language: String,
+}
+
+#[tokio::test]
+async fn registered_state_travels_with_the_session_and_strict_loading_names_what_is_missing() {
+    let (store, dir) = temp_store();
+    let model = ScriptedModel::new("m", (0..4).map(|_| ScriptedResponse::text("ok")));
+    let prefs = SharedState::new(Preferences { language: "fr".into() });
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .session(store.clone(), "alice", "s")
+        .session_state("prefs", prefs.clone())
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "hi")).await.unwrap();
+
+    let restored = SharedState::new(Preferences::default());
+    let again = Agent::builder("a")
+        .model(model.clone())
+        .session(store.clone(), "alice", "s")
+        .session_state("prefs", restored.clone())
+        .build()
+        .unwrap();
+    again.reply(Msg::user("user", "hi")).await.unwrap();
+    assert_eq!(restored.get().language, "fr");
+
+    // A module the saved session does not know: strict loading fails the reply, naming it.
+    let strict = Agent::builder("a")
+        .model(model.clone())
+        .session(store.clone(), "alice", "s")
+        .session_state("prefs", SharedState::new(Preferences::default()))
+        .session_state("plan", SharedState::new(Vec::<String>::new()))
+        .build()
+        .unwrap();
+    let err = strict.reply(Msg::user("user", "hi")).await.unwrap_err();
+    assert!(
+        matches!(&err, AgentError::MissingState { key } if key == "modules.plan"),
+        "{err:?}"
+    );
+    let lenient = Agent::builder("a")
+        .model(model.clone())
+        .session(store.clone(), "alice", "s")
+        .session_state("plan", SharedState::new(vec!["step".to_owned()]))
+        .session_strict(false)
+        .build()
+        .unwrap();
+    lenient.reply(Msg::user("user", "hi")).await.unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn state_that_cannot_be_saved_fails_the_build_not_the_first_save() {
+    let (store, _) = temp_store();
+    let bad = SharedState::new(std::collections::HashMap::from([((1u8, 2u8), 3u8)]));
+    let err = Agent::builder("a")
+        .model(ScriptedModel::new("m", []))
+        .session(store.clone(), "alice", "s")
+        .session_state("pairs", bad)
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("state `pairs` cannot be registered"), "{err}");
+    let err = Agent::builder("a")
+        .model(ScriptedModel::new("m", []))
+        .session(store, "alice", "")
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("session id must not be empty"), "{err}");
+}
+
+/// Wait for the test's signal.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Wait {}
+
+#[tokio::test]
+async fn the_loser_of_a_concurrent_save_gets_a_conflict_and_then_loads_the_winner() {
+    let (store, dir) = temp_store();
+    let go = Arc::new(tokio::sync::Notify::new());
+    let started = Arc::new(tokio::sync::Notify::new());
+    let (g, s) = (Arc::clone(&go), Arc::clone(&started));
+    let slow = Agent::builder("a")
+        .model(ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "wait", "{}"),
+                ScriptedResponse::text("slow done"),
+                ScriptedResponse::text("after"),
+            ],
+        ))
+        .tool(FunctionTool::new("wait", move |_: Wait| {
+            let (g, s) = (Arc::clone(&g), Arc::clone(&s));
+            async move {
+                s.notify_one();
+                g.notified().await;
+                "waited"
+            }
+        }))
+        .session(store.clone(), "u", "s")
+        .build()
+        .unwrap();
+    let running = tokio::spawn({
+        let slow = slow.clone();
+        async move { slow.reply(Msg::user("user", "slow")).await }
+    });
+    started.notified().await;
+    // Meanwhile another process answers on the same session and saves first.
+    let fast = Agent::builder("a")
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("fast done")]))
+        .session(store.clone(), "u", "s")
+        .build()
+        .unwrap();
+    fast.reply(Msg::user("user", "fast")).await.unwrap();
+    go.notify_one();
+    let err = running.await.unwrap().unwrap_err();
+    assert!(matches!(err, AgentError::Conflict { .. }), "{err:?}");
+    assert!(err.is_retryable());
+    let stored = store.load(&SessionKey::new("u", "s").unwrap()).await.unwrap().unwrap();
+    let texts: Vec<_> = stored
+        .document
+        .agent
+        .context
+        .iter()
+        .filter_map(|m| m.text_content())
+        .collect();
+    assert_eq!(texts, ["fast", "fast done"], "the winner's conversation is kept whole");
+    // The loser's next reply starts from the winner's session.
+    slow.reply(Msg::user("user", "again")).await.unwrap();
+    let texts: Vec<_> = slow.state().context.iter().filter_map(|m| m.text_content()).collect();
+    assert_eq!(texts, ["fast", "fast done", "again", "after"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn an_interrupted_reply_is_saved_with_its_closed_calls() {
+    let (store, dir) = temp_store();
+    let started = Arc::new(tokio::sync::Notify::new());
+    let s = Arc::clone(&started);
+    let agent = Agent::builder("a")
+        .model(ScriptedModel::new(
+            "m",
+            [ScriptedResponse::tool_call("c1", "wait", "{}")],
+        ))
+        .tool(FunctionTool::new("wait", move |_: Wait| {
+            let s = Arc::clone(&s);
+            async move {
+                s.notify_one();
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                "never"
+            }
+        }))
+        .session(store.clone(), "u", "s")
+        .build()
+        .unwrap();
+    let stream = agent.reply_stream(Msg::user("user", "go"));
+    let reading = tokio::spawn(collect(stream));
+    started.notified().await;
+    assert!(agent.interrupt());
+    let out = reading.await.unwrap();
+    assert_eq!(out.kinds().last(), Some(&"REPLY_END"));
+    assert!(out.error.is_none(), "{:?}", out.error);
+    let stored = store.load(&SessionKey::new("u", "s").unwrap()).await.unwrap().unwrap();
+    assert_consistent(&stored.document.agent.context);
+    let closed = stored
+        .document
+        .agent
+        .context
+        .last()
+        .unwrap()
+        .tool_results()
+        .next()
+        .cloned()
+        .unwrap();
+    assert_eq!(closed.state, towerscope_core::ToolResultState::Interrupted);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_dropped_stream_is_saved_and_the_next_agent_closes_its_open_calls() {
+    let (store, dir) = temp_store();
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/a"}"#),
+            ScriptedResponse::text("next"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .tool(FunctionTool::new("delete", |a: Delete| async move { a.path }))
+        .session(store.clone(), "u", "s")
+        .build()
+        .unwrap();
+    let mut stream = agent.reply_stream(Msg::user("user", "go"));
+    while let Some(item) = stream.next().await {
+        if let Ok(ReplyItem::Event(AgentEvent::ModelCallEnd(_))) = item {
+            break;
+        }
+    }
+    drop(stream);
+    drop(agent);
+    // The save runs in a task of its own; wait for it.
+    let key = SessionKey::new("u", "s").unwrap();
+    let mut saved = None;
+    for _ in 0..200 {
+        saved = store.load(&key).await.unwrap();
+        if saved.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let saved = saved.expect("the dropped reply was saved");
+    assert_eq!(saved.document.agent.context.last().unwrap().tool_calls().count(), 1);
+    let next = Agent::builder("a")
+        .model(model.clone())
+        .session(store.clone(), "u", "s")
+        .build()
+        .unwrap();
+    let msg = next.reply(Msg::user("user", "still there?")).await.unwrap();
+    assert_eq!(msg.text_content().as_deref(), Some("next"));
+    assert_consistent(&next.state().context);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
