@@ -12,6 +12,11 @@
 //!   system prompt, pre/post hooks.
 //! - `otel` (feature `otel`): OpenTelemetry GenAI spans and metrics as one middleware, and OTLP
 //!   export in one call (`towerscope_otel`).
+//! - several agents and a person (`towerscope_team`): [`Participant`], the interface agents,
+//!   people and pipelines share; [`hub`] (`MsgHub`: participants that hear each other);
+//!   [`pipeline`] (sequential, fan-out, merged streams, the team pipeline); [`user`] (a person
+//!   as a participant); [`console`] (rendering replies in a terminal, and a chat with
+//!   confirmations and Ctrl-C; `console::ctrl_c` with the `ctrl-c` feature).
 //!
 //! # Example
 //!
@@ -35,14 +40,16 @@ pub use towerscope_layers as layers;
 pub use towerscope_models as models;
 #[cfg(feature = "otel")]
 pub use towerscope_otel as otel;
+pub use towerscope_team::{Participant, console, hub, pipeline, shared_copy, user};
 
 /// The types most programs and layer authors need, in one import: the agent, its builder and
-/// reply stream, tools, messages and events, every position's request and `Next`, and the
-/// scripted model.
+/// reply stream, tools, messages and events, every position's request and `Next`, the scripted
+/// model, and the [`Participant`](crate::Participant) interface.
 pub mod prelude {
     pub use towerscope_agent::toolkit::{FunctionTool, Tool, Toolkit};
     pub use towerscope_agent::{Agent, AgentBuilder, AgentState, ReplyStream};
     pub use towerscope_core::ModelRef;
     pub use towerscope_core::prelude::*;
     pub use towerscope_models::{ScriptedModel, ScriptedResponse};
+    pub use towerscope_team::Participant;
 }

@@ -206,3 +206,28 @@ async fn a_chat_with_yes_no_always_and_ctrl_c() {
     assert_eq!(end, ChatEnd::Exit);
     insta::assert_snapshot!("chat", String::from_utf8(console.into_inner()).unwrap());
 }
+
+#[tokio::test(start_paused = true)]
+async fn speakers_streaming_at_once_never_share_a_line() {
+    let agent = |name: &str, text: &str, ms: u64| {
+        let model = ScriptedModel::new(
+            "m",
+            [ScriptedResponse::text(text).chunk_delay(Duration::from_millis(ms))],
+        );
+        Agent::builder(name).model(model).build().unwrap()
+    };
+    let panel = towerscope_team::pipeline::FanoutPipeline::new([
+        agent("ann", "one two three four", 10),
+        agent("bo", "five six", 3),
+    ]);
+    let mut console = Console::new(Vec::new());
+    let finals = console
+        .show_merged(panel.stream(Msg::user("host", "count").into()))
+        .await;
+    assert_eq!(finals.len(), 2);
+    assert_eq!(
+        String::from_utf8(console.into_inner()).unwrap(),
+        "ann: one two three four\nbo: five six\n",
+        "the first to speak holds the line; the other follows, whole"
+    );
+}

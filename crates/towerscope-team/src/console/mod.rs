@@ -51,6 +51,7 @@
 
 mod chat;
 mod confirm;
+mod printer;
 mod render;
 #[cfg(feature = "ctrl-c")]
 mod signal;

@@ -1,6 +1,6 @@
 //! [`Console`]: renders reply streams to a terminal (or any writer).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::io::{IsTerminal, Stdout, Write};
 use std::sync::Arc;
@@ -11,8 +11,9 @@ use towerscope_core::{
     ToolResultState,
 };
 use towerscope_layers::Hooks;
-use towerscope_layers::hooks::{PrintChunk, PrintKind};
+use towerscope_layers::hooks::PrintKind;
 
+use super::printer::Printer;
 use super::style::{DISABLE_OUTPUT_ENV, Tone, disables_output, use_colors};
 use crate::Participant;
 use crate::pipeline::{MergedStream, Tagged};
@@ -20,19 +21,14 @@ use crate::pipeline::{MergedStream, Tagged};
 /// Renders reply streams, one agent's or several merged, as they arrive. See the
 /// [module docs](super) for the layout.
 pub struct Console<W: Write = Stdout> {
-    out: W,
-    colors: bool,
-    silent: bool,
+    printer: Printer<W>,
     max_result_lines: usize,
     default_speaker: Arc<str>,
-    /// The (reply, block) whose line is open, waiting for more of its text.
-    open: Option<(Id, Id)>,
+    /// Who speaks in each reply (from its `REPLY_START`).
     speakers: HashMap<Id, Arc<str>>,
+    /// Tool calls and results being streamed: the tool's name and what came so far.
     calls: HashMap<Id, (String, String)>,
     results: HashMap<Id, (String, String)>,
-    spoke: HashSet<Id>,
-    hooks: HashMap<Arc<str>, Hooks>,
-    all_hooks: Option<Hooks>,
 }
 
 impl Console<Stdout> {
@@ -50,32 +46,26 @@ impl<W: Write> Console<W> {
     /// Renders to `out`, without colours.
     pub fn new(out: W) -> Self {
         Self {
-            out,
-            colors: false,
-            silent: false,
+            printer: Printer::new(out),
             max_result_lines: 20,
             default_speaker: Arc::from("agent"),
-            open: None,
             speakers: HashMap::new(),
             calls: HashMap::new(),
             results: HashMap::new(),
-            spoke: HashSet::new(),
-            hooks: HashMap::new(),
-            all_hooks: None,
         }
     }
 
     /// Whether to colour the output (ANSI escapes).
     #[must_use]
     pub fn colors(mut self, colors: bool) -> Self {
-        self.colors = colors;
+        self.printer.colors = colors;
         self
     }
 
     /// Whether to print nothing at all.
     #[must_use]
     pub fn silent(mut self, silent: bool) -> Self {
-        self.silent = silent;
+        self.printer.silent = silent;
         self
     }
 
@@ -100,13 +90,13 @@ impl<W: Write> Console<W> {
 
     /// Runs `hooks`' print hooks around everything `speaker` prints.
     pub fn hooks_for(&mut self, speaker: impl Into<Arc<str>>, hooks: Hooks) -> &mut Self {
-        self.hooks.insert(speaker.into(), hooks);
+        self.printer.hooks.insert(speaker.into(), hooks);
         self
     }
 
     /// Runs `hooks`' print hooks around what speakers without hooks of their own print.
     pub fn hooks(&mut self, hooks: Hooks) -> &mut Self {
-        self.all_hooks = Some(hooks);
+        self.printer.all_hooks = Some(hooks);
         self
     }
 
@@ -121,17 +111,17 @@ impl<W: Write> Console<W> {
 
     /// The writer.
     pub fn get_ref(&self) -> &W {
-        &self.out
+        &self.printer.out
     }
 
     /// The writer, mutably (write what the console does not, between replies).
     pub fn get_mut(&mut self) -> &mut W {
-        &mut self.out
+        &mut self.printer.out
     }
 
     /// Consumes the console, returning the writer.
     pub fn into_inner(self) -> W {
-        self.out
+        self.printer.out
     }
 
     /// Renders a whole reply stream and returns its final message (the stream's error is
@@ -177,7 +167,8 @@ impl<W: Write> Console<W> {
             Ok(ReplyItem::Final(msg)) => self.render_final(speaker, msg),
             Err(e) => {
                 let who = self.speaker(speaker, None);
-                self.line(&who, PrintKind::Notice, "✗ ", &format!("{who}: {e}"), Tone::Bad);
+                self.printer
+                    .line(&who, PrintKind::Notice, "✗ ", &format!("{who}: {e}"), Tone::Bad);
             }
         }
     }
@@ -192,22 +183,30 @@ impl<W: Write> Console<W> {
         let who = self.speaker(speaker, event.reply_id());
         match event {
             AgentEvent::TextBlockDelta(e) => {
-                self.stream(&who, (&e.reply_id, &e.block_id), PrintKind::Text, &e.delta, false)
+                self.printer
+                    .stream(&who, (&e.reply_id, &e.block_id), PrintKind::Text, &e.delta, false)
             }
-            AgentEvent::TextBlockEnd(e) => self.stream(&who, (&e.reply_id, &e.block_id), PrintKind::Text, "", true),
+            AgentEvent::TextBlockEnd(e) => {
+                self.printer
+                    .stream(&who, (&e.reply_id, &e.block_id), PrintKind::Text, "", true)
+            }
             AgentEvent::ThinkingBlockDelta(e) => {
-                self.stream(&who, (&e.reply_id, &e.block_id), PrintKind::Thinking, &e.delta, false)
+                self.printer
+                    .stream(&who, (&e.reply_id, &e.block_id), PrintKind::Thinking, &e.delta, false)
             }
             AgentEvent::ThinkingBlockEnd(e) => {
-                self.stream(&who, (&e.reply_id, &e.block_id), PrintKind::Thinking, "", true)
+                self.printer
+                    .stream(&who, (&e.reply_id, &e.block_id), PrintKind::Thinking, "", true)
             }
             AgentEvent::DataBlockStart(e) => {
                 let text = format!("[data {}]", e.media_type);
-                self.line(&who, PrintKind::Data, &format!("{who}: "), &text, Tone::Media);
+                self.printer
+                    .line(&who, PrintKind::Data, &format!("{who}: "), &text, Tone::Media);
             }
             AgentEvent::HintBlock(e) => {
                 let text = hint_text(&e.hint);
-                self.line(&who, PrintKind::Hint, &format!("{who} (hint): "), &text, Tone::Dim);
+                self.printer
+                    .line(&who, PrintKind::Hint, &format!("{who} (hint): "), &text, Tone::Dim);
             }
             AgentEvent::ToolCallStart(e) => {
                 self.calls
@@ -221,7 +220,8 @@ impl<W: Write> Console<W> {
             AgentEvent::ToolCallEnd(e) => {
                 if let Some((name, args)) = self.calls.remove(&e.tool_call_id) {
                     let text = format!("{name} {}", compact_json(&args));
-                    self.line(&who, PrintKind::ToolCall, &format!("{who} → "), &text, Tone::Call);
+                    self.printer
+                        .line(&who, PrintKind::ToolCall, &format!("{who} → "), &text, Tone::Call);
                 }
             }
             AgentEvent::ToolResultStart(e) => {
@@ -239,18 +239,18 @@ impl<W: Write> Console<W> {
             AgentEvent::RequireUserConfirm(e) => {
                 for call in &e.tool_calls {
                     let text = format!("{who} wants to run {} {}", call.name, compact_json(&call.input));
-                    self.line(&who, PrintKind::Notice, "? ", &text, Tone::Warn);
+                    self.printer.line(&who, PrintKind::Notice, "? ", &text, Tone::Warn);
                 }
             }
             AgentEvent::RequireExternalExecution(e) => {
                 for call in &e.tool_calls {
                     let text = format!("{who} waits for {} to run outside", call.name);
-                    self.line(&who, PrintKind::Notice, "… ", &text, Tone::Dim);
+                    self.printer.line(&who, PrintKind::Notice, "… ", &text, Tone::Dim);
                 }
             }
             AgentEvent::ReplyEnd(e) => match (e.finished_reason, &e.error) {
                 (_, Some(err)) => {
-                    self.line(
+                    self.printer.line(
                         &who,
                         PrintKind::Notice,
                         "✗ ",
@@ -259,7 +259,7 @@ impl<W: Write> Console<W> {
                     );
                 }
                 (ReplyFinishedReason::Interrupted, None) => {
-                    self.line(
+                    self.printer.line(
                         &who,
                         PrintKind::Notice,
                         "⚠ ",
@@ -269,39 +269,36 @@ impl<W: Write> Console<W> {
                 }
                 (ReplyFinishedReason::ExceedMaxIters, None) => {
                     let text = format!("{who}: stopped at its limit of reasoning rounds");
-                    self.line(&who, PrintKind::Notice, "⚠ ", &text, Tone::Warn);
+                    self.printer.line(&who, PrintKind::Notice, "⚠ ", &text, Tone::Warn);
                 }
-                _ => self.end_line(),
+                // Completed: its blocks ended their lines already.
+                _ => {}
             },
             _ => {}
         }
     }
 
-    /// Ends the line in progress, if any (before a prompt, say).
+    /// Ends the line in progress and prints what waited for it (before a prompt, say).
     pub fn end_line(&mut self) {
-        if self.open.take().is_some() {
-            self.write("\n");
-        }
+        self.printer.end_line();
     }
 
     /// Prints a line of the console's own (a banner, a farewell), dimmed.
     pub fn note(&mut self, text: &str) {
-        self.end_line();
-        let painted = Tone::Dim.paint(text, self.colors);
-        self.write(&format!("{painted}\n"));
+        self.printer.note(text);
     }
 
     fn render_final(&mut self, speaker: Option<&str>, msg: &Msg) {
-        self.end_line();
         // A finished reply whose text never streamed (a participant without text events).
-        if msg.finished_reason.is_none() || self.spoke.contains(&msg.id) {
+        if msg.finished_reason.is_none() || self.printer.spoke(&msg.id) {
             return;
         }
         if let Some(text) = msg.text_content().filter(|t| !t.is_empty()) {
             let who = self.speaker(speaker.or(Some(&msg.name)), Some(&msg.id));
             let block = Id::from("final");
-            self.stream(&who, (&msg.id, &block), PrintKind::Text, &text, false);
-            self.stream(&who, (&msg.id, &block), PrintKind::Text, "", true);
+            self.printer
+                .stream(&who, (&msg.id, &block), PrintKind::Text, &text, false);
+            self.printer.stream(&who, (&msg.id, &block), PrintKind::Text, "", true);
         }
     }
 
@@ -342,93 +339,7 @@ impl<W: Write> Console<W> {
         if cut > 0 {
             text.push_str(&format!("\n      … {cut} more lines"));
         }
-        self.line(who, PrintKind::ToolResult, mark, &text, tone);
-    }
-
-    /// Prints a piece of a streamed block: the speaker's prefix first when the block's line is
-    /// not the open one, the line ended with the block.
-    fn stream(&mut self, who: &Arc<str>, key: (&Id, &Id), kind: PrintKind, text: &str, last: bool) {
-        let Some(chunk) = self.pre_print(who, PrintChunk::new(kind, text, last)) else {
-            if last && self.is_open(key) {
-                self.end_line();
-            }
-            return;
-        };
-        if chunk.text.is_empty() {
-            if last && self.is_open(key) {
-                self.end_line();
-            }
-            return;
-        }
-        if !self.is_open(key) {
-            self.end_line();
-            let prefix = match kind {
-                PrintKind::Thinking => Tone::Dim.paint(&format!("{who} (thinking): "), self.colors),
-                _ => format!("{}: ", Tone::Bold.paint(who, self.colors)),
-            };
-            self.write(&prefix);
-            self.open = Some((key.0.clone(), key.1.clone()));
-        }
-        let tone = if kind == PrintKind::Thinking {
-            Tone::Dim
-        } else {
-            Tone::Plain
-        };
-        self.write(&tone.paint(&chunk.text, self.colors));
-        if kind == PrintKind::Text {
-            self.spoke.insert(key.0.clone());
-        }
-        if last {
-            self.end_line();
-        }
-        self.post_print(who, &chunk);
-    }
-
-    /// Prints a whole line: `mark` (not seen by hooks) then the text.
-    fn line(&mut self, who: &Arc<str>, kind: PrintKind, mark: &str, text: &str, tone: Tone) {
-        self.end_line();
-        let Some(chunk) = self.pre_print(who, PrintChunk::new(kind, text, true)) else {
-            return;
-        };
-        let painted = tone.paint(&format!("{mark}{}", chunk.text), self.colors);
-        self.write(&format!("{painted}\n"));
-        self.post_print(who, &chunk);
-    }
-
-    fn is_open(&self, key: (&Id, &Id)) -> bool {
-        self.open.as_ref().is_some_and(|(r, b)| r == key.0 && b == key.1)
-    }
-
-    fn hooks_of(&self, who: &str) -> Option<&Hooks> {
-        self.hooks.get(who).or(self.all_hooks.as_ref())
-    }
-
-    /// The chunk to print after the `pre_print` hooks; `None` when nothing is printed (the
-    /// console is silent, or a hook suppressed it). An empty chunk that ends a block is kept.
-    fn pre_print(&self, who: &str, chunk: PrintChunk) -> Option<PrintChunk> {
-        if self.silent {
-            return None;
-        }
-        let chunk = match self.hooks_of(who) {
-            Some(hooks) => hooks.pre_print(who, chunk),
-            None => chunk,
-        };
-        (!chunk.is_suppressed() || chunk.last).then_some(chunk)
-    }
-
-    fn post_print(&self, who: &str, chunk: &PrintChunk) {
-        if let Some(hooks) = self.hooks_of(who) {
-            hooks.post_print(who, chunk);
-        }
-    }
-
-    fn write(&mut self, text: &str) {
-        if self.silent || text.is_empty() {
-            return;
-        }
-        // A terminal that went away cannot be told so; the reply goes on.
-        let _ = self.out.write_all(text.as_bytes());
-        let _ = self.out.flush();
+        self.printer.line(who, PrintKind::ToolResult, mark, &text, tone);
     }
 }
 
@@ -459,8 +370,8 @@ fn compact_json(raw: &str) -> String {
 impl<W: Write> fmt::Debug for Console<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Console")
-            .field("colors", &self.colors)
-            .field("silent", &self.silent)
+            .field("colors", &self.printer.colors)
+            .field("silent", &self.printer.silent)
             .field("max_result_lines", &self.max_result_lines)
             .finish_non_exhaustive()
     }
