@@ -227,7 +227,7 @@ async fn speakers_streaming_at_once_never_share_a_line() {
     assert_eq!(finals.len(), 2);
     assert_eq!(
         String::from_utf8(console.into_inner()).unwrap(),
-        "ann: one two three four\nbo: five six\n",
-        "the first to speak holds the line; the other follows, whole"
+        "bo: five six\nann: one two three four\n",
+        "bo's first word came first: bo holds the line; ann follows, whole"
     );
 }
