@@ -44,7 +44,7 @@ pub use towerscope_team::{Participant, console, hub, pipeline, shared_copy, user
 
 /// The types most programs and layer authors need, in one import: the agent, its builder and
 /// reply stream, tools, messages and events, every position's request and `Next`, the scripted
-/// model, and the [`Participant`](crate::Participant) interface.
+/// model, and the [`Participant`] interface.
 pub mod prelude {
     pub use towerscope_agent::toolkit::{FunctionTool, Tool, Toolkit};
     pub use towerscope_agent::{Agent, AgentBuilder, AgentState, ReplyStream};
