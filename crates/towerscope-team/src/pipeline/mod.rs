@@ -42,15 +42,17 @@
 //! # Ok(()) }
 //! ```
 
+mod assign;
 mod fanout;
 mod merge;
 mod sequential;
 mod team;
 
+pub use assign::ASSIGN_TOOL;
 pub use fanout::FanoutPipeline;
 pub use merge::{MergedStream, Tagged, merge, tag};
 pub use sequential::SequentialPipeline;
-pub use team::{ASSIGN_TOOL, TeamMember, TeamPipeline};
+pub use team::{TeamMember, TeamPipeline};
 
 use towerscope_core::{Id, ReplyInput};
 
