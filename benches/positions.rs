@@ -396,7 +396,7 @@ fn positions(c: &mut Criterion) {
 
     let acting = ActingRequest {
         ctx: ctx.clone(),
-        tool_call: tool_call.clone(),
+        tool_call: Arc::new(tool_call.clone()),
         tool: Arc::clone(&tool),
         input: Arc::new(serde_json::json!({})),
     };
@@ -407,7 +407,7 @@ fn positions(c: &mut Criterion) {
 
     let permission = PermissionRequest {
         ctx: ctx.clone(),
-        tool_call,
+        tool_call: Arc::new(tool_call),
         tool,
         input: Arc::new(serde_json::json!({"text": "hi"})),
     };

@@ -11,7 +11,8 @@
 //!
 //! Arguments: `--replies N` (default 2000), `--middlewares M` (pass-through middlewares on
 //! every position, default 0), `--streamed`, `--stream-reader` (read the event stream instead of
-//! `Agent::reply`).
+//! `Agent::reply`), `--idle N` (instead: the bytes N idle agents hold, sharing one model and one
+//! toolkit, as a service holding many conversations does).
 
 use std::alloc::System;
 use std::task::{Context, Poll};
@@ -101,7 +102,35 @@ fn flag(name: &str) -> bool {
     std::env::args().any(|a| a == name)
 }
 
+fn idle(count: usize) {
+    let model = ScriptedModel::cycle("scripted", [ScriptedResponse::text("done")]);
+    let mut toolkit = towerscope::agent::toolkit::Toolkit::new();
+    toolkit.add(FunctionTool::new("add", |args: Add| async move {
+        (args.a + args.b).to_string()
+    }));
+    let toolkit = std::sync::Arc::new(toolkit);
+    let model: towerscope::ModelRef = std::sync::Arc::new(model);
+    let region = Region::new(ALLOCATOR);
+    let agents: Vec<Agent> = (0..count)
+        .map(|_| {
+            Agent::builder("bench")
+                .system_prompt("You are a calculator.")
+                .model_ref(std::sync::Arc::clone(&model))
+                .toolkit_ref(std::sync::Arc::clone(&toolkit))
+                .build()
+                .expect("the agent builds")
+        })
+        .collect();
+    let stats = region.change();
+    let live = stats.bytes_allocated as f64 - stats.bytes_deallocated as f64;
+    println!("idle_agents={count} bytes_per_idle_agent={:.0}", live / count as f64);
+    drop(agents);
+}
+
 fn main() {
+    if let Some(count) = arg("--idle").and_then(|n| n.parse().ok()) {
+        return idle(count);
+    }
     let replies: u64 = arg("--replies").and_then(|n| n.parse().ok()).unwrap_or(2000);
     let middlewares: usize = arg("--middlewares").and_then(|n| n.parse().ok()).unwrap_or(0);
     let streamed = flag("--streamed");
@@ -160,6 +189,6 @@ fn main() {
         "replies={replies} middlewares={middlewares} streamed={streamed} stream_reader={read_stream} \
          allocs_per_reply={:.1} bytes_per_reply={:.0}",
         (stats.allocations + stats.reallocations) as f64 / replies as f64,
-        (stats.bytes_allocated + stats.bytes_reallocated.max(0) as usize) as f64 / replies as f64
+        stats.bytes_allocated as f64 / replies as f64
     );
 }

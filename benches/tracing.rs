@@ -13,6 +13,10 @@
 //! from one reply to the next), times one `agent.reply(..)`, then clears the exporter outside
 //! the timed region. The futures run on a current-thread tokio runtime.
 //!
+//! And redaction alone, on what capture redacts: `redact/prose_clean` (an answer with no
+//! credential: borrowed), `redact/prose_with_a_key` (the same with a key in it) and
+//! `redact/json_arguments` (a tool call's JSON arguments).
+//!
 //! ```text
 //! cargo bench --bench tracing --features otel
 //! ```
@@ -25,6 +29,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 use tokio::runtime::Runtime;
 use towerscope::otel::TracingMiddleware;
+use towerscope::otel::redact::{redact_json_text, redact_text};
 use towerscope::prelude::*;
 
 /// Add two numbers.
@@ -135,12 +140,36 @@ fn tracing(c: &mut Criterion) {
     }
 }
 
+/// About 400 bytes of an assistant's answer.
+const PROSE: &str = "Here is the plan. First, I will look up the weather in Paris, Berlin and \
+    Madrid for the next three days; then I will compare the temperatures, the chance of rain and \
+    the wind, and tell you which city is best for a walking tour. Tokens used so far: 412. If you \
+    prefer, I can also check the museums' opening hours (most close on Mondays) and suggest an \
+    itinerary with the distances between the sights, the tram lines and a lunch break near the river.";
+
+fn redaction(c: &mut Criterion) {
+    c.bench_function("redact/prose_clean", |b| {
+        b.iter(|| black_box(redact_text(black_box(PROSE))));
+    });
+    let with_key = format!("{PROSE} My key is sk-proj-abcdefghijklmnop1234, use it.");
+    c.bench_function("redact/prose_with_a_key", |b| {
+        b.iter(|| black_box(redact_text(black_box(&with_key))));
+    });
+    c.bench_function("redact/json_arguments", |b| {
+        b.iter(|| {
+            black_box(redact_json_text(black_box(
+                r#"{"city": "Paris", "days": 3, "units": "metric"}"#,
+            )))
+        });
+    });
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_secs(2))
         .sample_size(30);
-    targets = tracing
+    targets = tracing, redaction
 }
 criterion_main!(benches);

@@ -12,6 +12,12 @@ collector_env="$(scripts/otlp-collector.sh start)"
 eval "$collector_env"
 trap 'kill -TERM "$OTLP_COLLECTOR_PID" 2>/dev/null || true; scripts/otlp-collector.sh stop' EXIT
 
+# The official JSON-Schema-Test-Suite (draft 2020-12), fetched once into ~/.cache/towerscope/,
+# for crates/towerscope-agent/tests/json_schema_suite.rs; required, so a failed fetch fails the run.
+JSON_SCHEMA_SUITE_DIR="$(scripts/json-schema-suite.sh)"
+export JSON_SCHEMA_SUITE_DIR
+export TOWERSCOPE_REQUIRE_SUITE=1
+
 # tmux drives examples/chat.rs in a real pseudo-terminal (tests/chat_terminal.rs): installed
 # here if missing (Debian's package; the machines run as root).
 if ! command -v tmux >/dev/null 2>&1; then
@@ -24,6 +30,11 @@ if ! command -v cargo-nextest >/dev/null 2>&1; then
     cargo install cargo-nextest --locked
 fi
 status=0
-cargo nextest run --workspace --all-features "$@" || status=$?
+cargo nextest run --workspace --all-features -E 'not binary(soak)' "$@" || status=$?
 cargo test --workspace --all-features --doc "$@" || status=$?
+# The soak (tests/soak.rs: 10,000 replies against a hostile model) on its own, so its counts
+# are printed; skipped when the run was narrowed with arguments.
+if [ "$#" -eq 0 ]; then
+    cargo nextest run -p towerscope --test soak --no-capture || status=$?
+fi
 exit "$status"

@@ -62,11 +62,13 @@ pub struct AgentBuilder {
     name: String,
     system_prompt: String,
     model: Option<ModelRef>,
-    toolkit: Toolkit,
+    toolkit: Arc<Toolkit>,
     config: ReactConfig,
     stacks: PositionStacks,
     state: Option<AgentState>,
     installed: Vec<Arc<dyn Any + Send + Sync>>,
+    /// What went wrong while building (reported by `build`).
+    errors: Vec<String>,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -84,11 +86,12 @@ impl AgentBuilder {
             name: name.into(),
             system_prompt: String::new(),
             model: None,
-            toolkit: Toolkit::new(),
+            toolkit: Arc::new(Toolkit::new()),
             config: ReactConfig::default(),
             stacks: PositionStacks::new(),
             state: None,
             installed: Vec::new(),
+            errors: Vec::new(),
         }
     }
 
@@ -110,13 +113,27 @@ impl AgentBuilder {
     }
 
     /// Adds a tool to the basic group.
+    ///
+    /// A tool whose schema uses a JSON-Schema keyword the validator does not enforce is
+    /// refused: [`build`](Self::build) then fails with [`AgentError::Validation`] naming the tool
+    /// and the keyword (no panic).
     pub fn tool(mut self, tool: impl Tool) -> Self {
-        self.toolkit.add(tool);
+        if let Err(err) = Arc::make_mut(&mut self.toolkit).try_add(tool) {
+            self.errors.push(err.to_string());
+        }
         self
     }
 
     /// Uses `toolkit` (replacing the tools added so far).
     pub fn toolkit(mut self, toolkit: Toolkit) -> Self {
+        self.toolkit = Arc::new(toolkit);
+        self
+    }
+
+    /// Uses a toolkit shared with other agents (replacing the tools added so far): thousands of
+    /// agents serving one kind of conversation hold one toolkit, not a copy each. Tools added
+    /// after this copy the toolkit for this agent first.
+    pub fn toolkit_ref(mut self, toolkit: Arc<Toolkit>) -> Self {
         self.toolkit = toolkit;
         self
     }
@@ -211,13 +228,16 @@ impl AgentBuilder {
     /// the per-round ones (`on_model_call`, `on_acting`, `on_check_permission`,
     /// `on_compress_context`), the reply loop holds `on_reasoning`, the agent holds `on_reply`.
     pub fn build(self) -> Result<Agent, AgentError> {
+        if let Some(first) = self.errors.first() {
+            return Err(AgentError::validation(format!("agent '{}': {first}", self.name)));
+        }
         let model = self.model.ok_or_else(|| {
             AgentError::validation(format!("agent '{}' has no model; call AgentBuilder::model", self.name))
         })?;
         if self.config.structured_output_grace_iters == 0 {
             return Err(AgentError::validation("structured_output_grace_iters must be > 0"));
         }
-        let toolkit = Arc::new(self.toolkit);
+        let toolkit = self.toolkit;
         let state = Arc::new(Mutex::new(self.state.unwrap_or_default()));
         let stacks = self.stacks;
         let positions = Positions {
@@ -232,16 +252,16 @@ impl AgentBuilder {
             }),
             compress: stacks.compress_context.build(KeepContext),
         };
-        let system_msg = stacks
+        let system_head = stacks
             .system_prompt
             .is_empty()
-            .then(|| Arc::new(Msg::system("system", self.system_prompt.clone())));
+            .then(|| -> Arc<[Arc<Msg>]> { Arc::from([Arc::new(Msg::system("system", self.system_prompt.clone()))]) });
         let events_optional = stacks.reply.is_empty() && stacks.reasoning.is_empty();
         let runtime = Arc::new(Runtime {
             name: Arc::from(self.name),
             model_name: Arc::from(model.model_name()),
             system_prompt: self.system_prompt,
-            system_msg,
+            system_head,
             model,
             toolkit,
             config: self.config,

@@ -14,7 +14,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use towerscope_core::{AgentError, Msg};
 
@@ -101,7 +101,7 @@ pub(crate) fn observe_now(runtime: &Runtime, busy: &AtomicBool, msgs: Vec<Msg>) 
         let mut state = runtime.lock_state();
         crate::reply::check_not_parked(&state)?;
         crate::resume::close_dangling_calls(&runtime.name, &mut state);
-        state.context.extend(msgs.iter().cloned().map(Arc::new));
+        state.context.extend(msgs.iter().cloned());
     }
     for hook in &runtime.observe_hooks {
         hook.post_observe(&runtime.name, &msgs)?;

@@ -143,11 +143,12 @@ impl Service<ActingRequest> for RunTool {
                 response
             }
             other => ToolResponse::error(format!(
-                "ValidationError: Structured output validation failed with error: expected an object, got {other}"
+                "ValidationError: Structured output validation failed with error: expected an object, got {}",
+                crate::toolkit::truncate(&other.to_string(), 256)
             )),
         };
         let mut response = response;
-        response.id = req.tool_call.id;
+        response.id = req.tool_call.id.clone();
         std::future::ready(Ok(Box::pin(stream::iter([Ok(ToolItem::Response(response))]))))
     }
 }

@@ -66,8 +66,9 @@ pub(crate) struct Runtime {
     /// The agent's model's name, for `MODEL_CALL_START` events.
     pub(crate) model_name: Arc<str>,
     pub(crate) system_prompt: String,
-    /// The system message, built once, when no `on_system_prompt` transformer is installed.
-    pub(crate) system_msg: Option<Arc<Msg>>,
+    /// The system message as a model request's head, built once, when no `on_system_prompt`
+    /// transformer is installed.
+    pub(crate) system_head: Option<Arc<[Arc<Msg>]>>,
     pub(crate) model: ModelRef,
     pub(crate) toolkit: Arc<Toolkit>,
     pub(crate) config: ReactConfig,
@@ -90,20 +91,26 @@ impl Runtime {
 
     /// The model input: the system prompt (after the fold), the summary, the context. A
     /// snapshot: one allocation and a reference-count bump per message.
+    /// The model input: the system prompt (after the fold), the summary, the context. A
+    /// snapshot that copies nothing: the context is shared, with the system message in front.
     pub(crate) async fn model_input(&self, ctx: &AgentContext) -> Result<Messages, AgentError> {
-        let system = match &self.system_msg {
-            Some(cached) => Arc::clone(cached),
+        let folded = match &self.system_head {
+            Some(_) => None,
             None => {
                 let prompt = self.system_prompt_fold.apply(ctx, self.system_prompt.clone()).await?;
-                Arc::new(Msg::system("system", prompt))
+                Some(Arc::new(Msg::system("system", prompt)))
             }
         };
         let state = self.lock_state();
-        let summary = (!state.summary.is_empty()).then(|| Arc::new(Msg::user("user", state.summary.clone())));
-        Ok(std::iter::once(system)
-            .chain(summary)
-            .chain(state.context.iter().cloned())
-            .collect())
+        let head = match (&self.system_head, folded, state.summary.is_empty()) {
+            (Some(cached), _, true) => Arc::clone(cached),
+            (cached, folded, _) => {
+                let system = folded.or_else(|| cached.as_ref().and_then(|h| h.first().cloned()));
+                let summary = (!state.summary.is_empty()).then(|| Arc::new(Msg::user("user", state.summary.clone())));
+                system.into_iter().chain(summary).collect()
+            }
+        };
+        Ok(Messages::with_head(head, &state.context))
     }
 }
 

@@ -29,8 +29,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use towerscope_core::{
-    ContentBlock, Id, Msg, PermissionBehavior, PermissionRule, Role, ToolCallBlock, ToolCallState, ToolResultBlock,
-    Usage,
+    ContentBlock, Id, Messages, Msg, PermissionBehavior, PermissionRule, Role, ToolCallBlock, ToolCallState,
+    ToolResultBlock, Usage,
 };
 
 /// The reply in progress (or the last one).
@@ -79,7 +79,7 @@ pub struct AgentState {
     /// agent copies a message only to change it while a request still holds it (the reply's own
     /// message, at the tail).
     #[serde(default)]
-    pub context: Vec<Arc<Msg>>,
+    pub context: Messages,
     /// The reply in progress (or the last one).
     #[serde(default)]
     pub reply_context: ReplyContext,
@@ -97,7 +97,7 @@ impl Default for AgentState {
         Self {
             session_id: Id::new(),
             summary: String::new(),
-            context: Vec::new(),
+            context: Messages::new(),
             reply_context: ReplyContext::default(),
             activated_groups: Vec::new(),
             permission_rules: Vec::new(),
@@ -124,10 +124,10 @@ impl AgentState {
     pub(crate) fn reply_msg_mut(&mut self, agent_name: &Arc<str>, reply_id: &Id) -> &mut Msg {
         if self.reply_msg(reply_id).is_none() {
             let msg = Msg::assistant_blocks(Arc::clone(agent_name), Vec::new()).with_id(reply_id);
-            self.context.push(Arc::new(msg));
+            self.context.push(msg);
         }
         let last = self.context.len() - 1;
-        Arc::make_mut(&mut self.context[last])
+        self.context.make_mut(last)
     }
 
     /// Appends blocks to the reply's assistant message.
@@ -153,9 +153,11 @@ impl AgentState {
     /// Whether a call of the tail assistant message waits for the user or an external result.
     pub(crate) fn is_parked(&self) -> bool {
         self.tail_assistant().is_some_and(|m| {
-            unfinished_refs(m)
-                .iter()
+            m.tool_calls()
                 .any(|c| matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted))
+                && unfinished_refs(m)
+                    .iter()
+                    .any(|c| matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted))
         })
     }
 
@@ -177,12 +179,11 @@ impl AgentState {
     /// The tool call `id` of the tail assistant message (ids are unique within a reply's
     /// message: the reasoning step renames a model's duplicate ids).
     pub(crate) fn tail_call_mut(&mut self, id: &Id) -> Option<&mut ToolCallBlock> {
-        let last = self.context.last_mut().filter(|m| m.role == Role::Assistant)?;
-        let has_call = last.tool_calls().any(|c| c.id == *id);
+        let has_call = self.tail_assistant()?.tool_calls().any(|c| c.id == *id);
         if !has_call {
             return None;
         }
-        Arc::make_mut(last).tool_call_mut(id)
+        self.context.last_mut()?.tool_call_mut(id)
     }
 
     /// Saves a tool result into the reply's message and marks its call finished.
@@ -204,14 +205,39 @@ pub(crate) fn unfinished_in(msg: &Msg) -> Vec<ToolCallBlock> {
     unfinished_refs(msg).into_iter().cloned().collect()
 }
 
-/// Tool calls of `msg` that have no result, borrowed (the hot path: no clone). Linear in the
-/// message, however many calls a model made.
+/// Tool calls of `msg` that have no result, borrowed (no clone).
 pub(crate) fn unfinished_refs(msg: &Msg) -> Vec<&ToolCallBlock> {
-    let results = msg.tool_results().count();
-    if results <= 16 {
-        let answered: Vec<&Id> = msg.tool_results().map(|r| &r.id).collect();
-        return msg.tool_calls().filter(|c| !answered.contains(&&c.id)).collect();
-    }
-    let answered: std::collections::HashSet<&Id> = msg.tool_results().map(|r| &r.id).collect();
+    let answered = Answered::of(msg);
     msg.tool_calls().filter(|c| !answered.contains(&c.id)).collect()
+}
+
+/// Whether `msg` has a tool call without a result (the loop asks after every step: no
+/// allocation for a message with few results).
+pub(crate) fn has_unfinished(msg: &Msg) -> bool {
+    let answered = Answered::of(msg);
+    msg.tool_calls().any(|c| !answered.contains(&c.id))
+}
+
+/// The ids of a message's tool results: scanned in place when there are few, hashed when a
+/// model made many calls, so a check stays linear in the message.
+enum Answered<'a> {
+    Few(&'a Msg),
+    Many(std::collections::HashSet<&'a Id>),
+}
+
+impl<'a> Answered<'a> {
+    fn of(msg: &'a Msg) -> Self {
+        if msg.tool_results().nth(16).is_none() {
+            Self::Few(msg)
+        } else {
+            Self::Many(msg.tool_results().map(|r| &r.id).collect())
+        }
+    }
+
+    fn contains(&self, id: &Id) -> bool {
+        match self {
+            Self::Few(msg) => msg.tool_results().any(|r| r.id == *id),
+            Self::Many(ids) => ids.contains(id),
+        }
+    }
 }

@@ -124,9 +124,11 @@ async fn two_calls_with_one_id_in_one_answer_each_get_a_result() {
                 _ => None,
             })
             .collect();
-        if !streaming {
-            assert_eq!(starts, ["c1", "c1_2"], "the events use the new id");
-        }
+        assert_eq!(
+            starts,
+            ["c1", "c1_2"],
+            "streaming {streaming}: the events use the new id"
+        );
         let state = agent.state();
         let texts: Vec<String> = results(state.context.last().unwrap())
             .iter()

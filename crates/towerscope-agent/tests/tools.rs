@@ -290,3 +290,13 @@ async fn a_whole_reply_gives_the_streamed_final_message() {
         assert_eq!(x.text_content(), y.text_content());
     }
 }
+
+#[tokio::test]
+async fn a_tool_whose_schema_cannot_be_enforced_fails_the_build() {
+    let schema = serde_json::json!({"type": "object", "unevaluatedProperties": false});
+    let tool = FunctionTool::with_schema("odd", "A tool with an odd schema.", schema, |_args| async move { "x" });
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("hi")]);
+    let err = Agent::builder("a").model(model).tool(tool).build().unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("odd") && text.contains("unevaluatedProperties"), "{text}");
+}

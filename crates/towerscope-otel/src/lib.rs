@@ -25,8 +25,9 @@
 //!   its `agentscope.agent.*` human-in-the-loop attributes, and what it leaves out: `error.type`,
 //!   the request parameters, `gen_ai.request.stream`, `gen_ai.response.model`, the time to first
 //!   chunk, cache token counts, `gen_ai.tool.description` and `gen_ai.tool.type`.
-//! - **Content** (messages, system instructions, tool definitions, tool arguments and results) is
-//!   recorded only on opt-in: [`TracingMiddlewareBuilder::capture_content`], or the
+//! - **Content** (messages, system instructions, tool definitions, tool arguments and results,
+//!   and the text of errors, see [Errors](#errors)) is recorded only on opt-in:
+//!   [`TracingMiddlewareBuilder::capture_content`], or the
 //!   `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` environment variable. Credentials are
 //!   redacted from everything recorded, capture on or off ([`redact`]).
 //! - **Streams.** Replies, model answers and tool results are streams the consumer polls; each
@@ -53,6 +54,24 @@
 //!
 //! The leading system message(s) of a model call go to `gen_ai.system_instructions` (as parts),
 //! the rest to `gen_ai.input.messages`. A tool's result is its text when it holds only text.
+//!
+//! # Errors
+//!
+//! A failed span has the ERROR status, `error.type` (a low-cardinality name:
+//! `AgentError::kind`, `tool_error` for a tool's error result, `cancelled` for a stream dropped
+//! before its end) and one `exception` event. The first failure of a span wins: what happens
+//! after it (the consumer dropping the reply's stream, as `Agent::reply` does at the first
+//! error) changes neither its description nor its `error.type`.
+//!
+//! The text of an error is treated as content. A tool's error text often quotes its input; a
+//! provider's error message is not user content, but providers, gateways and local servers echo
+//! the prompt or the request body in it. So, with content capture off, the status description
+//! and `exception.message` hold only what the error's structured fields say (`model error
+//! (gpt-4o)`, `HTTP 429 from /v1/chat (retry after 2s)`, `tool 'search' failed`, followed by
+//! `; message not recorded: content capture is off`), or the whole message for the errors
+//! composed of names and numbers only (timeouts, call limits, interruptions, overload). With
+//! capture on they hold the whole message, redacted. The application still gets the whole error
+//! from `Agent::reply`.
 //!
 //! # Metrics
 //!
@@ -115,6 +134,8 @@ pub mod reply;
 pub mod semconv;
 
 mod content;
+mod failure;
+mod json;
 mod metrics;
 mod middleware;
 mod span;

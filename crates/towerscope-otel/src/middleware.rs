@@ -7,6 +7,7 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 use towerscope_core::{ActingLayer, ErasedLayer, Middleware, ModelCallLayer, ReplyLayer};
 
 use crate::acting::ActingTracingLayer;
+use crate::content::ToolDefinitions;
 use crate::model_call::ModelCallTracingLayer;
 use crate::provider::{Instruments, Source};
 use crate::reply::ReplyTracingLayer;
@@ -21,14 +22,12 @@ pub(crate) struct Config {
     pub(crate) source: Source,
     pub(crate) capture_content: bool,
     pub(crate) agent_description: Arc<str>,
+    /// The last `gen_ai.tool.definitions` written (content capture only).
+    pub(crate) tool_definitions: ToolDefinitions,
 }
 
-/// Reads [`ENV_CAPTURE_CONTENT`]: `true`/`1`/`yes`/`SPAN_ONLY`/`SPAN_AND_EVENT` switch capture on
-/// (case-insensitive); anything else, or nothing, leaves it off.
-pub(crate) fn capture_from_env() -> bool {
-    std::env::var(ENV_CAPTURE_CONTENT).is_ok_and(|v| parse_capture(&v))
-}
-
+/// Whether a value of [`ENV_CAPTURE_CONTENT`] switches capture on: `true`/`1`/`yes`/`on`/
+/// `SPAN_ONLY`/`SPAN_AND_EVENT` (case-insensitive); anything else leaves it off.
 fn parse_capture(value: &str) -> bool {
     let value = value.trim();
     ["true", "1", "yes", "on", "span_only", "span_and_event"]
@@ -178,6 +177,16 @@ impl TracingMiddlewareBuilder {
     /// Builds the middleware; reads the capture environment variable now if
     /// [`capture_content`](Self::capture_content) was not called.
     pub fn build(self) -> TracingMiddleware {
+        self.build_with_env(|name| std::env::var(name).ok())
+    }
+
+    /// [`build`](Self::build) with the environment given as a lookup (tests give their own:
+    /// changing the process environment is `unsafe` and races other threads).
+    fn build_with_env(self, env: impl FnOnce(&str) -> Option<String>) -> TracingMiddleware {
+        let capture_content = match self.capture_content {
+            Some(capture) => capture,
+            None => env(ENV_CAPTURE_CONTENT).is_some_and(|value| parse_capture(&value)),
+        };
         let source = if self.explicit {
             Source::Explicit(Instruments::new(
                 self.tracer_provider.as_ref(),
@@ -189,8 +198,9 @@ impl TracingMiddlewareBuilder {
         TracingMiddleware {
             config: Arc::new(Config {
                 source,
-                capture_content: self.capture_content.unwrap_or_else(capture_from_env),
+                capture_content,
                 agent_description: Arc::from(self.agent_description.as_deref().unwrap_or(NO_DESCRIPTION)),
+                tool_definitions: ToolDefinitions::default(),
             }),
         }
     }
@@ -212,18 +222,31 @@ mod tests {
 
     #[test]
     fn builder_setting_wins_over_the_environment() {
-        // The variable is not set by the tests, and the builder's answer never reads it.
-        assert!(
+        let env = |value: &'static str| {
+            move |name: &str| {
+                assert_eq!(name, ENV_CAPTURE_CONTENT);
+                Some(value.to_owned())
+            }
+        };
+        let builder = |capture: bool| TracingMiddleware::builder().capture_content(capture);
+        assert!(!builder(false).build_with_env(env("true")).captures_content());
+        assert!(builder(true).build_with_env(env("false")).captures_content());
+        assert!(builder(true).build_with_env(env("NO_CONTENT")).captures_content());
+    }
+
+    #[test]
+    fn the_environment_decides_when_the_builder_does_not() {
+        let build = |value: Option<&str>| {
             TracingMiddleware::builder()
-                .capture_content(true)
-                .build()
+                .build_with_env(|name| {
+                    assert_eq!(name, ENV_CAPTURE_CONTENT);
+                    value.map(str::to_owned)
+                })
                 .captures_content()
-        );
-        assert!(
-            !TracingMiddleware::builder()
-                .capture_content(false)
-                .build()
-                .captures_content()
-        );
+        };
+        assert!(build(Some("true")));
+        assert!(build(Some("SPAN_AND_EVENT")));
+        assert!(!build(Some("false")));
+        assert!(!build(None));
     }
 }

@@ -6,13 +6,11 @@
 //! parent of whatever inner layers create while they run, and is never left current across an
 //! await point the consumer controls.
 
+use crate::failure::Failure;
+use crate::semconv::{ERROR_TYPE, EXCEPTION_EVENT, EXCEPTION_MESSAGE, EXCEPTION_TYPE};
 use opentelemetry::trace::{SpanBuilder, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::SdkTracer;
-use towerscope_core::AgentError;
-
-use crate::redact::redact_text;
-use crate::semconv::{ERROR_TYPE, EXCEPTION_EVENT, EXCEPTION_MESSAGE, EXCEPTION_TYPE};
 
 /// The `error.type` of a span whose stream was dropped before its end.
 pub(crate) const CANCELLED: &str = "cancelled";
@@ -72,30 +70,33 @@ impl OpenSpan {
         self.cx.span().set_attribute(attribute);
     }
 
-    /// Marks the span failed: `error.type`, an `exception` event and the ERROR status, all with
-    /// credentials redacted from the message.
-    pub(crate) fn fail(&mut self, kind: &str, message: &str) {
+    /// Marks the span failed: `error.type`, an `exception` event and the ERROR status. The
+    /// first failure wins: a later one (or a cancellation) changes nothing, so `error.type` is
+    /// set once and the description is the one of what went wrong first.
+    pub(crate) fn fail(&mut self, failure: Failure<'_>) {
+        if self.failed {
+            return;
+        }
         self.failed = true;
         let span = self.cx.span();
-        let message = redact_text(message).into_owned();
-        span.set_attribute(KeyValue::new(ERROR_TYPE, kind.to_owned()));
+        let description = failure.description.into_owned();
+        span.set_attribute(KeyValue::new(ERROR_TYPE, failure.kind.to_owned()));
         span.add_event(
             EXCEPTION_EVENT,
             vec![
-                KeyValue::new(EXCEPTION_TYPE, kind.to_owned()),
-                KeyValue::new(EXCEPTION_MESSAGE, message.clone()),
+                KeyValue::new(EXCEPTION_TYPE, failure.kind.to_owned()),
+                KeyValue::new(EXCEPTION_MESSAGE, description.clone()),
             ],
         );
-        span.set_status(Status::error(message));
+        span.set_status(Status::error(description));
     }
 
-    /// [`fail`](Self::fail) with an [`AgentError`].
-    pub(crate) fn fail_with(&mut self, err: &AgentError) {
-        self.fail(err.kind(), &err.to_string());
-    }
-
-    /// Marks a span whose stream was dropped before its end: ERROR, `error.type = cancelled`.
+    /// Marks a span whose stream was dropped before its end: ERROR, `error.type = cancelled`;
+    /// nothing if it already failed.
     pub(crate) fn cancel(&mut self, what: &str) {
+        if self.failed {
+            return;
+        }
         self.failed = true;
         let span = self.cx.span();
         span.set_attribute(KeyValue::new(ERROR_TYPE, CANCELLED));
@@ -136,5 +137,40 @@ impl Drop for OpenSpan {
             self.cancel("call");
             self.end();
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+
+    use super::*;
+
+    #[test]
+    fn the_first_failure_wins_and_a_later_cancellation_changes_nothing() {
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let mut span = OpenSpan::start(&provider.tracer("test"), SpanBuilder::from_name("s"), &Context::new());
+        span.fail(Failure::new("model_error", "the first failure"));
+        span.fail(Failure::new("stream_error", "a second failure"));
+        span.cancel("reply stream");
+        span.ok();
+        span.end();
+
+        let spans = exporter.get_finished_spans().unwrap();
+        let recorded = &spans[0];
+        let types: Vec<String> = recorded
+            .attributes
+            .iter()
+            .filter(|kv| kv.key.as_str() == ERROR_TYPE)
+            .map(|kv| kv.value.as_str().into_owned())
+            .collect();
+        assert_eq!(types, ["model_error"]);
+        assert_eq!(recorded.status, Status::error("the first failure"));
+        assert_eq!(recorded.events.len(), 1);
     }
 }

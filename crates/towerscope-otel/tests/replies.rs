@@ -16,7 +16,7 @@ use support::*;
 use towerscope_agent::toolkit::{FunctionTool, Tool, ToolChunkStream};
 use towerscope_agent::{Agent, ReactConfig};
 use towerscope_core::{
-    AgentEvent, ConfirmResult, ExternalExecutionResultEvent, Msg, PermissionDecision, ReplyItem, ToolChunk,
+    AgentError, AgentEvent, ConfirmResult, ExternalExecutionResultEvent, Msg, PermissionDecision, ReplyItem, ToolChunk,
     ToolResultBlock, ToolResultState, UserConfirmResultEvent, UserInterruptEvent,
 };
 use towerscope_models::{ScriptedModel, ScriptedResponse};
@@ -97,6 +97,57 @@ async fn a_stream_dropped_after_its_final_message_ends_its_span_normally() {
         attr(root, "gen_ai.response.finish_reasons"),
         Some(string_array(&["completed"]))
     );
+}
+
+/// An agent whose model fails with "down"; `Agent::reply` returns at that error and drops the
+/// reply's stream.
+fn agent_with_a_model_down(tracing: TracingMiddleware) -> Agent {
+    Agent::builder("a")
+        .model(ScriptedModel::new(
+            "m",
+            [ScriptedResponse::error(AgentError::model("down"))],
+        ))
+        .middleware(tracing)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_failed_reply_keeps_its_first_error_when_agent_reply_drops_the_stream() {
+    let (provider, exporter) = in_memory();
+    let agent = agent_with_a_model_down(TracingMiddleware::builder().tracer_provider(&provider).build());
+    let err = agent.reply(Msg::user("user", "hi")).await.unwrap_err();
+    assert!(matches!(err, AgentError::Model { .. }), "{err}");
+
+    let spans = spans(&exporter);
+    let root = one(&spans, "invoke_agent a");
+    // `attr` fails if the attribute was set more than once.
+    assert_eq!(str_attr(root, "error.type").as_deref(), Some("model_error"));
+    assert_eq!(
+        error_description(root).as_deref(),
+        Some("model error; message not recorded: content capture is off"),
+        "the real failure, without its message (content capture is off)"
+    );
+    let exceptions = root.events.iter().filter(|e| e.name == "exception").count();
+    assert_eq!(exceptions, 1);
+    assert_eq!(attr(root, "gen_ai.response.finish_reasons"), None);
+}
+
+#[tokio::test]
+async fn with_content_capture_a_failed_reply_records_the_real_error_message() {
+    let (provider, exporter) = in_memory();
+    let agent = agent_with_a_model_down(
+        TracingMiddleware::builder()
+            .tracer_provider(&provider)
+            .capture_content(true)
+            .build(),
+    );
+    agent.reply(Msg::user("user", "hi")).await.unwrap_err();
+    let spans = spans(&exporter);
+    let root = one(&spans, "invoke_agent a");
+    assert_eq!(str_attr(root, "error.type").as_deref(), Some("model_error"));
+    let description = error_description(root).unwrap();
+    assert_eq!(description, "model error: down");
 }
 
 fn asking_agent(tracing: TracingMiddleware) -> Agent {

@@ -328,20 +328,55 @@ async fn whole_answers_record_response_model_cache_tokens_and_host() {
     );
 }
 
-#[tokio::test]
-async fn a_model_error_fails_the_chat_and_the_reply() {
-    let (provider, exporter) = in_memory();
+fn failing_model_agent(tracing: TracingMiddleware) -> Agent {
     let model = ScriptedModel::new(
         "m",
         [ScriptedResponse::error(AgentError::model(
             "provider refused: Authorization: Bearer sk-abcdefghijklmnopqrstuvwx",
         ))],
     );
-    let agent = Agent::builder("a")
-        .model(model)
-        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
-        .build()
-        .unwrap();
+    Agent::builder("a").model(model).middleware(tracing).build().unwrap()
+}
+
+#[tokio::test]
+async fn a_model_error_fails_the_chat_and_the_reply_without_its_message() {
+    let (provider, exporter) = in_memory();
+    let agent = failing_model_agent(TracingMiddleware::builder().tracer_provider(&provider).build());
+    let reply = collect(agent.reply_stream(Msg::user("user", "hi"))).await;
+    assert!(matches!(reply.error, Some(AgentError::Model { .. })));
+
+    let spans = spans(&exporter);
+    for span in [one(&spans, "chat m"), one(&spans, "invoke_agent a")] {
+        assert_eq!(
+            str_attr(span, "error.type").as_deref(),
+            Some("model_error"),
+            "{}",
+            span.name
+        );
+        let description = error_description(span).unwrap();
+        assert_eq!(
+            description, "model error; message not recorded: content capture is off",
+            "{}",
+            span.name
+        );
+        assert_eq!(exception(span).unwrap(), ("model_error".to_owned(), description));
+    }
+    let everything = format!("{spans:?}");
+    assert!(
+        !everything.contains("provider refused"),
+        "a provider's message was recorded without content capture"
+    );
+}
+
+#[tokio::test]
+async fn a_model_error_message_is_recorded_redacted_with_content_capture() {
+    let (provider, exporter) = in_memory();
+    let agent = failing_model_agent(
+        TracingMiddleware::builder()
+            .tracer_provider(&provider)
+            .capture_content(true)
+            .build(),
+    );
     let reply = collect(agent.reply_stream(Msg::user("user", "hi"))).await;
     assert!(matches!(reply.error, Some(AgentError::Model { .. })));
 
@@ -407,11 +442,12 @@ async fn a_stream_without_its_final_chunk_fails_the_chat_span() {
     );
 }
 
-#[tokio::test]
-async fn a_failing_tool_fails_its_span_only() {
-    let (provider, exporter) = in_memory();
+/// An agent whose `explode` tool fails with an error text holding content and a password.
+fn exploding_agent(tracing: TracingMiddleware) -> Agent {
     let failing = towerscope_agent::toolkit::FunctionTool::new("explode", |_: Add| async move {
-        Err::<String, _>(towerscope_agent::toolkit::ToolError::new("the tool blew up"))
+        Err::<String, _>(towerscope_agent::toolkit::ToolError::new(
+            "the tool blew up on the customer's file; password=hunter2",
+        ))
     });
     let model = ScriptedModel::new(
         "m",
@@ -420,18 +456,52 @@ async fn a_failing_tool_fails_its_span_only() {
             ScriptedResponse::text("sorry"),
         ],
     );
-    let agent = Agent::builder("a")
+    Agent::builder("a")
         .model(model)
         .tool(failing)
-        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .middleware(tracing)
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_failing_tool_fails_its_span_only() {
+    let (provider, exporter) = in_memory();
+    let agent = exploding_agent(
+        TracingMiddleware::builder()
+            .tracer_provider(&provider)
+            .capture_content(true)
+            .build(),
+    );
     agent.reply(Msg::user("user", "go")).await.unwrap();
     let spans = spans(&exporter);
     let tool = one(&spans, "execute_tool explode");
     assert_eq!(str_attr(tool, "error.type").as_deref(), Some("tool_error"));
-    assert!(error_description(tool).unwrap().contains("the tool blew up"));
+    let description = error_description(tool).unwrap();
+    assert!(description.contains("the tool blew up"), "{description}");
+    assert!(description.contains("password=[REDACTED]"), "{description}");
     assert!(is_ok(one(&spans, "invoke_agent a")));
+}
+
+#[tokio::test]
+async fn a_tool_error_text_is_not_recorded_without_content_capture() {
+    let (provider, exporter) = in_memory();
+    let agent = exploding_agent(TracingMiddleware::builder().tracer_provider(&provider).build());
+    agent.reply(Msg::user("user", "go")).await.unwrap();
+    let spans = spans(&exporter);
+    let tool = one(&spans, "execute_tool explode");
+    assert_eq!(str_attr(tool, "error.type").as_deref(), Some("tool_error"));
+    let description = error_description(tool).unwrap();
+    assert_eq!(
+        description,
+        "the tool returned an error; message not recorded: content capture is off"
+    );
+    assert_eq!(exception(tool).unwrap(), ("tool_error".to_owned(), description));
+    let everything = format!("{spans:?}");
+    assert!(
+        !everything.contains("blew up") && !everything.contains("hunter2"),
+        "a tool's error text was recorded without content capture"
+    );
 }
 
 #[tokio::test]

@@ -95,7 +95,7 @@ async fn thinking_is_stripped_and_tool_calls_stay_with_the_speaker() {
         "no thinking, no tool call, no tool result"
     );
     assert_eq!(bob_heard[0].text_content().as_deref(), Some("Oslo is cold."));
-    let alice_kinds: Vec<_> = alice.state().context.iter().flat_map(|m| kinds(m)).collect();
+    let alice_kinds: Vec<_> = alice.state().context.iter().flat_map(kinds).collect();
     assert!(alice_kinds.contains(&"tool_call") && alice_kinds.contains(&"tool_result"));
 }
 

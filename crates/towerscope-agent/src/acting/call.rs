@@ -60,7 +60,11 @@ pub(crate) async fn execute(
     let prepared = if is_structured {
         prepare_structured(runtime, &call)
     } else {
-        let groups = runtime.lock_state().activated_groups.clone();
+        let groups = if runtime.toolkit.has_groups() {
+            runtime.lock_state().activated_groups.clone()
+        } else {
+            Vec::new()
+        };
         runtime.toolkit.prepare(&call, &groups).map(|p| (p.info, p.input))
     };
     let (info, input) = match prepared {
@@ -71,12 +75,13 @@ pub(crate) async fn execute(
         }
     };
 
+    let call = Arc::new(call);
     let decision = if is_structured {
         PermissionDecision::Allow
     } else {
         let request = PermissionRequest {
             ctx: ctx.clone(),
-            tool_call: call.clone(),
+            tool_call: Arc::clone(&call),
             tool: Arc::clone(&info),
             input: Arc::clone(&input),
         };
@@ -102,7 +107,7 @@ pub(crate) async fn execute(
                     c.clone()
                 })
             };
-            let parked = parked.unwrap_or(call);
+            let parked = parked.unwrap_or_else(|| Arc::unwrap_or_clone(call));
             emit.event(|| RequireUserConfirmEvent::new(reply_id, vec![parked]).into())
                 .await;
             Ok(())
@@ -122,7 +127,7 @@ pub(crate) async fn execute(
                         c.clone()
                     })
                 };
-                let submitted = submitted.unwrap_or(call);
+                let submitted = submitted.unwrap_or_else(|| Arc::unwrap_or_clone(call));
                 emit.event(|| RequireExternalExecutionEvent::new(reply_id, vec![submitted]).into())
                     .await;
                 return Ok(());
@@ -178,17 +183,18 @@ async fn finish_with_text(
 async fn run_tool(
     runtime: &Arc<Runtime>,
     ctx: &AgentContext,
-    call: ToolCallBlock,
+    call: Arc<ToolCallBlock>,
     info: Arc<ToolInfo>,
     input: Arc<Value>,
     emit: &Emitter,
 ) -> Result<(), AgentError> {
     let reply_id = ctx.reply_id();
-    let mut tool_call = call.clone();
-    tool_call.state = ToolCallState::Allowed;
+    let mut call = call;
+    // The permission request is gone by now: this changes the one copy in place.
+    Arc::make_mut(&mut call).state = ToolCallState::Allowed;
     let request = ActingRequest {
         ctx: ctx.clone(),
-        tool_call,
+        tool_call: Arc::clone(&call),
         tool: info,
         input,
     };

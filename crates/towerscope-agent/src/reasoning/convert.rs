@@ -8,10 +8,10 @@
 //!
 //! Tool-call ids are unique within a reply's message: a model that reuses an id (of an earlier
 //! round, or twice in one answer) gets the second call renamed `{id}_2` (`_3`, ...), in the
-//! events and in the context alike, so every call keeps exactly one result. One limit: in a
-//! stream, consecutive chunks with the same id are one call (that is how arguments stream), so
-//! two calls streamed back to back under one id show as one call in the events; the final
-//! chunk, which the context keeps, still has both, renamed.
+//! events and in the context alike, so every call keeps exactly one result. In a stream,
+//! consecutive chunks with the same id continue one call (that is how arguments stream), unless
+//! the call's arguments already form a complete JSON value and the new piece starts another:
+//! then it is a second call under the same id, renamed like any other.
 
 use towerscope_core::id::new_id;
 use towerscope_core::{
@@ -57,6 +57,56 @@ impl CallIds {
     }
 }
 
+/// A tool call being streamed.
+#[derive(Debug)]
+struct OpenCall {
+    /// The id the model gave it.
+    model_id: Id,
+    /// The id it goes by (renamed if the model's was taken).
+    id: Id,
+    scan: JsonScan,
+}
+
+/// Where streamed JSON text stands: enough to tell when a value is complete, in time linear in
+/// the text (each piece is scanned once).
+#[derive(Debug, Default)]
+struct JsonScan {
+    depth: u32,
+    started: bool,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl JsonScan {
+    fn feed(&mut self, piece: &str) {
+        for byte in piece.bytes() {
+            if self.in_string {
+                match byte {
+                    _ if self.escaped => self.escaped = false,
+                    b'\\' => self.escaped = true,
+                    b'"' => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match byte {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => {
+                    self.depth += 1;
+                    self.started = true;
+                }
+                b'}' | b']' => self.depth = self.depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+    }
+
+    /// Whether `piece` starts new arguments after complete ones.
+    fn starts_another(&self, piece: &str) -> bool {
+        self.started && self.depth == 0 && !self.in_string && piece.trim_start().starts_with('{')
+    }
+}
+
 /// Which blocks are open while a model response streams, and what was streamed.
 #[derive(Debug)]
 pub(crate) struct ChunkConverter {
@@ -64,8 +114,8 @@ pub(crate) struct ChunkConverter {
     events: bool,
     thinking: Option<Id>,
     text: Option<Id>,
-    /// Open tool calls: the model's id and the id they go by.
-    tools: Vec<(Id, Id)>,
+    /// Open tool calls.
+    tools: Vec<OpenCall>,
     data: Vec<Id>,
     /// Every block id opened during this model call (for a restart).
     opened: Vec<Id>,
@@ -185,21 +235,35 @@ impl ChunkConverter {
         let mut seen: Vec<&Id> = Vec::new();
         for block in &chunk.content {
             if let ContentBlock::ToolCall(call) = block {
-                // A second block with the same id in one chunk is a second call.
+                // A second block with the same id in one chunk is a second call, and so is a
+                // piece that starts new arguments after the open call's arguments are complete.
                 let repeated = seen.contains(&&call.id);
-                let open = self.tools.iter().rev().find(|(model_id, _)| *model_id == call.id);
-                let id = match open.filter(|_| !repeated) {
-                    Some((_, id)) => id.clone(),
-                    None => {
+                let open = self.tools.iter().rposition(|open| open.model_id == call.id);
+                let continues = open.filter(|&i| !repeated && !self.tools[i].scan.starts_another(&call.input));
+                let index = match (continues, open) {
+                    (Some(i), _) => i,
+                    (None, replaced) => {
+                        if let Some(i) = replaced {
+                            let ended = self.tools.remove(i);
+                            let reply_id = &self.reply_id;
+                            self.push(out, || ToolCallEndEvent::new(reply_id, ended.id).into());
+                        }
                         let id = self.ids.assign(&call.id);
-                        self.tools.push((call.id.clone(), id.clone()));
                         self.opened.push(id.clone());
                         self.partial.push(ToolCallBlock::new(&id, &call.name, "").into());
                         let reply_id = &self.reply_id;
                         self.push(out, || ToolCallStartEvent::new(reply_id, &id, &call.name).into());
-                        id
+                        self.tools.push(OpenCall {
+                            model_id: call.id.clone(),
+                            id,
+                            scan: JsonScan::default(),
+                        });
+                        self.tools.len() - 1
                     }
                 };
+                let open = &mut self.tools[index];
+                open.scan.feed(&call.input);
+                let id = open.id.clone();
                 if let Some(ContentBlock::ToolCall(block)) = self.partial.iter_mut().rev().find(|b| *b.id() == id) {
                     block.input.push_str(&call.input);
                 }
@@ -209,10 +273,10 @@ impl ChunkConverter {
             }
         }
         let (events, reply_id) = (self.events, &self.reply_id);
-        self.tools.retain(|(model_id, id)| {
-            let keep = seen.contains(&model_id);
+        self.tools.retain(|open| {
+            let keep = seen.contains(&&open.model_id);
             if !keep && events {
-                out.push(ToolCallEndEvent::new(reply_id, id).into());
+                out.push(ToolCallEndEvent::new(reply_id, &open.id).into());
             }
             keep
         });
@@ -280,9 +344,9 @@ impl ChunkConverter {
                 out.push(ThinkingBlockEndEvent::new(reply_id, id).into());
             }
         }
-        for (_, id) in self.tools.drain(..) {
+        for open in self.tools.drain(..) {
             if events {
-                out.push(ToolCallEndEvent::new(reply_id, id).into());
+                out.push(ToolCallEndEvent::new(reply_id, open.id).into());
             }
         }
         for id in self.data.drain(..) {

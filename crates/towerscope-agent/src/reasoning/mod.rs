@@ -64,8 +64,10 @@ impl Service<ReasoningRequest> for ReasoningStep {
         let events = req.ctx.get::<EventsUnread>().is_none();
         let stream = Generator::new(move |y| async move {
             let emit = Emitter::new(y, events);
-            if let Err(e) = reason(&runtime, req, &emit).await {
-                emit.error(e).await;
+            match reason(&runtime, req, &emit).await {
+                Ok(Some(candidate)) => emit.final_msg(candidate).await,
+                Ok(None) => {}
+                Err(e) => emit.error(e).await,
             }
         });
         std::future::ready(Ok(Box::pin(stream)))
@@ -116,7 +118,7 @@ impl<'a> Answer<'a> {
 
     /// The step was interrupted: close the open blocks, keep what was streamed, and end the
     /// model call as interrupted.
-    async fn interrupted(mut self, emit: &Emitter) -> Result<(), AgentError> {
+    async fn interrupted(mut self, emit: &Emitter) -> Result<Option<Msg>, AgentError> {
         let mut events = Vec::new();
         self.converter.close(&mut events);
         for event in events {
@@ -142,7 +144,16 @@ impl Drop for Answer<'_> {
     }
 }
 
-async fn reason(runtime: &Arc<Runtime>, req: ReasoningRequest, emit: &Emitter) -> Result<(), AgentError> {
+/// One reasoning step, sending its events to `emit`; returns the candidate final message.
+///
+/// With no `on_reasoning` layer installed, the reply loop calls this directly with its own
+/// emitter (no stream, no generator in between); with layers, [`ReasoningStep`] runs it behind
+/// the position's stream.
+pub(crate) async fn reason(
+    runtime: &Arc<Runtime>,
+    req: ReasoningRequest,
+    emit: &Emitter,
+) -> Result<Option<Msg>, AgentError> {
     let ctx = req.ctx;
     let reply_id = ctx.reply_id();
     emit.event(|| ModelCallStartEvent::new(reply_id, Arc::clone(&runtime.model_name)).into())
@@ -169,8 +180,12 @@ async fn reason(runtime: &Arc<Runtime>, req: ReasoningRequest, emit: &Emitter) -
     let mut events = Vec::new();
     let completed = match settle_on_error(&mut answer, output)? {
         ModelOutput::Complete(response) => {
-            answer.converter.convert(&response, &mut events);
-            forward(emit, &mut events).await;
+            // A whole answer is stored as it is (nothing partial to keep): the converter only
+            // builds its events, when they are read.
+            if emit.wants_events() {
+                answer.converter.convert(&response, &mut events);
+                forward(emit, &mut events).await;
+            }
             Some(response)
         }
         ModelOutput::Stream(mut stream) => {
@@ -226,10 +241,7 @@ async fn reason(runtime: &Arc<Runtime>, req: ReasoningRequest, emit: &Emitter) -
             .into()
     })
     .await;
-    if let Some(msg) = candidate {
-        emit.final_msg(msg).await;
-    }
-    Ok(())
+    Ok(candidate)
 }
 
 /// A failure of the call discards the answer (nothing of a failed call is stored).

@@ -26,6 +26,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures_util::StreamExt;
+use tower::util::Either;
 use tower::{Service, ServiceExt};
 use towerscope_core::{
     AgentContext, AgentError, CompressRequest, ContentBlock, EventStream, Messages, Position, ReasoningRequest,
@@ -35,10 +36,10 @@ use towerscope_core::{
 use crate::acting;
 use crate::emit::{Emitter, EventsUnread, assistant_msg};
 use crate::generator::Generator;
-use crate::reasoning::ReasoningStep;
+use crate::reasoning::{self, ReasoningStep};
 use crate::resume;
 use crate::runtime::{Runtime, validate_input};
-use crate::state::{ReplyContext, unfinished_refs};
+use crate::state::{ReplyContext, has_unfinished};
 use crate::toolkit::ActiveToolGroups;
 
 use next_action::{Action, next_action};
@@ -169,11 +170,17 @@ async fn run(
                     ctx: round,
                     tool_choice,
                 };
-                let mut stream = reasoning.ready().await?.call(request).await?;
-                while let Some(item) = stream.next().await {
-                    match item? {
-                        ReplyItem::Event(e) => emit.forward(e).await,
-                        ReplyItem::Final(m) => final_msg = Some(m),
+                match &mut reasoning {
+                    // Nothing installed on `on_reasoning`: the step runs here, on this emitter.
+                    Either::Left(_) => final_msg = reasoning::reason(runtime, request, emit).await?,
+                    Either::Right(stack) => {
+                        let mut stream = stack.ready().await?.call(request).await?;
+                        while let Some(item) = stream.next().await {
+                            match item? {
+                                ReplyItem::Event(e) => emit.forward(e).await,
+                                ReplyItem::Final(m) => final_msg = Some(m),
+                            }
+                        }
                     }
                 }
             }
@@ -181,10 +188,17 @@ async fn run(
                 made_progress = true;
                 let (iteration, groups) = {
                     let state = runtime.lock_state();
-                    (state.reply_context.cur_iter, Arc::from(state.activated_groups.clone()))
+                    let groups = runtime
+                        .toolkit
+                        .has_groups()
+                        .then(|| Arc::from(state.activated_groups.clone()));
+                    (state.reply_context.cur_iter, groups)
                 };
                 let round = ctx.with_iteration(iteration);
-                round.insert(ActiveToolGroups(groups));
+                if let Some(groups) = groups {
+                    // What `reset_tools` reports as the groups active before the call.
+                    round.insert(ActiveToolGroups(groups));
+                }
                 for (concurrent, batch) in acting::batches(runtime, calls) {
                     acting::run_batch(runtime, &round, concurrent, batch, emit).await?;
                     if runtime.lock_state().is_parked() {
@@ -194,9 +208,7 @@ async fn run(
             }
         }
         let mut state = runtime.lock_state();
-        let unfinished = state
-            .reply_msg(ctx.reply_id())
-            .is_some_and(|m| !unfinished_refs(m).is_empty());
+        let unfinished = state.reply_msg(ctx.reply_id()).is_some_and(has_unfinished);
         if !unfinished {
             state.reply_context.cur_iter += 1;
         }
@@ -213,7 +225,7 @@ async fn start(runtime: &Arc<Runtime>, req: &ReplyRequest, msgs: &Messages, emit
         let mut state = runtime.lock_state();
         check_not_parked(&state)?;
         resume::close_dangling_calls(&runtime.name, &mut state);
-        state.context.extend(msgs.as_slice().iter().cloned());
+        state.context.extend(msgs.arcs().cloned());
         state.reply_context = ReplyContext {
             reply_id: req.ctx.reply_id().clone(),
             structured_schema: req.structured_schema.as_ref().map(|s| s.schema.clone()),

@@ -8,10 +8,29 @@ use super::validate::{is_type, resolve_ref};
 /// How deep coercion follows a schema before it stops (guards against `$ref` cycles).
 const MAX_DEPTH: u32 = 128;
 
+/// How many times coercion may apply a (sub)schema to a value: past that it stops and leaves
+/// the rest as it is (validation still judges it), whatever the schema's shape.
+const MAX_STEPS: u32 = 1_000_000;
+
 /// Coerces `value` in place to the types `schema` asks for (see
 /// [`parse_with_repair`](super::parse_with_repair) for the rules).
 pub(crate) fn coerce_to_schema(value: &mut Value, schema: &Value) {
-    coerce(value, schema, schema, 0);
+    let mut steps = MAX_STEPS;
+    coerce(
+        value,
+        schema,
+        &mut Ctx {
+            root: schema,
+            steps: &mut steps,
+        },
+        0,
+    );
+}
+
+/// What one coercion shares: the root for `$ref`s and the steps left.
+struct Ctx<'s, 'b> {
+    root: &'s Value,
+    steps: &'b mut u32,
 }
 
 /// The keywords coercion looks at, gathered in one pass over a schema object.
@@ -50,14 +69,16 @@ impl<'s> Keywords<'s> {
 }
 
 /// Coerces `value` in place to the types `schema` asks for (`root` resolves `$ref`s).
-fn coerce(value: &mut Value, schema: &Value, root: &Value, depth: u32) {
+fn coerce(value: &mut Value, schema: &Value, cx: &mut Ctx<'_, '_>, depth: u32) {
     let Some(obj) = schema.as_object() else { return };
-    if depth > MAX_DEPTH {
+    if depth > MAX_DEPTH || *cx.steps == 0 {
         return;
     }
+    *cx.steps -= 1;
+    let root = cx.root;
     let k = Keywords::of(obj);
     if let Some(target) = k.reference.and_then(|r| resolve_ref(root, r)) {
-        coerce(value, target, root, depth + 1);
+        coerce(value, target, cx, depth + 1);
     }
     match k.types {
         Some(Value::String(t)) if !is_type(value, t) => {
@@ -78,7 +99,7 @@ fn coerce(value: &mut Value, schema: &Value, root: &Value, depth: u32) {
         Value::Object(map) => {
             for (key, child) in map.iter_mut() {
                 if let Some(sub) = k.properties.and_then(|p| p.get(key)).or(k.additional) {
-                    coerce(child, sub, root, depth + 1);
+                    coerce(child, sub, cx, depth + 1);
                 }
             }
         }
@@ -90,17 +111,17 @@ fn coerce(value: &mut Value, schema: &Value, root: &Value, depth: u32) {
             let rest = k.items.filter(|s| s.is_object());
             for (i, item) in items.iter_mut().enumerate() {
                 if let Some(sub) = prefix.and_then(|p| p.get(i)).or(rest) {
-                    coerce(item, sub, root, depth + 1);
+                    coerce(item, sub, cx, depth + 1);
                 }
             }
         }
         _ => {}
     }
     for branch in k.all_of.unwrap_or_default() {
-        coerce(value, branch, root, depth + 1);
+        coerce(value, branch, cx, depth + 1);
     }
     for branches in [k.any_of, k.one_of].into_iter().flatten() {
-        coerce_choice(value, branches, root, depth);
+        coerce_choice(value, branches, cx, depth);
     }
 }
 
@@ -115,13 +136,14 @@ fn integral_float_to_integer(value: &mut Value) {
 }
 
 /// Coerces to the first branch whose type admits the value, else to the first that can take it.
-fn coerce_choice(value: &mut Value, branches: &[Value], root: &Value, depth: u32) {
+fn coerce_choice(value: &mut Value, branches: &[Value], cx: &mut Ctx<'_, '_>, depth: u32) {
+    let root = cx.root;
     if let Some(branch) = branches.iter().find(|b| admits(value, b, root, depth)) {
-        coerce(value, branch, root, depth + 1);
+        coerce(value, branch, cx, depth + 1);
         return;
     }
     for branch in branches {
-        coerce(value, branch, root, depth + 1);
+        coerce(value, branch, cx, depth + 1);
         if admits(value, branch, root, depth) {
             return;
         }
@@ -260,5 +282,19 @@ mod tests {
         );
         let tuple = json!({"items": [{"type": "string"}, {"type": "integer"}]});
         assert_eq!(parse_with_repair(r#"[1, "2", 3]"#, &tuple).unwrap(), json!(["1", 2, 3]));
+    }
+
+    #[test]
+    fn coercion_of_a_costly_schema_stops_within_its_budget() {
+        // Each level applies the next one twice to the same value: 2^40 applications unbounded.
+        let mut defs = serde_json::Map::new();
+        for i in 0..40 {
+            let next = json!({"$ref": format!("#/$defs/d{}", i + 1)});
+            defs.insert(format!("d{i}"), json!({"allOf": [next, next]}));
+        }
+        defs.insert("d40".to_owned(), json!({"type": "string"}));
+        let schema = json!({"properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs});
+        // The first applications coerce; the budget ends the rest.
+        assert_eq!(parse_with_repair(r#"{"x": 5}"#, &schema).unwrap(), json!({"x": "5"}));
     }
 }

@@ -8,6 +8,7 @@
 
 use serde_json::{Map, Value};
 
+use super::InputLimits;
 use super::coerce::coerce_to_schema;
 
 /// Parses a tool call's raw arguments, repairing truncated JSON and coercing types to `schema`.
@@ -24,7 +25,11 @@ use super::coerce::coerce_to_schema;
 ///   integer); `"true"`/`"false"` become booleans; a string holding a JSON object or array
 ///   becomes that value where one is wanted.
 ///
-/// The error (text that cannot be repaired) names the JSON error; it is meant for the model.
+/// The text must fit the default [`InputLimits`] (1 MiB, 64 levels of nesting), checked in one
+/// pass before anything parses it; repair and parsing are then linear in the text.
+///
+/// The error (text that cannot be repaired, or over the limits) names the problem; it is meant
+/// for the model.
 ///
 /// ```
 /// use serde_json::json;
@@ -37,6 +42,12 @@ use super::coerce::coerce_to_schema;
 /// # Ok::<(), String>(())
 /// ```
 pub fn parse_with_repair(raw: &str, schema: &Value) -> Result<Value, String> {
+    parse_within(raw, schema, &InputLimits::default())
+}
+
+/// [`parse_with_repair`] within given limits.
+pub(crate) fn parse_within(raw: &str, schema: &Value, limits: &InputLimits) -> Result<Value, String> {
+    limits.check(raw)?;
     let text = raw.trim();
     let mut value = if text.is_empty() {
         Value::Object(Map::new())

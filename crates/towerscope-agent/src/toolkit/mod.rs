@@ -6,11 +6,18 @@
 //! ```text
 //! model's ToolCallBlock
 //!   │
-//!   ├─ Toolkit::prepare      tool exists? group active? arguments repaired, coerced, validated
+//!   ├─ Toolkit::prepare      tool exists? group active? arguments within InputLimits,
+//!   │                        repaired, coerced, validated against the compiled schema
 //!   │                        └─ Err(text) → error result for the model, nothing runs
 //!   ├─ on_check_permission   (the agent)
 //!   └─ on_acting ─▶ ToolkitService: ToolStream = Chunk, Chunk, …, Response
 //! ```
+//!
+//! A tool's input schema is compiled when the tool is added ([`Toolkit::try_add`]): a keyword the
+//! validator does not enforce (such as `unevaluatedProperties`) refuses the tool instead of
+//! being silently skipped. Checking a call is bounded whatever the model sends: the raw
+//! arguments are measured against [`InputLimits`] (1 MiB, 64 levels by default) before they are
+//! parsed, validation is linear in the input, and values quoted back are cut to 256 bytes.
 //!
 //! Bad input from the model never fails a reply: an unknown tool, an inactive group, arguments
 //! that do not parse or validate, a tool's error and a tool's panic all become error results
@@ -61,7 +68,7 @@
 //! let call = ToolCallBlock::new("call_1", "get_weather", r#"{"city": "Paris"}"#);
 //! let req = ActingRequest {
 //!     ctx: AgentContext::new("agent", "session", "reply"),
-//!     tool_call: call,
+//!     tool_call: Arc::new(call),
 //!     tool: prepared.info,
 //!     input: std::sync::Arc::new(serde_json::json!({"city": "Paris"})),
 //! };
@@ -77,9 +84,11 @@
 //! # Ok(()) }
 //! ```
 
+mod add_error;
 mod coerce;
 mod function;
 mod group;
+mod input;
 mod json_repair;
 mod registry;
 mod result;
@@ -88,15 +97,18 @@ mod service;
 mod tool;
 mod validate;
 
+pub use add_error::{AddToolError, ToolSchemaError, UnknownGroupError};
 pub use function::FunctionTool;
 pub use group::{ACTIVATED_GROUPS_KEY, ActiveToolGroups, BASIC_GROUP, RESET_TOOLS, ToolGroup};
+pub use input::{InputLimits, parse_input};
 pub use json_repair::parse_with_repair;
-pub use registry::{PreparedCall, Toolkit, UnknownGroupError, parse_input};
+pub use registry::{PreparedCall, Toolkit};
 pub use result::{IntoToolResult, Json};
 pub use schema::strip_titles;
 pub use service::ToolkitService;
 pub use tool::{Tool, ToolChunkStream, ToolError};
-pub use validate::{ValidationError, validate};
+pub(crate) use validate::truncate;
+pub use validate::{CompiledSchema, SchemaError, ValidationError, validate};
 
 #[cfg(test)]
 mod tests;

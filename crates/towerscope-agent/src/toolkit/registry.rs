@@ -7,8 +7,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::Value;
 use towerscope_core::{ToolCallBlock, ToolInfo, ToolSchema};
 
+use super::add_error::{AddToolError, ToolSchemaError, UnknownGroupError};
 use super::group::{BASIC_GROUP, RESET_TOOLS, ResetTools, ToolGroup};
-use super::{Tool, parse_with_repair, validate};
+use super::input::parse_compiled;
+use super::validate::truncate;
+use super::{CompiledSchema, InputLimits, Tool};
+
+/// How much of an unknown tool's name the error result repeats.
+const MAX_NAME_SHOWN: usize = 256;
 
 /// How many distinct active-group lists [`Toolkit::schemas`] remembers.
 const SCHEMA_CACHE_SIZE: usize = 16;
@@ -19,20 +25,27 @@ pub(super) struct Entry {
     pub(super) tool: Arc<dyn Tool>,
     pub(super) info: Arc<ToolInfo>,
     schema: ToolSchema,
+    /// The input schema, checked and compiled once.
+    compiled: Arc<CompiledSchema>,
     /// Index into `Toolkit::groups` (0 is `basic`).
     group: usize,
 }
 
 impl Entry {
-    fn new(tool: Arc<dyn Tool>, group: usize) -> Self {
+    fn new(tool: Arc<dyn Tool>, group: usize) -> Result<Self, ToolSchemaError> {
+        let compiled = CompiledSchema::new(tool.input_schema().clone()).map_err(|error| ToolSchemaError {
+            tool: tool.name().to_owned(),
+            error,
+        })?;
         let info = Arc::new(tool.info());
         let schema = ToolSchema::new(tool.name(), tool.description(), tool.input_schema().clone());
-        Self {
+        Ok(Self {
             tool,
             info,
             schema,
+            compiled: Arc::new(compiled),
             group,
-        }
+        })
     }
 }
 
@@ -56,31 +69,6 @@ impl fmt::Debug for PreparedCall {
             .finish_non_exhaustive()
     }
 }
-
-/// [`Toolkit::add_to_group`] was given a group that was never created.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownGroupError {
-    group: String,
-}
-
-impl UnknownGroupError {
-    /// The group that does not exist.
-    pub fn group(&self) -> &str {
-        &self.group
-    }
-}
-
-impl fmt::Display for UnknownGroupError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "the tool group '{}' does not exist; create it first with Toolkit::create_group",
-            self.group
-        )
-    }
-}
-
-impl std::error::Error for UnknownGroupError {}
 
 struct CachedSchemas {
     /// The active groups exactly as asked for.
@@ -108,6 +96,7 @@ pub struct Toolkit {
     groups: Vec<ToolGroup>,
     reset: Option<(Arc<ResetTools>, Entry)>,
     cache: Mutex<Vec<CachedSchemas>>,
+    limits: InputLimits,
 }
 
 impl Toolkit {
@@ -120,29 +109,72 @@ impl Toolkit {
             groups: vec![basic],
             reset: None,
             cache: Mutex::default(),
+            limits: InputLimits::default(),
         }
+    }
+
+    /// Bounds on the raw arguments of every call, checked before they are parsed (default: 1 MiB,
+    /// 64 levels of nesting). A call over them gets an error result.
+    pub fn set_input_limits(&mut self, limits: InputLimits) -> &mut Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The bounds on the raw arguments of every call.
+    pub fn input_limits(&self) -> &InputLimits {
+        &self.limits
     }
 
     /// Adds a tool to the `basic` group. A tool of the same name is replaced (keeping its place),
     /// with a warning.
+    ///
+    /// # Panics
+    ///
+    /// If the tool's input schema cannot be enforced: it uses a keyword the validator does not
+    /// check (such as `unevaluatedProperties`), a `$ref` out of the document, or a pattern it
+    /// cannot compile. Such a schema is a programming error, found the first time the toolkit is
+    /// built; use [`try_add`](Self::try_add) for schemas known only at run time.
     pub fn add(&mut self, tool: impl Tool) -> &mut Self {
-        self.insert(Arc::new(tool), 0);
+        if let Err(e) = self.try_add(tool) {
+            panic!("{e}");
+        }
         self
     }
 
-    /// Adds a tool to a group created with [`create_group`](Self::create_group).
-    pub fn add_to_group(&mut self, group: &str, tool: impl Tool) -> Result<&mut Self, UnknownGroupError> {
-        let Some(index) = self.groups.iter().position(|g| g.name == group) else {
-            return Err(UnknownGroupError {
-                group: group.to_owned(),
-            });
-        };
-        self.insert(Arc::new(tool), index);
+    /// Adds a tool to the `basic` group, or says why its input schema cannot be enforced.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use towerscope_agent::toolkit::{FunctionTool, Toolkit};
+    ///
+    /// let strict = json!({"type": "object", "unevaluatedProperties": false});
+    /// let tool = FunctionTool::with_schema("strict", "A strict tool.", strict, |_: serde_json::Value| async { "ok" });
+    /// let err = Toolkit::new().try_add(tool).unwrap_err();
+    /// assert!(err.to_string().starts_with(
+    ///     "the input schema of the tool 'strict' cannot be enforced: the keyword 'unevaluatedProperties'"
+    /// ));
+    /// ```
+    pub fn try_add(&mut self, tool: impl Tool) -> Result<&mut Self, ToolSchemaError> {
+        self.insert(Arc::new(tool), 0)?;
         Ok(self)
     }
 
-    fn insert(&mut self, tool: Arc<dyn Tool>, group: usize) {
-        let entry = Entry::new(tool, group);
+    /// Adds a tool to a group created with [`create_group`](Self::create_group), or says why it
+    /// cannot: the group does not exist, or the tool's input schema cannot be enforced (see
+    /// [`try_add`](Self::try_add)).
+    pub fn add_to_group(&mut self, group: &str, tool: impl Tool) -> Result<&mut Self, AddToolError> {
+        let Some(index) = self.groups.iter().position(|g| g.name == group) else {
+            return Err(UnknownGroupError {
+                group: group.to_owned(),
+            }
+            .into());
+        };
+        self.insert(Arc::new(tool), index)?;
+        Ok(self)
+    }
+
+    fn insert(&mut self, tool: Arc<dyn Tool>, group: usize) -> Result<(), ToolSchemaError> {
+        let entry = Entry::new(tool, group)?;
         let name = entry.info.name.clone();
         if name == RESET_TOOLS {
             tracing::warn!("a tool named '{RESET_TOOLS}' replaces the toolkit's meta tool of the same name");
@@ -158,6 +190,7 @@ impl Toolkit {
             }
         }
         self.clear_cache();
+        Ok(())
     }
 
     /// Removes a tool, returning it.
@@ -194,8 +227,11 @@ impl Toolkit {
             None => self.groups.push(group),
         }
         let reset = Arc::new(ResetTools::new(&self.groups[1..]));
-        let entry = Entry::new(Arc::clone(&reset) as Arc<dyn Tool>, 0);
-        self.reset = Some((reset, entry));
+        match Entry::new(Arc::clone(&reset) as Arc<dyn Tool>, 0) {
+            Ok(entry) => self.reset = Some((reset, entry)),
+            // The meta tool's schema is a plain object of booleans; refusing it would be a bug.
+            Err(e) => tracing::error!(error = %e, "the meta tool '{RESET_TOOLS}' could not be built"),
+        }
         self.clear_cache();
         self
     }
@@ -245,14 +281,27 @@ impl Toolkit {
     }
 
     pub(super) fn entry(&self, name: &str) -> Option<&Entry> {
-        match self.index.get(name) {
-            Some(&i) => self.entries.get(i),
+        // A few tools: comparing names is cheaper than hashing one (SipHash costs hundreds of
+        // instructions per lookup, and a call looks its tool up several times).
+        let found = if self.entries.len() <= 8 {
+            self.entries.iter().find(|e| e.info.name == name)
+        } else {
+            self.index.get(name).and_then(|&i| self.entries.get(i))
+        };
+        match found {
+            Some(entry) => Some(entry),
             None if name == RESET_TOOLS => self.reset.as_ref().map(|(_, entry)| entry),
             None => None,
         }
     }
 
     /// The meta tool, when `name` calls it.
+    /// Whether tools belong to groups other than `basic` (so `reset_tools` exists and the
+    /// active groups matter).
+    pub(crate) fn has_groups(&self) -> bool {
+        self.reset.is_some()
+    }
+
     pub(super) fn reset_tool(&self, name: &str) -> Option<&ResetTools> {
         match &self.reset {
             Some((reset, _)) if name == RESET_TOOLS && !self.index.contains_key(name) => Some(reset),
@@ -307,16 +356,19 @@ impl Toolkit {
     }
 
     /// Checks a call before it is run: the tool exists, its group is active, and its arguments
-    /// parse (repaired and coerced, see [`parse_with_repair`]) and validate against its schema.
+    /// parse (repaired and coerced, see [`parse_with_repair`](super::parse_with_repair)) and validate against its schema.
     ///
     /// The error is the text of the error result for the model, as in the reference:
     ///
-    /// * `ToolNotFoundError: The tool named '{name}' doesn't exist.`
+    /// * `ToolNotFoundError: The tool named '{name}' doesn't exist.` (a name over 256 bytes is cut,
+    ///   ending in `…[truncated, N bytes total]`)
     /// * `ToolGroupInactiveError: The tool '{name}' in group '{group}' is currently inactive. You should first activate the group by calling the 'reset_tools' tool.`
-    /// * `Input validation failed for tool '{name}': {message} (at {json_path})`
+    /// * `Input validation failed for tool '{name}': {message} (at {json_path})`, where the message
+    ///   may also say that the input is over the toolkit's [`InputLimits`]
     pub fn prepare(&self, call: &ToolCallBlock, active_groups: &[String]) -> Result<PreparedCall, String> {
         let name = call.name.as_str();
         let Some(entry) = self.entry(name) else {
+            let name = truncate(name, MAX_NAME_SHOWN);
             return Err(format!("ToolNotFoundError: The tool named '{name}' doesn't exist."));
         };
         let group = &self.groups[entry.group].name;
@@ -326,23 +378,13 @@ impl Toolkit {
                  activate the group by calling the '{RESET_TOOLS}' tool."
             ));
         }
-        let input = parse_input(name, &call.input, entry.tool.input_schema())?;
+        let input = parse_compiled(name, &call.input, &entry.compiled, &self.limits)?;
         Ok(PreparedCall {
             tool: Arc::clone(&entry.tool),
             info: Arc::clone(&entry.info),
             input,
         })
     }
-}
-
-/// Parses a tool call's raw input against `schema` (repairing truncated JSON and coercing types
-/// as the reference does) and validates it. The error is the text the model gets back:
-/// `Input validation failed for tool '{name}': {message} (at {json_path})`.
-pub fn parse_input(name: &str, raw: &str, schema: &serde_json::Value) -> Result<serde_json::Value, String> {
-    let input = parse_with_repair(raw, schema)
-        .map_err(|message| format!("Input validation failed for tool '{name}': {message} (at $)"))?;
-    validate(&input, schema).map_err(|e| format!("Input validation failed for tool '{name}': {e}"))?;
-    Ok(input)
 }
 
 impl Default for Toolkit {
@@ -359,6 +401,7 @@ impl Clone for Toolkit {
             groups: self.groups.clone(),
             reset: self.reset.clone(),
             cache: Mutex::default(),
+            limits: self.limits,
         }
     }
 }

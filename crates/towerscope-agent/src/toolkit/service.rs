@@ -58,12 +58,12 @@ impl ToolkitService {
             ctx, tool_call, input, ..
         } = req;
         let toolkit = &*self.toolkit;
-        let name = tool_call.name;
+        let name = tool_call.name.clone();
         let response = ToolResponse {
             content: Vec::new(),
             state: ToolResultState::Success,
             metadata: Map::new(),
-            id: tool_call.id,
+            id: tool_call.id.clone(),
         };
         let Some(entry) = toolkit.entry(&name) else {
             let message = format!("ToolNotFoundError: The tool named '{name}' doesn't exist.");

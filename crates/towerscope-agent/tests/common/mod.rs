@@ -56,7 +56,7 @@ pub fn results(msg: &Msg) -> Vec<&ToolResultBlock> {
 }
 
 /// Asserts every tool call in `context` has exactly one result.
-pub fn assert_consistent(context: &[std::sync::Arc<Msg>]) {
+pub fn assert_consistent(context: &towerscope_core::Messages) {
     for msg in context {
         for block in &msg.content {
             if let ContentBlock::ToolCall(call) = block {

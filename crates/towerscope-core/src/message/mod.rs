@@ -48,7 +48,7 @@ mod tool_block;
 
 pub use block::{DataBlock, DataSource, HintBlock, HintContent, MediaBlock, TextBlock, ThinkingBlock};
 pub use content::{BlockKind, ContentBlock};
-pub use messages::Messages;
+pub use messages::{Messages, MessagesIter};
 pub use msg::{Msg, Role};
 pub use outcome::{ErrorInfo, ReplyFinishedReason, Usage};
 pub use tool_block::{

@@ -147,8 +147,9 @@ pub struct ToolInfo {
 pub struct ActingRequest {
     /// The reply's context.
     pub ctx: AgentContext,
-    /// The tool call as the model made it (its `input` is the raw JSON text).
-    pub tool_call: ToolCallBlock,
+    /// The tool call as the model made it (its `input` is the raw JSON text). Shared with the
+    /// permission check; a layer changes it copy-on-write (`Arc::make_mut`).
+    pub tool_call: Arc<ToolCallBlock>,
     /// The tool being called.
     pub tool: Arc<ToolInfo>,
     /// The arguments, parsed once (repaired and coerced to the tool's schema) and validated.
@@ -163,8 +164,8 @@ pub struct ActingRequest {
 pub struct PermissionRequest {
     /// The reply's context.
     pub ctx: AgentContext,
-    /// A copy of the tool call.
-    pub tool_call: ToolCallBlock,
+    /// The tool call (shared; changing it does not change the call that runs).
+    pub tool_call: Arc<ToolCallBlock>,
     /// The tool being called.
     pub tool: Arc<ToolInfo>,
     /// A copy of the parsed, validated input. Changing it does not change what the tool receives.

@@ -132,7 +132,7 @@ where
                         .unwrap_or_else(|_| serde_json::Value::String(call.input.clone()));
                     req.input = std::sync::Arc::new(input);
                 }
-                req.tool_call = call;
+                req.tool_call = std::sync::Arc::new(call);
             }
         }
         let post = ActingPostHooks::new(&self.hooks, &req);

@@ -131,7 +131,7 @@ async fn one_layer_serves_several_positions_and_the_ring_is_bounded() {
     for i in 1..=3u64 {
         let req = ActingRequest {
             ctx: AgentContext::new("a", "s", "r"),
-            tool_call: ToolCallBlock::new(format!("c{i}"), "clock", "{}"),
+            tool_call: Arc::new(ToolCallBlock::new(format!("c{i}"), "clock", "{}")),
             tool: Arc::new(ToolInfo {
                 name: "clock".into(),
                 description: String::new(),

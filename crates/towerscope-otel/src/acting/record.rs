@@ -6,6 +6,7 @@ use opentelemetry_sdk::trace::SdkTracer;
 use towerscope_core::{ActingRequest, AgentError, ToolResponse, ToolResultState};
 
 use crate::content;
+use crate::failure::{Failure, TOOL_ERROR};
 use crate::middleware::Config;
 use crate::reply::conversation_id;
 use crate::semconv::*;
@@ -68,8 +69,7 @@ impl ToolRecord {
                 .set(KeyValue::new(GEN_AI_TOOL_CALL_RESULT, content::tool_result(response)));
         }
         if response.state == ToolResultState::Error {
-            let message = response.text_content().unwrap_or_else(|| "the tool failed".to_owned());
-            self.span.fail("tool_error", &message);
+            self.span.fail(Failure::of_tool_response(response, self.capture));
         }
         self.span.ok();
         self.span.end();
@@ -81,7 +81,7 @@ impl ToolRecord {
             return;
         }
         if !matches!(err, AgentError::Interrupted) {
-            self.span.fail_with(err);
+            self.span.fail(Failure::of_error(err, self.capture));
         }
         self.span.ok();
         self.span.end();
@@ -92,8 +92,10 @@ impl ToolRecord {
         if self.span.ended() {
             return;
         }
-        self.span
-            .fail("tool_error", "the tool's stream ended without a final ToolResponse");
+        self.span.fail(Failure::new(
+            TOOL_ERROR,
+            "the tool's stream ended without a final ToolResponse",
+        ));
         self.span.end();
     }
 

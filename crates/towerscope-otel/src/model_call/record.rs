@@ -8,6 +8,7 @@ use opentelemetry::trace::{SpanBuilder, SpanKind};
 use towerscope_core::{AgentError, ChatResponse, ModelCallRequest};
 
 use crate::content;
+use crate::failure::Failure;
 use crate::middleware::Config;
 use crate::provider::Instruments;
 use crate::reply::conversation_id;
@@ -68,7 +69,7 @@ impl ChatRecord {
                     attributes.push(KeyValue::new(GEN_AI_SYSTEM_INSTRUCTIONS, instructions));
                 }
                 attributes.push(KeyValue::new(GEN_AI_INPUT_MESSAGES, input));
-                if let Some(definitions) = content::tool_definitions(&req.tools, req.tool_choice.as_ref()) {
+                if let Some(definitions) = config.tool_definitions.get(&req.tools, req.tool_choice.as_ref()) {
                     attributes.push(KeyValue::new(GEN_AI_TOOL_DEFINITIONS, definitions));
                 }
             }
@@ -180,7 +181,7 @@ impl ChatRecord {
         if matches!(err, AgentError::Interrupted) {
             self.interrupted();
         } else {
-            self.fail_as(err.kind(), &err.to_string());
+            self.fail_as(Failure::of_error(err, self.capture));
         }
     }
 
@@ -203,13 +204,14 @@ impl ChatRecord {
         }
     }
 
-    fn fail_as(&mut self, kind: &str, message: &str) {
+    fn fail_as(&mut self, failure: Failure<'_>) {
         if self.done {
             return;
         }
         self.done = true;
+        let kind = failure.kind;
         if let Some(span) = &mut self.span {
-            span.fail(kind, message);
+            span.fail(failure);
             span.end();
         }
         self.failed_metrics(kind);
@@ -217,10 +219,10 @@ impl ChatRecord {
 
     /// The stream ended without its final (`is_last`) chunk.
     pub(crate) fn ended_without_final(&mut self) {
-        self.fail_as(
+        self.fail_as(Failure::new(
             "stream_error",
             "the model stream ended without its final (is_last) chunk",
-        );
+        ));
     }
 
     /// The stream (or the call's future) was dropped before the final chunk.

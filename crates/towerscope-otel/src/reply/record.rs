@@ -4,6 +4,8 @@ use opentelemetry::{Context, KeyValue};
 use towerscope_core::{AgentError, AgentEvent, ReplyFinishedReason, ReplyItem, Usage};
 
 use crate::content;
+use crate::failure::Failure;
+use crate::json;
 use crate::semconv::*;
 use crate::span::{OpenSpan, string_array};
 
@@ -16,7 +18,10 @@ pub(crate) struct ReplyRecord {
     hitl_pending: Vec<String>,
     external_pending: Vec<String>,
     finished_reason: Option<ReplyFinishedReason>,
-    final_seen: bool,
+    /// The reply's outcome (its final message, or an error item) was seen: a drop after it is
+    /// the consumer stopping at the end (`Agent::reply` returns at the first error), not a
+    /// cancellation.
+    outcome_seen: bool,
     usage: Option<Usage>,
     output: Option<String>,
 }
@@ -30,7 +35,7 @@ impl ReplyRecord {
             hitl_pending: Vec::new(),
             external_pending: Vec::new(),
             finished_reason: None,
-            final_seen: false,
+            outcome_seen: false,
             usage: None,
             output: None,
         }
@@ -49,7 +54,7 @@ impl ReplyRecord {
         match item {
             Ok(ReplyItem::Event(event)) => self.event(event),
             Ok(ReplyItem::Final(msg)) => {
-                self.final_seen = true;
+                self.outcome_seen = true;
                 self.usage = msg.usage;
                 if self.capture && self.span.is_recording() {
                     let reason = self.finished_reason.map_or("stop", ReplyFinishedReason::as_str);
@@ -57,8 +62,14 @@ impl ReplyRecord {
                 }
             }
             // The user interrupted the reply: not a failure.
-            Err(AgentError::Interrupted) => self.finished_reason = Some(ReplyFinishedReason::Interrupted),
-            Err(err) => self.span.fail_with(err),
+            Err(AgentError::Interrupted) => {
+                self.outcome_seen = true;
+                self.finished_reason = Some(ReplyFinishedReason::Interrupted);
+            }
+            Err(err) => {
+                self.outcome_seen = true;
+                self.span.fail(Failure::of_error(err, self.capture));
+            }
         }
     }
 
@@ -75,10 +86,7 @@ impl ReplyRecord {
             AgentEvent::ReplyEnd(e) => {
                 self.finished_reason = Some(e.finished_reason);
                 if e.finished_reason == ReplyFinishedReason::Error {
-                    match &e.error {
-                        Some(info) => self.span.fail(&info.kind, &info.message),
-                        None => self.span.fail("_OTHER", "the reply ended with an error"),
-                    }
+                    self.span.fail(Failure::of_reply_end(e.error.as_ref(), self.capture));
                 }
             }
             _ => {}
@@ -87,7 +95,7 @@ impl ReplyRecord {
 
     /// The reply's service failed before it answered with a stream.
     pub(crate) fn failed_to_open(&mut self, err: &AgentError) {
-        self.span.fail_with(err);
+        self.span.fail(Failure::of_error(err, self.capture));
         self.end();
     }
 
@@ -103,7 +111,7 @@ impl ReplyRecord {
             (AGENTSCOPE_EXTERNAL_PENDING_TOOLS, &self.external_pending),
         ] {
             if !names.is_empty() {
-                span.set(KeyValue::new(key, serde_json::Value::from(names.clone()).to_string()));
+                span.set(KeyValue::new(key, json::string_array(names.iter().map(String::as_str))));
             }
         }
         if let Some(reason) = self.finished_reason {
@@ -128,12 +136,13 @@ impl ReplyRecord {
         self.span.end();
     }
 
-    /// The stream was dropped: a normal end if the final message was seen, else a cancellation.
+    /// The stream was dropped: a normal end after the reply's outcome (its final message or
+    /// error), else a cancellation.
     pub(crate) fn dropped(&mut self) {
         if self.span.ended() {
             return;
         }
-        if !self.final_seen {
+        if !self.outcome_seen {
             self.span.cancel("reply stream");
         }
         self.end();

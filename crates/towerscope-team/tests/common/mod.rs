@@ -24,7 +24,7 @@ pub fn slow_member(name: &str, text: &str, ms: u64) -> Agent {
 
 /// The agent's context as `name: text` lines.
 pub fn context(agent: &Agent) -> Vec<String> {
-    agent.state().context.iter().map(|m| line(m)).collect()
+    agent.state().context.iter().map(line).collect()
 }
 
 /// A message as `name: text`.

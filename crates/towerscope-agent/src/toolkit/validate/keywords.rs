@@ -1,12 +1,22 @@
-//! The keywords that take more than a line: numbers, items, additional properties, choices and
-//! sizes.
+//! The keywords that take more than a line: numbers, sizes, arrays and choices.
 
 use serde_json::{Map, Number, Value};
 
-use super::repr::{py_str, repr};
-use super::{MAX_DEPTH, Path, Seg, Validator, is_type, resolve_ref};
+use super::repr::{repr, repr_list};
+use super::{Found, MAX_DEPTH, Path, Seg, Validator, is_type, resolve_ref};
 
-impl<'s> Validator<'s> {
+/// A count in a schema (`minLength`, `maxItems`, …): a non-negative integer, possibly written as
+/// an integral float (`2.0`).
+pub(super) fn as_count(value: &Value) -> Option<u64> {
+    value.as_u64().or_else(|| {
+        value
+            .as_f64()
+            .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < u64::MAX as f64)
+            .map(|f| f as u64)
+    })
+}
+
+impl<'s> Validator<'_, 's> {
     pub(super) fn check_number(
         &mut self,
         n: &Number,
@@ -31,17 +41,34 @@ impl<'s> Validator<'s> {
             "exclusiveMinimum" => (x <= l).then_some("less than or equal to the minimum"),
             "exclusiveMaximum" => (x >= l).then_some("greater than or equal to the maximum"),
             _ => {
-                // multipleOf
-                let q = x / l;
-                if l != 0.0 && q.is_finite() && q.fract() != 0.0 {
-                    self.error(path, format!("{n} is not a multiple of {limit}"));
+                if l > 0.0 && !is_multiple(n, x, limit, l) {
+                    self.error(path, || format!("{n} is not a multiple of {limit}"));
                 }
                 None
             }
         };
         if let Some(what) = failed {
-            self.error(path, format!("{n} is {what} of {limit}"));
+            self.error(path, || format!("{n} is {what} of {limit}"));
         }
+    }
+
+    pub(super) fn check_size(&mut self, inst: &Value, len: usize, min: bool, limit: u64, path: &Path<'_>, noun: &str) {
+        let len = len as u64;
+        if (min && len >= limit) || (!min && len <= limit) {
+            return;
+        }
+        // The messages of `jsonschema` 4.21+.
+        self.error(path, || {
+            let message = match (min, noun.is_empty()) {
+                (true, _) if limit == 1 => "should be non-empty".to_owned(),
+                (false, _) if limit == 0 => "is expected to be empty".to_owned(),
+                (true, true) => "is too short".to_owned(),
+                (false, true) => "is too long".to_owned(),
+                (true, false) => format!("does not have enough {noun}"),
+                (false, false) => format!("has too many {noun}"),
+            };
+            format!("{} {message}", repr(inst))
+        });
     }
 
     pub(super) fn check_items(
@@ -49,29 +76,50 @@ impl<'s> Validator<'s> {
         inst: &Value,
         keyword: &str,
         sv: &'s Value,
-        obj: &Map<String, Value>,
+        obj: &'s Map<String, Value>,
         path: &Path<'_>,
         depth: u32,
     ) {
         let Value::Array(items) = inst else { return };
-        match (keyword, sv) {
-            // A tuple: `prefixItems` (2020-12) or an array under `items` (drafts 4 to 7).
+        let (skip, sub) = match (keyword, sv) {
+            // A tuple: `prefixItems` (2020-12) or an array under `items` (drafts 4 to 2019-09).
             ("prefixItems", Value::Array(schemas)) | ("items", Value::Array(schemas)) => {
                 for (i, (item, sub)) in items.iter().zip(schemas).enumerate() {
                     self.check(item, sub, &path.child(Seg::Index(i)), depth + 1);
                 }
+                return;
             }
-            ("items", sub) => {
-                let skip = obj.get("prefixItems").and_then(Value::as_array).map_or(0, Vec::len);
-                for (i, item) in items.iter().enumerate().skip(skip) {
-                    self.check(item, sub, &path.child(Seg::Index(i)), depth + 1);
-                }
+            ("items", sub) => (
+                obj.get("prefixItems").and_then(Value::as_array).map_or(0, Vec::len),
+                sub,
+            ),
+            // The rest after a tuple under `items`, in drafts 4 to 2019-09.
+            ("additionalItems", sub) => match obj.get("items") {
+                Some(Value::Array(tuple)) => (tuple.len(), sub),
+                _ => return,
+            },
+            _ => return,
+        };
+        if keyword == "additionalItems" && *sub == Value::Bool(false) && items.len() > skip {
+            let extras = &items[skip..];
+            let verb = if extras.len() == 1 { "was" } else { "were" };
+            return self.error(path, || {
+                format!(
+                    "Additional items are not allowed ({} {verb} unexpected)",
+                    repr_list(extras)
+                )
+            });
+        }
+        for (i, item) in items.iter().enumerate().skip(skip) {
+            if self.stopped() {
+                return;
             }
-            _ => {}
+            self.check(item, sub, &path.child(Seg::Index(i)), depth + 1);
         }
     }
 
-    pub(super) fn check_additional(
+    /// `contains` with `minContains` and `maxContains`, with the messages of `jsonschema`.
+    pub(super) fn check_contains(
         &mut self,
         inst: &Value,
         sv: &'s Value,
@@ -79,65 +127,83 @@ impl<'s> Validator<'s> {
         path: &Path<'_>,
         depth: u32,
     ) {
-        // Without a regex engine, keys that `patternProperties` might cover cannot be judged.
-        let (Value::Object(m), false) = (inst, obj.contains_key("patternProperties")) else {
-            return;
-        };
-        let props = obj.get("properties").and_then(Value::as_object);
-        let extras = m
-            .iter()
-            .filter(|(k, _)| !props.is_some_and(|p| p.contains_key(k.as_str())));
-        match sv {
-            Value::Bool(false) => {
-                let names: Vec<String> = extras.map(|(k, _)| py_str(k)).collect();
-                if !names.is_empty() {
-                    let verb = if names.len() == 1 { "was" } else { "were" };
-                    let message = format!(
-                        "Additional properties are not allowed ({} {verb} unexpected)",
-                        names.join(", ")
-                    );
-                    self.error(path, message);
+        let Value::Array(items) = inst else { return };
+        let min = obj.get("minContains").and_then(as_count).unwrap_or(1);
+        let max = obj.get("maxContains").and_then(as_count);
+        let mut matches = 0u64;
+        for item in items {
+            if max.is_none() && matches >= min {
+                break;
+            }
+            if self.is_valid(item, sv, depth + 1) {
+                matches += 1;
+                if let Some(max) = max.filter(|&m| matches > m) {
+                    return self.error(path, || {
+                        format!("Too many items match the given schema (expected at most {max})")
+                    });
                 }
             }
-            Value::Object(_) => {
-                for (key, child) in extras {
-                    self.check(child, sv, &path.child(Seg::Key(key)), depth + 1);
-                }
-            }
-            _ => {}
         }
+        if matches >= min {
+            return;
+        }
+        self.error(path, || {
+            if matches == 0 {
+                format!("{} does not contain items matching the given schema", repr(inst))
+            } else {
+                format!("Too few items match the given schema (expected at least {min} but only {matches} matched)")
+            }
+        });
     }
 
+    /// `anyOf` and `oneOf`. Each branch is applied once: in `fail_fast` mode unless its error
+    /// may become the message (the only branch whose type admits the instance).
     pub(super) fn check_choice(&mut self, inst: &Value, one_of: bool, sv: &'s Value, path: &Path<'_>, depth: u32) {
         let Value::Array(branches) = sv else { return };
-        let mut valid = branches.iter().filter(|b| self.is_valid(inst, b, depth + 1));
-        if let Some(first) = valid.next() {
-            if one_of {
-                // As `jsonschema`: the other valid branches, then the first.
-                let mut reprs: Vec<String> = valid.map(repr).collect();
-                if !reprs.is_empty() {
-                    reprs.push(repr(first));
-                    self.error(
-                        path,
-                        format!("{} is valid under each of {}", repr(inst), reprs.join(", ")),
-                    );
-                }
-            }
-            return;
-        }
         // When exactly one branch admits the instance's type, its own error says more.
-        let mut typed = branches.iter().filter(|b| self.admits_type(inst, b, depth));
-        if let (Some(only), None) = (typed.next(), typed.next())
-            && let Some(found) = self.best_in(inst, only, path, depth + 1)
-        {
-            self.found.push(found);
-            return;
+        let mut typed = branches
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| self.admits_type(inst, b, depth));
+        let explaining = match (typed.next(), typed.next()) {
+            (Some((i, _)), None) if !self.fail_fast => Some(i),
+            _ => None,
+        };
+        let mut valid: Vec<&Value> = Vec::new();
+        let mut explanation: Option<Found> = None;
+        for (i, branch) in branches.iter().enumerate() {
+            if self.run.abort.get().is_some() {
+                return;
+            }
+            let mut sub = self.sub(explaining != Some(i));
+            sub.check(inst, branch, path, depth + 1);
+            if !sub.failed {
+                valid.push(branch);
+                // anyOf needs one; oneOf needs a second only to fail, and all of them to say so.
+                if !one_of || (self.fail_fast && valid.len() > 1) {
+                    break;
+                }
+            } else if explaining == Some(i) {
+                explanation = sub.best;
+            }
         }
-        self.push(
-            path,
-            format!("{} is not valid under any of the given schemas", repr(inst)),
-            true,
-        );
+        match valid.as_slice() {
+            [] => match explanation {
+                Some(found) => self.offer(found),
+                None => self.push(path, true, || {
+                    format!("{} is not valid under any of the given schemas", repr(inst))
+                }),
+            },
+            [_] => {}
+            // As `jsonschema`: the other valid branches, then the first.
+            [first, rest @ ..] => self.error(path, || {
+                format!(
+                    "{} is valid under each of {}",
+                    repr(inst),
+                    repr_list(rest.iter().copied().chain([*first]))
+                )
+            }),
+        }
     }
 
     /// Whether a branch's declared type (through `$ref`s) admits the instance.
@@ -155,7 +221,7 @@ impl<'s> Validator<'s> {
         match obj
             .get("$ref")
             .and_then(Value::as_str)
-            .and_then(|r| resolve_ref(self.root, r))
+            .and_then(|r| resolve_ref(self.run.root, r))
         {
             Some(target) if depth < MAX_DEPTH => self.admits_type(inst, target, depth + 1),
             _ => true,
@@ -163,38 +229,48 @@ impl<'s> Validator<'s> {
     }
 }
 
-/// Length limits, with the messages of `jsonschema` 4.21+.
-pub(super) fn check_size(
-    v: &mut Validator<'_>,
-    inst: &Value,
-    len: usize,
-    min: bool,
-    limit: u64,
-    path: &Path<'_>,
-    noun: &str,
-) {
-    let len = len as u64;
-    let message = match (min, noun.is_empty()) {
-        (true, _) if len >= limit => return,
-        (false, _) if len <= limit => return,
-        (true, _) if limit == 1 => "should be non-empty".to_owned(),
-        (false, _) if limit == 0 => "is expected to be empty".to_owned(),
-        (true, true) => "is too short".to_owned(),
-        (false, true) => "is too long".to_owned(),
-        (true, false) => format!("does not have enough {noun}"),
-        (false, false) => format!("has too many {noun}"),
-    };
-    v.error(path, format!("{} {message}", repr(inst)));
+/// `multipleOf` as `jsonschema` judges it: exactly for integers, by the quotient for floats (a
+/// quotient that overflows is not a whole number).
+fn is_multiple(n: &Number, x: f64, limit: &Number, l: f64) -> bool {
+    let int = |n: &Number| n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from));
+    match (int(n), int(limit)) {
+        (Some(a), Some(b)) => a % b == 0,
+        (_, Some(_)) => x % l == 0.0,
+        _ => {
+            let q = x / l;
+            if q.is_finite() {
+                q.fract() == 0.0
+            } else {
+                exact_multiple(x, l)
+            }
+        }
+    }
 }
 
-/// JSON equality where `1` equals `1.0`, as in JSON Schema.
-pub(super) fn json_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b)),
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, a)| y.get(k).is_some_and(|b| json_eq(a, b)))
-        }
-        _ => a == b,
+/// Whether `x / l` is a whole number, exactly, for finite floats: each is `odd × 2^e`, and the
+/// quotient is whole when the divisor's odd part divides the dividend's and the power of two
+/// left is not negative. This is the fallback, as `jsonschema` falls back to fractions, when the
+/// float quotient overflows.
+fn exact_multiple(x: f64, l: f64) -> bool {
+    let (Some((mx, ex)), Some((ml, el))) = (odd_and_exponent(x), odd_and_exponent(l)) else {
+        return x == 0.0;
+    };
+    mx % ml == 0 && ex >= el
+}
+
+/// A finite non-zero float as `odd × 2^exponent`.
+fn odd_and_exponent(f: f64) -> Option<(u64, i32)> {
+    if !f.is_finite() || f == 0.0 {
+        return None;
     }
+    let bits = f.abs().to_bits();
+    let exponent_bits = ((bits >> 52) & 0x7ff) as i32;
+    let fraction = bits & ((1 << 52) - 1);
+    let (mantissa, exponent) = if exponent_bits == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | (1 << 52), exponent_bits - 1075)
+    };
+    let shift = mantissa.trailing_zeros();
+    Some((mantissa >> shift, exponent + shift as i32))
 }

@@ -1,30 +1,56 @@
 //! A small JSON-Schema validator for tool inputs.
 //!
-//! It covers what `schemars` emits and what hand-written tool schemas use: `type` (a name or a
-//! list of names, `"null"` included), `properties`, `required`, `additionalProperties`,
-//! `min/maxProperties`, `items`, `prefixItems`, `min/maxItems`, `uniqueItems`, `contains`, `enum`,
-//! `const`, `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (numbers, or booleans in
-//! the draft-4 style), `multipleOf`, `minLength`, `maxLength`, `anyOf`, `oneOf`, `allOf`, `not`,
-//! `if`/`then`/`else` and `$ref` to a JSON pointer in the same document (`#/$defs/...`,
-//! `#/definitions/...`). `pattern`, `format` and unknown keywords are ignored.
+//! It enforces what `schemars` emits and what hand-written tool schemas use: `type` (a name or a
+//! list of names, `"null"` included), `enum`, `const`, `minimum`, `maximum`, `exclusiveMinimum`,
+//! `exclusiveMaximum` (numbers, or booleans in the draft-4 style), `multipleOf`, `minLength`,
+//! `maxLength`, `pattern`, `properties`, `patternProperties`, `additionalProperties`,
+//! `propertyNames`, `required`, `dependentRequired`, `dependentSchemas`, `dependencies`,
+//! `min/maxProperties`, `items`, `prefixItems`, `additionalItems`, `min/maxItems`, `uniqueItems`,
+//! `contains`, `min/maxContains`, `anyOf`, `oneOf`, `allOf`, `not`, `if`/`then`/`else` and `$ref`
+//! to a JSON pointer in the same document (`#/$defs/...`, `#/definitions/...`).
+//!
+//! [`CompiledSchema::new`] refuses a schema with a keyword that constrains instances but is not
+//! enforced (`unevaluatedProperties`, `unevaluatedItems`, `$dynamicRef`, …); the free
+//! [`validate`] ignores them. Annotations (`description`, `format`, `default`, …) change nothing.
 //!
 //! Messages are shaped like those of Python's `jsonschema`, which the model may have seen in its
 //! training data, and the error picked is the shallowest one, as `jsonschema.validate` does.
+//! A value quoted in a message is cut to a few hundred bytes (`…[truncated, N bytes total]`).
+//!
+//! Validation is bounded by construction: every subschema is applied to an instance at most once
+//! per place it is reached from (the branches of `anyOf`/`oneOf` included), `uniqueItems` hashes
+//! its items, and a run gives up with an error past `MAX_DEPTH` (256) nested schemas or
+//! `MAX_STEPS` (4 million) schema applications.
 
+use std::cell::Cell;
+use std::collections::HashMap;
 use std::fmt;
 
+use regex_lite::Regex;
 use serde_json::Value;
 
-use keywords::{check_size, json_eq};
+use canonical::{first_duplicate, json_eq};
+use path::{Path, Seg};
 use repr::{py_str, repr};
 
+pub use compile::{CompiledSchema, SchemaError};
+pub(crate) use repr::truncate;
+
+mod canonical;
+mod compile;
 mod keywords;
+mod objects;
+mod path;
 mod repr;
 #[cfg(test)]
 mod tests;
 
-/// How deep schemas may nest (through `$ref`s included) before validation gives up.
-const MAX_DEPTH: u32 = 256;
+/// How deep schemas may nest (through `$ref`s and into the instance) before validation gives up.
+pub(crate) const MAX_DEPTH: u32 = 256;
+
+/// How many times a run may apply a (sub)schema to a value before it gives up: a bound on the
+/// work of one validation whatever the schema's shape.
+pub(crate) const MAX_STEPS: u64 = 4_000_000;
 
 /// The first (shallowest) way an instance does not match its schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +71,10 @@ impl std::error::Error for ValidationError {}
 
 /// Validates `instance` against `schema`, returning the most relevant error.
 ///
+/// Keywords that are not enforced are ignored here, and patterns that do not compile are not
+/// checked; use [`CompiledSchema`] to refuse such schemas and to compile a schema once for many
+/// validations.
+///
 /// ```
 /// use serde_json::json;
 /// use towerscope_agent::toolkit::validate;
@@ -56,29 +86,38 @@ impl std::error::Error for ValidationError {}
 /// assert_eq!(err.json_path, "$");
 /// ```
 pub fn validate(instance: &Value, schema: &Value) -> Result<(), ValidationError> {
-    let mut v = Validator {
-        root: schema,
-        found: Vec::new(),
-    };
-    v.check(instance, schema, &Path::ROOT, 0);
-    let best = v
-        .found
-        .into_iter()
-        .reduce(|best, e| if e.rank() < best.rank() { e } else { best });
-    match best {
-        None => Ok(()),
-        Some(found) => Err(found.error),
-    }
+    let patterns = compile::lenient_patterns(schema);
+    Validator::run(schema, &patterns, instance, MAX_STEPS).0
 }
 
-/// Resolves a `$ref` that points into `root` (`#`, `#/$defs/Name`, `#/definitions/Name`).
+/// Resolves a `$ref` that points into `root` (`#`, `#/$defs/Name`, `#/definitions/Name`), with
+/// the percent-encoding of URI fragments undone.
 pub(crate) fn resolve_ref<'s>(root: &'s Value, reference: &str) -> Option<&'s Value> {
     let pointer = reference.strip_prefix('#')?;
     if pointer.is_empty() {
         Some(root)
+    } else if pointer.contains('%') {
+        root.pointer(&percent_decode(pointer)?)
     } else {
         root.pointer(pointer)
     }
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 /// Whether `value` is of the JSON-Schema type `name` (`5.0` is an integer, as in the spec).
@@ -98,62 +137,6 @@ pub(crate) fn is_type(value: &Value, name: &str) -> bool {
     }
 }
 
-/// One step of a JSON path, kept on the stack and rendered only for an error.
-#[derive(Clone, Copy)]
-enum Seg<'a> {
-    Root,
-    Key(&'a str),
-    Index(usize),
-}
-
-#[derive(Clone, Copy)]
-struct Path<'a> {
-    parent: Option<&'a Path<'a>>,
-    seg: Seg<'a>,
-    len: usize,
-}
-
-impl<'a> Path<'a> {
-    const ROOT: Path<'static> = Path {
-        parent: None,
-        seg: Seg::Root,
-        len: 0,
-    };
-
-    fn child(&'a self, seg: Seg<'a>) -> Path<'a> {
-        Path {
-            parent: Some(self),
-            seg,
-            len: self.len + 1,
-        }
-    }
-
-    fn render(&self) -> String {
-        let mut segs = Vec::with_capacity(self.len);
-        let mut cur = Some(self);
-        while let Some(p) = cur {
-            segs.push(p.seg);
-            cur = p.parent;
-        }
-        let mut out = String::from("$");
-        for seg in segs.iter().rev() {
-            match seg {
-                Seg::Root => {}
-                Seg::Key(k) => {
-                    out.push('.');
-                    out.push_str(k);
-                }
-                Seg::Index(i) => {
-                    out.push('[');
-                    out.push_str(&i.to_string());
-                    out.push(']');
-                }
-            }
-        }
-        out
-    }
-}
-
 struct Found {
     depth: usize,
     /// `anyOf`/`oneOf` errors lose against others of the same depth, as in `jsonschema`.
@@ -167,60 +150,145 @@ impl Found {
     }
 }
 
-struct Validator<'s> {
-    root: &'s Value,
-    found: Vec<Found>,
+/// Why a run gave up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Abort {
+    Depth,
+    Steps,
 }
 
-impl<'s> Validator<'s> {
-    fn error(&mut self, path: &Path<'_>, message: String) {
-        self.push(path, message, false);
+/// What the validators of one run share: the schema and the budget.
+struct Run<'s> {
+    root: &'s Value,
+    patterns: &'s HashMap<String, Regex>,
+    steps: Cell<u64>,
+    max_steps: u64,
+    abort: Cell<Option<Abort>>,
+}
+
+/// Applies schemas to values. In `fail_fast` mode (for `not`, `if`, `contains` and the branches
+/// of a choice whose message is not needed) it stops at the first error and renders none;
+/// otherwise it keeps the best error only, rendering a message only when it becomes the best.
+struct Validator<'r, 's> {
+    run: &'r Run<'s>,
+    fail_fast: bool,
+    failed: bool,
+    best: Option<Found>,
+}
+
+impl<'r, 's> Validator<'r, 's> {
+    /// Validates `instance` and says how many schema applications it took.
+    fn run(
+        root: &'s Value,
+        patterns: &'s HashMap<String, Regex>,
+        instance: &Value,
+        max_steps: u64,
+    ) -> (Result<(), ValidationError>, u64) {
+        let run = Run {
+            root,
+            patterns,
+            steps: Cell::new(0),
+            max_steps,
+            abort: Cell::new(None),
+        };
+        let mut v = Validator {
+            run: &run,
+            fail_fast: false,
+            failed: false,
+            best: None,
+        };
+        v.check(instance, root, &Path::ROOT, 0);
+        let steps = run.steps.get();
+        let result = match (run.abort.get(), v.best) {
+            (Some(abort), _) => Err(ValidationError {
+                message: match abort {
+                    Abort::Depth => format!("the schema nests more than {MAX_DEPTH} levels deep for this input"),
+                    Abort::Steps => {
+                        let max = run.max_steps;
+                        format!("validation gave up after {max} steps; the schema is too costly for this input")
+                    }
+                },
+                json_path: "$".to_owned(),
+            }),
+            (None, None) => Ok(()),
+            (None, Some(found)) => Err(found.error),
+        };
+        (result, steps)
     }
 
-    fn push(&mut self, path: &Path<'_>, message: String, weak: bool) {
-        self.found.push(Found {
+    fn sub(&self, fail_fast: bool) -> Validator<'r, 's> {
+        Validator {
+            run: self.run,
+            fail_fast,
+            failed: false,
+            best: None,
+        }
+    }
+
+    /// Whether nothing more needs checking.
+    fn stopped(&self) -> bool {
+        (self.fail_fast && self.failed) || self.run.abort.get().is_some()
+    }
+
+    fn error(&mut self, path: &Path<'_>, message: impl FnOnce() -> String) {
+        self.push(path, false, message);
+    }
+
+    fn push(&mut self, path: &Path<'_>, weak: bool, message: impl FnOnce() -> String) {
+        self.failed = true;
+        if self.fail_fast || self.best.as_ref().is_some_and(|b| b.rank() <= (path.len, weak)) {
+            return;
+        }
+        self.best = Some(Found {
             depth: path.len,
             weak,
             error: ValidationError {
-                message,
+                message: message(),
                 json_path: path.render(),
             },
         });
     }
 
-    fn is_valid(&self, inst: &Value, schema: &'s Value, depth: u32) -> bool {
-        let mut sub = Validator {
-            root: self.root,
-            found: Vec::new(),
-        };
-        sub.check(inst, schema, &Path::ROOT, depth);
-        sub.found.is_empty()
+    /// Takes an error found by a sub-validator.
+    fn offer(&mut self, found: Found) {
+        self.failed = true;
+        if !self.fail_fast && self.best.as_ref().is_none_or(|b| b.rank() > found.rank()) {
+            self.best = Some(found);
+        }
     }
 
-    /// The best error of `schema` for `inst`, found as if `inst` sat at `path`.
-    fn best_in(&self, inst: &Value, schema: &'s Value, path: &Path<'_>, depth: u32) -> Option<Found> {
-        let mut sub = Validator {
-            root: self.root,
-            found: Vec::new(),
-        };
-        sub.check(inst, schema, path, depth);
-        sub.found
-            .into_iter()
-            .reduce(|best, e| if e.rank() < best.rank() { e } else { best })
+    fn is_valid(&self, inst: &Value, schema: &'s Value, depth: u32) -> bool {
+        let mut sub = self.sub(true);
+        sub.check(inst, schema, &Path::ROOT, depth);
+        !sub.failed
     }
 
     fn check(&mut self, inst: &Value, schema: &'s Value, path: &Path<'_>, depth: u32) {
-        if depth > MAX_DEPTH {
-            self.error(path, format!("the schema nests more than {MAX_DEPTH} levels deep"));
+        if self.stopped() {
             return;
+        }
+        // No error at this depth or deeper can beat the one already found.
+        if self.best.as_ref().is_some_and(|b| b.rank() <= (path.len, false)) {
+            return;
+        }
+        let steps = self.run.steps.get() + 1;
+        self.run.steps.set(steps);
+        if steps > self.run.max_steps {
+            return self.run.abort.set(Some(Abort::Steps));
+        }
+        if depth > MAX_DEPTH {
+            return self.run.abort.set(Some(Abort::Depth));
         }
         let obj = match schema {
             Value::Bool(true) => return,
-            Value::Bool(false) => return self.error(path, format!("False schema does not allow {}", repr(inst))),
+            Value::Bool(false) => return self.error(path, || format!("False schema does not allow {}", repr(inst))),
             Value::Object(obj) => obj,
             _ => return,
         };
         for (keyword, sv) in obj {
+            if self.stopped() {
+                return;
+            }
             match keyword.as_str() {
                 "$ref" => self.check_ref(inst, sv, path, depth),
                 "type" => self.check_type(inst, sv, path),
@@ -228,77 +296,54 @@ impl<'s> Validator<'s> {
                     if let Value::Array(options) = sv
                         && !options.iter().any(|o| json_eq(o, inst))
                     {
-                        self.error(path, format!("{} is not one of {}", repr(inst), repr(sv)));
+                        self.error(path, || format!("{} is not one of {}", repr(inst), repr(sv)));
                     }
                 }
-                "const" if !json_eq(sv, inst) => self.error(path, format!("{} was expected", repr(sv))),
+                "const" if !json_eq(sv, inst) => self.error(path, || format!("{} was expected", repr(sv))),
                 "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" => {
                     if let (Value::Number(n), Value::Number(limit)) = (inst, sv) {
                         self.check_number(n, keyword, limit, obj, path);
                     }
                 }
                 "minLength" | "maxLength" => {
-                    if let (Value::String(s), Some(limit)) = (inst, sv.as_u64()) {
-                        check_size(self, inst, s.chars().count(), keyword == "minLength", limit, path, "");
+                    if let (Value::String(s), Some(limit)) = (inst, keywords::as_count(sv)) {
+                        self.check_size(inst, s.chars().count(), keyword == "minLength", limit, path, "");
+                    }
+                }
+                "pattern" => {
+                    if let (Value::String(s), Value::String(p)) = (inst, sv)
+                        && let Some(re) = self.run.patterns.get(p)
+                        && !re.is_match(s)
+                    {
+                        self.error(path, || format!("{} does not match {}", repr(inst), py_str(p)));
                     }
                 }
                 "minItems" | "maxItems" => {
-                    if let (Value::Array(a), Some(limit)) = (inst, sv.as_u64()) {
-                        check_size(self, inst, a.len(), keyword == "minItems", limit, path, "");
+                    if let (Value::Array(a), Some(limit)) = (inst, keywords::as_count(sv)) {
+                        self.check_size(inst, a.len(), keyword == "minItems", limit, path, "");
                     }
                 }
                 "minProperties" | "maxProperties" => {
-                    if let (Value::Object(m), Some(limit)) = (inst, sv.as_u64()) {
-                        check_size(
-                            self,
-                            inst,
-                            m.len(),
-                            keyword == "minProperties",
-                            limit,
-                            path,
-                            "properties",
-                        );
+                    if let (Value::Object(m), Some(limit)) = (inst, keywords::as_count(sv)) {
+                        let min = keyword == "minProperties";
+                        self.check_size(inst, m.len(), min, limit, path, "properties");
                     }
                 }
                 "uniqueItems" => {
                     if let (Value::Array(a), Value::Bool(true)) = (inst, sv)
-                        && a.iter()
-                            .enumerate()
-                            .any(|(i, x)| a[i + 1..].iter().any(|y| json_eq(x, y)))
+                        && first_duplicate(a).is_some()
                     {
-                        self.error(path, format!("{} has non-unique elements", repr(inst)));
+                        self.error(path, || format!("{} has non-unique elements", repr(inst)));
                     }
                 }
-                "items" | "prefixItems" => self.check_items(inst, keyword, sv, obj, path, depth),
-                "contains" => {
-                    if let Value::Array(a) = inst
-                        && !a.iter().any(|x| self.is_valid(x, sv, depth + 1))
-                    {
-                        self.error(
-                            path,
-                            format!("{} does not contain items matching the given schema", repr(inst)),
-                        );
-                    }
+                "items" | "prefixItems" | "additionalItems" => self.check_items(inst, keyword, sv, obj, path, depth),
+                "contains" => self.check_contains(inst, sv, obj, path, depth),
+                "required" | "dependentRequired" | "dependentSchemas" | "dependencies" | "propertyNames" => {
+                    self.check_object_keyword(inst, keyword, sv, path, depth)
                 }
-                "required" => {
-                    if let (Value::Object(m), Value::Array(names)) = (inst, sv) {
-                        for name in names.iter().filter_map(Value::as_str) {
-                            if !m.contains_key(name) {
-                                self.error(path, format!("{} is a required property", py_str(name)));
-                            }
-                        }
-                    }
+                "properties" | "patternProperties" | "additionalProperties" => {
+                    self.check_properties(inst, keyword, sv, obj, path, depth)
                 }
-                "properties" => {
-                    if let (Value::Object(m), Value::Object(props)) = (inst, sv) {
-                        for (key, sub) in props {
-                            if let Some(child) = m.get(key) {
-                                self.check(child, sub, &path.child(Seg::Key(key)), depth + 1);
-                            }
-                        }
-                    }
-                }
-                "additionalProperties" => self.check_additional(inst, sv, obj, path, depth),
                 "allOf" => {
                     if let Value::Array(branches) = sv {
                         for branch in branches {
@@ -308,7 +353,9 @@ impl<'s> Validator<'s> {
                 }
                 "anyOf" | "oneOf" => self.check_choice(inst, keyword == "oneOf", sv, path, depth),
                 "not" if self.is_valid(inst, sv, depth + 1) => {
-                    self.error(path, format!("{} should not be valid under {}", repr(inst), repr(sv)));
+                    self.error(path, || {
+                        format!("{} should not be valid under {}", repr(inst), repr(sv))
+                    });
                 }
                 "if" => {
                     let branch = if self.is_valid(inst, sv, depth + 1) {
@@ -327,12 +374,11 @@ impl<'s> Validator<'s> {
 
     fn check_ref(&mut self, inst: &Value, reference: &'s Value, path: &Path<'_>, depth: u32) {
         let Value::String(reference) = reference else { return };
-        match resolve_ref(self.root, reference) {
+        match resolve_ref(self.run.root, reference) {
             Some(target) => self.check(inst, target, path, depth + 1),
-            None => self.error(
-                path,
-                format!("could not resolve the schema reference {}", py_str(reference)),
-            ),
+            None => self.error(path, || {
+                format!("could not resolve the schema reference {}", py_str(reference))
+            }),
         }
     }
 
@@ -343,11 +389,25 @@ impl<'s> Validator<'s> {
             _ => true,
         };
         if !ok {
-            let names: Vec<String> = match types {
-                Value::Array(ts) => ts.iter().map(repr).collect(),
-                other => vec![repr(other)],
-            };
-            self.error(path, format!("{} is not of type {}", repr(inst), names.join(", ")));
+            self.error(path, || {
+                let names = match types {
+                    Value::Array(ts) => repr::repr_list(ts),
+                    other => repr(other),
+                };
+                format!("{} is not of type {names}", repr(inst))
+            });
         }
     }
+}
+
+/// Validates within a budget of schema applications and says how many it took, for tests that
+/// bound the work.
+#[cfg(test)]
+pub(crate) fn validate_counting(
+    instance: &Value,
+    schema: &Value,
+    max_steps: u64,
+) -> (Result<(), ValidationError>, u64) {
+    let patterns = compile::lenient_patterns(schema);
+    Validator::run(schema, &patterns, instance, max_steps)
 }

@@ -178,10 +178,16 @@ fn refs_and_combinators() {
 }
 
 #[test]
-fn boolean_schemas_and_ignored_keywords() {
+fn boolean_schemas_and_annotations() {
     assert!(validate(&json!(1), &json!(true)).is_ok());
     assert_eq!(err(json!(1), json!(false)).0, "False schema does not allow 1");
-    assert!(validate(&json!("abc"), &json!({"pattern": "^z", "format": "email"})).is_ok());
+    assert!(
+        validate(
+            &json!("abc"),
+            &json!({"format": "email", "x-vendor": {"pattern": "^z"}})
+        )
+        .is_ok()
+    );
 }
 
 #[test]
@@ -197,4 +203,229 @@ fn python_repr() {
         r#"{'a': [True, None, "it's"]}"#
     );
     assert_eq!(repr(&json!("a\nb'\"")), r#"'a\nb\'"'"#);
+}
+
+#[test]
+fn pattern_is_enforced() {
+    let schema = json!({"properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}$"}}});
+    assert!(validate(&json!({"code": "CDG"}), &schema).is_ok());
+    assert_eq!(
+        err(json!({"code": "cdg"}), schema),
+        s("'cdg' does not match '^[A-Z]{3}$'", "$.code")
+    );
+    // Not anchored unless the pattern says so, as in ECMA-262.
+    assert!(validate(&json!("xxabcxx"), &json!({"pattern": "abc"})).is_ok());
+    assert!(validate(&json!(12), &json!({"pattern": "abc"})).is_ok());
+}
+
+#[test]
+fn pattern_properties_and_property_names() {
+    let schema = json!({
+        "properties": {"id": {"type": "integer"}},
+        "patternProperties": {"^x-": {"type": "string"}},
+        "additionalProperties": false
+    });
+    assert!(validate(&json!({"id": 1, "x-a": "b"}), &schema).is_ok());
+    assert_eq!(
+        err(json!({"x-a": 1}), schema.clone()),
+        s("1 is not of type 'string'", "$.x-a")
+    );
+    assert_eq!(
+        err(json!({"id": 1, "zz": 2}), schema),
+        s("'zz' does not match any of the regexes: '^x-'", "$")
+    );
+    let names = json!({"propertyNames": {"maxLength": 3}});
+    assert_eq!(err(json!({"abcd": 1}), names), s("'abcd' is too long", "$"));
+    assert_eq!(
+        err(json!({"a": 1}), json!({"propertyNames": false})).0,
+        "False schema does not allow 'a'"
+    );
+}
+
+#[test]
+fn dependencies_between_properties() {
+    let required = json!({"dependentRequired": {"card": ["billing"]}});
+    assert!(validate(&json!({"billing": 1}), &required).is_ok());
+    assert_eq!(
+        err(json!({"card": 1}), required),
+        s("'billing' is a dependency of 'card'", "$")
+    );
+    let schemas = json!({"dependentSchemas": {"card": {"required": ["billing"]}}});
+    assert_eq!(
+        err(json!({"card": 1}), schemas),
+        s("'billing' is a required property", "$")
+    );
+    let legacy = json!({"dependencies": {"a": ["b"], "c": {"maxProperties": 1}}});
+    assert_eq!(
+        err(json!({"a": 1}), legacy.clone()),
+        s("'b' is a dependency of 'a'", "$")
+    );
+    assert_eq!(
+        err(json!({"c": 1, "d": 2}), legacy),
+        s("{'c': 1, 'd': 2} has too many properties", "$")
+    );
+}
+
+#[test]
+fn contains_counts() {
+    let schema = json!({"contains": {"type": "integer"}, "minContains": 2, "maxContains": 3});
+    assert!(validate(&json!([1, "a", 2]), &schema).is_ok());
+    assert_eq!(
+        err(json!(["a"]), schema.clone()).0,
+        "['a'] does not contain items matching the given schema"
+    );
+    assert_eq!(
+        err(json!([1]), schema.clone()).0,
+        "Too few items match the given schema (expected at least 2 but only 1 matched)"
+    );
+    assert_eq!(
+        err(json!([1, 2, 3, 4]), schema).0,
+        "Too many items match the given schema (expected at most 3)"
+    );
+    assert!(validate(&json!([]), &json!({"contains": false, "minContains": 0})).is_ok());
+}
+
+#[test]
+fn additional_items_after_a_tuple() {
+    let schema = json!({"items": [{"type": "integer"}], "additionalItems": false});
+    assert!(validate(&json!([1]), &schema).is_ok());
+    assert_eq!(
+        err(json!([1, "a", "b"]), schema).0,
+        "Additional items are not allowed ('a', 'b' were unexpected)"
+    );
+}
+
+/// `struct Node { v: i32, next: Option<Box<Node>> }`, as schemars writes it.
+fn node_schema() -> Value {
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Node {
+        v: i32,
+        next: Option<Box<Node>>,
+    }
+    schemars::schema_for!(Node).to_value()
+}
+
+/// `{"v": 0, "next": {"v": 1, "next": … {"v": "bad"}}}`, `levels` objects deep.
+fn nested_nodes(levels: usize) -> Value {
+    let mut node = json!({"v": "bad"});
+    for i in (0..levels - 1).rev() {
+        node = json!({"v": i, "next": node});
+    }
+    node
+}
+
+#[test]
+fn recursive_schema_validation_is_linear_in_input_depth() {
+    let schema = node_schema();
+    let (result, steps_12) = validate_counting(&nested_nodes(12), &schema, MAX_STEPS);
+    assert!(result.is_err());
+    let (result, steps_24) = validate_counting(&nested_nodes(24), &schema, MAX_STEPS);
+    let e = result.unwrap_err();
+    assert_eq!(e.message, "'bad' is not of type 'integer'");
+    assert_eq!(e.json_path, format!("${}.v", ".next".repeat(23)));
+    // Twice the depth, about twice the work (it used to be 4096 times).
+    assert!(
+        steps_24 <= 2 * steps_12 + 20,
+        "{steps_12} steps for 12 levels, {steps_24} for 24"
+    );
+    assert!(steps_24 < 40 * 24, "{steps_24} steps for 24 levels");
+}
+
+#[test]
+fn costly_schemas_give_up_with_an_error_instead_of_running_on() {
+    // Each level applies the next one twice to the same value: 2^40 applications unbounded.
+    let mut defs = serde_json::Map::new();
+    for i in 0..40 {
+        defs.insert(
+            format!("d{i}"),
+            json!({"allOf": [{"$ref": format!("#/$defs/d{}", i + 1)}, {"$ref": format!("#/$defs/d{}", i + 1)}]}),
+        );
+    }
+    defs.insert("d40".to_owned(), json!({"type": "integer"}));
+    let schema = json!({"$ref": "#/$defs/d0", "$defs": defs});
+    let (result, steps) = validate_counting(&json!(1), &schema, 10_000);
+    assert_eq!(
+        result.unwrap_err().message,
+        "validation gave up after 10000 steps; the schema is too costly for this input"
+    );
+    assert_eq!(steps, 10_001);
+}
+
+#[test]
+fn unique_items_hashes_instead_of_comparing_every_pair() {
+    let mut items: Vec<Value> = (0..40_000).map(|i| json!({"id": i, "tags": [i % 7]})).collect();
+    let schema = json!({"uniqueItems": true});
+    let before = canonical::comparisons();
+    assert!(validate(&Value::Array(items.clone()), &schema).is_ok());
+    // Only values of the same canonical hash are compared: none here (it used to be 8e8).
+    assert!(canonical::comparisons() - before < 100);
+    items.push(serde_json::from_str(r#"{"tags": [0.0], "id": 35.0}"#).unwrap());
+    assert!(err(Value::Array(items), schema).0.ends_with("has non-unique elements"));
+}
+
+#[test]
+fn a_huge_bad_value_is_quoted_truncated() {
+    let huge = "7".repeat(10 * 1024 * 1024);
+    let e = validate(&json!({"n": huge}), &json!({"properties": {"n": {"type": "integer"}}})).unwrap_err();
+    assert!(e.message.len() < 400, "{} bytes", e.message.len());
+    assert!(e.message.starts_with("'7777"), "{}", e.message);
+    assert!(
+        e.message
+            .ends_with("…[truncated, 10485762 bytes total] is not of type 'integer'"),
+        "{}",
+        &e.message[e.message.len() - 80..]
+    );
+    // Keys in the path and lists of names too.
+    let key = "k".repeat(100_000);
+    let e = validate(
+        &json!({&key: {"x": 1}}),
+        &json!({"additionalProperties": {"type": "string"}}),
+    )
+    .unwrap_err();
+    assert!(e.json_path.len() < 400 && e.json_path.contains("…[truncated, 100002 bytes total]"));
+    let many: serde_json::Map<String, Value> = (0..50_000).map(|i| (format!("extra{i}"), json!(i))).collect();
+    let e = validate(&Value::Object(many), &json!({"additionalProperties": false})).unwrap_err();
+    assert!(e.message.len() < 400, "{}", e.message);
+}
+
+#[test]
+fn multiple_of_is_exact_when_the_quotient_overflows() {
+    assert!(validate(&json!(1e308), &json!({"multipleOf": 0.5})).is_ok());
+    assert!(validate(&json!(1e308), &json!({"multipleOf": 0.123456789})).is_err());
+    assert!(validate(&json!(0.0075), &json!({"multipleOf": 0.0001})).is_ok());
+    assert!(validate(&json!(9_007_199_254_740_993_u64), &json!({"multipleOf": 3})).is_ok());
+}
+
+#[test]
+fn patterns_follow_ecma_262_white_space_and_control_escapes() {
+    let space = json!({"pattern": "^\\s$"});
+    for ws in ["\u{a0}", "\u{feff}", "\u{2029}", "\u{2003}", " ", "\t"] {
+        assert!(validate(&json!(ws), &space).is_ok(), "{ws:?}");
+    }
+    assert!(validate(&json!("x"), &space).is_err());
+    let not_space = json!({"pattern": "^\\S$"});
+    assert!(validate(&json!("\u{a0}"), &not_space).is_err());
+    assert!(validate(&json!("x"), &not_space).is_ok());
+    assert!(validate(&json!("\u{3}"), &json!({"pattern": "^\\cC$"})).is_ok());
+    assert!(validate(&json!("a b"), &json!({"pattern": "^a[\\s]b$"})).is_ok());
+    assert!(validate(&json!("]"), &json!({"pattern": "^[]a]$"})).is_ok());
+}
+
+#[test]
+fn unique_big_integers_that_share_a_float_are_not_compared_pairwise() {
+    // 2^60 + k all round to the same f64: hashed by their exact value, they do not collide.
+    let items: Vec<Value> = (0..10_000u64).map(|k| json!((1u64 << 60) + k)).collect();
+    let before = canonical::comparisons();
+    assert!(validate(&Value::Array(items), &json!({"uniqueItems": true})).is_ok());
+    assert!(canonical::comparisons() - before < 100);
+    // Mathematical equality: 2^60 + 1 is not the float 2^60.
+    assert!(
+        validate(
+            &json!((1u64 << 60) + 1),
+            &json!({"const": 1_152_921_504_606_846_976_f64})
+        )
+        .is_err()
+    );
+    assert!(validate(&json!(1u64 << 60), &json!({"const": 1_152_921_504_606_846_976_f64})).is_ok());
 }

@@ -32,7 +32,7 @@ fn weather() -> FunctionTool {
     })
 }
 
-fn echo(name: &str) -> FunctionTool {
+pub(super) fn echo(name: &str) -> FunctionTool {
     FunctionTool::with_schema(
         name,
         "Echo.",
@@ -41,7 +41,7 @@ fn echo(name: &str) -> FunctionTool {
     )
 }
 
-fn call(name: &str, input: &str) -> ToolCallBlock {
+pub(super) fn call(name: &str, input: &str) -> ToolCallBlock {
     ToolCallBlock::new("call_1", name, input)
 }
 
@@ -68,7 +68,7 @@ fn request(toolkit: &Toolkit, tool_call: ToolCallBlock) -> ActingRequest {
     };
     ActingRequest {
         ctx: AgentContext::new("agent", "session", "reply"),
-        tool_call,
+        tool_call: Arc::new(tool_call),
         tool,
         input: Arc::new(input),
     }
@@ -385,3 +385,5 @@ async fn a_dropped_stream_stops_the_tool() {
     }
     drop(stream);
 }
+
+mod hostile;

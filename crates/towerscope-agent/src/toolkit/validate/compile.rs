@@ -1,0 +1,350 @@
+//! [`CompiledSchema`]: a schema checked once for keywords the validator cannot enforce, its
+//! `$ref`s resolved and its regular expressions compiled.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use regex_lite::Regex;
+use serde_json::Value;
+
+use super::{ValidationError, Validator, resolve_ref};
+
+/// Keywords the validator enforces.
+const ENFORCED: &[&str] = &[
+    "type",
+    "enum",
+    "const",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "minProperties",
+    "maxProperties",
+    "required",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "propertyNames",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "$ref",
+];
+
+/// Keywords of the JSON-Schema drafts that constrain an instance but are not enforced here: a
+/// schema that uses one is refused by [`CompiledSchema::new`] rather than half-checked.
+/// Keywords in neither list (`description`, `title`, `default`, `examples`, `format`, `$id`,
+/// `$schema`, `$comment`, `$defs`, vendor `x-…` keys, …) are annotations and change nothing.
+const NOT_ENFORCED: &[&str] = &[
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "$dynamicRef",
+    "$recursiveRef",
+    "extends",
+    "disallow",
+    "divisibleBy",
+];
+
+/// Why a schema cannot be compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// The schema uses a keyword that constrains instances but is not enforced here.
+    UnsupportedKeyword {
+        /// The keyword, such as `unevaluatedProperties`.
+        keyword: String,
+        /// Where, as a JSON pointer into the schema (`""` for the root).
+        at: String,
+    },
+    /// A `$ref` that does not point into the same document (`#`, `#/$defs/Name`, …) or points
+    /// at nothing.
+    UnresolvedRef {
+        /// The reference as written.
+        reference: String,
+        /// Where, as a JSON pointer into the schema.
+        at: String,
+    },
+    /// A `pattern` or `patternProperties` key that is not a regular expression `regex-lite`
+    /// understands (lookaround and backreferences are not supported).
+    InvalidPattern {
+        /// The pattern as written.
+        pattern: String,
+        /// What the regex engine said.
+        error: String,
+    },
+}
+
+impl fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnsupportedKeyword { keyword, at } => write!(
+                f,
+                "the keyword '{keyword}' (at '{at}') is not enforced by towerscope's validator; remove it or \
+                 express the constraint with supported keywords"
+            ),
+            Self::UnresolvedRef { reference, at } => write!(
+                f,
+                "the reference '{reference}' (at '{at}') does not resolve to a schema in the same document; only \
+                 '#' and JSON pointers such as '#/$defs/Name' are supported"
+            ),
+            Self::InvalidPattern { pattern, error } => {
+                write!(
+                    f,
+                    "the pattern '{pattern}' is not a supported regular expression: {error}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for SchemaError {}
+
+/// A JSON schema ready to validate many instances: checked once, regular expressions compiled
+/// once.
+///
+/// [`new`](Self::new) refuses a schema that uses a keyword the validator does not enforce (such
+/// as `unevaluatedProperties`), a `$ref` that does not resolve inside the document, or a pattern
+/// that is not a supported regular expression, so that nothing is silently left unchecked.
+///
+/// ```
+/// use serde_json::json;
+/// use towerscope_agent::toolkit::{CompiledSchema, SchemaError};
+///
+/// let schema = CompiledSchema::new(json!({"type": "string", "pattern": "^[a-z]+$"}))?;
+/// assert!(schema.validate(&json!("paris")).is_ok());
+/// assert_eq!(schema.validate(&json!("Paris")).unwrap_err().message, "'Paris' does not match '^[a-z]+$'");
+///
+/// let err = CompiledSchema::new(json!({"unevaluatedProperties": false})).unwrap_err();
+/// assert!(matches!(err, SchemaError::UnsupportedKeyword { ref keyword, .. } if keyword == "unevaluatedProperties"));
+/// # Ok::<(), SchemaError>(())
+/// ```
+#[derive(Clone)]
+pub struct CompiledSchema {
+    pub(super) schema: Value,
+    /// Compiled regular expressions by their source.
+    pub(super) patterns: HashMap<String, Regex>,
+}
+
+impl fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompiledSchema")
+            .field("schema", &self.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CompiledSchema {
+    /// Checks and compiles `schema`; see the type's docs for what is refused.
+    pub fn new(schema: Value) -> Result<Self, SchemaError> {
+        let patterns = walk(&schema, true)?;
+        Ok(Self { schema, patterns })
+    }
+
+    /// The schema as given.
+    pub fn schema(&self) -> &Value {
+        &self.schema
+    }
+
+    /// Validates `instance`, returning the most relevant error (see [`validate`](super::validate)).
+    pub fn validate(&self, instance: &Value) -> Result<(), ValidationError> {
+        Validator::run(&self.schema, &self.patterns, instance, super::MAX_STEPS).0
+    }
+}
+
+/// The patterns of `schema` as [`validate`](super::validate) takes it: keywords that are not
+/// enforced are ignored, and so are patterns that do not compile.
+pub(super) fn lenient_patterns(schema: &Value) -> HashMap<String, Regex> {
+    walk(schema, false).unwrap_or_default()
+}
+
+/// Keywords whose value is one schema.
+const ONE_SCHEMA: &[&str] = &[
+    "additionalProperties",
+    "additionalItems",
+    "items",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+    "propertyNames",
+];
+
+/// Keywords whose value is a list of schemas.
+const SCHEMA_LISTS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
+
+/// Keywords whose value maps names to schemas.
+const SCHEMA_MAPS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "dependencies",
+];
+
+/// Visits every schema reachable from the root (through keywords and `$ref`s), without
+/// recursion, compiling its patterns; in strict mode, refuses what cannot be enforced.
+fn walk(root: &Value, strict: bool) -> Result<HashMap<String, Regex>, SchemaError> {
+    let mut patterns = HashMap::new();
+    let mut seen: HashSet<*const Value> = HashSet::new();
+    let mut stack: Vec<(&Value, String)> = vec![(root, String::new())];
+    while let Some((schema, at)) = stack.pop() {
+        if !seen.insert(schema) {
+            continue;
+        }
+        let Value::Object(obj) = schema else { continue };
+        for (keyword, value) in obj {
+            let here = || format!("{at}/{}", keyword.replace('~', "~0").replace('/', "~1"));
+            let k = keyword.as_str();
+            if strict && NOT_ENFORCED.contains(&k) {
+                return Err(SchemaError::UnsupportedKeyword {
+                    keyword: keyword.clone(),
+                    at,
+                });
+            }
+            if !ENFORCED.contains(&k) && !matches!(k, "$defs" | "definitions") {
+                continue;
+            }
+            match (k, value) {
+                ("$ref", Value::String(reference)) => match resolve_ref(root, reference) {
+                    Some(target) => stack.push((target, reference.trim_start_matches('#').to_owned())),
+                    None if strict => {
+                        return Err(SchemaError::UnresolvedRef {
+                            reference: reference.clone(),
+                            at: here(),
+                        });
+                    }
+                    None => {}
+                },
+                ("pattern", Value::String(p)) => compile(p, &mut patterns, strict)?,
+                (k, Value::Array(list)) if SCHEMA_LISTS.contains(&k) => {
+                    for (i, sub) in list.iter().enumerate() {
+                        stack.push((sub, format!("{}/{i}", here())));
+                    }
+                }
+                (k, Value::Object(map)) if SCHEMA_MAPS.contains(&k) => {
+                    if k == "patternProperties" {
+                        for p in map.keys() {
+                            compile(p, &mut patterns, strict)?;
+                        }
+                    }
+                    for (name, sub) in map {
+                        stack.push((
+                            sub,
+                            format!("{}/{}", here(), name.replace('~', "~0").replace('/', "~1")),
+                        ));
+                    }
+                }
+                (k, sub) if ONE_SCHEMA.contains(&k) => stack.push((sub, here())),
+                _ => {}
+            }
+        }
+    }
+    Ok(patterns)
+}
+
+fn compile(pattern: &str, patterns: &mut HashMap<String, Regex>, strict: bool) -> Result<(), SchemaError> {
+    if patterns.contains_key(pattern) {
+        return Ok(());
+    }
+    match Regex::new(&ecma_to_regex_lite(pattern)) {
+        Ok(re) => {
+            patterns.insert(pattern.to_owned(), re);
+            Ok(())
+        }
+        Err(error) if strict => Err(SchemaError::InvalidPattern {
+            pattern: pattern.to_owned(),
+            error: error.to_string(),
+        }),
+        Err(error) => {
+            tracing::warn!(pattern, %error, "a schema pattern does not compile; it is not checked");
+            Ok(())
+        }
+    }
+}
+
+/// White space and line terminators as ECMA-262 `\s` means them (`regex-lite`'s `\s` is ASCII
+/// only), as class members.
+const ECMA_SPACE: &str =
+    r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+
+/// Rewrites the ECMA-262 escapes whose meaning `regex-lite` lacks or does not share: `\s` and `\S`
+/// (Unicode white space), and `\cX` (a control character).
+fn ecma_to_regex_lite(pattern: &str) -> Cow<'_, str> {
+    if !pattern.contains("\\s") && !pattern.contains("\\S") && !pattern.contains("\\c") {
+        return Cow::Borrowed(pattern);
+    }
+    let mut out = String::with_capacity(pattern.len() + 64);
+    let mut in_class = false;
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('s') if in_class => out.push_str(ECMA_SPACE),
+                Some('s') => {
+                    out.push('[');
+                    out.push_str(ECMA_SPACE);
+                    out.push(']');
+                }
+                Some('S') if !in_class => {
+                    out.push_str("[^");
+                    out.push_str(ECMA_SPACE);
+                    out.push(']');
+                }
+                Some('c') => match chars.clone().next() {
+                    Some(letter) if letter.is_ascii_alphabetic() => {
+                        chars.next();
+                        out.push_str(&format!("\\x{{{:X}}}", letter as u32 % 32));
+                    }
+                    _ => out.push_str("\\c"),
+                },
+                Some(other) => {
+                    out.push('\\');
+                    out.push(other);
+                }
+                None => out.push('\\'),
+            },
+            '[' if !in_class => {
+                in_class = true;
+                out.push(c);
+                // A `]` right after `[` or `[^` is a member, not the end.
+                if chars.clone().next() == Some('^') {
+                    out.push('^');
+                    chars.next();
+                }
+                if chars.clone().next() == Some(']') {
+                    out.push(']');
+                    chars.next();
+                }
+            }
+            ']' if in_class => {
+                in_class = false;
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}

@@ -1,0 +1,313 @@
+//! The captured content (opt-in): messages, system instructions, tool definitions, tool
+//! arguments and results, as the JSON strings the spans record.
+//!
+//! The message format is the reference's (AgentScope 2.x `_converter.py`), which follows the
+//! GenAI conventions' `gen-ai-input-messages.json` / `gen-ai-output-messages.json` schemas: a
+//! message is `{"role", "parts", "name"}` (output messages add `"finish_reason"`), and a block
+//! becomes a part:
+//!
+//! | block | part |
+//! |---|---|
+//! | text | `{"type": "text", "content"}` |
+//! | thinking | `{"type": "reasoning", "content"}` |
+//! | tool call | `{"type": "tool_call", "id", "name", "arguments"}` (the JSON arguments, or the raw text) |
+//! | tool result | `{"type": "tool_call_response", "id", "response"}` (the output's text) |
+//! | data at a URL | `{"type": "uri", "uri", "modality"}` |
+//! | inline data | `{"type": "blob", "content", "media_type", "modality"}` |
+//! | hint | dropped |
+//!
+//! Every string goes through [`crate::redact`] first. The JSON is written straight into the
+//! attribute's `String` (no `serde_json::Value` in between); a text with nothing to redact is
+//! copied once, from the message into the attribute.
+
+use std::borrow::Cow;
+
+use towerscope_core::{
+    ChatResponse, ContentBlock, DataBlock, DataSource, MediaBlock, ModelFinishedReason, Msg, Role, ToolOutput,
+};
+
+mod tools;
+
+pub(crate) use tools::{ToolDefinitions, external_result, tool_arguments, tool_result};
+
+use crate::json::{push_display, push_string};
+use crate::redact::{redact_text, redacted_json};
+
+/// Appends a string literal of `s`, redacted.
+pub(super) fn push_text(out: &mut String, s: &str) {
+    push_string(out, &redact_text(s));
+}
+
+fn modality(media_type: &str) -> &'static str {
+    match media_type.split('/').next() {
+        Some("image") => "image",
+        Some("audio") => "audio",
+        Some("video") => "video",
+        _ => "unknown",
+    }
+}
+
+fn push_data_part(out: &mut String, block: &DataBlock) {
+    match &block.source {
+        DataSource::Url { url, media_type } => {
+            out.push_str(r#"{"type":"uri","uri":"#);
+            push_text(out, url);
+            out.push_str(r#","modality":"#);
+            push_string(out, modality(media_type));
+        }
+        DataSource::Base64 { data, media_type } => {
+            out.push_str(r#"{"type":"blob","content":"#);
+            push_string(out, data);
+            out.push_str(r#","media_type":"#);
+            push_string(out, media_type);
+            out.push_str(r#","modality":"#);
+            push_string(out, modality(media_type));
+        }
+    }
+    out.push('}');
+}
+
+pub(super) fn push_media_part(out: &mut String, block: &MediaBlock) {
+    match block {
+        MediaBlock::Text(t) => push_text_part(out, "text", &t.text),
+        MediaBlock::Data(d) => push_data_part(out, d),
+    }
+}
+
+fn push_text_part(out: &mut String, kind: &str, text: &str) {
+    out.push_str(r#"{"type":"#);
+    push_string(out, kind);
+    out.push_str(r#","content":"#);
+    push_text(out, text);
+    out.push('}');
+}
+
+/// The text of media blocks joined with `"\n"` (as `text_content` does); borrowed for one block.
+pub(super) fn joined_text(blocks: &[MediaBlock]) -> Cow<'_, str> {
+    let mut texts = blocks.iter().filter_map(MediaBlock::as_text);
+    let Some(first) = texts.next() else {
+        return Cow::Borrowed("");
+    };
+    let mut joined = Cow::Borrowed(first.text.as_str());
+    for text in texts {
+        let joined = joined.to_mut();
+        joined.push('\n');
+        joined.push_str(&text.text);
+    }
+    joined
+}
+
+fn output_text(output: &ToolOutput) -> Cow<'_, str> {
+    match output {
+        ToolOutput::Text(text) => Cow::Borrowed(text),
+        ToolOutput::Blocks(blocks) => joined_text(blocks),
+    }
+}
+
+/// Appends the parts of `blocks` (hints dropped), each after a comma unless `*first`.
+fn push_parts(out: &mut String, blocks: &[ContentBlock], first: &mut bool) {
+    for block in blocks {
+        if matches!(block, ContentBlock::Hint(_)) {
+            continue;
+        }
+        if !std::mem::take(first) {
+            out.push(',');
+        }
+        match block {
+            ContentBlock::Text(t) => push_text_part(out, "text", &t.text),
+            ContentBlock::Thinking(t) => push_text_part(out, "reasoning", &t.thinking),
+            ContentBlock::ToolCall(c) => {
+                out.push_str(r#"{"type":"tool_call","id":"#);
+                push_display(out, &c.id);
+                out.push_str(r#","name":"#);
+                push_string(out, &c.name);
+                out.push_str(r#","arguments":"#);
+                if !redacted_json(&c.input, out) {
+                    push_text(out, &c.input);
+                }
+                out.push('}');
+            }
+            ContentBlock::ToolResult(r) => {
+                out.push_str(r#"{"type":"tool_call_response","id":"#);
+                push_display(out, &r.id);
+                out.push_str(r#","response":"#);
+                push_text(out, &output_text(&r.output));
+                out.push('}');
+            }
+            ContentBlock::Data(d) => push_data_part(out, d),
+            ContentBlock::Hint(_) => {}
+        }
+    }
+}
+
+fn push_message(out: &mut String, msg: &Msg, finish_reason: Option<&str>) {
+    out.push_str(r#"{"role":"#);
+    push_string(out, msg.role.as_str());
+    out.push_str(r#","parts":["#);
+    push_parts(out, &msg.content, &mut true);
+    out.push_str(r#"],"name":"#);
+    push_string(out, &msg.name);
+    if let Some(reason) = finish_reason {
+        out.push_str(r#","finish_reason":"#);
+        push_string(out, reason);
+    }
+    out.push('}');
+}
+
+/// `gen_ai.input.messages` of messages (no system messages among them expected).
+pub(crate) fn input_messages<'a>(msgs: impl IntoIterator<Item = &'a Msg>) -> String {
+    let mut out = String::with_capacity(256);
+    out.push('[');
+    for (i, msg) in msgs.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_message(&mut out, msg, None);
+    }
+    out.push(']');
+    out
+}
+
+/// Splits a model call's messages into `gen_ai.system_instructions` (the leading system
+/// messages, as parts) and `gen_ai.input.messages` (the rest).
+pub(crate) fn model_input(msgs: &towerscope_core::Messages) -> (Option<String>, String) {
+    let system = msgs.iter().take_while(|m| m.role == Role::System).count();
+    let instructions = (system > 0).then(|| {
+        let mut out = String::with_capacity(128);
+        out.push('[');
+        let mut first = true;
+        for msg in msgs.iter().take(system) {
+            push_parts(&mut out, &msg.content, &mut first);
+        }
+        out.push(']');
+        out
+    });
+    (instructions, input_messages(msgs.iter().skip(system)))
+}
+
+/// The finish reason of a model answer: `interrupted`, `tool_call` or `stop`.
+pub(crate) fn finish_reason(response: &ChatResponse) -> &'static str {
+    if response.finished_reason == ModelFinishedReason::Interrupted {
+        "interrupted"
+    } else if response.tool_calls().next().is_some() {
+        "tool_call"
+    } else {
+        "stop"
+    }
+}
+
+/// `gen_ai.output.messages` of a model answer.
+pub(crate) fn chat_output(response: &ChatResponse, finish_reason: &str) -> String {
+    let mut out = String::with_capacity(128);
+    out.push_str(r#"[{"role":"assistant","parts":["#);
+    push_parts(&mut out, &response.content, &mut true);
+    out.push_str(r#"],"finish_reason":"#);
+    push_string(&mut out, finish_reason);
+    out.push_str("}]");
+    out
+}
+
+/// `gen_ai.output.messages` of a reply's final message.
+pub(crate) fn reply_output(msg: &Msg, finish_reason: &str) -> String {
+    let mut out = String::with_capacity(128);
+    out.push('[');
+    push_message(&mut out, msg, Some(finish_reason));
+    out.push(']');
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+    use towerscope_core::{HintBlock, ToolResultState};
+
+    fn parsed(text: &str) -> Value {
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    }
+
+    #[test]
+    fn every_block_kind_has_its_part() {
+        let msg = Msg::new(
+            "bot \"quoted\"",
+            Role::Assistant,
+            vec![
+                ContentBlock::text("hi\n\"there\"\t\\"),
+                ContentBlock::thinking("hmm"),
+                ContentBlock::tool_call("c1", "get_weather", r#"{"city": "Paris", "api_key": "k"}"#),
+                ContentBlock::tool_call("c2", "broken", r#"{"city": "#),
+                ContentBlock::tool_result("c1", "get_weather", "sunny", ToolResultState::Success),
+                ContentBlock::data_url("https://x/a.png", "image/png"),
+                ContentBlock::data_base64("AAAA", "audio/wav"),
+                ContentBlock::Hint(HintBlock::new("psst", None)),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            parsed(&reply_output(&msg, "stop")),
+            json!([{
+                "role": "assistant",
+                "name": "bot \"quoted\"",
+                "finish_reason": "stop",
+                "parts": [
+                    {"type": "text", "content": "hi\n\"there\"\t\\"},
+                    {"type": "reasoning", "content": "hmm"},
+                    {"type": "tool_call", "id": "c1", "name": "get_weather",
+                     "arguments": {"city": "Paris", "api_key": "[REDACTED]"}},
+                    {"type": "tool_call", "id": "c2", "name": "broken", "arguments": r#"{"city": "#},
+                    {"type": "tool_call_response", "id": "c1", "response": "sunny"},
+                    {"type": "uri", "uri": "https://x/a.png", "modality": "image"},
+                    {"type": "blob", "content": "AAAA", "media_type": "audio/wav", "modality": "audio"},
+                ]
+            }])
+        );
+    }
+
+    #[test]
+    fn a_message_of_hints_only_has_no_parts() {
+        let msg = Msg::new(
+            "a",
+            Role::Assistant,
+            vec![ContentBlock::Hint(HintBlock::new("psst", None))],
+        )
+        .unwrap();
+        assert_eq!(
+            parsed(&input_messages([&msg])),
+            json!([{"role": "assistant", "name": "a", "parts": []}])
+        );
+        assert_eq!(input_messages([]), "[]");
+    }
+
+    #[test]
+    fn system_messages_become_instructions() {
+        let msgs = towerscope_core::Messages::from(vec![
+            Msg::system("system", "Be brief."),
+            Msg::system("system", "Answer in French."),
+            Msg::user("user", "Hi, my password: hunter2"),
+        ]);
+        let (instructions, input) = model_input(&msgs);
+        assert_eq!(
+            parsed(&instructions.unwrap()),
+            json!([{"type": "text", "content": "Be brief."}, {"type": "text", "content": "Answer in French."}])
+        );
+        assert_eq!(
+            parsed(&input),
+            json!([{"role": "user", "name": "user", "parts": [{"type": "text", "content": "Hi, my password: [REDACTED]"}]}])
+        );
+        let with_head = towerscope_core::Messages::with_head(std::sync::Arc::from([]), &msgs);
+        assert_eq!(
+            model_input(&with_head).1,
+            input,
+            "a request's shared messages read the same"
+        );
+    }
+
+    #[test]
+    fn tool_result_text_blocks_are_joined_by_lines() {
+        let blocks = vec![MediaBlock::text("one"), MediaBlock::text("two")];
+        assert_eq!(joined_text(&blocks), "one\ntwo");
+        assert!(matches!(joined_text(&blocks[..1]), Cow::Borrowed("one")));
+        assert_eq!(joined_text(&[]), "");
+    }
+}

@@ -1,0 +1,365 @@
+//! Redaction of JSON: a `serde_json::Value` in place, and raw JSON text (a model's tool
+//! arguments) in one pass over the text, without building a tree and keeping its layout.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use serde_json::Value;
+
+use super::{REDACTED, is_sensitive_key, redact_text};
+use crate::json::push_string;
+
+/// Redacts a JSON value in place: the values of credential keys, and credentials in strings.
+pub fn redact_value(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                if is_sensitive_key(key) {
+                    if value.as_str() != Some(REDACTED) {
+                        *value = Value::String(REDACTED.to_owned());
+                    }
+                } else {
+                    redact_value(value);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact_value),
+        Value::String(text) => {
+            if let Cow::Owned(redacted) = redact_text(text) {
+                *text = redacted;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Redacts a raw JSON text (tool arguments). Valid JSON keeps its layout, with the values of
+/// credential keys and the credentials in strings replaced, and is borrowed when nothing was;
+/// anything else is redacted as text.
+pub fn redact_json_text(raw: &str) -> Cow<'_, str> {
+    match edits(raw) {
+        Some(edits) if edits.is_empty() => Cow::Borrowed(raw),
+        Some(edits) => {
+            let mut out = String::with_capacity(raw.len());
+            apply(raw, &edits, &mut out);
+            Cow::Owned(out)
+        }
+        None => redact_text(raw),
+    }
+}
+
+/// Appends `raw` redacted as by [`redact_json_text`] if it is valid JSON and returns `true`;
+/// appends nothing and returns `false` otherwise.
+pub(crate) fn redacted_json(raw: &str, out: &mut String) -> bool {
+    match edits(raw) {
+        Some(edits) => {
+            apply(raw, &edits, out);
+            true
+        }
+        None => false,
+    }
+}
+
+/// One replacement in a raw JSON text: `range` becomes the JSON text `with`.
+#[derive(Debug)]
+struct Edit {
+    range: Range<usize>,
+    with: Cow<'static, str>,
+}
+
+/// The replacements that redact `raw`, in order; `None` if `raw` is not valid JSON.
+fn edits(raw: &str) -> Option<Vec<Edit>> {
+    let mut scanner = Scanner {
+        raw,
+        bytes: raw.as_bytes(),
+        at: 0,
+        edits: Vec::new(),
+    };
+    scanner.value(0)?;
+    scanner.blanks();
+    (scanner.at == raw.len()).then_some(scanner.edits)
+}
+
+fn apply(raw: &str, edits: &[Edit], out: &mut String) {
+    let mut copied = 0;
+    for edit in edits {
+        out.push_str(&raw[copied..edit.range.start]);
+        out.push_str(&edit.with);
+        copied = edit.range.end;
+    }
+    out.push_str(&raw[copied..]);
+}
+
+/// Deeper nesting than this is not parsed (as in `serde_json`): the text is redacted as text.
+const MAX_DEPTH: usize = 128;
+
+/// A validating JSON scanner collecting [`Edit`]s.
+struct Scanner<'a> {
+    raw: &'a str,
+    bytes: &'a [u8],
+    at: usize,
+    edits: Vec<Edit>,
+}
+
+impl Scanner<'_> {
+    fn blanks(&mut self) {
+        while self.at < self.bytes.len() && matches!(self.bytes[self.at], b' ' | b'\t' | b'\n' | b'\r') {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, b: u8) -> Option<()> {
+        (self.bytes.get(self.at) == Some(&b)).then(|| self.at += 1)
+    }
+
+    fn value(&mut self, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.blanks();
+        match *self.bytes.get(self.at)? {
+            b'{' => self.object(depth),
+            b'[' => self.array(depth),
+            b'"' => {
+                let (range, escaped) = self.string()?;
+                let text = self.contents(range.clone(), escaped)?;
+                if let Cow::Owned(redacted) = redact_text(&text) {
+                    let mut with = String::with_capacity(redacted.len() + 2);
+                    push_string(&mut with, &redacted);
+                    self.edits.push(Edit {
+                        range,
+                        with: Cow::Owned(with),
+                    });
+                }
+                Some(())
+            }
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => self.number(),
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Option<()> {
+        self.at += 1;
+        self.blanks();
+        if self.eat(b'}').is_some() {
+            return Some(());
+        }
+        loop {
+            self.blanks();
+            let (range, escaped) = self.string()?;
+            let sensitive = is_sensitive_key(&self.contents(range, escaped)?);
+            self.blanks();
+            self.eat(b':')?;
+            self.blanks();
+            let start = self.at;
+            let edits = self.edits.len();
+            self.value(depth + 1)?;
+            if sensitive {
+                self.edits.truncate(edits);
+                let value = start..self.at;
+                if self.raw[value.clone()] != *QUOTED_REDACTED {
+                    self.edits.push(Edit {
+                        range: value,
+                        with: Cow::Borrowed(QUOTED_REDACTED),
+                    });
+                }
+            }
+            self.blanks();
+            if self.eat(b',').is_none() {
+                return self.eat(b'}');
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Option<()> {
+        self.at += 1;
+        self.blanks();
+        if self.eat(b']').is_some() {
+            return Some(());
+        }
+        loop {
+            self.value(depth + 1)?;
+            self.blanks();
+            if self.eat(b',').is_none() {
+                return self.eat(b']');
+            }
+        }
+    }
+
+    /// A string literal: its range (quotes included) and whether it holds escapes.
+    fn string(&mut self) -> Option<(Range<usize>, bool)> {
+        let start = self.at;
+        self.eat(b'"')?;
+        let mut escaped = false;
+        loop {
+            match *self.bytes.get(self.at)? {
+                b'"' => {
+                    self.at += 1;
+                    return Some((start..self.at, escaped));
+                }
+                b'\\' => {
+                    escaped = true;
+                    match *self.bytes.get(self.at + 1)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.at += 2,
+                        b'u' => {
+                            let hex = self.bytes.get(self.at + 2..self.at + 6)?;
+                            hex.iter().all(u8::is_ascii_hexdigit).then_some(())?;
+                            self.at += 6;
+                        }
+                        _ => return None,
+                    }
+                }
+                0..=0x1f => return None,
+                _ => self.at += 1,
+            }
+        }
+    }
+
+    /// The text of a string literal: borrowed unless it holds escapes.
+    fn contents(&self, literal: Range<usize>, escaped: bool) -> Option<Cow<'_, str>> {
+        if escaped {
+            serde_json::from_str::<String>(&self.raw[literal]).ok().map(Cow::Owned)
+        } else {
+            Some(Cow::Borrowed(&self.raw[literal.start + 1..literal.end - 1]))
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        self.bytes[self.at..].starts_with(word).then(|| self.at += word.len())
+    }
+
+    fn number(&mut self) -> Option<()> {
+        let _ = self.eat(b'-');
+        let digits = |s: &mut Self| {
+            let start = s.at;
+            while s.bytes.get(s.at).is_some_and(u8::is_ascii_digit) {
+                s.at += 1;
+            }
+            (s.at > start).then_some(())
+        };
+        if self.eat(b'0').is_none() {
+            digits(self)?;
+        }
+        if self.eat(b'.').is_some() {
+            digits(self)?;
+        }
+        if matches!(self.bytes.get(self.at), Some(b'e' | b'E')) {
+            self.at += 1;
+            if matches!(self.bytes.get(self.at), Some(b'+' | b'-')) {
+                self.at += 1;
+            }
+            digits(self)?;
+        }
+        Some(())
+    }
+}
+
+/// [`REDACTED`] as a JSON string literal.
+const QUOTED_REDACTED: &str = "\"[REDACTED]\"";
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_values_of_credential_keys_are_replaced() {
+        let mut value = json!({
+            "city": "Paris",
+            "api_key": "abc",
+            "nested": [{"Authorization": {"scheme": "x"}, "max_tokens": 5}],
+            "note": "use sk-abcdefghijklmnop1234 please",
+        });
+        redact_value(&mut value);
+        assert_eq!(
+            value,
+            json!({
+                "city": "Paris",
+                "api_key": REDACTED,
+                "nested": [{"Authorization": REDACTED, "max_tokens": 5}],
+                "note": format!("use {REDACTED} please"),
+            })
+        );
+    }
+
+    #[test]
+    fn raw_json_keeps_its_layout_and_is_borrowed_unless_redacted() {
+        for raw in [
+            r#"{"city":  "Paris"}"#,
+            "[1, -2.5e+3, true, false, null, \"\\u00e9\\n\", {}]",
+            r#"  {"a": {"b": [0.5, "x"]}}  "#,
+            r#""just a string""#,
+            r#"{"password": "[REDACTED]"}"#,
+        ] {
+            assert!(matches!(redact_json_text(raw), Cow::Borrowed(r) if r == raw), "{raw}");
+        }
+        let cases = [
+            (
+                r#"{"password": "hunter2", "n": 1}"#,
+                r#"{"password": "[REDACTED]", "n": 1}"#,
+            ),
+            (r#"{"token":{"a":[1,2]},"n":1}"#, r#"{"token":"[REDACTED]","n":1}"#),
+            (r#"{ "api_key" : 12345 }"#, r#"{ "api_key" : "[REDACTED]" }"#),
+            (r#"{"api\u005fkey": "x"}"#, r#"{"api\u005fkey": "[REDACTED]"}"#),
+            (
+                r#"{"note": "key sk-abcdefghijklmnop1234\n", "b": 2}"#,
+                r#"{"note": "key [REDACTED]\n", "b": 2}"#,
+            ),
+        ];
+        for (raw, expected) in cases {
+            assert_eq!(redact_json_text(raw), expected, "{raw}");
+            let _: Value = serde_json::from_str(&redact_json_text(raw)).unwrap();
+        }
+    }
+
+    #[test]
+    fn invalid_json_is_redacted_as_text() {
+        for (raw, expected) in [
+            (r#"{"password": "hunter2""#, r#"{"password": "[REDACTED]""#),
+            (r#"{"a": 01}"#, r#"{"a": 01}"#),
+            (r#"{"a": "tab	inside"}"#, r#"{"a": "tab	inside"}"#),
+            (r#"{"a": 1,}"#, r#"{"a": 1,}"#),
+            (r#"{"a": 1} x"#, r#"{"a": 1} x"#),
+            (r#"{"a": "\x"}"#, r#"{"a": "\x"}"#),
+            ("", ""),
+        ] {
+            assert_eq!(redact_json_text(raw), expected, "{raw}");
+            let mut out = String::new();
+            assert!(!redacted_json(raw, &mut out), "{raw}");
+            assert!(out.is_empty());
+        }
+        let deep = format!("{}{}", "[".repeat(MAX_DEPTH + 2), "]".repeat(MAX_DEPTH + 2));
+        assert!(serde_json::from_str::<Value>(&deep).is_err());
+        assert!(!redacted_json(&deep, &mut String::new()));
+    }
+
+    #[test]
+    fn the_scanner_accepts_what_serde_json_accepts() {
+        for raw in [
+            "0",
+            "-0",
+            "1.5",
+            "1e5",
+            "1E-5",
+            "-12.25e+10",
+            "\"\\ud83d\\ude00\"",
+            "{\"a\":[{\"b\":null}],\"c\":\"d\"}",
+            " [ ] ",
+            "01",
+            "1.",
+            ".5",
+            "-",
+            "tru",
+            "[1 2]",
+            "{\"a\" 1}",
+            "{1: 2}",
+            "\"\\ud83d\"",
+        ] {
+            let serde_ok = serde_json::from_str::<Value>(raw).is_ok();
+            assert_eq!(edits(raw).is_some(), serde_ok, "{raw}");
+        }
+    }
+}

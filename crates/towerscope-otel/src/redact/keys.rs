@@ -1,0 +1,335 @@
+//! Credential keys (`api_key`, `Authorization`, `password`) and the values after them in text:
+//! `key=value`, `"key": "value"`, `Authorization: Bearer value`, `password is value`.
+
+use std::ops::Range;
+
+/// Whether a word (lower case) makes a key a credential's key, wherever it appears in it.
+fn is_credential_word(word: &[u8]) -> bool {
+    matches!(
+        word,
+        b"password"
+            | b"passwords"
+            | b"passwd"
+            | b"pwd"
+            | b"passphrase"
+            | b"passcode"
+            | b"secret"
+            | b"token"
+            | b"apikey"
+            | b"authorization"
+            | b"auth"
+            | b"cookie"
+            | b"credential"
+            | b"credentials"
+            | b"creds"
+            | b"bearer"
+            | b"jwt"
+    )
+}
+
+/// Whether a word (lower case) makes a key a credential's key when `key` follows it
+/// (`api_key`, `private-key`).
+fn qualifies_key(word: &[u8]) -> bool {
+    matches!(
+        word,
+        b"api" | b"access" | b"private" | b"secret" | b"signing" | b"encryption" | b"session"
+    ) || word.ends_with(b"api")
+}
+
+/// `word` in lower case, in `buf`; `None` if it is longer than any word looked for.
+fn lower<'b>(word: &str, buf: &'b mut [u8; 16]) -> Option<&'b [u8]> {
+    let lower = buf.get_mut(..word.len())?;
+    lower.copy_from_slice(word.as_bytes());
+    lower.make_ascii_lowercase();
+    Some(lower)
+}
+
+/// Words whose value may be given in prose: `my password is hunter2`.
+const PASSWORD_WORDS: &[&str] = &["password", "passwd", "passphrase", "passcode"];
+
+/// Unquoted values that are words, not secrets (`password: required`, `token: none`,
+/// `the password is incorrect`): left as they are.
+const STOP_WORDS: &[&str] = &[
+    "a",
+    "an",
+    "the",
+    "my",
+    "your",
+    "its",
+    "their",
+    "this",
+    "that",
+    "not",
+    "no",
+    "now",
+    "too",
+    "very",
+    "still",
+    "also",
+    "being",
+    "required",
+    "optional",
+    "needed",
+    "missing",
+    "empty",
+    "set",
+    "unset",
+    "correct",
+    "incorrect",
+    "wrong",
+    "invalid",
+    "valid",
+    "expired",
+    "revoked",
+    "weak",
+    "strong",
+    "changed",
+    "reset",
+    "hidden",
+    "stored",
+    "encrypted",
+    "hashed",
+    "null",
+    "none",
+    "nil",
+    "true",
+    "false",
+    "undefined",
+];
+
+/// Whether an object key (or a `key=` in text) names a credential.
+pub fn is_sensitive_key(key: &str) -> bool {
+    let mut previous_qualifies = false;
+    for word in KeyWords::new(key) {
+        if ends_with(word, "apikey") {
+            return true;
+        }
+        let mut buf = [0; 16];
+        let Some(word) = lower(word, &mut buf) else {
+            // Longer than any credential word.
+            previous_qualifies = ends_with(word, "api");
+            continue;
+        };
+        if is_credential_word(word) || (word == b"key" && previous_qualifies) {
+            return true;
+        }
+        previous_qualifies = qualifies_key(word);
+    }
+    false
+}
+
+fn is_one_of(word: &str, list: &[&str]) -> bool {
+    list.iter().any(|w| word.eq_ignore_ascii_case(w))
+}
+
+fn ends_with(word: &str, suffix: &str) -> bool {
+    word.len() >= suffix.len() && word.as_bytes()[word.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
+}
+
+/// The words of `x-api-key`, `apiKey`, `ACCESS_TOKEN`: split at anything but letters and digits,
+/// and where an upper-case letter follows a lower-case one or a digit. Borrowed, no allocation.
+struct KeyWords<'a> {
+    key: &'a str,
+    at: usize,
+}
+
+impl<'a> KeyWords<'a> {
+    fn new(key: &'a str) -> Self {
+        Self { key, at: 0 }
+    }
+}
+
+impl<'a> Iterator for KeyWords<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let bytes = self.key.as_bytes();
+        while self.at < bytes.len() && !bytes[self.at].is_ascii_alphanumeric() {
+            self.at += 1;
+        }
+        if self.at >= bytes.len() {
+            return None;
+        }
+        let start = self.at;
+        let mut prev_lower = false;
+        while self.at < bytes.len() {
+            let b = bytes[self.at];
+            if !b.is_ascii_alphanumeric() || (b.is_ascii_uppercase() && prev_lower) {
+                break;
+            }
+            prev_lower = b.is_ascii_lowercase() || b.is_ascii_digit();
+            self.at += 1;
+        }
+        Some(&self.key[start..self.at])
+    }
+}
+
+fn skip_blanks(bytes: &[u8], mut i: usize) -> usize {
+    while i < bytes.len() && matches!(bytes[i], b' ' | b'\t') {
+        i += 1;
+    }
+    i
+}
+
+/// The value after the word `text[start..end]` if the word names a credential: after `=`, `:`,
+/// `:=` or `=>` (a closing quote of the key and blanks allowed around it), or, for a password
+/// word, after `is` / `was`.
+pub(super) fn value_after_key(text: &str, start: usize, end: usize) -> Option<Range<usize>> {
+    let bytes = text.as_bytes();
+    let mut i = end;
+    if i < bytes.len() && matches!(bytes[i], b'"' | b'\'') {
+        i += 1;
+    }
+    i = skip_blanks(bytes, i);
+    let separator = match bytes.get(i) {
+        Some(b'=') if bytes.get(i + 1) != Some(&b'=') => {
+            Some((if bytes.get(i + 1) == Some(&b'>') { 2 } else { 1 }, Form::Assignment))
+        }
+        Some(b':') if bytes.get(i + 1) != Some(&b':') => {
+            Some((if bytes.get(i + 1) == Some(&b'=') { 2 } else { 1 }, Form::Colon))
+        }
+        _ => None,
+    };
+    let word = &text[start..end];
+    match separator {
+        Some((len, form)) if is_sensitive_key(word) => value_at(text, skip_blanks(bytes, i + len), form),
+        Some(_) => None,
+        None if is_one_of(word, PASSWORD_WORDS) => {
+            // `password is hunter2`: blanks, `is` or `was`, blanks.
+            let verb = skip_blanks(bytes, end);
+            if verb == end {
+                return None;
+            }
+            let rest = &bytes[verb..];
+            let len = if starts_with_word(rest, b"is") {
+                2
+            } else if starts_with_word(rest, b"was") {
+                3
+            } else {
+                return None;
+            };
+            let value = skip_blanks(bytes, verb + len);
+            (value > verb + len)
+                .then(|| value_at(text, value, Form::Prose))
+                .flatten()
+        }
+        None => None,
+    }
+}
+
+fn starts_with_word(bytes: &[u8], word: &[u8]) -> bool {
+    bytes.len() > word.len()
+        && bytes[..word.len()].eq_ignore_ascii_case(word)
+        && !bytes[word.len()].is_ascii_alphanumeric()
+}
+
+/// How a value follows its key.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// `key=value`, `key => value`: in a query string, `&` ends the value.
+    Assignment,
+    /// `key: value`, `key := value`.
+    Colon,
+    /// `password is value`.
+    Prose,
+}
+
+/// Whether `b` ends an unquoted value.
+fn ends_value(b: u8, form: Form) -> bool {
+    b.is_ascii_whitespace()
+        || matches!(b, b'"' | b'\'' | b'`' | b',' | b';' | b'}' | b')' | b']' | b'<' | b'>')
+        || (b == b'&' && form == Form::Assignment)
+}
+
+/// The value starting at `i`: the inside of a quoted value; else, after an optional
+/// `Bearer`/`Basic`/`Token` scheme (not in prose), the run up to a blank or a delimiter.
+/// `None` for an empty value, an object or array, or a stop word.
+fn value_at(text: &str, mut i: usize, form: Form) -> Option<Range<usize>> {
+    let bytes = text.as_bytes();
+    if let Some(&quote @ (b'"' | b'\'' | b'`')) = bytes.get(i) {
+        let start = i + 1;
+        let mut j = start;
+        while j < bytes.len() && bytes[j] != quote && bytes[j] != b'\n' {
+            j += if bytes[j] == b'\\' { 2 } else { 1 };
+        }
+        let end = j.min(bytes.len());
+        return (end > start).then_some(start..end);
+    }
+    if form != Form::Prose {
+        for scheme in [&b"bearer"[..], b"basic", b"token"] {
+            let rest = &bytes[i..];
+            if starts_with_word(rest, scheme) && matches!(rest[scheme.len()], b' ' | b'\t') {
+                i = skip_blanks(bytes, i + scheme.len());
+                break;
+            }
+        }
+    }
+    // An object or array (its own keys are looked at), or a value already redacted.
+    if matches!(bytes.get(i), None | Some(b'{' | b'[')) {
+        return None;
+    }
+    let start = i;
+    while i < bytes.len() && !ends_value(bytes[i], form) {
+        i += 1;
+    }
+    while i > start && matches!(bytes[i - 1], b'.' | b':') {
+        i -= 1;
+    }
+    let value = &text[start..i];
+    (i > start && !is_one_of(value, STOP_WORDS)).then_some(start..i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credential_keys_but_not_token_counts() {
+        for key in [
+            "api_key",
+            "apiKey",
+            "x-api-key",
+            "API_KEY",
+            "Authorization",
+            "access_token",
+            "refreshToken",
+            "client_secret",
+            "password",
+            "Cookie",
+            "private_key",
+            "openai_api_key",
+            "OpenAIApiKey",
+            "auth",
+            "x-goog-apikey",
+            "aws_secret_access_key",
+            "AWS_SECRET_ACCESS_KEY",
+            "db.password",
+            "my_very_long_service_api_key",
+            "averyveryverylongserviceapi_key",
+            "averyveryverylongserviceapikey",
+        ] {
+            assert!(is_sensitive_key(key), "{key}");
+        }
+        for key in [
+            "max_tokens",
+            "input_tokens",
+            "city",
+            "author",
+            "keyboard",
+            "key",
+            "monkey",
+            "tokens",
+            "public_key",
+            "primary_key",
+            "",
+        ] {
+            assert!(!is_sensitive_key(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn key_words_are_borrowed_slices() {
+        let words: Vec<&str> = KeyWords::new("x-apiKey__ACCESS_token2Go").collect();
+        assert_eq!(words, ["x", "api", "Key", "ACCESS", "token2", "Go"]);
+    }
+}
