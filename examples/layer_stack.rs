@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use towerscope::console::Console;
 use towerscope::layers::{CallLimitLayer, FallbackLayer, RetryLayer, TimeoutLayer};
 use towerscope::otel::TracingMiddleware;
 use towerscope::prelude::*;
@@ -47,7 +48,8 @@ async fn main() -> Result<(), AgentError> {
         .on_model_call(TimeoutLayer::new(Duration::from_secs(60))) // innermost
         .build()?;
 
-    let answer = agent.reply(Msg::user("user", "What's the weather in Paris?")).await?;
-    println!("{}", answer.text_content().unwrap_or_default());
+    // The console renders the reply as it streams: the tool call, its result, the answer.
+    let question = Msg::user("user", "What's the weather in Paris?");
+    Console::stdout().show(Box::pin(agent.reply_stream(question))).await?;
     Ok(())
 }

@@ -4,9 +4,9 @@
 //! cargo run --example quickstart
 //! ```
 //!
-//! It prints the reply as it streams: thinking and text as they arrive, tool calls and their
-//! results marked. A `from_fn` layer on `on_model_call` times each model call. The tool, the
-//! scripted conversation and the renderer are in `examples/weather/mod.rs`, shared with the
+//! The console renders the reply as it streams: thinking and text as they arrive, tool calls and
+//! their results marked. A `from_fn` layer on `on_model_call` times each model call. The tool,
+//! the scripted conversation and the question are in `examples/weather/mod.rs`, shared with the
 //! tracing example.
 
 use std::time::Instant;

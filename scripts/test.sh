@@ -28,6 +28,12 @@ eval "$redis_env"
 export TOWERSCOPE_REQUIRE_REDIS=1
 trap 'kill -TERM "$OTLP_COLLECTOR_PID" "$REDIS_SERVER_PID" 2>/dev/null || true; scripts/otlp-collector.sh stop; scripts/redis-server.sh stop' EXIT
 
+# tmux drives examples/chat.rs in a real pseudo-terminal (tests/chat_terminal.rs): installed
+# here if missing (Debian's package; the machines run as root).
+if ! command -v tmux >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq tmux >/dev/null
+fi
+
 # cargo-nextest (on the machine image; installed here if missing) runs each test in its own
 # process with a time limit (.config/nextest.toml); it does not run doctests, so cargo test does.
 if ! command -v cargo-nextest >/dev/null 2>&1; then

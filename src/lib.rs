@@ -15,6 +15,11 @@
 //!   shared by many processes too (`layers::rate_limit::RedisBackend`).
 //! - `otel` (feature `otel`): OpenTelemetry GenAI spans and metrics as one middleware, and OTLP
 //!   export in one call (`towerscope_otel`).
+//! - several agents and a person (`towerscope_team`): [`Participant`], the interface agents,
+//!   people and pipelines share; [`hub`] (`MsgHub`: participants that hear each other);
+//!   [`pipeline`] (sequential, fan-out, merged streams, the team pipeline); [`user`] (a person
+//!   as a participant); [`console`] (rendering replies in a terminal, and a chat with
+//!   confirmations and Ctrl-C; `console::ctrl_c` with the `ctrl-c` feature).
 //!
 //! # Example
 //!
@@ -38,6 +43,7 @@ pub use towerscope_layers as layers;
 pub use towerscope_models as models;
 #[cfg(feature = "otel")]
 pub use towerscope_otel as otel;
+pub use towerscope_team::{Participant, console, hub, pipeline, shared_copy, user};
 
 /// Redis (feature `redis`): the session store and the shared rate-limit backend, in one place.
 ///
@@ -57,8 +63,8 @@ pub mod redis {
 }
 
 /// The types most programs and layer authors need, in one import: the agent, its builder and
-/// reply stream, tools, messages and events, every position's request and `Next`, and the
-/// scripted model.
+/// reply stream, tools, messages and events, every position's request and `Next`, the scripted
+/// model, and the [`Participant`] interface.
 pub mod prelude {
     pub use towerscope_agent::session::{JsonFileStore, SessionStore};
     pub use towerscope_agent::toolkit::{FunctionTool, Tool, Toolkit};
@@ -66,4 +72,5 @@ pub mod prelude {
     pub use towerscope_core::ModelRef;
     pub use towerscope_core::prelude::*;
     pub use towerscope_models::{ScriptedModel, ScriptedResponse};
+    pub use towerscope_team::Participant;
 }

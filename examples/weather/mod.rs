@@ -1,10 +1,9 @@
-//! The weather assistant the examples share: its tool, its scripted model, and a terminal
-//! renderer for the streamed reply.
+//! The weather assistant the examples share: its tool, its scripted model, and the question it
+//! is asked, rendered by the console.
 
-use std::io::Write;
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use towerscope::console::Console;
 use towerscope::prelude::*;
 
 /// Get the current weather of a city.
@@ -40,37 +39,19 @@ pub(crate) fn scripted_model() -> ScriptedModel {
     )
 }
 
-/// Asks the weather in Paris and prints the reply as it streams: thinking and text as they
-/// arrive, tool calls and their results marked.
+/// Asks the weather in Paris and renders the reply with the console as it streams: thinking and
+/// text as they arrive, tool calls and their results marked.
 pub(crate) async fn ask(agent: &Agent) -> Result<(), AgentError> {
-    println!("user > What's the weather in Paris?");
-    let mut stream = agent.reply_stream(Msg::user("user", "What's the weather in Paris?"));
-    let mut stdout = std::io::stdout();
-    while let Some(item) = stream.next().await {
-        match item? {
-            ReplyItem::Event(event) => match event {
-                AgentEvent::ThinkingBlockStart(_) => print!("\n(thinking) "),
-                AgentEvent::ThinkingBlockDelta(e) => print!("{}", e.delta),
-                AgentEvent::TextBlockStart(_) => print!("\n{} > ", agent.name()),
-                AgentEvent::TextBlockDelta(e) => print!("{}", e.delta),
-                AgentEvent::ToolCallStart(e) => print!("\n[tool call] {}(", e.tool_call_name),
-                AgentEvent::ToolCallDelta(e) => print!("{}", e.delta),
-                AgentEvent::ToolCallEnd(_) => print!(")"),
-                AgentEvent::ToolResultStart(e) => print!("\n[tool result] {} -> ", e.tool_call_name),
-                AgentEvent::ToolResultTextDelta(e) => print!("{}", e.delta),
-                AgentEvent::ToolResultEnd(e) => print!("  ({})", e.state.as_str()),
-                AgentEvent::ReplyEnd(e) => println!("\n[reply end: {}]", e.finished_reason.as_str()),
-                _ => {}
-            },
-            ReplyItem::Final(msg) => {
-                let usage = msg.usage.unwrap_or_default();
-                println!(
-                    "[usage: {} input tokens, {} output tokens]",
-                    usage.input_tokens, usage.output_tokens
-                );
-            }
-        }
-        stdout.flush().ok();
-    }
+    let question = "What's the weather in Paris?";
+    println!("user: {question}");
+    let mut console = Console::stdout();
+    let answer = console
+        .show(Box::pin(agent.reply_stream(Msg::user("user", question))))
+        .await?;
+    let usage = answer.usage.unwrap_or_default();
+    console.note(&format!(
+        "usage: {} input tokens, {} output tokens",
+        usage.input_tokens, usage.output_tokens
+    ));
     Ok(())
 }

@@ -19,7 +19,7 @@ use towerscope_core::{
 use crate::builder::AgentBuilder;
 use crate::emit::EventsUnread;
 use crate::reply::ReactLoop;
-use crate::runtime::{Runtime, validate_input};
+use crate::runtime::Runtime;
 use crate::state::AgentState;
 
 /// A ReAct agent whose every step passes through the seven positions.
@@ -115,28 +115,36 @@ impl Agent {
     /// while a reply runs or is parked for the user, observing fails with
     /// [`AgentError::State`] (the reference raises too) and the context is unchanged.
     pub fn observe(&self, msgs: impl IntoIterator<Item = Msg>) -> Result<(), AgentError> {
-        let mut msgs: Vec<Msg> = msgs.into_iter().collect();
-        for hook in &self.runtime.observe_hooks {
-            msgs = hook.pre_observe(&self.runtime.name, msgs)?;
-        }
-        for m in &msgs {
-            validate_input(m)?;
-        }
-        if self.busy.load(Ordering::Acquire) {
-            return Err(AgentError::State(
-                "cannot observe messages while the agent is replying; observe them after the reply ends".to_owned(),
-            ));
-        }
-        {
-            let mut state = self.runtime.lock_state();
-            crate::reply::check_not_parked(&state)?;
-            crate::resume::close_dangling_calls(&self.runtime.name, &mut state);
-            state.context.extend(msgs.iter().cloned());
-        }
-        for hook in &self.runtime.observe_hooks {
-            hook.post_observe(&self.runtime.name, &msgs)?;
-        }
-        Ok(())
+        crate::observe::observe_now(&self.runtime, &self.busy, msgs.into_iter().collect())
+    }
+
+    /// Observes `msgs` now if the agent is free, or as soon as it is: when the running reply's
+    /// stream ends or is dropped, or, while a reply is parked for the user, when the reply
+    /// resuming it ends. Messages posted while the agent is busy are observed in the order
+    /// they were posted, once, with the observe hooks; nothing is lost.
+    ///
+    /// Returns whether the messages were observed now (`false`: they wait). Fails at once for
+    /// messages [`observe`](Self::observe) would reject by its input rules; an observe hook
+    /// that fails when the messages are delivered later rejects them as `observe` would, with
+    /// a warning in the log.
+    ///
+    /// This is how a hub delivers a broadcast to a participant that is replying.
+    pub fn observe_when_free(&self, msgs: impl IntoIterator<Item = Msg>) -> Result<bool, AgentError> {
+        crate::observe::observe_when_free(&self.runtime, &self.busy, msgs.into_iter().collect())
+    }
+
+    /// How many messages posted with [`observe_when_free`](Self::observe_when_free) wait for
+    /// the agent to be free.
+    pub fn pending_observations(&self) -> usize {
+        self.runtime.mailbox.len()
+    }
+
+    /// The middleware of type `T` installed with
+    /// [`AgentBuilder::middleware`](crate::AgentBuilder::middleware) (the first, if several):
+    /// a handle shared with the installed one, such as the hooks registry or a hub's
+    /// broadcaster, found from the agent alone.
+    pub fn middleware<T: towerscope_core::Middleware>(&self) -> Option<&T> {
+        self.runtime.installed.iter().find_map(|m| m.downcast_ref::<T>())
     }
 
     /// Streams a reply: `REPLY_START`, the events of each round, `REPLY_END`, then the final
@@ -178,7 +186,10 @@ impl Agent {
                 "the agent is already replying; wait for the current reply to finish or drop its stream".to_owned(),
             ));
         }
-        let guard = BusyGuard(Arc::clone(&self.busy));
+        let guard = BusyGuard {
+            busy: Arc::clone(&self.busy),
+            runtime: Arc::clone(&self.runtime),
+        };
         self.runtime.interrupt.reset();
         let (session_id, reply_id) = {
             let state = self.runtime.lock_state();
@@ -228,11 +239,30 @@ async fn last_msg(mut stream: ReplyStream) -> Result<Msg, AgentError> {
     last.ok_or_else(|| AgentError::State("Agent did not produce a final message.".to_owned()))
 }
 
-struct BusyGuard(Arc<AtomicBool>);
+/// Marks the agent busy while a reply's stream lives; when it ends, the agent is free and what
+/// was posted to it meanwhile is observed.
+struct BusyGuard {
+    busy: Arc<AtomicBool>,
+    runtime: Arc<Runtime>,
+}
 
 impl Drop for BusyGuard {
     fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
+        self.busy.store(false, Ordering::Release);
+        let delivered =
+            std::panic::catch_unwind(AssertUnwindSafe(|| crate::observe::deliver(&self.runtime, &self.busy)));
+        match delivered {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!(
+                agent = %self.runtime.name,
+                error = %e,
+                "messages posted with observe_when_free were rejected when delivered"
+            ),
+            Err(_) => tracing::warn!(
+                agent = %self.runtime.name,
+                "an observe hook panicked while delivering messages posted with observe_when_free"
+            ),
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! [`AgentBuilder`]: name, system prompt, model, tools, configuration, and the middleware of
 //! every position.
 
+use std::any::Any;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
@@ -67,6 +68,7 @@ pub struct AgentBuilder {
     config: ReactConfig,
     stacks: PositionStacks,
     state: Option<AgentState>,
+    installed: Vec<Arc<dyn Any + Send + Sync>>,
     /// What went wrong while building (reported by `build`).
     errors: Vec<String>,
     session: SessionSetup,
@@ -91,6 +93,7 @@ impl AgentBuilder {
             config: ReactConfig::default(),
             stacks: PositionStacks::new(),
             state: None,
+            installed: Vec::new(),
             errors: Vec::new(),
             session: SessionSetup::default(),
         }
@@ -211,9 +214,11 @@ impl AgentBuilder {
         self
     }
 
-    /// Installs a middleware on every position it hooks, inside those installed before.
+    /// Installs a middleware on every position it hooks, inside those installed before. The
+    /// agent keeps it: [`Agent::middleware`] finds it again by its type.
     pub fn middleware(mut self, middleware: impl Middleware) -> Self {
         self.stacks.add(&middleware);
+        self.installed.push(Arc::new(middleware));
         self
     }
 
@@ -303,6 +308,8 @@ impl AgentBuilder {
             interrupt: crate::interrupt::Interrupt::default(),
             observe_hooks: stacks.observe,
             positions,
+            mailbox: crate::observe::Mailbox::default(),
+            installed: self.installed,
         });
         let reasoning = stacks.reasoning.build(ReasoningStep {
             runtime: Arc::clone(&runtime),

@@ -72,6 +72,7 @@ mod builder;
 mod emit;
 mod generator;
 mod interrupt;
+mod observe;
 mod positions;
 mod reasoning;
 mod reply;

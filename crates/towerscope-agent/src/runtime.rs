@@ -2,6 +2,7 @@
 //! state, the built per-round positions), the loop's [`ReactConfig`], and the checks every
 //! input goes through.
 
+use std::any::Any;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use towerscope_core::{
@@ -10,6 +11,7 @@ use towerscope_core::{
 };
 
 use crate::interrupt::Interrupt;
+use crate::observe::Mailbox;
 use crate::positions::Positions;
 use crate::state::AgentState;
 use crate::toolkit::Toolkit;
@@ -75,6 +77,10 @@ pub(crate) struct Runtime {
     pub(crate) interrupt: Interrupt,
     pub(crate) observe_hooks: Vec<Arc<dyn ObserveHook>>,
     pub(crate) positions: Positions,
+    /// Messages waiting for the agent to be free (`Agent::observe_when_free`).
+    pub(crate) mailbox: Mailbox,
+    /// The middleware installed with `AgentBuilder::middleware`, for `Agent::middleware`.
+    pub(crate) installed: Vec<Arc<dyn Any + Send + Sync>>,
 }
 
 impl Runtime {

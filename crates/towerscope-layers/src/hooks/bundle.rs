@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use towerscope_core::{ActingLayer, AgentError, ErasedLayer, Middleware, Msg, ObserveHook, ReasoningLayer, ReplyLayer};
 
-use super::{Hook, HookRegistry, HookType, HooksLayer, UnknownHook};
+use super::{Hook, HookRegistry, HookType, HooksLayer, PrintChunk, UnknownHook};
 
 /// Pre/post hooks of one agent: its own (instance) hooks, then the hooks of a registry shared by
 /// many agents (class hooks). Install it with `AgentBuilder::middleware`. See the
@@ -67,6 +67,35 @@ impl Hooks {
     /// The layer running these hooks on `on_reply`, `on_reasoning` and `on_acting`.
     pub fn layer(&self) -> HooksLayer {
         HooksLayer::new(self.clone())
+    }
+
+    /// Runs the `pre_print` hooks on a piece of a message `agent_name` is about to print:
+    /// instance hooks, then class hooks, each seeing what the previous returned. Returns what
+    /// to print (a chunk with empty text prints nothing). Consoles call this; see
+    /// [`PrintChunk`].
+    pub fn pre_print(&self, agent_name: &str, chunk: PrintChunk) -> PrintChunk {
+        let mut chunk = chunk;
+        for hook in self.collect(HookType::PrePrint, Hook::as_pre_print) {
+            if let Some(replaced) = hook(agent_name, &chunk) {
+                chunk = replaced;
+            }
+        }
+        chunk
+    }
+
+    /// Runs the `post_print` hooks on what `agent_name`'s console printed.
+    pub fn post_print(&self, agent_name: &str, chunk: &PrintChunk) {
+        for hook in self.collect(HookType::PostPrint, Hook::as_post_print) {
+            hook(agent_name, chunk);
+        }
+    }
+
+    /// Whether any print hook is registered (a console skips building chunks for hooks when
+    /// none is).
+    pub fn has_print_hooks(&self) -> bool {
+        let registered =
+            |r: &HookRegistry| !r.names(HookType::PrePrint).is_empty() || !r.names(HookType::PostPrint).is_empty();
+        registered(&self.instance) || self.class.as_ref().is_some_and(registered)
     }
 
     /// The hooks of `hook_type` that will run now: instance hooks, then class hooks.

@@ -1,12 +1,14 @@
-//! The eight hook types and the typed hook functions.
+//! The ten hook types and the typed hook functions.
 
 use std::fmt;
 use std::sync::Arc;
 
 use towerscope_core::{AgentContext, Msg, ReplyInput, ToolCallBlock, ToolChoice, ToolResponse};
 
-/// Where a hook runs: before (`pre_*`) or after (`post_*`) a reply, an observe, a reasoning step
-/// or a tool execution.
+use super::PrintChunk;
+
+/// Where a hook runs: before (`pre_*`) or after (`post_*`) a reply, an observe, a reasoning step,
+/// a tool execution, or a console printing a piece of a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HookType {
     /// Before a reply.
@@ -25,11 +27,15 @@ pub enum HookType {
     PreActing,
     /// After a tool execution.
     PostActing,
+    /// Before a console prints a piece of a message.
+    PrePrint,
+    /// After a console printed a piece of a message.
+    PostPrint,
 }
 
 impl HookType {
     /// Every hook type.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 10] = [
         Self::PreReply,
         Self::PostReply,
         Self::PreObserve,
@@ -38,6 +44,8 @@ impl HookType {
         Self::PostReasoning,
         Self::PreActing,
         Self::PostActing,
+        Self::PrePrint,
+        Self::PostPrint,
     ];
 
     /// The reference's name: `pre_reply`, `post_acting`, ...
@@ -51,6 +59,8 @@ impl HookType {
             Self::PostReasoning => "post_reasoning",
             Self::PreActing => "pre_acting",
             Self::PostActing => "post_acting",
+            Self::PrePrint => "pre_print",
+            Self::PostPrint => "post_print",
         }
     }
 
@@ -74,6 +84,8 @@ pub(crate) type PostReasoningFn = dyn Fn(&AgentContext, Option<&ToolChoice>, Opt
 pub(crate) type PreActingFn = dyn Fn(&AgentContext, &ToolCallBlock) -> Option<ToolCallBlock> + Send + Sync;
 pub(crate) type PostActingFn =
     dyn Fn(&AgentContext, &ToolCallBlock, &ToolResponse) -> Option<ToolResponse> + Send + Sync;
+pub(crate) type PrePrintFn = dyn Fn(&str, &PrintChunk) -> Option<PrintChunk> + Send + Sync;
+pub(crate) type PostPrintFn = dyn Fn(&str, &PrintChunk) + Send + Sync;
 
 #[derive(Clone)]
 enum HookFn {
@@ -85,6 +97,8 @@ enum HookFn {
     PostReasoning(Arc<PostReasoningFn>),
     PreActing(Arc<PreActingFn>),
     PostActing(Arc<PostActingFn>),
+    PrePrint(Arc<PrePrintFn>),
+    PostPrint(Arc<PostPrintFn>),
 }
 
 /// One hook function, of one [`HookType`]. See the [module docs](super) for what each type
@@ -163,6 +177,18 @@ impl Hook {
         Self(HookFn::PostActing(Arc::new(f)))
     }
 
+    /// Before a console prints a piece of a message: sees the speaking agent's name and the
+    /// [`PrintChunk`], and may replace it (a chunk with empty text prints nothing).
+    pub fn pre_print(f: impl Fn(&str, &PrintChunk) -> Option<PrintChunk> + Send + Sync + 'static) -> Self {
+        Self(HookFn::PrePrint(Arc::new(f)))
+    }
+
+    /// After a console printed a piece of a message: sees the agent's name and what was printed
+    /// (printing has no output to replace).
+    pub fn post_print(f: impl Fn(&str, &PrintChunk) + Send + Sync + 'static) -> Self {
+        Self(HookFn::PostPrint(Arc::new(f)))
+    }
+
     /// Where this hook runs.
     pub fn hook_type(&self) -> HookType {
         match &self.0 {
@@ -174,6 +200,8 @@ impl Hook {
             HookFn::PostReasoning(_) => HookType::PostReasoning,
             HookFn::PreActing(_) => HookType::PreActing,
             HookFn::PostActing(_) => HookType::PostActing,
+            HookFn::PrePrint(_) => HookType::PrePrint,
+            HookFn::PostPrint(_) => HookType::PostPrint,
         }
     }
 
@@ -185,6 +213,8 @@ impl Hook {
     accessor!(as_post_reasoning, PostReasoning, PostReasoningFn);
     accessor!(as_pre_acting, PreActing, PreActingFn);
     accessor!(as_post_acting, PostActing, PostActingFn);
+    accessor!(as_pre_print, PrePrint, PrePrintFn);
+    accessor!(as_post_print, PostPrint, PostPrintFn);
 }
 
 impl fmt::Debug for Hook {

@@ -5,6 +5,9 @@
 //! `AgentBuilder::middleware`, it puts one [`HooksLayer`] on `on_reply`, `on_reasoning` and
 //! `on_acting`, and an [`ObserveHook`](towerscope_core::ObserveHook) around `observe`. There is no
 //! second mechanism: hooks are middleware, placed where the bundle is installed in the onion.
+//! The print hooks are the exception, since an agent streams events and never prints: a console
+//! that renders an agent's reply runs them ([`Hooks::pre_print`], [`Hooks::post_print`]) around
+//! each piece it prints, finding the agent's bundle with `Agent::middleware::<Hooks>()`.
 //!
 //! - **Instance and class hooks.** Each `Hooks` has its own registry (instance hooks) and
 //!   optionally a shared [`HookRegistry`] (class hooks) given to every agent built with
@@ -33,8 +36,12 @@
 //! | `post_reasoning` | → `Msg`                                  | context, tool choice, candidate `Option<&Msg>` (`None`: the round ended in tool calls) | the candidate final message |
 //! | `pre_acting`     | `tool_call`                              | context, `&ToolCallBlock`                       | the tool call (its `input`)        |
 //! | `post_acting`    | → structured output or `None`            | context, tool call, the final `&ToolResponse`   | the tool's response                |
+//! | `pre_print`      | `msg`, `last`, `speech`                  | agent name, `&PrintChunk` (one streamed piece)  | the chunk (empty text: print nothing) |
+//! | `post_print`     | → `None`                                 | agent name, the printed `&PrintChunk`           | nothing (printing has no output)   |
 //!
-//! `pre_print`/`post_print` have no counterpart: towerscope streams events instead of printing.
+//! The reference prints a whole message again at every streamed chunk; a console here prints
+//! each piece once (a text delta, a tool-call line), so the print hooks see pieces, each with
+//! its [`PrintKind`] and whether it ends its block.
 //! Hook types are an enum, so the reference's errors for unknown hook types cannot happen.
 //! Hooks are synchronous closures; the post hooks of replies, reasoning steps and tool calls run
 //! when the final message or response passes through the stream (events already streamed are
@@ -84,12 +91,14 @@
 mod bundle;
 mod hook;
 mod post;
+mod print;
 mod registry;
 mod service;
 
 pub use bundle::Hooks;
 pub use hook::{Hook, HookType};
 pub use post::{ActingPostHooks, ReasoningPostHooks, ReplyPostHooks};
+pub use print::{PrintChunk, PrintKind};
 pub use registry::{HookRegistry, UnknownHook};
 pub use service::{HooksLayer, HooksService, ResponseFuture};
 
@@ -164,6 +173,37 @@ mod tests {
         assert_eq!(hooks.instance().len(), 1, "only the observe hook is left");
         hooks.clear_all();
         assert!(hooks.instance().is_empty());
+    }
+
+    #[test]
+    fn print_hooks_rewrite_suppress_and_see_what_was_printed() {
+        let class = HookRegistry::new();
+        class.register(
+            "shout",
+            Hook::pre_print(|_, chunk| Some(PrintChunk::new(chunk.kind, chunk.text.to_uppercase(), chunk.last))),
+        );
+        let hooks = Hooks::with_class(&class);
+        assert!(hooks.has_print_hooks());
+        hooks.register(
+            "no-thinking",
+            Hook::pre_print(|_, chunk| {
+                (chunk.kind == PrintKind::Thinking).then(|| PrintChunk::new(chunk.kind, "", chunk.last))
+            }),
+        );
+        let printed = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&printed);
+        hooks.register(
+            "log",
+            Hook::post_print(move |name, chunk| sink.lock().unwrap().push(format!("{name}:{}", chunk.text))),
+        );
+        let text = hooks.pre_print("bot", PrintChunk::new(PrintKind::Text, "hello", false));
+        assert_eq!(text.text, "HELLO", "instance hooks run first, then class hooks");
+        hooks.post_print("bot", &text);
+        let thinking = hooks.pre_print("bot", PrintChunk::new(PrintKind::Thinking, "hmm", false));
+        assert!(thinking.is_suppressed());
+        assert_eq!(*printed.lock().unwrap(), ["bot:HELLO"]);
+        assert_eq!(HookType::PrePrint.as_str(), "pre_print");
+        assert!(!Hooks::new().has_print_hooks());
     }
 
     #[test]

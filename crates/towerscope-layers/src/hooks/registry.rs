@@ -7,7 +7,7 @@ use towerscope_core::AgentError;
 
 use super::{Hook, HookType};
 
-type Table = [Vec<(String, Hook)>; 8];
+type Table = [Vec<(String, Hook)>; HookType::ALL.len()];
 
 /// Named hooks of every [`HookType`], in registration order. Clones share the hooks: changes
 /// made after an agent is built take effect on its next call.

@@ -1,0 +1,176 @@
+//! Adding messages to the context without replying: now ([`Agent::observe`]), or as soon as the
+//! agent is free ([`Agent::observe_when_free`]).
+//!
+//! An agent never changes its conversation in the middle of a reply, so `observe` fails with
+//! [`AgentError::State`] while a reply runs or is parked for the user. A sender that must not
+//! lose a message while the agent is busy (a hub broadcasting another participant's reply)
+//! posts it to the agent's [`Mailbox`] instead. The mailbox is emptied, in the order messages
+//! arrived, the moment the agent is free: when the running reply's stream ends or is dropped
+//! (after everything that reply stored), or, for a reply parked for the user, when the reply
+//! that resumes it ends. A message is observed once; the observe hooks run when it is.
+//!
+//! [`Agent::observe`]: crate::Agent::observe
+//! [`Agent::observe_when_free`]: crate::Agent::observe_when_free
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use towerscope_core::{AgentError, Msg};
+
+use crate::runtime::{Runtime, validate_input};
+
+/// Messages waiting for the agent to be free, in arrival order.
+#[derive(Debug, Default)]
+pub(crate) struct Mailbox {
+    queue: Mutex<VecDeque<Msg>>,
+    /// Whether `queue` may hold messages: lets a reply's end skip the lock when it is empty.
+    has_mail: AtomicBool,
+    /// Held by the one thread delivering, so deliveries from two threads keep the order.
+    delivering: Mutex<()>,
+}
+
+impl Mailbox {
+    fn queue(&self) -> MutexGuard<'_, VecDeque<Msg>> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn post(&self, msgs: Vec<Msg>) {
+        let mut queue = self.queue();
+        queue.extend(msgs);
+        self.has_mail.store(true, Ordering::Release);
+    }
+
+    fn take(&self) -> Vec<Msg> {
+        let mut queue = self.queue();
+        self.has_mail.store(false, Ordering::Release);
+        queue.drain(..).collect()
+    }
+
+    fn put_back(&self, msgs: Vec<Msg>) {
+        let mut queue = self.queue();
+        for m in msgs.into_iter().rev() {
+            queue.push_front(m);
+        }
+        if !queue.is_empty() {
+            self.has_mail.store(true, Ordering::Release);
+        }
+    }
+
+    /// How many messages wait.
+    pub(crate) fn len(&self) -> usize {
+        self.queue().len()
+    }
+}
+
+/// Why messages could not be observed now.
+enum Refused {
+    /// A reply is running: retry when it ends.
+    Busy,
+    /// A reply is parked for the user: retry when the reply resuming it ends.
+    Parked,
+    /// A hook or the input rules rejected them.
+    Failed(AgentError),
+}
+
+/// Whether a reply is running or parked, checked before any hook runs.
+fn refuse_early(runtime: &Runtime, busy: &AtomicBool) -> Option<Refused> {
+    if busy.load(Ordering::Acquire) {
+        return Some(Refused::Busy);
+    }
+    crate::reply::check_not_parked(&runtime.lock_state())
+        .err()
+        .map(|_| Refused::Parked)
+}
+
+/// `Agent::observe`: the observe hooks, the input rules, then the context.
+pub(crate) fn observe_now(runtime: &Runtime, busy: &AtomicBool, msgs: Vec<Msg>) -> Result<(), AgentError> {
+    let mut msgs = msgs;
+    for hook in &runtime.observe_hooks {
+        msgs = hook.pre_observe(&runtime.name, msgs)?;
+    }
+    for m in &msgs {
+        validate_input(m)?;
+    }
+    if busy.load(Ordering::Acquire) {
+        return Err(AgentError::State(
+            "cannot observe messages while the agent is replying; observe them after the reply ends".to_owned(),
+        ));
+    }
+    {
+        let mut state = runtime.lock_state();
+        crate::reply::check_not_parked(&state)?;
+        crate::resume::close_dangling_calls(&runtime.name, &mut state);
+        state.context.extend(msgs.iter().cloned());
+    }
+    for hook in &runtime.observe_hooks {
+        hook.post_observe(&runtime.name, &msgs)?;
+    }
+    Ok(())
+}
+
+/// `Agent::observe_when_free`: checks the messages against the input rules (so a message that
+/// can never be stored fails here, for its sender), posts them, and delivers what waits if the
+/// agent is free. Returns whether nothing is left waiting.
+pub(crate) fn observe_when_free(runtime: &Runtime, busy: &AtomicBool, msgs: Vec<Msg>) -> Result<bool, AgentError> {
+    for m in &msgs {
+        validate_input(m)?;
+    }
+    runtime.mailbox.post(msgs);
+    deliver(runtime, busy)
+}
+
+/// Delivers the waiting messages if the agent is free. Returns whether nothing is left waiting;
+/// fails when a hook rejected a batch (that batch is not retried).
+///
+/// Called when a reply ends (its busy flag just cleared) and when mail is posted.
+pub(crate) fn deliver(runtime: &Runtime, busy: &AtomicBool) -> Result<bool, AgentError> {
+    if !runtime.mailbox.has_mail.load(Ordering::Acquire) {
+        return Ok(true);
+    }
+    loop {
+        let refused = {
+            // Another thread delivering empties the mailbox itself: it looks again after
+            // releasing its turn, so what was posted meanwhile is not stranded.
+            let Ok(_turn) = runtime.mailbox.delivering.try_lock() else {
+                return Ok(false);
+            };
+            deliver_all(runtime, busy)
+        };
+        match refused {
+            None if runtime.mailbox.len() == 0 => return Ok(true),
+            None => continue,
+            // A reply ended while this thread held the turn: that reply's own delivery gave up,
+            // so deliver now.
+            Some(Refused::Busy) if !busy.load(Ordering::Acquire) => continue,
+            Some(Refused::Busy | Refused::Parked) => return Ok(false),
+            Some(Refused::Failed(e)) => return Err(e),
+        }
+    }
+}
+
+fn deliver_all(runtime: &Runtime, busy: &AtomicBool) -> Option<Refused> {
+    loop {
+        if let Some(refused) = refuse_early(runtime, busy) {
+            return Some(refused);
+        }
+        let batch = runtime.mailbox.take();
+        if batch.is_empty() {
+            return None;
+        }
+        if let Err(e) = observe_now(runtime, busy, batch.clone()) {
+            return Some(match e {
+                // A reply started between the check and the store: keep the batch.
+                AgentError::State(_) => {
+                    runtime.mailbox.put_back(batch);
+                    if busy.load(Ordering::Acquire) {
+                        Refused::Busy
+                    } else {
+                        Refused::Parked
+                    }
+                }
+                e => Refused::Failed(e),
+            });
+        }
+    }
+}

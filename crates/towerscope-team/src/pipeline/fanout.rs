@@ -1,0 +1,241 @@
+//! [`FanoutPipeline`]: one input, every participant answers at once.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures_util::StreamExt;
+use towerscope_core::id::now_timestamp;
+use towerscope_core::{
+    AgentError, ContentBlock, EventStream, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, TextBlock,
+};
+
+use super::merge::{MergedStream, merge};
+use super::resumed_reply;
+use crate::Participant;
+use crate::share::shared_copy;
+
+/// The replies of a round so far, while a member is parked for the user.
+#[derive(Debug, Default)]
+struct Round {
+    finals: Vec<Option<Msg>>,
+    /// Members parked, with their waiting message (whose id is the parked reply's).
+    parked: Vec<(usize, Msg)>,
+}
+
+/// Participants that all answer the same input, concurrently, with the replies in participant
+/// order (the reference's `fanout_pipeline`).
+///
+/// [`replies`](Self::replies) returns the messages; [`stream`](Self::stream) streams the
+/// members' items as they arrive, tagged with their speaker. As a [`Participant`] the
+/// pipeline streams the members' events and ends with one message under its own name that
+/// holds each reply's text as `name: text` (and its data), in participant order. A member that
+/// parks for the user parks the pipeline: the stream ends with that member's waiting message,
+/// the resuming input goes to it, and the combined message comes once every member finished.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use towerscope_agent::Agent;
+/// use towerscope_core::Msg;
+/// use towerscope_models::{ScriptedModel, ScriptedResponse};
+/// use towerscope_team::pipeline::FanoutPipeline;
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() -> Result<(), towerscope_core::AgentError> {
+/// let agent = |name: &str, ms: u64| {
+///     let answer = ScriptedResponse::text(format!("{name} here")).delay(Duration::from_millis(ms));
+///     Agent::builder(name).model(ScriptedModel::new("m", [answer])).build()
+/// };
+/// let panel = FanoutPipeline::new([agent("slow", 30)?, agent("quick", 10)?]);
+/// let start = tokio::time::Instant::now();
+/// let replies = panel.replies(Msg::user("host", "Roll call!").into()).await?;
+/// assert_eq!(start.elapsed(), Duration::from_millis(30), "concurrently");
+/// let texts: Vec<_> = replies.iter().filter_map(Msg::text_content).collect();
+/// assert_eq!(texts, ["slow here", "quick here"], "in participant order");
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct FanoutPipeline {
+    name: Arc<str>,
+    members: Arc<[Arc<dyn Participant>]>,
+    round: Arc<Mutex<Option<Round>>>,
+}
+
+impl FanoutPipeline {
+    /// The participants; the pipeline is named `fanout`.
+    pub fn new<P: Participant>(members: impl IntoIterator<Item = P>) -> Self {
+        Self::from_shared(members.into_iter().map(|p| Arc::new(p) as Arc<dyn Participant>))
+    }
+
+    /// Shared participants.
+    pub fn from_shared(members: impl IntoIterator<Item = Arc<dyn Participant>>) -> Self {
+        Self {
+            name: Arc::from("fanout"),
+            members: members.into_iter().collect(),
+            round: Arc::default(),
+        }
+    }
+
+    /// Names the pipeline (its name as a participant, and on its combined message).
+    #[must_use]
+    pub fn named(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The members' names, in order.
+    pub fn members(&self) -> Vec<String> {
+        self.members.iter().map(|m| m.name().to_owned()).collect()
+    }
+
+    /// Every member replies to `input` concurrently; the replies in participant order, or the
+    /// first failure in that order.
+    pub async fn replies(&self, input: ReplyInput) -> Result<Vec<Msg>, AgentError> {
+        let replies = futures_util::future::join_all(self.members.iter().map(|m| m.reply(input.clone()))).await;
+        replies.into_iter().collect()
+    }
+
+    /// Every member replies to `input` concurrently; their items as they arrive, tagged.
+    pub fn stream(&self, input: ReplyInput) -> MergedStream {
+        merge(
+            self.members
+                .iter()
+                .map(|m| (m.name().to_owned(), m.reply_stream(input.clone()))),
+        )
+    }
+
+    /// The streams of this call, by member index, and the round they belong to.
+    fn open(&self, input: ReplyInput) -> Result<(Vec<(usize, EventStream)>, Round), AgentError> {
+        let Some(reply_id) = resumed_reply(&input) else {
+            let streams = self
+                .members
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (i, m.reply_stream(input.clone())))
+                .collect();
+            let round = Round {
+                finals: vec![None; self.members.len()],
+                parked: Vec::new(),
+            };
+            return Ok((streams, round));
+        };
+        let mut slot = self.round.lock().unwrap_or_else(PoisonError::into_inner);
+        let member = slot
+            .as_ref()
+            .and_then(|r| r.parked.iter().find(|(_, w)| &w.id == reply_id).map(|(m, _)| *m));
+        let (Some(member), Some(mut round)) = (member, member.and_then(|_| slot.take())) else {
+            return Err(AgentError::State(format!(
+                "no participant of pipeline '{}' is waiting on reply {reply_id}",
+                self.name
+            )));
+        };
+        round.parked.retain(|(m, _)| *m != member);
+        Ok((vec![(member, self.members[member].reply_stream(input))], round))
+    }
+}
+
+/// The message of a finished round: each reply's shared text as `name: text`, and its data.
+fn combine(name: &Arc<str>, finals: &[Msg]) -> Msg {
+    let mut content = Vec::new();
+    for reply in finals {
+        let Some(shared) = shared_copy(reply) else {
+            continue;
+        };
+        for block in shared.content {
+            match block {
+                ContentBlock::Text(t) => {
+                    content.push(TextBlock::new(format!("{}: {}", reply.name, t.text)).into());
+                }
+                other => content.push(other),
+            }
+        }
+    }
+    let mut msg = Msg::assistant_blocks(Arc::clone(name), content);
+    msg.finished_reason = Some(ReplyFinishedReason::Completed);
+    msg.finished_at = Some(now_timestamp());
+    msg
+}
+
+impl Participant for FanoutPipeline {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn reply_stream(&self, input: ReplyInput) -> EventStream {
+        let (streams, round) = match self.open(input) {
+            Ok(opened) => opened,
+            Err(e) => return Box::pin(futures_util::stream::iter([Err(e)])),
+        };
+        let merged = futures_util::stream::select_all(streams.into_iter().map(|(i, s)| s.map(move |item| (i, item))));
+        let run = FanoutRun {
+            name: Arc::clone(&self.name),
+            slot: Arc::clone(&self.round),
+            merged: Some(Box::pin(merged)),
+            round: Some(round),
+        };
+        Box::pin(futures_util::stream::unfold(run, FanoutRun::next))
+    }
+
+    /// Every member observes the messages (a busy one when it is free).
+    fn observe(&self, msgs: Vec<Msg>) -> Result<(), AgentError> {
+        self.members.iter().try_for_each(|m| m.observe(msgs.clone()))
+    }
+
+    fn interrupt(&self) -> bool {
+        // Every member, not only up to the first running one.
+        self.members.iter().filter(|m| m.interrupt()).count() > 0
+    }
+}
+
+type Indexed = std::pin::Pin<Box<dyn futures_core::Stream<Item = (usize, Result<ReplyItem, AgentError>)> + Send>>;
+
+/// One call of the pipeline as a participant: the members' merged streams, then its final item.
+struct FanoutRun {
+    name: Arc<str>,
+    slot: Arc<Mutex<Option<Round>>>,
+    merged: Option<Indexed>,
+    round: Option<Round>,
+}
+
+impl FanoutRun {
+    async fn next(mut self) -> Option<(Result<ReplyItem, AgentError>, Self)> {
+        while let Some(merged) = self.merged.as_mut() {
+            let Some((i, item)) = merged.next().await else {
+                self.merged = None;
+                break;
+            };
+            let round = self.round.as_mut()?;
+            match item {
+                Ok(ReplyItem::Final(msg)) if msg.finished_reason.is_none() => round.parked.push((i, msg)),
+                Ok(ReplyItem::Final(msg)) => round.finals[i] = Some(msg),
+                Ok(event) => return Some((Ok(event), self)),
+                Err(e) => {
+                    self.merged = None;
+                    self.round = None;
+                    return Some((Err(e), self));
+                }
+            }
+        }
+        let round = self.round.take()?;
+        if round.parked.is_empty() {
+            let finals: Vec<Msg> = round.finals.into_iter().flatten().collect();
+            let combined = combine(&self.name, &finals);
+            return Some((Ok(ReplyItem::Final(combined)), self));
+        }
+        // Parked: the first waiting member's message ends the stream, whether it parked now or
+        // still waits from before while another member was resumed.
+        let waiting = round.parked.iter().min_by_key(|(m, _)| *m).map(|(_, w)| w.clone())?;
+        *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(round);
+        Some((Ok(ReplyItem::Final(waiting)), self))
+    }
+}
+
+impl fmt::Debug for FanoutPipeline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FanoutPipeline")
+            .field("name", &self.name)
+            .field("members", &self.members())
+            .finish()
+    }
+}

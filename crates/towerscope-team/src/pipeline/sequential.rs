@@ -1,0 +1,242 @@
+//! [`SequentialPipeline`]: each participant answers the previous one's reply.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures_util::StreamExt;
+use towerscope_core::{AgentError, EventStream, Id, Msg, ReplyInput, ReplyItem};
+
+use super::merge::{MergedStream, Tagged};
+use super::resumed_reply;
+use crate::Participant;
+use crate::share::shared_copy;
+
+/// Where a sequence stopped for the user: the member, and the reply it parked.
+#[derive(Debug, Clone)]
+struct Parked {
+    reply_id: Id,
+    member: usize,
+}
+
+/// Participants in a row: the first answers the input, each next one answers the previous
+/// one's reply (its [`shared_copy`](crate::shared_copy)), and the last reply is the pipeline's
+/// (the reference's `sequential_pipeline`).
+///
+/// As a [`Participant`], its stream carries every member's events and ends with the last
+/// member's final message. A member that parks for the user parks the pipeline: its final
+/// message ends the stream, and the resuming input (a confirmation, external results, an
+/// interrupt for that reply) resumes that member, after which the rest of the row runs.
+/// [`stream`](Self::stream) tags every item, members' final messages included, with the
+/// speaker's name.
+///
+/// # Example
+///
+/// ```
+/// use towerscope_agent::Agent;
+/// use towerscope_core::Msg;
+/// use towerscope_models::{ScriptedModel, ScriptedResponse};
+/// use towerscope_team::pipeline::SequentialPipeline;
+/// use towerscope_team::Participant;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), towerscope_core::AgentError> {
+/// let writer_model = ScriptedModel::new("m", [ScriptedResponse::text("Roses are red.")]);
+/// let critic_model = ScriptedModel::new("m", [ScriptedResponse::text("Too short.")]);
+/// let writer = Agent::builder("writer").model(writer_model).build()?;
+/// let critic = Agent::builder("critic").model(critic_model.clone()).build()?;
+/// let row = SequentialPipeline::new([writer, critic]);
+/// let verdict = row.reply(Msg::user("user", "Write a poem.").into()).await?;
+/// assert_eq!(verdict.text_content().as_deref(), Some("Too short."));
+/// // The critic was given the writer's reply.
+/// let seen = critic_model.requests()[0].messages.last().and_then(|m| m.text_content());
+/// assert_eq!(seen.as_deref(), Some("Roses are red."));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct SequentialPipeline {
+    name: Arc<str>,
+    members: Arc<[Arc<dyn Participant>]>,
+    parked: Arc<Mutex<Option<Parked>>>,
+}
+
+impl SequentialPipeline {
+    /// The participants, in order; the pipeline is named `sequential`.
+    pub fn new<P: Participant>(members: impl IntoIterator<Item = P>) -> Self {
+        Self::from_shared(members.into_iter().map(|p| Arc::new(p) as Arc<dyn Participant>))
+    }
+
+    /// Shared participants, in order.
+    pub fn from_shared(members: impl IntoIterator<Item = Arc<dyn Participant>>) -> Self {
+        Self {
+            name: Arc::from("sequential"),
+            members: members.into_iter().collect(),
+            parked: Arc::default(),
+        }
+    }
+
+    /// Names the pipeline (its name as a participant).
+    #[must_use]
+    pub fn named(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The members' names, in order.
+    pub fn members(&self) -> Vec<String> {
+        self.members.iter().map(|m| m.name().to_owned()).collect()
+    }
+
+    /// Runs the row and streams every member's items, tagged with the member's name, final
+    /// messages included.
+    pub fn stream(&self, input: ReplyInput) -> MergedStream {
+        Box::pin(self.run(input).map(|(tagged, _)| tagged))
+    }
+
+    /// Items tagged with their member, and whether the item is the pipeline's own final item.
+    fn run(&self, input: ReplyInput) -> impl futures_core::Stream<Item = (Tagged, bool)> + Send + 'static {
+        let start = self.start(input);
+        let run = Run {
+            members: Arc::clone(&self.members),
+            parked: Arc::clone(&self.parked),
+            current: None,
+            index: 0,
+            done: false,
+            pending_error: None,
+        };
+        let run = match start {
+            Ok((index, stream)) => Run {
+                index,
+                current: Some(stream),
+                ..run
+            },
+            Err(e) => Run {
+                pending_error: Some(Tagged::new(Arc::clone(&self.name), Err(e))),
+                ..run
+            },
+        };
+        futures_util::stream::unfold(run, Run::next)
+    }
+
+    fn start(&self, input: ReplyInput) -> Result<(usize, EventStream), AgentError> {
+        if self.members.is_empty() {
+            return Err(AgentError::validation(format!(
+                "pipeline '{}' has no participants",
+                self.name
+            )));
+        }
+        let Some(reply_id) = resumed_reply(&input) else {
+            return Ok((0, self.members[0].reply_stream(input)));
+        };
+        let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
+        match parked.take() {
+            Some(p) if &p.reply_id == reply_id => Ok((p.member, self.members[p.member].reply_stream(input))),
+            other => {
+                *parked = other;
+                Err(AgentError::State(format!(
+                    "no participant of pipeline '{}' is waiting on reply {reply_id}",
+                    self.name
+                )))
+            }
+        }
+    }
+}
+
+struct Run {
+    members: Arc<[Arc<dyn Participant>]>,
+    parked: Arc<Mutex<Option<Parked>>>,
+    current: Option<EventStream>,
+    index: usize,
+    done: bool,
+    pending_error: Option<Tagged>,
+}
+
+impl Run {
+    async fn next(mut self) -> Option<((Tagged, bool), Self)> {
+        if let Some(err) = self.pending_error.take() {
+            self.done = true;
+            return Some(((err, true), self));
+        }
+        if self.done {
+            return None;
+        }
+        let member = Arc::clone(&self.members[self.index]);
+        let tag = |item| Tagged::new(member.name(), item);
+        let item = match self.current.as_mut() {
+            Some(stream) => stream.next().await,
+            None => None,
+        };
+        match item {
+            Some(Ok(ReplyItem::Final(msg))) => {
+                let last = self.finish_member(&msg);
+                Some(((tag(Ok(ReplyItem::Final(msg))), last), self))
+            }
+            Some(Err(e)) => {
+                self.done = true;
+                Some(((tag(Err(e)), true), self))
+            }
+            Some(Ok(event)) => Some(((tag(Ok(event)), false), self)),
+            None => {
+                self.done = true;
+                let err = AgentError::State(format!(
+                    "participant '{}' ended its reply without a final message",
+                    member.name()
+                ));
+                Some(((tag(Err(err)), true), self))
+            }
+        }
+    }
+
+    /// Moves on after a member's final message; returns whether it ends the pipeline.
+    fn finish_member(&mut self, msg: &Msg) -> bool {
+        if msg.finished_reason.is_none() {
+            *self.parked.lock().unwrap_or_else(PoisonError::into_inner) = Some(Parked {
+                reply_id: msg.id.clone(),
+                member: self.index,
+            });
+            self.done = true;
+            return true;
+        }
+        if self.index + 1 == self.members.len() {
+            self.done = true;
+            return true;
+        }
+        self.index += 1;
+        let next: Vec<Msg> = shared_copy(msg).into_iter().collect();
+        self.current = Some(self.members[self.index].reply_stream(next.into()));
+        false
+    }
+}
+
+impl Participant for SequentialPipeline {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn reply_stream(&self, input: ReplyInput) -> EventStream {
+        Box::pin(self.run(input).filter_map(|(tagged, own)| {
+            std::future::ready(match tagged.item {
+                Ok(ReplyItem::Final(_)) if !own => None,
+                item => Some(item),
+            })
+        }))
+    }
+
+    /// Every member observes the messages (a busy one when it is free).
+    fn observe(&self, msgs: Vec<Msg>) -> Result<(), AgentError> {
+        self.members.iter().try_for_each(|m| m.observe(msgs.clone()))
+    }
+
+    fn interrupt(&self) -> bool {
+        // Every member, not only up to the first running one.
+        self.members.iter().filter(|m| m.interrupt()).count() > 0
+    }
+}
+
+impl fmt::Debug for SequentialPipeline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SequentialPipeline")
+            .field("name", &self.name)
+            .field("members", &self.members())
+            .finish()
+    }
+}

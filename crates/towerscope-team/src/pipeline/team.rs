@@ -1,0 +1,323 @@
+//! [`TeamPipeline`]: a leader assigns tasks to members through an external tool (the
+//! reference's 2.x team pipeline).
+
+use std::fmt;
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use towerscope_agent::{Agent, AgentBuilder};
+use towerscope_core::event::ExternalExecutionResultEvent;
+use towerscope_core::{
+    AgentError, AgentEvent, EventStream, Id, Msg, ReplyInput, ReplyItem, ToolCallBlock, ToolResultBlock,
+    ToolResultState,
+};
+
+use super::assign::{ASSIGN_TOOL, AssignTool, parse_assignment, result_of};
+use super::merge::{MergedStream, Tagged};
+use crate::Participant;
+
+/// A member of a team: a participant, and what the leader reads to decide when to give it a
+/// task.
+#[derive(Clone)]
+pub struct TeamMember {
+    pub(super) participant: Arc<dyn Participant>,
+    pub(super) description: String,
+}
+
+impl TeamMember {
+    /// `participant`, described to the leader as `description` (what it is good at, what it
+    /// returns).
+    pub fn new(participant: impl Participant, description: impl Into<String>) -> Self {
+        Self::shared(Arc::new(participant), description)
+    }
+
+    /// A shared participant.
+    pub fn shared(participant: Arc<dyn Participant>, description: impl Into<String>) -> Self {
+        Self {
+            participant,
+            description: description.into(),
+        }
+    }
+}
+
+impl fmt::Debug for TeamMember {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TeamMember")
+            .field("name", &self.participant.name())
+            .field("description", &self.description)
+            .finish()
+    }
+}
+
+/// A leader agent that gives tasks to members by calling the external tool
+/// [`TeamAssign`](ASSIGN_TOOL) `{"member": .., "prompt": ..}`.
+///
+/// The leader's reply parks on its assignments (`REQUIRE_EXTERNAL_EXECUTION`, which the
+/// pipeline keeps to itself); the pipeline runs each assigned member on its prompt, in the
+/// member's own context (it sees only the prompt), concurrently across members and one after
+/// another for one member; each member's final reply comes back to the leader as the result
+/// of its call (`success`, or `interrupted`/`error` as the reply ended), in the order the
+/// leader called, and the leader goes on. Members never hear each other.
+///
+/// The stream carries the leader's and the members' events; [`stream`](Self::stream) tags
+/// them with the speaker. Differences from the reference: members keep their context across
+/// the leader's replies (the reference clears it by default), and a member that parks for the
+/// user is not supported yet (its waiting message comes back to the leader as an error result,
+/// and it stays parked).
+///
+/// # Example
+///
+/// ```
+/// use towerscope_agent::Agent;
+/// use towerscope_core::Msg;
+/// use towerscope_models::{ScriptedModel, ScriptedResponse};
+/// use towerscope_team::pipeline::{TeamMember, TeamPipeline};
+/// use towerscope_team::Participant;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), towerscope_core::AgentError> {
+/// let leader_model = ScriptedModel::new("m", [
+///     ScriptedResponse::tool_call("a1", "TeamAssign", r#"{"member": "poet", "prompt": "A haiku on rain."}"#),
+///     ScriptedResponse::text("Here is the poet's haiku."),
+/// ]);
+/// let poet = Agent::builder("poet")
+///     .model(ScriptedModel::new("m", [ScriptedResponse::text("Soft rain on the roof")]))
+///     .build()?;
+/// let team = TeamPipeline::new(
+///     Agent::builder("lead").model(leader_model.clone()),
+///     [TeamMember::new(poet, "Writes short poems.")],
+/// )?;
+/// let answer = team.reply(Msg::user("user", "I want a haiku.").into()).await?;
+/// assert_eq!(answer.text_content().as_deref(), Some("Here is the poet's haiku."));
+/// // The poet's reply came back to the leader as the result of its call.
+/// let result = leader_model.requests()[1].messages.last().cloned().unwrap();
+/// assert_eq!(result.tool_results().next().and_then(|r| r.output.text_content()).as_deref(), Some("Soft rain on the roof"));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct TeamPipeline {
+    leader: Agent,
+    members: Arc<[TeamMember]>,
+}
+
+impl TeamPipeline {
+    /// Builds the leader with the assignment tool, for these members. Fails when two members
+    /// share a name, or one has the leader's.
+    pub fn new(leader: AgentBuilder, members: impl IntoIterator<Item = TeamMember>) -> Result<Self, AgentError> {
+        let members: Arc<[TeamMember]> = members.into_iter().collect();
+        let names: Vec<&str> = members.iter().map(|m| m.participant.name()).collect();
+        for (i, name) in names.iter().enumerate() {
+            if names[..i].contains(name) {
+                return Err(AgentError::validation(format!(
+                    "two team members are named '{name}'; the leader assigns tasks by name, so names must be distinct"
+                )));
+            }
+        }
+        let leader = leader.tool(AssignTool::new(&members)).build()?;
+        if names.contains(&leader.name()) {
+            return Err(AgentError::validation(format!(
+                "a team member has the leader's name '{}'; give it another",
+                leader.name()
+            )));
+        }
+        Ok(Self { leader, members })
+    }
+
+    /// The leader.
+    pub fn leader(&self) -> &Agent {
+        &self.leader
+    }
+
+    /// The members' names.
+    pub fn members(&self) -> Vec<String> {
+        self.members.iter().map(|m| m.participant.name().to_owned()).collect()
+    }
+
+    /// Runs the team and streams the leader's and the members' items, tagged with the speaker
+    /// (members' final messages included).
+    pub fn stream(&self, input: ReplyInput) -> MergedStream {
+        Box::pin(self.run(input).map(|(tagged, _)| tagged))
+    }
+
+    fn run(&self, input: ReplyInput) -> impl futures_core::Stream<Item = (Tagged, bool)> + Send + 'static {
+        let run = TeamRun {
+            leader: self.leader.clone(),
+            members: Arc::clone(&self.members),
+            phase: Phase::Leader(Box::pin(self.leader.reply_stream(input))),
+            assignments: Vec::new(),
+        };
+        futures_util::stream::unfold(run, TeamRun::next)
+    }
+}
+
+type Assigned = std::pin::Pin<Box<dyn futures_core::Stream<Item = (usize, Result<ReplyItem, AgentError>)> + Send>>;
+
+enum Phase {
+    Leader(EventStream),
+    Members {
+        merged: Assigned,
+        calls: Vec<(ToolCallBlock, Option<usize>)>,
+        results: Vec<Option<ToolResultBlock>>,
+        leader_reply: Id,
+    },
+    Done,
+}
+
+struct TeamRun {
+    leader: Agent,
+    members: Arc<[TeamMember]>,
+    phase: Phase,
+    assignments: Vec<ToolCallBlock>,
+}
+
+impl TeamRun {
+    async fn next(mut self) -> Option<((Tagged, bool), Self)> {
+        loop {
+            match &mut self.phase {
+                Phase::Done => return None,
+                Phase::Leader(stream) => {
+                    let leader = Arc::<str>::from(self.leader.name());
+                    match stream.next().await {
+                        Some(Ok(ReplyItem::Event(AgentEvent::RequireExternalExecution(e))))
+                            if e.tool_calls.iter().all(|c| c.name == ASSIGN_TOOL) =>
+                        {
+                            self.assignments.extend(e.tool_calls);
+                        }
+                        Some(Ok(ReplyItem::Final(msg)))
+                            if msg.finished_reason.is_none() && !self.assignments.is_empty() =>
+                        {
+                            self.phase = self.assign(msg.id.clone());
+                        }
+                        Some(Ok(item @ ReplyItem::Final(_))) => {
+                            self.phase = Phase::Done;
+                            return Some(((Tagged::new(leader, Ok(item)), true), self));
+                        }
+                        Some(Ok(event)) => return Some(((Tagged::new(leader, Ok(event)), false), self)),
+                        Some(Err(e)) => {
+                            self.phase = Phase::Done;
+                            return Some(((Tagged::new(leader, Err(e)), true), self));
+                        }
+                        None => self.phase = Phase::Done,
+                    }
+                }
+                Phase::Members {
+                    merged,
+                    calls,
+                    results,
+                    leader_reply,
+                } => {
+                    let Some((k, item)) = merged.next().await else {
+                        let results: Vec<ToolResultBlock> = results.drain(..).flatten().collect();
+                        let resume = ExternalExecutionResultEvent::new(leader_reply.clone(), results);
+                        self.phase = Phase::Leader(Box::pin(self.leader.reply_stream(resume)));
+                        continue;
+                    };
+                    let (call, member) = &calls[k];
+                    let name = member.map_or(Arc::from("team"), |m| {
+                        Arc::<str>::from(self.members[m].participant.name())
+                    });
+                    match item {
+                        Ok(ReplyItem::Final(msg)) => {
+                            results[k] = Some(result_of(call, &msg));
+                            return Some(((Tagged::new(name, Ok(ReplyItem::Final(msg))), false), self));
+                        }
+                        Ok(event) => return Some(((Tagged::new(name, Ok(event)), false), self)),
+                        Err(e) => {
+                            let text = format!("The member '{name}' failed: {e}");
+                            results[k] = Some(ToolResultBlock::new(
+                                &call.id,
+                                ASSIGN_TOOL,
+                                text,
+                                ToolResultState::Error,
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Starts the members on the leader's assignments: concurrently across members, in call
+    /// order for one member. An assignment naming no member gets an error result at once.
+    fn assign(&mut self, leader_reply: Id) -> Phase {
+        let assignments = std::mem::take(&mut self.assignments);
+        let mut calls = Vec::new();
+        let mut results = Vec::new();
+        let mut groups: Vec<(usize, Vec<(usize, String)>)> = Vec::new();
+        for call in assignments {
+            let k = calls.len();
+            match parse_assignment(&call, &self.members) {
+                Ok((member, prompt)) => {
+                    match groups.iter_mut().find(|(m, _)| *m == member) {
+                        Some((_, group)) => group.push((k, prompt)),
+                        None => groups.push((member, vec![(k, prompt)])),
+                    }
+                    calls.push((call, Some(member)));
+                    results.push(None);
+                }
+                Err(text) => {
+                    results.push(Some(ToolResultBlock::new(
+                        &call.id,
+                        ASSIGN_TOOL,
+                        text,
+                        ToolResultState::Error,
+                    )));
+                    calls.push((call, None));
+                }
+            }
+        }
+        let leader: Arc<str> = Arc::from(self.leader.name());
+        let streams = groups.into_iter().map(|(member, group)| {
+            let participant = Arc::clone(&self.members[member].participant);
+            let leader = Arc::clone(&leader);
+            futures_util::stream::iter(group)
+                .map(move |(k, prompt)| {
+                    participant
+                        .reply_stream(Msg::user(Arc::clone(&leader), prompt).into())
+                        .map(move |item| (k, item))
+                })
+                .flatten()
+        });
+        Phase::Members {
+            merged: Box::pin(futures_util::stream::select_all(streams)),
+            calls,
+            results,
+            leader_reply,
+        }
+    }
+}
+
+impl Participant for TeamPipeline {
+    fn name(&self) -> &str {
+        self.leader.name()
+    }
+
+    fn reply_stream(&self, input: ReplyInput) -> EventStream {
+        Box::pin(self.run(input).filter_map(|(tagged, own)| {
+            std::future::ready(match tagged.item {
+                Ok(ReplyItem::Final(_)) if !own => None,
+                item => Some(item),
+            })
+        }))
+    }
+
+    /// The leader observes (members only ever see their tasks).
+    fn observe(&self, msgs: Vec<Msg>) -> Result<(), AgentError> {
+        self.leader.observe_when_free(msgs).map(|_| ())
+    }
+
+    fn interrupt(&self) -> bool {
+        // Every member, not only up to the first running one.
+        let members = self.members.iter().filter(|m| m.participant.interrupt()).count();
+        self.leader.interrupt() || members > 0
+    }
+}
+
+impl fmt::Debug for TeamPipeline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TeamPipeline")
+            .field("leader", &self.leader.name())
+            .field("members", &self.members())
+            .finish()
+    }
+}

@@ -1,0 +1,89 @@
+//! [`TerminalInput`]: a person typing at the terminal (standard input).
+
+use std::io::{BufRead, Write};
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
+use tokio::sync::{Mutex, mpsc};
+use towerscope_core::AgentError;
+
+use super::{InputFuture, InputRequest, UserInput, UserReply};
+
+/// The lines of standard input, read by one thread for the whole process (standard input is
+/// one stream: every terminal input shares it, and a read given up leaves the next line to the
+/// next read).
+fn lines() -> Result<&'static Mutex<mpsc::UnboundedReceiver<String>>, AgentError> {
+    static LINES: OnceLock<Option<Mutex<mpsc::UnboundedReceiver<String>>>> = OnceLock::new();
+    LINES
+        .get_or_init(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let reader = std::thread::Builder::new()
+                .name("towerscope-stdin".to_owned())
+                .spawn(move || {
+                    let stdin = std::io::stdin();
+                    loop {
+                        let mut line = String::new();
+                        match stdin.lock().read_line(&mut line) {
+                            Ok(0) | Err(_) => break, // end of input: dropping `tx` tells the readers
+                            Ok(_) => {
+                                let line = line.trim_end_matches(['\n', '\r']).to_owned();
+                                if tx.send(line).is_err() {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                });
+            reader.ok().map(|_| Mutex::new(rx))
+        })
+        .as_ref()
+        .ok_or_else(|| AgentError::State("could not start the thread that reads standard input".to_owned()))
+}
+
+/// Reads one line from standard input after printing `prompt` (without a newline); `None` at
+/// the end of input. Dropping the future gives up the read; the line goes to the next one.
+pub async fn read_line(prompt: &str) -> Result<Option<String>, AgentError> {
+    let lines = lines()?;
+    let mut stdout = std::io::stdout();
+    // A prompt that cannot be shown does not stop the person from answering.
+    let _ = write!(stdout, "{prompt}");
+    let _ = stdout.flush();
+    Ok(lines.lock().await.recv().await)
+}
+
+/// A person typing at the terminal: each read prints the prompt and reads one line. When
+/// structured data is asked for, the line must be a JSON object (asked again until it is).
+///
+/// The terminal input is shared by the whole process: two `TerminalInput`s read the same
+/// lines, one each.
+#[derive(Debug, Clone, Default)]
+pub struct TerminalInput {
+    _private: Arc<()>,
+}
+
+impl TerminalInput {
+    /// The terminal.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl UserInput for TerminalInput {
+    fn read(&self, request: InputRequest) -> InputFuture {
+        Box::pin(async move {
+            let Some(schema) = request.structured.clone() else {
+                return Ok(read_line(&request.prompt).await?.map(UserReply::text));
+            };
+            let prompt = format!("{} (a JSON object for {}) ", request.prompt.trim_end(), schema.name);
+            loop {
+                let Some(line) = read_line(&prompt).await? else {
+                    return Ok(None);
+                };
+                match serde_json::from_str::<Value>(&line) {
+                    Ok(Value::Object(data)) => return Ok(Some(UserReply::text(line).with_structured(data))),
+                    Ok(_) | Err(_) => println!("That is not a JSON object; try again."),
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,38 @@
+//! Shared helpers of the team crate's tests.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use towerscope_agent::Agent;
+use towerscope_core::{ContentBlock, Msg};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+use towerscope_team::hub::Broadcaster;
+
+/// An agent in hubs-ready shape: a scripted model and a broadcaster installed first.
+pub fn member(name: &str, responses: impl IntoIterator<Item = ScriptedResponse>) -> Agent {
+    Agent::builder(name)
+        .model(ScriptedModel::new("scripted", responses))
+        .middleware(Broadcaster::new())
+        .build()
+        .unwrap()
+}
+
+/// An agent that says `text` after `ms` milliseconds.
+pub fn slow_member(name: &str, text: &str, ms: u64) -> Agent {
+    member(name, [ScriptedResponse::text(text).delay(Duration::from_millis(ms))])
+}
+
+/// The agent's context as `name: text` lines.
+pub fn context(agent: &Agent) -> Vec<String> {
+    agent.state().context.iter().map(line).collect()
+}
+
+/// A message as `name: text`.
+pub fn line(m: &Msg) -> String {
+    format!("{}: {}", m.name, m.text_content().unwrap_or_default())
+}
+
+/// The kinds of the blocks of a message.
+pub fn kinds(m: &Msg) -> Vec<&'static str> {
+    m.content.iter().map(|b: &ContentBlock| b.kind().as_str()).collect()
+}

@@ -1,0 +1,233 @@
+//! The console's output, as a person sees it: snapshots of a reply with thinking, text, tool
+//! calls, a failed tool and a confirmation, with and without colour; print hooks; silence; and
+//! a whole chat driven through a channel, with y, n, a answers and Ctrl-C.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use towerscope_agent::Agent;
+use towerscope_agent::toolkit::{FunctionTool, ToolError};
+use towerscope_core::event::{ConfirmResult, UserConfirmResultEvent};
+use towerscope_core::{AgentEvent, Msg, PermissionBehavior, PermissionDecision, PermissionRule, ReplyItem};
+use towerscope_layers::hooks::{Hook, HookRegistry, Hooks, PrintChunk, PrintKind};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+use towerscope_team::Participant;
+use towerscope_team::console::{Chat, ChatEnd, Console};
+use towerscope_team::user::{ChannelInput, UserAgent};
+
+/// Get the weather of a city.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct City {
+    /// The city.
+    city: String,
+}
+
+fn ask_rule() -> PermissionDecision {
+    PermissionDecision::Ask {
+        suggested_rules: vec![PermissionRule::new("book", PermissionBehavior::Allow, "suggested")],
+    }
+}
+
+/// An agent that thinks, calls a tool that works, one that fails, then one that needs the
+/// user's permission, and answers.
+fn travel_agent(extra: Option<Hooks>) -> Agent {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::thinking("The user wants Paris. Weather first.").and_tool_call(
+                "c1",
+                "weather",
+                r#"{"city": "Paris"}"#,
+            ),
+            ScriptedResponse::tool_call("c2", "forecast", r#"{"city":"Paris"}"#),
+            ScriptedResponse::text("Sunny today; no forecast.").and_tool_call("c3", "book", r#"{"city": "Paris"}"#),
+            ScriptedResponse::text("Booked: Paris, sunny."),
+        ],
+    );
+    let mut builder = Agent::builder("travel")
+        .model(model)
+        .tool(FunctionTool::new("weather", |c: City| async move {
+            format!("{}: sunny, 21 °C", c.city)
+        }))
+        .tool(FunctionTool::new("forecast", |_: City| async move {
+            Err::<String, _>(ToolError::new("the forecast service is down"))
+        }))
+        .tool(
+            FunctionTool::new("book", |c: City| async move { format!("booked {}", c.city) })
+                .permission(|_| Some(ask_rule())),
+        );
+    if let Some(hooks) = extra {
+        builder = builder.middleware(hooks);
+    }
+    builder.build().unwrap()
+}
+
+/// Renders the whole travel conversation: the reply parks, the console shows the request, the
+/// user confirms, the reply resumes.
+async fn render_trip(mut console: Console<Vec<u8>>, agent: &Agent) -> String {
+    console.watch(agent);
+    let mut stream = Participant::reply_stream(agent, Msg::user("user", "Book me Paris if it is sunny.").into());
+    let mut asked = None;
+    while let Some(item) = stream.next().await {
+        console.render(None, &item);
+        if let Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e))) = item {
+            asked = Some(e);
+        }
+    }
+    let asked = asked.unwrap();
+    let confirm = UserConfirmResultEvent::new(
+        asked.reply_id.clone(),
+        vec![ConfirmResult::new(true, asked.tool_calls[0].clone())],
+    );
+    console
+        .show(Participant::reply_stream(agent, confirm.into()))
+        .await
+        .unwrap();
+    String::from_utf8(console.into_inner()).unwrap()
+}
+
+#[tokio::test]
+async fn a_reply_with_thinking_tools_a_failure_and_a_confirmation() {
+    let screen = render_trip(Console::new(Vec::new()), &travel_agent(None)).await;
+    insta::assert_snapshot!("trip_plain", screen);
+}
+
+#[tokio::test]
+async fn the_same_reply_in_colour() {
+    let screen = render_trip(Console::new(Vec::new()).colors(true), &travel_agent(None)).await;
+    assert!(screen.contains("\u{1b}[32m  ✓ weather"), "a success is green");
+    insta::assert_snapshot!("trip_colour", screen.replace('\u{1b}', "<ESC>"));
+}
+
+#[tokio::test]
+async fn print_hooks_rewrite_and_suppress_what_is_printed_instance_then_class() {
+    let class = HookRegistry::new();
+    class.register(
+        "loud",
+        Hook::pre_print(|_, c| {
+            (c.kind == PrintKind::Text).then(|| PrintChunk::new(c.kind, c.text.to_uppercase(), c.last))
+        }),
+    );
+    let hooks = Hooks::with_class(&class);
+    hooks.register(
+        "no-thinking",
+        Hook::pre_print(|_, c| (c.kind == PrintKind::Thinking).then(|| PrintChunk::new(c.kind, "", c.last))),
+    );
+    let printed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = std::sync::Arc::clone(&printed);
+    hooks.register(
+        "log",
+        Hook::post_print(move |who, c| log.lock().unwrap().push(format!("{who}/{}", c.kind))),
+    );
+    let screen = render_trip(Console::new(Vec::new()), &travel_agent(Some(hooks))).await;
+    insta::assert_snapshot!("trip_hooked", screen);
+    let printed = printed.lock().unwrap();
+    assert!(
+        !printed.iter().any(|p| p == "travel/thinking"),
+        "suppressed pieces are not printed"
+    );
+    assert!(printed.iter().any(|p| p == "travel/tool_result"));
+}
+
+#[tokio::test]
+async fn a_silent_console_prints_nothing() {
+    let screen = render_trip(Console::new(Vec::new()).silent(true), &travel_agent(None)).await;
+    assert_eq!(screen, "");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupted_reply_says_so() {
+    let model =
+        ScriptedModel::new(
+            "m",
+            [ScriptedResponse::text("Once upon a time there was a very long story")
+                .chunk_delay(Duration::from_millis(10))],
+        );
+    let agent = Agent::builder("teller").model(model).build().unwrap();
+    let mut console = Console::new(Vec::new());
+    let stopper = agent.clone();
+    let stop = async move {
+        tokio::time::sleep(Duration::from_millis(35)).await;
+        assert!(stopper.interrupt());
+    };
+    let (reply, ()) = tokio::join!(
+        console.show(Participant::reply_stream(&agent, Msg::user("u", "story").into())),
+        stop
+    );
+    assert_eq!(
+        reply.unwrap().finished_reason,
+        Some(towerscope_core::ReplyFinishedReason::Interrupted)
+    );
+    insta::assert_snapshot!("interrupted", String::from_utf8(console.into_inner()).unwrap());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_chat_with_yes_no_always_and_ctrl_c() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "book", r#"{"city": "Paris"}"#),
+            ScriptedResponse::text("Booked Paris."),
+            ScriptedResponse::tool_call("c2", "book", r#"{"city": "Rome"}"#),
+            ScriptedResponse::text("Not booked."),
+            ScriptedResponse::tool_call("c3", "book", r#"{"city": "Oslo"}"#),
+            ScriptedResponse::text("Booked Oslo."),
+            ScriptedResponse::tool_call("c4", "book", r#"{"city": "Bern"}"#),
+            ScriptedResponse::text("Booked Bern without asking."),
+            ScriptedResponse::text("A long story that goes on and on and on").chunk_delay(Duration::from_millis(100)),
+        ],
+    );
+    let agent = Agent::builder("travel")
+        .model(model)
+        .tool(FunctionTool::new("book", |c: City| async move {
+            format!("booked {}", c.city)
+        }))
+        .default_permission(ask_rule())
+        .build()
+        .unwrap();
+    let (input, person) = ChannelInput::new();
+    let (ctrl_c, presses) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let presses = futures_util::stream::unfold(presses, |mut rx| async move { rx.recv().await.map(|()| ((), rx)) });
+    for typed in ["Paris?", "y", "Rome?", "n", "Oslo?", "a", "Bern?", "A story?"] {
+        person.send_text(typed).unwrap();
+    }
+    let chat = Chat::new(UserAgent::new("me").with_input(input), agent)
+        .console(Console::new(Vec::new()))
+        .interrupts(presses);
+    let press = async move {
+        tokio::time::sleep(Duration::from_millis(350)).await;
+        ctrl_c.send(()).unwrap(); // in the middle of the story
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        person.send_text("exit").unwrap();
+    };
+    let (ended, ()) = tokio::join!(chat.run(), press);
+    let (end, console) = ended.unwrap();
+    assert_eq!(end, ChatEnd::Exit);
+    insta::assert_snapshot!("chat", String::from_utf8(console.into_inner()).unwrap());
+}
+
+#[tokio::test(start_paused = true)]
+async fn speakers_streaming_at_once_never_share_a_line() {
+    let agent = |name: &str, text: &str, ms: u64| {
+        let model = ScriptedModel::new(
+            "m",
+            [ScriptedResponse::text(text).chunk_delay(Duration::from_millis(ms))],
+        );
+        Agent::builder(name).model(model).build().unwrap()
+    };
+    let panel = towerscope_team::pipeline::FanoutPipeline::new([
+        agent("ann", "one two three four", 10),
+        agent("bo", "five six", 3),
+    ]);
+    let mut console = Console::new(Vec::new());
+    let finals = console
+        .show_merged(panel.stream(Msg::user("host", "count").into()))
+        .await;
+    assert_eq!(finals.len(), 2);
+    assert_eq!(
+        String::from_utf8(console.into_inner()).unwrap(),
+        "bo: five six\nann: one two three four\n",
+        "bo's first word came first: bo holds the line; ann follows, whole"
+    );
+}

@@ -1,0 +1,254 @@
+//! Pipelines: what each member was given, the order of results, concurrency, the tagged merged
+//! stream, parking and resuming through a pipeline, and the team pipeline's assignments.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::line;
+use futures_util::StreamExt;
+use towerscope_agent::Agent;
+use towerscope_agent::toolkit::FunctionTool;
+use towerscope_core::event::{ConfirmResult, UserConfirmResultEvent};
+use towerscope_core::{AgentEvent, Msg, PermissionDecision, ReplyItem, ToolResultState};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+use towerscope_team::Participant;
+use towerscope_team::pipeline::{FanoutPipeline, SequentialPipeline, TeamMember, TeamPipeline};
+
+fn says(text: &str) -> ScriptedModel {
+    ScriptedModel::new("m", [ScriptedResponse::text(text)])
+}
+
+fn last_seen(model: &ScriptedModel) -> String {
+    line(model.requests()[0].messages.last().unwrap())
+}
+
+#[tokio::test]
+async fn sequential_gives_each_member_the_previous_reply() {
+    let (m1, m2, m3) = (says("draft"), says("review"), says("final"));
+    let row = SequentialPipeline::new([
+        Agent::builder("writer").model(m1.clone()).build().unwrap(),
+        Agent::builder("reviewer").model(m2.clone()).build().unwrap(),
+        Agent::builder("editor").model(m3.clone()).build().unwrap(),
+    ]);
+    let out = row.reply(Msg::user("user", "a text please").into()).await.unwrap();
+    assert_eq!(line(&out), "editor: final");
+    assert_eq!(last_seen(&m1), "user: a text please");
+    assert_eq!(last_seen(&m2), "writer: draft");
+    assert_eq!(last_seen(&m3), "reviewer: review");
+
+    // As a participant, its stream holds every member's events and one final message.
+    let row = SequentialPipeline::new([
+        Agent::builder("a").model(says("1")).build().unwrap(),
+        Agent::builder("b").model(says("2")).build().unwrap(),
+    ]);
+    let mut stream = row.reply_stream(Msg::user("user", "go").into());
+    let (mut starts, mut finals) = (Vec::new(), Vec::new());
+    while let Some(item) = stream.next().await {
+        match item.unwrap() {
+            ReplyItem::Event(AgentEvent::ReplyStart(e)) => starts.push(e.name.to_string()),
+            ReplyItem::Final(m) => finals.push(line(&m)),
+            ReplyItem::Event(_) => {}
+        }
+    }
+    assert_eq!(starts, ["a", "b"]);
+    assert_eq!(finals, ["b: 2"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn fanout_replies_concurrently_in_participant_order() {
+    let agent = |name: &str, ms: u64| {
+        let r = ScriptedResponse::text(format!("{name} answers")).delay(Duration::from_millis(ms));
+        Agent::builder(name)
+            .model(ScriptedModel::new("m", [r]))
+            .build()
+            .unwrap()
+    };
+    let panel = FanoutPipeline::new([agent("a", 30), agent("b", 10), agent("c", 20)]);
+    let start = tokio::time::Instant::now();
+    let replies = panel.replies(Msg::user("host", "q").into()).await.unwrap();
+    assert_eq!(start.elapsed(), Duration::from_millis(30));
+    let lines: Vec<_> = replies.iter().map(line).collect();
+    assert_eq!(lines, ["a: a answers", "b: b answers", "c: c answers"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_merged_stream_tags_every_item_with_its_speaker() {
+    let agent = |name: &str, ms: u64| {
+        let r = ScriptedResponse::text(format!("{name} one two")).chunk_delay(Duration::from_millis(ms));
+        Agent::builder(name)
+            .model(ScriptedModel::new("m", [r]))
+            .build()
+            .unwrap()
+    };
+    let panel = FanoutPipeline::new([agent("a", 7), agent("b", 5)]);
+    let mut merged = panel.stream(Msg::user("host", "q").into());
+    let mut by_speaker: HashMap<String, Vec<&'static str>> = HashMap::new();
+    let mut arrival = Vec::new();
+    while let Some(tagged) = merged.next().await {
+        let kind = match tagged.item.unwrap() {
+            ReplyItem::Event(e) => e.event_type().as_str(),
+            ReplyItem::Final(_) => "FINAL",
+        };
+        arrival.push(tagged.agent.to_string());
+        by_speaker.entry(tagged.agent.to_string()).or_default().push(kind);
+    }
+    for speaker in ["a", "b"] {
+        let kinds = &by_speaker[speaker];
+        assert_eq!(kinds.first(), Some(&"REPLY_START"), "{speaker}");
+        assert_eq!(&kinds[kinds.len() - 2..], ["REPLY_END", "FINAL"], "{speaker}");
+    }
+    assert_ne!(arrival.iter().position(|s| s == "b"), None);
+    let first_final_b = arrival.iter().rposition(|s| s == "b").unwrap();
+    let first_final_a = arrival.iter().rposition(|s| s == "a").unwrap();
+    assert!(
+        first_final_b < first_final_a,
+        "items come as they arrive: b streams faster"
+    );
+}
+
+/// Delete a file.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Delete {
+    /// The path.
+    path: String,
+}
+
+#[tokio::test]
+async fn a_member_parked_for_the_user_parks_the_row_and_the_resume_reaches_it() {
+    let cleaner = Agent::builder("cleaner")
+        .model(ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#),
+                ScriptedResponse::text("Deleted /tmp/x."),
+            ],
+        ))
+        .tool(FunctionTool::new("delete", |a: Delete| async move {
+            format!("deleted {}", a.path)
+        }))
+        .default_permission(PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .build()
+        .unwrap();
+    let reporter_model = says("Report: one file deleted.");
+    let reporter = Agent::builder("reporter")
+        .model(reporter_model.clone())
+        .build()
+        .unwrap();
+    let row = SequentialPipeline::new([cleaner, reporter]);
+
+    let mut stream = row.reply_stream(Msg::user("user", "clean up").into());
+    let mut asked = None;
+    let mut parked = None;
+    while let Some(item) = stream.next().await {
+        match item.unwrap() {
+            ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) => asked = Some(e),
+            ReplyItem::Final(m) => parked = Some(m),
+            ReplyItem::Event(_) => {}
+        }
+    }
+    let (asked, parked) = (asked.unwrap(), parked.unwrap());
+    assert_eq!(parked.finished_reason, None, "the row waits for the user");
+    assert_eq!(reporter_model.calls(), 0, "the rest of the row has not run");
+
+    let confirm = UserConfirmResultEvent::new(
+        parked.id.clone(),
+        vec![ConfirmResult::new(true, asked.tool_calls[0].clone())],
+    );
+    let out = row.reply(confirm.into()).await.unwrap();
+    assert_eq!(line(&out), "reporter: Report: one file deleted.");
+    assert_eq!(last_seen(&reporter_model), "cleaner: Deleted /tmp/x.");
+
+    let stale = UserConfirmResultEvent::new(parked.id, vec![]);
+    let err = row.reply(stale.into()).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("no participant of pipeline 'sequential' is waiting on reply"),
+        "{err}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_team_leader_assigns_tasks_and_gets_the_answers_back_in_call_order() {
+    let leader_model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("t1", "TeamAssign", r#"{"member": "slow", "prompt": "Task one."}"#)
+                .and_tool_call("t2", "TeamAssign", r#"{"member": "fast", "prompt": "Task two."}"#)
+                .and_tool_call("t3", "TeamAssign", r#"{"member": "nobody", "prompt": "Task three."}"#),
+            ScriptedResponse::text("All done."),
+        ],
+    );
+    let worker = |name: &str, ms: u64| {
+        let r = ScriptedResponse::text(format!("{name} did it")).delay(Duration::from_millis(ms));
+        Agent::builder(name)
+            .model(ScriptedModel::new("m", [r]))
+            .build()
+            .unwrap()
+    };
+    let (slow, fast) = (worker("slow", 30), worker("fast", 10));
+    let team = TeamPipeline::new(
+        Agent::builder("lead").model(leader_model.clone()),
+        [
+            TeamMember::new(slow.clone(), "Careful and slow."),
+            TeamMember::new(fast.clone(), "Quick."),
+        ],
+    )
+    .unwrap();
+
+    let start = tokio::time::Instant::now();
+    let mut speakers = Vec::new();
+    let mut stream = team.stream(Msg::user("user", "Do three things.").into());
+    let mut finals = Vec::new();
+    while let Some(tagged) = stream.next().await {
+        match tagged.item.unwrap() {
+            ReplyItem::Event(AgentEvent::ReplyStart(_)) => speakers.push(tagged.agent.to_string()),
+            ReplyItem::Event(AgentEvent::RequireExternalExecution(_)) => panic!("assignments stay inside the team"),
+            ReplyItem::Final(m) => finals.push(line(&m)),
+            ReplyItem::Event(_) => {}
+        }
+    }
+    assert_eq!(start.elapsed(), Duration::from_millis(30), "members work concurrently");
+    assert_eq!(speakers[0], "lead");
+    assert_eq!(speakers.len(), 3, "each member replies once");
+    assert_eq!(
+        finals,
+        ["fast: fast did it", "slow: slow did it", "lead: All done."],
+        "members' answers as they finish, then the leader's"
+    );
+
+    let back = leader_model.requests()[1].messages.last().cloned().unwrap();
+    let results: HashMap<String, (ToolResultState, String)> = back
+        .tool_results()
+        .map(|r| (r.id.to_string(), (r.state, r.output.text_content().unwrap_or_default())))
+        .collect();
+    assert_eq!(results["t1"], (ToolResultState::Success, "slow did it".to_owned()));
+    assert_eq!(results["t2"], (ToolResultState::Success, "fast did it".to_owned()));
+    assert_eq!(
+        results["t3"].0,
+        ToolResultState::Error,
+        "an unknown member is refused by the tool's schema"
+    );
+    assert!(
+        results["t3"].1.contains("'nobody' is not one of ['slow', 'fast']"),
+        "{}",
+        results["t3"].1
+    );
+    assert_eq!(
+        line(slow.state().context.first().unwrap()),
+        "lead: Task one.",
+        "a member sees only its task"
+    );
+
+    let err = TeamPipeline::new(
+        Agent::builder("lead").model(says("x")),
+        [TeamMember::shared(Arc::new(worker("lead", 1)), "Same name.")],
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("has the leader's name 'lead'"), "{err}");
+}

@@ -1,0 +1,125 @@
+//! The user agent: what its replies emit, structured data, interruption, the end of input,
+//! and what it refuses.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use towerscope_core::event::UserInterruptEvent;
+use towerscope_core::{AgentEvent, ContentBlock, Msg, ReplyFinishedReason, ReplyItem, Role, StructuredSchema};
+use towerscope_team::Participant;
+use towerscope_team::user::{ChannelInput, UserAgent, UserReply};
+
+async fn items(user: &UserAgent, msg: Msg) -> Vec<Result<ReplyItem, towerscope_core::AgentError>> {
+    user.reply_stream(msg.into()).collect().await
+}
+
+#[tokio::test]
+async fn a_reply_streams_like_an_agent_s_with_role_user_and_its_data() {
+    let (input, person) = ChannelInput::new();
+    let user = UserAgent::new("ann").with_input(input);
+    person
+        .send(
+            UserReply::text("Here is the photo.")
+                .with_block(ContentBlock::data_url("https://example.invalid/cat.png", "image/png")),
+        )
+        .unwrap();
+    let items = items(&user, Msg::user("bot", "Show me.")).await;
+    let kinds: Vec<&str> = items
+        .iter()
+        .map(|i| match i.as_ref().unwrap() {
+            ReplyItem::Event(e) => e.event_type().as_str(),
+            ReplyItem::Final(_) => "FINAL",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "REPLY_START",
+            "TEXT_BLOCK_START",
+            "TEXT_BLOCK_DELTA",
+            "TEXT_BLOCK_END",
+            "DATA_BLOCK_START",
+            "DATA_BLOCK_DELTA",
+            "DATA_BLOCK_END",
+            "REPLY_END",
+            "FINAL"
+        ]
+    );
+    let Ok(ReplyItem::Event(AgentEvent::ReplyStart(start))) = &items[0] else {
+        panic!()
+    };
+    assert_eq!((start.name.as_ref(), start.role), ("ann", Role::User));
+    let Ok(ReplyItem::Final(msg)) = items.last().unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        (msg.role, msg.finished_reason),
+        (Role::User, Some(ReplyFinishedReason::Completed))
+    );
+    assert_eq!(msg.content.len(), 2);
+    assert_eq!(user.observed()[0].text_content().as_deref(), Some("Show me."));
+}
+
+#[tokio::test]
+async fn structured_data_is_asked_for_and_attached() {
+    let (input, person) = ChannelInput::new();
+    let (prompts_tx, mut prompts) = tokio::sync::mpsc::unbounded_channel();
+    let user = UserAgent::new("ann").with_input(input.with_prompts(prompts_tx));
+    let mut data = serde_json::Map::new();
+    data.insert("stars".into(), 4.into());
+    person
+        .send(UserReply::text("Four stars.").with_structured(data.clone()))
+        .unwrap();
+    let schema = StructuredSchema {
+        name: "Rating".into(),
+        schema: serde_json::json!({"type": "object", "properties": {"stars": {"type": "integer"}}}),
+    };
+    let msg = towerscope_team::final_msg(user.reply_stream_structured(Msg::user("bot", "Rate us.").into(), schema))
+        .await
+        .unwrap();
+    assert_eq!(msg.structured_output, Some(data));
+    let asked = prompts.recv().await.unwrap();
+    assert_eq!(asked.prompt, "ann> ");
+    assert_eq!(
+        asked.structured.map(|s| s.name.clone()).as_deref(),
+        Some("Rating"),
+        "the front end knows what to ask"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn interrupt_gives_up_the_read_and_the_next_reply_gets_the_next_answer() {
+    let (input, person) = ChannelInput::new();
+    let user = UserAgent::new("ann").with_input(input);
+    assert!(!user.interrupt(), "nothing to interrupt yet");
+    let waiting = user.clone();
+    let stop = async move {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(waiting.interrupt());
+    };
+    let (got, ()) = tokio::join!(user.reply(Msg::user("bot", "Still there?").into()), stop);
+    assert_eq!(got.unwrap().finished_reason, Some(ReplyFinishedReason::Interrupted));
+
+    person.send_text("Back now.").unwrap();
+    let next = user.reply(Vec::<Msg>::new().into()).await.unwrap();
+    assert_eq!(next.text_content().as_deref(), Some("Back now."));
+}
+
+#[tokio::test]
+async fn the_end_of_input_and_resume_events_are_errors_that_say_why() {
+    let (input, person) = ChannelInput::new();
+    let user = UserAgent::new("ann").with_input(input);
+    let err = user.reply(UserInterruptEvent::new("r1").into()).await.unwrap_err();
+    assert!(
+        err.to_string().contains("never waits for a confirmation or a tool"),
+        "{err}"
+    );
+    drop(person);
+    let err = user.reply(Msg::user("bot", "Hello?").into()).await.unwrap_err();
+    assert!(
+        err.to_string().contains("the input of user agent 'ann' has ended"),
+        "{err}"
+    );
+    assert!(user.next_message().await.unwrap().is_none());
+}
