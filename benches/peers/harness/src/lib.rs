@@ -78,10 +78,4 @@ pub trait Peer: Sized + Send + 'static {
     /// Runs one reply from a fresh conversation (the peer clears its memory or history first)
     /// and returns the reply's final text.
     fn reply(&mut self) -> impl Future<Output = Result<String, BoxError>> + Send;
-
-    /// The scripted model's answer number `step` (0-based, cycling every 4 calls), as
-    /// `Some((a, b))` for a tool call or `None` for the final text.
-    fn script(step: usize) -> Option<(i64, i64)> {
-        TOOL_ARGS.get(step % 4).copied()
-    }
 }
