@@ -70,7 +70,8 @@ def table(meta, single, many, criterion, missing) -> str:
                f"\"Other load\" is the CPU other processes used during the run, in cores "
                f"(method: benches/peers/compare.py); ⚠ loaded = above "
                f"{meta.get('load_limit_cores', 0.1)} core in every one of up to "
-               f"{meta.get('attempts_max', 3)} attempts (the least loaded is shown).")
+               f"{meta.get('attempts_max', 3)} attempts (the least loaded is shown; a loaded "
+               f"run over 2 minutes is not repeated).")
     out += ["", "## One reply at a time (no middleware)", "",
             "| peer | version | median | p10 / p90 | allocs / reply | bytes / reply "
             "| idle bytes / agent | × towerscope | other load |",
