@@ -26,7 +26,10 @@ records how much CPU *other* processes used while it ran:
 
 other_load_peak_cores is the highest value of the same quantity over 1 s
 windows, where "own" is summed from /proc/<pid>/stat (utime + stime + cutime
-+ cstime) over the benchmark's process tree.
++ cstime) over the benchmark's process tree; null for a run shorter than 1 s.
+It is approximate: on a busy machine the sampler itself runs late, so one
+window can take CPU time from the next (it is clamped to [0, cores]); the
+average above is exact up to the kernel's tick accounting.
 
 A run whose other_load_cores exceeds LOAD_LIMIT (0.10 core) is repeated after a
 pause, up to ATTEMPTS times in all. The first clean attempt is kept
@@ -60,6 +63,7 @@ PAUSE_BEFORE_RETRY_S = 15
 LONG_RUN_S = 120
 RUN_TIMEOUT_S = 45 * 60
 HZ = os.sysconf("SC_CLK_TCK")
+NPROC = os.cpu_count() or 1
 
 # Rust peers first (towerscope is the reference of the ratios), then Python.
 RUST_ORDER = ["towerscope", "autoagents", "rig", "tower-llm", "agentscope-rs"]
@@ -109,7 +113,7 @@ def measured_run(cmd: list[str]) -> dict:
     busy0, self0, t0 = busy_seconds(), self_seconds(), time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=ROOT)
-    peak = [0.0]
+    peak = [None]  # stays None for a run shorter than one sampling window
     done = threading.Event()
 
     def sample() -> None:
@@ -119,7 +123,8 @@ def measured_run(cmd: list[str]) -> dict:
             if done.is_set():
                 break
             other = (now[0] - prev[0]) - (now[1] - prev[1]) - (now[2] - prev[2])
-            peak[0] = max(peak[0], other / max(now[3] - prev[3], 1e-3))
+            rate = min(max(other / max(now[3] - prev[3], 1e-3), 0.0), NPROC)
+            peak[0] = rate if peak[0] is None else max(peak[0], rate)
             prev = now
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -179,10 +184,12 @@ class Runner:
                 return None
             line.update(extra)
             line.update({"status": "ok", "other_load_cores": round(other, 3),
-                         "other_load_peak_cores": round(r["peak"], 3),
+                         "other_load_peak_cores": (None if r["peak"] is None
+                                                   else round(r["peak"], 3)),
                          "run_wall_s": round(r["wall"], 2), "attempts": attempt,
                          "clean": other <= LOAD_LIMIT})
-            print(f"   other load {other:.2f} cores (peak {r['peak']:.2f})",
+            peak_text = "n/a" if r["peak"] is None else f"{r['peak']:.2f}"
+            print(f"   other load {other:.2f} cores (peak {peak_text})",
                   file=sys.stderr, flush=True)
             if kept is None or line["other_load_cores"] < kept["other_load_cores"]:
                 kept = line

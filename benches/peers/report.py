@@ -41,7 +41,9 @@ def fmt_num(x, digits=0) -> str:
 
 def load(line: dict) -> str:
     mark = "" if line.get("clean") else " ⚠ loaded"
-    return f"{line['other_load_cores']:.2f} (peak {line['other_load_peak_cores']:.2f}){mark}"
+    peak = line.get("other_load_peak_cores")
+    peak = "" if peak is None else f" (peak {peak:.2f})"
+    return f"{line['other_load_cores']:.2f}{peak}{mark}"
 
 
 def read(path: Path):
@@ -179,12 +181,19 @@ def chart(single, svg: Path) -> None:
     mw = [p for p in peers if (p, 10) in single]
     per = [(single[(p, 10)]["median_us"] - single[(p, 0)]["median_us"]) / 10 for p in mw]
     floor = 0.01
-    right.barh(range(len(mw)), [max(v, floor) for v in per],
-               color=[colors.get(single[(p, 0)].get("language", "rust"), "grey") for p in mw])
+    mw_bars = right.barh(range(len(mw)), [max(v, floor) for v in per],
+                         color=[colors.get(single[(p, 0)].get("language", "rust"), "grey")
+                                for p in mw])
+    mw_loaded = [not (single[(p, 0)].get("clean", True) and single[(p, 10)].get("clean", True))
+                 for p in mw]
+    for bar, loaded in zip(mw_bars, mw_loaded):
+        if loaded:
+            bar.set_hatch("//")
     for y, (p, v) in enumerate(zip(mw, per)):
         label = f"{v:,.1f} µs" if v > floor else f"≈0 ({v:+.2f} µs)"
         right.text(max(v, floor) * 1.15, y, label, fontsize=8, va="center")
-    right.set_yticks(range(len(mw)), mw)
+    right.set_yticks(range(len(mw)), [p + (" (loaded)" if loaded else "")
+                                      for p, loaded in zip(mw, mw_loaded)])
     right.set_xscale("log")
     positive = [v for v in per if v > floor] or [floor]
     right.set_xlim(left=min(10 ** math.floor(math.log10(min(positive))), floor))
