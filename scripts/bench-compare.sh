@@ -1,33 +1,72 @@
 #!/usr/bin/env bash
-# One reply of 4 model calls and 3 tool calls with 0/1/5/10 pass-through middlewares on every
-# position: towerscope (benches/react.rs) and AgentScope 2.0.11 (benches/python), run one after
-# the other on this machine, then a table of the medians and ratios.
+# Side-by-side peer benchmark of one ReAct reply (4 model calls, 3 `add` tool calls, scripted
+# models, no network) and of many replies in flight, on this machine, in one run:
 #
-#   scripts/bench-compare.sh            full run (a few minutes)
-#   scripts/bench-compare.sh --quick    shorter Python run
+#   Rust peers   benches/peers/<name>/ (towerscope, autoagents, rig, tower-llm, agentscope-rs),
+#                standalone cargo packages built here once in release mode into
+#                target/bench-peers (never part of the main workspace build)
+#   Python peers benches/python/ (AgentScope 2.0.11, LangChain 1.5, Pydantic AI 2.68) in the
+#                venv of scripts/bench-python.sh
+#   criterion    towerscope's own `cargo bench --bench react -- react/whole`, compared with
+#                AgentScope as before
+#
+# Each run records the CPU load of other processes and is repeated (up to 3 times) while that
+# load is above 0.10 core; a figure never taken clean is flagged "loaded" (method:
+# benches/peers/compare.py). Outputs:
+#
+#   target/bench-compare/results.jsonl   one JSON line per run
+#   target/bench-compare/table.md        the tables
+#   docs/bench/peers.svg                 bar chart: time per reply, overhead per middleware
+#
+#   scripts/bench-compare.sh            full run (many replies for N = 1,000, 10,000, 100,000;
+#                                       well over an hour on 2 cores)
+#   scripts/bench-compare.sh --quick    fewer replies; N = 1,000 and 10,000 only
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+quick=()
+for arg in "$@"; do
+    case "$arg" in
+        --quick) quick=(--quick) ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+        *) echo "error: unknown argument $arg (see --help)" >&2; exit 1 ;;
+    esac
+done
+
 out="target/bench-compare"
-mkdir -p "$out"
+peers_target="$PWD/target/bench-peers"
+mkdir -p "$out" "$peers_target"
 
-echo "== towerscope: cargo bench --bench react" >&2
-cargo bench --bench react -- 'react/whole' > "$out/react.txt" 2>&1
-echo "== AgentScope 2.0.11: scripts/bench-python.sh $*" >&2
-bash scripts/bench-python.sh "$@" > "$out/python.txt" 2>&1
+echo "== Python venv (scripts/bench-python.sh install)" >&2
+bash scripts/bench-python.sh install
 
-python3 - "$out/react.txt" "$out/python.txt" <<'PY'
-import re, sys
-units = {"ns": 1e-3, "µs": 1.0, "us": 1.0, "ms": 1e3}
-rust = {}
-for m in re.finditer(r"react/whole/(\d+)\s+time:\s+\[\S+ \S+ (\S+) (\S+)", open(sys.argv[1]).read()):
-    rust[int(m.group(1))] = float(m.group(2)) * units[m.group(3)]
-py = {int(m.group(1)): float(m.group(2))
-      for m in re.finditer(r"RESULT agentscope middlewares=(\d+) median_us=([\d.]+)", open(sys.argv[2]).read())}
-if not rust or not py:
-    sys.exit("could not read the medians; see target/bench-compare/*.txt")
-print("| middlewares | towerscope median | AgentScope 2.0.11 median | AgentScope / towerscope |")
-print("|---|---|---|---|")
-for n in sorted(set(rust) & set(py)):
-    print(f"| {n} | {rust[n]:.1f} µs ({100 * (rust[n] / rust[0] - 1):+.1f}%) | "
-          f"{py[n] / 1000:.2f} ms ({100 * (py[n] / py[0] - 1):+.1f}%) | {py[n] / rust[n]:.0f}× |")
-PY
+# Build every Rust peer that has a Cargo.toml; a peer that fails to build is recorded (and
+# reported as not measured) instead of stopping the whole comparison.
+for manifest in benches/peers/*/Cargo.toml; do
+    name="$(basename "$(dirname "$manifest")")"
+    [ "$name" = harness ] && continue
+    echo "== build peer $name (release, $peers_target)" >&2
+    log="$peers_target/build-$name.log"
+    # Pinned peers build from their lockfiles; the towerscope peer follows this repository,
+    # whose dependencies may move ahead of its lockfile.
+    locked=(--locked)
+    [ "$name" = towerscope ] && locked=()
+    if CARGO_TARGET_DIR="$peers_target" nice cargo build --release "${locked[@]}" \
+        --manifest-path "$manifest" >"$log" 2>&1; then
+        rm -f "$peers_target/build-failed-$name.txt"
+    else
+        grep -m3 -E '^error' "$log" >"$peers_target/build-failed-$name.txt" || true
+        echo "   build failed; see $log" >&2
+    fi
+done
+
+echo "== build towerscope's criterion bench (cargo bench --bench react --no-run)" >&2
+nice cargo bench --bench react --no-run >"$out/criterion-build.log" 2>&1 \
+    || { cat "$out/criterion-build.log" >&2; exit 1; }
+
+echo "== run all peers (benches/peers/compare.py ${quick[*]})" >&2
+bash scripts/bench-python.sh python benches/peers/compare.py "${quick[@]}" --out "$out"
+
+echo "== report ($out/table.md, docs/bench/peers.svg)" >&2
+bash scripts/bench-python.sh python benches/peers/report.py \
+    --results "$out/results.jsonl" --table "$out/table.md" --svg docs/bench/peers.svg

@@ -29,6 +29,12 @@ Setup notes (how the reference's API is used):
 
 Timing: one `time.perf_counter_ns()` sample per reply (a reply is ~ms, timer
 overhead ~0.1 us, so per-reply samples are fine); median/p10/p90 in us.
+
+Peer-benchmark mode (scripts/bench-compare.sh): with a first argument
+`single` or `many` the same agent runs under bench_harness.py, the CLI and
+JSON lines shared with the other peers (`single --replies N --middlewares M`,
+`many --n N`); there the reset happens inside the timed reply, as for every
+peer, and the model and the tool count their calls in a `bench_harness.Calls`.
 """
 
 import argparse
@@ -47,6 +53,8 @@ from agentscope.model import ChatModelBase, ChatResponse, ChatUsage
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool, Toolkit
 
+import bench_harness
+
 MIDDLEWARE_COUNTS = (0, 1, 5, 10)
 TOOL_ARGS = ((1, 2), (3, 4), (5, 6))  # one add() call per model call 1..3
 EXPECTED_RESULTS = ["3", "7", "11"]
@@ -55,7 +63,8 @@ EXPECTED_RESULTS = ["3", "7", "11"]
 class ScriptedModel(ChatModelBase):
     """Mock chat model: replays the 4-step script, no network."""
 
-    def __init__(self) -> None:
+    def __init__(self, counter: "bench_harness.Calls | None" = None,
+                 delay_s: float | None = None) -> None:
         super().__init__(
             credential=None,  # never used: _call_api is local
             model="scripted-mock",
@@ -66,11 +75,17 @@ class ScriptedModel(ChatModelBase):
         )
         self.formatter = OpenAIChatFormatter()
         self.calls = 0
+        self.counter = counter  # peer-benchmark mode: counts every call
+        self.delay_s = delay_s  # peer-benchmark `many` mode: 50 ms per call
 
     async def _call_api(self, model_name: str, messages: list, tools: Any = None,
                         tool_choice: Any = None, **kwargs: Any) -> ChatResponse:
         step = self.calls
         self.calls += 1
+        if self.counter is not None:
+            self.counter.model_called()
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
         usage = ChatUsage(input_tokens=100, output_tokens=10, time=0.0)
         if step < len(TOOL_ARGS):
             a, b = TOOL_ARGS[step]
@@ -84,14 +99,21 @@ class ScriptedModel(ChatModelBase):
         raise RuntimeError(f"scripted model called too often (call {step + 1})")
 
 
-def add(a: int, b: int) -> int:
-    """Add two integers.
+def make_add(counter: "bench_harness.Calls | None"):
+    """The `add` tool, counting its calls in `counter` when given."""
 
-    Args:
-        a (int): The first integer.
-        b (int): The second integer.
-    """
-    return a + b
+    def add(a: int, b: int) -> int:
+        """Add two integers.
+
+        Args:
+            a (int): The first integer.
+            b (int): The second integer.
+        """
+        if counter is not None:
+            counter.tool_called()
+        return a + b
+
+    return add
 
 
 class PassThrough(MiddlewareBase):
@@ -124,9 +146,10 @@ class PassThrough(MiddlewareBase):
         return current_prompt
 
 
-def build_agent(n_middlewares: int) -> tuple[Agent, ScriptedModel]:
-    model = ScriptedModel()
-    tool = FunctionTool(add, permission=PermissionDecision(
+def build_agent(n_middlewares: int, counter: "bench_harness.Calls | None" = None,
+                delay_s: float | None = None) -> tuple[Agent, ScriptedModel]:
+    model = ScriptedModel(counter, delay_s)
+    tool = FunctionTool(make_add(counter), permission=PermissionDecision(
         behavior=PermissionBehavior.ALLOW, message="add is always allowed."))
     agent = Agent(
         name="bench",
@@ -235,5 +258,33 @@ def main() -> None:
     asyncio.run(run_all())
 
 
+class AgentScopePeer:
+    """This agent under bench_harness (the peer benchmark's CLI and JSON)."""
+
+    NAME = "agentscope"
+    VERSION = agentscope.__version__
+    MIDDLEWARE = True
+
+    @staticmethod
+    def build(middlewares: int, delay_s: float | None):
+        counter = bench_harness.Calls()
+        agent, model = build_agent(middlewares, counter, delay_s)
+        return agent, model, counter
+
+    @staticmethod
+    async def reply(handle) -> str:
+        agent, model, _ = handle
+        reset(agent, model)
+        msg = await agent.reply(UserMsg("user", bench_harness.QUESTION))
+        return msg.get_text_content()
+
+    @staticmethod
+    def calls(handle) -> "bench_harness.Calls":
+        return handle[2]
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] in ("single", "many"):
+        bench_harness.main(AgentScopePeer)
+    else:
+        main()

@@ -1,0 +1,103 @@
+//! The command line every peer binary accepts.
+//!
+//! ```text
+//! <peer> single --replies N [--middlewares M] [--warmup W]
+//! <peer> many --n N
+//! ```
+
+use crate::BoxError;
+
+/// What to run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Replies one after the other on one agent.
+    Single {
+        /// Timed replies.
+        replies: usize,
+        /// Pass-through middlewares to install.
+        middlewares: usize,
+        /// Untimed replies first.
+        warmup: usize,
+    },
+    /// `n` replies in flight at once, each on its own agent.
+    Many {
+        /// Replies (and agents).
+        n: usize,
+    },
+}
+
+/// How to call the binary.
+pub const USAGE: &str = "usage: <peer> single --replies N [--middlewares M] [--warmup W]\n       <peer> many --n N";
+
+/// Parses the arguments after the program name.
+pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Mode, BoxError> {
+    let mut args = args.into_iter();
+    let mode = args.next().ok_or(USAGE)?;
+    let mut replies = None;
+    let mut middlewares = 0;
+    let mut warmup = None;
+    let mut n = None;
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+        let number: usize = value
+            .replace('_', "")
+            .parse()
+            .map_err(|e| format!("{flag} {value}: not a count ({e})\n{USAGE}"))?;
+        match (mode.as_str(), flag.as_str()) {
+            ("single", "--replies") => replies = Some(number),
+            ("single", "--middlewares") => middlewares = number,
+            ("single", "--warmup") => warmup = Some(number),
+            ("many", "--n") => n = Some(number),
+            _ => return Err(format!("unknown option {flag} for mode {mode}\n{USAGE}").into()),
+        }
+    }
+    match mode.as_str() {
+        "single" => {
+            let replies = replies.ok_or_else(|| format!("single needs --replies\n{USAGE}"))?;
+            if replies == 0 {
+                return Err("--replies must be at least 1".into());
+            }
+            let warmup = warmup.unwrap_or((replies / 5).clamp(20, 500));
+            Ok(Mode::Single {
+                replies,
+                middlewares,
+                warmup,
+            })
+        }
+        "many" => Ok(Mode::Many {
+            n: n.ok_or_else(|| format!("many needs --n\n{USAGE}"))?,
+        }),
+        other => Err(format!("unknown mode {other:?}\n{USAGE}").into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn parses_both_modes() {
+        assert_eq!(
+            parse(args("single --replies 2_000 --middlewares 5")).ok(),
+            Some(Mode::Single {
+                replies: 2000,
+                middlewares: 5,
+                warmup: 400
+            })
+        );
+        assert_eq!(parse(args("many --n 1000")).ok(), Some(Mode::Many { n: 1000 }));
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        assert!(parse(args("single")).is_err());
+        assert!(parse(args("single --replies x")).is_err());
+        assert!(parse(args("many --replies 3")).is_err());
+        assert!(parse(args("many --n")).is_err());
+        assert!(parse(args("both")).is_err());
+    }
+}

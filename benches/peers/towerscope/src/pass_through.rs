@@ -1,0 +1,67 @@
+//! A middleware that hooks every position with a layer forwarding everything: the cheapest
+//! possible middleware, as `FullPassThrough` in `benches/react.rs`.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tower_layer::Layer;
+use tower_service::Service;
+use towerscope::core::{
+    ActingLayer, CompressLayer, Middleware, ModelCallLayer, PermissionLayer, ReasoningLayer, ReplyLayer,
+    SystemPromptTransformer, boxed_layer, prompt_fn,
+};
+
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PassThroughLayer;
+
+impl<S> Layer<S> for PassThroughLayer {
+    type Service = PassThrough<S>;
+
+    fn layer(&self, inner: S) -> PassThrough<S> {
+        PassThrough(inner)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct PassThrough<S>(S);
+
+impl<S: Service<R>, R> Service<R> for PassThrough<S> {
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: R) -> S::Future {
+        self.0.call(req)
+    }
+}
+
+/// Hooks all six onion positions and the system-prompt fold with pass-throughs.
+pub(crate) struct FullPassThrough;
+
+impl Middleware for FullPassThrough {
+    fn on_reply(&self) -> Option<ReplyLayer> {
+        Some(boxed_layer(PassThroughLayer))
+    }
+    fn on_reasoning(&self) -> Option<ReasoningLayer> {
+        Some(boxed_layer(PassThroughLayer))
+    }
+    fn on_model_call(&self) -> Option<ModelCallLayer> {
+        Some(boxed_layer(PassThroughLayer))
+    }
+    fn on_acting(&self) -> Option<ActingLayer> {
+        Some(boxed_layer(PassThroughLayer))
+    }
+    fn on_check_permission(&self) -> Option<PermissionLayer> {
+        Some(boxed_layer(PassThroughLayer))
+    }
+    fn on_compress_context(&self) -> Option<CompressLayer> {
+        Some(boxed_layer(PassThroughLayer))
+    }
+    fn on_system_prompt(&self) -> Option<Arc<dyn SystemPromptTransformer>> {
+        Some(Arc::new(prompt_fn(|_ctx, prompt| async move { Ok(prompt) })))
+    }
+}
