@@ -127,9 +127,61 @@ fn idle(count: usize) {
     drop(agents);
 }
 
+/// Bytes held by the parts of one agent that owns its model and tool (no sharing).
+fn idle_own(count: usize) {
+    let measure = |what: &str, f: &mut dyn FnMut() -> Box<dyn std::any::Any>| {
+        let region = Region::new(ALLOCATOR);
+        let held: Vec<_> = (0..count).map(|_| f()).collect();
+        let stats = region.change();
+        println!(
+            "{what}: {:.0} bytes",
+            (stats.bytes_allocated as f64 - stats.bytes_deallocated as f64) / count as f64
+        );
+        drop(held);
+    };
+    measure("scripted model (4 answers)", &mut || {
+        Box::new(ScriptedModel::cycle(
+            "scripted",
+            [
+                ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#),
+                ScriptedResponse::tool_call("c2", "add", r#"{"a": 3, "b": 4}"#),
+                ScriptedResponse::tool_call("c3", "add", r#"{"a": 5, "b": 6}"#),
+                ScriptedResponse::text("done"),
+            ],
+        ))
+    });
+    measure("function tool", &mut || {
+        Box::new(FunctionTool::new("add", |args: Add| async move {
+            (args.a + args.b).to_string()
+        }))
+    });
+    measure("toolkit with the tool", &mut || {
+        let mut toolkit = towerscope::agent::toolkit::Toolkit::new();
+        toolkit.add(FunctionTool::new("add", |args: Add| async move {
+            (args.a + args.b).to_string()
+        }));
+        Box::new(toolkit)
+    });
+    measure("agent with its own model and tool", &mut || {
+        Box::new(
+            Agent::builder("bench")
+                .system_prompt("You are a calculator.")
+                .model(ScriptedModel::cycle("scripted", [ScriptedResponse::text("done")]))
+                .tool(FunctionTool::new("add", |args: Add| async move {
+                    (args.a + args.b).to_string()
+                }))
+                .build()
+                .expect("the agent builds"),
+        )
+    });
+}
+
 fn main() {
     if let Some(count) = arg("--idle").and_then(|n| n.parse().ok()) {
         return idle(count);
+    }
+    if let Some(count) = arg("--idle-own").and_then(|n| n.parse().ok()) {
+        return idle_own(count);
     }
     let replies: u64 = arg("--replies").and_then(|n| n.parse().ok()).unwrap_or(2000);
     let middlewares: usize = arg("--middlewares").and_then(|n| n.parse().ok()).unwrap_or(0);

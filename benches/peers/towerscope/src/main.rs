@@ -17,7 +17,7 @@ use std::sync::Arc;
 use peer_harness::{BoxError, Calls, Peer, QUESTION, SYSTEM_PROMPT, Setup, TOOL_ARGS};
 use towerscope::agent::toolkit::FunctionTool;
 use towerscope::agent::{Agent, AgentState};
-use towerscope::core::Msg;
+use towerscope::Msg;
 use towerscope::models::{ScriptedModel, ScriptedResponse};
 
 /// Add two integers.

@@ -6,9 +6,9 @@ use std::task::{Context, Poll};
 
 use tower_layer::Layer;
 use tower_service::Service;
-use towerscope::core::{
+use towerscope::{
     ActingLayer, CompressLayer, Middleware, ModelCallLayer, PermissionLayer, ReasoningLayer, ReplyLayer,
-    SystemPromptTransformer, boxed_layer, prompt_fn,
+    SystemPromptTransformer, ErasedLayer, prompt_fn,
 };
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -44,22 +44,22 @@ pub(crate) struct FullPassThrough;
 
 impl Middleware for FullPassThrough {
     fn on_reply(&self) -> Option<ReplyLayer> {
-        Some(boxed_layer(PassThroughLayer))
+        Some(ErasedLayer::new(PassThroughLayer))
     }
     fn on_reasoning(&self) -> Option<ReasoningLayer> {
-        Some(boxed_layer(PassThroughLayer))
+        Some(ErasedLayer::new(PassThroughLayer))
     }
     fn on_model_call(&self) -> Option<ModelCallLayer> {
-        Some(boxed_layer(PassThroughLayer))
+        Some(ErasedLayer::new(PassThroughLayer))
     }
     fn on_acting(&self) -> Option<ActingLayer> {
-        Some(boxed_layer(PassThroughLayer))
+        Some(ErasedLayer::new(PassThroughLayer))
     }
     fn on_check_permission(&self) -> Option<PermissionLayer> {
-        Some(boxed_layer(PassThroughLayer))
+        Some(ErasedLayer::new(PassThroughLayer))
     }
     fn on_compress_context(&self) -> Option<CompressLayer> {
-        Some(boxed_layer(PassThroughLayer))
+        Some(ErasedLayer::new(PassThroughLayer))
     }
     fn on_system_prompt(&self) -> Option<Arc<dyn SystemPromptTransformer>> {
         Some(Arc::new(prompt_fn(|_ctx, prompt| async move { Ok(prompt) })))

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
 use futures_core::Stream;
@@ -49,7 +50,7 @@ type PermissionFn = Box<dyn Fn(&Value) -> Option<PermissionDecision> + Send + Sy
 pub struct FunctionTool {
     name: String,
     description: String,
-    schema: Value,
+    schema: Arc<Value>,
     concurrency_safe: bool,
     read_only: bool,
     permission: Option<PermissionFn>,
@@ -98,7 +99,7 @@ impl FunctionTool {
         let mut schema = schema;
         strip_titles(&mut schema);
         let call = move |input: Value| -> ToolChunkStream { Box::pin(Once { fut: Some(f(input)) }) };
-        Self::from_parts(name.into(), description.into(), schema, Box::new(call))
+        Self::from_parts(name.into(), description.into(), Arc::new(schema), Box::new(call))
     }
 
     /// A tool whose function streams its result: each item is a chunk (anything
@@ -140,7 +141,7 @@ impl FunctionTool {
         Self::from_parts(name, description.unwrap_or_default(), schema, Box::new(call))
     }
 
-    fn from_parts(name: String, description: String, schema: Value, call: CallFn) -> Self {
+    fn from_parts(name: String, description: String, schema: Arc<Value>, call: CallFn) -> Self {
         Self {
             name,
             description,
@@ -206,6 +207,10 @@ impl Tool for FunctionTool {
 
     fn input_schema(&self) -> &Value {
         &self.schema
+    }
+
+    fn shared_input_schema(&self) -> Arc<Value> {
+        Arc::clone(&self.schema)
     }
 
     fn concurrency_safe(&self) -> bool {

@@ -33,12 +33,13 @@ pub(super) struct Entry {
 
 impl Entry {
     fn new(tool: Arc<dyn Tool>, group: usize) -> Result<Self, ToolSchemaError> {
-        let compiled = CompiledSchema::new(tool.input_schema().clone()).map_err(|error| ToolSchemaError {
+        let shared = tool.shared_input_schema();
+        let compiled = CompiledSchema::new(Arc::clone(&shared)).map_err(|error| ToolSchemaError {
             tool: tool.name().to_owned(),
             error,
         })?;
         let info = Arc::new(tool.info());
-        let schema = ToolSchema::new(tool.name(), tool.description(), tool.input_schema().clone());
+        let schema = ToolSchema::new(tool.name(), tool.description(), shared);
         Ok(Self {
             tool,
             info,

@@ -1,5 +1,8 @@
 //! Input schemas taken from Rust types, cleaned as the reference cleans them.
 
+use std::any::TypeId;
+use std::sync::{Arc, Mutex, PoisonError};
+
 use serde_json::Value;
 
 /// Keywords whose values are data, not schemas: `title` keys inside them are left alone.
@@ -56,7 +59,23 @@ pub fn strip_titles(schema: &mut Value) {
 /// The schema comes from `schemars` (field doc comments become property descriptions); titles
 /// and `$schema` are removed, and the top-level `description` (the type's doc comment) is taken
 /// out to become the tool's description.
-pub(crate) fn args_schema<T: schemars::JsonSchema>() -> (Value, Option<String>) {
+pub(crate) fn args_schema<T: schemars::JsonSchema + 'static>() -> (Arc<Value>, Option<String>) {
+    type Cached = (Arc<Value>, Option<String>);
+    static CACHE: Mutex<Vec<(TypeId, Cached)>> = Mutex::new(Vec::new());
+    let id = TypeId::of::<T>();
+    let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, cached)) = cache.iter().find(|(t, _)| *t == id) {
+        return cached.clone();
+    }
+    let (schema, description) = generate_args_schema::<T>();
+    let cached = (Arc::new(schema), description);
+    cache.push((id, cached.clone()));
+    cached
+}
+
+/// The argument schema of `T`, generated (what [`args_schema`] caches per type: a service
+/// building an agent per conversation generates each tool's schema once, not per agent).
+fn generate_args_schema<T: schemars::JsonSchema>() -> (Value, Option<String>) {
     let mut schema = schemars::schema_for!(T).to_value();
     strip_titles(&mut schema);
     let description = match &mut schema {

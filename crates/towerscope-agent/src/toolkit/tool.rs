@@ -62,6 +62,13 @@ pub trait Tool: Send + Sync + 'static {
     /// The JSON schema of the arguments (an object schema, without titles).
     fn input_schema(&self) -> &Value;
 
+    /// The same schema, shared: the toolkit keeps one copy for the model and the validator.
+    /// The default copies [`input_schema`](Self::input_schema) once, when the tool is added;
+    /// a tool that already holds its schema in an `Arc` returns a clone of it.
+    fn shared_input_schema(&self) -> Arc<Value> {
+        Arc::new(self.input_schema().clone())
+    }
+
     /// Whether calls may run concurrently with other concurrency-safe calls (default: `true`).
     fn concurrency_safe(&self) -> bool {
         true
@@ -113,6 +120,10 @@ impl<T: Tool + ?Sized> Tool for Arc<T> {
 
     fn input_schema(&self) -> &Value {
         (**self).input_schema()
+    }
+
+    fn shared_input_schema(&self) -> Arc<Value> {
+        (**self).shared_input_schema()
     }
 
     fn concurrency_safe(&self) -> bool {

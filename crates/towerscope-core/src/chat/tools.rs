@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use std::sync::Arc;
+
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -157,17 +159,18 @@ pub struct ToolSchema {
     pub name: String,
     /// What the tool does, for the model.
     pub description: String,
-    /// The JSON schema of the arguments.
-    pub parameters: Value,
+    /// The JSON schema of the arguments (shared: one schema serves every agent and every
+    /// request that offers the tool).
+    pub parameters: Arc<Value>,
 }
 
 impl ToolSchema {
     /// A tool schema.
-    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: impl Into<Arc<Value>>) -> Self {
         Self {
             name: name.into(),
             description: description.into(),
-            parameters,
+            parameters: parameters.into(),
         }
     }
 }
@@ -238,7 +241,7 @@ impl<'de> Deserialize<'de> for ToolSchema {
         Ok(Self {
             name,
             description,
-            parameters,
+            parameters: Arc::new(parameters),
         })
     }
 }
@@ -298,7 +301,7 @@ mod tests {
         assert_eq!(serde_json::from_value::<ToolSchema>(value).unwrap(), schema);
         let minimal: ToolSchema =
             serde_json::from_value(json!({"type": "function", "function": {"name": "t"}})).unwrap();
-        assert_eq!(minimal.parameters, json!({}));
+        assert_eq!(*minimal.parameters, json!({}));
         let err =
             serde_json::from_value::<ToolSchema>(json!({"type": "custom", "function": {"name": "t"}})).unwrap_err();
         assert!(

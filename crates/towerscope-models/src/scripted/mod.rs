@@ -83,7 +83,8 @@ impl RecordedRequest {
 #[derive(Debug)]
 struct Script {
     queue: VecDeque<ScriptedResponse>,
-    cycle: Option<Vec<ScriptedResponse>>,
+    /// The responses a cycling model replays, and the next one's index.
+    cycle: Option<(Arc<[ScriptedResponse]>, usize)>,
     requests: Vec<RecordedRequest>,
     record: bool,
     calls: usize,
@@ -122,11 +123,10 @@ impl ScriptedModel {
 
     /// A model that replays `responses` in a loop, forever. Requests are not recorded.
     pub fn cycle(name: impl Into<Arc<str>>, responses: impl IntoIterator<Item = ScriptedResponse>) -> Self {
-        let responses: Vec<_> = responses.into_iter().collect();
-        let model = Self::new(name, responses.clone());
+        let model = Self::new(name, []);
         {
             let mut s = model.lock();
-            s.cycle = Some(responses);
+            s.cycle = Some((responses.into_iter().collect(), 0));
             s.record = false;
         }
         model
@@ -195,8 +195,12 @@ impl ScriptedModel {
             s.requests.push(recorded);
         }
         if s.queue.is_empty() {
-            if let Some(cycle) = s.cycle.clone() {
-                s.queue.extend(cycle);
+            if let Some((cycle, next)) = &mut s.cycle {
+                if let Some(response) = cycle.get(*next) {
+                    let response = response.clone();
+                    *next = (*next + 1) % cycle.len();
+                    return Ok(response);
+                }
             }
         }
         let calls = s.calls;

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::sync::Arc;
 
 use regex_lite::Regex;
 use serde_json::Value;
@@ -141,7 +142,7 @@ impl std::error::Error for SchemaError {}
 /// ```
 #[derive(Clone)]
 pub struct CompiledSchema {
-    pub(super) schema: Value,
+    pub(super) schema: Arc<Value>,
     /// Compiled regular expressions by their source.
     pub(super) patterns: HashMap<String, Regex>,
 }
@@ -156,7 +157,8 @@ impl fmt::Debug for CompiledSchema {
 
 impl CompiledSchema {
     /// Checks and compiles `schema`; see the type's docs for what is refused.
-    pub fn new(schema: Value) -> Result<Self, SchemaError> {
+    pub fn new(schema: impl Into<Arc<Value>>) -> Result<Self, SchemaError> {
+        let schema = schema.into();
         let patterns = walk(&schema, true)?;
         Ok(Self { schema, patterns })
     }
