@@ -69,9 +69,14 @@
 mod acting;
 mod agent;
 mod builder;
+pub mod clock;
+pub mod compress;
 mod emit;
 mod generator;
+mod hint_config;
+pub mod hints;
 mod interrupt;
+pub mod permission;
 mod positions;
 mod reasoning;
 mod reply;
@@ -83,5 +88,7 @@ pub mod toolkit;
 
 pub use agent::{Agent, ReplyStream, structured_value};
 pub use builder::AgentBuilder;
+pub use hint_config::{DEFAULT_HINT_SOURCE, DEFAULT_HINT_TEMPLATE, HintConfig};
 pub use runtime::ReactConfig;
 pub use state::{AgentState, ReplyContext};
+pub use towerscope_core::{ContextConfig, PermissionMode};

@@ -5,10 +5,12 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use towerscope_core::{
-    AgentContext, AgentError, ContentBlock, Messages, ModelRef, Msg, ObserveHook, PermissionDecision, Role,
-    SystemPromptFold,
+    AgentContext, AgentError, ContentBlock, ContextConfig, Messages, ModelRef, Msg, ObserveHook, PermissionDecision,
+    Role, SystemPromptFold,
 };
 
+use crate::compress::TokenCounter;
+use crate::hint_config::HintConfig;
 use crate::interrupt::Interrupt;
 use crate::positions::Positions;
 use crate::state::AgentState;
@@ -74,6 +76,12 @@ pub(crate) struct Runtime {
     pub(crate) interrupt: Interrupt,
     pub(crate) observe_hooks: Vec<Arc<dyn ObserveHook>>,
     pub(crate) positions: Positions,
+    /// The agent's compression settings (`None`: no counting, no compression).
+    pub(crate) context: Option<Arc<ContextConfig>>,
+    /// The token counter, for tool-result truncation.
+    pub(crate) counter: Arc<dyn TokenCounter>,
+    /// The runtime-state hints (`None`: disabled, no work).
+    pub(crate) hints: Option<HintConfig>,
 }
 
 impl Runtime {

@@ -164,8 +164,10 @@ async fn run(
                     .oneshot(CompressRequest {
                         ctx: round.clone(),
                         instructions: None,
+                        config: None,
                     })
                     .await?;
+                crate::hints::inject(runtime, &round, emit).await;
                 let request = ReasoningRequest {
                     ctx: round,
                     tool_choice,
