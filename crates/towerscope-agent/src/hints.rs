@@ -26,7 +26,7 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), towerscope_core::AgentError> {
-//! let clock = Clock::fixed(UNIX_EPOCH + Duration::from_secs(1_795_766_755));
+//! let clock = Clock::fixed(UNIX_EPOCH + Duration::from_secs(1_795_248_355));
 //! let model = ScriptedModel::new("m", [ScriptedResponse::text("Hi!")]);
 //! let agent = Agent::builder("a").model(model).hints(HintConfig::new().clock(clock)).build()?;
 //! let mut stream = agent.reply_stream(Msg::user("user", "hello"));
@@ -41,7 +41,7 @@
 //! assert_eq!(hint.as_deref(), Some(
 //!     "<system-reminder>Treat the following as the ground truth at this point of the conversation. Anything \
 //!      stated earlier is outdated, and a later reminder, if any, supersedes this one:\n\
-//!      <current-time>2026-11-28T05:12:35</current-time>\n<timezone>UTC</timezone>\n</system-reminder>"));
+//!      <current-time>2026-11-21T08:05:55</current-time>\n<timezone>UTC</timezone>\n</system-reminder>"));
 //! # Ok(()) }
 //! ```
 
