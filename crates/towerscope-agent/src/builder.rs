@@ -285,7 +285,10 @@ impl AgentBuilder {
             .validate()
             .map_err(|e| AgentError::validation(format!("agent '{}': HintConfig: {e}", self.name)))?;
         let toolkit = self.toolkit;
-        let mut state = self.state.unwrap_or_default();
+        let mut state = self.state.unwrap_or_else(|| AgentState {
+            activated_groups: toolkit.default_active_groups(),
+            ..AgentState::default()
+        });
         if let Some(mode) = self.permission_mode {
             state.permission_mode = mode;
         }

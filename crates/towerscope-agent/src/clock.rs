@@ -105,15 +105,13 @@ impl Timezone {
 
     /// `time` as `%Y-%m-%dT%H:%M:%S` in this timezone.
     pub fn format(&self, time: SystemTime) -> String {
-        let secs = unix_seconds(time) + i64::from(self.offset_minutes) * 60;
-        let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-        let (y, m, d) = civil_from_days(days);
-        format!(
-            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
-            rem / 3600,
-            rem % 3600 / 60,
-            rem % 60
-        )
+        self.display(time).to_string()
+    }
+
+    /// `time` as `%Y-%m-%dT%H:%M:%S` in this timezone, written where it is displayed (no
+    /// allocation).
+    pub fn display(&self, time: SystemTime) -> impl fmt::Display + use<> {
+        LocalTime(unix_seconds(time) + i64::from(self.offset_minutes) * 60)
     }
 
     /// Reads a time written by [`format`](Self::format) in this timezone.
@@ -141,6 +139,23 @@ impl Timezone {
 impl Default for Timezone {
     fn default() -> Self {
         Self::utc()
+    }
+}
+
+/// Seconds since the epoch, in local time.
+struct LocalTime(i64);
+
+impl fmt::Display for LocalTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (days, rem) = (self.0.div_euclid(86_400), self.0.rem_euclid(86_400));
+        let (y, m, d) = civil_from_days(days);
+        write!(
+            f,
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+            rem / 3600,
+            rem % 3600 / 60,
+            rem % 60
+        )
     }
 }
 

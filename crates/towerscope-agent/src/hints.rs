@@ -45,22 +45,22 @@
 //! # Ok(()) }
 //! ```
 
+use std::fmt::Write as _;
 use std::time::{Duration, SystemTime};
-
-use towerscope_core::{AgentContext, ContentBlock, HintBlock, HintBlockEvent, HintContent, MediaBlock, Msg, Role};
+use towerscope_core::{
+    AgentContext, AgentEvent, ContentBlock, HintBlock, HintBlockEvent, HintContent, MediaBlock, Msg, Role,
+};
 
 use crate::compress::{COMPRESS_TOOL, RoundTokens};
-use crate::emit::Emitter;
 use crate::hint_config::HintConfig;
 use crate::runtime::Runtime;
 
-/// Injects this round's hint, if any (called once per round, by the reply loop).
-pub(crate) async fn inject(runtime: &Runtime, ctx: &AgentContext, emit: &Emitter) {
-    let Some(cfg) = &runtime.hints else {
-        return;
-    };
+/// Injects this round's hint, if any, and returns its `HINT_BLOCK` event when `events` are
+/// read (called once per round, by the reply loop, which sends the event). A round with nothing
+/// to tell reads the context back to the newest time it recorded and allocates nothing.
+pub(crate) fn inject(runtime: &Runtime, ctx: &AgentContext, events: bool) -> Option<AgentEvent> {
+    let cfg = runtime.hints.as_ref()?;
     let now = cfg.clock.now();
-    let mut fields: Vec<(&str, String)> = Vec::new();
     let inject_time = {
         let state = runtime.lock_state();
         match last_time_hint(&state.context, &cfg.source) {
@@ -68,31 +68,53 @@ pub(crate) async fn inject(runtime: &Runtime, ctx: &AgentContext, emit: &Emitter
             Some(text) => recorded_time(text, cfg).is_none_or(|then| elapsed_too_long(then, now, cfg.time_interval)),
         }
     };
-    if inject_time {
-        fields.push(("current-time", cfg.timezone.format(now)));
-        fields.push(("timezone", cfg.timezone.name.clone()));
+    let context_length = if ctx.iteration() == 0 {
+        context_length(runtime, ctx)
+    } else {
+        None
+    };
+    if !inject_time && context_length.is_none() {
+        return None;
     }
-    if ctx.iteration() == 0 {
-        if let Some(text) = context_length(runtime, ctx) {
-            fields.push(("context-length", text));
+    // One string: the template around the `<key>value</key>` lines.
+    let (before, after) = cfg
+        .template
+        .split_once("{runtime_state}")
+        .unwrap_or((&cfg.template, ""));
+    let mut text = String::with_capacity(cfg.template.len() + 128);
+    text.push_str(before);
+    let mut first = true;
+    let mut line = |text: &mut String, key: &str, value: &dyn std::fmt::Display| {
+        if !std::mem::take(&mut first) {
+            text.push('\n');
         }
+        let _ = write!(text, "<{key}>{value}</{key}>");
+    };
+    if inject_time {
+        line(&mut text, "current-time", &cfg.timezone.display(now));
+        line(&mut text, "timezone", &cfg.timezone.name);
     }
-    if fields.is_empty() {
-        return;
+    if let Some(length) = &context_length {
+        line(&mut text, "context-length", length);
     }
-    let mut lines: Vec<String> = fields.into_iter().map(|(k, v)| format!("<{k}>{v}</{k}>")).collect();
-    lines.extend(cfg.extra_fields.iter().map(|(k, v)| format!("<{k}>{v}</{k}>")));
-    let text = cfg.template.replace("{runtime_state}", &lines.join("\n"));
+    for (key, value) in &cfg.extra_fields {
+        line(&mut text, key, value);
+    }
+    text.push_str(after);
     let block = HintBlock::new(text, Some(cfg.source.clone()));
-    let event = cfg.emit_event.then(|| (block.id.clone(), block.hint.clone()));
+    let event = (cfg.emit_event && events).then(|| {
+        HintBlockEvent::new(
+            ctx.reply_id(),
+            block.id.clone(),
+            block.hint.clone(),
+            block.source.clone(),
+        )
+        .into()
+    });
     runtime
         .lock_state()
         .append_to_reply(&runtime.name, ctx.reply_id(), [ContentBlock::Hint(block)]);
-    if let Some((block_id, hint)) = event {
-        let source = Some(cfg.source.clone());
-        emit.event(|| HintBlockEvent::new(ctx.reply_id(), block_id, hint, source).into())
-            .await;
-    }
+    event
 }
 
 /// The text of the newest hint of this source that records a time.
@@ -120,17 +142,18 @@ fn hint_text(hint: &HintContent) -> Option<&str> {
     }
 }
 
-fn between<'a>(text: &'a str, tag: &str) -> Option<&'a str> {
-    let open = format!("<{tag}>");
-    let start = text.find(&open)? + open.len();
-    let end = text[start..].find(&format!("</{tag}>"))? + start;
+/// The recorded time of a hint: what stands between `<current-time>` and `</current-time>`.
+fn current_time(text: &str) -> Option<&str> {
+    const OPEN: &str = "<current-time>";
+    let start = text.find(OPEN)? + OPEN.len();
+    let end = text[start..].find("</current-time>")? + start;
     Some(&text[start..end])
 }
 
-/// The time a hint recorded, read in the timezone it names (the configured one when it names
-/// another: without a timezone database only the configured offset is known).
+/// The time a hint recorded, read in the configured timezone (without a timezone database the
+/// offset of a timezone the hint names is not known).
 fn recorded_time(text: &str, cfg: &HintConfig) -> Option<SystemTime> {
-    cfg.timezone.parse(between(text, "current-time")?)
+    cfg.timezone.parse(current_time(text)?)
 }
 
 fn elapsed_too_long(then: SystemTime, now: SystemTime, interval: Duration) -> bool {

@@ -76,6 +76,8 @@ mod generator;
 mod hint_config;
 pub mod hints;
 mod interrupt;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod permission;
 mod positions;
 mod reasoning;
