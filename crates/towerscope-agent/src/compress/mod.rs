@@ -4,12 +4,12 @@
 //!
 //! # When and what
 //!
-//! An agent built with a [`ContextConfig`](towerscope_core::ContextConfig)
+//! An agent built with a [`ContextConfig`]
 //! ([`AgentBuilder::context`](crate::AgentBuilder::context)) counts its model input once per
 //! round, before reasoning, with its [`TokenCounter`] (default [`UsageCounter`]: the usage the
 //! model reported for its last call plus the reference's estimate of what came after). At
 //! `trigger_ratio` of the model's context size it keeps the newest messages worth
-//! `reserve_ratio` of it ([`split`] never separates a tool call from its result, nor summarises
+//! `reserve_ratio` of it (the split never separates a tool call from its result, nor summarises
 //! an unfinished call), asks the model for a summary of the rest as structured output, and
 //! replaces the old part with the summary, which is sent after the system prompt. When the
 //! summary cannot be written it keeps the earlier summary (or the reference's truncation

@@ -1,9 +1,9 @@
 //! The permission engine behind `on_check_permission` (the reference's `PermissionEngine`),
 //! with its modes ([`PermissionMode`]), and the de-duplication of identical confirmation
-//! requests within one batch of tool calls ([`AskedRules`]).
+//! requests within one batch of tool calls.
 //!
 //! Every mode checks, in order: deny rules, ask rules, read-only calls
-//! ([`Tool::read_only_call`]), then the mode's own policy:
+//! ([`Tool::read_only_call`](crate::toolkit::Tool::read_only_call)), then the mode's own policy:
 //!
 //! ```text
 //!             requires_confirmation  tool's own check   allow rule   fallback
@@ -104,11 +104,9 @@ pub(crate) fn decide(
             return ask(mode, name, None);
         }
         match tool.check_permission(&req.input) {
-            Some(PermissionDecision::Ask { suggested_rules }) => {
-                if mode != PermissionMode::Bypass {
-                    asked = Some(suggested_rules);
-                }
-            }
+            // Bypass skips the tool's asks.
+            Some(PermissionDecision::Ask { .. }) if mode == PermissionMode::Bypass => {}
+            Some(PermissionDecision::Ask { suggested_rules }) => asked = Some(suggested_rules),
             Some(decision) => return decision,
             None => {}
         }
