@@ -1,19 +1,5 @@
 //! [`HintConfig`]: what the runtime-state hints say and when (the reference's
 //! `InjectionConfig`); the hints themselves are injected by the `hints` step of the loop.
-//!
-//! # Example
-//!
-//! ```
-//! use std::time::Duration;
-//! use towerscope_agent::{HintConfig, clock::Timezone};
-//!
-//! let hints = HintConfig::new()
-//!     .timezone(Timezone::fixed("Asia/Shanghai", 8 * 60))
-//!     .time_interval(Duration::from_secs(3600))
-//!     .extra_field("user-plan", "pro");
-//! assert!(hints.enabled);
-//! assert!(!HintConfig::disabled().enabled);
-//! ```
 
 use std::time::Duration;
 
@@ -26,6 +12,20 @@ pub const DEFAULT_HINT_TEMPLATE: &str = "<system-reminder>Treat the following as
 pub const DEFAULT_HINT_SOURCE: &str = r#"{"label": "System", "sublabel": "Runtime State"}"#;
 
 /// What the runtime-state hints say and when (the reference's `InjectionConfig`).
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use towerscope_agent::{HintConfig, clock::Timezone};
+///
+/// let hints = HintConfig::new()
+///     .timezone(Timezone::fixed("Asia/Shanghai", 8 * 60))
+///     .time_interval(Duration::from_secs(3600))
+///     .extra_field("user-plan", "pro");
+/// assert!(hints.enabled);
+/// assert!(!HintConfig::disabled().enabled);
+/// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct HintConfig {

@@ -164,6 +164,14 @@ pub struct McpTools {
 
 /// The reference's tool name: `mcp__{server}__{tool}`, with every character other than an
 /// ASCII letter, digit, `_` or `-` replaced by `_`.
+///
+/// ```
+/// use towerscope_agent::mcp::{McpServer, McpTransport, tool_name};
+///
+/// assert_eq!(tool_name("files", "read.file"), "mcp__files__read_file");
+/// let server = McpServer::http("files", "http://127.0.0.1:8000/mcp").active(true);
+/// assert!(matches!(server.transport, McpTransport::Http { .. }));
+/// ```
 pub fn tool_name(server: &str, tool: &str) -> String {
     let clean = |s: &str| -> String {
         s.chars()
