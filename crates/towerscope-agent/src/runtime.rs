@@ -30,11 +30,13 @@ pub struct ReactConfig {
     /// closing events and the interruption message (the reference's
     /// `interruption_raise_cancelled_error`; default `false`: the stream just ends).
     pub error_after_interrupt: bool,
-    /// The decision for a tool no rule and no tool-specific check covers.
+    /// The decision, in the `Default` permission mode, for a call no rule and no check of the
+    /// tool covers (default [`PermissionDecision::Allow`]).
     ///
-    /// The reference asks the user for every custom function tool. towerscope allows them by
-    /// default, so a plain agent runs its tools; set [`PermissionDecision::Ask`] to confirm
-    /// every call (human in the loop).
+    /// The reference asks the user about every such call. towerscope allows it, so a plain agent
+    /// runs the tools its developer registered; destructive tools and calls that require
+    /// confirmation are still asked about (see the [`permission`](crate::permission) module).
+    /// [`PermissionDecision::Ask`] gives the reference's behaviour (human in the loop).
     pub default_permission: PermissionDecision,
 }
 
