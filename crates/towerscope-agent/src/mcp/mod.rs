@@ -24,6 +24,9 @@
 //!   server's other tools are added.
 //! - **Lifetime**: the connection lives as long as the toolkit holds one of the server's
 //!   tools; dropping the toolkit closes it (a stdio server's process is ended).
+//! - **HTTP without TLS**: the streamable-HTTP client is built without a TLS stack (no
+//!   `rustls`, `ring` or OpenSSL in the build); reach remote `https://` servers through a local
+//!   proxy, or run them over stdio.
 //!
 //! # Example
 //!
