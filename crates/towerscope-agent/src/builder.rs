@@ -352,7 +352,7 @@ impl AgentBuilder {
             positions,
             context,
             counter,
-            hints: self.hints.enabled.then_some(self.hints),
+            hints: self.hints.enabled.then(|| crate::hint_config::Hints::new(self.hints)),
         });
         let reasoning = stacks.reasoning.build(ReasoningStep {
             runtime: Arc::clone(&runtime),

@@ -147,15 +147,32 @@ struct LocalTime(i64);
 
 impl fmt::Display for LocalTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Written digit by digit: hints write the time once per first round.
         let (days, rem) = (self.0.div_euclid(86_400), self.0.rem_euclid(86_400));
         let (y, m, d) = civil_from_days(days);
-        write!(
-            f,
-            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
-            rem / 3600,
-            rem % 3600 / 60,
-            rem % 60
-        )
+        if !(0..=9999).contains(&y) {
+            return write!(
+                f,
+                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+                rem / 3600,
+                rem % 3600 / 60,
+                rem % 60
+            );
+        }
+        let mut out = *b"0000-00-00T00:00:00";
+        let mut put = |at: usize, width: usize, mut v: i64| {
+            for i in (0..width).rev() {
+                out[at + i] = b'0' + (v % 10) as u8;
+                v /= 10;
+            }
+        };
+        put(0, 4, y);
+        put(5, 2, m);
+        put(8, 2, d);
+        put(11, 2, rem / 3600);
+        put(14, 2, rem % 3600 / 60);
+        put(17, 2, rem % 60);
+        f.write_str(std::str::from_utf8(&out).map_err(|_| fmt::Error)?)
     }
 }
 

@@ -1,7 +1,10 @@
 //! [`HintConfig`]: what the runtime-state hints say and when (the reference's
 //! `InjectionConfig`); the hints themselves are injected by the `hints` step of the loop.
 
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use towerscope_core::Id;
 
 use crate::clock::{Clock, Timezone};
 
@@ -126,5 +129,23 @@ impl HintConfig {
             ));
         }
         Ok(())
+    }
+}
+
+/// The hints of one agent: the configuration, and the time read from the newest hint that
+/// recorded one (by the hint block's id: a hint's text never changes), so a round reads it
+/// back without searching and parsing the text again.
+#[derive(Debug)]
+pub(crate) struct Hints {
+    pub(crate) config: HintConfig,
+    pub(crate) recorded: Mutex<Option<(Id, SystemTime)>>,
+}
+
+impl Hints {
+    pub(crate) fn new(config: HintConfig) -> Self {
+        Self {
+            config,
+            recorded: Mutex::new(None),
+        }
     }
 }

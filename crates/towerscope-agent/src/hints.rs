@@ -4,7 +4,7 @@
 //!
 //! - `current-time` and `timezone`: when no earlier hint of the context records the time (the
 //!   first reply, or right after a compression removed it), or more than
-//!   [`HintConfig::time_interval`] passed since the one recorded;
+//!   [`HintConfig::time_interval`](crate::HintConfig::time_interval) passed since the one recorded;
 //! - `context-length`: in the first round of a reply, when the round's input (as the
 //!   compressor counted it; no count, no hint) is within `context_buffer_ratio` of the
 //!   compression trigger, with the `CompressContext` tool's invitation when it is offered;
@@ -52,21 +52,19 @@ use towerscope_core::{
 };
 
 use crate::compress::{COMPRESS_TOOL, RoundTokens};
-use crate::hint_config::HintConfig;
+use crate::hint_config::Hints;
 use crate::runtime::Runtime;
 
 /// Injects this round's hint, if any, and returns its `HINT_BLOCK` event when `events` are
 /// read (called once per round, by the reply loop, which sends the event). A round with nothing
 /// to tell reads the context back to the newest time it recorded and allocates nothing.
 pub(crate) fn inject(runtime: &Runtime, ctx: &AgentContext, events: bool) -> Option<AgentEvent> {
-    let cfg = runtime.hints.as_ref()?;
+    let hints = runtime.hints.as_ref()?;
+    let cfg = &hints.config;
     let now = cfg.clock.now();
     let inject_time = {
         let state = runtime.lock_state();
-        match last_time_hint(&state.context, &cfg.source) {
-            None => true,
-            Some(text) => recorded_time(text, cfg).is_none_or(|then| elapsed_too_long(then, now, cfg.time_interval)),
-        }
+        newest_time(&state.context, hints).is_none_or(|then| elapsed_too_long(then, now, cfg.time_interval))
     };
     let context_length = if ctx.iteration() == 0 {
         context_length(runtime, ctx)
@@ -102,6 +100,9 @@ pub(crate) fn inject(runtime: &Runtime, ctx: &AgentContext, events: bool) -> Opt
     }
     text.push_str(after);
     let block = HintBlock::new(text, Some(cfg.source.clone()));
+    if inject_time {
+        *recorded(hints) = Some((block.id.clone(), now));
+    }
     let event = (cfg.emit_event && events).then(|| {
         HintBlockEvent::new(
             ctx.reply_id(),
@@ -117,19 +118,38 @@ pub(crate) fn inject(runtime: &Runtime, ctx: &AgentContext, events: bool) -> Opt
     event
 }
 
-/// The text of the newest hint of this source that records a time.
-fn last_time_hint<'a>(context: &'a [std::sync::Arc<Msg>], source: &str) -> Option<&'a str> {
-    context
+/// The time the newest hint of this source that records one says (`None`: no such hint, or
+/// one whose time does not parse).
+fn newest_time(context: &[std::sync::Arc<Msg>], hints: &Hints) -> Option<SystemTime> {
+    let cfg = &hints.config;
+    let mut recorded = recorded(hints);
+    let ours = context
         .iter()
         .rev()
         .filter(|m| m.role == Role::Assistant)
         .flat_map(|m| m.content.iter().rev())
-        .find_map(|b| match b {
-            ContentBlock::Hint(h) if h.source.as_deref() == Some(source) => {
-                hint_text(&h.hint).filter(|t| t.contains("<current-time>"))
-            }
+        .filter_map(|b| match b {
+            ContentBlock::Hint(h) if h.source.as_deref() == Some(cfg.source.as_str()) => Some(h),
             _ => None,
-        })
+        });
+    for hint in ours {
+        if let Some((_, time)) = recorded.as_ref().filter(|(id, _)| *id == hint.id) {
+            return Some(*time);
+        }
+        let Some(time) = hint_text(&hint.hint).and_then(current_time) else {
+            continue; // a hint without the time (the context length only)
+        };
+        let parsed = cfg.timezone.parse(time);
+        if let Some(t) = parsed {
+            *recorded = Some((hint.id.clone(), t));
+        }
+        return parsed;
+    }
+    None
+}
+
+fn recorded(hints: &Hints) -> std::sync::MutexGuard<'_, Option<(towerscope_core::Id, SystemTime)>> {
+    hints.recorded.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn hint_text(hint: &HintContent) -> Option<&str> {
@@ -148,12 +168,6 @@ fn current_time(text: &str) -> Option<&str> {
     let start = text.find(OPEN)? + OPEN.len();
     let end = text[start..].find("</current-time>")? + start;
     Some(&text[start..end])
-}
-
-/// The time a hint recorded, read in the configured timezone (without a timezone database the
-/// offset of a timezone the hint names is not known).
-fn recorded_time(text: &str, cfg: &HintConfig) -> Option<SystemTime> {
-    cfg.timezone.parse(current_time(text)?)
 }
 
 fn elapsed_too_long(then: SystemTime, now: SystemTime, interval: Duration) -> bool {

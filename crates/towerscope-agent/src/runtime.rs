@@ -10,7 +10,7 @@ use towerscope_core::{
 };
 
 use crate::compress::TokenCounter;
-use crate::hint_config::HintConfig;
+use crate::hint_config::Hints;
 use crate::interrupt::Interrupt;
 use crate::positions::Positions;
 use crate::state::AgentState;
@@ -83,7 +83,7 @@ pub(crate) struct Runtime {
     /// The token counter, for tool-result truncation.
     pub(crate) counter: Arc<dyn TokenCounter>,
     /// The runtime-state hints (`None`: disabled, no work).
-    pub(crate) hints: Option<HintConfig>,
+    pub(crate) hints: Option<Hints>,
 }
 
 impl Runtime {

@@ -409,3 +409,36 @@ fn an_invalid_context_config_fails_the_build() {
         .unwrap_err();
     assert!(err.to_string().contains("trigger_ratio must be in (0, 0.9]"), "{err}");
 }
+
+#[tokio::test]
+async fn the_prompt_fold_runs_for_the_count_and_for_the_model_as_in_the_reference() {
+    let folds = Arc::new(AtomicUsize::new(0));
+    let fold = {
+        let folds = Arc::clone(&folds);
+        towerscope_core::prompt_fn(move |_ctx, prompt| {
+            folds.fetch_add(1, Ordering::Relaxed);
+            async move { Ok(prompt) }
+        })
+    };
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("1"), ScriptedResponse::text("2")]);
+    let plain = Agent::builder("a")
+        .model(model.clone())
+        .on_system_prompt(fold.clone())
+        .build()
+        .unwrap();
+    plain.reply(Msg::user("user", "one")).await.unwrap();
+    assert_eq!(
+        folds.load(Ordering::Relaxed),
+        1,
+        "no ContextConfig: only the model's input"
+    );
+    let compressing = Agent::builder("a")
+        .model(model)
+        .on_system_prompt(fold)
+        .context(ContextConfig::new())
+        .build()
+        .unwrap();
+    compressing.reply(Msg::user("user", "two")).await.unwrap();
+    // The count (compression), then the model's input; the hints reuse the count.
+    assert_eq!(folds.load(Ordering::Relaxed), 3);
+}
