@@ -415,6 +415,7 @@ fn positions(c: &mut Criterion) {
     bench_position(c, &rt, "on_check_permission", permission_impl, permission);
 
     let compress = CompressRequest {
+        config: None,
         ctx: ctx.clone(),
         instructions: None,
     };

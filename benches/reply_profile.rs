@@ -11,7 +11,9 @@
 //!
 //! Arguments: `--replies N` (default 2000), `--middlewares M` (pass-through middlewares on
 //! every position, default 0), `--streamed`, `--stream-reader` (read the event stream instead of
-//! `Agent::reply`), `--idle N` (instead: the bytes N idle agents hold, sharing one model and one
+//! `Agent::reply`), `--no-hints` (runtime-state hints off; they are on by default, and each
+//! reply of this scenario starts from a fresh state, so each is a first reply that tells the
+//! time), `--idle N` (instead: the bytes N idle agents hold, sharing one model and one
 //! toolkit, as a service holding many conversations does).
 
 use std::alloc::System;
@@ -187,6 +189,7 @@ fn main() {
     let middlewares: usize = arg("--middlewares").and_then(|n| n.parse().ok()).unwrap_or(0);
     let streamed = flag("--streamed");
     let read_stream = flag("--stream-reader");
+    let hints = !flag("--no-hints");
     let r = |resp: ScriptedResponse| if streamed { resp.streamed() } else { resp.whole() };
     let model = ScriptedModel::cycle(
         "scripted",
@@ -205,6 +208,9 @@ fn main() {
         }));
     for _ in 0..middlewares {
         builder = builder.middleware(FullPassThrough);
+    }
+    if !hints {
+        builder = builder.hints(towerscope::agent::HintConfig::disabled());
     }
     let agent = builder.build().expect("the agent builds");
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -238,7 +244,7 @@ fn main() {
     }
     let stats = region.change();
     println!(
-        "replies={replies} middlewares={middlewares} streamed={streamed} stream_reader={read_stream} \
+        "replies={replies} middlewares={middlewares} streamed={streamed} stream_reader={read_stream} hints={hints} \
          allocs_per_reply={:.1} bytes_per_reply={:.0}",
         (stats.allocations + stats.reallocations) as f64 / replies as f64,
         stats.bytes_allocated as f64 / replies as f64

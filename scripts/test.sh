@@ -11,7 +11,13 @@ cd "$(dirname "$0")/.."
 # Stopped by its PID however the tests end.
 collector_env="$(scripts/otlp-collector.sh start)"
 eval "$collector_env"
-trap 'kill -TERM "$OTLP_COLLECTOR_PID" 2>/dev/null || true; scripts/otlp-collector.sh stop' EXIT
+# The MCP test server (tests/mcp/server.py, Python `mcp` from PyPI, installed into
+# ~/.cache/towerscope/) over streamable HTTP on loopback for crates/towerscope-agent/tests/mcp.rs,
+# which also starts it over stdio; required, so a missing server fails those tests.
+mcp_env="$(scripts/mcp-server.sh start)"
+eval "$mcp_env"
+export TOWERSCOPE_REQUIRE_MCP=1
+trap 'kill -TERM "$OTLP_COLLECTOR_PID" "$MCP_SERVER_PID" 2>/dev/null || true; scripts/otlp-collector.sh stop; scripts/mcp-server.sh stop' EXIT
 
 # The official JSON-Schema-Test-Suite (draft 2020-12), fetched once into ~/.cache/towerscope/,
 # for crates/towerscope-agent/tests/json_schema_suite.rs; required, so a failed fetch fails the run.

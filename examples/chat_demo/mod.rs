@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use towerscope::prelude::*;
-use towerscope::{GenerationParams, ModelFuture, ToolResultState};
+use towerscope::{GenerationParams, Messages, ModelFuture, Role, ToolResultState};
 
 /// Get the current weather of a city.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -56,9 +56,12 @@ impl DemoModel {
         }
     }
 
-    fn respond(&self, last: Option<&Msg>) -> ScriptedResponse {
+    /// Answers the newest tool result of the conversation's last message, if it has one (the
+    /// agent's reply message, which also holds the runtime-state hint), else the newest user
+    /// message.
+    fn respond(&self, messages: &Messages) -> ScriptedResponse {
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
-        if let Some(result) = last.and_then(|m| m.tool_results().last()) {
+        if let Some(result) = messages.last().and_then(|m| m.tool_results().last()) {
             let output = result.output.text_content().unwrap_or_default();
             let text = match result.state {
                 ToolResultState::Success => format!("It is {output} right now."),
@@ -67,7 +70,12 @@ impl DemoModel {
             };
             return ScriptedResponse::text(text).chunk_delay(Duration::from_millis(20));
         }
-        let asked = last.and_then(Msg::text_content).unwrap_or_default();
+        let asked = messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
+            .and_then(Msg::text_content)
+            .unwrap_or_default();
         if asked.to_lowercase().contains("story") {
             return ScriptedResponse::text(STORY).chunk_delay(Duration::from_millis(150));
         }
@@ -95,7 +103,7 @@ impl ChatModel for DemoModel {
     }
 
     fn call(&self, request: ModelCallRequest) -> ModelFuture {
-        self.script.push(self.respond(request.messages.last().map(|m| &**m)));
+        self.script.push(self.respond(&request.messages));
         self.script.call(request)
     }
 }

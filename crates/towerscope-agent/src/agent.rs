@@ -13,7 +13,8 @@ use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use tower::ServiceExt;
 use towerscope_core::{
-    AgentContext, AgentError, EventStream, Id, Msg, Position, ReplyInput, ReplyItem, ReplyRequest, StructuredSchema,
+    AgentContext, AgentError, CompressRequest, ContextConfig, EventStream, HintBlock, Id, Msg, PermissionMode,
+    Position, ReplyInput, ReplyItem, ReplyRequest, StructuredSchema,
 };
 
 use crate::builder::AgentBuilder;
@@ -107,6 +108,39 @@ impl Agent {
         }
         *self.runtime.lock_state() = state;
         Ok(())
+    }
+
+    /// Runs the `on_compress_context` position now, as the reference's `compress_context`: with
+    /// `config` (or the agent's own [`ContextConfig`], set with
+    /// [`AgentBuilder::context`](crate::AgentBuilder::context); with neither, nothing happens),
+    /// the context is compressed if it is over the trigger; `instructions` guide the summary.
+    /// Fails while a reply is in progress (a reply compresses before each round itself).
+    pub async fn compress_context(
+        &self,
+        config: Option<ContextConfig>,
+        instructions: Option<HintBlock>,
+    ) -> Result<(), AgentError> {
+        if self.busy.load(Ordering::Acquire) {
+            return Err(AgentError::State(
+                "cannot compress the context while the agent is replying; the reply compresses before each round"
+                    .to_owned(),
+            ));
+        }
+        let (session_id, reply_id) = {
+            let state = self.runtime.lock_state();
+            (state.session_id.clone(), state.reply_context.reply_id.clone())
+        };
+        let request = CompressRequest {
+            ctx: AgentContext::new(Arc::clone(&self.runtime.name), session_id, reply_id),
+            instructions,
+            config: config.map(Arc::new),
+        };
+        self.runtime.positions.compress.clone().oneshot(request).await
+    }
+
+    /// Switches the permission mode (kept in the state; the next permission check uses it).
+    pub fn set_permission_mode(&self, mode: PermissionMode) {
+        self.runtime.lock_state().permission_mode = mode;
     }
 
     /// Adds messages to the context without replying, with the rules of [`reply`](Self::reply):

@@ -9,20 +9,22 @@ use tower::Layer;
 use tower::Service;
 
 use towerscope_core::{
-    ActingRequest, AgentError, ChatModel, CompressRequest, ErasedService, EventStream, Middleware, ModelCallRequest,
-    ModelOutput, ModelRef, Msg, PermissionDecision, PermissionRequest, PositionStacks, ReasoningRequest, ReplyRequest,
-    SystemPromptTransformer, ToolStream,
+    ActingRequest, AgentError, ChatModel, CompressRequest, ContextConfig, ErasedService, EventStream, Middleware,
+    ModelCallRequest, ModelOutput, ModelRef, Msg, PermissionDecision, PermissionMode, PermissionRequest,
+    PositionStacks, ReasoningRequest, ReplyRequest, SystemPromptTransformer, ToolStream,
 };
 
 use crate::agent::Agent;
-use crate::positions::{CallModel, DecidePermission, KeepContext, Positions, RunTool};
+use crate::compress::{CompressShared, CompressTool, Compressor, EstimateCounter, TokenCounter, UsageCounter};
+use crate::hint_config::HintConfig;
+use crate::positions::{CallModel, DecidePermission, Positions, RunTool};
 use crate::reasoning::ReasoningStep;
 use crate::reply::ReactLoop;
 use crate::runtime::{ReactConfig, Runtime};
 use crate::session::SessionStore;
 use crate::session::setup::SessionSetup;
 use crate::state::AgentState;
-use crate::toolkit::{Tool, Toolkit, ToolkitService};
+use crate::toolkit::{CompiledSchema, Tool, Toolkit, ToolkitService};
 
 macro_rules! position_method {
     ($(#[$doc:meta])* $method:ident, $field:ident, $req:ty, $resp:ty) => {
@@ -69,6 +71,10 @@ pub struct AgentBuilder {
     stacks: PositionStacks,
     state: Option<AgentState>,
     installed: Vec<Arc<dyn Any + Send + Sync>>,
+    context: Option<ContextConfig>,
+    counter: Option<Arc<dyn TokenCounter>>,
+    hints: HintConfig,
+    permission_mode: Option<PermissionMode>,
     /// What went wrong while building (reported by `build`).
     errors: Vec<String>,
     session: SessionSetup,
@@ -94,6 +100,10 @@ impl AgentBuilder {
             stacks: PositionStacks::new(),
             state: None,
             installed: Vec::new(),
+            context: None,
+            counter: None,
+            hints: HintConfig::default(),
+            permission_mode: None,
             errors: Vec::new(),
             session: SessionSetup::default(),
         }
@@ -172,6 +182,35 @@ impl AgentBuilder {
     /// The whole configuration.
     pub fn config(mut self, config: ReactConfig) -> Self {
         self.config = config;
+        self
+    }
+
+    /// Compresses the context as the reference does (see the [`compress`](crate::compress)
+    /// module): without it the agent never counts tokens nor compresses. Checked by
+    /// [`build`](Self::build).
+    pub fn context(mut self, config: ContextConfig) -> Self {
+        self.context = Some(config);
+        self
+    }
+
+    /// The token counter of context compression (default [`UsageCounter`]: the model's
+    /// reported usage of its last call plus the reference's estimate of what came after).
+    pub fn token_counter(mut self, counter: impl TokenCounter) -> Self {
+        self.counter = Some(Arc::new(counter));
+        self
+    }
+
+    /// The runtime-state hints (see the [`hints`](crate::hints) module; on by default, as in
+    /// the reference; [`HintConfig::disabled`] turns them off).
+    pub fn hints(mut self, hints: HintConfig) -> Self {
+        self.hints = hints;
+        self
+    }
+
+    /// The permission mode the agent starts in (default [`PermissionMode::Default`]; kept in
+    /// the state, where [`Agent::set_permission_mode`] changes it).
+    pub fn permission_mode(mut self, mode: PermissionMode) -> Self {
+        self.permission_mode = Some(mode);
         self
     }
 
@@ -275,25 +314,74 @@ impl AgentBuilder {
             return Err(AgentError::validation("structured_output_grace_iters must be > 0"));
         }
         self.session.check()?;
+        if let Some(context) = &self.context {
+            context
+                .validate()
+                .and_then(|()| {
+                    CompiledSchema::new(context.summary_schema.clone())
+                        .map(drop)
+                        .map_err(|e| e.to_string())
+                })
+                .map_err(|e| AgentError::validation(format!("agent '{}': ContextConfig: {e}", self.name)))?;
+        }
+        self.hints
+            .validate()
+            .map_err(|e| AgentError::validation(format!("agent '{}': HintConfig: {e}", self.name)))?;
         let toolkit = self.toolkit;
-        let state = Arc::new(Mutex::new(self.state.unwrap_or_default()));
+        let mut state = self.state.unwrap_or_else(|| AgentState {
+            activated_groups: toolkit.default_active_groups(),
+            ..AgentState::default()
+        });
+        if let Some(mode) = self.permission_mode {
+            state.permission_mode = mode;
+        }
+        let state = Arc::new(Mutex::new(state));
         let stacks = self.stacks;
+        let system_msg = stacks
+            .system_prompt
+            .is_empty()
+            .then(|| Arc::new(Msg::system("system", self.system_prompt.clone())));
+        let counter = self
+            .counter
+            .unwrap_or_else(|| Arc::new(UsageCounter::<EstimateCounter>::default()));
+        let context = self.context.map(Arc::new);
+        let model_call = stacks.model_call.build(CallModel);
+        let compress = stacks.compress_context.build(Compressor {
+            shared: Arc::new(CompressShared {
+                state: Arc::clone(&state),
+                model: Arc::clone(&model),
+                toolkit: Arc::clone(&toolkit),
+                system_prompt: self.system_prompt.clone(),
+                system_msg: system_msg.clone(),
+                fold: stacks.system_prompt.clone(),
+                counter: Arc::clone(&counter),
+                config: context.clone(),
+                clock: self.hints.clock.clone(),
+                timezone: self.hints.timezone.clone(),
+            }),
+            model_call: model_call.clone(),
+        });
+        let compress_tool = context.as_ref().filter(|c| c.compression_tool).map(|c| CompressTool {
+            compress: compress.clone(),
+            state: Arc::clone(&state),
+            config: Arc::clone(c),
+        });
         let positions = Positions {
-            model_call: stacks.model_call.build(CallModel),
+            model_call,
             acting: stacks.acting.build(RunTool {
                 toolkit: ToolkitService::new(Arc::clone(&toolkit)),
+                compress: compress_tool,
             }),
             permission: stacks.check_permission.build(DecidePermission {
                 state: Arc::clone(&state),
                 toolkit: Arc::clone(&toolkit),
                 default: self.config.default_permission.clone(),
             }),
-            compress: stacks.compress_context.build(KeepContext),
+            compress,
         };
-        let system_head = stacks
-            .system_prompt
-            .is_empty()
-            .then(|| -> Arc<[Arc<Msg>]> { Arc::from([Arc::new(Msg::system("system", self.system_prompt.clone()))]) });
+        let system_head = system_msg
+            .as_ref()
+            .map(|m| -> Arc<[Arc<Msg>]> { Arc::from([Arc::clone(m)]) });
         let events_optional = stacks.reply.is_empty() && stacks.reasoning.is_empty();
         let runtime = Arc::new(Runtime {
             name: Arc::from(self.name),
@@ -310,6 +398,9 @@ impl AgentBuilder {
             positions,
             mailbox: crate::observe::Mailbox::default(),
             installed: self.installed,
+            context,
+            counter,
+            hints: self.hints.enabled.then(|| crate::hint_config::Hints::new(self.hints)),
         });
         let reasoning = stacks.reasoning.build(ReasoningStep {
             runtime: Arc::clone(&runtime),

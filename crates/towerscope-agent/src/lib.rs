@@ -7,7 +7,8 @@
 //! ```text
 //! on_reply                         the whole reply (this crate's reply loop is its innermost service)
 //!  └─ each round:
-//!      on_compress_context
+//!      on_compress_context         count the input, compress over the threshold (`compress`)
+//!      (runtime-state hint)        `<system-reminder>` time / context length, HINT_BLOCK (`hints`)
 //!      on_reasoning                MODEL_CALL_START … MODEL_CALL_END, candidate final message
 //!       ├─ on_system_prompt        fold over the system prompt
 //!       └─ on_model_call           the chat model
@@ -19,8 +20,16 @@
 //! The loop follows AgentScope 2.x (`_reply_impl`, `_next_action`, `_reasoning_impl`). Where it
 //! deliberately differs, the difference is documented where it happens:
 //!
-//! - tools are allowed unless a rule or the tool says otherwise ([`ReactConfig::default_permission`]);
-//!   the reference asks the user for every custom tool;
+//! - **the default permission**: in the `Default` permission mode a tool no rule and no check
+//!   of the tool covers is allowed ([`ReactConfig::default_permission`]), where the reference
+//!   asks the user; destructive tools (MCP tools without annotations among them) and calls that
+//!   require confirmation are still asked about. Kept deliberately: a towerscope tool is code its
+//!   developer registered, and the modes give the stricter behaviours (`Explore`, `DontAsk`,
+//!   `default_permission(Ask)` for the reference's). See [`permission`];
+//! - context compression is opt-in ([`AgentBuilder::context`]): an agent without a
+//!   [`ContextConfig`] never counts tokens (the reference always has one); the summary call
+//!   goes through `on_model_call`, so retry, fallback, rate limits and tracing cover it;
+//! - timezones are fixed offsets with a name ([`clock::Timezone`]): no timezone database;
 //! - an `on_acting` stack that ends without a final `ToolResponse`, or fails, closes the call
 //!   with an error result (the reference loops forever, or raises);
 //! - a reply whose stream is dropped leaves no call without a result: the next reply closes
@@ -64,15 +73,24 @@
 //! # Ok(()) }
 //! ```
 
-// Modules, top to bottom: each imports only modules below it (the agent and its builder are the
-// one pair that know each other).
+// Modules import only modules below them (the agent and its builder are the one pair that know
+// each other). Top to bottom: agent, builder > reply > reasoning, acting, resume, hints >
+// runtime, emit > positions > permission, compress, mcp > hint_config, toolkit, state, clock,
+// structured, generator, interrupt.
 mod acting;
 mod agent;
 mod builder;
+pub mod clock;
+pub mod compress;
 mod emit;
 mod generator;
+mod hint_config;
+pub mod hints;
 mod interrupt;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod observe;
+pub mod permission;
 mod positions;
 mod reasoning;
 mod reply;
@@ -85,5 +103,7 @@ pub mod toolkit;
 
 pub use agent::{Agent, ReplyStream, structured_value};
 pub use builder::AgentBuilder;
+pub use hint_config::{DEFAULT_HINT_SOURCE, DEFAULT_HINT_TEMPLATE, HintConfig};
 pub use runtime::ReactConfig;
 pub use state::{AgentState, ReplyContext};
+pub use towerscope_core::{ContextConfig, PermissionMode};

@@ -5,8 +5,8 @@
 //! |-----------------------|--------------------|---------------------------------------------------|
 //! | `on_model_call`       | [`CallModel`]      | calls the request's model                         |
 //! | `on_acting`           | [`RunTool`]        | runs a toolkit tool, or takes structured output   |
-//! | `on_check_permission` | [`DecidePermission`] | rules, the tool's own check, the default        |
-//! | `on_compress_context` | [`KeepContext`]    | nothing yet (a custom compressor hooks here)      |
+//! | `on_check_permission` | [`DecidePermission`] | the permission engine (`permission`)            |
+//! | `on_compress_context` | [`Compressor`]     | counts, and compresses over the threshold (`compress`) |
 //!
 //! `on_reply` and `on_reasoning` are owned by the [`Agent`](crate::Agent) and the reply loop:
 //! their innermost services need the runtime that holds these.
@@ -22,21 +22,27 @@ use serde_json::{Map, Value};
 use tower::Service;
 use towerscope_core::{
     ActingRequest, AgentError, ChatResponse, ChatStream, CompressRequest, ModelCallRequest, ModelFuture, ModelOutput,
-    PermissionBehavior, PermissionDecision, PermissionRequest, Position, ToolCallState, ToolItem, ToolResponse,
-    ToolStream,
+    PermissionDecision, PermissionRequest, Position, ToolItem, ToolResponse, ToolStream,
 };
 
+use crate::compress::{self, CompressTool, Compressor};
 use crate::state::AgentState;
 use crate::structured;
 use crate::toolkit::{Toolkit, ToolkitService};
 
+/// The built `on_model_call` position.
+pub(crate) type ModelCallPosition = Position<CallModel, ModelCallRequest, ModelOutput>;
+
+/// The built `on_compress_context` position.
+pub(crate) type CompressPosition = Position<Compressor<ModelCallPosition>, CompressRequest, ()>;
+
 /// The built per-round positions of one agent: each the innermost service itself when nothing
 /// is installed, or the erased stack around it.
 pub(crate) struct Positions {
-    pub(crate) model_call: Position<CallModel, ModelCallRequest, ModelOutput>,
+    pub(crate) model_call: ModelCallPosition,
     pub(crate) acting: Position<RunTool, ActingRequest, ToolStream>,
     pub(crate) permission: Position<DecidePermission, PermissionRequest, PermissionDecision>,
-    pub(crate) compress: Position<KeepContext, CompressRequest, ()>,
+    pub(crate) compress: CompressPosition,
 }
 
 /// Calls the model named in the request. A streamed answer that ends without its final
@@ -114,11 +120,13 @@ impl Stream for RequireFinalChunk {
     }
 }
 
-/// Runs a tool: one of the toolkit's, or the reply's structured-output tool, whose validated
-/// arguments come back in the response's metadata under [`structured::OUTPUT_KEY`].
+/// Runs a tool: one of the toolkit's, the reply's structured-output tool, whose validated
+/// arguments come back in the response's metadata under [`structured::OUTPUT_KEY`], or the
+/// `CompressContext` tool when the agent offers it.
 #[derive(Clone)]
 pub(crate) struct RunTool {
     pub(crate) toolkit: ToolkitService,
+    pub(crate) compress: Option<CompressTool<CompressPosition>>,
 }
 
 impl Service<ActingRequest> for RunTool {
@@ -132,6 +140,13 @@ impl Service<ActingRequest> for RunTool {
 
     fn call(&mut self, req: ActingRequest) -> Self::Future {
         if req.tool_call.name != structured::TOOL_NAME {
+            if let Some(tool) = self
+                .compress
+                .as_ref()
+                .filter(|_| req.tool_call.name == compress::COMPRESS_TOOL)
+            {
+                return std::future::ready(Ok(tool.run(req)));
+            }
             return self.toolkit.call(req);
         }
         let response = match &*req.input {
@@ -153,8 +168,7 @@ impl Service<ActingRequest> for RunTool {
     }
 }
 
-/// Decides whether a tool call may run: rules of the state, the tool's own opinion, read-only
-/// tools, then the configured default.
+/// Decides whether a tool call may run: the permission engine, in the state's mode.
 #[derive(Clone)]
 pub(crate) struct DecidePermission {
     pub(crate) state: Arc<Mutex<AgentState>>,
@@ -178,65 +192,6 @@ impl Service<PermissionRequest> for DecidePermission {
 
 impl DecidePermission {
     fn decide(&self, req: &PermissionRequest) -> PermissionDecision {
-        if req.tool_call.state == ToolCallState::Allowed {
-            return PermissionDecision::Allow;
-        }
-        let name = req.tool_call.name.as_str();
-        {
-            let state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if state.has_rule(name, PermissionBehavior::Deny) {
-                return PermissionDecision::Deny {
-                    message: format!("The tool '{name}' is denied by a permission rule."),
-                };
-            }
-            if state.has_rule(name, PermissionBehavior::Ask) {
-                return PermissionDecision::Ask {
-                    suggested_rules: vec![suggested_rule(name)],
-                };
-            }
-        }
-        if let Some(decision) = self.toolkit.get(name).and_then(|t| t.check_permission(&req.input)) {
-            return decision;
-        }
-        if req.tool.read_only {
-            return PermissionDecision::Allow;
-        }
-        let allowed = {
-            let state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            state.has_rule(name, PermissionBehavior::Allow)
-        };
-        if allowed {
-            return PermissionDecision::Allow;
-        }
-        match &self.default {
-            PermissionDecision::Ask { .. } => PermissionDecision::Ask {
-                suggested_rules: vec![suggested_rule(name)],
-            },
-            other => other.clone(),
-        }
-    }
-}
-
-/// The reference's default suggestion: allow this tool from now on.
-pub(crate) fn suggested_rule(tool_name: &str) -> towerscope_core::PermissionRule {
-    towerscope_core::PermissionRule::new(tool_name, PermissionBehavior::Allow, "suggested")
-}
-
-/// Context compression. Summarising by the model is not implemented yet; the position exists
-/// so that middleware (a custom compressor, a guard) can be installed on it.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct KeepContext;
-
-impl Service<CompressRequest> for KeepContext {
-    type Response = ();
-    type Error = AgentError;
-    type Future = Ready<Result<(), AgentError>>;
-
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), AgentError>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, _req: CompressRequest) -> Self::Future {
-        std::future::ready(Ok(()))
+        crate::permission::decide(&self.state, &self.toolkit, &self.default, req)
     }
 }

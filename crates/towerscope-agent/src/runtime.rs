@@ -6,10 +6,12 @@ use std::any::Any;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use towerscope_core::{
-    AgentContext, AgentError, ContentBlock, Messages, ModelRef, Msg, ObserveHook, PermissionDecision, Role,
-    SystemPromptFold,
+    AgentContext, AgentError, ContentBlock, ContextConfig, Messages, ModelRef, Msg, ObserveHook, PermissionDecision,
+    Role, SystemPromptFold,
 };
 
+use crate::compress::TokenCounter;
+use crate::hint_config::Hints;
 use crate::interrupt::Interrupt;
 use crate::observe::Mailbox;
 use crate::positions::Positions;
@@ -30,11 +32,13 @@ pub struct ReactConfig {
     /// closing events and the interruption message (the reference's
     /// `interruption_raise_cancelled_error`; default `false`: the stream just ends).
     pub error_after_interrupt: bool,
-    /// The decision for a tool no rule and no tool-specific check covers.
+    /// The decision, in the `Default` permission mode, for a call no rule and no check of the
+    /// tool covers (default [`PermissionDecision::Allow`]).
     ///
-    /// The reference asks the user for every custom function tool. towerscope allows them by
-    /// default, so a plain agent runs its tools; set [`PermissionDecision::Ask`] to confirm
-    /// every call (human in the loop).
+    /// The reference asks the user about every such call. towerscope allows it, so a plain agent
+    /// runs the tools its developer registered; destructive tools and calls that require
+    /// confirmation are still asked about (see the [`permission`](crate::permission) module).
+    /// [`PermissionDecision::Ask`] gives the reference's behaviour (human in the loop).
     pub default_permission: PermissionDecision,
 }
 
@@ -81,6 +85,12 @@ pub(crate) struct Runtime {
     pub(crate) mailbox: Mailbox,
     /// The middleware installed with `AgentBuilder::middleware`, for `Agent::middleware`.
     pub(crate) installed: Vec<Arc<dyn Any + Send + Sync>>,
+    /// The agent's compression settings (`None`: no counting, no compression).
+    pub(crate) context: Option<Arc<ContextConfig>>,
+    /// The token counter, for tool-result truncation.
+    pub(crate) counter: Arc<dyn TokenCounter>,
+    /// The runtime-state hints (`None`: disabled, no work).
+    pub(crate) hints: Option<Hints>,
 }
 
 impl Runtime {

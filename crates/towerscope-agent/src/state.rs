@@ -29,8 +29,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use towerscope_core::{
-    ContentBlock, Id, Messages, Msg, PermissionBehavior, PermissionRule, Role, ToolCallBlock, ToolCallState,
-    ToolResultBlock, Usage,
+    ContentBlock, Id, Messages, Msg, PermissionBehavior, PermissionMode, PermissionRule, Role, ToolCallBlock,
+    ToolCallState, ToolResultBlock, Usage,
 };
 
 /// The reply in progress (or the last one).
@@ -67,6 +67,20 @@ impl Default for ReplyContext {
     }
 }
 
+/// The size of the model input at the end of the model's last call, as the model reported it
+/// (what [`UsageCounter`](crate::compress::UsageCounter) starts from).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastCall {
+    /// Input plus output tokens of that call.
+    pub tokens: u64,
+    /// The index in the context of the message holding the answer.
+    pub msg_index: usize,
+    /// That message's id.
+    pub msg_id: Id,
+    /// How many blocks that message had once the answer was stored.
+    pub blocks: usize,
+}
+
 /// The agent's whole state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentState {
@@ -89,6 +103,13 @@ pub struct AgentState {
     /// Permission rules (accepted suggestions and configured rules).
     #[serde(default)]
     pub permission_rules: Vec<PermissionRule>,
+    /// How tool calls are allowed (the reference's permission modes).
+    #[serde(default)]
+    pub permission_mode: PermissionMode,
+    /// The model's reported usage of its last call and where its answer ends, for the default
+    /// token counter (not saved: a restored agent estimates until its next call).
+    #[serde(skip)]
+    pub(crate) last_call: Option<LastCall>,
 }
 
 impl Default for AgentState {
@@ -101,6 +122,8 @@ impl Default for AgentState {
             reply_context: ReplyContext::default(),
             activated_groups: Vec::new(),
             permission_rules: Vec::new(),
+            permission_mode: PermissionMode::default(),
+            last_call: None,
         }
     }
 }

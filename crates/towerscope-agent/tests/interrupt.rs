@@ -10,6 +10,7 @@ use std::time::Duration;
 use common::{assert_consistent, collect};
 use futures_util::StreamExt;
 use towerscope_agent::Agent;
+use towerscope_agent::HintConfig;
 use towerscope_agent::toolkit::FunctionTool;
 use towerscope_core::{
     AgentError, AgentEvent, ContentBlock, MediaBlock, ModelFinishedReason, Msg, ReplyFinishedReason, ReplyItem, Role,
@@ -58,7 +59,11 @@ async fn interrupt_during_a_model_call() {
             ScriptedResponse::text("again"),
         ],
     );
-    let agent = Agent::builder("a").model(model).build().unwrap();
+    let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
+        .model(model)
+        .build()
+        .unwrap();
     assert!(!agent.interrupt(), "nothing to interrupt while idle");
     let start = tokio::time::Instant::now();
     let running = tokio::spawn({
@@ -112,7 +117,12 @@ async fn interrupt_during_a_tool_closes_the_call() {
         })
     };
     let model = ScriptedModel::new("m", [ScriptedResponse::tool_call("c1", "wait", r#"{"secs": 60}"#)]);
-    let agent = Agent::builder("a").model(model).tool(tool).build().unwrap();
+    let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
+        .model(model)
+        .tool(tool)
+        .build()
+        .unwrap();
     let running = tokio::spawn({
         let agent = agent.clone();
         async move { collect(agent.reply_stream(Msg::user("user", "wait a minute"))).await }
@@ -155,7 +165,11 @@ async fn interrupt_during_a_streamed_answer_keeps_the_partial_answer() {
         [ScriptedResponse::text("one two three four five").chunk_delay(Duration::from_secs(1))],
     )
     .streaming(true);
-    let agent = Agent::builder("a").model(model).build().unwrap();
+    let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
+        .model(model)
+        .build()
+        .unwrap();
     let running = tokio::spawn({
         let agent = agent.clone();
         async move { collect(agent.reply_stream(Msg::user("user", "count"))).await }
@@ -206,7 +220,11 @@ async fn dropping_the_stream_mid_answer_keeps_what_was_streamed() {
         ],
     )
     .streaming(true);
-    let agent = Agent::builder("a").model(model.clone()).build().unwrap();
+    let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
+        .model(model.clone())
+        .build()
+        .unwrap();
     let mut stream = agent.reply_stream(Msg::user("user", "go"));
     let mut deltas = 0;
     while let Some(item) = stream.next().await {
@@ -234,7 +252,12 @@ async fn a_tool_interrupted_while_running_is_stored_as_a_text_block() {
         "waited"
     });
     let model = ScriptedModel::new("m", [ScriptedResponse::tool_call("c1", "wait", r#"{"secs": 60}"#)]);
-    let agent = Agent::builder("a").model(model).tool(tool).build().unwrap();
+    let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
+        .model(model)
+        .tool(tool)
+        .build()
+        .unwrap();
     let running = tokio::spawn({
         let agent = agent.clone();
         async move { collect(agent.reply_stream(Msg::user("user", "wait"))).await }
@@ -266,6 +289,7 @@ async fn a_tool_interrupted_while_running_is_stored_as_a_text_block() {
 async fn error_after_interrupt_ends_the_stream_with_interrupted() {
     let model = ScriptedModel::new("m", [ScriptedResponse::text("slow").delay(Duration::from_secs(30))]);
     let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
         .model(model)
         .error_after_interrupt(true)
         .build()

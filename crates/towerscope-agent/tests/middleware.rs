@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::{StreamExt, stream};
 use towerscope_agent::Agent;
+use towerscope_agent::HintConfig;
 use towerscope_core::{
     AgentError, ChatResponse, ContentBlock, ErasedLayer, EventStream, Middleware, ModelCallLayer, ModelCallRequest,
     ModelOutput, Msg, Next, ReasoningLayer, ReasoningRequest, ReplyItem, ReplyLayer, ReplyRequest,
@@ -72,6 +73,7 @@ fn text_model(text: &str) -> ScriptedModel {
 async fn on_reply_onion_order_matches_the_reference_log() {
     let log: Log = Log::default();
     let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
         .model(text_model("hi"))
         .on_reply(from_fn(reply_logger("mw1", Arc::clone(&log))))
         .on_reply(from_fn(reply_logger("mw2", Arc::clone(&log))))
@@ -103,6 +105,7 @@ async fn on_reasoning_sees_the_candidate_message() {
         )
     };
     let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
         .model(text_model("hi"))
         .on_reasoning(logger("mw1", Arc::clone(&log)))
         .on_reasoning(logger("mw2", Arc::clone(&log)))
@@ -156,6 +159,7 @@ fn model_logger(
 async fn on_model_call_non_streaming_order() {
     let log: Log = Log::default();
     let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
         .model(text_model("hi"))
         .on_model_call(from_fn(model_logger("mw1", Arc::clone(&log), true)))
         .on_model_call(from_fn(model_logger("mw2", Arc::clone(&log), true)))
@@ -170,6 +174,7 @@ async fn on_model_call_streamed_chunks_reach_the_innermost_first() {
     let log: Log = Log::default();
     // "a b" streams as two delta chunks plus the final is_last chunk: three chunks.
     let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
         .model(ScriptedModel::new("m", [ScriptedResponse::text("a b")]))
         .on_model_call(from_fn(model_logger("mw1", Arc::clone(&log), true)))
         .on_model_call(from_fn(model_logger("mw2", Arc::clone(&log), true)))
@@ -207,6 +212,7 @@ async fn a_layer_overrides_one_field_and_the_rest_passes_through() {
         next.run(req)
     });
     let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
         .system_prompt("sys")
         .model(primary.clone())
         .tool(towerscope_agent::toolkit::FunctionTool::new(
@@ -241,6 +247,7 @@ async fn a_layer_short_circuits_the_model() {
         },
     );
     let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
         .model(model.clone())
         .on_model_call(cache)
         .build()
@@ -272,6 +279,7 @@ async fn a_layer_calls_the_inner_service_twice() {
         )
     };
     let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
         .model(primary.clone())
         .on_model_call(fallback)
         .build()
@@ -345,6 +353,7 @@ impl Middleware for Everywhere {
 async fn one_middleware_on_four_positions() {
     let log: Log = Log::default();
     let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
         .model(text_model("hi"))
         .middleware(Everywhere(Arc::clone(&log)))
         .build()

@@ -5,6 +5,7 @@ mod common;
 
 use common::{assert_consistent, collect, results};
 use towerscope_agent::Agent;
+use towerscope_agent::HintConfig;
 use towerscope_agent::toolkit::FunctionTool;
 use towerscope_core::{
     AgentError, AgentEvent, ContentBlock, Msg, ReplyFinishedReason, Role, ToolChoice, ToolChoiceMode, ToolResultState,
@@ -27,6 +28,7 @@ fn add_tool() -> FunctionTool {
 
 fn agent(model: &ScriptedModel) -> Agent {
     Agent::builder("assistant")
+        .hints(HintConfig::disabled())
         .system_prompt("You are helpful.")
         .model(model.clone())
         .tool(add_tool())
@@ -145,6 +147,7 @@ async fn tool_round_then_answer() {
 async fn what_the_model_received() {
     let model = ScriptedModel::new("m", [ScriptedResponse::text("ok")]);
     let agent = Agent::builder("assistant")
+        .hints(HintConfig::disabled())
         .system_prompt("Base.")
         .model(model.clone())
         .tool(add_tool())
@@ -171,6 +174,7 @@ async fn forced_final_round_at_max_iters() {
     let call = |id: &str| ScriptedResponse::tool_call(id, "add", r#"{"a":1,"b":1}"#);
     let model = ScriptedModel::new("m", [call("c1"), call("c2"), ScriptedResponse::text("summary")]);
     let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
         .model(model.clone())
         .tool(add_tool())
         .max_iters(2)
@@ -210,6 +214,7 @@ async fn forced_round_that_still_calls_tools_ends_exceeded() {
     let call = |id: &str| ScriptedResponse::tool_call(id, "add", r#"{"a":1,"b":1}"#);
     let model = ScriptedModel::new("m", [call("c1"), call("c2")]);
     let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
         .model(model.clone())
         .tool(add_tool())
         .max_iters(1)
@@ -229,6 +234,7 @@ async fn forced_round_that_still_calls_tools_ends_exceeded() {
 async fn max_iters_zero_forces_the_first_call() {
     let model = ScriptedModel::new("m", [ScriptedResponse::text("direct")]);
     let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
         .model(model.clone())
         .tool(add_tool())
         .max_iters(0)

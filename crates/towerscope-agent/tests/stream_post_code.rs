@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::{StreamExt, stream};
 use towerscope_agent::Agent;
+use towerscope_agent::HintConfig;
 use towerscope_agent::toolkit::FunctionTool;
 use towerscope_core::{
     ActingNext, ActingRequest, AgentError, ChatResponse, ModelCallNext, ModelCallRequest, ModelOutput, Msg, ToolItem,
@@ -97,6 +98,7 @@ async fn model_call_layers_see_pre_chunks_and_post_in_onion_order() {
     let log = Log::default();
     let model = ScriptedModel::new("m", [ScriptedResponse::text("one two")]).streaming(true);
     let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
         .model(model)
         .on_model_call(from_fn(model_logger("outer", Arc::clone(&log))))
         .on_model_call(from_fn(model_logger("inner", Arc::clone(&log))))
@@ -131,6 +133,7 @@ async fn acting_layers_see_pre_items_and_post_in_onion_order() {
         ],
     );
     let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
         .model(model)
         .tool(FunctionTool::new(
             "add",
@@ -162,6 +165,7 @@ async fn an_error_after_the_final_chunk_rejects_the_answer() {
     // A guardrail that reads the whole answer and rejects it after the last chunk.
     let model = ScriptedModel::new("m", [ScriptedResponse::text("forbidden words")]).streaming(true);
     let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
         .model(model)
         .on_model_call(from_fn(|req: ModelCallRequest, next: ModelCallNext| async move {
             match next.run(req).await? {

@@ -30,6 +30,7 @@
 
 pub mod chat;
 pub mod context;
+pub mod context_config;
 pub mod error;
 pub mod event;
 pub mod from_fn;
@@ -46,6 +47,7 @@ pub use chat::{
     ChatResponse, ChatUsage, ModelFinishedReason, RESTART_EVENT, RESTART_KEY, ToolChoice, ToolChoiceMode, ToolSchema,
 };
 pub use context::{AgentContext, Extensions};
+pub use context_config::ContextConfig;
 pub use error::{AgentError, BoxError, ErrorSource, LimitKind, TimeoutKind};
 pub use event::*;
 pub use from_fn::{
@@ -55,8 +57,8 @@ pub use from_fn::{
 pub use id::{Id, Timestamp};
 pub use message::{
     ContentBlock, DataBlock, DataSource, ErrorInfo, HintBlock, HintContent, MediaBlock, Messages, Msg,
-    PermissionBehavior, PermissionRule, ReplyFinishedReason, Role, TextBlock, ThinkingBlock, ToolCallBlock,
-    ToolCallState, ToolOutput, ToolResultBlock, ToolResultState, Usage,
+    PermissionBehavior, PermissionMode, PermissionRule, ReplyFinishedReason, Role, TextBlock, ThinkingBlock,
+    ToolCallBlock, ToolCallState, ToolOutput, ToolResultBlock, ToolResultState, Usage,
 };
 pub use middleware::{Middleware, ObserveHook, PositionStacks};
 pub use model::{ChatModel, ChatStream, GenerationParams, ModelFuture, ModelOutput, ModelRef};

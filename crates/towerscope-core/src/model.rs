@@ -161,6 +161,12 @@ pub trait ChatModel: Send + Sync + fmt::Debug + 'static {
         &NO_PARAMS
     }
 
+    /// The model's context window in tokens, for context compression (default 32 768, the
+    /// reference's default).
+    fn context_size(&self) -> u64 {
+        32_768
+    }
+
     /// The provider's host, for `server.address` (never with credentials).
     fn server_address(&self) -> Option<&str> {
         None

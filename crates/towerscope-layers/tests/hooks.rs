@@ -144,7 +144,13 @@ async fn hooks_see_and_replace_every_step_in_order() {
     );
     // What the replacements changed.
     let requests = model.requests();
-    let question = requests[0].messages.last().and_then(|m| m.text_content());
+    // The user's question, the last user message (the runtime-state hint follows it).
+    let question = requests[0]
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == towerscope_core::Role::User)
+        .and_then(|m| m.text_content());
     assert_eq!(question.as_deref(), Some("Weather? (in Paris)"));
     assert_eq!(
         requests[0].tool_choice.as_ref().map(|c| c.mode.clone()),

@@ -48,11 +48,14 @@ fn calculator(tracing: TracingMiddleware) -> Agent {
     )
     .provider_name("openai")
     .parameters(params());
+    // Without runtime-state hints: the spans' input messages are the conversation itself (a
+    // hint-only assistant message would show as `"parts": []`, as in the reference).
     Agent::builder("calculator")
         .system_prompt("You add numbers.")
         .model(model)
         .tool(add_tool())
         .middleware(tracing)
+        .hints(towerscope_agent::HintConfig::disabled())
         .build()
         .unwrap()
 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::line;
+use common::{hint_only, line};
 use futures_util::StreamExt;
 use towerscope_agent::Agent;
 use towerscope_agent::toolkit::FunctionTool;
@@ -22,8 +22,11 @@ fn says(text: &str) -> ScriptedModel {
     ScriptedModel::new("m", [ScriptedResponse::text(text)])
 }
 
+/// The newest message the model's first call received, past the member's own reply that holds
+/// only its runtime-state hint.
 fn last_seen(model: &ScriptedModel) -> String {
-    line(model.requests()[0].messages.last().unwrap())
+    let request = &model.requests()[0];
+    line(request.messages.iter().rev().find(|m| !hint_only(m)).unwrap())
 }
 
 #[tokio::test]

@@ -30,7 +30,9 @@ use towerscope_core::{
     ToolResultStartEvent, ToolResultState, ToolResultTextDeltaEvent,
 };
 
+use crate::compress;
 use crate::emit::Emitter;
+use crate::permission::AskedRules;
 use crate::runtime::Runtime;
 use crate::structured;
 
@@ -53,11 +55,16 @@ pub(crate) async fn execute(
     runtime: &Arc<Runtime>,
     ctx: &AgentContext,
     call: ToolCallBlock,
+    asked: Option<&AskedRules>,
     emit: &Emitter,
 ) -> Result<(), AgentError> {
     let reply_id = ctx.reply_id();
-    let is_structured = call.name == structured::TOOL_NAME;
-    let prepared = if is_structured {
+    let is_compress = call.name == compress::COMPRESS_TOOL && compress_tool_offered(runtime);
+    // The agent's own tools (structured output, compression) are allowed without asking.
+    let is_builtin = call.name == structured::TOOL_NAME || is_compress;
+    let prepared = if is_compress {
+        prepare_compress(&call)
+    } else if call.name == structured::TOOL_NAME {
         prepare_structured(runtime, &call)
     } else {
         let groups = if runtime.toolkit.has_groups() {
@@ -76,7 +83,7 @@ pub(crate) async fn execute(
     };
 
     let call = Arc::new(call);
-    let decision = if is_structured {
+    let decision = if is_builtin {
         PermissionDecision::Allow
     } else {
         let request = PermissionRequest {
@@ -99,6 +106,16 @@ pub(crate) async fn execute(
     };
     match decision {
         PermissionDecision::Ask { suggested_rules } => {
+            let safety = || {
+                runtime
+                    .toolkit
+                    .get(&call.name)
+                    .is_some_and(|t| t.requires_confirmation(&input))
+            };
+            if asked.is_some_and(|a| a.repeats(&call, &suggested_rules, safety())) {
+                // An earlier call of the batch asks the same: this one waits, undecided.
+                return Ok(());
+            }
             let parked = {
                 let mut state = runtime.lock_state();
                 state.tail_call_mut(&call.id).map(|c| {
@@ -135,6 +152,24 @@ pub(crate) async fn execute(
             run_tool(runtime, ctx, call, info, input, emit).await
         }
     }
+}
+
+/// Whether the agent offers the `CompressContext` tool.
+pub(crate) fn compress_tool_offered(runtime: &Runtime) -> bool {
+    runtime.context.as_ref().is_some_and(|c| c.compression_tool)
+}
+
+fn prepare_compress(call: &ToolCallBlock) -> Result<(Arc<ToolInfo>, Value), String> {
+    let input = crate::toolkit::parse_input(&call.name, &call.input, &serde_json::json!({"type": "object"}))?;
+    let schema = compress::tool_schema();
+    let info = ToolInfo {
+        name: schema.name,
+        description: schema.description,
+        concurrency_safe: false,
+        read_only: false,
+        external: false,
+    };
+    Ok((Arc::new(info), input))
 }
 
 fn prepare_structured(runtime: &Runtime, call: &ToolCallBlock) -> Result<(Arc<ToolInfo>, Value), String> {
@@ -253,8 +288,11 @@ async fn run_tool(
     });
     apply_effects(runtime, &call, &mut response);
     let state = response.state;
-    let result = ToolResultBlock::new(&call.id, &call.name, ToolOutput::Blocks(response.content), state)
+    let mut result = ToolResultBlock::new(&call.id, &call.name, ToolOutput::Blocks(response.content), state)
         .with_metadata(response.metadata.clone());
+    if let Some(config) = &runtime.context {
+        compress::truncate_result(&mut result, &*runtime.counter, config);
+    }
     runtime.lock_state().save_result(&runtime.name, reply_id, result);
     let metadata = response.metadata;
     emit.event(|| ToolResultEndEvent::new(reply_id, &call.id, state, metadata).into())

@@ -16,6 +16,7 @@ use towerscope_core::{AgentContext, AgentError, ReplyItem, ToolCallBlock};
 
 use crate::emit::Emitter;
 use crate::generator::Generator;
+use crate::permission::AskedRules;
 use crate::runtime::Runtime;
 use crate::structured;
 
@@ -25,8 +26,9 @@ pub(crate) use call::{INTERRUPTED_CALL_TEXT, interrupted_output, panic_text};
 pub(crate) fn batches(runtime: &Runtime, calls: Vec<ToolCallBlock>) -> Vec<(bool, Vec<ToolCallBlock>)> {
     let mut out: Vec<(bool, Vec<ToolCallBlock>)> = Vec::new();
     for call in calls {
-        let safe =
-            call.name == structured::TOOL_NAME || runtime.toolkit.get(&call.name).is_none_or(|t| t.concurrency_safe());
+        let safe = call.name == structured::TOOL_NAME
+            || (runtime.toolkit.get(&call.name).is_none_or(|t| t.concurrency_safe())
+                && !(call.name == crate::compress::COMPRESS_TOOL && call::compress_tool_offered(runtime)));
         match out.last_mut() {
             Some((kind, batch)) if *kind == safe => batch.push(call),
             _ => out.push((safe, vec![call])),
@@ -48,7 +50,7 @@ pub(crate) async fn run_batch(
     if !concurrent || calls.len() == 1 {
         for call in calls {
             let id = call.id.clone();
-            call::execute(runtime, ctx, call, emit).await?;
+            call::execute(runtime, ctx, call, None, emit).await?;
             if runtime.lock_state().is_call_parked(&id) {
                 break;
             }
@@ -56,12 +58,15 @@ pub(crate) async fn run_batch(
         return Ok(());
     }
     let events = emit.wants_events();
+    // Identical confirmation requests of one concurrent batch are asked once.
+    let asked = AskedRules::default();
     let streams = calls.into_iter().map(|call| {
         let runtime = Arc::clone(runtime);
         let ctx = ctx.clone();
+        let asked = asked.clone();
         Generator::new(move |y| async move {
             let emit = Emitter::new(y, events);
-            if let Err(e) = call::execute(&runtime, &ctx, call, &emit).await {
+            if let Err(e) = call::execute(&runtime, &ctx, call, Some(&asked), &emit).await {
                 emit.error(e).await;
             }
         })

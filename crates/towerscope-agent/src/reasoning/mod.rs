@@ -281,6 +281,7 @@ fn save(
             reply_id,
             completed.content.into_iter().filter(|b| !is_audio(b)),
         );
+        mark_last_call(runtime, &mut state, usage);
         return None;
     }
     state.append_to_reply(
@@ -288,10 +289,29 @@ fn save(
         reply_id,
         completed.content.iter().filter(|b| !is_audio(b)).cloned(),
     );
+    mark_last_call(runtime, &mut state, usage);
     let mut msg = Msg::assistant_blocks(Arc::clone(&runtime.name), completed.content).with_id(reply_id);
     msg.usage = Some(state.reply_context.usage);
     msg.finished_reason = Some(ReplyFinishedReason::Completed);
     Some(msg)
+}
+
+/// Remembers the size the model reported for this call, for the default token counter (only
+/// when the agent compresses its context: otherwise nothing counts tokens).
+fn mark_last_call(runtime: &Runtime, state: &mut crate::state::AgentState, usage: &Usage) {
+    if runtime.context.is_none() {
+        return;
+    }
+    let tokens = usage.input_tokens.saturating_add(usage.output_tokens);
+    state.last_call = match state.context.len().checked_sub(1) {
+        Some(msg_index) if tokens > 0 => Some(crate::state::LastCall {
+            tokens,
+            msg_index,
+            msg_id: state.context[msg_index].id.clone(),
+            blocks: state.context[msg_index].content.len(),
+        }),
+        _ => None,
+    };
 }
 
 fn is_audio(block: &ContentBlock) -> bool {
@@ -303,14 +323,19 @@ fn is_audio(block: &ContentBlock) -> bool {
 fn tool_schemas(runtime: &Runtime) -> Arc<[ToolSchema]> {
     let state = runtime.lock_state();
     let schemas = runtime.toolkit.schemas(&state.activated_groups);
-    match crate::structured::mounted(&state.reply_context) {
-        None => schemas,
-        Some(schema) => {
-            let mut all: Vec<ToolSchema> = schemas.iter().cloned().collect();
-            all.push(crate::structured::tool_schema(&schema));
-            Arc::from(all)
-        }
+    let compress_tool = runtime.context.as_ref().is_some_and(|c| c.compression_tool);
+    let structured = crate::structured::mounted(&state.reply_context);
+    if structured.is_none() && !compress_tool {
+        return schemas;
     }
+    let mut all: Vec<ToolSchema> = schemas.iter().cloned().collect();
+    if compress_tool {
+        all.push(crate::compress::tool_schema());
+    }
+    if let Some(schema) = structured {
+        all.push(crate::structured::tool_schema(&schema));
+    }
+    Arc::from(all)
 }
 
 /// The `CUSTOM` event telling consumers to discard the blocks of a restarted model call.

@@ -157,15 +157,19 @@ async fn run(
                     state.reply_context.cur_iter
                 };
                 let round = ctx.with_iteration(iteration);
-                runtime
-                    .positions
-                    .compress
-                    .clone()
-                    .oneshot(CompressRequest {
+                // Nothing installed and no `ContextConfig`: the position would do nothing.
+                let position = &runtime.positions.compress;
+                if matches!(position, Either::Right(_)) || runtime.context.is_some() {
+                    let request = CompressRequest {
                         ctx: round.clone(),
                         instructions: None,
-                    })
-                    .await?;
+                        config: None,
+                    };
+                    position.clone().oneshot(request).await?;
+                }
+                if let Some(hint) = crate::hints::inject(runtime, &round, emit.wants_events()) {
+                    emit.forward(hint).await;
+                }
                 let request = ReasoningRequest {
                     ctx: round,
                     tool_choice,

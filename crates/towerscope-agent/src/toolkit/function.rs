@@ -53,9 +53,14 @@ pub struct FunctionTool {
     schema: Arc<Value>,
     concurrency_safe: bool,
     read_only: bool,
+    destructive: bool,
+    confirm: Option<ConfirmFn>,
     permission: Option<PermissionFn>,
     call: CallFn,
 }
+
+/// Says whether a call must always be confirmed.
+type ConfirmFn = Box<dyn Fn(&Value) -> bool + Send + Sync>;
 
 impl FunctionTool {
     /// A tool running `f` with the arguments deserialized into `Args`.
@@ -148,6 +153,8 @@ impl FunctionTool {
             schema,
             concurrency_safe: true,
             read_only: false,
+            destructive: false,
+            confirm: None,
             permission: None,
             call,
         }
@@ -174,6 +181,22 @@ impl FunctionTool {
         self
     }
 
+    /// Sets whether calls may destroy or overwrite data (default `false`; see
+    /// [`Tool::destructive`]).
+    #[must_use]
+    pub fn destructive(mut self, destructive: bool) -> Self {
+        self.destructive = destructive;
+        self
+    }
+
+    /// Sets which calls must be confirmed by the user whatever the allow rules say (see
+    /// [`Tool::requires_confirmation`]).
+    #[must_use]
+    pub fn requires_confirmation(mut self, check: impl Fn(&Value) -> bool + Send + Sync + 'static) -> Self {
+        self.confirm = Some(Box::new(check));
+        self
+    }
+
     /// Sets the tool's own permission check, given the validated input (see
     /// [`Tool::check_permission`]).
     #[must_use]
@@ -191,6 +214,7 @@ impl fmt::Debug for FunctionTool {
             .field("schema", &self.schema)
             .field("concurrency_safe", &self.concurrency_safe)
             .field("read_only", &self.read_only)
+            .field("destructive", &self.destructive)
             .field("permission", &self.permission.is_some())
             .finish_non_exhaustive()
     }
@@ -223,6 +247,14 @@ impl Tool for FunctionTool {
 
     fn check_permission(&self, input: &Value) -> Option<PermissionDecision> {
         self.permission.as_ref().and_then(|check| check(input))
+    }
+
+    fn destructive(&self) -> bool {
+        self.destructive
+    }
+
+    fn requires_confirmation(&self, input: &Value) -> bool {
+        self.confirm.as_ref().is_some_and(|check| check(input))
     }
 
     fn call(&self, input: Value) -> ToolChunkStream {

@@ -79,6 +79,29 @@ pub trait Tool: Send + Sync + 'static {
         false
     }
 
+    /// Whether this call only reads (the reference's `check_read_only`; default:
+    /// [`read_only`](Self::read_only)). Read-only calls are allowed in every permission mode
+    /// unless a deny or ask rule names the tool.
+    fn read_only_call(&self, input: &Value) -> bool {
+        let _ = input;
+        self.read_only()
+    }
+
+    /// Whether calls may destroy or overwrite data (MCP's `destructiveHint`; default: `false`).
+    /// With no rule and no opinion of the tool, a destructive call is asked about in the
+    /// `Default` and `AcceptEdits` permission modes (and denied in `DontAsk`).
+    fn destructive(&self) -> bool {
+        false
+    }
+
+    /// Whether this call must be confirmed by the user whatever the allow rules say (the
+    /// reference's bypass-immune ask: for calls such as `rm -rf /`; default: `false`). The
+    /// `Bypass` permission mode skips it, as the reference does; `DontAsk` denies the call.
+    fn requires_confirmation(&self, input: &Value) -> bool {
+        let _ = input;
+        false
+    }
+
     /// Whether the tool is executed outside the agent (default: `false`). The agent hands such
     /// calls to the caller with `REQUIRE_EXTERNAL_EXECUTION` and never calls [`call`](Self::call).
     fn external(&self) -> bool {
@@ -136,6 +159,18 @@ impl<T: Tool + ?Sized> Tool for Arc<T> {
 
     fn external(&self) -> bool {
         (**self).external()
+    }
+
+    fn read_only_call(&self, input: &Value) -> bool {
+        (**self).read_only_call(input)
+    }
+
+    fn destructive(&self) -> bool {
+        (**self).destructive()
+    }
+
+    fn requires_confirmation(&self, input: &Value) -> bool {
+        (**self).requires_confirmation(input)
     }
 
     fn check_permission(&self, input: &Value) -> Option<PermissionDecision> {

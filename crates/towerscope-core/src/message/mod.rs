@@ -52,7 +52,8 @@ pub use messages::{Messages, MessagesIter};
 pub use msg::{Msg, Role};
 pub use outcome::{ErrorInfo, ReplyFinishedReason, Usage};
 pub use tool_block::{
-    PermissionBehavior, PermissionRule, ToolCallBlock, ToolCallState, ToolOutput, ToolResultBlock, ToolResultState,
+    PermissionBehavior, PermissionMode, PermissionRule, ToolCallBlock, ToolCallState, ToolOutput, ToolResultBlock,
+    ToolResultState,
 };
 
 pub(crate) use block::join_text;

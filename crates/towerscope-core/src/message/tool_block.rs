@@ -82,6 +82,34 @@ pub enum PermissionBehavior {
     Ask,
 }
 
+/// How an agent decides on tool calls: the reference's permission modes.
+///
+/// Every mode applies deny rules, then ask rules, then allows read-only calls; they differ in
+/// what comes after:
+///
+/// | mode | tools that are not read-only |
+/// |---|---|
+/// | `Default` | the tool's own check, allow rules, then the agent's default permission (destructive tools ask) |
+/// | `Explore` | denied: a read-only session |
+/// | `AcceptEdits` | as `Default`, but edits (tools that are not destructive) are allowed whatever the default |
+/// | `Bypass` | allowed, except by a deny or ask rule or the tool's own deny; the tool's asks are skipped |
+/// | `DontAsk` | as `Default`, but every ask becomes a deny (nobody is there to answer) |
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionMode {
+    /// Rules, the tool's own check, then the agent's default permission.
+    #[default]
+    Default,
+    /// Read-only: calls of tools that are not read-only are denied.
+    Explore,
+    /// Edits are accepted: tools that are not destructive are allowed.
+    AcceptEdits,
+    /// Everything not denied by a rule or the tool is allowed.
+    Bypass,
+    /// Every ask becomes a deny.
+    DontAsk,
+}
+
 /// A permission rule for a tool, such as the rule suggested when the user is asked.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PermissionRule {

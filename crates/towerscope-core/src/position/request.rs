@@ -196,4 +196,7 @@ pub struct CompressRequest {
     pub ctx: AgentContext,
     /// Extra instructions for the summary.
     pub instructions: Option<HintBlock>,
+    /// The compression settings for this call; `None` uses the agent's own (and an agent
+    /// without one does not compress).
+    pub config: Option<Arc<crate::ContextConfig>>,
 }

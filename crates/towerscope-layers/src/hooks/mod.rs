@@ -76,7 +76,10 @@
 //! let agent = Agent::builder("assistant").model(model.clone()).middleware(hooks.clone()).build()?;
 //! let answer = agent.reply(Msg::user("user", "Hi.")).await?;
 //! assert_eq!(answer.text_content().as_deref(), Some("Hello!\n -- the team"));
-//! let seen = model.requests()[0].messages.last().and_then(|m| m.text_content());
+//! // The last user message the model saw (the runtime-state hint comes after it).
+//! let request = &model.requests()[0];
+//! let seen = request.messages.iter().rev().find(|m| m.role == towerscope_core::Role::User);
+//! let seen = seen.and_then(|m| m.text_content());
 //! assert_eq!(seen.as_deref(), Some("Hi. Please answer politely."));
 //!
 //! // Removing an unknown hook is an error that says what is registered.

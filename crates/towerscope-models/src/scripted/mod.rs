@@ -101,7 +101,12 @@ pub struct ScriptedModel {
     stream: bool,
     params: Arc<GenerationParams>,
     script: Arc<Mutex<Script>>,
+    context_size: u64,
+    responder: Option<Responder>,
 }
+
+/// A function answering some requests itself (see [`ScriptedModel::respond_with`]).
+type Responder = Arc<dyn Fn(&ModelCallRequest) -> Option<ScriptedResponse> + Send + Sync>;
 
 impl ScriptedModel {
     /// A streaming model that answers with `responses`, in order, once each.
@@ -118,6 +123,8 @@ impl ScriptedModel {
                 record: true,
                 calls: 0,
             })),
+            context_size: 32_768,
+            responder: None,
         }
     }
 
@@ -147,6 +154,33 @@ impl ScriptedModel {
     /// The generation parameters reported to tracing.
     pub fn parameters(mut self, params: GenerationParams) -> Self {
         self.params = Arc::new(params);
+        self
+    }
+
+    /// The context size the model reports (default 32 768), for context compression.
+    pub fn context_size(mut self, tokens: u64) -> Self {
+        self.context_size = tokens;
+        self
+    }
+
+    /// Answers the requests `respond` recognises with what it returns, before the script is
+    /// consulted (a `None` falls through to the script). Useful when a request's timing is not
+    /// known in advance, as the summary request of a context compression:
+    ///
+    /// ```
+    /// use towerscope_models::{ScriptedModel, ScriptedResponse};
+    ///
+    /// let model = ScriptedModel::new("m", [ScriptedResponse::text("from the script")]).respond_with(|req| {
+    ///     req.tools.iter().any(|t| t.name == "generate_structured_output")
+    ///         .then(|| ScriptedResponse::tool_call("s1", "generate_structured_output", "{}"))
+    /// });
+    /// # let _ = model;
+    /// ```
+    pub fn respond_with(
+        mut self,
+        respond: impl Fn(&ModelCallRequest) -> Option<ScriptedResponse> + Send + Sync + 'static,
+    ) -> Self {
+        self.responder = Some(Arc::new(respond));
         self
     }
 
@@ -194,6 +228,9 @@ impl ScriptedModel {
             };
             s.requests.push(recorded);
         }
+        if let Some(response) = self.responder.as_ref().and_then(|respond| respond(request)) {
+            return Ok(response);
+        }
         if s.queue.is_empty() {
             if let Some((cycle, next)) = &mut s.cycle {
                 if let Some(response) = cycle.get(*next) {
@@ -235,6 +272,10 @@ impl ChatModel for ScriptedModel {
 
     fn parameters(&self) -> &GenerationParams {
         &self.params
+    }
+
+    fn context_size(&self) -> u64 {
+        self.context_size
     }
 
     fn call(&self, request: ModelCallRequest) -> ModelFuture {

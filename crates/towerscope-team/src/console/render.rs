@@ -29,6 +29,9 @@ pub struct Console<W: Write = Stdout> {
     /// Tool calls and results being streamed: the tool's name and what came so far.
     calls: HashMap<Id, (String, String)>,
     results: HashMap<Id, (String, String)>,
+    /// Whether hints from the system (runtime-state reminders, structured-output and
+    /// iteration-limit reminders: meant for the model) are shown.
+    system_hints: bool,
 }
 
 impl Console<Stdout> {
@@ -52,7 +55,18 @@ impl<W: Write> Console<W> {
             speakers: HashMap::new(),
             calls: HashMap::new(),
             results: HashMap::new(),
+            system_hints: false,
         }
+    }
+
+    /// Whether to show the hints the agent gives its model itself (the `<system-reminder>`s
+    /// with the time, the context length, the iteration limit; their source's label is
+    /// `System`). Default `false`: they are for the model, not the person; other hints (a
+    /// team's messages) are always shown.
+    #[must_use]
+    pub fn system_hints(mut self, show: bool) -> Self {
+        self.system_hints = show;
+        self
     }
 
     /// Whether to colour the output (ANSI escapes).
@@ -203,6 +217,7 @@ impl<W: Write> Console<W> {
                 self.printer
                     .line(&who, PrintKind::Data, &format!("{who}: "), &text, Tone::Media);
             }
+            AgentEvent::HintBlock(e) if !self.system_hints && is_system_hint(e.source.as_deref()) => {}
             AgentEvent::HintBlock(e) => {
                 let text = hint_text(&e.hint);
                 self.printer
@@ -341,6 +356,13 @@ impl<W: Write> Console<W> {
         }
         self.printer.line(who, PrintKind::ToolResult, mark, &text, tone);
     }
+}
+
+/// Whether a hint's source says it comes from the system (`{"label": "System", ...}`).
+fn is_system_hint(source: Option<&str>) -> bool {
+    source
+        .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
+        .is_some_and(|v| v.get("label").and_then(serde_json::Value::as_str) == Some("System"))
 }
 
 fn hint_text(hint: &HintContent) -> String {

@@ -37,7 +37,10 @@
 //! let row = SequentialPipeline::from_shared([panel, Arc::new(editor)]);
 //! let summary = row.reply(Msg::user("host", "Tea or coffee?").into()).await?;
 //! assert_eq!(summary.text_content().as_deref(), Some("Two votes, one each."));
-//! let given = editor_model.requests()[0].messages.last().and_then(|m| m.text_content());
+//! // The newest message not the editor's own (its reply in progress holds a runtime-state hint).
+//! let requests = editor_model.requests();
+//! let given = requests[0].messages.iter().rev().find(|m| &*m.name != "editor");
+//! let given = given.and_then(|m| m.text_content());
 //! assert_eq!(given.as_deref(), Some("ann: Tea.\nbo: Coffee."));
 //! # Ok(()) }
 //! ```

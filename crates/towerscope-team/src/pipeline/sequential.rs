@@ -48,7 +48,9 @@ struct Parked {
 /// let verdict = row.reply(Msg::user("user", "Write a poem.").into()).await?;
 /// assert_eq!(verdict.text_content().as_deref(), Some("Too short."));
 /// // The critic was given the writer's reply.
-/// let seen = critic_model.requests()[0].messages.last().and_then(|m| m.text_content());
+/// let requests = critic_model.requests();
+/// let seen = requests[0].messages.iter().find(|m| &*m.name == "writer");
+/// let seen = seen.and_then(|m| m.text_content());
 /// assert_eq!(seen.as_deref(), Some("Roses are red."));
 /// # Ok(()) }
 /// ```

@@ -22,9 +22,22 @@ pub fn slow_member(name: &str, text: &str, ms: u64) -> Agent {
     member(name, [ScriptedResponse::text(text).delay(Duration::from_millis(ms))])
 }
 
-/// The agent's context as `name: text` lines.
+/// The agent's context as `name: text` lines, leaving out a reply in progress that holds
+/// nothing but its runtime-state hint (hints are on by default; they are not these tests'
+/// subject, and `tests/hints.rs` of the agent crate covers them).
 pub fn context(agent: &Agent) -> Vec<String> {
-    agent.state().context.iter().map(line).collect()
+    agent
+        .state()
+        .context
+        .iter()
+        .filter(|m| !hint_only(m))
+        .map(line)
+        .collect()
+}
+
+/// Whether a message holds only hint blocks.
+pub fn hint_only(m: &Msg) -> bool {
+    !m.content.is_empty() && m.content.iter().all(|b| matches!(b, ContentBlock::Hint(_)))
 }
 
 /// A message as `name: text`.

@@ -1,0 +1,309 @@
+//! Context compression: the implementation behind `on_compress_context` (the reference's
+//! `_compress_context_impl`), the token counters it uses, tool-result truncation and the
+//! `CompressContext` tool.
+//!
+//! # When and what
+//!
+//! An agent built with a [`ContextConfig`]
+//! ([`AgentBuilder::context`](crate::AgentBuilder::context)) counts its model input once per
+//! round, before reasoning, with its [`TokenCounter`] (default [`UsageCounter`]: the usage the
+//! model reported for its last call plus the reference's estimate of what came after). At
+//! `trigger_ratio` of the model's context size it keeps the newest messages worth
+//! `reserve_ratio` of it (the split never separates a tool call from its result, nor summarises
+//! an unfinished call), asks the model for a summary of the rest as structured output, and
+//! replaces the old part with the summary, which is sent after the system prompt. When the
+//! summary cannot be written it keeps the earlier summary (or the reference's truncation
+//! notice) and drops the old part anyway, unless `fallback_to_truncation` is off.
+//!
+//! An agent without a `ContextConfig` does not count anything: the position answers at once.
+//!
+//! # Atomic
+//!
+//! The new summary and context are computed from a snapshot and applied in one step under the
+//! state's lock, after the model answered: an interrupt during the summary call (the reply
+//! loop drops the compression at its await point) leaves the old context and summary as they
+//! were. The step is skipped when the context changed meanwhile.
+//!
+//! # Example
+//!
+//! ```
+//! use towerscope_agent::Agent;
+//! use towerscope_core::{ContextConfig, Msg};
+//! use towerscope_models::{ScriptedModel, ScriptedResponse};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), towerscope_core::AgentError> {
+//! let summary = r#"{"task_overview": "chat", "current_state": "greeted", "important_discoveries": "-",
+//!                   "next_steps": "-", "context_to_preserve": "-"}"#;
+//! let model = ScriptedModel::new("m", [ScriptedResponse::text("a long answer ".repeat(100))])
+//!     .context_size(400)
+//!     .respond_with(move |req| {
+//!         (req.tools.first().map(|t| t.name.as_str()) == Some("generate_structured_output"))
+//!             .then(|| ScriptedResponse::tool_call("s", "generate_structured_output", summary))
+//!     });
+//! let agent = Agent::builder("a").model(model).context(ContextConfig::new()).build()?;
+//! agent.reply(Msg::user("user", "hello")).await?;
+//! agent.compress_context(None, None).await?; // over 80% of 400 tokens: compressed now
+//! let state = agent.state();
+//! assert!(state.summary.contains("# Task Overview\nchat"));
+//! # Ok(()) }
+//! ```
+
+mod count;
+mod split;
+mod summarize;
+#[cfg(feature = "tiktoken")]
+mod tiktoken;
+mod tool;
+mod truncate;
+
+use std::collections::HashSet;
+use std::future::Ready;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use futures_util::future::{BoxFuture, Either};
+use tower::Service;
+use towerscope_core::{
+    AgentContext, AgentError, CompressRequest, ContentBlock, ContextConfig, HintBlock, Id, Messages, ModelCallRequest,
+    ModelOutput, ModelRef, Msg, SystemPromptFold, ToolSchema,
+};
+
+use crate::clock::{Clock, Timezone};
+use crate::state::AgentState;
+use crate::toolkit::Toolkit;
+
+pub use count::{DATA_BLOCK_TOKENS, EstimateCounter, LastCall, TokenCounter, TokenInput, UsageCounter};
+pub use summarize::SUMMARY_TOOL;
+#[cfg(feature = "tiktoken")]
+pub use tiktoken::TiktokenCounter;
+pub use tool::{COMPRESS_TOOL, COMPRESSED_TEXT, NOT_COMPRESSED_TEXT};
+pub(crate) use tool::{CompressTool, tool_schema};
+pub use truncate::TRUNCATED_REMINDER;
+pub(crate) use truncate::truncate_result;
+
+/// The token count of a round's model input, as the compressor counted it (after compressing,
+/// if it did), kept in the reply's context for the runtime-state hints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RoundTokens {
+    pub(crate) iteration: u32,
+    pub(crate) tokens: u64,
+}
+
+/// What the compressor of one agent shares.
+pub(crate) struct CompressShared {
+    pub(crate) state: Arc<Mutex<AgentState>>,
+    pub(crate) model: ModelRef,
+    pub(crate) toolkit: Arc<Toolkit>,
+    pub(crate) system_prompt: String,
+    pub(crate) system_msg: Option<Arc<Msg>>,
+    pub(crate) fold: SystemPromptFold,
+    pub(crate) counter: Arc<dyn TokenCounter>,
+    pub(crate) config: Option<Arc<ContextConfig>>,
+    pub(crate) clock: Clock,
+    pub(crate) timezone: Timezone,
+}
+
+impl CompressShared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, AgentState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The context size the ratios apply to.
+    pub(crate) fn context_size(&self, config: &ContextConfig) -> u64 {
+        config.context_size.unwrap_or_else(|| self.model.context_size())
+    }
+}
+
+/// The innermost `on_compress_context` service.
+#[derive(Clone)]
+pub(crate) struct Compressor<M> {
+    pub(crate) shared: Arc<CompressShared>,
+    /// The `on_model_call` position, for the summary call.
+    pub(crate) model_call: M,
+}
+
+impl<M> Service<CompressRequest> for Compressor<M>
+where
+    M: Service<ModelCallRequest, Response = ModelOutput, Error = AgentError> + Clone + Send + Sync + 'static,
+    M::Future: Send,
+{
+    type Response = ();
+    type Error = AgentError;
+    type Future = Either<Ready<Result<(), AgentError>>, BoxFuture<'static, Result<(), AgentError>>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), AgentError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: CompressRequest) -> Self::Future {
+        let Some(config) = req.config.or_else(|| self.shared.config.clone()) else {
+            return Either::Left(std::future::ready(Ok(())));
+        };
+        let shared = Arc::clone(&self.shared);
+        let model_call = self.model_call.clone();
+        Either::Right(Box::pin(async move {
+            compress(&shared, model_call, &req.ctx, &config, req.instructions).await
+        }))
+    }
+}
+
+/// Counts the round's input and compresses when it is over the trigger.
+async fn compress<M>(
+    shared: &CompressShared,
+    model_call: M,
+    ctx: &AgentContext,
+    config: &ContextConfig,
+    instructions: Option<HintBlock>,
+) -> Result<(), AgentError>
+where
+    M: Service<ModelCallRequest, Response = ModelOutput, Error = AgentError>,
+{
+    let system = match &shared.system_msg {
+        Some(cached) => Arc::clone(cached),
+        None => Arc::new(Msg::system(
+            "system",
+            shared.fold.apply(ctx, shared.system_prompt.clone()).await?,
+        )),
+    };
+    let (summary, context, mark, tools, unfinished) = {
+        let state = shared.lock();
+        let unfinished: HashSet<Id> = state.unfinished_calls().into_iter().map(|c| c.id).collect();
+        (
+            state.summary.clone(),
+            // The compressor reads the context by index: a list of the shared pointers.
+            state.context.to_vec(),
+            state.last_call.clone(),
+            tool_schemas(shared, &state, config),
+            unfinished,
+        )
+    };
+    let mut head = vec![system];
+    if !summary.is_empty() {
+        head.push(Arc::new(Msg::user("user", summary.clone())));
+    }
+    let counter = &*shared.counter;
+    let input = count::TokenInput {
+        head: &head,
+        context: &context,
+        tools: &tools,
+        last_call: mark.as_ref(),
+    };
+    let tokens = counter.count(&input);
+    let iteration = ctx.iteration();
+    ctx.insert(RoundTokens { iteration, tokens });
+    let size = shared.context_size(config);
+    let threshold = config.trigger_tokens(size);
+    if tokens < threshold {
+        return Ok(());
+    }
+    tracing::info!(
+        tokens,
+        threshold,
+        "the context is over the compression threshold; compressing"
+    );
+    if context.is_empty() {
+        let suffix = if summary.is_empty() {
+            ""
+        } else {
+            "and the compression summary "
+        };
+        return Err(AgentError::State(format!(
+            "The system prompt {suffix}exceed(s) the compression threshold ({threshold} tokens), cannot be compressed. \
+             Shorten the system prompt or raise the context size."
+        )));
+    }
+    let base = counter.count_blocks(&mut head.iter().flat_map(|m| m.content.iter())) + counter.count_tools(&tools);
+    let mut parts = split::split(&context, counter, base, config.reserve_tokens(size), &unfinished);
+    if parts.compress.is_empty() {
+        tracing::warn!(
+            reserve_ratio = config.reserve_ratio,
+            "the reserve ratio is too large to compress any context; compressing with a reserve of 0"
+        );
+        parts = split::split(&context, counter, base, 0, &unfinished);
+    }
+    if parts.compress.is_empty() {
+        tracing::warn!("nothing in the context can be compressed (only an unfinished tool call is left)");
+        return Ok(());
+    }
+
+    let mut messages: Vec<Arc<Msg>> = head.clone();
+    messages.extend(parts.compress.iter().cloned());
+    if let Some(hint) = instructions {
+        let name = ctx.agent_name_arc();
+        messages.push(Arc::new(Msg::assistant_blocks(
+            Arc::clone(name),
+            vec![ContentBlock::Hint(hint)],
+        )));
+    }
+    let now = format!(
+        "{} ({})",
+        shared.timezone.format(shared.clock.now()),
+        shared.timezone.name
+    );
+    messages.push(Arc::new(Msg::user(
+        "user",
+        config.compression_prompt.replace("{current_time}", &now),
+    )));
+    let messages: Messages = messages.into_iter().collect();
+
+    let (new_summary, usage) = match summarize::summarize(model_call, ctx, &shared.model, messages, config).await {
+        Ok(s) => (s.text, s.usage),
+        Err(AgentError::Interrupted) => return Err(AgentError::Interrupted),
+        Err(e) if config.fallback_to_truncation => {
+            tracing::warn!(error = %e, "the summary could not be written; truncating the oldest context instead");
+            let kept = if summary.is_empty() {
+                towerscope_core::context_config::TRUNCATION_NOTICE.to_owned()
+            } else {
+                summary.clone()
+            };
+            (kept, None)
+        }
+        Err(e) => return Err(e),
+    };
+
+    // Applied in one step, only if nothing changed while the model was writing.
+    let mut state = shared.lock();
+    let unchanged = state.summary == summary
+        && state.context.len() == context.len()
+        && state.context.arcs().zip(&context).all(|(a, b)| Arc::ptr_eq(a, b));
+    if !unchanged {
+        tracing::warn!("the context changed while it was being compressed; the compression is dropped");
+        return Ok(());
+    }
+    state.summary = new_summary;
+    state.context = parts.keep.into();
+    state.last_call = None;
+    if let Some(usage) = usage {
+        if state.reply_context.reply_id == *ctx.reply_id() {
+            state.reply_context.usage.add(&usage);
+        }
+    }
+    head.truncate(1);
+    if !state.summary.is_empty() {
+        head.push(Arc::new(Msg::user("user", state.summary.clone())));
+    }
+    let kept = state.context.to_vec();
+    let input = count::TokenInput {
+        head: &head,
+        context: &kept,
+        tools: &tools,
+        last_call: None,
+    };
+    let tokens = counter.count(&input);
+    drop(state);
+    ctx.insert(RoundTokens { iteration, tokens });
+    Ok(())
+}
+
+/// The schemas offered this round, as the reasoning step builds them.
+fn tool_schemas(shared: &CompressShared, state: &AgentState, config: &ContextConfig) -> Vec<ToolSchema> {
+    let mut all: Vec<ToolSchema> = shared.toolkit.schemas(&state.activated_groups).to_vec();
+    if config.compression_tool {
+        all.push(tool::tool_schema());
+    }
+    if let Some(schema) = crate::structured::mounted(&state.reply_context) {
+        all.push(crate::structured::tool_schema(&schema));
+    }
+    all
+}

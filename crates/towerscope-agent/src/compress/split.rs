@@ -1,0 +1,205 @@
+//! Splitting the context into the part to summarise and the part to keep, as the reference's
+//! `_split_context_for_compression`, in one pass over per-message and per-block counts (the
+//! reference recounts the whole kept part at every step).
+//!
+//! Rules: the newest messages worth at least `reserve` tokens (with the system prompt, the
+//! summary and the tools) are kept; the boundary message is split between its blocks; a tool
+//! call is never separated from its result, and a call without a result (the one running when
+//! the model asked to compress) never goes into the summarised part.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use towerscope_core::{ContentBlock, Id, Msg};
+
+use super::count::TokenCounter;
+
+/// The two parts of the context.
+#[derive(Debug, Default)]
+pub(crate) struct Split {
+    pub(crate) compress: Vec<Arc<Msg>>,
+    pub(crate) keep: Vec<Arc<Msg>>,
+}
+
+/// Splits `context`; `base` is the count of what is always sent (system prompt, summary, tools).
+pub(crate) fn split(
+    context: &[Arc<Msg>],
+    counter: &dyn TokenCounter,
+    base: u64,
+    reserve: u64,
+    unfinished: &HashSet<Id>,
+) -> Split {
+    // The newest message from which the kept part reaches the reserve.
+    let mut kept = base;
+    let mut boundary = None;
+    for (i, msg) in context.iter().enumerate().rev() {
+        kept += counter.count_message(msg);
+        if kept >= reserve {
+            boundary = Some(i);
+            break;
+        }
+    }
+    let Some(mut boundary) = boundary else {
+        return Split {
+            compress: Vec::new(),
+            keep: context.to_vec(),
+        };
+    };
+    // No unfinished call goes into the summary: the boundary moves back to its message.
+    if let Some(i) = context[..=boundary]
+        .iter()
+        .position(|m| m.tool_calls().any(|c| unfinished.contains(&c.id)))
+    {
+        boundary = i;
+    }
+    let after: u64 = base
+        + context[boundary + 1..]
+            .iter()
+            .map(|m| counter.count_message(m))
+            .sum::<u64>();
+    let msg = &context[boundary];
+    let blocks = &msg.content;
+
+    // The last block index that goes into the summary (None: the whole message is kept).
+    let mut sum = after;
+    let mut cut: Option<usize> = None;
+    for (i, block) in blocks.iter().enumerate().rev() {
+        sum += counter.count_blocks(&mut std::iter::once(block));
+        if sum > reserve {
+            cut = Some(i);
+            break;
+        }
+    }
+    let unfinished_at: Option<usize> = blocks
+        .iter()
+        .position(|b| matches!(b, ContentBlock::ToolCall(c) if unfinished.contains(&c.id)));
+    if let Some(u) = unfinished_at {
+        cut = match (cut, u.checked_sub(1)) {
+            (Some(c), Some(before)) => Some(c.min(before)),
+            (_, before) => before,
+        };
+    }
+    cut = pair_calls(blocks, cut, unfinished_at);
+
+    let mut out = Split {
+        compress: context[..boundary].to_vec(),
+        keep: Vec::with_capacity(context.len() - boundary),
+    };
+    let split_at = cut.map_or(0, |c| c + 1);
+    if split_at == 0 {
+        out.keep.push(Arc::clone(msg));
+    } else if split_at >= blocks.len() {
+        out.compress.push(Arc::clone(msg));
+    } else {
+        let mut head = Msg::clone(msg);
+        let tail_blocks = head.content.split_off(split_at);
+        let mut tail = Msg::clone(msg);
+        tail.content = tail_blocks;
+        out.compress.push(Arc::new(head));
+        out.keep.push(Arc::new(tail));
+    }
+    out.keep.extend(context[boundary + 1..].iter().cloned());
+    out
+}
+
+/// Moves the cut so that every result kept has its call kept too: a result whose call would
+/// be summarised goes into the summary with it, unless that would summarise an unfinished
+/// call; then the calls of those results are kept instead. Repeated until stable.
+fn pair_calls(blocks: &[ContentBlock], mut cut: Option<usize>, unfinished_at: Option<usize>) -> Option<usize> {
+    loop {
+        let start = cut.map_or(0, |c| c + 1);
+        let mut orphans: HashMap<&Id, usize> = HashMap::new();
+        for (i, block) in blocks.iter().enumerate().skip(start).rev() {
+            match block {
+                ContentBlock::ToolResult(r) => {
+                    orphans.insert(&r.id, i);
+                }
+                ContentBlock::ToolCall(c) => {
+                    orphans.remove(&c.id);
+                }
+                _ => {}
+            }
+        }
+        let Some(&last_orphan) = orphans.values().max() else {
+            return cut;
+        };
+        if unfinished_at.is_some_and(|u| last_orphan >= u) {
+            let first_call = blocks
+                .iter()
+                .position(|b| matches!(b, ContentBlock::ToolCall(c) if orphans.contains_key(&c.id)));
+            match first_call {
+                Some(i) => cut = i.checked_sub(1),
+                None => return cut,
+            }
+        } else {
+            cut = Some(last_orphan);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compress::EstimateCounter;
+    use towerscope_core::{TextBlock, ToolCallBlock, ToolOutput, ToolResultBlock, ToolResultState};
+
+    fn text(n: usize) -> ContentBlock {
+        ContentBlock::Text(TextBlock::new("x".repeat(n)))
+    }
+
+    fn call(id: &str) -> ContentBlock {
+        ContentBlock::ToolCall(ToolCallBlock::new(id, "t", "{}"))
+    }
+
+    fn result(id: &str, n: usize) -> ContentBlock {
+        ContentBlock::ToolResult(ToolResultBlock::new(
+            id,
+            "t",
+            ToolOutput::Text("r".repeat(n)),
+            ToolResultState::Success,
+        ))
+    }
+
+    fn pairs_intact(split: &Split) {
+        for part in [&split.compress, &split.keep] {
+            let calls: HashSet<&Id> = part.iter().flat_map(|m| m.tool_calls().map(|c| &c.id)).collect();
+            for r in part.iter().flat_map(|m| m.tool_results()) {
+                assert!(calls.contains(&r.id), "result {} without its call", r.id);
+            }
+        }
+    }
+
+    #[test]
+    fn keeps_the_newest_messages_worth_the_reserve() {
+        let context: Vec<Arc<Msg>> = (0..10).map(|i| Arc::new(Msg::user("u", "x".repeat(40 + i)))).collect();
+        // About 12 tokens each: the two newest fit in 25, the third (the boundary) would not.
+        let s = split(&context, &EstimateCounter, 0, 25, &HashSet::new());
+        assert_eq!(s.keep.len(), 2);
+        assert_eq!(s.compress.len(), 8);
+        assert!(Arc::ptr_eq(&s.keep[1], &context[9]));
+    }
+
+    #[test]
+    fn never_separates_a_call_from_its_result() {
+        let msg = Msg::assistant_blocks(
+            "a",
+            vec![text(40), call("c1"), call("c2"), result("c1", 400), result("c2", 40)],
+        );
+        let context = vec![Arc::new(Msg::user("u", "q")), Arc::new(msg)];
+        for reserve in [1, 5, 20, 60, 120, 200] {
+            let s = split(&context, &EstimateCounter, 0, reserve, &HashSet::new());
+            pairs_intact(&s);
+        }
+    }
+
+    #[test]
+    fn never_summarises_an_unfinished_call() {
+        let msg = Msg::assistant_blocks("a", vec![text(400), call("c1"), result("c1", 400), call("c2")]);
+        let context = vec![Arc::new(Msg::user("u", "q".repeat(400))), Arc::new(msg)];
+        let unfinished: HashSet<Id> = [Id::from("c2")].into_iter().collect();
+        let s = split(&context, &EstimateCounter, 0, 1, &unfinished);
+        pairs_intact(&s);
+        assert!(s.keep.iter().any(|m| m.tool_calls().any(|c| c.id == "c2")));
+        assert!(!s.compress.iter().any(|m| m.tool_calls().any(|c| c.id == "c2")));
+    }
+}

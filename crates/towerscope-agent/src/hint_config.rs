@@ -1,0 +1,151 @@
+//! [`HintConfig`]: what the runtime-state hints say and when (the reference's
+//! `InjectionConfig`); the hints themselves are injected by the `hints` step of the loop.
+
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use towerscope_core::Id;
+
+use crate::clock::{Clock, Timezone};
+
+/// The reference's hint template; `{runtime_state}` becomes the `<key>value</key>` lines.
+pub const DEFAULT_HINT_TEMPLATE: &str = "<system-reminder>Treat the following as the ground truth at this point of the conversation. Anything stated earlier is outdated, and a later reminder, if any, supersedes this one:\n{runtime_state}\n</system-reminder>";
+
+/// The reference's source of runtime-state hints (also how earlier ones are recognised).
+pub const DEFAULT_HINT_SOURCE: &str = r#"{"label": "System", "sublabel": "Runtime State"}"#;
+
+/// What the runtime-state hints say and when (the reference's `InjectionConfig`).
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use towerscope_agent::{HintConfig, clock::Timezone};
+///
+/// let hints = HintConfig::new()
+///     .timezone(Timezone::fixed("Asia/Shanghai", 8 * 60))
+///     .time_interval(Duration::from_secs(3600))
+///     .extra_field("user-plan", "pro");
+/// assert!(hints.enabled);
+/// assert!(!HintConfig::disabled().enabled);
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HintConfig {
+    /// Whether hints are injected (default `true`).
+    pub enabled: bool,
+    /// The timezone of the time written (default UTC).
+    pub timezone: Timezone,
+    /// How long after a recorded time a new one is injected (default 30 minutes).
+    pub time_interval: Duration,
+    /// The hint's text; must contain `{runtime_state}`.
+    pub template: String,
+    /// The hint block's source.
+    pub source: String,
+    /// Extra `<key>value</key>` lines added to every hint.
+    pub extra_fields: Vec<(String, String)>,
+    /// Whether a `HINT_BLOCK` event is emitted (default `true`).
+    pub emit_event: bool,
+    /// Where the time is read.
+    pub clock: Clock,
+}
+
+impl Default for HintConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            timezone: Timezone::utc(),
+            time_interval: Duration::from_secs(30 * 60),
+            template: DEFAULT_HINT_TEMPLATE.to_owned(),
+            source: DEFAULT_HINT_SOURCE.to_owned(),
+            extra_fields: Vec::new(),
+            emit_event: true,
+            clock: Clock::system(),
+        }
+    }
+}
+
+impl HintConfig {
+    /// The reference's defaults: on, UTC, every 30 minutes.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// No hints: the step does nothing.
+    pub fn disabled() -> Self {
+        Self {
+            enabled: false,
+            ..Self::default()
+        }
+    }
+
+    /// Sets the timezone.
+    #[must_use]
+    pub fn timezone(mut self, timezone: Timezone) -> Self {
+        self.timezone = timezone;
+        self
+    }
+
+    /// Sets the interval after which the time is told again.
+    #[must_use]
+    pub fn time_interval(mut self, interval: Duration) -> Self {
+        self.time_interval = interval;
+        self
+    }
+
+    /// Sets the template (checked when the agent is built: it must contain `{runtime_state}`).
+    #[must_use]
+    pub fn template(mut self, template: impl Into<String>) -> Self {
+        self.template = template.into();
+        self
+    }
+
+    /// Adds a `<key>value</key>` line to every hint.
+    #[must_use]
+    pub fn extra_field(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.extra_fields.push((key.into(), value.into()));
+        self
+    }
+
+    /// Sets whether a `HINT_BLOCK` event is emitted.
+    #[must_use]
+    pub fn emit_event(mut self, emit: bool) -> Self {
+        self.emit_event = emit;
+        self
+    }
+
+    /// Sets the clock (a [`Clock::fixed`] in tests).
+    #[must_use]
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        if !self.template.contains("{runtime_state}") {
+            return Err(format!(
+                "The injection template must contain the '{{runtime_state}}' placeholder, got {:?}.",
+                self.template
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The hints of one agent: the configuration, and the time read from the newest hint that
+/// recorded one (by the hint block's id: a hint's text never changes), so a round reads it
+/// back without searching and parsing the text again.
+#[derive(Debug)]
+pub(crate) struct Hints {
+    pub(crate) config: HintConfig,
+    pub(crate) recorded: Mutex<Option<(Id, SystemTime)>>,
+}
+
+impl Hints {
+    pub(crate) fn new(config: HintConfig) -> Self {
+        Self {
+            config,
+            recorded: Mutex::new(None),
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! Runtime-state hints (the reference's `_inject_runtime_state`): before each reasoning step,
+//! after context compression, the agent may append a `<system-reminder>` [`HintBlock`] to its
+//! reply's message in the context, and emit a `HINT_BLOCK` event, telling the model:
+//!
+//! - `current-time` and `timezone`: when no earlier hint of the context records the time (the
+//!   first reply, or right after a compression removed it), or more than
+//!   [`HintConfig::time_interval`](crate::HintConfig::time_interval) passed since the one recorded;
+//! - `context-length`: in the first round of a reply, when the round's input (as the
+//!   compressor counted it; no count, no hint) is within `context_buffer_ratio` of the
+//!   compression trigger, with the `CompressContext` tool's invitation when it is offered;
+//! - [`HintConfig::extra_fields`](crate::HintConfig::extra_fields): added to any hint, never a reason for one.
+//!
+//! On by default, as in the reference; [`HintConfig::disabled`](crate::HintConfig::disabled) turns them off, and then the
+//! step does no work at all. The stream order of a first reply is `REPLY_START, HINT_BLOCK,
+//! MODEL_CALL_START, …`. The hint is part of the context: the model sees it in every later
+//! round, which is how it perceives time passing (the reference's reasoning).
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::{Duration, UNIX_EPOCH};
+//! use towerscope_agent::{Agent, HintConfig, clock::Clock};
+//! use towerscope_core::{AgentEvent, HintContent, Msg, ReplyItem};
+//! use towerscope_models::{ScriptedModel, ScriptedResponse};
+//! use futures_util::StreamExt;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), towerscope_core::AgentError> {
+//! let clock = Clock::fixed(UNIX_EPOCH + Duration::from_secs(1_795_248_355));
+//! let model = ScriptedModel::new("m", [ScriptedResponse::text("Hi!")]);
+//! let agent = Agent::builder("a").model(model).hints(HintConfig::new().clock(clock)).build()?;
+//! let mut stream = agent.reply_stream(Msg::user("user", "hello"));
+//! let mut hint = None;
+//! while let Some(item) = stream.next().await {
+//!     if let ReplyItem::Event(AgentEvent::HintBlock(e)) = item? {
+//!         if let HintContent::Text(text) = e.hint {
+//!             hint = Some(text);
+//!         }
+//!     }
+//! }
+//! assert_eq!(hint.as_deref(), Some(
+//!     "<system-reminder>Treat the following as the ground truth at this point of the conversation. Anything \
+//!      stated earlier is outdated, and a later reminder, if any, supersedes this one:\n\
+//!      <current-time>2026-11-21T08:05:55</current-time>\n<timezone>UTC</timezone>\n</system-reminder>"));
+//! # Ok(()) }
+//! ```
+
+use std::fmt::Write as _;
+use std::time::{Duration, SystemTime};
+use towerscope_core::{
+    AgentContext, AgentEvent, ContentBlock, HintBlock, HintBlockEvent, HintContent, MediaBlock, Role,
+};
+
+use crate::compress::{COMPRESS_TOOL, RoundTokens};
+use crate::hint_config::Hints;
+use crate::runtime::Runtime;
+
+/// Injects this round's hint, if any, and returns its `HINT_BLOCK` event when `events` are
+/// read (called once per round, by the reply loop, which sends the event). A round with nothing
+/// to tell reads the context back to the newest time it recorded and allocates nothing.
+pub(crate) fn inject(runtime: &Runtime, ctx: &AgentContext, events: bool) -> Option<AgentEvent> {
+    let hints = runtime.hints.as_ref()?;
+    let cfg = &hints.config;
+    let now = cfg.clock.now();
+    let inject_time = {
+        let state = runtime.lock_state();
+        newest_time(&state.context, hints).is_none_or(|then| elapsed_too_long(then, now, cfg.time_interval))
+    };
+    let context_length = if ctx.iteration() == 0 {
+        context_length(runtime, ctx)
+    } else {
+        None
+    };
+    if !inject_time && context_length.is_none() {
+        return None;
+    }
+    // One string: the template around the `<key>value</key>` lines.
+    let (before, after) = cfg
+        .template
+        .split_once("{runtime_state}")
+        .unwrap_or((&cfg.template, ""));
+    let mut text = String::with_capacity(cfg.template.len() + 128);
+    text.push_str(before);
+    let mut first = true;
+    let mut line = |text: &mut String, key: &str, value: &dyn std::fmt::Display| {
+        if !std::mem::take(&mut first) {
+            text.push('\n');
+        }
+        let _ = write!(text, "<{key}>{value}</{key}>");
+    };
+    if inject_time {
+        line(&mut text, "current-time", &cfg.timezone.display(now));
+        line(&mut text, "timezone", &cfg.timezone.name);
+    }
+    if let Some(length) = &context_length {
+        line(&mut text, "context-length", length);
+    }
+    for (key, value) in &cfg.extra_fields {
+        line(&mut text, key, value);
+    }
+    text.push_str(after);
+    let block = HintBlock::new(text, Some(cfg.source.clone()));
+    if inject_time {
+        *recorded(hints) = Some((block.id.clone(), now));
+    }
+    let event = (cfg.emit_event && events).then(|| {
+        HintBlockEvent::new(
+            ctx.reply_id(),
+            block.id.clone(),
+            block.hint.clone(),
+            block.source.clone(),
+        )
+        .into()
+    });
+    runtime
+        .lock_state()
+        .append_to_reply(&runtime.name, ctx.reply_id(), [ContentBlock::Hint(block)]);
+    event
+}
+
+/// The time the newest hint of this source that records one says (`None`: no such hint, or
+/// one whose time does not parse).
+fn newest_time(context: &towerscope_core::Messages, hints: &Hints) -> Option<SystemTime> {
+    let cfg = &hints.config;
+    let mut recorded = recorded(hints);
+    let ours = context
+        .iter()
+        .rev()
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(|m| m.content.iter().rev())
+        .filter_map(|b| match b {
+            ContentBlock::Hint(h) if h.source.as_deref() == Some(cfg.source.as_str()) => Some(h),
+            _ => None,
+        });
+    for hint in ours {
+        if let Some((_, time)) = recorded.as_ref().filter(|(id, _)| *id == hint.id) {
+            return Some(*time);
+        }
+        let Some(time) = hint_text(&hint.hint).and_then(current_time) else {
+            continue; // a hint without the time (the context length only)
+        };
+        let parsed = cfg.timezone.parse(time);
+        if let Some(t) = parsed {
+            *recorded = Some((hint.id.clone(), t));
+        }
+        return parsed;
+    }
+    None
+}
+
+fn recorded(hints: &Hints) -> std::sync::MutexGuard<'_, Option<(towerscope_core::Id, SystemTime)>> {
+    hints.recorded.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn hint_text(hint: &HintContent) -> Option<&str> {
+    match hint {
+        HintContent::Text(t) => Some(t),
+        HintContent::Blocks(blocks) => blocks.iter().find_map(|b| match b {
+            MediaBlock::Text(t) => Some(t.text.as_str()),
+            MediaBlock::Data(_) => None,
+        }),
+    }
+}
+
+/// The recorded time of a hint: what stands between `<current-time>` and `</current-time>`.
+fn current_time(text: &str) -> Option<&str> {
+    const OPEN: &str = "<current-time>";
+    let start = text.find(OPEN)? + OPEN.len();
+    let end = text[start..].find("</current-time>")? + start;
+    Some(&text[start..end])
+}
+
+fn elapsed_too_long(then: SystemTime, now: SystemTime, interval: Duration) -> bool {
+    // A recorded time in the future (the clock went back) injects again, as the reference.
+    now.duration_since(then).map_or(true, |elapsed| elapsed > interval)
+}
+
+/// The context-length line, when the round's count is within the buffer of the trigger.
+fn context_length(runtime: &Runtime, ctx: &AgentContext) -> Option<String> {
+    let config = runtime.context.as_ref()?;
+    let counted = ctx.get::<RoundTokens>().filter(|t| t.iteration == ctx.iteration())?;
+    let size = config.context_size.unwrap_or_else(|| runtime.model.context_size());
+    if counted.tokens <= config.buffer_tokens(size) {
+        return None;
+    }
+    let mut text = format!(
+        "Your current context contains {} tokens. When reaching {} tokens, your context will be compressed.",
+        counted.tokens,
+        config.trigger_tokens(size)
+    );
+    if config.compression_tool {
+        text.push_str(&format!(
+            " No task is in progress, so judge by yourself whether the context should be compressed now by calling `{COMPRESS_TOOL}`."
+        ));
+    }
+    Some(text)
+}

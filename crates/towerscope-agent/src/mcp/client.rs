@@ -1,0 +1,198 @@
+//! [`McpClient`]: one connection to an MCP server, shared by its tools.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::ClientHandler;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, NumberOrString, ProgressNotificationParam,
+    ProgressToken, ServerResult, Tool,
+};
+use rmcp::service::{MaybeSendFuture, NotificationContext, PeerRequestOptions, RoleClient, RunningService, ServiceExt};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use tokio::sync::mpsc;
+use towerscope_core::AgentError;
+
+use super::{McpServer, McpTransport};
+
+type ProgressSender = mpsc::UnboundedSender<ProgressNotificationParam>;
+
+/// Where progress notifications go: the calls waiting for them by token, and the few that came
+/// before their call was registered (the SDK assigns the token as it sends the request).
+#[derive(Default)]
+struct Routes {
+    calls: HashMap<String, ProgressSender>,
+    early: VecDeque<ProgressNotificationParam>,
+}
+
+/// How many notifications of calls not registered yet are kept.
+const EARLY_NOTIFICATIONS: usize = 64;
+
+type ProgressRoutes = Arc<Mutex<Routes>>;
+
+/// Routes the server's progress notifications to the call that asked for them.
+#[derive(Clone, Default)]
+pub(crate) struct Handler {
+    progress: ProgressRoutes,
+}
+
+impl ClientHandler for Handler {
+    fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        let key = token_key(&params.progress_token);
+        let mut routes = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+        match routes.calls.get(&key) {
+            Some(tx) => {
+                let _ = tx.send(params);
+            }
+            None => {
+                if routes.early.len() == EARLY_NOTIFICATIONS {
+                    routes.early.pop_front();
+                }
+                routes.early.push_back(params);
+            }
+        }
+        std::future::ready(())
+    }
+}
+
+fn token_key(token: &ProgressToken) -> String {
+    match &token.0 {
+        NumberOrString::Number(n) => n.to_string(),
+        NumberOrString::String(s) => s.to_string(),
+    }
+}
+
+/// A connection to an MCP server. Clones share it; it closes when the last clone is dropped
+/// (a stdio server's process is ended then).
+#[derive(Clone)]
+pub struct McpClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    service: RunningService<RoleClient, Handler>,
+    progress: ProgressRoutes,
+    server: String,
+    timeout: Option<Duration>,
+}
+
+impl fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpClient")
+            .field("server", &self.inner.server)
+            .finish_non_exhaustive()
+    }
+}
+
+fn connect_error(server: &str, e: impl fmt::Display) -> AgentError {
+    AgentError::State(format!(
+        "could not connect to the MCP server '{server}': {e}; check that it runs and speaks MCP"
+    ))
+}
+
+impl McpClient {
+    /// Connects (starting the process of a stdio server) and initialises the session.
+    pub async fn connect(server: &McpServer) -> Result<Self, AgentError> {
+        let handler = Handler::default();
+        let progress = Arc::clone(&handler.progress);
+        let service = match &server.transport {
+            McpTransport::Stdio { command, args, env } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).envs(env).kill_on_drop(true);
+                let transport = TokioChildProcess::new(cmd).map_err(|e| connect_error(&server.name, e))?;
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| connect_error(&server.name, e))?
+            }
+            McpTransport::Http { url } => {
+                let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| connect_error(&server.name, e))?
+            }
+        };
+        Ok(Self {
+            inner: Arc::new(Inner {
+                service,
+                progress,
+                server: server.name.clone(),
+                timeout: server.timeout,
+            }),
+        })
+    }
+
+    /// The server's name.
+    pub fn server(&self) -> &str {
+        &self.inner.server
+    }
+
+    /// The server's instructions, if it sent any.
+    pub fn instructions(&self) -> Option<String> {
+        self.inner
+            .service
+            .peer_info()
+            .and_then(|info| info.instructions.clone())
+    }
+
+    /// The server's tools (every page).
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, AgentError> {
+        self.inner
+            .service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| AgentError::State(format!("MCP server '{}': listing tools failed: {e}", self.inner.server)))
+    }
+
+    /// Calls a tool; progress notifications of the call go to `progress`.
+    pub(crate) async fn call(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        progress: ProgressSender,
+    ) -> Result<CallToolResult, String> {
+        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = self.inner.timeout;
+        // The SDK gives the request its progress token as it sends it.
+        let handle = self
+            .inner
+            .service
+            .peer()
+            .send_request_with_option(request, options)
+            .await
+            .map_err(|e| e.to_string())?;
+        let key = token_key(&handle.progress_token);
+        {
+            let mut routes = self.routes();
+            let early = std::mem::take(&mut routes.early);
+            for n in early {
+                if token_key(&n.progress_token) == key {
+                    let _ = progress.send(n);
+                } else {
+                    routes.early.push_back(n);
+                }
+            }
+            routes.calls.insert(key.clone(), progress);
+        }
+        let result = handle.await_response().await;
+        self.routes().calls.remove(&key);
+        match result.map_err(|e| e.to_string())? {
+            ServerResult::CallToolResult(result) => Ok(result),
+            _ => Err("the server answered the tool call with something else than a tool result".to_owned()),
+        }
+    }
+
+    fn routes(&self) -> std::sync::MutexGuard<'_, Routes> {
+        self.inner.progress.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}

@@ -1,0 +1,162 @@
+//! [`McpTool`]: one tool of an MCP server, as a toolkit tool.
+
+use std::fmt;
+
+use futures_util::future::{Either, select};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+use towerscope_core::tool::MCP_PROGRESS_KEY;
+use towerscope_core::{MediaBlock, TextBlock, ToolChunk, ToolResultState};
+
+use super::McpClient;
+use crate::generator::Generator;
+use crate::toolkit::{Tool, ToolChunkStream, ToolError};
+
+/// A tool of an MCP server. See the [module docs](super) for what its calls do.
+pub struct McpTool {
+    client: McpClient,
+    /// The name on the server.
+    remote: String,
+    /// `mcp__{server}__{tool}`.
+    name: String,
+    description: String,
+    schema: Value,
+    read_only: bool,
+    destructive: bool,
+}
+
+impl McpTool {
+    /// The tool `tool` of the server behind `client`.
+    pub fn new(client: McpClient, tool: &rmcp::model::Tool) -> Self {
+        let annotations = tool.annotations.as_ref();
+        let read_only = annotations.and_then(|a| a.read_only_hint).unwrap_or(false);
+        let destructive = !read_only && annotations.and_then(|a| a.destructive_hint).unwrap_or(true);
+        let mut schema = Value::Object(Map::clone(&tool.input_schema));
+        crate::toolkit::strip_titles(&mut schema);
+        Self {
+            name: super::tool_name(client.server(), &tool.name),
+            remote: tool.name.to_string(),
+            description: tool.description.as_deref().unwrap_or_default().to_owned(),
+            schema,
+            read_only,
+            destructive,
+            client,
+        }
+    }
+
+    /// The tool's name on the server.
+    pub fn remote_name(&self) -> &str {
+        &self.remote
+    }
+}
+
+impl fmt::Debug for McpTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpTool")
+            .field("name", &self.name)
+            .field("server", &self.client.server())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn input_schema(&self) -> &Value {
+        &self.schema
+    }
+
+    /// MCP tools run one at a time, as in the reference.
+    fn concurrency_safe(&self) -> bool {
+        false
+    }
+
+    fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    fn destructive(&self) -> bool {
+        self.destructive
+    }
+
+    fn call(&self, input: Value) -> ToolChunkStream {
+        let client = self.client.clone();
+        let remote = self.remote.clone();
+        let arguments = match input {
+            Value::Object(map) => map,
+            Value::Null => Map::new(),
+            other => {
+                let message = format!("MCP tool arguments must be an object, got {other}");
+                return Box::pin(futures_util::stream::iter([Err(ToolError::new(message))]));
+            }
+        };
+        Box::pin(Generator::new(move |y| async move {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let mut call = std::pin::pin!(client.call(&remote, arguments, tx));
+            let result = loop {
+                match select(call.as_mut(), std::pin::pin!(rx.recv())).await {
+                    Either::Left((result, _)) => break result,
+                    Either::Right((Some(progress), _)) => {
+                        let mut value = Map::new();
+                        value.insert("progress".into(), progress.progress.into());
+                        if let Some(total) = progress.total {
+                            value.insert("total".into(), total.into());
+                        }
+                        if let Some(message) = progress.message {
+                            value.insert("message".into(), message.into());
+                        }
+                        let mut metadata = Map::new();
+                        metadata.insert(MCP_PROGRESS_KEY.to_owned(), Value::Object(value));
+                        y.emit(Ok(ToolChunk::new(Vec::new())
+                            .with_is_last(false)
+                            .with_metadata(metadata)))
+                            .await;
+                    }
+                    Either::Right((None, _)) => break call.as_mut().await,
+                }
+            };
+            match result {
+                Ok(result) => {
+                    let state = if result.is_error == Some(true) {
+                        ToolResultState::Error
+                    } else {
+                        ToolResultState::Success
+                    };
+                    let mut blocks: Vec<MediaBlock> = result.content.iter().map(content_block).collect();
+                    if blocks.is_empty() {
+                        if let Some(structured) = &result.structured_content {
+                            blocks.push(MediaBlock::Text(TextBlock::new(structured.to_string())));
+                        }
+                    }
+                    y.emit(Ok(ToolChunk::new(blocks).with_state(state))).await;
+                }
+                Err(e) => {
+                    y.emit(Err(ToolError::new(format!(
+                        "Error occurred when calling MCP tool: {e}"
+                    ))))
+                    .await;
+                }
+            }
+        }))
+    }
+}
+
+/// One content block of a result: text as text, images and audio as data, anything else (a
+/// resource, a link) as its JSON.
+fn content_block(content: &rmcp::model::ContentBlock) -> MediaBlock {
+    let value = serde_json::to_value(content).unwrap_or(Value::Null);
+    let field = |k: &str| value.get(k).and_then(Value::as_str);
+    match (field("type"), field("text"), field("data"), field("mimeType")) {
+        (Some("text"), Some(text), _, _) => MediaBlock::Text(TextBlock::new(text)),
+        (Some("image" | "audio"), _, Some(data), Some(mime)) => {
+            MediaBlock::Data(towerscope_core::DataBlock::base64(data, mime))
+        }
+        _ => MediaBlock::Text(TextBlock::new(value.to_string())),
+    }
+}

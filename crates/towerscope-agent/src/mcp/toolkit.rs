@@ -1,0 +1,45 @@
+//! [`Toolkit::add_mcp_server`]: a server's tools as one tool group.
+
+use towerscope_core::AgentError;
+
+use super::{McpClient, McpServer, McpTool, McpTools};
+use crate::toolkit::{AddToolError, ToolGroup, Toolkit};
+
+impl Toolkit {
+    /// Connects to an MCP server (feature `mcp`) and adds its tools to a group named after it
+    /// (see the [`mcp`](crate::mcp) module). Tools whose input schema cannot be enforced are
+    /// not added: they are listed in [`McpTools::refused`].
+    pub async fn add_mcp_server(&mut self, server: McpServer) -> Result<McpTools, AgentError> {
+        let client = McpClient::connect(&server).await?;
+        self.add_mcp_client(client, &server).await
+    }
+
+    /// Adds the tools of a connected server (see [`add_mcp_server`](Self::add_mcp_server)).
+    pub async fn add_mcp_client(&mut self, client: McpClient, server: &McpServer) -> Result<McpTools, AgentError> {
+        let listed = client.list_tools().await?;
+        let description = server
+            .description
+            .clone()
+            .or_else(|| client.instructions())
+            .unwrap_or_else(|| format!("Tools of the MCP server '{}'.", server.name));
+        self.add_group(ToolGroup::new(server.name.clone(), description).with_active(server.active));
+        let mut out = McpTools {
+            group: server.name.clone(),
+            tools: Vec::new(),
+            refused: Vec::new(),
+        };
+        for tool in &listed {
+            let tool = McpTool::new(client.clone(), tool);
+            let name = crate::toolkit::Tool::name(&tool).to_owned();
+            match self.add_to_group(&server.name, tool) {
+                Ok(_) => out.tools.push(name),
+                Err(AddToolError::Schema(e)) => {
+                    tracing::warn!(error = %e, "an MCP tool was not added: its schema cannot be enforced");
+                    out.refused.push(e);
+                }
+                Err(AddToolError::UnknownGroup(e)) => return Err(AgentError::State(e.to_string())),
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,174 @@
+//! The permission engine behind `on_check_permission` (the reference's `PermissionEngine`),
+//! with its modes ([`PermissionMode`]), and the de-duplication of identical confirmation
+//! requests within one batch of tool calls.
+//!
+//! Every mode checks, in order: deny rules, ask rules, read-only calls
+//! ([`Tool::read_only_call`](crate::toolkit::Tool::read_only_call)), then the mode's own policy:
+//!
+//! ```text
+//!             requires_confirmation  tool's own check   allow rule   fallback
+//! Default     ask                    allow/deny/ask     allow        ask if the tool asked or is destructive,
+//!                                                                    else the agent's default permission
+//! Explore     (denied before: not read-only)
+//! AcceptEdits ask                    allow/deny/ask     allow        ask if the tool asked or is destructive, else allow
+//! Bypass      skipped                allow/deny         allow        allow
+//! DontAsk     deny                   allow/deny/ask     allow        every ask above becomes a deny
+//! ```
+//!
+//! # The default permission (a documented difference)
+//!
+//! The reference asks the user about every tool that is not read-only and that no rule allows.
+//! towerscope keeps its documented difference: in the `Default` mode such a call gets the
+//! agent's [`default_permission`](crate::AgentBuilder::default_permission), which is
+//! [`Allow`](PermissionDecision::Allow) unless set. A towerscope tool is code its developer
+//! registered (there are no built-in shell or file tools), so an agent that parks on its first
+//! tool call would surprise more than it protects; the protections that matter keep working:
+//! deny and ask rules, tools that ask or require confirmation, destructive tools (MCP tools
+//! without annotations are destructive, as the MCP specification says), and the modes (`Explore`
+//! for read-only sessions, `DontAsk` for unattended ones). `default_permission(Ask)` gives the
+//! reference's behaviour.
+//!
+//! # Example
+//!
+//! ```
+//! use towerscope_agent::{Agent, toolkit::FunctionTool};
+//! use towerscope_core::{Msg, PermissionMode, ToolResultState};
+//! use towerscope_models::{ScriptedModel, ScriptedResponse};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), towerscope_core::AgentError> {
+//! let model = ScriptedModel::new("m", [
+//!     ScriptedResponse::tool_call("c1", "delete_all", "{}"),
+//!     ScriptedResponse::text("I may only look around."),
+//! ]);
+//! let agent = Agent::builder("a")
+//!     .model(model)
+//!     .tool(FunctionTool::with_schema("delete_all", "Deletes everything.", serde_json::json!({"type": "object"}),
+//!         |_: serde_json::Value| async { "deleted" }))
+//!     .permission_mode(PermissionMode::Explore)
+//!     .build()?;
+//! agent.reply(Msg::user("user", "Clean up.")).await?;
+//! let state = agent.state();
+//! let result = state.context[1].tool_results().next().cloned().expect("a result");
+//! assert_eq!(result.state, ToolResultState::Denied);
+//! assert_eq!(result.output.text_content().as_deref(), Some("Permission denied for delete_all (explore mode is read-only)"));
+//! # Ok(()) }
+//! ```
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use towerscope_core::{
+    PermissionBehavior, PermissionDecision, PermissionMode, PermissionRequest, PermissionRule, ToolCallBlock,
+    ToolCallState,
+};
+
+use crate::state::AgentState;
+use crate::toolkit::Toolkit;
+
+/// Decides on one call (see the [module docs](self)).
+pub(crate) fn decide(
+    state: &Mutex<AgentState>,
+    toolkit: &Toolkit,
+    default: &PermissionDecision,
+    req: &PermissionRequest,
+) -> PermissionDecision {
+    if req.tool_call.state == ToolCallState::Allowed {
+        return PermissionDecision::Allow;
+    }
+    let name = req.tool_call.name.as_str();
+    let mode = {
+        let state = state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.has_rule(name, PermissionBehavior::Deny) {
+            return PermissionDecision::Deny {
+                message: format!("The tool '{name}' is denied by a permission rule."),
+            };
+        }
+        if state.has_rule(name, PermissionBehavior::Ask) {
+            return ask(state.permission_mode, name, None);
+        }
+        state.permission_mode
+    };
+    let tool = toolkit.get(name);
+    let read_only = req.tool.read_only || tool.as_ref().is_some_and(|t| t.read_only_call(&req.input));
+    if read_only {
+        return PermissionDecision::Allow;
+    }
+    if mode == PermissionMode::Explore {
+        return PermissionDecision::Deny {
+            message: format!("Permission denied for {name} (explore mode is read-only)"),
+        };
+    }
+    let mut asked = None;
+    if let Some(tool) = &tool {
+        if mode != PermissionMode::Bypass && tool.requires_confirmation(&req.input) {
+            return ask(mode, name, None);
+        }
+        match tool.check_permission(&req.input) {
+            // Bypass skips the tool's asks.
+            Some(PermissionDecision::Ask { .. }) if mode == PermissionMode::Bypass => {}
+            Some(PermissionDecision::Ask { suggested_rules }) => asked = Some(suggested_rules),
+            Some(decision) => return decision,
+            None => {}
+        }
+    }
+    let allowed = state
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .has_rule(name, PermissionBehavior::Allow);
+    if allowed || mode == PermissionMode::Bypass {
+        return PermissionDecision::Allow;
+    }
+    if asked.is_some() || tool.as_ref().is_some_and(|t| t.destructive()) {
+        return ask(mode, name, asked);
+    }
+    match (mode, default) {
+        (PermissionMode::AcceptEdits, _) => PermissionDecision::Allow,
+        (_, PermissionDecision::Ask { .. }) => ask(mode, name, None),
+        (_, other) => other.clone(),
+    }
+}
+
+/// An ask, with the tool's suggestions or the reference's default one; a deny in `DontAsk`.
+fn ask(mode: PermissionMode, name: &str, suggested: Option<Vec<PermissionRule>>) -> PermissionDecision {
+    if mode == PermissionMode::DontAsk {
+        return PermissionDecision::Deny {
+            message: format!(
+                "Permission denied for {name} (dont_ask mode - ASK converted to DENY, user not available)"
+            ),
+        };
+    }
+    let suggested_rules = match suggested {
+        Some(rules) if !rules.is_empty() => rules,
+        _ => vec![suggested_rule(name)],
+    };
+    PermissionDecision::Ask { suggested_rules }
+}
+
+/// The reference's default suggestion: allow this tool from now on.
+pub(crate) fn suggested_rule(tool_name: &str) -> PermissionRule {
+    PermissionRule::new(tool_name, PermissionBehavior::Allow, "suggested")
+}
+
+/// The rules suggested to the user so far in one batch of concurrent calls.
+///
+/// As in the reference, a later call whose ask an earlier call's suggested rule covers (an
+/// allow rule for the same tool) is not asked about: it stays pending, and is decided again
+/// when the reply resumes, by then under the rules the user accepted. A call that
+/// [requires confirmation](crate::toolkit::Tool::requires_confirmation) is always asked about.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct AskedRules(Arc<Mutex<Vec<PermissionRule>>>);
+
+impl AskedRules {
+    /// Whether `call`'s ask repeats an earlier one of the batch; records its rules if not.
+    pub(crate) fn repeats(&self, call: &ToolCallBlock, suggested: &[PermissionRule], safety: bool) -> bool {
+        let mut asked = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let covered = asked
+            .iter()
+            .any(|r| r.behavior == PermissionBehavior::Allow && r.tool_name == call.name);
+        if covered && !safety {
+            return true;
+        }
+        asked.extend(suggested.iter().cloned());
+        false
+    }
+}

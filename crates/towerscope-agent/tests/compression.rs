@@ -1,0 +1,436 @@
+//! Context compression: a long conversation stays under the model's context size with its tool
+//! pairs intact; what the model receives (the summary after the system prompt, the summary
+//! request), the fall back to truncation, atomicity under an interrupt, tool-result
+//! truncation, the `CompressContext` tool, and no counting without a `ContextConfig`.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::collect;
+use towerscope_agent::compress::{
+    COMPRESS_TOOL, COMPRESSED_TEXT, EstimateCounter, SUMMARY_TOOL, TRUNCATED_REMINDER, TokenCounter, TokenInput,
+};
+use towerscope_agent::toolkit::FunctionTool;
+use towerscope_agent::{Agent, ContextConfig, HintConfig};
+use towerscope_core::context_config::TRUNCATION_NOTICE;
+use towerscope_core::{CompressRequest, ContentBlock, HintBlock, ModelCallRequest, Msg, Role, ToolSchema, from_fn};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+/// Look a word up.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Lookup {
+    /// The word.
+    word: String,
+}
+
+fn lookup_tool() -> FunctionTool {
+    FunctionTool::new("lookup", |a: Lookup| async move {
+        format!(
+            "The word '{}' means something long enough to fill a context: {}",
+            a.word,
+            "blah ".repeat(30)
+        )
+    })
+}
+
+const SUMMARY: &str = r#"{"task_overview": "look words up", "current_state": "many words looked up",
+    "important_discoveries": "none", "next_steps": "keep going", "context_to_preserve": "be brief"}"#;
+
+fn is_summary_request(req: &ModelCallRequest) -> bool {
+    req.tools.len() == 1 && req.tools[0].name == SUMMARY_TOOL
+}
+
+/// The estimate of what a request sends, as a model with this context size would see it.
+fn estimate(messages: &[Arc<Msg>], tools: &[ToolSchema]) -> u64 {
+    EstimateCounter.count(&TokenInput {
+        head: &[],
+        context: messages,
+        tools,
+        last_call: None,
+    })
+}
+
+/// Every tool result in `messages` follows its call in the same message, and every call of a
+/// finished message has its result.
+fn assert_pairs_intact(messages: &[Arc<Msg>]) {
+    for m in messages {
+        let mut seen = Vec::new();
+        for block in &m.content {
+            match block {
+                ContentBlock::ToolCall(c) => seen.push(c.id.clone()),
+                ContentBlock::ToolResult(r) => {
+                    assert!(seen.contains(&r.id), "result {} before or without its call", r.id)
+                }
+                _ => {}
+            }
+        }
+        let results = m.tool_results().count();
+        assert_eq!(
+            results,
+            seen.len(),
+            "a call without its result in a message sent to the model"
+        );
+    }
+}
+
+/// A model that looks a word up, then answers; writes the summary when asked; and reports the
+/// reference's estimate of its input as its usage (so the default counter runs on usage).
+fn conversational_model(size: u64) -> ScriptedModel {
+    let calls = Arc::new(AtomicUsize::new(0));
+    ScriptedModel::new("m", []).context_size(size).respond_with(move |req| {
+        let tokens = estimate(&req.messages.to_vec(), &req.tools);
+        if is_summary_request(req) {
+            return Some(ScriptedResponse::tool_call("s", SUMMARY_TOOL, SUMMARY).with_usage(tokens, 60));
+        }
+        let last = req.messages.last().unwrap();
+        let answered = last.role == Role::Assistant
+            && last
+                .content
+                .iter()
+                .rev()
+                .find(|b| !matches!(b, ContentBlock::Hint(_)))
+                .is_some_and(|b| matches!(b, ContentBlock::ToolResult(_)));
+        let n = calls.fetch_add(1, Ordering::Relaxed);
+        Some(if answered {
+            ScriptedResponse::text(format!("Answer {n}: the word is looked up.")).with_usage(tokens, 10)
+        } else {
+            ScriptedResponse::tool_call(format!("call-{n}"), "lookup", format!(r#"{{"word": "w{n}"}}"#))
+                .with_usage(tokens, 10)
+        })
+    })
+}
+
+#[tokio::test]
+async fn a_few_hundred_turns_stay_under_the_context_size_with_tool_pairs_intact() {
+    let size = 3000;
+    let model = conversational_model(size);
+    let agent = Agent::builder("a")
+        .system_prompt("You look words up.")
+        .model(model.clone())
+        .tool(lookup_tool())
+        .context(ContextConfig::new())
+        .build()
+        .unwrap();
+    for turn in 0..300 {
+        let answer = agent
+            .reply(Msg::user("user", format!("Turn {turn}: what does w{turn} mean?")))
+            .await
+            .unwrap();
+        assert!(answer.text_content().unwrap().starts_with("Answer"), "turn {turn}");
+    }
+    let requests = model.requests();
+    let summaries = requests.iter().filter(|r| is_summary_request_recorded(r)).count();
+    assert!(summaries >= 5, "only {summaries} compressions in 300 turns");
+    for (i, r) in requests.iter().enumerate() {
+        let tokens = estimate(&r.messages.to_vec(), &r.tools);
+        assert!(tokens <= size, "request {i} sends {tokens} tokens to a model of {size}");
+        assert_pairs_intact(&r.messages.to_vec());
+    }
+    // After a compression the summary is the user message right after the system prompt.
+    let last = requests.iter().rev().find(|r| !is_summary_request_recorded(r)).unwrap();
+    assert_eq!(last.messages.to_vec()[0].role, Role::System);
+    let summary = last.messages.to_vec()[1].text_content().unwrap();
+    assert!(
+        summary.starts_with("<system-info>Here is a summary of your previous work\n# Task Overview\nlook words up")
+    );
+    let state = agent.state();
+    assert_eq!(state.summary, summary);
+    common::assert_consistent(&state.context);
+}
+
+fn is_summary_request_recorded(r: &towerscope_models::RecordedRequest) -> bool {
+    r.tools.len() == 1 && r.tools[0].name == SUMMARY_TOOL
+}
+
+/// An agent holding a conversation of `turns` plain exchanges, over the trigger of a model of
+/// 400 tokens, built with `config`.
+async fn long_agent(model: &ScriptedModel, config: ContextConfig) -> Agent {
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .hints(HintConfig::disabled())
+        .context(config)
+        .build()
+        .unwrap();
+    let history: Vec<Msg> = (0..20)
+        .map(|i| Msg::user("user", format!("message {i} {}", "x".repeat(60))))
+        .collect();
+    agent.observe(history).unwrap();
+    agent
+}
+
+#[tokio::test]
+async fn the_summary_request_holds_the_old_part_the_instructions_and_the_prompt_with_the_time() {
+    let model = ScriptedModel::new("m", [ScriptedResponse::tool_call("s", SUMMARY_TOOL, SUMMARY)]).context_size(400);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .on_compress_context(from_fn({
+            let seen = Arc::clone(&seen);
+            move |req: CompressRequest, next: towerscope_core::CompressNext| {
+                seen.lock()
+                    .unwrap()
+                    .push((req.config.is_some(), req.instructions.is_some()));
+                next.run(req)
+            }
+        }))
+        .build()
+        .unwrap();
+    let history: Vec<Msg> = (0..20)
+        .map(|i| Msg::user("user", format!("message {i} {}", "x".repeat(60))))
+        .collect();
+    agent.observe(history).unwrap();
+    let instructions = HintBlock::new("Keep the numbers.", None);
+    agent
+        .compress_context(Some(ContextConfig::new()), Some(instructions))
+        .await
+        .unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [(true, true)],
+        "the chain ran once with the config and the instructions"
+    );
+    let req = &model.requests()[0];
+    assert_eq!(req.tool_choice, Some(towerscope_core::ToolChoice::tool(SUMMARY_TOOL)));
+    let msgs = req.messages.to_vec();
+    assert_eq!(msgs[0].role, Role::System);
+    assert_eq!(msgs[1].text_content().unwrap(), format!("message 0 {}", "x".repeat(60)));
+    let n = msgs.len();
+    assert!(
+        matches!(&msgs[n - 2].content[0], ContentBlock::Hint(h) if h.text().as_deref() == Some("Keep the numbers."))
+    );
+    let prompt = msgs[n - 1].text_content().unwrap();
+    assert!(prompt.starts_with("<system-hint>You have been working on the task described above."));
+    assert!(
+        prompt.contains("The current time is ") && prompt.contains(" (UTC).\n"),
+        "{prompt}"
+    );
+    let state = agent.state();
+    assert!(state.context.len() < 20 && !state.context.is_empty());
+    assert_eq!(
+        state.context.last().unwrap().text_content().unwrap(),
+        format!("message 19 {}", "x".repeat(60))
+    );
+}
+
+#[tokio::test]
+async fn a_failed_summary_falls_back_to_truncation_with_the_notice() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::text("I will not summarise."),
+            ScriptedResponse::text("ok"),
+        ],
+    )
+    .context_size(400);
+    let agent = long_agent(&model, ContextConfig::new()).await;
+    agent.reply(Msg::user("user", "go on")).await.unwrap();
+    let state = agent.state();
+    assert_eq!(state.summary, TRUNCATION_NOTICE);
+    assert!(state.context.len() < 20);
+    let answer = &model.requests()[1];
+    assert_eq!(
+        answer.messages.to_vec()[1].text_content().as_deref(),
+        Some(TRUNCATION_NOTICE)
+    );
+}
+
+#[tokio::test]
+async fn without_the_fall_back_a_failed_summary_fails_the_reply_and_keeps_the_context() {
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("no")]).context_size(400);
+    let agent = long_agent(&model, ContextConfig::new().fallback_to_truncation(false)).await;
+    let before = agent.state().context.len();
+    let err = agent.reply(Msg::user("user", "go on")).await.unwrap_err();
+    assert!(err.to_string().contains("generate_structured_output"), "{err}");
+    let state = agent.state();
+    assert!(state.summary.is_empty());
+    assert_eq!(
+        state.context.len(),
+        before + 1,
+        "the old context and the new message are kept"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupt_during_compression_leaves_the_old_context() {
+    let model = ScriptedModel::new(
+        "m",
+        [ScriptedResponse::tool_call("s", SUMMARY_TOOL, SUMMARY).delay(Duration::from_secs(30))],
+    )
+    .context_size(400);
+    let agent = long_agent(&model, ContextConfig::new()).await;
+    let before = agent.state().context;
+    let running = tokio::spawn({
+        let agent = agent.clone();
+        async move { collect(agent.reply_stream(Msg::user("user", "go on"))).await }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(model.calls(), 1, "the summary is being written");
+    assert!(agent.interrupt());
+    let out = running.await.unwrap();
+    assert_eq!(out.kinds().last(), Some(&"REPLY_END"));
+    let state = agent.state();
+    assert!(state.summary.is_empty(), "no summary was applied");
+    for (old, now) in before.arcs().zip(&state.context) {
+        assert!(Arc::ptr_eq(old, now), "the old context is untouched");
+    }
+    assert_eq!(state.context[before.len()].text_content().as_deref(), Some("go on"));
+}
+
+#[tokio::test]
+async fn tool_results_over_the_limit_are_truncated_with_the_marker() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "lookup", r#"{"word": "big"}"#),
+            ScriptedResponse::text("done"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .tool(lookup_tool())
+        .context(ContextConfig::new().tool_result_limit(20))
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "look it up")).await.unwrap();
+    let seen = &model.requests()[1];
+    let result = seen.messages.last().unwrap().tool_results().next().cloned().unwrap();
+    let text = result.output.text_content().unwrap();
+    assert!(text.ends_with(TRUNCATED_REMINDER), "{text}");
+    assert!(text.starts_with("The word 'big' means"));
+    assert!(text.len() <= 80 + TRUNCATED_REMINDER.len(), "{} bytes kept", text.len());
+}
+
+#[tokio::test]
+async fn the_model_compresses_with_the_compress_context_tool() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", COMPRESS_TOOL, "{}"),
+            ScriptedResponse::text("compressed"),
+        ],
+    )
+    .context_size(1000)
+    .respond_with(|req| is_summary_request(req).then(|| ScriptedResponse::tool_call("s", SUMMARY_TOOL, SUMMARY)));
+    // Over 60% of 1000 (the trigger 0.8 lowered by the buffer 0.2), under 80%.
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .hints(HintConfig::disabled())
+        .context(ContextConfig::new().compression_tool(true))
+        .build()
+        .unwrap();
+    let history: Vec<Msg> = (0..9)
+        .map(|i| Msg::user("user", format!("message {i} {}", "x".repeat(250))))
+        .collect();
+    agent.observe(history).unwrap();
+    agent.reply(Msg::user("user", "tidy up")).await.unwrap();
+    let first = &model.requests()[0];
+    assert!(first.tool_names().contains(&COMPRESS_TOOL));
+    let state = agent.state();
+    assert!(state.summary.contains("look words up"));
+    let result = state
+        .context
+        .iter()
+        .flat_map(|m| m.tool_results())
+        .find(|r| r.id == "c1")
+        .cloned()
+        .unwrap();
+    assert_eq!(result.output.text_content().as_deref(), Some(COMPRESSED_TEXT));
+    common::assert_consistent(&state.context);
+}
+
+/// A counter that counts how often it is asked.
+struct Counting(Arc<AtomicUsize>);
+
+impl TokenCounter for Counting {
+    fn count_blocks(&self, blocks: &mut dyn Iterator<Item = &ContentBlock>) -> u64 {
+        EstimateCounter.count_blocks(blocks)
+    }
+    fn count_tools(&self, tools: &[ToolSchema]) -> u64 {
+        EstimateCounter.count_tools(tools)
+    }
+    fn count(&self, input: &TokenInput<'_>) -> u64 {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        EstimateCounter.count(input)
+    }
+}
+
+#[tokio::test]
+async fn without_a_context_config_nothing_is_counted_and_with_one_a_round_counts_once() {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "lookup", r#"{"word": "a"}"#),
+            ScriptedResponse::text("one"),
+            ScriptedResponse::tool_call("c2", "lookup", r#"{"word": "b"}"#),
+            ScriptedResponse::text("two"),
+        ],
+    );
+    let plain = Agent::builder("a")
+        .model(model.clone())
+        .tool(lookup_tool())
+        .token_counter(Counting(Arc::clone(&asked)))
+        .build()
+        .unwrap();
+    plain.reply(Msg::user("user", "a?")).await.unwrap();
+    assert_eq!(asked.load(Ordering::Relaxed), 0, "no ContextConfig: no counting");
+
+    let counting = Agent::builder("a")
+        .model(model)
+        .tool(lookup_tool())
+        .token_counter(Counting(Arc::clone(&asked)))
+        .context(ContextConfig::new())
+        .build()
+        .unwrap();
+    counting.reply(Msg::user("user", "b?")).await.unwrap();
+    // Two rounds, one count of the whole input each.
+    assert_eq!(asked.load(Ordering::Relaxed), 2);
+}
+
+#[test]
+fn an_invalid_context_config_fails_the_build() {
+    let model = ScriptedModel::new("m", []);
+    let err = Agent::builder("a")
+        .model(model)
+        .context(ContextConfig::new().trigger_ratio(0.95))
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("trigger_ratio must be in (0, 0.9]"), "{err}");
+}
+
+#[tokio::test]
+async fn the_prompt_fold_runs_for_the_count_and_for_the_model_as_in_the_reference() {
+    let folds = Arc::new(AtomicUsize::new(0));
+    let fold = {
+        let folds = Arc::clone(&folds);
+        towerscope_core::prompt_fn(move |_ctx, prompt| {
+            folds.fetch_add(1, Ordering::Relaxed);
+            async move { Ok(prompt) }
+        })
+    };
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("1"), ScriptedResponse::text("2")]);
+    let plain = Agent::builder("a")
+        .model(model.clone())
+        .on_system_prompt(fold.clone())
+        .build()
+        .unwrap();
+    plain.reply(Msg::user("user", "one")).await.unwrap();
+    assert_eq!(
+        folds.load(Ordering::Relaxed),
+        1,
+        "no ContextConfig: only the model's input"
+    );
+    let compressing = Agent::builder("a")
+        .model(model)
+        .on_system_prompt(fold)
+        .context(ContextConfig::new())
+        .build()
+        .unwrap();
+    compressing.reply(Msg::user("user", "two")).await.unwrap();
+    // The count (compression), then the model's input; the hints reuse the count.
+    assert_eq!(folds.load(Ordering::Relaxed), 3);
+}

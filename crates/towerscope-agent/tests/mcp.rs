@@ -1,0 +1,205 @@
+//! MCP tools against a real server (tests/mcp/server.py, started by scripts/test.sh): over
+//! stdio and streamable HTTP, tools in a reply, progress as `mcp_progress` events, errors as
+//! error results, a tool group per server, refused schemas, and the server's lifetime.
+//!
+//! Without the server's environment (`TOWERSCOPE_MCP_PYTHON`, `TOWERSCOPE_MCP_SERVER`,
+//! `TOWERSCOPE_MCP_HTTP_URL`) the tests are skipped, unless `TOWERSCOPE_REQUIRE_MCP=1`: then
+//! they fail.
+#![cfg(feature = "mcp")]
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::collect;
+use towerscope_agent::mcp::{McpServer, McpTools};
+use towerscope_agent::toolkit::Toolkit;
+use towerscope_agent::{Agent, HintConfig};
+use towerscope_core::{AgentEvent, Msg, PermissionMode, ToolResultState};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+struct Env {
+    python: String,
+    script: String,
+    url: String,
+}
+
+fn env() -> Option<Env> {
+    let get = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    match (
+        get("TOWERSCOPE_MCP_PYTHON"),
+        get("TOWERSCOPE_MCP_SERVER"),
+        get("TOWERSCOPE_MCP_HTTP_URL"),
+    ) {
+        (Some(python), Some(script), Some(url)) => Some(Env { python, script, url }),
+        _ => {
+            assert!(
+                std::env::var("TOWERSCOPE_REQUIRE_MCP").as_deref() != Ok("1"),
+                "TOWERSCOPE_REQUIRE_MCP=1 but the MCP test server is not set up; run scripts/test.sh \
+                 (or eval \"$(scripts/mcp-server.sh start)\")"
+            );
+            eprintln!("skipped: no MCP test server (run scripts/test.sh)");
+            None
+        }
+    }
+}
+
+fn stdio(env: &Env) -> McpServer {
+    McpServer::stdio("py", env.python.clone(), [env.script.clone(), "stdio".to_owned()])
+}
+
+async fn toolkit(server: McpServer) -> (Toolkit, McpTools) {
+    let mut toolkit = Toolkit::new();
+    let added = toolkit.add_mcp_server(server).await.unwrap();
+    (toolkit, added)
+}
+
+fn agent(toolkit: Toolkit, model: &ScriptedModel) -> Agent {
+    Agent::builder("a")
+        .model(model.clone())
+        .hints(HintConfig::disabled())
+        .toolkit(toolkit)
+        .permission_mode(PermissionMode::Bypass)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_stdio_servers_tools_run_in_a_reply() {
+    let Some(env) = env() else { return };
+    let (toolkit, added) = toolkit(stdio(&env).active(true)).await;
+    assert_eq!(added.group, "py");
+    assert_eq!(
+        added.tools,
+        ["mcp__py__echo", "mcp__py__add", "mcp__py__count", "mcp__py__fail"]
+    );
+    assert_eq!(added.refused.len(), 1, "strict's schema cannot be enforced");
+    assert!(
+        added.refused[0].to_string().contains("unevaluatedProperties"),
+        "{}",
+        added.refused[0]
+    );
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "mcp__py__add", r#"{"a": 2, "b": "3"}"#),
+            ScriptedResponse::text("5"),
+        ],
+    );
+    let agent = agent(toolkit, &model);
+    agent.reply(Msg::user("user", "2 + 3?")).await.unwrap();
+    let offered = model.requests()[0].tool_names().join(",");
+    assert!(
+        offered.contains("mcp__py__echo") && offered.contains("reset_tools"),
+        "{offered}"
+    );
+    let seen = &model.requests()[1];
+    let result = seen
+        .messages
+        .iter()
+        .rfind(|m| m.role == towerscope_core::Role::Assistant)
+        .unwrap()
+        .tool_results()
+        .next()
+        .cloned()
+        .unwrap();
+    assert_eq!(result.state, ToolResultState::Success);
+    assert_eq!(
+        result.output.text_content().as_deref(),
+        Some("5"),
+        "the coerced arguments reached the server"
+    );
+}
+
+#[tokio::test]
+async fn over_http_progress_streams_and_errors_become_error_results() {
+    let Some(env) = env() else { return };
+    let (toolkit, added) = toolkit(McpServer::http("web", env.url.clone()).active(true)).await;
+    assert!(added.tools.contains(&"mcp__web__count".to_owned()));
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "mcp__web__count", r#"{"n": 3}"#),
+            ScriptedResponse::tool_call("c2", "mcp__web__fail", r#"{"reason": "test"}"#),
+            ScriptedResponse::text("done"),
+        ],
+    );
+    let agent = agent(toolkit, &model);
+    let out = collect(agent.reply_stream(Msg::user("user", "count, then fail"))).await;
+    let progress: Vec<serde_json::Value> = out
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::Custom(c) if c.name == "mcp_progress" => Some(c.value["progress"].clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(progress.len(), 3, "{progress:?}");
+    assert_eq!(progress[2]["message"], "step 3");
+    assert_eq!(progress[2]["total"], 3.0);
+    let state = agent.state();
+    let results: Vec<_> = state.context[1].tool_results().cloned().collect();
+    assert_eq!(results[0].output.text_content().as_deref(), Some("counted to 3"));
+    assert_eq!(results[1].state, ToolResultState::Error);
+    let text = results[1].output.text_content().unwrap();
+    assert!(text.contains("failed on purpose: test"), "{text}");
+    // Progress is never accumulated into the result.
+    assert!(!results[0].metadata.contains_key("mcp_progress"));
+}
+
+#[tokio::test]
+async fn a_servers_tools_form_a_group_the_model_activates() {
+    let Some(env) = env() else { return };
+    let (toolkit, _) = toolkit(McpServer::http("web", env.url.clone())).await;
+    assert!(
+        toolkit.schemas(&[]).iter().all(|s| !s.name.starts_with("mcp__")),
+        "inactive at the start"
+    );
+    let active = toolkit.schemas(&["web".to_owned()]);
+    assert!(active.iter().any(|s| s.name == "mcp__web__echo"));
+    assert_eq!(toolkit.group_of("mcp__web__echo").unwrap().name, "web");
+    assert!(
+        !toolkit.get("mcp__web__echo").unwrap().concurrency_safe(),
+        "MCP tools run one at a time"
+    );
+    assert!(toolkit.get("mcp__web__echo").unwrap().read_only());
+    assert!(
+        toolkit.get("mcp__web__add").unwrap().destructive(),
+        "no annotation: destructive, as MCP says"
+    );
+
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "reset_tools", r#"{"web": true}"#),
+            ScriptedResponse::tool_call("c2", "mcp__web__echo", r#"{"text": "hello"}"#),
+            ScriptedResponse::text("done"),
+        ],
+    );
+    let agent = agent(toolkit, &model);
+    agent.reply(Msg::user("user", "echo hello")).await.unwrap();
+    let state = agent.state();
+    let echoed = state.context[1].tool_results().find(|r| r.id == "c2").cloned().unwrap();
+    assert_eq!(echoed.output.text_content().as_deref(), Some("hello"));
+}
+
+#[tokio::test]
+async fn the_stdio_server_lives_as_long_as_the_toolkit() {
+    let Some(env) = env() else { return };
+    let pid_file = std::env::temp_dir().join(format!("towerscope-mcp-{}.pid", std::process::id()));
+    let server = stdio(&env).env("MCP_PID_FILE", pid_file.display().to_string());
+    let (toolkit, _) = toolkit(server).await;
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let alive = || std::path::Path::new(&format!("/proc/{}", pid.trim())).exists();
+    assert!(alive());
+    drop(toolkit);
+    for _ in 0..100 {
+        if !alive() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!alive(), "the server's process ended with the toolkit");
+    let _ = std::fs::remove_file(pid_file);
+}
