@@ -21,6 +21,8 @@
 //! assert_eq!(model.remaining(), 2);
 //! ```
 
+#[cfg(feature = "anthropic")]
+pub mod anthropic;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 pub mod http;
 #[cfg(feature = "openai")]

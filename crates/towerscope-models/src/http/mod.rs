@@ -39,6 +39,7 @@
 
 mod api_key;
 mod error;
+pub(crate) mod names;
 mod retry_after;
 pub(crate) mod sse;
 pub(crate) mod target;

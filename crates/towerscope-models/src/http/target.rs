@@ -5,12 +5,13 @@ use std::time::Duration;
 
 use futures_core::Stream;
 use futures_util::TryStreamExt;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, Url};
 use tower::ServiceExt;
 use towerscope_core::AgentError;
 
 use super::error::{CallSite, ProviderError, transport_error};
+use super::names::Names;
 use super::transport::HttpService;
 
 /// The most of an error body read.
@@ -74,6 +75,14 @@ impl HttpTarget {
     /// The host, for `server.address`.
     pub(crate) fn host(&self) -> Option<&str> {
         self.url.host_str()
+    }
+
+    pub(crate) fn names(&self) -> Names {
+        Names {
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            endpoint: self.endpoint.clone(),
+        }
     }
 
     pub(crate) fn site(&self) -> CallSite<'_> {
@@ -157,6 +166,28 @@ impl HttpTarget {
             transport_error(&e, &site, true)
         })
     }
+}
+
+/// Adds `(name, value)` headers, checking each.
+pub(crate) fn insert_headers(
+    headers: &mut HeaderMap,
+    pairs: impl IntoIterator<Item = (String, String)>,
+) -> Result<(), AgentError> {
+    for (name, value) in pairs {
+        let header = HeaderName::try_from(name.as_str())
+            .map_err(|_| AgentError::validation(format!("invalid header name '{name}'")))?;
+        let value = HeaderValue::try_from(value)
+            .map_err(|_| AgentError::validation(format!("invalid value for header '{name}'")))?;
+        headers.insert(header, value);
+    }
+    Ok(())
+}
+
+/// An environment variable that is set and not blank, when `read` allows.
+pub(crate) fn env_var(read: bool, name: &str) -> Option<String> {
+    read.then(|| std::env::var(name).ok())
+        .flatten()
+        .filter(|v| !v.trim().is_empty())
 }
 
 /// Whether a response is an SSE stream.

@@ -5,13 +5,13 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, USER_AGENT};
 use serde_json::{Map, Value};
 use towerscope_core::{AgentError, GenerationParams};
 
 use super::model::{Inner, OpenAiChatModel};
 use super::request::{MaxTokensField, Options, ReasoningEffort};
-use crate::http::target::HttpTarget;
+use crate::http::target::{HttpTarget, env_var, insert_headers};
 use crate::http::{ApiKey, HttpService, http_client, http_service};
 
 /// Where requests go when neither the builder nor `OPENAI_BASE_URL` says otherwise.
@@ -231,12 +231,7 @@ impl OpenAiChatModelBuilder {
 
     /// Builds the model: checks the URL and headers and makes the default client.
     pub fn build(self) -> Result<OpenAiChatModel, AgentError> {
-        let env = |name: &str| {
-            self.from_env
-                .then(|| std::env::var(name).ok())
-                .flatten()
-                .filter(|v| !v.trim().is_empty())
-        };
+        let env = |name: &str| env_var(self.from_env, name);
         let base_url = self
             .base_url
             .clone()
@@ -263,13 +258,7 @@ impl OpenAiChatModelBuilder {
             .into_iter()
             .filter_map(|(name, value)| Some((name.to_owned(), value?)))
             .chain(self.headers.iter().cloned());
-        for (name, value) in extra {
-            let header = HeaderName::try_from(name.as_str())
-                .map_err(|_| AgentError::validation(format!("invalid header name '{name}'")))?;
-            let value = HeaderValue::try_from(value)
-                .map_err(|_| AgentError::validation(format!("invalid value for header '{name}'")))?;
-            headers.insert(header, value);
-        }
+        insert_headers(&mut headers, extra)?;
         let transport = match self.transport {
             Some(transport) => transport,
             None => http_service(http_client(self.connect_timeout, self.read_timeout)?),

@@ -16,30 +16,8 @@ use towerscope_core::{AgentError, ChatResponse, ChatUsage, ContentBlock, TextBlo
 
 use super::ids::{block_id, call_id, generated_call_id};
 use super::wire::{CompletionWire, MessageWire, UsageWire};
-use crate::http::ProviderError;
+use crate::http::names::Names;
 use crate::http::sse::{Step, StreamDecoder};
-
-/// Who is answering, for errors.
-#[derive(Debug, Clone)]
-pub(crate) struct Names {
-    pub(crate) provider: String,
-    pub(crate) model: String,
-    pub(crate) endpoint: String,
-}
-
-impl Names {
-    fn provider_error(&self, data: &[u8]) -> AgentError {
-        ProviderError::from_body(&self.provider, None, None, data).into_agent_error(&self.model, &self.endpoint)
-    }
-
-    fn decode_error(&self, what: &str, err: &serde_json::Error, data: &str) -> AgentError {
-        let snippet: String = data.chars().take(200).collect();
-        AgentError::decode(
-            format!("{} {what} from {}", self.provider, self.endpoint),
-            format!("{err}: {snippet}"),
-        )
-    }
-}
 
 /// A tool call being assembled from its deltas.
 #[derive(Debug)]

@@ -97,11 +97,7 @@ where
     B: AsRef<[u8]> + Send + 'static,
     E: Display + Send + 'static,
 {
-    let names = decode::Names {
-        provider: "openai".to_owned(),
-        model: "unknown".to_owned(),
-        endpoint: "a decoded stream".to_owned(),
-    };
+    let names = crate::http::names::Names::decoded("openai");
     let body = body.map_err(|e| AgentError::Stream(format!("the body broke: {e}")));
     crate::http::sse::ChatChunks::new(body, decode::OpenAiStream::new(names, Instant::now()))
 }

@@ -7,8 +7,9 @@ use std::time::Instant;
 use towerscope_core::{ChatModel, GenerationParams, ModelCallRequest, ModelFuture, ModelOutput};
 
 use super::builder::OpenAiChatModelBuilder;
-use super::decode::{Names, OpenAiStream, complete_response};
+use super::decode::{OpenAiStream, complete_response};
 use super::request::{Call, Options, body};
+use crate::http::names::Names;
 use crate::http::sse::ChatChunks;
 use crate::http::target::{HttpTarget, is_event_stream};
 
@@ -45,11 +46,7 @@ impl OpenAiChatModel {
 
 impl Inner {
     fn names(&self) -> Names {
-        Names {
-            provider: self.target.provider.clone(),
-            model: self.target.model.clone(),
-            endpoint: self.target.endpoint.clone(),
-        }
+        self.target.names()
     }
 }
 
