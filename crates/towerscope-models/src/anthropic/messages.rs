@@ -1,6 +1,6 @@
 //! Messages in the Anthropic Messages format.
 //!
-//! - System messages become the top-level `system` prompt.
+//! - System messages become the top-level `system` prompt (empty ones are left out).
 //! - User messages become `user` turns: text, images (`image`, inline or by URL) and PDFs
 //!   (`document`).
 //! - An assistant message (an agent's whole reply) becomes `assistant` content: text, thinking

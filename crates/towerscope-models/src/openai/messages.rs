@@ -1,6 +1,6 @@
 //! Messages in the OpenAI Chat Completions format.
 //!
-//! - A system message becomes a `system` message.
+//! - A system message becomes a `system` message (an empty one is left out).
 //! - A user message becomes a `user` message with the sender's `name`; text-only content is a
 //!   string, content with media is a list of parts: `image_url` for images (URLs as they are,
 //!   inline bytes as `data:` URLs), `input_audio` for inline WAV and MP3, `file` for inline PDFs.
@@ -93,7 +93,12 @@ pub(super) fn format<'a, M: Borrow<Msg>>(messages: &'a [M], names: bool) -> Resu
     for msg in messages.iter().map(<M as Borrow<Msg>>::borrow) {
         let name = names.then(|| wire_name(&msg.name)).flatten();
         match msg.role {
-            Role::System => out.push(text_message("system", None, join_text(&msg.content))),
+            Role::System => {
+                let text = join_text(&msg.content);
+                if !text.is_empty() {
+                    out.push(text_message("system", None, text));
+                }
+            }
             Role::User => out.push(user_message(name, &msg.content)?),
             Role::Assistant => Turns::new(name, &mut out).walk(&msg.content)?,
         }

@@ -1,0 +1,85 @@
+//! Shared helpers of the provider tests: a scripted loopback HTTP server, and collecting what
+//! an agent's reply emitted.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
+
+mod server;
+
+#[allow(unused_imports)]
+pub use server::{MockServer, Recorded, Reply, cut_at, pieces};
+
+use futures_util::StreamExt;
+use towerscope_agent::ReplyStream;
+use towerscope_core::{AgentError, AgentEvent, Msg, ReplyItem};
+
+/// Everything a reply produced.
+pub struct Collected {
+    pub events: Vec<AgentEvent>,
+    pub final_msg: Option<Msg>,
+    pub error: Option<AgentError>,
+}
+
+impl Collected {
+    /// Each event as a line: its type, and its delta or name where it has one.
+    pub fn lines(&self) -> Vec<String> {
+        self.events.iter().map(line).collect()
+    }
+
+    pub fn final_text(&self) -> Option<String> {
+        self.final_msg.as_ref().and_then(Msg::text_content)
+    }
+}
+
+pub fn line(event: &AgentEvent) -> String {
+    let kind = event.event_type().as_str();
+    match event {
+        AgentEvent::ThinkingBlockDelta(e) => format!("{kind} {}", e.delta),
+        AgentEvent::TextBlockDelta(e) => format!("{kind} {}", e.delta),
+        AgentEvent::ToolCallStart(e) => format!("{kind} {} {}", e.tool_call_id, e.tool_call_name),
+        AgentEvent::ToolCallDelta(e) => format!("{kind} {}", e.delta),
+        AgentEvent::ToolCallEnd(e) => format!("{kind} {}", e.tool_call_id),
+        AgentEvent::ToolResultStart(e) => format!("{kind} {}", e.tool_call_id),
+        AgentEvent::ToolResultTextDelta(e) => format!("{kind} {}", e.delta),
+        AgentEvent::ToolResultEnd(e) => format!("{kind} {}", e.state.as_str()),
+        AgentEvent::ModelCallEnd(e) => format!(
+            "{kind} in={} out={} cached={} written={}",
+            e.input_tokens, e.output_tokens, e.cache_input_tokens, e.cache_creation_input_tokens
+        ),
+        AgentEvent::Custom(e) => format!("{kind} {}", e.name),
+        _ => kind.to_owned(),
+    }
+}
+
+pub async fn collect(mut stream: ReplyStream) -> Collected {
+    let mut out = Collected {
+        events: Vec::new(),
+        final_msg: None,
+        error: None,
+    };
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(ReplyItem::Event(e)) => out.events.push(e),
+            Ok(ReplyItem::Final(m)) => out.final_msg = Some(m),
+            Err(e) => {
+                out.error = Some(e);
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Consecutive text (or thinking) deltas joined, so a test does not depend on how the server's
+/// pieces fell: `TEXT_BLOCK_DELTA Hel` + `TEXT_BLOCK_DELTA lo` = `TEXT_BLOCK_DELTA Hello`.
+pub fn joined(lines: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in lines {
+        let mergeable = ["TEXT_BLOCK_DELTA ", "THINKING_BLOCK_DELTA ", "TOOL_CALL_DELTA "]
+            .into_iter()
+            .find(|prefix| line.starts_with(prefix));
+        match (mergeable, out.last_mut()) {
+            (Some(prefix), Some(last)) if last.starts_with(prefix) => last.push_str(&line[prefix.len()..]),
+            _ => out.push(line.clone()),
+        }
+    }
+    out
+}
