@@ -4,7 +4,9 @@
 //!
 //! - [`core`]: messages, events, the seven positions, errors.
 //! - [`agent`]: the ReAct [`Agent`](agent::Agent), its toolkit and structured output.
-//! - [`models`]: chat models, including the network-free [`models::ScriptedModel`].
+//! - [`models`]: chat models, including the network-free [`models::ScriptedModel`]; with the
+//!   features `openai` and `anthropic`, `models::openai::OpenAiChatModel` (OpenAI and every
+//!   compatible server) and `models::anthropic::AnthropicChatModel`.
 //! - [`layers`]: built-in layers: timing, rate limit, fallback, retry, timeout, call limits, dynamic
 //!   system prompt, pre/post hooks.
 //! - `otel` (feature `otel`): OpenTelemetry GenAI spans and metrics as one middleware, and OTLP
@@ -39,5 +41,9 @@ pub mod prelude {
     pub use towerscope_agent::{Agent, AgentBuilder, AgentState};
     pub use towerscope_core::ModelRef;
     pub use towerscope_core::prelude::*;
+    #[cfg(feature = "anthropic")]
+    pub use towerscope_models::anthropic::AnthropicChatModel;
+    #[cfg(feature = "openai")]
+    pub use towerscope_models::openai::OpenAiChatModel;
     pub use towerscope_models::{ScriptedModel, ScriptedResponse};
 }

@@ -266,9 +266,12 @@ impl AnthropicChatModelBuilder {
             transport,
             self.read_timeout,
         )?;
+        // The limit sent is the one tracing reports.
+        let mut params = self.params;
+        params.max_tokens = Some(max_tokens);
         Ok(AnthropicChatModel::from_inner(Arc::new(Inner {
             target,
-            params: self.params,
+            params,
             options: self.options,
         })))
     }
