@@ -1,23 +1,39 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: unit, integration and doc tests of every crate.
-# Whatever the tests need beyond cargo (the OTLP collector of the tracing tests, the Redis of the
-# session-store and shared-rate-limit tests) is installed and started here, so a fresh machine
-# needs nothing installed by hand.
+# Whatever the tests need beyond cargo (the OTLP collector of the tracing tests, the MCP server,
+# the Redis of the session-store and shared-rate-limit tests, the LLM server of the provider
+# tests, tmux for the terminal chat) is installed and started here, so a fresh machine needs
+# nothing installed by hand. Every server is started on loopback and stopped by its PID however
+# the tests end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# A real OpenTelemetry collector (rotel, from PyPI) on loopback for
-# crates/towerscope-otel/tests/collector.rs; it exports TOWERSCOPE_OTLP_ENDPOINT and SPANS_JSONL.
-# Stopped by its PID however the tests end.
+pids=()
+cleanup() {
+    if [ "${#pids[@]}" -gt 0 ]; then
+        kill -TERM "${pids[@]}" 2>/dev/null || true
+    fi
+    scripts/otlp-collector.sh stop || true
+    scripts/mcp-server.sh stop || true
+    scripts/redis-server.sh stop || true
+    scripts/llm-server.sh stop || true
+}
+trap cleanup EXIT
+
+# A real OpenTelemetry collector (rotel, from PyPI, installed into ~/.cache/towerscope/) on
+# loopback for crates/towerscope-otel/tests/collector.rs; it exports TOWERSCOPE_OTLP_ENDPOINT and
+# SPANS_JSONL.
 collector_env="$(scripts/otlp-collector.sh start)"
 eval "$collector_env"
+pids+=("$OTLP_COLLECTOR_PID")
+
 # The MCP test server (tests/mcp/server.py, Python `mcp` from PyPI, installed into
 # ~/.cache/towerscope/) over streamable HTTP on loopback for crates/towerscope-agent/tests/mcp.rs,
 # which also starts it over stdio; required, so a missing server fails those tests.
 mcp_env="$(scripts/mcp-server.sh start)"
 eval "$mcp_env"
+pids+=("$MCP_SERVER_PID")
 export TOWERSCOPE_REQUIRE_MCP=1
-trap 'kill -TERM "$OTLP_COLLECTOR_PID" "$MCP_SERVER_PID" 2>/dev/null || true; scripts/otlp-collector.sh stop; scripts/mcp-server.sh stop' EXIT
 
 # The official JSON-Schema-Test-Suite (draft 2020-12), fetched once into ~/.cache/towerscope/,
 # for crates/towerscope-agent/tests/json_schema_suite.rs; required, so a failed fetch fails the run.
@@ -28,11 +44,20 @@ export TOWERSCOPE_REQUIRE_SUITE=1
 # A real Redis (the Debian package redis-server) on loopback, no persistence, for the
 # `redis`-feature tests; it exports TOWERSCOPE_REDIS_URL and TOWERSCOPE_REDIS_SERVER. With
 # TOWERSCOPE_REQUIRE_REDIS=1 a test that needs Redis fails, instead of skipping, when they are
-# missing. Stopped by its PID however the tests end.
+# missing.
 redis_env="$(scripts/redis-server.sh start)"
 eval "$redis_env"
+pids+=("$REDIS_SERVER_PID")
 export TOWERSCOPE_REQUIRE_REDIS=1
-trap 'kill -TERM "$OTLP_COLLECTOR_PID" "$REDIS_SERVER_PID" 2>/dev/null || true; scripts/otlp-collector.sh stop; scripts/redis-server.sh stop' EXIT
+
+# A real LLM server (llama.cpp's llama-server with SmolLM2-135M, built once into
+# ~/.cache/towerscope/llama) on loopback for crates/towerscope-models/tests/llm_server.rs; it
+# exports TOWERSCOPE_LLM_BASE_URL, TOWERSCOPE_LLM_MODEL and LLM_SERVER_PID. With
+# TOWERSCOPE_REQUIRE_LLM=1 those tests fail, rather than skip, if the server is missing.
+llm_env="$(scripts/llm-server.sh start)"
+eval "$llm_env"
+pids+=("$LLM_SERVER_PID")
+export TOWERSCOPE_REQUIRE_LLM=1
 
 # tmux drives examples/chat.rs in a real pseudo-terminal (tests/chat_terminal.rs): installed
 # here if missing (Debian's package; the machines run as root).

@@ -7,7 +7,9 @@
 //!   `towerscope::event::...` (the core crate is not re-exported as a module named `core`: that
 //!   name would shadow `::core` for glob importers);
 //! - [`agent`]: the ReAct [`Agent`](agent::Agent), its toolkit and structured output.
-//! - [`models`]: chat models, including the network-free [`models::ScriptedModel`].
+//! - [`models`]: chat models, including the network-free [`models::ScriptedModel`]; with the
+//!   features `openai` and `anthropic`, `models::openai::OpenAiChatModel` (OpenAI and every
+//!   compatible server) and `models::anthropic::AnthropicChatModel`.
 //! - [`layers`]: built-in layers: timing, rate limit, fallback, retry, timeout, call limits, dynamic
 //!   system prompt, pre/post hooks.
 //! - sessions: [`agent::session`] saves an agent's state in a [`JsonFileStore`](agent::session::JsonFileStore)
@@ -71,6 +73,10 @@ pub mod prelude {
     pub use towerscope_agent::{Agent, AgentBuilder, AgentState, ReplyStream};
     pub use towerscope_core::ModelRef;
     pub use towerscope_core::prelude::*;
+    #[cfg(feature = "anthropic")]
+    pub use towerscope_models::anthropic::AnthropicChatModel;
+    #[cfg(feature = "openai")]
+    pub use towerscope_models::openai::OpenAiChatModel;
     pub use towerscope_models::{ScriptedModel, ScriptedResponse};
     pub use towerscope_team::Participant;
 }

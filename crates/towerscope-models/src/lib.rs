@@ -2,6 +2,12 @@
 //!
 //! - [`ScriptedModel`] replays a script of responses and records every request it received. It
 //!   needs no network, so it is the default model of the examples and the workhorse of the tests.
+//! - `openai` (feature `openai`): [`OpenAiChatModel`](openai::OpenAiChatModel), OpenAI Chat
+//!   Completions, for OpenAI and every compatible server (llama.cpp, vLLM, Ollama, ...).
+//! - `anthropic` (feature `anthropic`): [`AnthropicChatModel`](anthropic::AnthropicChatModel),
+//!   Anthropic Messages.
+//! - `http` (either feature): what the providers share: the HTTP transport as a tower service,
+//!   the API key, the provider errors.
 //!
 //! # Example
 //!
@@ -15,6 +21,12 @@
 //! assert_eq!(model.remaining(), 2);
 //! ```
 
+#[cfg(feature = "anthropic")]
+pub mod anthropic;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+pub mod http;
+#[cfg(feature = "openai")]
+pub mod openai;
 pub mod scripted;
 
 pub use scripted::{RecordedRequest, ScriptedModel, ScriptedResponse};

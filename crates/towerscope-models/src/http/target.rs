@@ -1,0 +1,209 @@
+//! [`HttpTarget`]: where a provider's requests go, and the steps of one call over HTTP.
+
+use std::fmt;
+use std::time::Duration;
+
+use futures_core::Stream;
+use futures_util::TryStreamExt;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::{Method, Url};
+use tower::ServiceExt;
+use towerscope_core::AgentError;
+
+use super::error::{CallSite, ProviderError, transport_error};
+use super::names::Names;
+use super::transport::HttpService;
+
+/// The most of an error body read.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// A provider's endpoint: URL, headers (credentials marked sensitive), transport and names.
+#[derive(Clone)]
+pub(crate) struct HttpTarget {
+    pub(crate) provider: String,
+    pub(crate) model: String,
+    pub(crate) url: Url,
+    /// The URL without credentials or query, for errors.
+    pub(crate) endpoint: String,
+    pub(crate) headers: HeaderMap,
+    pub(crate) transport: HttpService,
+    pub(crate) read_timeout: Option<Duration>,
+}
+
+impl fmt::Debug for HttpTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpTarget")
+            .field("provider", &self.provider)
+            .field("model", &self.model)
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpTarget {
+    /// A target at `base` joined with `path` (`/chat/completions`, `/v1/messages`).
+    pub(crate) fn new(
+        provider: &str,
+        model: &str,
+        base: &str,
+        path: &str,
+        headers: HeaderMap,
+        transport: HttpService,
+        read_timeout: Option<Duration>,
+    ) -> Result<Self, AgentError> {
+        let joined = format!("{}{path}", base.trim_end_matches('/'));
+        let url = Url::parse(&joined)
+            .map_err(|e| AgentError::validation(format!("invalid {provider} base URL '{base}': {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(AgentError::validation(format!(
+                "the {provider} base URL must be http or https, found '{}'",
+                url.scheme()
+            )));
+        }
+        let endpoint = endpoint_of(&url);
+        Ok(Self {
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            url,
+            endpoint,
+            headers,
+            transport,
+            read_timeout,
+        })
+    }
+
+    /// The host, for `server.address`.
+    pub(crate) fn host(&self) -> Option<&str> {
+        self.url.host_str()
+    }
+
+    pub(crate) fn names(&self) -> Names {
+        Names {
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            endpoint: self.endpoint.clone(),
+        }
+    }
+
+    pub(crate) fn site(&self) -> CallSite<'_> {
+        CallSite {
+            provider: &self.provider,
+            model: &self.model,
+            endpoint: &self.endpoint,
+            read_timeout: self.read_timeout,
+        }
+    }
+
+    /// POSTs a JSON body; a non-2xx answer becomes the provider's error.
+    pub(crate) async fn post(&self, body: Vec<u8>, stream: bool) -> Result<reqwest::Response, AgentError> {
+        let mut request = reqwest::Request::new(Method::POST, self.url.clone());
+        let headers = request.headers_mut();
+        headers.clone_from(&self.headers);
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let accept = if stream {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        headers.insert(ACCEPT, HeaderValue::from_static(accept));
+        *request.body_mut() = Some(body.into());
+        let response = self
+            .transport
+            .clone()
+            .oneshot(request)
+            .await
+            .map_err(|e| transport_error(&*e, &self.site(), false))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let headers = response.headers().clone();
+        let body = self.read_capped(response).await;
+        Err(
+            ProviderError::from_body(&self.provider, Some(status.as_u16()), Some(&headers), &body)
+                .into_agent_error(&self.model, &self.endpoint),
+        )
+    }
+
+    /// The whole body of a successful response.
+    pub(crate) async fn read(&self, response: reqwest::Response) -> Result<Vec<u8>, AgentError> {
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| transport_error(&e, &self.site(), true))?;
+        Ok(bytes.to_vec())
+    }
+
+    /// At most [`MAX_ERROR_BODY`] bytes of an error body (whatever could be read).
+    async fn read_capped(&self, mut response: reqwest::Response) -> Vec<u8> {
+        let mut body = Vec::new();
+        while let Ok(Some(chunk)) = response.chunk().await {
+            body.extend_from_slice(&chunk);
+            if body.len() >= MAX_ERROR_BODY {
+                body.truncate(MAX_ERROR_BODY);
+                break;
+            }
+        }
+        body
+    }
+
+    /// The body as a stream of byte chunks, transport failures mapped to the agent's errors.
+    pub(crate) fn body_stream(
+        &self,
+        response: reqwest::Response,
+    ) -> impl Stream<Item = Result<impl AsRef<[u8]> + Send + use<>, AgentError>> + Send + 'static + use<> {
+        let provider = self.provider.clone();
+        let model = self.model.clone();
+        let endpoint = self.endpoint.clone();
+        let read_timeout = self.read_timeout;
+        response.bytes_stream().map_err(move |e| {
+            let site = CallSite {
+                provider: &provider,
+                model: &model,
+                endpoint: &endpoint,
+                read_timeout,
+            };
+            transport_error(&e, &site, true)
+        })
+    }
+}
+
+/// Adds `(name, value)` headers, checking each.
+pub(crate) fn insert_headers(
+    headers: &mut HeaderMap,
+    pairs: impl IntoIterator<Item = (String, String)>,
+) -> Result<(), AgentError> {
+    for (name, value) in pairs {
+        let header = HeaderName::try_from(name.as_str())
+            .map_err(|_| AgentError::validation(format!("invalid header name '{name}'")))?;
+        let value = HeaderValue::try_from(value)
+            .map_err(|_| AgentError::validation(format!("invalid value for header '{name}'")))?;
+        headers.insert(header, value);
+    }
+    Ok(())
+}
+
+/// An environment variable that is set and not blank, when `read` allows.
+pub(crate) fn env_var(read: bool, name: &str) -> Option<String> {
+    read.then(|| std::env::var(name).ok())
+        .flatten()
+        .filter(|v| !v.trim().is_empty())
+}
+
+/// Whether a response is an SSE stream.
+pub(crate) fn is_event_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
+}
+
+/// `scheme://host[:port]/path`, without user, password or query.
+fn endpoint_of(url: &Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    match url.port() {
+        Some(port) => format!("{}://{host}:{port}{}", url.scheme(), url.path()),
+        None => format!("{}://{host}{}", url.scheme(), url.path()),
+    }
+}

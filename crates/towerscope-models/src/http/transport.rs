@@ -1,0 +1,52 @@
+//! The HTTP transport as a tower service, and the default reqwest client.
+
+use std::time::Duration;
+
+use tower::util::BoxCloneSyncService;
+use tower::{Service, ServiceExt};
+use towerscope_core::{AgentError, BoxError};
+
+/// The HTTP transport of a provider: any tower service from a `reqwest::Request` to a
+/// `reqwest::Response`, erased once when the model is built.
+///
+/// `reqwest::Client` is one; wrap it in layers to add headers, a proxy, recording or limits,
+/// as everywhere else in towerscope.
+pub type HttpService = BoxCloneSyncService<reqwest::Request, reqwest::Response, BoxError>;
+
+/// Erases a transport service.
+pub fn http_service<S>(service: S) -> HttpService
+where
+    S: Service<reqwest::Request, Response = reqwest::Response> + Clone + Send + Sync + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+{
+    BoxCloneSyncService::new(service.map_err(Into::into))
+}
+
+/// A reqwest client with these timeouts, speaking HTTPS through rustls.
+///
+/// rustls needs a process-wide crypto provider; when none is installed yet, this installs
+/// rustls' `ring` provider (an application that installs another one first keeps its own).
+///
+/// - `connect_timeout`: for opening the TCP and TLS connection;
+/// - `read_timeout`: for each read of the response, its headers included, so it bounds the wait
+///   for the first byte and the silence between two streamed chunks.
+pub fn http_client(
+    connect_timeout: Option<Duration>,
+    read_timeout: Option<Duration>,
+) -> Result<reqwest::Client, AgentError> {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Fails only when another thread installed a provider meanwhile, which is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    let mut builder = reqwest::Client::builder();
+    if let Some(timeout) = connect_timeout {
+        builder = builder.connect_timeout(timeout);
+    }
+    if let Some(timeout) = read_timeout {
+        builder = builder.read_timeout(timeout);
+    }
+    builder
+        .build()
+        .map_err(|e| AgentError::validation(format!("could not build the HTTP client: {e}")))
+}

@@ -1,0 +1,254 @@
+//! Reading OpenAI answers: the streamed chunks (SSE) and the complete response, into
+//! [`ChatResponse`]s.
+//!
+//! A stream's chunks carry the deltas of this event only: reasoning as a thinking block, content
+//! (and a refusal) as a text block, and each tool call delta as a tool call block with the call's
+//! id and name (known from its first delta) and the arguments fragment. Blocks of one kind share
+//! their id across chunks, so chunks accumulate with
+//! [`ChatResponse::append_chat_response`]. At `[DONE]` comes the complete response: thinking,
+//! text, then the tool calls in the order they started; the usage (with cached prompt tokens);
+//! the response id; and in `metadata` the response `model` and the `finish_reason`.
+
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+use towerscope_core::{AgentError, ChatResponse, ChatUsage, ContentBlock, Id, TextBlock, ThinkingBlock, ToolCallBlock};
+
+use super::ids::{block_id, call_id, generated_call_id};
+use super::wire::{CompletionWire, MessageWire, UsageWire};
+use crate::http::names::Names;
+use crate::http::sse::{Step, StreamDecoder};
+
+/// A tool call being assembled from its deltas.
+#[derive(Debug)]
+struct Call {
+    index: u32,
+    id: Id,
+    name: String,
+    arguments: String,
+}
+
+/// What the answer holds so far.
+#[derive(Debug, Default)]
+struct Answer {
+    response_id: Option<String>,
+    model: Option<String>,
+    thinking: Option<(Id, String)>,
+    text: Option<(Id, String)>,
+    calls: Vec<Call>,
+    usage: Option<ChatUsage>,
+    finish_reason: Option<String>,
+}
+
+impl Answer {
+    /// Takes in the top-level fields of a chunk or response.
+    fn header(&mut self, wire: &CompletionWire<'_>) {
+        if self.response_id.is_none() {
+            self.response_id = wire.id.as_deref().filter(|id| !id.is_empty()).map(str::to_owned);
+        }
+        if self.model.is_none() {
+            self.model = wire.model.as_deref().map(str::to_owned);
+        }
+        if let Some(usage) = &wire.usage {
+            self.usage = Some(chat_usage(usage));
+        }
+    }
+
+    /// Takes in a message or delta; with `chunk`, also collects the blocks of this delta.
+    fn message(&mut self, message: &MessageWire<'_>, mut chunk: Option<&mut Vec<ContentBlock>>) {
+        if let Some(reasoning) = message.reasoning_text().filter(|r| !r.is_empty()) {
+            let (id, text) = self.thinking.get_or_insert_with(|| (block_id(), String::new()));
+            text.push_str(reasoning);
+            if let Some(out) = chunk.as_deref_mut() {
+                out.push(ThinkingBlock::new(reasoning).with_id(id.clone()).into());
+            }
+        }
+        for piece in [&message.content, &message.refusal].into_iter().flatten() {
+            if piece.is_empty() {
+                continue;
+            }
+            let (id, text) = self.text.get_or_insert_with(|| (block_id(), String::new()));
+            text.push_str(piece);
+            if let Some(out) = chunk.as_deref_mut() {
+                out.push(TextBlock::new(piece.as_ref()).with_id(id.clone()).into());
+            }
+        }
+        for (position, delta) in message.tool_calls.iter().flatten().enumerate() {
+            let index = delta.index.unwrap_or(position as u32);
+            let function = delta.function.as_ref();
+            let fragment = function.and_then(|f| f.arguments.as_deref()).unwrap_or_default();
+            let call = match self.calls.iter().position(|c| c.index == index) {
+                Some(found) => &mut self.calls[found],
+                None => {
+                    let id = match delta.id.as_deref().filter(|id| !id.is_empty()) {
+                        Some(id) => call_id(id),
+                        None => generated_call_id(index),
+                    };
+                    self.calls.push(Call {
+                        index,
+                        id,
+                        name: String::new(),
+                        arguments: String::new(),
+                    });
+                    let last = self.calls.len() - 1;
+                    &mut self.calls[last]
+                }
+            };
+            if call.name.is_empty() {
+                if let Some(name) = function.and_then(|f| f.name.as_deref()) {
+                    call.name.push_str(name);
+                }
+            }
+            call.arguments.push_str(fragment);
+            if let Some(out) = chunk.as_deref_mut() {
+                out.push(ToolCallBlock::new(call.id.clone(), call.name.clone(), fragment).into());
+            }
+        }
+    }
+
+    /// The complete response.
+    fn finish(self, started: Instant) -> ChatResponse {
+        let mut content = Vec::with_capacity(2 + self.calls.len());
+        if let Some((id, thinking)) = self.thinking {
+            content.push(ThinkingBlock::new(thinking).with_id(id).into());
+        }
+        if let Some((id, text)) = self.text {
+            content.push(TextBlock::new(text).with_id(id).into());
+        }
+        for call in self.calls {
+            content.push(ToolCallBlock::new(call.id, call.name, call.arguments).into());
+        }
+        let mut response = ChatResponse::new(content);
+        if let Some(id) = self.response_id {
+            response.id = id.into();
+        }
+        response.usage = self.usage.map(|u| u.with_time(started.elapsed().as_secs_f64()));
+        let mut metadata = Map::new();
+        if let Some(model) = self.model {
+            metadata.insert("model".into(), Value::String(model));
+        }
+        if let Some(reason) = self.finish_reason {
+            metadata.insert("finish_reason".into(), Value::String(finish_reason(&reason).to_owned()));
+            metadata.insert("provider_finish_reason".into(), Value::String(reason));
+        }
+        response.metadata = metadata;
+        response
+    }
+}
+
+/// The provider's finish reason in the words of the GenAI conventions (`stop`, `length`,
+/// `tool_call`, `content_filter`); any other reason as it is.
+fn finish_reason(reason: &str) -> &str {
+    match reason {
+        "stop" => "stop",
+        "length" => "length",
+        "tool_calls" | "function_call" => "tool_call",
+        "content_filter" => "content_filter",
+        other => other,
+    }
+}
+
+fn chat_usage(wire: &UsageWire) -> ChatUsage {
+    let mut usage = ChatUsage::new(wire.prompt_tokens, wire.completion_tokens);
+    let prompt = wire.prompt_tokens_details.as_ref();
+    let completion = wire.completion_tokens_details.as_ref();
+    usage.cache_input_tokens = prompt.and_then(|d| d.cached_tokens).unwrap_or(0);
+    let details = [
+        ("total_tokens", wire.total_tokens),
+        ("reasoning_tokens", completion.and_then(|d| d.reasoning_tokens)),
+        ("input_audio_tokens", prompt.and_then(|d| d.audio_tokens)),
+        ("output_audio_tokens", completion.and_then(|d| d.audio_tokens)),
+    ];
+    let metadata: Map<String, Value> = details
+        .into_iter()
+        .filter_map(|(key, value)| Some((key.to_owned(), Value::from(value?))))
+        .collect();
+    if !metadata.is_empty() {
+        usage.metadata = Some(metadata);
+    }
+    usage
+}
+
+/// The decoder of a streamed answer.
+#[derive(Debug)]
+pub(crate) struct OpenAiStream {
+    names: Names,
+    started: Instant,
+    answer: Answer,
+}
+
+impl OpenAiStream {
+    /// A decoder for a call that started at `started`.
+    pub(crate) fn new(names: Names, started: Instant) -> Self {
+        Self {
+            names,
+            started,
+            answer: Answer::default(),
+        }
+    }
+}
+
+impl StreamDecoder for OpenAiStream {
+    fn event(&mut self, _name: &str, data: &str) -> Result<Step, AgentError> {
+        if data.trim() == "[DONE]" {
+            let answer = std::mem::take(&mut self.answer);
+            return Ok(Step::Final(answer.finish(self.started)));
+        }
+        let wire: CompletionWire<'_> =
+            serde_json::from_str(data).map_err(|e| self.names.decode_error("stream chunk", &e, data))?;
+        if wire.error.is_some() {
+            return Err(self.names.provider_error(data.as_bytes()));
+        }
+        self.answer.header(&wire);
+        let mut blocks = Vec::new();
+        for choice in wire.choices.iter().flatten().filter(|c| c.index == 0) {
+            if let Some(delta) = &choice.delta {
+                self.answer.message(delta, Some(&mut blocks));
+            }
+            if let Some(reason) = &choice.finish_reason {
+                self.answer.finish_reason = Some(reason.clone().into_owned());
+            }
+        }
+        Ok(if blocks.is_empty() {
+            Step::Skip
+        } else {
+            Step::Chunk(ChatResponse::chunk(blocks))
+        })
+    }
+
+    fn ended_early(&mut self) -> AgentError {
+        let seen = if self.answer.finish_reason.is_some() {
+            "after its finish reason"
+        } else {
+            "mid-answer"
+        };
+        AgentError::Stream(format!(
+            "the {} stream of {} ended {seen} without its last event ([DONE]); the connection was probably cut",
+            self.names.provider, self.names.endpoint
+        ))
+    }
+}
+
+/// The complete response of a non-streamed call (or of a server that answered a streamed call
+/// with JSON).
+pub(crate) fn complete_response(names: &Names, body: &[u8], started: Instant) -> Result<ChatResponse, AgentError> {
+    let text = String::from_utf8_lossy(body);
+    let wire: CompletionWire<'_> =
+        serde_json::from_str(&text).map_err(|e| names.decode_error("chat completion", &e, &text))?;
+    if wire.error.is_some() {
+        return Err(names.provider_error(body));
+    }
+    let mut answer = Answer::default();
+    answer.header(&wire);
+    let choice = wire.choices.iter().flatten().find(|c| c.index == 0).ok_or_else(|| {
+        AgentError::model(format!(
+            "the {} chat completion from {} holds no choice",
+            names.provider, names.endpoint
+        ))
+    })?;
+    if let Some(message) = choice.message.as_ref().or(choice.delta.as_ref()) {
+        answer.message(message, None);
+    }
+    answer.finish_reason = choice.finish_reason.as_deref().map(str::to_owned);
+    Ok(answer.finish(started))
+}

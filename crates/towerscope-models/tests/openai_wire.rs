@@ -1,0 +1,535 @@
+//! The OpenAI provider against a loopback server replaying SSE transcripts written from the
+//! Chat Completions documentation, byte for byte, in pieces that split lines and UTF-8
+//! characters: the events the agent emits, what it stores, what the provider sent, and every
+//! failure a user must be able to act on.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::json;
+use support::{MockServer, Reply, collect, cut_at, joined, pieces};
+use towerscope_agent::Agent;
+use towerscope_agent::toolkit::FunctionTool;
+use towerscope_core::{AgentError, ChatModel, ContentBlock, Msg, Role};
+use towerscope_layers::retry::Backoff;
+use towerscope_layers::{FallbackLayer, RetryLayer};
+use towerscope_models::http::ProviderError;
+use towerscope_models::openai::OpenAiChatModel;
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+const TEXT: &str = include_str!("transcripts/openai_text.sse");
+const TOOL_CALLS: &str = include_str!("transcripts/openai_tool_calls.sse");
+const ANSWER: &str = include_str!("transcripts/openai_answer.sse");
+const KEY: &str = "sk-test-0123456789secret";
+
+/// Get the current weather of a city.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct GetWeather {
+    /// The city.
+    city: String,
+}
+
+async fn get_weather(args: GetWeather) -> String {
+    let (sky, celsius) = if args.city == "Paris" {
+        ("sunny", 21)
+    } else {
+        ("drizzle", 14)
+    };
+    json!({"city": args.city, "sky": sky, "celsius": celsius}).to_string()
+}
+
+fn model(server: &MockServer) -> OpenAiChatModel {
+    OpenAiChatModel::builder("gpt-4o")
+        .base_url(format!("{}/v1", server.base))
+        .api_key(KEY)
+        .from_env(false)
+        .temperature(0.0)
+        .build()
+        .unwrap()
+}
+
+fn agent(model: impl ChatModel) -> Agent {
+    Agent::builder("Friday")
+        .system_prompt("You are Friday, a weather assistant.")
+        .model(model)
+        .tool(FunctionTool::new("get_weather", get_weather))
+        .build()
+        .unwrap()
+}
+
+/// Cut points inside a `data:` line and inside a two-byte character.
+fn awkward_cuts(transcript: &str) -> Vec<Vec<u8>> {
+    let bytes = transcript.as_bytes();
+    let in_line = transcript.find("\"reasoning_content\"").unwrap() + 5;
+    let in_char = transcript.find('°').unwrap() + 1;
+    let in_emoji = transcript.find('☀').unwrap() + 2;
+    let mut cuts = vec![in_line, in_char, in_emoji];
+    cuts.sort_unstable();
+    cut_at(bytes, &cuts)
+}
+
+#[tokio::test]
+async fn streamed_reasoning_and_text_with_usage() {
+    let server = MockServer::start(vec![Reply::sse(awkward_cuts(TEXT))]).await;
+    let agent = agent(model(&server));
+    agent
+        .observe([Msg::assistant("Alice (helper)", "Bob asked me to say hello.")])
+        .unwrap();
+    let reply = collect(agent.reply_stream(Msg::user("bob", "Bonjour ?"))).await;
+    assert!(reply.error.is_none(), "{:?}", reply.error);
+    assert_eq!(
+        joined(&reply.lines()),
+        [
+            "REPLY_START",
+            "MODEL_CALL_START",
+            "THINKING_BLOCK_START",
+            "THINKING_BLOCK_DELTA The user greets me in French; answer in French.",
+            "THINKING_BLOCK_END",
+            "TEXT_BLOCK_START",
+            "TEXT_BLOCK_DELTA Bonjour à vous ! Il fait 21 °C ☀️ à Paris.",
+            "TEXT_BLOCK_END",
+            "MODEL_CALL_END in=42 out=19 cached=32 written=0",
+            "REPLY_END",
+        ]
+    );
+    let answer = reply.final_msg.unwrap();
+    assert_eq!(
+        answer.text_content().as_deref(),
+        Some("Bonjour à vous ! Il fait 21 °C ☀️ à Paris.")
+    );
+    assert_eq!(
+        answer.usage.map(|u| (u.input_tokens, u.cache_input_tokens)),
+        Some((42, 32))
+    );
+
+    let context = agent.state().context;
+    assert_eq!(context.len(), 3);
+    let stored = &context[2];
+    assert_eq!(stored.role, Role::Assistant);
+    // The runtime-state hint comes first, then what the model streamed.
+    assert!(matches!(&stored.content[0], ContentBlock::Hint(_)));
+    assert!(
+        matches!(&stored.content[1], ContentBlock::Thinking(t) if t.thinking == "The user greets me in French; answer in French.")
+    );
+    assert_eq!(stored.text_content(), answer.text_content());
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let request = &requests[0];
+    assert_eq!(
+        (request.method.as_str(), request.path.as_str()),
+        ("POST", "/v1/chat/completions")
+    );
+    assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(request.header("accept"), Some("text/event-stream"));
+    let body = request.json();
+    let (messages, hints) = support::without_hints(&body["messages"]);
+    assert_eq!(hints, 1, "the runtime-state hint goes out as one user message");
+    assert_eq!(
+        messages,
+        json!([
+            {"role": "system", "content": "You are Friday, a weather assistant."},
+            {"role": "assistant", "name": "Alice__helper_", "content": "Bob asked me to say hello."},
+            {"role": "user", "name": "bob", "content": "Bonjour ?"}
+        ]),
+        "each message keeps its sender's name"
+    );
+    assert_eq!(
+        (
+            &body["model"],
+            &body["stream"],
+            &body["stream_options"],
+            &body["temperature"]
+        ),
+        (
+            &json!("gpt-4o"),
+            &json!(true),
+            &json!({"include_usage": true}),
+            &json!(0.0)
+        )
+    );
+    assert_eq!(body["tools"][0]["function"]["name"], "get_weather");
+}
+
+#[tokio::test]
+async fn a_tool_round_sends_the_calls_and_the_results_back() {
+    let server = MockServer::start(vec![
+        Reply::sse(pieces(TOOL_CALLS.as_bytes(), 11)),
+        Reply::sse(pieces(ANSWER.as_bytes(), 5)),
+    ])
+    .await;
+    let agent = agent(model(&server));
+    let reply = collect(agent.reply_stream(Msg::user("user", "Weather in Paris and London?"))).await;
+    assert!(reply.error.is_none(), "{:?}", reply.error);
+    let paris = r#"{"celsius":21,"city":"Paris","sky":"sunny"}"#;
+    let london = r#"{"celsius":14,"city":"London","sky":"drizzle"}"#;
+    assert_eq!(
+        joined(&reply.lines()),
+        [
+            "REPLY_START",
+            "MODEL_CALL_START",
+            "TOOL_CALL_START call_paris get_weather",
+            r#"TOOL_CALL_DELTA {"city": "Paris"}"#,
+            "TOOL_CALL_START call_london get_weather",
+            "TOOL_CALL_DELTA ",
+            "TOOL_CALL_END call_paris",
+            r#"TOOL_CALL_DELTA {"city": "London"}"#,
+            "TOOL_CALL_END call_london",
+            "MODEL_CALL_END in=120 out=38 cached=0 written=0",
+            // The two calls run as one concurrent batch; each finishes in its first poll, so
+            // its events come together, in call order.
+            "TOOL_RESULT_START call_paris",
+            &format!("TOOL_RESULT_TEXT_DELTA {paris}"),
+            "TOOL_RESULT_END success",
+            "TOOL_RESULT_START call_london",
+            &format!("TOOL_RESULT_TEXT_DELTA {london}"),
+            "TOOL_RESULT_END success",
+            "MODEL_CALL_START",
+            "TEXT_BLOCK_START",
+            "TEXT_BLOCK_DELTA Paris is sunny (21 °C); London has drizzle (14 °C).",
+            "TEXT_BLOCK_END",
+            "MODEL_CALL_END in=190 out=17 cached=128 written=0",
+            "REPLY_END",
+        ]
+    );
+    assert_eq!(
+        reply.final_text().as_deref(),
+        Some("Paris is sunny (21 °C); London has drizzle (14 °C).")
+    );
+    let answer = reply.final_msg.unwrap();
+    assert_eq!(answer.usage.map(|u| (u.input_tokens, u.output_tokens)), Some((310, 55)));
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let second = requests[1].json();
+    // The hint is a user message of its own, before the assistant turn that holds it.
+    assert!(
+        second["messages"][2]["content"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("<system-reminder>"))
+    );
+    let (messages, hints) = support::without_hints(&second["messages"]);
+    assert_eq!(hints, 1);
+    assert_eq!(
+        messages,
+        json!([
+            {"role": "system", "content": "You are Friday, a weather assistant."},
+            {"role": "user", "name": "user", "content": "Weather in Paris and London?"},
+            {"role": "assistant", "name": "Friday", "content": null, "tool_calls": [
+                {"id": "call_paris", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
+                {"id": "call_london", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"London\"}"}}
+            ]},
+            {"role": "tool", "content": paris, "tool_call_id": "call_paris"},
+            {"role": "tool", "content": london, "tool_call_id": "call_london"}
+        ])
+    );
+}
+
+#[tokio::test]
+async fn a_whole_answer_without_streaming() {
+    let completion = json!({
+        "id": "chatcmpl-whole", "object": "chat.completion", "created": 1731000000, "model": "gpt-4o-2024-08-06",
+        "choices": [{"index": 0, "finish_reason": "length", "message": {
+            "role": "assistant", "content": "It is", "refusal": null,
+            "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]
+        }}],
+        "usage": {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35, "prompt_tokens_details": {"cached_tokens": 0}}
+    });
+    let server = MockServer::start(vec![Reply::json(200, &completion.to_string())]).await;
+    let model = OpenAiChatModel::builder("gpt-4o")
+        .base_url(format!("{}/v1", server.base))
+        .api_key(KEY)
+        .from_env(false)
+        .stream(false)
+        .max_tokens(5)
+        .build()
+        .unwrap();
+    let scripted_tail = ScriptedModel::new("tail", [ScriptedResponse::text("done")]);
+    let agent = Agent::builder("Friday")
+        .model(model)
+        .tool(FunctionTool::new("get_weather", get_weather))
+        .on_model_call(towerscope_core::from_fn(
+            move |req: towerscope_core::ModelCallRequest, next: towerscope_core::Next<_, _>| {
+                let tail = scripted_tail.clone();
+                async move {
+                    // The first call goes to the server; the second to a script.
+                    let mut req = req;
+                    if req.ctx.iteration() > 0 {
+                        req.model = std::sync::Arc::new(tail);
+                    }
+                    next.run(req).await
+                }
+            },
+        ))
+        .build()
+        .unwrap();
+    let image = Msg::new(
+        "user",
+        Role::User,
+        vec![
+            ContentBlock::text("And this?"),
+            ContentBlock::data_base64("iVBORw0K", "image/png"),
+        ],
+    )
+    .unwrap();
+    let reply = collect(agent.reply_stream(image)).await;
+    assert!(reply.error.is_none(), "{:?}", reply.error);
+    assert_eq!(
+        joined(&reply.lines())[2..7],
+        [
+            "TEXT_BLOCK_START",
+            "TEXT_BLOCK_DELTA It is",
+            "TOOL_CALL_START call_1 get_weather",
+            r#"TOOL_CALL_DELTA {"city":"Paris"}"#,
+            "TEXT_BLOCK_END",
+        ]
+    );
+    let body = server.requests()[0].json();
+    assert_eq!((&body["stream"], body.get("stream_options")), (&json!(false), None));
+    assert_eq!(body["max_completion_tokens"], 5);
+    assert_eq!(
+        body["messages"][0]["content"],
+        json!([
+            {"type": "text", "text": "And this?"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0K"}}
+        ])
+    );
+}
+
+fn fast_retry(attempts: u32) -> RetryLayer {
+    RetryLayer::new(attempts).backoff(Backoff::new(Duration::from_millis(5), Duration::from_millis(20)))
+}
+
+#[tokio::test]
+async fn a_429_carries_its_retry_after_and_retry_honours_it() {
+    let limited = || {
+        Reply::json(
+            429,
+            r#"{"error": {"message": "Rate limit reached for gpt-4o on tokens per min (TPM).", "type": "tokens", "param": null, "code": "rate_limit_exceeded"}}"#,
+        )
+        .header("retry-after-ms", "30")
+        .header("x-request-id", "req_429")
+    };
+    let server = MockServer::start(vec![limited()]).await;
+    let err = agent(model(&server)).reply(Msg::user("user", "Hi")).await.unwrap_err();
+    assert!(matches!(err, AgentError::Http { status: 429, .. }), "{err:?}");
+    assert!(err.is_retryable());
+    assert_eq!(err.retry_after(), Some(Duration::from_millis(30)));
+    assert!(
+        err.to_string().contains("tokens: Rate limit reached for gpt-4o"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("request id req_429"), "{err}");
+
+    let server = MockServer::start(vec![limited(), Reply::sse(pieces(ANSWER.as_bytes(), 64))]).await;
+    let agent = Agent::builder("Friday")
+        .model(model(&server))
+        .on_model_call(fast_retry(3))
+        .build()
+        .unwrap();
+    let answer = agent.reply(Msg::user("user", "Hi")).await.unwrap();
+    assert!(answer.text_content().is_some_and(|t| t.starts_with("Paris is sunny")));
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_500_is_retried_and_a_bad_key_is_not() {
+    let server = MockServer::start(vec![
+        Reply::json(500, r#"{"error": {"message": "The server had an error while processing your request.", "type": "server_error", "param": null, "code": null}}"#),
+        Reply::sse(pieces(ANSWER.as_bytes(), 64)),
+    ])
+    .await;
+    let agent = Agent::builder("Friday")
+        .model(model(&server))
+        .on_model_call(fast_retry(3))
+        .build()
+        .unwrap();
+    assert!(agent.reply(Msg::user("user", "Hi")).await.is_ok());
+    assert_eq!(server.requests().len(), 2);
+
+    let server = MockServer::start(vec![
+        Reply::json(401, r#"{"error": {"message": "Incorrect API key provided: sk-test-****cret.", "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}}"#)
+            .header("x-request-id", "req_401"),
+    ])
+    .await;
+    let model = model(&server);
+    let agent = Agent::builder("Friday")
+        .model(model.clone())
+        .on_model_call(fast_retry(3))
+        .build()
+        .unwrap();
+    let err = agent.reply(Msg::user("user", "Hi")).await.unwrap_err();
+    assert_eq!(server.requests().len(), 1, "a 4xx is not retried");
+    assert!(!err.is_retryable());
+    let text = err.to_string();
+    assert!(
+        text.contains("HTTP 401 from http://127.0.0.1:")
+            && text.contains("/v1/chat/completions: invalid_request_error: Incorrect API key provided")
+            && text.contains("code invalid_api_key, request id req_401"),
+        "{text}"
+    );
+    for shown in [text, format!("{err:?}"), format!("{model:?}")] {
+        assert!(!shown.contains(KEY), "the key leaked: {shown}");
+    }
+}
+
+#[tokio::test]
+async fn an_error_object_mid_stream_falls_back_with_a_restart() {
+    let head: String = ANSWER
+        .split("\n\n")
+        .take(3)
+        .map(|event| format!("{event}\n\n"))
+        .collect();
+    let failing = format!(
+        "{head}data: {}\n\n",
+        r#"{"error": {"message": "The server had an error while processing your request.", "type": "server_error", "param": null, "code": null}}"#
+    );
+    let server = MockServer::start(vec![Reply::sse(pieces(failing.as_bytes(), 40))]).await;
+    let err = agent(model(&server)).reply(Msg::user("user", "Hi")).await.unwrap_err();
+    let provider = ProviderError::of(&err).unwrap();
+    assert_eq!(
+        (provider.kind.as_deref(), provider.status),
+        (Some("server_error"), None)
+    );
+    assert!(err.is_retryable(), "{err}");
+
+    let server = MockServer::start(vec![Reply::sse(pieces(failing.as_bytes(), 40))]).await;
+    let backup = ScriptedModel::new("backup", [ScriptedResponse::text("Hello from the backup.")]);
+    let agent = Agent::builder("Friday")
+        .model(model(&server))
+        .on_model_call(FallbackLayer::to(backup))
+        .build()
+        .unwrap();
+    let reply = collect(agent.reply_stream(Msg::user("user", "Hi"))).await;
+    assert!(reply.error.is_none(), "{:?}", reply.error);
+    let lines = joined(&reply.lines());
+    assert_eq!(
+        lines[2..],
+        [
+            "TEXT_BLOCK_START",
+            "TEXT_BLOCK_DELTA Paris is sunny (21 °C); London",
+            "CUSTOM model_call_restart",
+            "TEXT_BLOCK_START",
+            "TEXT_BLOCK_DELTA Hello from the backup.",
+            "TEXT_BLOCK_END",
+            "MODEL_CALL_END in=0 out=0 cached=0 written=0",
+            "REPLY_END",
+        ]
+    );
+    assert_eq!(
+        agent.state().context[1].text_content().as_deref(),
+        Some("Hello from the backup."),
+        "the stored answer holds only the fallback's output"
+    );
+}
+
+#[tokio::test]
+async fn a_connection_cut_mid_stream_is_retried() {
+    let cut_point = ANSWER.find("London").unwrap();
+    let cut = Reply::sse(vec![ANSWER.as_bytes()[..cut_point].to_vec()]).cut();
+    let server = MockServer::start(vec![cut.clone()]).await;
+    let err = agent(model(&server)).reply(Msg::user("user", "Hi")).await.unwrap_err();
+    assert!(matches!(err, AgentError::Stream(_)), "{err:?}");
+    assert!(
+        err.to_string().contains("response stream of http://127.0.0.1:"),
+        "{err}"
+    );
+
+    let server = MockServer::start(vec![cut, Reply::sse(pieces(ANSWER.as_bytes(), 64))]).await;
+    let agent = Agent::builder("Friday")
+        .model(model(&server))
+        .on_model_call(fast_retry(2))
+        .build()
+        .unwrap();
+    let reply = collect(agent.reply_stream(Msg::user("user", "Hi"))).await;
+    assert!(reply.error.is_none(), "{:?}", reply.error);
+    assert!(reply.lines().contains(&"CUSTOM model_call_restart".to_owned()));
+    assert_eq!(
+        reply.final_text().as_deref(),
+        Some("Paris is sunny (21 °C); London has drizzle (14 °C).")
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_before_done_is_an_error_in_the_stream() {
+    let without_done = ANSWER.replace("data: [DONE]\n\n", "");
+    let server = MockServer::start(vec![Reply::sse(vec![without_done.into_bytes()]).until_close()]).await;
+    let reply = collect(agent(model(&server)).reply_stream(Msg::user("user", "Hi"))).await;
+    let err = reply.error.as_ref().unwrap();
+    assert!(matches!(err, AgentError::Stream(_)) && err.is_retryable(), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("ended after its finish reason without its last event ([DONE])"),
+        "{err}"
+    );
+    assert!(
+        reply.lines().contains(&"TEXT_BLOCK_DELTA Paris is sunny".to_owned()),
+        "the chunks before the end were delivered"
+    );
+}
+
+#[tokio::test]
+async fn bodies_that_are_not_json() {
+    let server = MockServer::start(vec![Reply::body(
+        502,
+        "text/html",
+        "<html><body>Bad Gateway</body></html>",
+    )])
+    .await;
+    let err = agent(model(&server)).reply(Msg::user("user", "Hi")).await.unwrap_err();
+    assert!(
+        matches!(err, AgentError::Http { status: 502, .. }) && err.is_retryable(),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains("(not JSON) <html><body>Bad Gateway</body></html>"),
+        "{err}"
+    );
+
+    let server = MockServer::start(vec![Reply::body(200, "application/json", "<html>maintenance</html>")]).await;
+    let err = agent(model(&server)).reply(Msg::user("user", "Hi")).await.unwrap_err();
+    assert!(matches!(err, AgentError::Decode { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("chat completion from http://127.0.0.1:"),
+        "{err}"
+    );
+
+    let server = MockServer::start(vec![Reply::sse(vec![b"data: {\"choices\": [oops\n\n".to_vec()])]).await;
+    let err = agent(model(&server)).reply(Msg::user("user", "Hi")).await.unwrap_err();
+    assert!(matches!(err, AgentError::Decode { .. }), "{err:?}");
+    assert!(err.to_string().contains("stream chunk"), "{err}");
+}
+
+#[test]
+fn the_builder_reads_the_environment_only_when_asked() {
+    let err = OpenAiChatModel::builder("gpt-4o").from_env(false).build().unwrap_err();
+    assert!(
+        err.to_string().contains("set OPENAI_API_KEY or call .api_key()"),
+        "{err}"
+    );
+    let model = OpenAiChatModel::builder("gpt-4o")
+        .base_url("http://127.0.0.1:9/v1/")
+        .from_env(false)
+        .organization("org-1")
+        .build()
+        .unwrap();
+    assert_eq!(model.endpoint(), "http://127.0.0.1:9/v1/chat/completions");
+    assert_eq!(model.provider(), "openai");
+    let err = OpenAiChatModel::builder("m")
+        .base_url("ftp://x")
+        .from_env(false)
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("must be http or https"), "{err}");
+    let err = OpenAiChatModel::builder("m")
+        .base_url("http://x")
+        .header("bad header", "v")
+        .from_env(false)
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("invalid header name 'bad header'"), "{err}");
+}
