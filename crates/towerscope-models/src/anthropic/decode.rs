@@ -22,8 +22,10 @@ use towerscope_core::{AgentError, ChatResponse, ChatUsage, ContentBlock, Id, Tex
 
 use super::ids::{block_id, call_id, generated_call_id};
 use super::wire::{BlockWire, DeltaWire, EventWire, UsageWire};
+use crate::http::chunk as blocks;
 use crate::http::names::Names;
 use crate::http::sse::{Step, StreamDecoder};
+use crate::http::text::Text;
 
 /// The extra field of a thinking block holding its signature.
 pub const SIGNATURE: &str = "signature";
@@ -57,7 +59,7 @@ enum Block {
 /// What the answer holds so far.
 #[derive(Debug, Default)]
 struct Answer {
-    id: Option<String>,
+    id: Option<Id>,
     model: Option<String>,
     blocks: Vec<(u32, Block)>,
     input_tokens: u64,
@@ -71,7 +73,7 @@ struct Answer {
 impl Answer {
     fn header(&mut self, message: &EventWire<'_>) {
         if self.id.is_none() {
-            self.id = message.id.as_deref().map(str::to_owned);
+            self.id = message.id.as_deref().map(Id::from);
         }
         if self.model.is_none() {
             self.model = message.model.as_deref().map(str::to_owned);
@@ -103,7 +105,7 @@ impl Answer {
 
     /// Opens a block; returns the chunk that announces it, if any.
     fn start(&mut self, index: u32, wire: &BlockWire<'_>) -> Option<ContentBlock> {
-        let text = |field: &Option<std::borrow::Cow<'_, str>>| field.as_deref().unwrap_or_default().to_owned();
+        let text = |field: &Option<Text<'_>>| field.as_deref().unwrap_or_default().to_owned();
         let (block, chunk) = match wire.kind.as_ref() {
             "text" => {
                 let block = Block::Text {
@@ -111,9 +113,7 @@ impl Answer {
                     text: text(&wire.text),
                 };
                 let chunk = match &block {
-                    Block::Text { id, text } if !text.is_empty() => {
-                        Some(TextBlock::new(text.as_str()).with_id(id.clone()).into())
-                    }
+                    Block::Text { id, text } if !text.is_empty() => Some(blocks::text(text, id)),
                     _ => None,
                 };
                 (block, chunk)
@@ -126,7 +126,7 @@ impl Answer {
                 };
                 let chunk = match &block {
                     Block::Thinking { id, thinking, .. } if !thinking.is_empty() => {
-                        Some(ThinkingBlock::new(thinking.as_str()).with_id(id.clone()).into())
+                        Some(blocks::thinking(thinking, id))
                     }
                     _ => None,
                 };
@@ -175,7 +175,7 @@ impl Answer {
                     _ => return None,
                 };
                 let wire = BlockWire {
-                    kind: kind.into(),
+                    kind: Text(kind.into()),
                     text: None,
                     thinking: None,
                     signature: None,
@@ -193,12 +193,12 @@ impl Answer {
             (Block::Text { id, text }, Some("text_delta")) => {
                 let piece = delta.text.as_deref().filter(|t| !t.is_empty())?;
                 text.push_str(piece);
-                Some(TextBlock::new(piece).with_id(id.clone()).into())
+                Some(blocks::text(piece, id))
             }
             (Block::Thinking { id, thinking, .. }, Some("thinking_delta")) => {
                 let piece = delta.thinking.as_deref().filter(|t| !t.is_empty())?;
                 thinking.push_str(piece);
-                Some(ThinkingBlock::new(piece).with_id(id.clone()).into())
+                Some(blocks::thinking(piece, id))
             }
             (Block::Thinking { signature, .. }, Some("signature_delta")) => {
                 signature.push_str(delta.signature.as_deref().unwrap_or_default());
@@ -241,7 +241,7 @@ impl Answer {
         }
         let mut response = ChatResponse::new(content);
         if let Some(id) = self.id {
-            response.id = id.into();
+            response.id = id;
         }
         let mut usage = ChatUsage::new(
             self.input_tokens + self.cache_read + self.cache_creation,
@@ -345,7 +345,10 @@ impl StreamDecoder for AnthropicStream {
             _ => None,
         };
         Ok(match block {
-            Some(block) => Step::Chunk(ChatResponse::chunk(vec![block])),
+            Some(block) => Step::Chunk(blocks::chunk(
+                vec![block],
+                self.answer.id.get_or_insert_with(Id::new),
+            )),
             None => Step::Skip,
         })
     }

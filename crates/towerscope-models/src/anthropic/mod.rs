@@ -87,11 +87,11 @@ pub use model::AnthropicChatModel;
 /// Decodes an Anthropic Messages SSE body (a recording, or a body fetched by other means) into
 /// chunks, the last of which is the complete response, exactly as [`AnthropicChatModel`] does.
 /// A body that ends before `message_stop` ends with an error item.
-pub fn decode_stream<S, B, E>(body: S) -> impl Stream<Item = Result<ChatResponse, AgentError>> + Send + 'static
+pub fn decode_stream<S, B, E>(body: S) -> impl Stream<Item = Result<ChatResponse, AgentError>> + Send
 where
-    S: Stream<Item = Result<B, E>> + Send + 'static,
-    B: AsRef<[u8]> + Send + 'static,
-    E: Display + Send + 'static,
+    S: Stream<Item = Result<B, E>> + Send,
+    B: AsRef<[u8]> + Send,
+    E: Display + Send,
 {
     let names = crate::http::names::Names::decoded("anthropic");
     let body = body.map_err(|e| AgentError::Stream(format!("the body broke: {e}")));

@@ -38,11 +38,13 @@
 //! ```
 
 mod api_key;
+pub(crate) mod chunk;
 mod error;
 pub(crate) mod names;
 mod retry_after;
 pub(crate) mod sse;
 pub(crate) mod target;
+pub(crate) mod text;
 mod transport;
 
 pub use api_key::ApiKey;

@@ -16,6 +16,7 @@ use towerscope_core::{AgentError, ChatResponse, ChatUsage, ContentBlock, Id, Tex
 
 use super::ids::{block_id, call_id, generated_call_id};
 use super::wire::{CompletionWire, MessageWire, UsageWire};
+use crate::http::chunk as blocks;
 use crate::http::names::Names;
 use crate::http::sse::{Step, StreamDecoder};
 
@@ -31,7 +32,7 @@ struct Call {
 /// What the answer holds so far.
 #[derive(Debug, Default)]
 struct Answer {
-    response_id: Option<String>,
+    response_id: Option<Id>,
     model: Option<String>,
     thinking: Option<(Id, String)>,
     text: Option<(Id, String)>,
@@ -44,7 +45,7 @@ impl Answer {
     /// Takes in the top-level fields of a chunk or response.
     fn header(&mut self, wire: &CompletionWire<'_>) {
         if self.response_id.is_none() {
-            self.response_id = wire.id.as_deref().filter(|id| !id.is_empty()).map(str::to_owned);
+            self.response_id = wire.id.as_deref().filter(|id| !id.is_empty()).map(Id::from);
         }
         if self.model.is_none() {
             self.model = wire.model.as_deref().map(str::to_owned);
@@ -60,7 +61,7 @@ impl Answer {
             let (id, text) = self.thinking.get_or_insert_with(|| (block_id(), String::new()));
             text.push_str(reasoning);
             if let Some(out) = chunk.as_deref_mut() {
-                out.push(ThinkingBlock::new(reasoning).with_id(id.clone()).into());
+                out.push(blocks::thinking(reasoning, id));
             }
         }
         for piece in [&message.content, &message.refusal].into_iter().flatten() {
@@ -70,7 +71,7 @@ impl Answer {
             let (id, text) = self.text.get_or_insert_with(|| (block_id(), String::new()));
             text.push_str(piece);
             if let Some(out) = chunk.as_deref_mut() {
-                out.push(TextBlock::new(piece.as_ref()).with_id(id.clone()).into());
+                out.push(blocks::text(piece, id));
             }
         }
         for (position, delta) in message.tool_calls.iter().flatten().enumerate() {
@@ -120,7 +121,7 @@ impl Answer {
         }
         let mut response = ChatResponse::new(content);
         if let Some(id) = self.response_id {
-            response.id = id.into();
+            response.id = id;
         }
         response.usage = self.usage.map(|u| u.with_time(started.elapsed().as_secs_f64()));
         let mut metadata = Map::new();
@@ -200,19 +201,22 @@ impl StreamDecoder for OpenAiStream {
             return Err(self.names.provider_error(data.as_bytes()));
         }
         self.answer.header(&wire);
-        let mut blocks = Vec::new();
-        for choice in wire.choices.iter().flatten().filter(|c| c.index == 0) {
+        let mut content = Vec::new();
+        if let Some(choice) = &wire.choice {
             if let Some(delta) = &choice.delta {
-                self.answer.message(delta, Some(&mut blocks));
+                self.answer.message(delta, Some(&mut content));
             }
             if let Some(reason) = &choice.finish_reason {
                 self.answer.finish_reason = Some(reason.clone().into_owned());
             }
         }
-        Ok(if blocks.is_empty() {
+        Ok(if content.is_empty() {
             Step::Skip
         } else {
-            Step::Chunk(ChatResponse::chunk(blocks))
+            // Chunks before the server named the response share one id, which the whole
+            // response keeps.
+            let id = self.answer.response_id.get_or_insert_with(Id::new);
+            Step::Chunk(blocks::chunk(content, id))
         })
     }
 
@@ -240,7 +244,7 @@ pub(crate) fn complete_response(names: &Names, body: &[u8], started: Instant) ->
     }
     let mut answer = Answer::default();
     answer.header(&wire);
-    let choice = wire.choices.iter().flatten().find(|c| c.index == 0).ok_or_else(|| {
+    let choice = wire.choice.as_ref().ok_or_else(|| {
         AgentError::model(format!(
             "the {} chat completion from {} holds no choice",
             names.provider, names.endpoint
