@@ -201,6 +201,12 @@ impl std::error::Error for OtlpError {}
 /// without the `grpc` feature); never because the collector is unreachable (exports retry, then
 /// drop, in the background).
 pub fn init_otlp(config: OtlpConfig) -> Result<OtlpGuard, OtlpError> {
+    #[cfg(feature = "ring")]
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // reqwest built with TLS but no provider panics when a client is built; an error here
+        // only means another thread installed one meanwhile, which is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
     let protocol = config.resolved_protocol()?;
     let mut resource = Resource::builder().with_attributes(config.resource.iter().cloned());
     if let Some(name) = &config.service_name {

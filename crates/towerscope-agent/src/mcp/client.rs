@@ -112,6 +112,12 @@ impl McpClient {
                     .map_err(|e| connect_error(&server.name, e))?
             }
             McpTransport::Http { url } => {
+                #[cfg(feature = "ring")]
+                if rustls::crypto::CryptoProvider::get_default().is_none() {
+                    // reqwest built with TLS but no provider panics when a client is built; an
+                    // error here only means another thread installed one meanwhile.
+                    let _ = rustls::crypto::ring::default_provider().install_default();
+                }
                 let transport = StreamableHttpClientTransport::from_uri(url.as_str());
                 handler
                     .serve(transport)

@@ -345,10 +345,7 @@ impl StreamDecoder for AnthropicStream {
             _ => None,
         };
         Ok(match block {
-            Some(block) => Step::Chunk(blocks::chunk(
-                vec![block],
-                self.answer.id.get_or_insert_with(Id::new),
-            )),
+            Some(block) => Step::Chunk(blocks::chunk(vec![block], self.answer.id.get_or_insert_with(Id::new))),
             None => Step::Skip,
         })
     }

@@ -28,6 +28,13 @@ where
 /// rustls needs a process-wide crypto provider; when none is installed yet, this installs
 /// rustls' `ring` provider (an application that installs another one first keeps its own).
 ///
+/// Cargo unifies features: with these providers compiled in, every reqwest client of the process
+/// has TLS without a provider of its own, and reqwest panics when one is built before a provider
+/// is installed. towerscope's other clients (the OTLP exporter, MCP over HTTP) install `ring`
+/// first when their `ring` feature is on, which the facade's `openai` and `anthropic` features
+/// do; an application that builds reqwest clients of its own should install a provider at start
+/// (`rustls::crypto::ring::default_provider().install_default()`).
+///
 /// - `connect_timeout`: for opening the TCP and TLS connection;
 /// - `read_timeout`: for each read of the response, its headers included, so it bounds the wait
 ///   for the first byte and the silence between two streamed chunks.
