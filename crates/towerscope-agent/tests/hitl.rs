@@ -166,7 +166,18 @@ async fn interrupting_a_parked_reply_closes_its_calls() {
         msg.text_content().as_deref(),
         Some("I notice the interruption. How can I help you?")
     );
-    assert_consistent(&agent.state().context);
+    let context = agent.state().context;
+    assert_consistent(&context);
+    // A call that never ran (it waited for confirmation) keeps the reference's raw string,
+    // where a call interrupted while running gets a text block (tests/interrupt.rs).
+    let stored = context.iter().flat_map(common::results).next().unwrap().clone();
+    assert_eq!(stored.state, ToolResultState::Interrupted);
+    assert_eq!(
+        stored.output,
+        towerscope_core::ToolOutput::Text(
+            "<system-reminder>The tool call has been interrupted by the user.</system-reminder>".into()
+        )
+    );
     // An idle agent: no events, and no final message.
     let idle = collect(agent.reply_stream(UserInterruptEvent::new("whatever"))).await;
     assert!(idle.events.is_empty() && idle.final_msg.is_none());

@@ -181,9 +181,9 @@ async fn on_model_call_streamed_chunks_reach_the_innermost_first() {
         .build()
         .unwrap();
     agent.reply(Msg::user("user", "hello")).await.unwrap();
-    // The reference's test_on_model_call_middleware_streaming. The reasoning step stops reading
-    // at the is_last chunk, so the post-code of the stream wrappers runs when it is dropped;
-    // the chunks interleave exactly as in the reference.
+    // The reference's test_on_model_call_middleware_streaming. The reasoning step reads the
+    // stream to its end, so the post-code of the stream wrappers runs after the last chunk
+    // (tests/stream_post_code.rs); the chunks interleave exactly as in the reference.
     let log = log.lock().unwrap().join(", ");
     assert!(
         log.starts_with("mw1_pre, mw2_pre, mw2_chunk, mw1_chunk, mw2_chunk, mw1_chunk, mw2_chunk, mw1_chunk"),
@@ -360,7 +360,8 @@ async fn one_middleware_on_four_positions() {
         .unwrap();
     agent.reply(Msg::user("user", "hello")).await.unwrap();
     // The reference also runs the fold once before reasoning, to count tokens for compression;
-    // towerscope builds the prompt once per round, inside reasoning.
+    // towerscope does that only for an agent with a ContextConfig (tests/compression.rs), so
+    // this agent builds the prompt once per round, inside reasoning.
     assert_eq!(
         log.lock().unwrap().join(", "),
         "reply_pre, reasoning_pre, system_prompt, model_call_pre, model_call_post, reasoning_post, reply_post"

@@ -7,12 +7,14 @@ mod common;
 use std::sync::Arc;
 
 use common::{assert_consistent, collect, results};
+use futures_util::StreamExt;
 use towerscope_agent::Agent;
 use towerscope_agent::toolkit::FunctionTool;
 use towerscope_core::event::{ConfirmResult, UserConfirmResultEvent};
 use towerscope_core::{
-    ActingNext, ActingRequest, AgentError, AgentEvent, ModelCallNext, ModelCallRequest, Msg, PermissionDecision,
-    ToolResultState, from_fn,
+    ActingNext, ActingRequest, AgentError, AgentEvent, CompressNext, CompressRequest, ModelCallNext, ModelCallRequest,
+    ModelOutput, Msg, PermissionDecision, PermissionNext, PermissionRequest, ReasoningNext, ReasoningRequest,
+    ReplyNext, ReplyRequest, ToolResultState, from_fn, prompt_fn,
 };
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 
@@ -260,4 +262,189 @@ async fn a_panicking_model_call_layer_ends_the_reply_with_an_error() {
     // The agent is free again, and the next reply works.
     let again = agent.reply(Msg::user("user", "again")).await.unwrap();
     assert_eq!(again.text_content().as_deref(), Some("fine"));
+}
+
+/// Panics the first time it is called, then passes through.
+#[derive(Clone)]
+struct PanicOnce(Arc<std::sync::atomic::AtomicBool>);
+
+impl PanicOnce {
+    fn new() -> Self {
+        Self(Arc::new(std::sync::atomic::AtomicBool::new(true)))
+    }
+
+    fn fire(&self, what: &str) {
+        if self.0.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            panic!("{what} bug");
+        }
+    }
+
+    fn fired(&self) -> bool {
+        !self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// A reply against `agent` ends with a typed error naming the panic, the context keeps a
+/// result for every call, and the next reply works.
+async fn ends_with_the_panic_then_recovers(agent: &Agent, trigger: &PanicOnce, what: &str) {
+    let out = collect(agent.reply_stream(Msg::user("user", "hi"))).await;
+    assert!(trigger.fired(), "the {what} layer ran");
+    let err = out.error.as_ref().expect("a reply whose layer panicked fails");
+    assert!(err.to_string().contains(&format!("{what} bug")), "{what}: {err}");
+    assert!(
+        !out.kinds().contains(&"REPLY_END") || out.kinds().last() == Some(&"REPLY_END"),
+        "{what}: nothing after REPLY_END: {:?}",
+        out.kinds()
+    );
+    assert_consistent(&agent.state().context);
+    let again = agent.reply(Msg::user("user", "again")).await;
+    assert!(again.is_ok(), "{what}: the agent is usable after the panic: {again:?}");
+}
+
+fn recovering_model() -> ScriptedModel {
+    ScriptedModel::cycle("m", [ScriptedResponse::text("fine")])
+}
+
+#[tokio::test]
+async fn a_panicking_reply_layer_fails_the_reply_and_the_agent_recovers() {
+    let trigger = PanicOnce::new();
+    let t = trigger.clone();
+    let agent = Agent::builder("a")
+        .model(recovering_model())
+        .on_reply(from_fn(move |req: ReplyRequest, next: ReplyNext| {
+            let t = t.clone();
+            async move {
+                t.fire("reply layer");
+                next.run(req).await
+            }
+        }))
+        .build()
+        .unwrap();
+    ends_with_the_panic_then_recovers(&agent, &trigger, "reply layer").await;
+}
+
+#[tokio::test]
+async fn a_panicking_reasoning_layer_fails_the_reply_and_the_agent_recovers() {
+    let trigger = PanicOnce::new();
+    let t = trigger.clone();
+    let agent = Agent::builder("a")
+        .model(recovering_model())
+        .on_reasoning(from_fn(move |req: ReasoningRequest, next: ReasoningNext| {
+            let t = t.clone();
+            async move {
+                t.fire("reasoning layer");
+                next.run(req).await
+            }
+        }))
+        .build()
+        .unwrap();
+    ends_with_the_panic_then_recovers(&agent, &trigger, "reasoning layer").await;
+}
+
+#[tokio::test]
+async fn a_panicking_compress_layer_fails_the_reply_and_the_agent_recovers() {
+    let trigger = PanicOnce::new();
+    let t = trigger.clone();
+    let agent = Agent::builder("a")
+        .model(recovering_model())
+        .on_compress_context(from_fn(move |req: CompressRequest, next: CompressNext| {
+            let t = t.clone();
+            async move {
+                t.fire("compress layer");
+                next.run(req).await
+            }
+        }))
+        .build()
+        .unwrap();
+    ends_with_the_panic_then_recovers(&agent, &trigger, "compress layer").await;
+}
+
+#[tokio::test]
+async fn a_panicking_prompt_transformer_fails_the_reply_and_the_agent_recovers() {
+    let trigger = PanicOnce::new();
+    let t = trigger.clone();
+    let agent = Agent::builder("a")
+        .model(recovering_model())
+        .on_system_prompt(prompt_fn(
+            move |_ctx: &towerscope_core::AgentContext, prompt: String| {
+                let t = t.clone();
+                async move {
+                    t.fire("prompt transformer");
+                    Ok(prompt)
+                }
+            },
+        ))
+        .build()
+        .unwrap();
+    ends_with_the_panic_then_recovers(&agent, &trigger, "prompt transformer").await;
+}
+
+#[tokio::test]
+async fn a_panicking_permission_layer_fails_only_its_call() {
+    let trigger = PanicOnce::new();
+    let t = trigger.clone();
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#),
+            ScriptedResponse::text("done"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .model(model)
+        .tool(FunctionTool::new(
+            "add",
+            |x: Add| async move { (x.a + x.b).to_string() },
+        ))
+        .on_check_permission(from_fn(move |req: PermissionRequest, next: PermissionNext| {
+            let t = t.clone();
+            async move {
+                t.fire("permission layer");
+                next.run(req).await
+            }
+        }))
+        .build()
+        .unwrap();
+    let out = collect(agent.reply_stream(Msg::user("user", "1 + 2?"))).await;
+    assert!(trigger.fired());
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(out.final_text().as_deref(), Some("done"));
+    let context = agent.state().context;
+    assert_consistent(&context);
+    let result = context.iter().flat_map(results).next().unwrap().clone();
+    assert_eq!(result.state, ToolResultState::Error);
+    assert!(
+        format!("{:?}", result.output).contains("permission layer bug"),
+        "{:?}",
+        result.output
+    );
+}
+
+#[tokio::test]
+async fn a_layer_panicking_in_the_middle_of_its_stream_fails_the_reply_and_the_agent_recovers() {
+    let trigger = PanicOnce::new();
+    let t = trigger.clone();
+    let model = ScriptedModel::cycle("m", [ScriptedResponse::text("one two three")]).streaming(true);
+    let agent = Agent::builder("a")
+        .model(model)
+        .on_model_call(from_fn(move |req: ModelCallRequest, next: ModelCallNext| {
+            let t = t.clone();
+            async move {
+                match next.run(req).await? {
+                    ModelOutput::Stream(inner) => {
+                        let mut seen = 0;
+                        Ok(ModelOutput::Stream(Box::pin(inner.inspect(move |_| {
+                            seen += 1;
+                            if seen == 2 {
+                                t.fire("stream layer");
+                            }
+                        }))))
+                    }
+                    complete => Ok(complete),
+                }
+            }
+        }))
+        .build()
+        .unwrap();
+    ends_with_the_panic_then_recovers(&agent, &trigger, "stream layer").await;
 }

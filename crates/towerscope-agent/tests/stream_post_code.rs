@@ -189,3 +189,76 @@ async fn an_error_after_the_final_chunk_rejects_the_answer() {
     let state = agent.state();
     assert_eq!(state.context.len(), 1, "the rejected answer is not stored");
 }
+
+#[tokio::test]
+async fn a_chunk_after_the_final_one_is_ignored() {
+    // A layer that (wrongly) yields one more chunk after the final one: the agent reads it, so
+    // the layer's post-code runs, but the answer is the one the final chunk completed.
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("one two")]).streaming(true);
+    let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
+        .model(model)
+        .on_model_call(from_fn(|req: ModelCallRequest, next: ModelCallNext| async move {
+            match next.run(req).await? {
+                ModelOutput::Stream(inner) => {
+                    let extra = stream::once(async {
+                        Ok(ChatResponse::chunk(vec![towerscope_core::ContentBlock::text(" three")]))
+                    });
+                    Ok(ModelOutput::Stream(Box::pin(inner.chain(extra))))
+                }
+                complete => Ok(complete),
+            }
+        }))
+        .build()
+        .unwrap();
+    let out = common::collect(agent.reply_stream(Msg::user("user", "hi"))).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(out.final_text().as_deref(), Some("one two"));
+    assert_eq!(out.kinds().iter().filter(|k| **k == "TEXT_BLOCK_END").count(), 1);
+    assert_eq!(out.kinds().last(), Some(&"REPLY_END"));
+    let state = agent.state();
+    assert_eq!(state.context.len(), 2);
+    assert_eq!(state.context[1].text_content().as_deref(), Some("one two"));
+}
+
+#[tokio::test]
+async fn an_item_after_the_tool_response_is_ignored() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#),
+            ScriptedResponse::text("3"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
+        .model(model.clone())
+        .tool(FunctionTool::new(
+            "add",
+            |x: Add| async move { (x.a + x.b).to_string() },
+        ))
+        .on_acting(from_fn(|req: ActingRequest, next: ActingNext| async move {
+            let inner = next.run(req).await?;
+            let extra = stream::once(async { Ok(ToolItem::Chunk(towerscope_core::ToolChunk::text("late"))) });
+            Ok(Box::pin(inner.chain(extra)) as ToolStream)
+        }))
+        .build()
+        .unwrap();
+    let out = common::collect(agent.reply_stream(Msg::user("user", "1 + 2?"))).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(out.final_text().as_deref(), Some("3"));
+    let kinds = out.kinds();
+    assert_eq!(kinds.iter().filter(|k| **k == "TOOL_RESULT_TEXT_DELTA").count(), 1);
+    assert_eq!(kinds.iter().filter(|k| **k == "TOOL_RESULT_END").count(), 1);
+    // The model saw the tool's own result, not the late chunk.
+    let requests = model.requests();
+    let result = common::results(requests[1].messages.last().unwrap())[0];
+    let output = serde_json::to_value(&result.output).unwrap();
+    let texts: Vec<&str> = output
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect();
+    assert_eq!(texts, ["3"]);
+}

@@ -154,3 +154,27 @@ async fn gives_up_after_the_grace_iterations() {
     let err = towerscope_agent::structured_value::<Report>(&msg).unwrap_err();
     assert!(matches!(err, AgentError::Validation(_)), "{err}");
 }
+
+#[tokio::test]
+async fn repaired_and_coerced_output_is_the_value_the_caller_gets() {
+    // A number sent as a string and an object cut short: the toolkit repairs and coerces the
+    // input once, and the typed value is built from what was validated.
+    for input in [r#"{"city":"Paris","celsius":"21"}"#, r#"{"city":"Paris","celsius":21"#] {
+        let model = ScriptedModel::new("m", [ScriptedResponse::tool_call("s1", TOOL, input)]);
+        let agent = Agent::builder("a").model(model.clone()).build().unwrap();
+        let (msg, report) = agent
+            .reply_structured::<Report>(Msg::user("user", "weather?"))
+            .await
+            .unwrap();
+        assert_eq!(
+            report,
+            Report {
+                city: "Paris".into(),
+                celsius: 21
+            },
+            "{input}"
+        );
+        assert_eq!(msg.finished_reason, Some(ReplyFinishedReason::Completed), "{input}");
+        assert_eq!(model.requests().len(), 1, "{input}: accepted at once, no second round");
+    }
+}

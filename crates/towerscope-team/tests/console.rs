@@ -231,3 +231,74 @@ async fn speakers_streaming_at_once_never_share_a_line() {
         "bo's first word came first: bo holds the line; ann follows, whole"
     );
 }
+
+#[tokio::test]
+async fn editing_the_arguments_runs_the_tool_with_the_new_ones() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "book", r#"{"city": "Paris"}"#),
+            ScriptedResponse::text("Booked."),
+        ],
+    );
+    let booked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = std::sync::Arc::clone(&booked);
+    let agent = Agent::builder("travel")
+        .model(model.clone())
+        .tool(FunctionTool::new("book", move |c: City| {
+            let record = std::sync::Arc::clone(&record);
+            async move {
+                record.lock().unwrap().push(c.city.clone());
+                format!("booked {}", c.city)
+            }
+        }))
+        .default_permission(ask_rule())
+        .build()
+        .unwrap();
+    let (input, person) = ChannelInput::new();
+    // `e`, then arguments that are not an object (asked again), then the new ones.
+    for typed in ["Paris?", "e", "[1, 2]", r#"{"city": "Rome"}"#, "exit"] {
+        person.send_text(typed).unwrap();
+    }
+    let chat = Chat::new(UserAgent::new("me").with_input(input), agent).console(Console::new(Vec::new()));
+    let (end, console) = chat.run().await.unwrap();
+    assert_eq!(end, ChatEnd::Exit);
+    assert_eq!(
+        *booked.lock().unwrap(),
+        ["Rome"],
+        "the tool ran once, with the edited arguments"
+    );
+    // The model saw the edited call's result.
+    let requests = model.requests();
+    assert!(format!("{:?}", requests[1].messages.last().unwrap()).contains("booked Rome"));
+    let printed = String::from_utf8(console.into_inner()).unwrap();
+    assert!(printed.contains("Booked."), "{printed}");
+}
+
+#[test]
+fn the_environment_variable_silences_the_console() {
+    // A child process of this test binary prints through `Console::stdout()` with the variable
+    // set, so no other test sees it.
+    if std::env::var_os("CONSOLE_SILENCE_CHILD").is_some() {
+        let mut console = Console::stdout();
+        console.note("console-marker");
+        console.end_line();
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    for (value, silent) in [("true", true), ("1", true), ("TRUE", true), ("no", false), ("", false)] {
+        let out = std::process::Command::new(&exe)
+            .args([
+                "--exact",
+                "the_environment_variable_silences_the_console",
+                "--nocapture",
+            ])
+            .env("CONSOLE_SILENCE_CHILD", "1")
+            .env(towerscope_team::console::DISABLE_OUTPUT_ENV, value)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{value}: {out:?}");
+        let printed = String::from_utf8_lossy(&out.stdout).contains("console-marker");
+        assert_eq!(printed, !silent, "{value:?}");
+    }
+}
