@@ -1,0 +1,141 @@
+//! Property: whatever a (well-behaved) model answers, the events of a reply, folded with
+//! `Msg::append_event`, rebuild the message the context stores for that reply: its text, its
+//! thinking, its tool calls and their results. A consumer that keeps only the event stream (a
+//! UI, a log) sees what the agent stored.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use proptest::prelude::*;
+use towerscope_agent::Agent;
+use towerscope_agent::toolkit::FunctionTool;
+use towerscope_core::{AgentEvent, Msg};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+/// Add two integers.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Add {
+    a: i64,
+    b: i64,
+}
+
+/// One model answer: optional thinking, optional text, and tool calls (`(a, b)` of each).
+#[derive(Debug, Clone)]
+struct Answer {
+    thinking: Option<String>,
+    text: Option<String>,
+    calls: Vec<(i64, i64)>,
+}
+
+fn words() -> impl Strategy<Value = String> {
+    prop::collection::vec("[a-zé°]{1,8}", 1..12).prop_map(|w| w.join(" "))
+}
+
+fn answer(last: bool) -> impl Strategy<Value = Answer> {
+    let calls = if last { 0..1 } else { 1..4 };
+    (
+        prop::option::of(words()),
+        prop::option::of(words()),
+        prop::collection::vec((-1000i64..1000, -1000i64..1000), calls),
+    )
+        .prop_map(move |(thinking, text, calls)| Answer {
+            thinking,
+            // The last answer always says something.
+            text: if last {
+                Some(text.unwrap_or_else(|| "done".into()))
+            } else {
+                text
+            },
+            calls,
+        })
+}
+
+fn script() -> impl Strategy<Value = (Vec<Answer>, bool)> {
+    (prop::collection::vec(answer(false), 0..3), answer(true), any::<bool>()).prop_map(
+        |(mut rounds, last, streaming)| {
+            rounds.push(last);
+            (rounds, streaming)
+        },
+    )
+}
+
+fn response(round: usize, answer: &Answer) -> ScriptedResponse {
+    let mut response = ScriptedResponse::empty();
+    if let Some(thinking) = &answer.thinking {
+        response = response.and_thinking(thinking.clone());
+    }
+    if let Some(text) = &answer.text {
+        response = response.and_text(text.clone());
+    }
+    for (i, (a, b)) in answer.calls.iter().enumerate() {
+        response = response.and_tool_call(format!("r{round}_c{i}"), "add", format!(r#"{{"a": {a}, "b": {b}}}"#));
+    }
+    response
+}
+
+fn thinking(msg: &Msg) -> Vec<String> {
+    msg.content
+        .iter()
+        .filter_map(|b| match b {
+            towerscope_core::ContentBlock::Thinking(t) => Some(t.thinking.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn calls(msg: &Msg) -> Vec<(String, String)> {
+    msg.tool_calls().map(|c| (c.id.to_string(), c.input.clone())).collect()
+}
+
+fn results(msg: &Msg) -> Vec<(String, String)> {
+    // Results of concurrent calls are stored as they finish and folded as they start.
+    let mut r: Vec<_> = msg
+        .tool_results()
+        .map(|r| (r.id.to_string(), format!("{:?} {}", r.state, output_text(&r.output))))
+        .collect();
+    r.sort();
+    r
+}
+
+/// A tool result's text (block ids and times are the fold's own).
+fn output_text(output: &towerscope_core::ToolOutput) -> String {
+    match serde_json::to_value(output).unwrap() {
+        serde_json::Value::String(text) => text,
+        serde_json::Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect(),
+        other => other.to_string(),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_events_of_a_reply_rebuild_the_stored_message((rounds, streaming) in script()) {
+        let model = ScriptedModel::new("m", rounds.iter().enumerate().map(|(i, a)| response(i, a)))
+            .streaming(streaming);
+        let agent = Agent::builder("a")
+            .model(model)
+            .tool(FunctionTool::new("add", |x: Add| async move { (x.a + x.b).to_string() }))
+            .build()
+            .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let out = runtime.block_on(common::collect(agent.reply_stream(Msg::user("user", "sums?"))));
+        prop_assert!(out.error.is_none(), "{:?}", out.error);
+        let reply_id = out.final_msg.as_ref().unwrap().id.clone();
+        let state = agent.state();
+        let stored = state.context.iter().rev().find(|m| m.id == reply_id).unwrap().clone();
+
+        let mut folded = Msg::assistant_blocks("a", Vec::new()).with_id(reply_id);
+        for event in &out.events {
+            folded.append_event(event);
+        }
+        prop_assert_eq!(folded.text_content(), stored.text_content());
+        prop_assert_eq!(thinking(&folded), thinking(&stored));
+        prop_assert_eq!(calls(&folded), calls(&stored));
+        prop_assert_eq!(results(&folded), results(&stored));
+        // Every call of the script ran once, with its own result.
+        let expected = rounds.iter().map(|r| r.calls.len()).sum::<usize>();
+        prop_assert_eq!(stored.tool_results().count(), expected);
+        prop_assert!(matches!(out.events.last(), Some(AgentEvent::ReplyEnd(_))));
+    }
+}
