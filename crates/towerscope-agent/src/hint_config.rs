@@ -1,6 +1,7 @@
 //! [`HintConfig`]: what the runtime-state hints say and when (the reference's
 //! `InjectionConfig`); the hints themselves are injected by the `hints` step of the loop.
 
+use std::borrow::Cow;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
@@ -38,10 +39,11 @@ pub struct HintConfig {
     pub timezone: Timezone,
     /// How long after a recorded time a new one is injected (default 30 minutes).
     pub time_interval: Duration,
-    /// The hint's text; must contain `{runtime_state}`.
-    pub template: String,
+    /// The hint's text; must contain `{runtime_state}`. Borrowed for the default, so an agent
+    /// with the default hints holds no copy of it.
+    pub template: Cow<'static, str>,
     /// The hint block's source.
-    pub source: String,
+    pub source: Cow<'static, str>,
     /// Extra `<key>value</key>` lines added to every hint.
     pub extra_fields: Vec<(String, String)>,
     /// Whether a `HINT_BLOCK` event is emitted (default `true`).
@@ -56,8 +58,8 @@ impl Default for HintConfig {
             enabled: true,
             timezone: Timezone::utc(),
             time_interval: Duration::from_secs(30 * 60),
-            template: DEFAULT_HINT_TEMPLATE.to_owned(),
-            source: DEFAULT_HINT_SOURCE.to_owned(),
+            template: Cow::Borrowed(DEFAULT_HINT_TEMPLATE),
+            source: Cow::Borrowed(DEFAULT_HINT_SOURCE),
             extra_fields: Vec::new(),
             emit_event: true,
             clock: Clock::system(),
@@ -95,7 +97,7 @@ impl HintConfig {
 
     /// Sets the template (checked when the agent is built: it must contain `{runtime_state}`).
     #[must_use]
-    pub fn template(mut self, template: impl Into<String>) -> Self {
+    pub fn template(mut self, template: impl Into<Cow<'static, str>>) -> Self {
         self.template = template.into();
         self
     }

@@ -78,7 +78,7 @@ pub(crate) fn inject(runtime: &Runtime, ctx: &AgentContext, events: bool) -> Opt
     let (before, after) = cfg
         .template
         .split_once("{runtime_state}")
-        .unwrap_or((&cfg.template, ""));
+        .unwrap_or((cfg.template.as_ref(), ""));
     let mut text = String::with_capacity(cfg.template.len() + 128);
     text.push_str(before);
     let mut first = true;
@@ -99,7 +99,7 @@ pub(crate) fn inject(runtime: &Runtime, ctx: &AgentContext, events: bool) -> Opt
         line(&mut text, key, value);
     }
     text.push_str(after);
-    let block = HintBlock::new(text, Some(cfg.source.clone()));
+    let block = HintBlock::new(text, Some(cfg.source.to_string()));
     if inject_time {
         *recorded(hints) = Some((block.id.clone(), now));
     }
@@ -129,7 +129,7 @@ fn newest_time(context: &towerscope_core::Messages, hints: &Hints) -> Option<Sys
         .filter(|m| m.role == Role::Assistant)
         .flat_map(|m| m.content.iter().rev())
         .filter_map(|b| match b {
-            ContentBlock::Hint(h) if h.source.as_deref() == Some(cfg.source.as_str()) => Some(h),
+            ContentBlock::Hint(h) if h.source.as_deref() == Some(cfg.source.as_ref()) => Some(h),
             _ => None,
         });
     for hint in ours {
