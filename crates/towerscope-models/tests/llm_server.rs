@@ -3,8 +3,8 @@
 //! `/v1/chat/completions` and Anthropic's `/v1/messages`, with the tool-calling chat template
 //! `tests/llm/tool-template.jinja`.
 //!
-//! What a real server covers here, for each provider: streamed text with usage, the response id,
-//! model and finish reason; a forced tool round (`required`, Anthropic `any`: the tool runs, its
+//! What a real server covers here, for each provider: streamed and whole (non-streamed) text
+//! with usage, the response id, model and finish reason; a forced tool round (`required`, Anthropic `any`: the tool runs, its
 //! result goes back in the provider's format, the model answers in text); and the server's own
 //! error in a 200 stream (an OpenAI `error` object, an Anthropic `event: error`) surfacing as a
 //! typed, retryable [`ProviderError`].
@@ -12,7 +12,7 @@
 //! What only the wire-format tests (`openai_wire.rs`, `anthropic_wire.rs`) cover: reasoning and
 //! extended thinking with signatures, prompt caching and cache tokens, parallel tool calls,
 //! HTTP 429/5xx/4xx answers with retry-after and request ids, cut connections, non-JSON bodies,
-//! media input, non-streamed answers. This server ignores a named `tool_choice`, Anthropic's
+//! media input. This server ignores a named `tool_choice`, Anthropic's
 //! `disable_parallel_tool_use` and Anthropic's `{"type": "none"}` (it still parses tool calls),
 //! so the answering call here offers no tools.
 //!
@@ -177,6 +177,59 @@ async fn anthropic_streams_text_with_usage() {
     assert_eq!(model.provider(), "anthropic");
     // llama.cpp names Anthropic messages like its chat completions.
     streamed_text(Arc::new(model), &name, "chatcmpl-").await;
+}
+
+/// A whole (non-streamed) answer: one complete response with the text, usage, model, finish
+/// reason and id the server sent.
+async fn whole_text(model: Arc<dyn ChatModel>, model_name: &str, id_prefix: &str) {
+    let messages = vec![
+        Msg::system("system", "You are a travel guide."),
+        Msg::user("user", "Describe Paris in three sentences."),
+    ];
+    let output = model.call(request(&model, messages, Vec::new(), None)).await.unwrap();
+    let ModelOutput::Complete(response) = output else {
+        panic!("stream(false) answers with one complete response")
+    };
+    assert!(response.is_last);
+    assert!(!response.text().unwrap_or_default().trim().is_empty(), "{response:?}");
+    let usage = response.usage.as_ref().unwrap();
+    assert!(usage.input_tokens > 0 && usage.output_tokens > 0, "{usage:?}");
+    assert_eq!(response.metadata["model"], model_name);
+    assert_eq!(response.metadata["finish_reason"], "length", "cut at TEXT_TOKENS");
+    assert!(
+        response.id.to_string().starts_with(id_prefix),
+        "response id {}",
+        response.id
+    );
+}
+
+#[tokio::test]
+async fn openai_answers_whole_without_streaming() {
+    let Some((base, name)) = server() else { return };
+    let model = OpenAiChatModel::builder(name.as_str())
+        .base_url(format!("{base}/v1"))
+        .from_env(false)
+        .temperature(0.0)
+        .seed(7)
+        .max_tokens(TEXT_TOKENS)
+        .stream(false)
+        .build()
+        .unwrap();
+    whole_text(Arc::new(model), &name, "chatcmpl-").await;
+}
+
+#[tokio::test]
+async fn anthropic_answers_whole_without_streaming() {
+    let Some((base, name)) = server() else { return };
+    let model = AnthropicChatModel::builder(name.as_str())
+        .base_url(base)
+        .from_env(false)
+        .temperature(0.0)
+        .max_tokens(TEXT_TOKENS)
+        .stream(false)
+        .build()
+        .unwrap();
+    whole_text(Arc::new(model), &name, "chatcmpl-").await;
 }
 
 /// The weather agent: the first model call must call a tool (`required`); the next answers in
