@@ -13,6 +13,8 @@
 //!   `ServiceBuilder` and installed once per position (erased once).
 //! - `react/events/N`: the whole answers of `react/whole/N`, read with `reply_stream` (every
 //!   event built and read; `Agent::reply` skips them when nobody can read them).
+//! - `react/first_layer/P`: one pass-through layer on position P only (a pass-through
+//!   transformer for `system_prompt`): what the first layer of each position costs.
 //!
 //! The agent is reused; its state is reset before each reply (a fresh session, as the reference
 //! benchmark does).
@@ -191,6 +193,32 @@ fn bench(c: &mut Criterion) {
         run(&mut group, BenchmarkId::new("streamed", n), agent(true, n));
     }
     run(&mut group, BenchmarkId::new("composed", 10), composed_agent());
+    // One pass-through layer on one position: what the first layer of each position costs.
+    let one = |position: &str| {
+        let b = builder(false);
+        match position {
+            "reply" => b.on_reply(PassThroughLayer),
+            "reasoning" => b.on_reasoning(PassThroughLayer),
+            "model_call" => b.on_model_call(PassThroughLayer),
+            "acting" => b.on_acting(PassThroughLayer),
+            "permission" => b.on_check_permission(PassThroughLayer),
+            "compress" => b.on_compress_context(PassThroughLayer),
+            _ => b.on_system_prompt(prompt_fn(|_ctx, prompt| async move { Ok(prompt) })),
+        }
+        .build()
+        .expect("the bench agent builds")
+    };
+    for position in [
+        "reply",
+        "reasoning",
+        "model_call",
+        "acting",
+        "permission",
+        "compress",
+        "system_prompt",
+    ] {
+        run(&mut group, BenchmarkId::new("first_layer", position), one(position));
+    }
     // The same reply read as a stream: every event is built and read (`reply` builds none
     // when no on_reply/on_reasoning layer can read them).
     for n in [0, 10] {

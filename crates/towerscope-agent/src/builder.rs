@@ -388,6 +388,7 @@ impl AgentBuilder {
             model_name: Arc::from(model.model_name()),
             system_prompt: self.system_prompt,
             system_head,
+            folded_head: Mutex::new(None),
             model,
             toolkit,
             config: self.config,

@@ -73,6 +73,9 @@ pub(crate) struct Runtime {
     /// The system message as a model request's head, built once, when no `on_system_prompt`
     /// transformer is installed.
     pub(crate) system_head: Option<Arc<[Arc<Msg>]>>,
+    /// With transformers installed: the last head built from a folded prompt, reused while the
+    /// fold gives the same text (a pass-through, or a prompt that changes now and then).
+    pub(crate) folded_head: Mutex<Option<Arc<[Arc<Msg>]>>>,
     pub(crate) model: ModelRef,
     pub(crate) toolkit: Arc<Toolkit>,
     pub(crate) config: ReactConfig,
@@ -106,21 +109,35 @@ impl Runtime {
     pub(crate) async fn model_input(&self, ctx: &AgentContext) -> Result<Messages, AgentError> {
         let folded = match &self.system_head {
             Some(_) => None,
-            None => {
-                let prompt = self.system_prompt_fold.apply(ctx, self.system_prompt.clone()).await?;
-                Some(Arc::new(Msg::system("system", prompt)))
-            }
+            None => Some(self.system_prompt_fold.apply(ctx, self.system_prompt.clone()).await?),
         };
         let state = self.lock_state();
         let head = match (&self.system_head, folded, state.summary.is_empty()) {
             (Some(cached), _, true) => Arc::clone(cached),
+            (_, Some(prompt), true) => self.head_for(prompt),
             (cached, folded, _) => {
+                let folded = folded.map(|prompt| Arc::new(Msg::system("system", prompt)));
                 let system = folded.or_else(|| cached.as_ref().and_then(|h| h.first().cloned()));
                 let summary = (!state.summary.is_empty()).then(|| Arc::new(Msg::user("user", state.summary.clone())));
                 system.into_iter().chain(summary).collect()
             }
         };
         Ok(Messages::with_head(head, &state.context))
+    }
+
+    /// The head holding the system message `prompt`: the last one built, when its text is the
+    /// same, else a new one (kept for the next round).
+    fn head_for(&self, prompt: String) -> Arc<[Arc<Msg>]> {
+        let mut last = self.folded_head.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(head) = last.as_ref()
+            && let Some(ContentBlock::Text(text)) = head.first().and_then(|m| m.content.first())
+            && text.text == prompt
+        {
+            return Arc::clone(head);
+        }
+        let head: Arc<[Arc<Msg>]> = Arc::from([Arc::new(Msg::system("system", prompt))]);
+        *last = Some(Arc::clone(&head));
+        head
     }
 }
 

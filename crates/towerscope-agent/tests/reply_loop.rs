@@ -170,6 +170,64 @@ async fn what_the_model_received() {
 }
 
 #[tokio::test]
+async fn the_prompt_fold_runs_every_round_and_an_unchanged_prompt_is_sent_as_one_message() {
+    let call = |id: &str| ScriptedResponse::tool_call(id, "add", r#"{"a":1,"b":1}"#);
+    let rounds = |model: &ScriptedModel| {
+        model
+            .requests()
+            .iter()
+            .map(|r| r.messages[0].clone())
+            .collect::<Vec<_>>()
+    };
+    // A transformer whose output changes with the round: each model call sees its own prompt.
+    let model = ScriptedModel::new("m", [call("c1"), call("c2"), ScriptedResponse::text("done")]);
+    let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
+        .system_prompt("Base.")
+        .model(model.clone())
+        .tool(add_tool())
+        .on_system_prompt(prompt_fn(|ctx, p| {
+            let round = ctx.iteration();
+            async move { Ok(format!("{p} Round {round}.")) }
+        }))
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "hi")).await.unwrap();
+    let prompts: Vec<_> = rounds(&model).iter().map(|m| m.text_content()).collect();
+    assert_eq!(
+        prompts,
+        [
+            Some("Base. Round 0.".to_owned()),
+            Some("Base. Round 1.".to_owned()),
+            Some("Base. Round 2.".to_owned())
+        ]
+    );
+    // A transformer that keeps the prompt: one system message, shared by every call.
+    let model = ScriptedModel::new(
+        "m",
+        [
+            call("c1"),
+            ScriptedResponse::text("done"),
+            ScriptedResponse::text("again"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
+        .system_prompt("Base.")
+        .model(model.clone())
+        .tool(add_tool())
+        .on_system_prompt(prompt_fn(|_ctx, p| async move { Ok(p) }))
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "hi")).await.unwrap();
+    agent.reply(Msg::user("user", "again")).await.unwrap();
+    let heads = rounds(&model);
+    assert_eq!(heads.len(), 3);
+    assert_eq!(heads[0].text_content().as_deref(), Some("Base."));
+    assert!(heads.iter().all(|m| std::sync::Arc::ptr_eq(m, &heads[0])));
+}
+
+#[tokio::test]
 async fn forced_final_round_at_max_iters() {
     let call = |id: &str| ScriptedResponse::tool_call(id, "add", r#"{"a":1,"b":1}"#);
     let model = ScriptedModel::new("m", [call("c1"), call("c2"), ScriptedResponse::text("summary")]);
