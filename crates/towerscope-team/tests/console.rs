@@ -256,6 +256,8 @@ async fn editing_the_arguments_runs_the_tool_with_the_new_ones() {
         .build()
         .unwrap();
     let (input, person) = ChannelInput::new();
+    let (prompts_tx, mut prompts) = tokio::sync::mpsc::unbounded_channel();
+    let input = input.with_prompts(prompts_tx);
     // `e`, then arguments that are not an object (asked again), then the new ones.
     for typed in ["Paris?", "e", "[1, 2]", r#"{"city": "Rome"}"#, "exit"] {
         person.send_text(typed).unwrap();
@@ -273,6 +275,18 @@ async fn editing_the_arguments_runs_the_tool_with_the_new_ones() {
     assert!(format!("{:?}", requests[1].messages.last().unwrap()).contains("booked Rome"));
     let printed = String::from_utf8(console.into_inner()).unwrap();
     assert!(printed.contains("Booked."), "{printed}");
+    // The person was asked again, told why, through their input.
+    let mut asked = Vec::new();
+    while let Ok(request) = prompts.try_recv() {
+        asked.push(request.prompt);
+    }
+    let edits: Vec<&String> = asked.iter().filter(|p| p.contains("New arguments for book")).collect();
+    assert_eq!(edits.len(), 2, "{asked:?}");
+    assert!(!edits[0].contains("not a JSON object"), "{asked:?}");
+    assert!(
+        edits[1].starts_with("Those arguments are not a JSON object. New arguments for book"),
+        "{asked:?}"
+    );
 }
 
 #[test]

@@ -95,8 +95,15 @@ async fn edit(
     call: &ToolCallBlock,
     interrupts: &mut Interrupts,
 ) -> Result<Option<String>, AgentError> {
+    let mut again = "";
     loop {
-        let prompt = format!("New arguments for {} (JSON, was {}): ", call.name, call.input.trim());
+        // The complaint goes into the next prompt, so it reaches the person through their
+        // input (a terminal prints it), like the prompt itself.
+        let prompt = format!(
+            "{again}New arguments for {} (JSON, was {}): ",
+            call.name,
+            call.input.trim()
+        );
         let Some(line) = read(user, &prompt, interrupts).await? else {
             return Ok(None);
         };
@@ -106,7 +113,7 @@ async fn edit(
         ) {
             return Ok(Some(line));
         }
-        println!("Those arguments are not a JSON object; try again.");
+        again = "Those arguments are not a JSON object. ";
     }
 }
 
