@@ -20,105 +20,22 @@
 //! benchmark does).
 
 use std::hint::black_box;
-use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use tower::{Layer, Service, ServiceBuilder};
-use towerscope::agent::toolkit::FunctionTool;
+use tower::ServiceBuilder;
 use towerscope::agent::{Agent, AgentBuilder, AgentState};
-use towerscope::models::{ScriptedModel, ScriptedResponse};
-use towerscope::{
-    ActingLayer, CompressLayer, ErasedLayer, Middleware, ModelCallLayer, Msg, PermissionLayer, ReasoningLayer,
-    ReplyLayer, SystemPromptTransformer, prompt_fn,
-};
+use towerscope::{Msg, prompt_fn};
 
-/// Add two integers.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Add {
-    /// First operand.
-    a: i64,
-    /// Second operand.
-    b: i64,
-}
+#[path = "support/mod.rs"]
+mod support;
 
-/// A layer that forwards everything: the cheapest possible middleware.
-#[derive(Clone, Copy, Debug, Default)]
-struct PassThroughLayer;
-
-impl<S> Layer<S> for PassThroughLayer {
-    type Service = PassThrough<S>;
-
-    fn layer(&self, inner: S) -> PassThrough<S> {
-        PassThrough(inner)
-    }
-}
-
-#[derive(Clone, Debug)]
-struct PassThrough<S>(S);
-
-impl<S: Service<R>, R> Service<R> for PassThrough<S> {
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = S::Future;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.0.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: R) -> S::Future {
-        self.0.call(req)
-    }
-}
-
-/// A middleware hooking every position with a pass-through, like the reference's
-/// `FullObservability` example.
-struct FullPassThrough;
-
-impl Middleware for FullPassThrough {
-    fn on_reply(&self) -> Option<ReplyLayer> {
-        Some(ErasedLayer::new(PassThroughLayer))
-    }
-    fn on_reasoning(&self) -> Option<ReasoningLayer> {
-        Some(ErasedLayer::new(PassThroughLayer))
-    }
-    fn on_model_call(&self) -> Option<ModelCallLayer> {
-        Some(ErasedLayer::new(PassThroughLayer))
-    }
-    fn on_acting(&self) -> Option<ActingLayer> {
-        Some(ErasedLayer::new(PassThroughLayer))
-    }
-    fn on_check_permission(&self) -> Option<PermissionLayer> {
-        Some(ErasedLayer::new(PassThroughLayer))
-    }
-    fn on_compress_context(&self) -> Option<CompressLayer> {
-        Some(ErasedLayer::new(PassThroughLayer))
-    }
-    fn on_system_prompt(&self) -> Option<Arc<dyn SystemPromptTransformer>> {
-        Some(Arc::new(prompt_fn(|_ctx, prompt| async move { Ok(prompt) })))
-    }
-}
-
-fn script(streamed: bool) -> ScriptedModel {
-    let r = |resp: ScriptedResponse| if streamed { resp.streamed() } else { resp.whole() };
-    ScriptedModel::cycle(
-        "scripted",
-        [
-            r(ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#).with_usage(50, 10)),
-            r(ScriptedResponse::tool_call("c2", "add", r#"{"a": 3, "b": 4}"#).with_usage(60, 10)),
-            r(ScriptedResponse::tool_call("c3", "add", r#"{"a": 5, "b": 6}"#).with_usage(70, 10)),
-            r(ScriptedResponse::text("done").with_usage(80, 2)),
-        ],
-    )
-}
+use support::{FullPassThrough, PassThroughLayer, add_tool, script};
 
 fn builder(streamed: bool) -> AgentBuilder {
     Agent::builder("bench")
         .system_prompt("You are a calculator.")
         .model(script(streamed))
-        .tool(FunctionTool::new("add", |args: Add| async move {
-            (args.a + args.b).to_string()
-        }))
+        .tool(add_tool())
 }
 
 fn agent(streamed: bool, middlewares: usize) -> Agent {

@@ -17,81 +17,20 @@
 //! toolkit, as a service holding many conversations does).
 
 use std::alloc::System;
-use std::task::{Context, Poll};
 
 use futures_util::StreamExt;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
-use tower::{Layer, Service};
-use towerscope::agent::toolkit::FunctionTool;
+use towerscope::Msg;
 use towerscope::agent::{Agent, AgentState};
 use towerscope::models::{ScriptedModel, ScriptedResponse};
-use towerscope::{
-    ActingLayer, CompressLayer, ErasedLayer, Middleware, ModelCallLayer, Msg, PermissionLayer, ReasoningLayer,
-    ReplyLayer,
-};
+
+#[path = "support/mod.rs"]
+mod support;
+
+use support::{FullPassThrough, add_tool, script};
 
 #[global_allocator]
 static ALLOCATOR: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
-
-/// Add two integers.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Add {
-    /// First operand.
-    a: i64,
-    /// Second operand.
-    b: i64,
-}
-
-#[derive(Clone, Copy, Debug, Default)]
-struct PassThroughLayer;
-
-impl<S> Layer<S> for PassThroughLayer {
-    type Service = PassThrough<S>;
-
-    fn layer(&self, inner: S) -> PassThrough<S> {
-        PassThrough(inner)
-    }
-}
-
-#[derive(Clone, Debug)]
-struct PassThrough<S>(S);
-
-impl<S: Service<R>, R> Service<R> for PassThrough<S> {
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = S::Future;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.0.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: R) -> S::Future {
-        self.0.call(req)
-    }
-}
-
-struct FullPassThrough;
-
-impl Middleware for FullPassThrough {
-    fn on_reply(&self) -> Option<ReplyLayer> {
-        Some(ErasedLayer::new(PassThroughLayer))
-    }
-    fn on_reasoning(&self) -> Option<ReasoningLayer> {
-        Some(ErasedLayer::new(PassThroughLayer))
-    }
-    fn on_model_call(&self) -> Option<ModelCallLayer> {
-        Some(ErasedLayer::new(PassThroughLayer))
-    }
-    fn on_acting(&self) -> Option<ActingLayer> {
-        Some(ErasedLayer::new(PassThroughLayer))
-    }
-    fn on_check_permission(&self) -> Option<PermissionLayer> {
-        Some(ErasedLayer::new(PassThroughLayer))
-    }
-    fn on_compress_context(&self) -> Option<CompressLayer> {
-        Some(ErasedLayer::new(PassThroughLayer))
-    }
-}
 
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
@@ -107,9 +46,7 @@ fn flag(name: &str) -> bool {
 fn idle(count: usize) {
     let model = ScriptedModel::cycle("scripted", [ScriptedResponse::text("done")]);
     let mut toolkit = towerscope::agent::toolkit::Toolkit::new();
-    toolkit.add(FunctionTool::new("add", |args: Add| async move {
-        (args.a + args.b).to_string()
-    }));
+    toolkit.add(add_tool());
     let toolkit = std::sync::Arc::new(toolkit);
     let model: towerscope::ModelRef = std::sync::Arc::new(model);
     let region = Region::new(ALLOCATOR);
@@ -141,27 +78,11 @@ fn idle_own(count: usize) {
         );
         drop(held);
     };
-    measure("scripted model (4 answers)", &mut || {
-        Box::new(ScriptedModel::cycle(
-            "scripted",
-            [
-                ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#),
-                ScriptedResponse::tool_call("c2", "add", r#"{"a": 3, "b": 4}"#),
-                ScriptedResponse::tool_call("c3", "add", r#"{"a": 5, "b": 6}"#),
-                ScriptedResponse::text("done"),
-            ],
-        ))
-    });
-    measure("function tool", &mut || {
-        Box::new(FunctionTool::new("add", |args: Add| async move {
-            (args.a + args.b).to_string()
-        }))
-    });
+    measure("scripted model (4 answers)", &mut || Box::new(script(false)));
+    measure("function tool", &mut || Box::new(add_tool()));
     measure("toolkit with the tool", &mut || {
         let mut toolkit = towerscope::agent::toolkit::Toolkit::new();
-        toolkit.add(FunctionTool::new("add", |args: Add| async move {
-            (args.a + args.b).to_string()
-        }));
+        toolkit.add(add_tool());
         Box::new(toolkit)
     });
     measure("agent with its own model and tool", &mut || {
@@ -169,9 +90,7 @@ fn idle_own(count: usize) {
             Agent::builder("bench")
                 .system_prompt("You are a calculator.")
                 .model(ScriptedModel::cycle("scripted", [ScriptedResponse::text("done")]))
-                .tool(FunctionTool::new("add", |args: Add| async move {
-                    (args.a + args.b).to_string()
-                }))
+                .tool(add_tool())
                 .build()
                 .expect("the agent builds"),
         )
@@ -190,22 +109,11 @@ fn main() {
     let streamed = flag("--streamed");
     let read_stream = flag("--stream-reader");
     let hints = !flag("--no-hints");
-    let r = |resp: ScriptedResponse| if streamed { resp.streamed() } else { resp.whole() };
-    let model = ScriptedModel::cycle(
-        "scripted",
-        [
-            r(ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#).with_usage(50, 10)),
-            r(ScriptedResponse::tool_call("c2", "add", r#"{"a": 3, "b": 4}"#).with_usage(60, 10)),
-            r(ScriptedResponse::tool_call("c3", "add", r#"{"a": 5, "b": 6}"#).with_usage(70, 10)),
-            r(ScriptedResponse::text("done").with_usage(80, 2)),
-        ],
-    );
+    let model = script(streamed);
     let mut builder = Agent::builder("bench")
         .system_prompt("You are a calculator.")
         .model(model)
-        .tool(FunctionTool::new("add", |args: Add| async move {
-            (args.a + args.b).to_string()
-        }));
+        .tool(add_tool());
     for _ in 0..middlewares {
         builder = builder.middleware(FullPassThrough);
     }

@@ -1,0 +1,101 @@
+//! What the agent benchmarks share: the headline scenario (4 model calls, 3 `add` tool calls,
+//! "done") and the pass-through middleware the overhead figures install. Included by `react`
+//! and `reply_profile` with `#[path]`, so both measure the same agent.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tower::{Layer, Service};
+use towerscope::agent::toolkit::FunctionTool;
+use towerscope::agent::toolkit::Tool;
+use towerscope::models::{ScriptedModel, ScriptedResponse};
+use towerscope::{
+    ActingLayer, CompressLayer, ErasedLayer, Middleware, ModelCallLayer, PermissionLayer, ReasoningLayer, ReplyLayer,
+    SystemPromptTransformer, prompt_fn,
+};
+
+/// Add two integers.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub(crate) struct Add {
+    /// First operand.
+    pub(crate) a: i64,
+    /// Second operand.
+    pub(crate) b: i64,
+}
+
+/// The scenario's tool.
+pub(crate) fn add_tool() -> impl Tool {
+    FunctionTool::new("add", |args: Add| async move { (args.a + args.b).to_string() })
+}
+
+/// The scenario's model: three `add` calls, then "done" (answers streamed or whole); cycles.
+pub(crate) fn script(streamed: bool) -> ScriptedModel {
+    let r = |resp: ScriptedResponse| if streamed { resp.streamed() } else { resp.whole() };
+    ScriptedModel::cycle(
+        "scripted",
+        [
+            r(ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#).with_usage(50, 10)),
+            r(ScriptedResponse::tool_call("c2", "add", r#"{"a": 3, "b": 4}"#).with_usage(60, 10)),
+            r(ScriptedResponse::tool_call("c3", "add", r#"{"a": 5, "b": 6}"#).with_usage(70, 10)),
+            r(ScriptedResponse::text("done").with_usage(80, 2)),
+        ],
+    )
+}
+
+/// A layer that forwards everything: the cheapest possible middleware.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PassThroughLayer;
+
+impl<S> Layer<S> for PassThroughLayer {
+    type Service = PassThrough<S>;
+
+    fn layer(&self, inner: S) -> PassThrough<S> {
+        PassThrough(inner)
+    }
+}
+
+/// The service of [`PassThroughLayer`]: the inner one's future, unchanged.
+#[derive(Clone, Debug)]
+pub(crate) struct PassThrough<S>(S);
+
+impl<S: Service<R>, R> Service<R> for PassThrough<S> {
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: R) -> S::Future {
+        self.0.call(req)
+    }
+}
+
+/// A middleware hooking every position with a pass-through, like the reference's
+/// `FullObservability` example: the six onion positions and the prompt fold.
+pub(crate) struct FullPassThrough;
+
+impl Middleware for FullPassThrough {
+    fn on_reply(&self) -> Option<ReplyLayer> {
+        Some(ErasedLayer::new(PassThroughLayer))
+    }
+    fn on_reasoning(&self) -> Option<ReasoningLayer> {
+        Some(ErasedLayer::new(PassThroughLayer))
+    }
+    fn on_model_call(&self) -> Option<ModelCallLayer> {
+        Some(ErasedLayer::new(PassThroughLayer))
+    }
+    fn on_acting(&self) -> Option<ActingLayer> {
+        Some(ErasedLayer::new(PassThroughLayer))
+    }
+    fn on_check_permission(&self) -> Option<PermissionLayer> {
+        Some(ErasedLayer::new(PassThroughLayer))
+    }
+    fn on_compress_context(&self) -> Option<CompressLayer> {
+        Some(ErasedLayer::new(PassThroughLayer))
+    }
+    fn on_system_prompt(&self) -> Option<Arc<dyn SystemPromptTransformer>> {
+        Some(Arc::new(prompt_fn(|_ctx, prompt| async move { Ok(prompt) })))
+    }
+}
