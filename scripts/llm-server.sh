@@ -37,6 +37,8 @@ LOG_FILE="$RUN_DIR/llama-server.log"
 TEMPLATE="$ROOT/tests/llm/tool-template.jinja"
 
 say() { echo "llm-server: $*" >&2; }
+# shellcheck source=lib/pid.sh
+. "$ROOT/scripts/lib/pid.sh"
 die() {
     say "$*"
     exit 1
@@ -139,17 +141,7 @@ EOF
 }
 
 stop() {
-    if [ -f "$PID_FILE" ]; then
-        local pid
-        pid="$(cat "$PID_FILE")"
-        kill -TERM "$pid" 2>/dev/null || true
-        for _ in $(seq 1 50); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$pid" 2>/dev/null || true
-        rm -f "$PID_FILE"
-    fi
+    stop_pid_file "$PID_FILE"
 }
 
 case "${1:-}" in

@@ -22,6 +22,8 @@ LOG_FILE="$RUN_DIR/server.log"
 SERVER="$ROOT/tests/mcp/server.py"
 
 say() { echo "mcp-server: $*" >&2; }
+# shellcheck source=lib/pid.sh
+. "$ROOT/scripts/lib/pid.sh"
 die() {
     say "$*"
     exit 1
@@ -91,19 +93,7 @@ start() {
 }
 
 stop() {
-    [ -f "$PID_FILE" ] || return 0
-    local pid
-    pid="$(cat "$PID_FILE")"
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
-        for _ in $(seq 1 100); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.05
-        done
-        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
-        say "stopped (PID $pid)"
-    fi
-    rm -f "$PID_FILE"
+    stop_pid_file "$PID_FILE"
 }
 
 case "${1:-}" in

@@ -27,6 +27,8 @@ PID_FILE="$RUN_DIR/redis.pid"
 LOG_FILE="$RUN_DIR/redis.log"
 
 say() { echo "redis-server: $*" >&2; }
+# shellcheck source=lib/pid.sh
+. "$ROOT/scripts/lib/pid.sh"
 die() {
     say "$*"
     exit 1
@@ -116,19 +118,7 @@ start() {
 }
 
 stop() {
-    [ -f "$PID_FILE" ] || return 0
-    local pid
-    pid="$(cat "$PID_FILE")"
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
-        for _ in $(seq 1 100); do # at most 5 s
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.05
-        done
-        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
-        say "stopped (PID $pid)"
-    fi
-    rm -f "$PID_FILE"
+    stop_pid_file "$PID_FILE"
 }
 
 case "${1:-start}" in

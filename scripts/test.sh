@@ -8,11 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pids=()
+# Each script stops its server by the PID it recorded when it started it.
 cleanup() {
-    if [ "${#pids[@]}" -gt 0 ]; then
-        kill -TERM "${pids[@]}" 2>/dev/null || true
-    fi
     scripts/otlp-collector.sh stop || true
     scripts/mcp-server.sh stop || true
     scripts/redis-server.sh stop || true
@@ -20,19 +17,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A real OpenTelemetry collector (rotel, from PyPI, installed into ~/.cache/towerscope/) on
+# A real OpenTelemetry collector (rotel, from PyPI, installed into target/otlp-rotel/) on
 # loopback for crates/towerscope-otel/tests/collector.rs; it exports TOWERSCOPE_OTLP_ENDPOINT and
 # SPANS_JSONL.
 collector_env="$(scripts/otlp-collector.sh start)"
 eval "$collector_env"
-pids+=("$OTLP_COLLECTOR_PID")
 
 # The MCP test server (tests/mcp/server.py, Python `mcp` from PyPI, installed into
 # ~/.cache/towerscope/) over streamable HTTP on loopback for crates/towerscope-agent/tests/mcp.rs,
 # which also starts it over stdio; required, so a missing server fails those tests.
 mcp_env="$(scripts/mcp-server.sh start)"
 eval "$mcp_env"
-pids+=("$MCP_SERVER_PID")
 export TOWERSCOPE_REQUIRE_MCP=1
 
 # The official JSON-Schema-Test-Suite (draft 2020-12), fetched once into ~/.cache/towerscope/,
@@ -47,7 +42,6 @@ export TOWERSCOPE_REQUIRE_SUITE=1
 # missing.
 redis_env="$(scripts/redis-server.sh start)"
 eval "$redis_env"
-pids+=("$REDIS_SERVER_PID")
 export TOWERSCOPE_REQUIRE_REDIS=1
 
 # A real LLM server (llama.cpp's llama-server with SmolLM2-135M, built once into
@@ -56,7 +50,6 @@ export TOWERSCOPE_REQUIRE_REDIS=1
 # TOWERSCOPE_REQUIRE_LLM=1 those tests fail, rather than skip, if the server is missing.
 llm_env="$(scripts/llm-server.sh start)"
 eval "$llm_env"
-pids+=("$LLM_SERVER_PID")
 export TOWERSCOPE_REQUIRE_LLM=1
 
 # tmux drives examples/chat.rs in a real pseudo-terminal (tests/chat_terminal.rs): installed
