@@ -4,13 +4,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use towerscope_core::{ChatModel, GenerationParams, ModelCallRequest, ModelFuture, ModelOutput};
+use towerscope_core::{ChatModel, GenerationParams, ModelCallRequest, ModelFuture};
 
 use super::builder::AnthropicChatModelBuilder;
 use super::decode::{AnthropicStream, complete_response};
 use super::request::{Call, Options, body};
-use crate::http::sse::ChatChunks;
-use crate::http::target::{HttpTarget, is_event_stream};
+use crate::http::target::HttpTarget;
 
 /// A chat model behind the Anthropic Messages API. See the [module docs](super).
 ///
@@ -81,14 +80,15 @@ impl ChatModel for AnthropicChatModel {
                 tools: &request.tools,
                 tool_choice: request.tool_choice.as_ref(),
             })?;
-            let response = inner.target.post(body, inner.options.stream).await?;
-            let names = inner.target.names();
-            if is_event_stream(&response) {
-                let chunks = ChatChunks::new(inner.target.body_stream(response), AnthropicStream::new(names, started));
-                return Ok(ModelOutput::Stream(Box::pin(chunks)));
-            }
-            let body = inner.target.read(response).await?;
-            Ok(ModelOutput::Complete(complete_response(&names, &body, started)?))
+            inner
+                .target
+                .answer(
+                    body,
+                    inner.options.stream,
+                    |names| AnthropicStream::new(names, started),
+                    |names, body| complete_response(names, body, started),
+                )
+                .await
         })
     }
 }

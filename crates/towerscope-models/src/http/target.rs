@@ -8,10 +8,11 @@ use futures_util::TryStreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, Url};
 use tower::ServiceExt;
-use towerscope_core::AgentError;
+use towerscope_core::{AgentError, ChatResponse, ModelOutput};
 
 use super::error::{CallSite, ProviderError, transport_error};
 use super::names::Names;
+use super::sse::{ChatChunks, StreamDecoder};
 use super::transport::HttpService;
 
 /// The most of an error body read.
@@ -147,6 +148,27 @@ impl HttpTarget {
         body
     }
 
+    /// Posts `body` and answers as the server did: a server-sent event stream decoded chunk by
+    /// chunk with the decoder `stream` makes, or a whole body read by `whole`.
+    pub(crate) async fn answer<D>(
+        &self,
+        body: Vec<u8>,
+        streamed: bool,
+        stream: impl FnOnce(Names) -> D,
+        whole: impl FnOnce(&Names, &[u8]) -> Result<ChatResponse, AgentError>,
+    ) -> Result<ModelOutput, AgentError>
+    where
+        D: StreamDecoder + Send + 'static,
+    {
+        let response = self.post(body, streamed).await?;
+        if is_event_stream(&response) {
+            let chunks = ChatChunks::new(self.body_stream(response), stream(self.names()));
+            return Ok(ModelOutput::Stream(Box::pin(chunks)));
+        }
+        let body = self.read(response).await?;
+        Ok(ModelOutput::Complete(whole(&self.names(), &body)?))
+    }
+
     /// The body as a stream of byte chunks, transport failures mapped to the agent's errors.
     pub(crate) fn body_stream(
         &self,
@@ -191,7 +213,7 @@ pub(crate) fn env_var(read: bool, name: &str) -> Option<String> {
 }
 
 /// Whether a response is an SSE stream.
-pub(crate) fn is_event_stream(response: &reqwest::Response) -> bool {
+fn is_event_stream(response: &reqwest::Response) -> bool {
     response
         .headers()
         .get(CONTENT_TYPE)

@@ -4,14 +4,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use towerscope_core::{ChatModel, GenerationParams, ModelCallRequest, ModelFuture, ModelOutput};
+use towerscope_core::{ChatModel, GenerationParams, ModelCallRequest, ModelFuture};
 
 use super::builder::OpenAiChatModelBuilder;
 use super::decode::{OpenAiStream, complete_response};
 use super::request::{Call, Options, body};
-use crate::http::names::Names;
-use crate::http::sse::ChatChunks;
-use crate::http::target::{HttpTarget, is_event_stream};
+use crate::http::target::HttpTarget;
 
 /// A chat model behind the OpenAI Chat Completions API: OpenAI itself or any compatible server.
 /// See the [module docs](super).
@@ -41,12 +39,6 @@ impl OpenAiChatModel {
     /// The URL requests go to (`{base_url}/chat/completions`).
     pub fn endpoint(&self) -> &str {
         &self.inner.target.endpoint
-    }
-}
-
-impl Inner {
-    fn names(&self) -> Names {
-        self.target.names()
     }
 }
 
@@ -89,20 +81,15 @@ impl ChatModel for OpenAiChatModel {
                 tools: &request.tools,
                 tool_choice: request.tool_choice.as_ref(),
             })?;
-            let response = inner.target.post(body, inner.options.stream).await?;
-            if is_event_stream(&response) {
-                let chunks = ChatChunks::new(
-                    inner.target.body_stream(response),
-                    OpenAiStream::new(inner.names(), started),
-                );
-                return Ok(ModelOutput::Stream(Box::pin(chunks)));
-            }
-            let body = inner.target.read(response).await?;
-            Ok(ModelOutput::Complete(complete_response(
-                &inner.names(),
-                &body,
-                started,
-            )?))
+            inner
+                .target
+                .answer(
+                    body,
+                    inner.options.stream,
+                    |names| OpenAiStream::new(names, started),
+                    |names, body| complete_response(names, body, started),
+                )
+                .await
         })
     }
 }
