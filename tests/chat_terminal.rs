@@ -6,9 +6,10 @@
 //! Needs tmux (`scripts/test.sh` installs it when missing).
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+
+mod support;
 
 /// A tmux server of this test only (its own socket), killed when the test ends.
 struct Tmux {
@@ -85,30 +86,13 @@ impl Drop for Tmux {
     }
 }
 
-/// The chat example's binary, next to this test's (built if it is not there yet).
-fn chat_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
-    let binary = profile_dir.join("examples").join("chat");
-    if !binary.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-        let status = Command::new(cargo)
-            .args(["build", "--example", "chat"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap();
-        assert!(status.success(), "building the chat example failed");
-    }
-    binary
-}
-
 fn count(screen: &str, needle: &str) -> usize {
     screen.matches(needle).count()
 }
 
 #[test]
 fn chat_in_a_terminal_confirms_interrupts_and_quits() {
-    let command = format!("{}; echo CHAT-EXITED=$?; sleep 600", chat_binary().display());
+    let command = format!("{}; echo CHAT-EXITED=$?; sleep 600", support::example("chat").display());
     let tmux = Tmux::start(&command);
     tmux.wait("the first prompt", |s| count(s, "you> ") == 1);
 

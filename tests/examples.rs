@@ -3,25 +3,11 @@
 //! agents through a hub). `chat` has its own terminal test (tests/chat_terminal.rs).
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
 use std::process::Command;
 
-/// An example's binary, next to this test's (built if it is not there yet).
-fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
-    let binary = profile_dir.join("examples").join(name);
-    if !binary.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-        let status = Command::new(cargo)
-            .args(["build", "--example", name])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap();
-        assert!(status.success(), "building the {name} example failed");
-    }
-    binary
-}
+mod support;
+
+use support::example;
 
 /// Runs an example with no network configured; its stdout and stderr, joined.
 fn run(name: &str) -> String {
