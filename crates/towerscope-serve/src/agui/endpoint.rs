@@ -78,6 +78,9 @@ async fn start(endpoint: &Endpoint, body: Result<Bytes, BytesRejection>) -> Resu
     // for a confirmation, nothing to resume, a session that cannot be loaded) gets its status.
     let first = stream.next().await;
     if let Some(Err(err)) = first {
+        // Read the stream to its end (its session's save) before the thread is free again, so
+        // that the next run loads what this one left.
+        while stream.next().await.is_some() {}
         return Err(ServeError::from(err));
     }
     let mapper = EventMapper::new(input.thread_id.as_str(), input.run_id.as_str());

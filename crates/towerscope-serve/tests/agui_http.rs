@@ -1,0 +1,419 @@
+//! AG-UI over HTTP, in process: the events of a tool round, a confirmation and a front-end tool,
+//! and every refusal as a status with a JSON body.
+
+mod support;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+use towerscope_serve::RouterBuilder;
+
+use support::{events, factory, model, session_dir, types};
+
+async fn post(router: &Router, body: impl Into<Body>) -> (StatusCode, String) {
+    let request = Request::post("/agui")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(body.into())
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    (status, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+fn run(thread: &str, messages: Value) -> String {
+    json!({"threadId": thread, "runId": format!("run-{}", fastrand_id()), "messages": messages}).to_string()
+}
+
+fn fastrand_id() -> String {
+    towerscope_core::Id::new().to_string()
+}
+
+fn error_code(body: &str) -> String {
+    let v: Value = serde_json::from_str(body).expect("a JSON error body");
+    v["error"]["code"].as_str().expect("an error code").to_owned()
+}
+
+fn router(test: &str) -> (Router, towerscope_models::ScriptedModel) {
+    let model = model();
+    (
+        towerscope_serve::router(factory(model.clone(), session_dir(test))),
+        model,
+    )
+}
+
+#[tokio::test]
+async fn a_tool_round_streams_reasoning_the_call_its_result_and_the_answer_in_order() {
+    let (router, model) = router("tool-round");
+    let (status, sse) = post(
+        &router,
+        run("t1", json!([{"id": "u1", "role": "user", "content": "weather?"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let events = events(&sse);
+    assert_eq!(
+        types(&events),
+        [
+            "RUN_STARTED",
+            "REASONING_START",
+            "REASONING_MESSAGE_START",
+            "REASONING_MESSAGE_CONTENT",
+            "REASONING_MESSAGE_END",
+            "REASONING_END",
+            "TOOL_CALL_START",
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_END",
+            "TOOL_CALL_RESULT",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "RUN_FINISHED",
+        ]
+    );
+    assert_eq!(events[0]["threadId"], "t1");
+    let call = events.iter().find(|e| e["type"] == "TOOL_CALL_START").unwrap();
+    assert_eq!(call["toolCallName"], "get_weather");
+    let result = events.iter().find(|e| e["type"] == "TOOL_CALL_RESULT").unwrap();
+    assert_eq!(result["toolCallId"], call["toolCallId"]);
+    assert_eq!(result["content"], "sunny in Paris");
+    let text: String = events
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "Result: sunny in Paris");
+    assert_eq!(events.last().unwrap()["outcome"]["type"], "success");
+    // The model saw the user's message once.
+    let first = &model.requests()[0];
+    let users: Vec<_> = first
+        .messages
+        .iter()
+        .filter(|m| m.role == towerscope_core::Role::User)
+        .collect();
+    assert_eq!(users.len(), 1);
+    assert_eq!(users[0].text_content().as_deref(), Some("weather?"));
+}
+
+#[tokio::test]
+async fn the_next_run_sends_only_new_messages_and_the_session_keeps_the_conversation() {
+    let (router, model) = router("second-run");
+    let (_, sse) = post(
+        &router,
+        run("t1", json!([{"id": "u1", "role": "user", "content": "hi"}])),
+    )
+    .await;
+    let first = events(&sse);
+    let answer_id = first.iter().find(|e| e["type"] == "TEXT_MESSAGE_START").unwrap()["messageId"].clone();
+    // As @ag-ui/client does: the whole conversation, then the new message.
+    let history = json!([
+        {"id": "u1", "role": "user", "content": "hi"},
+        {"id": answer_id, "role": "assistant", "content": "Hello!"},
+        {"id": "u2", "role": "user", "content": "hi again"}
+    ]);
+    let (status, _) = post(&router, run("t1", history)).await;
+    assert_eq!(status, StatusCode::OK);
+    let second = model.requests().pop().unwrap();
+    let texts: Vec<_> = second
+        .messages
+        .iter()
+        .filter(|m| m.role != towerscope_core::Role::System)
+        .filter_map(|m| m.text_content())
+        .collect();
+    assert_eq!(
+        texts,
+        ["hi", "Hello!", "hi again"],
+        "the stored conversation, each message once"
+    );
+}
+
+#[tokio::test]
+async fn a_call_needing_confirmation_ends_the_run_as_an_interrupt_the_next_run_answers() {
+    let (router, model) = router("confirm");
+    let (_, sse) = post(
+        &router,
+        run("t1", json!([{"id": "u1", "role": "user", "content": "delete it"}])),
+    )
+    .await;
+    let first = events(&sse);
+    let finished = first.last().unwrap();
+    assert_eq!(finished["type"], "RUN_FINISHED");
+    assert_eq!(finished["outcome"]["type"], "interrupt");
+    let interrupt = &finished["outcome"]["interrupts"][0];
+    let call_id = interrupt["toolCallId"].as_str().unwrap().to_owned();
+    assert_eq!(interrupt["id"], call_id.as_str());
+    assert_eq!(interrupt["reason"], "tool_confirmation");
+    assert_eq!(model.calls(), 1);
+
+    // A new message while the thread waits for the answer is refused, and changes nothing.
+    let (status, body) = post(
+        &router,
+        run("t1", json!([{"id": "u2", "role": "user", "content": "hello"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(error_code(&body), "state_error");
+
+    let history = json!([
+        {"id": "u1", "role": "user", "content": "delete it"},
+        {"id": call_id, "role": "assistant", "toolCalls": [
+            {"id": call_id, "type": "function", "function": {"name": "delete_file", "arguments": "{\"path\": \"/tmp/a\"}"}}
+        ]}
+    ]);
+    let mut resume: Value = serde_json::from_str(&run("t1", history.clone())).unwrap();
+    resume["resume"] = json!([{"interruptId": call_id, "status": "resolved", "payload": {"approved": true, "arguments": {"path": "/tmp/b"}}}]);
+    let (status, sse) = post(&router, resume.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{sse}");
+    let second = events(&sse);
+    let result = second.iter().find(|e| e["type"] == "TOOL_CALL_RESULT").unwrap();
+    assert_eq!(result["content"], "deleted /tmp/b", "the user's edited arguments ran");
+    assert_eq!(second.last().unwrap()["outcome"]["type"], "success", "{sse}");
+
+    // Resuming again: nothing waits any more.
+    let (status, body) = post(&router, resume.to_string()).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(error_code(&body), "state_error");
+}
+
+#[tokio::test]
+async fn a_denied_confirmation_gives_the_model_a_denied_result() {
+    let (router, model) = router("deny");
+    let (_, sse) = post(
+        &router,
+        run("t1", json!([{"id": "u1", "role": "user", "content": "delete it"}])),
+    )
+    .await;
+    let call_id = events(&sse).last().unwrap()["outcome"]["interrupts"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let history = json!([
+        {"id": "u1", "role": "user", "content": "delete it"},
+        {"id": call_id, "role": "assistant", "toolCalls": [
+            {"id": call_id, "type": "function", "function": {"name": "delete_file", "arguments": "{\"path\": \"/tmp/a\"}"}}
+        ]}
+    ]);
+    let mut resume: Value = serde_json::from_str(&run("t1", history)).unwrap();
+    resume["resume"] = json!([{"interruptId": call_id, "status": "cancelled"}]);
+    let (status, sse) = post(&router, resume.to_string()).await;
+    assert_eq!(status, StatusCode::OK);
+    let result = events(&sse)
+        .into_iter()
+        .find(|e| e["type"] == "TOOL_CALL_RESULT")
+        .unwrap();
+    assert!(
+        result["content"].as_str().unwrap().contains("denied by user"),
+        "{result}"
+    );
+    assert_eq!(model.calls(), 2, "the model answered the denial");
+}
+
+#[tokio::test]
+async fn a_front_end_tool_is_left_to_the_client_and_its_result_resumes_the_reply() {
+    let (router, model) = router("frontend");
+    let tools = json!([{"name": "pick_color", "description": "Let the user pick a color", "parameters": {"type": "object", "properties": {"palette": {"type": "string"}}}}]);
+    let mut body: Value = serde_json::from_str(&run(
+        "t1",
+        json!([{"id": "u1", "role": "user", "content": "a color please"}]),
+    ))
+    .unwrap();
+    body["tools"] = tools.clone();
+    let (status, sse) = post(&router, body.to_string()).await;
+    assert_eq!(status, StatusCode::OK);
+    let first = events(&sse);
+    assert!(
+        model.requests()[0].tool_names().contains(&"pick_color"),
+        "the model was offered the tool"
+    );
+    let call = first.iter().find(|e| e["type"] == "TOOL_CALL_START").unwrap();
+    assert_eq!(call["toolCallName"], "pick_color");
+    let call_id = call["toolCallId"].as_str().unwrap().to_owned();
+    assert!(
+        first.iter().all(|e| e["type"] != "TOOL_CALL_RESULT"),
+        "the server does not run it"
+    );
+    let finished = first.last().unwrap();
+    assert_eq!(
+        finished["outcome"],
+        json!({"type": "success", "pendingToolCallIds": [call_id]})
+    );
+
+    let history = json!([
+        {"id": "u1", "role": "user", "content": "a color please"},
+        {"id": call_id, "role": "assistant", "toolCalls": [
+            {"id": call_id, "type": "function", "function": {"name": "pick_color", "arguments": "{\"palette\": \"warm\"}"}}
+        ]},
+        {"id": "tool-1", "role": "tool", "toolCallId": call_id, "content": "orange"}
+    ]);
+    let mut body: Value = serde_json::from_str(&run("t1", history)).unwrap();
+    body["tools"] = tools;
+    let (status, sse) = post(&router, body.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{sse}");
+    let second = events(&sse);
+    let text: String = second
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "Result: orange");
+}
+
+#[tokio::test]
+async fn bad_input_gets_400_or_422_with_a_json_body() {
+    let (router, model) = router("bad-input");
+    let (status, body) = post(&router, "{not json").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(error_code(&body), "bad_json");
+    let (status, body) = post(&router, r#"{"runId": "r", "messages": []}"#).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(error_code(&body), "invalid_input");
+    assert!(body.contains("threadId"), "{body}");
+    let (status, body) = post(&router, r#"{"threadId": "t", "runId": "r", "messages": [{"id": "u", "role": "user"}], "resume": [{"interruptId": "nope", "status": "resolved"}]}"#).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(error_code(&body), "invalid_input");
+    let long_thread = "x".repeat(10_000);
+    let (status, body) = post(
+        &router,
+        run(&long_thread, json!([{"id": "u", "role": "user", "content": "hi"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(error_code(&body), "validation_error");
+    assert_eq!(model.calls(), 0);
+}
+
+#[tokio::test]
+async fn a_resume_on_a_thread_with_nothing_waiting_is_a_conflict() {
+    let (router, _) = router("unknown-thread");
+    let body = json!({"threadId": "never-seen", "runId": "r", "messages": [
+        {"id": "c1", "role": "assistant", "toolCalls": [{"id": "c1", "type": "function", "function": {"name": "delete_file", "arguments": "{}"}}]}
+    ], "resume": [{"interruptId": "c1", "status": "resolved"}]});
+    let (status, body) = post(&router, body.to_string()).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(error_code(&body), "state_error");
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_gets_413() {
+    let model = model();
+    let router = RouterBuilder::new(factory(model.clone(), session_dir("limit")))
+        .body_limit(1024)
+        .build();
+    let big = run("t1", json!([{"id": "u1", "role": "user", "content": "a".repeat(4096)}]));
+    let (status, body) = post(&router, big).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(error_code(&body), "body_too_large");
+    assert_eq!(model.calls(), 0);
+}
+
+#[tokio::test]
+async fn a_second_run_on_a_busy_thread_gets_409_and_the_first_completes() {
+    let (router, _) = router("busy");
+    let request = Request::post("/agui")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(run(
+            "t1",
+            json!([{"id": "u1", "role": "user", "content": "slow"}]),
+        )))
+        .unwrap();
+    let first = router.clone().oneshot(request).await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    let (status, body) = post(
+        &router,
+        run("t1", json!([{"id": "u2", "role": "user", "content": "hi"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(error_code(&body), "thread_busy");
+    // Another thread is not busy.
+    let (status, _) = post(
+        &router,
+        run("t2", json!([{"id": "u1", "role": "user", "content": "hi"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let sse = axum::body::to_bytes(first.into_body(), usize::MAX).await.unwrap();
+    let first = events(std::str::from_utf8(&sse).unwrap());
+    assert_eq!(first.last().unwrap()["type"], "RUN_FINISHED");
+    // Free again.
+    let (status, _) = post(
+        &router,
+        run("t1", json!([{"id": "u2", "role": "user", "content": "hi"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn unknown_routes_methods_and_panics_answer_json_and_never_the_panic_text() {
+    let (router, _) = router("routes");
+    let response = router
+        .clone()
+        .oneshot(Request::get("/nope").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let response = router
+        .clone()
+        .oneshot(Request::get("/agui").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    assert_eq!(error_code(std::str::from_utf8(&bytes).unwrap()), "method_not_allowed");
+
+    let panicking = towerscope_serve::router(
+        |_: &str| -> Result<towerscope_agent::Agent, towerscope_core::AgentError> {
+            panic!("secret-key-123 in a panic")
+        },
+    );
+    let (status, body) = post(&panicking, run("t1", json!([]))).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(error_code(&body), "internal_error");
+    assert!(!body.contains("secret-key-123"), "{body}");
+    // The thread the panicking request claimed is free again: the claim is dropped on unwind.
+    let (status, _) = post(&panicking, run("t1", json!([]))).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+}
+
+#[tokio::test]
+async fn a_bearer_token_guards_the_endpoints_but_not_the_page() {
+    let model = model();
+    let router = RouterBuilder::new(factory(model, session_dir("token")))
+        .bearer_token("s3cret")
+        .build();
+    let (status, body) = post(
+        &router,
+        run("t1", json!([{"id": "u1", "role": "user", "content": "hi"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(error_code(&body), "unauthorized");
+    let request = |token: &str| {
+        Request::post("/agui")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(Body::from(run(
+                "t1",
+                json!([{"id": "u1", "role": "user", "content": "hi"}]),
+            )))
+            .unwrap()
+    };
+    assert_eq!(
+        router.clone().oneshot(request("wrong")).await.unwrap().status(),
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        router.clone().oneshot(request("s3cret")).await.unwrap().status(),
+        StatusCode::OK
+    );
+    let page = router
+        .oneshot(Request::get("/").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let html = axum::body::to_bytes(page.into_body(), usize::MAX).await.unwrap();
+    assert!(std::str::from_utf8(&html).unwrap().contains("fetch(\"agui\""));
+}

@@ -1,0 +1,130 @@
+//! What the serve tests share: a scripted agent on a file session store, and SSE parsing.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use towerscope_agent::Agent;
+use towerscope_agent::session::JsonFileStore;
+use towerscope_agent::toolkit::FunctionTool;
+use towerscope_core::{AgentError, ContentBlock, Id, Role};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+use towerscope_serve::agui::frontend_tools;
+
+/// Look up the weather of a city.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct City {
+    /// The city.
+    pub city: String,
+}
+
+/// Delete a file.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct Path {
+    /// The file.
+    pub path: String,
+}
+
+/// The long text a "long" question gets, streamed word by word.
+pub const LONG: &str = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen \
+                        sixteen seventeen eighteen nineteen twenty";
+
+/// A model answering from the conversation: "weather" calls `get_weather`, "delete" calls
+/// `delete_file` (confirmed first), "color" calls the front-end tool `pick_color`, "long"
+/// streams [`LONG`] slowly, "slow" waits a while; a tool result is answered with
+/// `Result: <text>`; anything else with `Hello!`.
+pub fn model() -> ScriptedModel {
+    ScriptedModel::cycle("scripted", [ScriptedResponse::text("unused")])
+        .record(true)
+        .respond_with(|req| {
+            let last = req.messages.last()?;
+            if let Some(ContentBlock::ToolResult(result)) = last.content.last() {
+                let text = result.output.text_content().unwrap_or_default();
+                return Some(ScriptedResponse::text(format!("Result: {text}")));
+            }
+            let question = req
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role == Role::User)
+                .and_then(|m| m.text_content())
+                .unwrap_or_default();
+            let id = Id::new();
+            Some(if question.contains("weather") {
+                ScriptedResponse::thinking("I should look it up.").and_tool_call(
+                    id,
+                    "get_weather",
+                    r#"{"city": "Paris"}"#,
+                )
+            } else if question.contains("delete") {
+                ScriptedResponse::tool_call(id, "delete_file", r#"{"path": "/tmp/a"}"#)
+            } else if question.contains("color") && req.tools.iter().any(|t| t.name == "pick_color") {
+                ScriptedResponse::tool_call(id, "pick_color", r#"{"palette": "warm"}"#)
+            } else if question.contains("long") {
+                ScriptedResponse::text(LONG).chunk_delay(Duration::from_millis(40))
+            } else if question.contains("slow") {
+                ScriptedResponse::text("Finally.").delay(Duration::from_millis(400))
+            } else {
+                ScriptedResponse::text("Hello!")
+            })
+        })
+}
+
+/// A fresh folder for a test's sessions.
+pub fn session_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("towerscope-serve-{test}-{}-{}", std::process::id(), Id::new()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    dir
+}
+
+/// The factory the tests serve: [`model`], `get_weather`, `delete_file` (asks first), the
+/// run's front-end tools, sessions in `dir`.
+pub fn factory(
+    model: ScriptedModel,
+    dir: PathBuf,
+) -> impl Fn(&str) -> Result<Agent, AgentError> + Send + Sync + 'static {
+    let store = JsonFileStore::new(dir);
+    move |session: &str| {
+        let mut builder = Agent::builder("assistant")
+            .model(model.clone())
+            .tool(
+                FunctionTool::new("get_weather", |c: City| async move { format!("sunny in {}", c.city) })
+                    .read_only(true),
+            )
+            .tool(
+                FunctionTool::new("delete_file", |p: Path| async move { format!("deleted {}", p.path) })
+                    .requires_confirmation(|_| true),
+            )
+            .session(store.clone(), "web", session);
+        for tool in frontend_tools() {
+            builder = builder.tool(tool);
+        }
+        builder.build()
+    }
+}
+
+/// The events of an SSE body, as JSON.
+pub fn events(sse: &str) -> Vec<Value> {
+    sse.split("\n\n")
+        .filter_map(|frame| frame.strip_prefix("data: "))
+        .map(|data| serde_json::from_str(data).expect("each event is JSON"))
+        .collect()
+}
+
+/// The `type` of each event, a run of one type counted once.
+pub fn types(events: &[Value]) -> Vec<String> {
+    let mut types: Vec<String> = events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    types.dedup();
+    types
+}
+
+/// Shares a value between a test and the factory.
+pub fn shared<T>(value: T) -> Arc<T> {
+    Arc::new(value)
+}
