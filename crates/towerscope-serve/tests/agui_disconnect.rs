@@ -1,5 +1,6 @@
 //! A client that disconnects in the middle of a run stops the reply; the conversation keeps
 //! what was streamed, and the thread is free again.
+#![allow(clippy::unwrap_used)]
 
 mod support;
 

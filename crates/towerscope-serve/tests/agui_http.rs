@@ -1,5 +1,6 @@
 //! AG-UI over HTTP, in process: the events of a tool round, a confirmation and a front-end tool,
 //! and every refusal as a status with a JSON body.
+#![allow(clippy::unwrap_used)]
 
 mod support;
 

@@ -1,6 +1,6 @@
 //! What the serve tests share: a scripted agent on a file session store, and SSE parsing.
 
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 use std::sync::Arc;
