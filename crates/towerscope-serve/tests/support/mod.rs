@@ -128,3 +128,36 @@ pub fn types(events: &[Value]) -> Vec<String> {
 pub fn shared<T>(value: T) -> Arc<T> {
     Arc::new(value)
 }
+
+/// The folder of the npm packages `scripts/web-clients.sh` installs. Without it the calling test
+/// is skipped (`None`), unless `TOWERSCOPE_REQUIRE_WEB=1`, where it fails.
+pub fn node_modules(test: &str) -> Option<String> {
+    match std::env::var("TOWERSCOPE_NODE_MODULES") {
+        Ok(dir) if !dir.is_empty() => Some(dir),
+        _ if std::env::var("TOWERSCOPE_REQUIRE_WEB").as_deref() == Ok("1") => panic!(
+            "{test} needs the web clients: TOWERSCOPE_REQUIRE_WEB=1 but TOWERSCOPE_NODE_MODULES is not set; run \
+             `eval \"$(scripts/web-clients.sh)\"`"
+        ),
+        _ => {
+            eprintln!("skipped {test}: TOWERSCOPE_NODE_MODULES is not set (eval \"$(scripts/web-clients.sh)\")");
+            None
+        }
+    }
+}
+
+/// Serves `router` on an ephemeral loopback port until the returned sender is dropped or fired.
+pub async fn serve(
+    router: axum::Router,
+) -> (
+    std::net::SocketAddr,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(towerscope_serve::run_until(listener, router, async {
+        let _ = stopped.await;
+    }));
+    (addr, stop, server)
+}
