@@ -11,14 +11,15 @@
 //! On the scripted model (the default) the assistant looks the weather up for "weather in
 //! <city>", asks for confirmation before "email the forecast", and says what it can do
 //! otherwise. Sessions are kept in files under `$TOWERSCOPE_SESSIONS` (default: a folder in the
-//! temporary directory), so a conversation survives a restart; `TOWERSCOPE_TOKEN` requires that
-//! bearer token.
+//! temporary directory), so a conversation survives a restart, or (feature `redis`) in the Redis
+//! at `$TOWERSCOPE_REDIS_URL`, so several server processes share them; `TOWERSCOPE_TOKEN`
+//! requires that bearer token.
 
 use std::env;
 use std::sync::Arc;
 use std::time::Duration;
 
-use towerscope::agent::session::JsonFileStore;
+use towerscope::agent::session::{JsonFileStore, SessionStore};
 use towerscope::prelude::*;
 use towerscope::serve::{AgentInfo, RouterBuilder, agui::frontend_tools};
 use towerscope::{ContentBlock, Id, Role};
@@ -118,15 +119,8 @@ fn model() -> ModelRef {
     Arc::new(scripted_model())
 }
 
-#[tokio::main]
-async fn main() -> std::io::Result<()> {
-    let addr = env::var("TOWERSCOPE_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".to_owned());
-    let sessions = env::var("TOWERSCOPE_SESSIONS")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| env::temp_dir().join("towerscope-serve-sessions"));
-    let store = JsonFileStore::new(&sessions);
-    let model = model();
-    eprintln!("model: {}; sessions in {}", model.model_name(), sessions.display());
+/// The router: the weather agent of each session, its state in `store`.
+fn router(store: impl SessionStore + Clone, model: ModelRef, token: Option<String>) -> towerscope::serve::axum::Router {
     let factory = move |session: &str| {
         let mut builder = Agent::builder("Friday")
             .system_prompt("You are Friday, a concise weather assistant. Use the get_weather tool.")
@@ -146,9 +140,28 @@ async fn main() -> std::io::Result<()> {
     };
     let mut router =
         RouterBuilder::new(factory).agent_info(AgentInfo::new("Friday").description("A concise weather assistant"));
-    if let Ok(token) = env::var("TOWERSCOPE_TOKEN") {
+    if let Some(token) = token {
         router = router.bearer_token(token);
     }
+    router.build()
+}
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let addr = env::var("TOWERSCOPE_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".to_owned());
+    let model = model();
+    let token = env::var("TOWERSCOPE_TOKEN").ok();
+    #[cfg(feature = "redis")]
+    if let Ok(url) = env::var("TOWERSCOPE_REDIS_URL") {
+        let store = towerscope::agent::session::RedisStore::open(&url).map_err(std::io::Error::other)?;
+        eprintln!("model: {}; sessions in Redis", model.model_name());
+        eprintln!("serving on http://{addr}  (AG-UI: POST /agui, chat page: /)");
+        return towerscope::serve::run(addr, router(store, model, token)).await;
+    }
+    let sessions = env::var("TOWERSCOPE_SESSIONS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| env::temp_dir().join("towerscope-serve-sessions"));
+    eprintln!("model: {}; sessions in {}", model.model_name(), sessions.display());
     eprintln!("serving on http://{addr}  (AG-UI: POST /agui, chat page: /)");
-    towerscope::serve::run(addr, router.build()).await
+    towerscope::serve::run(addr, router(JsonFileStore::new(&sessions), model, token)).await
 }

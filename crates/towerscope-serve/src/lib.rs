@@ -47,6 +47,8 @@ mod info;
 mod router;
 mod run;
 
+/// The axum this crate builds on, for mounting its router in your app with matching types.
+pub use axum;
 pub use error::ServeError;
 pub use factory::AgentFactory;
 pub use info::AgentInfo;
