@@ -1,0 +1,123 @@
+//! What serving a reply over HTTP costs on top of calling the agent in process.
+//!
+//! One scenario, three ways, each building the session's agent with the same factory (scripted
+//! model answering "Hello!", no tool, no session store, so no file or network I/O but the
+//! HTTP itself):
+//!
+//! - `serve/in_process`: `factory(thread)` then `agent.reply_stream(..)` read to its end;
+//! - `serve/router`: the router called as a tower service (`oneshot`, no socket): the JSON body
+//!   parsed, the run read, the events mapped to AG-UI and encoded as SSE, the body collected;
+//! - `serve/loopback`: a real HTTP/1.1 request over a new loopback TCP connection to the router
+//!   served by axum on the same runtime, the answer read to its end.
+//!
+//! The difference between `router` and `in_process` is the AG-UI layer; between `loopback` and
+//! `router`, hyper and the socket. A two-worker tokio runtime runs all three.
+//!
+//! ```text
+//! cargo bench --bench serve --features serve
+//! ```
+
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use futures_util::StreamExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::Runtime;
+use tower::ServiceExt;
+use towerscope::models::{ScriptedModel, ScriptedResponse};
+use towerscope::serve::axum::body::Body;
+use towerscope::serve::axum::http::{Request, header};
+use towerscope::{AgentError, Msg, agent::Agent};
+
+const BODY: &str = r#"{"threadId":"bench","runId":"r","messages":[{"id":"u1","role":"user","content":"Hi"}]}"#;
+
+fn factory() -> impl Fn(&str) -> Result<Agent, AgentError> + Send + Sync + Clone + 'static {
+    let model = ScriptedModel::cycle("scripted", [ScriptedResponse::text("Hello!")]).record(false);
+    move |_thread: &str| Agent::builder("assistant").model(model.clone()).build()
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let mut group = c.benchmark_group("serve");
+    group.measurement_time(Duration::from_secs(5));
+
+    let make = factory();
+    group.bench_function("in_process", |b| {
+        b.to_async(&rt).iter_custom(|iters| {
+            let make = make.clone();
+            async move {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let agent = make("bench").expect("an agent");
+                    let mut stream = agent.reply_stream(Msg::user("user", "Hi"));
+                    while let Some(item) = stream.next().await {
+                        std::hint::black_box(item.expect("a reply"));
+                    }
+                }
+                start.elapsed()
+            }
+        });
+    });
+
+    let router = towerscope::serve::router(factory());
+    group.bench_function("router", |b| {
+        b.to_async(&rt).iter_custom(|iters| {
+            let router = router.clone();
+            async move {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let request = Request::post("/agui")
+                        .header(header::CONTENT_TYPE, "application/json")
+                        .body(Body::from(BODY))
+                        .expect("a request");
+                    let response = router.clone().oneshot(request).await.expect("a response");
+                    let sse = towerscope::serve::axum::body::to_bytes(response.into_body(), usize::MAX)
+                        .await
+                        .expect("the body");
+                    std::hint::black_box(sse);
+                }
+                start.elapsed()
+            }
+        });
+    });
+
+    let addr = serve_on_loopback(&rt);
+    let request = format!(
+        "POST /agui HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{BODY}",
+        BODY.len()
+    );
+    group.bench_function("loopback", |b| {
+        b.to_async(&rt).iter_custom(|iters| {
+            let request = request.clone();
+            async move {
+                let start = Instant::now();
+                let mut answer = Vec::with_capacity(4096);
+                for _ in 0..iters {
+                    let mut socket = TcpStream::connect(addr).await.expect("a connection");
+                    socket.write_all(request.as_bytes()).await.expect("the request");
+                    answer.clear();
+                    socket.read_to_end(&mut answer).await.expect("the answer");
+                    assert!(answer.ends_with(b"\r\n0\r\n\r\n"), "a whole chunked answer");
+                }
+                start.elapsed()
+            }
+        });
+    });
+    group.finish();
+}
+
+fn serve_on_loopback(rt: &Runtime) -> std::net::SocketAddr {
+    let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).expect("a loopback port");
+    let addr = listener.local_addr().expect("its address");
+    let router = towerscope::serve::router(factory());
+    rt.spawn(towerscope::serve::run_until(listener, router, std::future::pending()));
+    addr
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
