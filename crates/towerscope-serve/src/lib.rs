@@ -37,7 +37,7 @@
 //! ```
 
 // Modules import only modules below them. Top to bottom: router > agui, a2a > auth, run >
-// error, info, factory.
+// trace_context, error, info, factory.
 pub mod a2a;
 pub mod agui;
 mod auth;
@@ -46,6 +46,7 @@ mod factory;
 mod info;
 mod router;
 mod run;
+pub mod trace_context;
 
 /// The axum this crate builds on, for mounting its router in your app with matching types.
 pub use axum;

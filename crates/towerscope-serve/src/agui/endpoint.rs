@@ -6,7 +6,7 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use futures_util::StreamExt;
@@ -19,6 +19,7 @@ use super::stream::RunStream;
 use super::threads::Threads;
 use crate::error::ServeError;
 use crate::factory::AgentFactory;
+use crate::trace_context::within_request;
 
 #[derive(Clone)]
 struct Endpoint {
@@ -38,8 +39,8 @@ pub(crate) fn routes(factory: Arc<dyn AgentFactory>, body_limit: usize) -> Route
     Router::new().route("/agui", post(run)).with_state(endpoint)
 }
 
-async fn run(State(endpoint): State<Endpoint>, body: Result<Bytes, BytesRejection>) -> Response {
-    match start(&endpoint, body).await {
+async fn run(State(endpoint): State<Endpoint>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
+    match start(&endpoint, &headers, body).await {
         Ok(response) => response,
         Err(err) => err.into_response(),
     }
@@ -53,7 +54,11 @@ pub(crate) fn parse(body: &[u8]) -> Result<RunAgentInput, ServeError> {
     })
 }
 
-async fn start(endpoint: &Endpoint, body: Result<Bytes, BytesRejection>) -> Result<Response, ServeError> {
+async fn start(
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ServeError> {
     let body = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ServeError::too_large(endpoint.body_limit)
@@ -76,7 +81,8 @@ async fn start(endpoint: &Endpoint, body: Result<Bytes, BytesRejection>) -> Resu
     let mut stream = agent.reply_stream(reply);
     // Read the first item before answering: a run the agent refuses at once (a thread parked
     // for a confirmation, nothing to resume, a session that cannot be loaded) gets its status.
-    let first = stream.next().await;
+    // The reply opens its spans as it starts, under the request's `traceparent`.
+    let first = within_request(headers, stream.next()).await;
     if let Some(Err(err)) = first {
         // Read the stream to its end (its session's save) before the thread is free again, so
         // that the next run loads what this one left.
