@@ -51,6 +51,11 @@ async fn start(url: &str) -> Server {
         .env("TOWERSCOPE_ADDR", addr.to_string())
         .env("TOWERSCOPE_REDIS_URL", url)
         .env("TOWERSCOPE_SESSIONS", own)
+        // The scripted model, whatever the environment names.
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_BASE_URL")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -418,3 +418,29 @@ async fn a_bearer_token_guards_the_endpoints_but_not_the_page() {
     let html = axum::body::to_bytes(page.into_body(), usize::MAX).await.unwrap();
     assert!(std::str::from_utf8(&html).unwrap().contains("fetch(\"agui\""));
 }
+
+#[tokio::test]
+async fn context_and_developer_messages_reach_the_model_before_the_question() {
+    let (router, model) = router("context");
+    let body = json!({"threadId": "t1", "runId": "r1",
+        "messages": [
+            {"id": "d1", "role": "developer", "content": "Answer in French."},
+            {"id": "u1", "role": "user", "content": "hi"}
+        ],
+        "context": [{"description": "the user's city", "value": "Lyon"}]});
+    let (status, sse) = post(&router, body.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{sse}");
+    let request = model.requests().pop().unwrap();
+    let seen: Vec<String> = request
+        .messages
+        .iter()
+        .filter(|m| m.role == towerscope_core::Role::User)
+        .map(|m| serde_json::to_string(&m.content).unwrap())
+        .collect();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(
+        seen[0].contains("the user's city: Lyon") && seen[0].contains("Answer in French."),
+        "{seen:?}"
+    );
+    assert!(seen[1].contains("hi"), "{seen:?}");
+}

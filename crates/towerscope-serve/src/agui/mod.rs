@@ -32,8 +32,10 @@
 //!   `"approved": false`), `cancelled` denies it; a payload's `arguments` replaces the call's;
 //! - otherwise `tool` messages after the agent's last message answering front-end tools (tools
 //!   the run declares) resume the reply waiting for them;
-//! - otherwise the `user`, `system` and `developer` messages after the agent's last message are
-//!   the new input, after a system message with the run's `context`, if any.
+//! - otherwise the `user` messages after the agent's last message are the new input; the run's
+//!   `context` and `system` or `developer` messages after the agent's last message come before
+//!   them in one user message, inside `<system-reminder>` tags (the agent's system prompt stays
+//!   its own).
 //!
 //! The client's `state` is not read: the agent's state lives in its session.
 //!

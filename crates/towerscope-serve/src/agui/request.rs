@@ -7,16 +7,19 @@
 //!   ([`ReplyInput::Confirm`]);
 //! - otherwise `tool` messages answering front-end tools (tools the run declares) resume the
 //!   reply parked for them ([`ReplyInput::External`]);
-//! - otherwise the trailing `user`, `system` and `developer` messages are new
-//!   ([`ReplyInput::Messages`]), after a system message with the run's `context`, if any.
+//! - otherwise the trailing `user` messages are new ([`ReplyInput::Messages`]); the run's
+//!   `context` and any trailing `system` or `developer` messages come before them in one user
+//!   message, inside `<system-reminder>` tags (an agent takes no system message as input: its
+//!   system prompt is its own).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 use towerscope_core::event::{ConfirmResult, ExternalExecutionResultEvent, UserConfirmResultEvent};
 use towerscope_core::{Id, Messages, Msg, ReplyInput, ToolCallBlock, ToolOutput, ToolResultBlock, ToolResultState};
 
-use super::input::{Message, ResumeStatus, RunAgentInput};
+use super::input::{Message, ResumeStatus, RunAgentInput, ToolCall};
 use crate::error::ServeError;
 
 /// Roles the agent itself produced (the client holds them from earlier runs' events).
@@ -32,8 +35,9 @@ pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeErro
         .rposition(|m| from_agent(&m.role))
         .map_or(0, |i| i + 1);
     let tail = &input.messages[start..];
+    let calls = calls_by_id(&input.messages);
     if !input.resume.is_empty() {
-        return confirm(input, tail);
+        return confirm(input, tail, &calls);
     }
     let frontend = |name: &str| input.tools.iter().any(|t| t.name == name);
     let results: Vec<ToolResultBlock> = tail
@@ -41,16 +45,13 @@ pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeErro
         .filter(|m| m.role == "tool")
         .filter_map(|m| {
             let call_id = m.tool_call_id.as_deref()?;
-            let call = find_call(&input.messages, call_id)?;
+            let call = calls.get(call_id)?;
             frontend(&call.function.name).then(|| tool_result(m, call_id, &call.function.name))
         })
         .collect();
-    let new: Vec<&Message> = tail
-        .iter()
-        .filter(|m| matches!(m.role.as_str(), "user" | "system" | "developer"))
-        .collect();
+    let users: Vec<&Message> = tail.iter().filter(|m| m.role == "user").collect();
     if !results.is_empty() {
-        if !new.is_empty() {
+        if !users.is_empty() {
             return Err(ServeError::invalid(
                 "the run carries both results of front-end tools and new messages; send the results first, \
                  then the messages in the next run",
@@ -61,35 +62,44 @@ pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeErro
             results,
         ))));
     }
-    let mut msgs = Vec::with_capacity(new.len() + 1);
-    if !input.context.is_empty() && !new.is_empty() {
+    let mut hints: Vec<String> = Vec::new();
+    if !input.context.is_empty() {
         let text = input
             .context
             .iter()
             .map(|c| format!("{}: {}", c.description, c.value))
             .collect::<Vec<_>>()
             .join("\n");
-        msgs.push(Msg::system("context", format!("Context from the application:\n{text}")));
+        hints.push(format!("Context from the application:\n{text}"));
     }
-    for m in new {
-        let text = m.text();
-        let msg = match m.role.as_str() {
-            "user" => Msg::user("user", text),
-            _ => Msg::system(m.role.as_str(), text),
-        };
-        msgs.push(msg.with_id(m.id.as_str()));
+    for m in tail
+        .iter()
+        .filter(|m| matches!(m.role.as_str(), "system" | "developer"))
+    {
+        hints.push(format!("Instructions from the application ({}):\n{}", m.role, m.text()));
+    }
+    let mut msgs = Vec::with_capacity(users.len() + 1);
+    if !hints.is_empty() && !users.is_empty() {
+        let text = hints.join("\n\n");
+        msgs.push(Msg::user(
+            "application",
+            format!("<system-reminder>{text}</system-reminder>"),
+        ));
+    }
+    for m in users {
+        msgs.push(Msg::user("user", m.text()).with_id(m.id.as_str()));
     }
     Ok(ReplyInput::Messages(Messages::from(msgs)))
 }
 
-/// The tool call `id` among the assistant messages.
-fn find_call<'a>(messages: &'a [Message], id: &str) -> Option<&'a super::input::ToolCall> {
+/// The assistant messages' tool calls by id (the last one of an id wins).
+fn calls_by_id(messages: &[Message]) -> HashMap<&str, &ToolCall> {
     messages
         .iter()
-        .rev()
         .filter(|m| m.role == "assistant")
         .flat_map(|m| m.tool_calls.iter())
-        .find(|c| c.id == id)
+        .map(|c| (c.id.as_str(), c))
+        .collect()
 }
 
 fn tool_result(m: &Message, call_id: &str, name: &str) -> ToolResultBlock {
@@ -103,7 +113,11 @@ fn tool_result(m: &Message, call_id: &str, name: &str) -> ToolResultBlock {
 /// `resume` entries as the user's confirmations. A call's name and arguments come from the
 /// conversation (the client built them from `TOOL_CALL_*` events); a payload's `arguments`
 /// replaces the arguments (the user edited them).
-fn confirm(input: &RunAgentInput, tail: &[Message]) -> Result<ReplyInput, ServeError> {
+fn confirm(
+    input: &RunAgentInput,
+    tail: &[Message],
+    calls: &HashMap<&str, &ToolCall>,
+) -> Result<ReplyInput, ServeError> {
     if tail.iter().any(|m| m.role == "user") {
         return Err(ServeError::invalid(
             "the run answers interrupts and carries new messages; answer the interrupts first, then send the \
@@ -112,7 +126,7 @@ fn confirm(input: &RunAgentInput, tail: &[Message]) -> Result<ReplyInput, ServeE
     }
     let mut results = Vec::with_capacity(input.resume.len());
     for entry in &input.resume {
-        let Some(call) = find_call(&input.messages, &entry.interrupt_id) else {
+        let Some(call) = calls.get(entry.interrupt_id.as_str()) else {
             return Err(ServeError::invalid(format!(
                 "resume names '{}', which is no tool call of the conversation's messages; send the messages the \
                  interrupted run produced",
