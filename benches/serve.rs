@@ -13,8 +13,13 @@
 //! The difference between `router` and `in_process` is the AG-UI layer; between `loopback` and
 //! `router`, hyper and the socket. A two-worker tokio runtime runs all three.
 //!
+//! - `serve/pydantic_ai_loopback` (with `TOWERSCOPE_AGUI_PEER_ADDR`, as `scripts/bench-serve.sh`
+//!   sets it): the same request, the same client, to Pydantic AI's AG-UI app on the same
+//!   scenario (`benches/python/pydantic_ai_agui.py`, uvicorn, one process).
+//!
 //! ```text
 //! cargo bench --bench serve --features serve
+//! bash scripts/bench-serve.sh                 # with the Pydantic AI peer
 //! ```
 
 use std::time::{Duration, Instant};
@@ -87,12 +92,27 @@ fn bench(c: &mut Criterion) {
     });
 
     let addr = serve_on_loopback(&rt);
+    bench_loopback(&mut group, &rt, "loopback", addr);
+    if let Ok(peer) = std::env::var("TOWERSCOPE_AGUI_PEER_ADDR") {
+        let peer = peer.parse().expect("TOWERSCOPE_AGUI_PEER_ADDR is host:port");
+        bench_loopback(&mut group, &rt, "pydantic_ai_loopback", peer);
+    }
+    group.finish();
+}
+
+/// One request per new connection to `addr`, read to the end of its chunked answer.
+fn bench_loopback(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rt: &Runtime,
+    name: &str,
+    addr: std::net::SocketAddr,
+) {
     let request = format!(
-        "POST /agui HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{BODY}",
+        "POST /agui HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{BODY}",
         BODY.len()
     );
-    group.bench_function("loopback", |b| {
-        b.to_async(&rt).iter_custom(|iters| {
+    group.bench_function(name, |b| {
+        b.to_async(rt).iter_custom(|iters| {
             let request = request.clone();
             async move {
                 let start = Instant::now();
@@ -103,12 +123,12 @@ fn bench(c: &mut Criterion) {
                     answer.clear();
                     socket.read_to_end(&mut answer).await.expect("the answer");
                     assert!(answer.ends_with(b"\r\n0\r\n\r\n"), "a whole chunked answer");
+                    assert!(answer.windows(12).any(|w| w == b"RUN_FINISHED"), "a finished run");
                 }
                 start.elapsed()
             }
         });
     });
-    group.finish();
 }
 
 fn serve_on_loopback(rt: &Runtime) -> std::net::SocketAddr {
