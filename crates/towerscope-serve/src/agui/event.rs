@@ -3,6 +3,9 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+/// The AG-UI version this server speaks, announced in `RUN_STARTED`.
+pub const PROTOCOL_VERSION: &str = "1.0";
+
 /// One AG-UI event, serialized as the JSON `data` of a server-sent event, tagged by `"type"`.
 ///
 /// Only the events this server sends; field names are AG-UI's (camelCase).
@@ -16,6 +19,8 @@ pub enum AguiEvent {
         thread_id: String,
         /// The run.
         run_id: String,
+        /// The AG-UI version this server speaks ([`PROTOCOL_VERSION`]).
+        protocol_version: &'static str,
     },
     /// The run ended without failing: completed, parked for the client, or cancelled.
     RunFinished {

@@ -33,7 +33,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 use towerscope_core::{AgentError, AgentEvent, ReplyFinishedReason};
 
-use super::event::{AguiEvent, Interrupt, RunOutcome, TokenUsage};
+use super::event::{AguiEvent, Interrupt, PROTOCOL_VERSION, RunOutcome, TokenUsage};
 use crate::error::client_message;
 
 /// Turns one run's [`AgentEvent`]s into AG-UI events, and ends the run.
@@ -72,6 +72,7 @@ impl EventMapper {
         AguiEvent::RunStarted {
             thread_id: self.thread_id.clone(),
             run_id: self.run_id.clone(),
+            protocol_version: PROTOCOL_VERSION,
         }
     }
 

@@ -57,7 +57,7 @@
 //! let response = router.oneshot(request).await.unwrap();
 //! let sse = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
 //! let sse = String::from_utf8(sse.to_vec()).unwrap();
-//! assert!(sse.starts_with(r#"data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1"}"#));
+//! assert!(sse.starts_with(r#"data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}"#));
 //! assert!(sse.contains(r#""delta":"Hello!""#));
 //! assert!(sse.contains(r#""type":"RUN_FINISHED""#));
 //! # }
@@ -73,7 +73,7 @@ mod stream;
 mod threads;
 
 pub(crate) use endpoint::routes;
-pub use event::{AguiEvent, Interrupt, RunOutcome, TokenUsage};
+pub use event::{AguiEvent, Interrupt, PROTOCOL_VERSION, RunOutcome, TokenUsage};
 pub use frontend::{FrontendTool, frontend_tools};
 pub use input::{ContextItem, FunctionCall, Message, ResumeEntry, ResumeStatus, RunAgentInput, Tool, ToolCall};
 pub use mapping::EventMapper;
