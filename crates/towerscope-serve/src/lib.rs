@@ -53,5 +53,5 @@ pub use axum;
 pub use error::ServeError;
 pub use factory::AgentFactory;
 pub use info::AgentInfo;
-pub use router::{DEFAULT_BODY_LIMIT, RouterBuilder, router};
+pub use router::{DEFAULT_BODY_LIMIT, DEFAULT_KEEP_ALIVE, RouterBuilder, router};
 pub use run::{run, run_until};

@@ -1,6 +1,7 @@
 //! [`router`] and [`RouterBuilder`]: the server's routes and what guards them.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
 use axum::response::{Html, IntoResponse, Response};
@@ -15,6 +16,9 @@ use crate::info::AgentInfo;
 
 /// The default request body limit: 1 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 1 << 20;
+
+/// The default idle period after which an event stream sends a keep-alive comment: 15 s.
+pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// The chat page: one file, everything inline.
 const PAGE: &str = include_str!("page.html");
@@ -59,6 +63,7 @@ pub struct RouterBuilder {
     cors: Option<CorsLayer>,
     info: AgentInfo,
     page: bool,
+    keep_alive: Option<Duration>,
 }
 
 impl std::fmt::Debug for RouterBuilder {
@@ -69,6 +74,7 @@ impl std::fmt::Debug for RouterBuilder {
             .field("cors", &self.cors)
             .field("info", &self.info)
             .field("page", &self.page)
+            .field("keep_alive", &self.keep_alive)
             .finish_non_exhaustive()
     }
 }
@@ -83,6 +89,7 @@ impl RouterBuilder {
             cors: None,
             info: AgentInfo::default(),
             page: true,
+            keep_alive: Some(DEFAULT_KEEP_ALIVE),
         }
     }
 
@@ -112,6 +119,14 @@ impl RouterBuilder {
         self
     }
 
+    /// How long an event stream may stay silent before a `: keep-alive` comment goes out
+    /// (default 15 s; `None` sends none). Proxies close connections idle for longer than their
+    /// timeout, which a long model call or tool would otherwise reach.
+    pub fn keep_alive(mut self, period: Option<Duration>) -> Self {
+        self.keep_alive = period;
+        self
+    }
+
     /// Whether to serve the chat page at `GET /` (default `true`).
     pub fn chat_page(mut self, page: bool) -> Self {
         self.page = page;
@@ -120,7 +135,7 @@ impl RouterBuilder {
 
     /// The router.
     pub fn build(self) -> Router {
-        let mut router = crate::agui::routes(Arc::clone(&self.factory), self.body_limit)
+        let mut router = crate::agui::routes(Arc::clone(&self.factory), self.body_limit, self.keep_alive)
             .merge(crate::a2a::routes(Arc::clone(&self.factory)));
         if self.page {
             router = router.route("/", get(|| async { Html(PAGE) }));

@@ -444,3 +444,24 @@ async fn context_and_developer_messages_reach_the_model_before_the_question() {
     );
     assert!(seen[1].contains("hi"), "{seen:?}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_silent_stream_sends_keep_alive_comments_the_client_ignores() {
+    let model = model();
+    let router = RouterBuilder::new(factory(model, session_dir("keep-alive")))
+        .keep_alive(Some(std::time::Duration::from_secs(15)))
+        .build();
+    let (status, sse) = post(
+        &router,
+        run("t1", json!([{"id": "u1", "role": "user", "content": "wait for it"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    // 40 s of silence: a comment at 15 s and at 30 s, between RUN_STARTED and the answer.
+    assert_eq!(sse.matches(": keep-alive\n\n").count(), 2, "{sse}");
+    let first_comment = sse.find(": keep-alive").unwrap();
+    assert!(sse.find("RUN_STARTED").unwrap() < first_comment);
+    assert!(first_comment < sse.find("TEXT_MESSAGE_START").unwrap());
+    let events = events(&sse);
+    assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");
+}

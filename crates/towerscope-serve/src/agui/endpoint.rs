@@ -1,6 +1,7 @@
 //! `POST /agui`: read a [`RunAgentInput`], build the thread's agent, answer with the run's events.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -26,15 +27,17 @@ struct Endpoint {
     factory: Arc<dyn AgentFactory>,
     threads: Threads,
     body_limit: usize,
+    keep_alive: Option<Duration>,
 }
 
 /// The AG-UI route, `POST /agui`; `body_limit` is the limit the router enforces, for the 413's
-/// message.
-pub(crate) fn routes(factory: Arc<dyn AgentFactory>, body_limit: usize) -> Router {
+/// message; `keep_alive` the idle period after which a comment keeps the stream open.
+pub(crate) fn routes(factory: Arc<dyn AgentFactory>, body_limit: usize, keep_alive: Option<Duration>) -> Router {
     let endpoint = Endpoint {
         factory,
         threads: Threads::default(),
         body_limit,
+        keep_alive,
     };
     Router::new().route("/agui", post(run)).with_state(endpoint)
 }
@@ -90,7 +93,7 @@ async fn start(
         return Err(ServeError::from(err));
     }
     let mapper = EventMapper::new(input.thread_id.as_str(), input.run_id.as_str());
-    let body = RunStream::new(agent, stream, claim, mapper, first);
+    let body = RunStream::new(agent, stream, claim, mapper, first, endpoint.keep_alive);
     let mut response = Body::from_stream(body).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));

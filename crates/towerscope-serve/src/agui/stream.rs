@@ -3,15 +3,21 @@
 //! A client that goes away drops the stream: the reply is then interrupted (the agent closes
 //! what is open and keeps what was streamed, see `Agent::interrupt`) and read to its end by a
 //! task of its own, so its session is saved as usual; the thread stays busy until then.
+//!
+//! While the reply sends nothing (a long model call, a slow tool), a `: keep-alive` comment goes
+//! out every keep-alive period, so that proxies do not close an idle connection; SSE clients
+//! ignore comments.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::Bytes;
 use futures_core::Stream;
 use futures_util::StreamExt;
+use tokio::time::{Instant, Interval, MissedTickBehavior};
 use towerscope_agent::{Agent, ReplyStream};
 use towerscope_core::{AgentError, ReplyItem};
 
@@ -28,6 +34,7 @@ pub(crate) struct RunStream {
     first: Option<Result<ReplyItem, AgentError>>,
     queue: VecDeque<AguiEvent>,
     done: bool,
+    keep_alive: Option<Interval>,
 }
 
 impl RunStream {
@@ -39,9 +46,15 @@ impl RunStream {
         claim: ThreadClaim,
         mapper: EventMapper,
         first: Option<Result<ReplyItem, AgentError>>,
+        keep_alive: Option<Duration>,
     ) -> Self {
         let mut queue = VecDeque::new();
         queue.push_back(mapper.start());
+        let keep_alive = keep_alive.filter(|p| !p.is_zero()).map(|period| {
+            let mut interval = tokio::time::interval_at(Instant::now() + period, period);
+            interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            interval
+        });
         Self {
             agent,
             reply: Some(reply),
@@ -50,6 +63,7 @@ impl RunStream {
             first,
             queue,
             done: false,
+            keep_alive,
         }
     }
 
@@ -93,6 +107,9 @@ impl Stream for RunStream {
         let this = &mut *self;
         loop {
             if let Some(event) = this.queue.pop_front() {
+                if let Some(keep_alive) = this.keep_alive.as_mut() {
+                    keep_alive.reset();
+                }
                 return Poll::Ready(Some(Ok(frame(&event))));
             }
             if this.done {
@@ -106,7 +123,14 @@ impl Stream for RunStream {
                 return Poll::Ready(None);
             };
             match reply.poll_next_unpin(cx) {
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    let idle = this.keep_alive.as_mut().is_some_and(|k| k.poll_tick(cx).is_ready());
+                    return if idle {
+                        Poll::Ready(Some(Ok(Bytes::from_static(b": keep-alive\n\n"))))
+                    } else {
+                        Poll::Pending
+                    };
+                }
                 Poll::Ready(item) => this.take(item),
             }
         }

@@ -34,7 +34,7 @@ pub const LONG: &str = "one two three four five six seven eight nine ten eleven 
 
 /// A model answering from the conversation: "weather" calls `get_weather`, "delete" calls
 /// `delete_file` (confirmed first), "color" calls the front-end tool `pick_color`, "long"
-/// streams [`LONG`] slowly, "slow" waits a while; a tool result is answered with
+/// streams [`LONG`] slowly, "slow" waits 400 ms, "wait" 40 s; a tool result is answered with
 /// `Result: <text>`; anything else with `Hello!`.
 pub fn model() -> ScriptedModel {
     ScriptedModel::cycle("scripted", [ScriptedResponse::text("unused")])
@@ -65,6 +65,8 @@ pub fn model() -> ScriptedModel {
                 ScriptedResponse::tool_call(id, "pick_color", r#"{"palette": "warm"}"#)
             } else if question.contains("long") {
                 ScriptedResponse::text(LONG).chunk_delay(Duration::from_millis(40))
+            } else if question.contains("wait") {
+                ScriptedResponse::text("Done waiting.").delay(Duration::from_secs(40))
             } else if question.contains("slow") {
                 ScriptedResponse::text("Finally.").delay(Duration::from_millis(400))
             } else {
