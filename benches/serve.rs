@@ -13,6 +13,8 @@
 //! The difference between `router` and `in_process` is the AG-UI layer; between `loopback` and
 //! `router`, hyper and the socket. A two-worker tokio runtime runs all three.
 //!
+//! - `serve/loopback_64_at_once`: 64 clients at once (one thread each), reported as replies per
+//!   second: what one process sustains on this machine;
 //! - `serve/pydantic_ai_loopback` (with `TOWERSCOPE_AGUI_PEER_ADDR`, as `scripts/bench-serve.sh`
 //!   sets it): the same request, the same client, to Pydantic AI's AG-UI app on the same
 //!   scenario (`benches/python/pydantic_ai_agui.py`, uvicorn, one process).
@@ -97,7 +99,59 @@ fn bench(c: &mut Criterion) {
         let peer = peer.parse().expect("TOWERSCOPE_AGUI_PEER_ADDR is host:port");
         bench_loopback(&mut group, &rt, "pydantic_ai_loopback", peer);
     }
+    // Last: it sets the group's throughput.
+    bench_concurrent(&mut group, &rt, addr);
     group.finish();
+}
+
+/// Clients sending at once, for the replies per second one process sustains.
+const CLIENTS: usize = 64;
+
+/// `CLIENTS` requests at once, each on its own connection; criterion reports replies per second.
+fn bench_concurrent(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rt: &Runtime,
+    addr: std::net::SocketAddr,
+) {
+    // One thread per client: a thread takes one run at a time.
+    let requests: std::sync::Arc<Vec<String>> = std::sync::Arc::new(
+        (0..CLIENTS)
+            .map(|i| {
+                let body = BODY.replace("\"threadId\":\"bench\"", &format!("\"threadId\":\"bench-{i}\""));
+                format!(
+                    "POST /agui HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+            })
+            .collect(),
+    );
+    group.throughput(criterion::Throughput::Elements(CLIENTS as u64));
+    group.bench_function("loopback_64_at_once", |b| {
+        b.to_async(rt).iter_custom(|iters| {
+            let requests = std::sync::Arc::clone(&requests);
+            async move {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let mut clients = Vec::with_capacity(CLIENTS);
+                    for i in 0..CLIENTS {
+                        let requests = std::sync::Arc::clone(&requests);
+                        clients.push(tokio::spawn(async move {
+                            let request = &requests[i];
+                            let mut socket = TcpStream::connect(addr).await.expect("a connection");
+                            socket.write_all(request.as_bytes()).await.expect("the request");
+                            let mut answer = Vec::with_capacity(4096);
+                            socket.read_to_end(&mut answer).await.expect("the answer");
+                            assert!(answer.windows(12).any(|w| w == b"RUN_FINISHED"), "a finished run");
+                        }));
+                    }
+                    for client in clients {
+                        client.await.expect("a client");
+                    }
+                }
+                start.elapsed()
+            }
+        });
+    });
 }
 
 /// One request per new connection to `addr`, read to the end of its chunked answer.
