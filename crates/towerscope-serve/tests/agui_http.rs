@@ -1,49 +1,17 @@
-//! AG-UI over HTTP, in process: the events of a tool round, a confirmation and a front-end tool,
-//! and every refusal as a status with a JSON body.
+//! AG-UI over HTTP, in process: the events of a tool round, what reaches the session, keep-alive
+//! comments, and every refusal as a status with a JSON body (the human in the loop is in
+//! agui_hitl.rs).
 #![allow(clippy::unwrap_used)]
 
 mod support;
 
-use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
-use serde_json::{Value, json};
+use serde_json::json;
 use tower::ServiceExt;
 use towerscope_serve::RouterBuilder;
 
-use support::{events, factory, model, session_dir, types};
-
-async fn post(router: &Router, body: impl Into<Body>) -> (StatusCode, String) {
-    let request = Request::post("/agui")
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(body.into())
-        .unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
-    (status, String::from_utf8(bytes.to_vec()).unwrap())
-}
-
-fn run(thread: &str, messages: Value) -> String {
-    json!({"threadId": thread, "runId": format!("run-{}", fastrand_id()), "messages": messages}).to_string()
-}
-
-fn fastrand_id() -> String {
-    towerscope_core::Id::new().to_string()
-}
-
-fn error_code(body: &str) -> String {
-    let v: Value = serde_json::from_str(body).expect("a JSON error body");
-    v["error"]["code"].as_str().expect("an error code").to_owned()
-}
-
-fn router(test: &str) -> (Router, towerscope_models::ScriptedModel) {
-    let model = model();
-    (
-        towerscope_serve::router(factory(model.clone(), session_dir(test))),
-        model,
-    )
-}
+use support::{error_code, events, factory, model, post, router, run, session_dir, types};
 
 #[tokio::test]
 async fn a_tool_round_streams_reasoning_the_call_its_result_and_the_answer_in_order() {
@@ -128,137 +96,6 @@ async fn the_next_run_sends_only_new_messages_and_the_session_keeps_the_conversa
         ["hi", "Hello!", "hi again"],
         "the stored conversation, each message once"
     );
-}
-
-#[tokio::test]
-async fn a_call_needing_confirmation_ends_the_run_as_an_interrupt_the_next_run_answers() {
-    let (router, model) = router("confirm");
-    let (_, sse) = post(
-        &router,
-        run("t1", json!([{"id": "u1", "role": "user", "content": "delete it"}])),
-    )
-    .await;
-    let first = events(&sse);
-    let finished = first.last().unwrap();
-    assert_eq!(finished["type"], "RUN_FINISHED");
-    assert_eq!(finished["outcome"]["type"], "interrupt");
-    let interrupt = &finished["outcome"]["interrupts"][0];
-    let call_id = interrupt["toolCallId"].as_str().unwrap().to_owned();
-    assert_eq!(interrupt["id"], call_id.as_str());
-    assert_eq!(interrupt["reason"], "tool_confirmation");
-    assert_eq!(model.calls(), 1);
-
-    // A new message while the thread waits for the answer is refused, and changes nothing.
-    let (status, body) = post(
-        &router,
-        run("t1", json!([{"id": "u2", "role": "user", "content": "hello"}])),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CONFLICT);
-    assert_eq!(error_code(&body), "state_error");
-
-    let history = json!([
-        {"id": "u1", "role": "user", "content": "delete it"},
-        {"id": call_id, "role": "assistant", "toolCalls": [
-            {"id": call_id, "type": "function", "function": {"name": "delete_file", "arguments": "{\"path\": \"/tmp/a\"}"}}
-        ]}
-    ]);
-    let mut resume: Value = serde_json::from_str(&run("t1", history.clone())).unwrap();
-    resume["resume"] = json!([{"interruptId": call_id, "status": "resolved", "payload": {"approved": true, "arguments": {"path": "/tmp/b"}}}]);
-    let (status, sse) = post(&router, resume.to_string()).await;
-    assert_eq!(status, StatusCode::OK, "{sse}");
-    let second = events(&sse);
-    let result = second.iter().find(|e| e["type"] == "TOOL_CALL_RESULT").unwrap();
-    assert_eq!(result["content"], "deleted /tmp/b", "the user's edited arguments ran");
-    assert_eq!(second.last().unwrap()["outcome"]["type"], "success", "{sse}");
-
-    // Resuming again: nothing waits any more.
-    let (status, body) = post(&router, resume.to_string()).await;
-    assert_eq!(status, StatusCode::CONFLICT);
-    assert_eq!(error_code(&body), "state_error");
-}
-
-#[tokio::test]
-async fn a_denied_confirmation_gives_the_model_a_denied_result() {
-    let (router, model) = router("deny");
-    let (_, sse) = post(
-        &router,
-        run("t1", json!([{"id": "u1", "role": "user", "content": "delete it"}])),
-    )
-    .await;
-    let call_id = events(&sse).last().unwrap()["outcome"]["interrupts"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let history = json!([
-        {"id": "u1", "role": "user", "content": "delete it"},
-        {"id": call_id, "role": "assistant", "toolCalls": [
-            {"id": call_id, "type": "function", "function": {"name": "delete_file", "arguments": "{\"path\": \"/tmp/a\"}"}}
-        ]}
-    ]);
-    let mut resume: Value = serde_json::from_str(&run("t1", history)).unwrap();
-    resume["resume"] = json!([{"interruptId": call_id, "status": "cancelled"}]);
-    let (status, sse) = post(&router, resume.to_string()).await;
-    assert_eq!(status, StatusCode::OK);
-    let result = events(&sse)
-        .into_iter()
-        .find(|e| e["type"] == "TOOL_CALL_RESULT")
-        .unwrap();
-    assert!(
-        result["content"].as_str().unwrap().contains("denied by user"),
-        "{result}"
-    );
-    assert_eq!(model.calls(), 2, "the model answered the denial");
-}
-
-#[tokio::test]
-async fn a_front_end_tool_is_left_to_the_client_and_its_result_resumes_the_reply() {
-    let (router, model) = router("frontend");
-    let tools = json!([{"name": "pick_color", "description": "Let the user pick a color", "parameters": {"type": "object", "properties": {"palette": {"type": "string"}}}}]);
-    let mut body: Value = serde_json::from_str(&run(
-        "t1",
-        json!([{"id": "u1", "role": "user", "content": "a color please"}]),
-    ))
-    .unwrap();
-    body["tools"] = tools.clone();
-    let (status, sse) = post(&router, body.to_string()).await;
-    assert_eq!(status, StatusCode::OK);
-    let first = events(&sse);
-    assert!(
-        model.requests()[0].tool_names().contains(&"pick_color"),
-        "the model was offered the tool"
-    );
-    let call = first.iter().find(|e| e["type"] == "TOOL_CALL_START").unwrap();
-    assert_eq!(call["toolCallName"], "pick_color");
-    let call_id = call["toolCallId"].as_str().unwrap().to_owned();
-    assert!(
-        first.iter().all(|e| e["type"] != "TOOL_CALL_RESULT"),
-        "the server does not run it"
-    );
-    let finished = first.last().unwrap();
-    assert_eq!(
-        finished["outcome"],
-        json!({"type": "success", "pendingToolCallIds": [call_id]})
-    );
-
-    let history = json!([
-        {"id": "u1", "role": "user", "content": "a color please"},
-        {"id": call_id, "role": "assistant", "toolCalls": [
-            {"id": call_id, "type": "function", "function": {"name": "pick_color", "arguments": "{\"palette\": \"warm\"}"}}
-        ]},
-        {"id": "tool-1", "role": "tool", "toolCallId": call_id, "content": "orange"}
-    ]);
-    let mut body: Value = serde_json::from_str(&run("t1", history)).unwrap();
-    body["tools"] = tools;
-    let (status, sse) = post(&router, body.to_string()).await;
-    assert_eq!(status, StatusCode::OK, "{sse}");
-    let second = events(&sse);
-    let text: String = second
-        .iter()
-        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
-        .map(|e| e["delta"].as_str().unwrap())
-        .collect();
-    assert_eq!(text, "Result: orange");
 }
 
 #[tokio::test]

@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use serde_json::{Value, json};
+use tower::ServiceExt;
 use towerscope_agent::Agent;
 use towerscope_agent::session::JsonFileStore;
 use towerscope_agent::toolkit::FunctionTool;
@@ -162,4 +166,41 @@ pub async fn serve(
         let _ = stopped.await;
     }));
     (addr, stop, server)
+}
+
+/// Posts `body` to `/agui` and reads the whole answer.
+pub async fn post(router: &Router, body: impl Into<Body>) -> (StatusCode, String) {
+    let request = Request::post("/agui")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(body.into())
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    (status, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+/// A run of `thread` with `messages`.
+pub fn run(thread: &str, messages: Value) -> String {
+    json!({"threadId": thread, "runId": format!("run-{}", fastrand_id()), "messages": messages}).to_string()
+}
+
+/// A fresh id.
+pub fn fastrand_id() -> String {
+    towerscope_core::Id::new().to_string()
+}
+
+/// The code of a JSON error body.
+pub fn error_code(body: &str) -> String {
+    let v: Value = serde_json::from_str(body).expect("a JSON error body");
+    v["error"]["code"].as_str().expect("an error code").to_owned()
+}
+
+/// The test router on a fresh session folder, and its model.
+pub fn router(test: &str) -> (Router, towerscope_models::ScriptedModel) {
+    let model = model();
+    (
+        towerscope_serve::router(factory(model.clone(), session_dir(test))),
+        model,
+    )
 }
