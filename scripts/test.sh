@@ -52,6 +52,14 @@ llm_env="$(scripts/llm-server.sh start)"
 eval "$llm_env"
 export TOWERSCOPE_REQUIRE_LLM=1
 
+# The web clients of crates/towerscope-serve's tests: the official AG-UI client and
+# playwright-core (npm, into ~/.cache/towerscope/web-clients, seconds) and Debian's chromium
+# (a few minutes the first time); it exports TOWERSCOPE_NODE_MODULES and TOWERSCOPE_CHROMIUM.
+# With TOWERSCOPE_REQUIRE_WEB=1 those tests fail, rather than skip, without them.
+web_env="$(scripts/web-clients.sh)"
+eval "$web_env"
+export TOWERSCOPE_REQUIRE_WEB=1
+
 # tmux drives examples/chat.rs in a real pseudo-terminal (tests/chat_terminal.rs): installed
 # here if missing (Debian's package; the machines run as root).
 if ! command -v tmux >/dev/null 2>&1; then

@@ -20,3 +20,20 @@ pub fn example(name: &str) -> PathBuf {
     }
     binary
 }
+
+/// The binary of the example `name` built with `features` (built if it is not there yet).
+pub fn example_with(name: &str, features: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
+    let binary = profile_dir.join("examples").join(name);
+    if !binary.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let status = Command::new(cargo)
+            .args(["build", "--example", name, "--features", features])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .unwrap();
+        assert!(status.success(), "building the {name} example failed");
+    }
+    binary
+}

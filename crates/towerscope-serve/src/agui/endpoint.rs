@@ -1,0 +1,103 @@
+//! `POST /agui`: read a [`RunAgentInput`], build the thread's agent, answer with the run's events.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures_util::StreamExt;
+
+use super::frontend::{FrontendTool, with_frontend_tools};
+use super::input::RunAgentInput;
+use super::mapping::EventMapper;
+use super::request::reply_input;
+use super::stream::RunStream;
+use super::threads::Threads;
+use crate::error::ServeError;
+use crate::factory::AgentFactory;
+use crate::trace_context::within_request;
+
+#[derive(Clone)]
+struct Endpoint {
+    factory: Arc<dyn AgentFactory>,
+    threads: Threads,
+    body_limit: usize,
+    keep_alive: Option<Duration>,
+}
+
+/// The AG-UI route, `POST /agui`; `body_limit` is the limit the router enforces, for the 413's
+/// message; `keep_alive` the idle period after which a comment keeps the stream open.
+pub(crate) fn routes(factory: Arc<dyn AgentFactory>, body_limit: usize, keep_alive: Option<Duration>) -> Router {
+    let endpoint = Endpoint {
+        factory,
+        threads: Threads::default(),
+        body_limit,
+        keep_alive,
+    };
+    Router::new().route("/agui", post(run)).with_state(endpoint)
+}
+
+async fn run(State(endpoint): State<Endpoint>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
+    match start(&endpoint, &headers, body).await {
+        Ok(response) => response,
+        Err(err) => err.into_response(),
+    }
+}
+
+/// Parses the body, as 400 (not JSON) or 422 (JSON of the wrong shape).
+pub(crate) fn parse(body: &[u8]) -> Result<RunAgentInput, ServeError> {
+    serde_json::from_slice(body).map_err(|e| match e.classify() {
+        serde_json::error::Category::Data => ServeError::invalid(format!("the body is not a RunAgentInput: {e}")),
+        _ => ServeError::bad_json(e),
+    })
+}
+
+async fn start(
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ServeError> {
+    let body = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ServeError::too_large(endpoint.body_limit)
+        } else {
+            ServeError::new(rejection.status(), "bad_body", rejection.body_text())
+        }
+    })?;
+    let input = parse(&body)?;
+    let reply = reply_input(&input)?;
+    let claim = endpoint
+        .threads
+        .claim(&input.thread_id)
+        .ok_or_else(|| ServeError::thread_busy(&input.thread_id))?;
+    let tools = input
+        .tools
+        .iter()
+        .map(|t| FrontendTool::new(t.name.as_str(), t.description.as_str(), t.parameters.clone()))
+        .collect();
+    let agent = with_frontend_tools(tools, || endpoint.factory.agent(&input.thread_id))?;
+    let mut stream = agent.reply_stream(reply);
+    // Read the first item before answering: a run the agent refuses at once (a thread parked
+    // for a confirmation, nothing to resume, a session that cannot be loaded) gets its status.
+    // The reply opens its spans as it starts, under the request's `traceparent`.
+    let first = within_request(headers, stream.next()).await;
+    if let Some(Err(err)) = first {
+        // Read the stream to its end (its session's save) before the thread is free again, so
+        // that the next run loads what this one left.
+        while stream.next().await.is_some() {}
+        return Err(ServeError::from(err));
+    }
+    let mapper = EventMapper::new(input.thread_id.as_str(), input.run_id.as_str());
+    let body = RunStream::new(agent, stream, claim, mapper, first, endpoint.keep_alive);
+    let mut response = Body::from_stream(body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(response)
+}

@@ -1,0 +1,245 @@
+//! The one place where our [`AgentEvent`]s become AG-UI events.
+//!
+//! | our event                              | AG-UI                                              |
+//! |----------------------------------------|----------------------------------------------------|
+//! | (the run opens)                        | `RUN_STARTED`                                      |
+//! | `TEXT_BLOCK_START / DELTA / END`       | `TEXT_MESSAGE_START / CONTENT / END`               |
+//! | `THINKING_BLOCK_START / DELTA / END`   | `REASONING_START`, `REASONING_MESSAGE_START / CONTENT / END`, `REASONING_END` |
+//! | `TOOL_CALL_START / DELTA / END`        | `TOOL_CALL_START / ARGS / END`                     |
+//! | `TOOL_RESULT_*`                        | one `TOOL_CALL_RESULT` at `TOOL_RESULT_END`        |
+//! | `MODEL_CALL_START / END`               | token usage, summed per model into `RUN_FINISHED.usage` |
+//! | `REQUIRE_USER_CONFIRM`                 | `RUN_FINISHED` outcome `interrupt`, one per call   |
+//! | `REQUIRE_EXTERNAL_EXECUTION`           | `RUN_FINISHED` `pendingToolCallIds`                |
+//! | `REPLY_END` interrupted / error        | `RUN_FINISHED` outcome `cancelled` / `RUN_ERROR`   |
+//! | `CUSTOM`                               | `CUSTOM`                                           |
+//!
+//! Data blocks, hints and the echo of resume inputs have no AG-UI counterpart and are not sent.
+//!
+//! ```
+//! use towerscope_core::{AgentEvent, TextBlockDeltaEvent, TextBlockStartEvent};
+//! use towerscope_serve::agui::{AguiEvent, EventMapper};
+//!
+//! let mut mapper = EventMapper::new("thread-1", "run-1");
+//! let mut out = Vec::new();
+//! mapper.map(&AgentEvent::from(TextBlockStartEvent::new("r1", "b1")), &mut out);
+//! mapper.map(&AgentEvent::from(TextBlockDeltaEvent::new("r1", "b1", "Hi")), &mut out);
+//! let kinds: Vec<_> = out.iter().map(AguiEvent::type_name).collect();
+//! assert_eq!(kinds, ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT"]);
+//! assert_eq!(mapper.finish().type_name(), "RUN_FINISHED");
+//! ```
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value, json};
+use towerscope_core::{AgentError, AgentEvent, ReplyFinishedReason};
+
+use super::event::{AguiEvent, Interrupt, PROTOCOL_VERSION, RunOutcome, TokenUsage};
+use crate::error::client_message;
+
+/// Turns one run's [`AgentEvent`]s into AG-UI events, and ends the run.
+#[derive(Debug)]
+pub struct EventMapper {
+    thread_id: String,
+    run_id: String,
+    /// Text of tool results being streamed, by call id.
+    results: HashMap<String, String>,
+    interrupts: Vec<Interrupt>,
+    pending: Vec<String>,
+    finished: Option<ReplyFinishedReason>,
+    error: Option<(String, String)>,
+    model: String,
+    usage: Vec<TokenUsage>,
+}
+
+impl EventMapper {
+    /// A mapper for the run `run_id` of thread `thread_id`.
+    pub fn new(thread_id: impl Into<String>, run_id: impl Into<String>) -> Self {
+        Self {
+            thread_id: thread_id.into(),
+            run_id: run_id.into(),
+            results: HashMap::new(),
+            interrupts: Vec::new(),
+            pending: Vec::new(),
+            finished: None,
+            error: None,
+            model: String::new(),
+            usage: Vec::new(),
+        }
+    }
+
+    /// `RUN_STARTED`, the run's first event.
+    pub fn start(&self) -> AguiEvent {
+        AguiEvent::RunStarted {
+            thread_id: self.thread_id.clone(),
+            run_id: self.run_id.clone(),
+            protocol_version: PROTOCOL_VERSION,
+        }
+    }
+
+    /// Appends the AG-UI events `event` stands for to `out` (none, one or two).
+    pub fn map(&mut self, event: &AgentEvent, out: &mut Vec<AguiEvent>) {
+        match event {
+            AgentEvent::TextBlockStart(e) => out.push(AguiEvent::TextMessageStart {
+                message_id: e.block_id.to_string(),
+                role: "assistant",
+            }),
+            AgentEvent::TextBlockDelta(e) if !e.delta.is_empty() => out.push(AguiEvent::TextMessageContent {
+                message_id: e.block_id.to_string(),
+                delta: e.delta.clone(),
+            }),
+            AgentEvent::TextBlockEnd(e) => out.push(AguiEvent::TextMessageEnd {
+                message_id: e.block_id.to_string(),
+            }),
+            AgentEvent::ThinkingBlockStart(e) => {
+                let id = e.block_id.to_string();
+                out.push(AguiEvent::ReasoningStart { message_id: id.clone() });
+                out.push(AguiEvent::ReasoningMessageStart {
+                    message_id: id,
+                    role: "reasoning",
+                });
+            }
+            AgentEvent::ThinkingBlockDelta(e) if !e.delta.is_empty() => {
+                out.push(AguiEvent::ReasoningMessageContent {
+                    message_id: e.block_id.to_string(),
+                    delta: e.delta.clone(),
+                });
+            }
+            AgentEvent::ThinkingBlockEnd(e) => {
+                let id = e.block_id.to_string();
+                out.push(AguiEvent::ReasoningMessageEnd { message_id: id.clone() });
+                out.push(AguiEvent::ReasoningEnd { message_id: id });
+            }
+            AgentEvent::ToolCallStart(e) => out.push(AguiEvent::ToolCallStart {
+                tool_call_id: e.tool_call_id.to_string(),
+                tool_call_name: e.tool_call_name.clone(),
+            }),
+            AgentEvent::ToolCallDelta(e) if !e.delta.is_empty() => out.push(AguiEvent::ToolCallArgs {
+                tool_call_id: e.tool_call_id.to_string(),
+                delta: e.delta.clone(),
+            }),
+            AgentEvent::ToolCallEnd(e) => out.push(AguiEvent::ToolCallEnd {
+                tool_call_id: e.tool_call_id.to_string(),
+            }),
+            AgentEvent::ToolResultStart(e) => {
+                self.results.insert(e.tool_call_id.to_string(), String::new());
+            }
+            AgentEvent::ToolResultTextDelta(e) => {
+                self.results
+                    .entry(e.tool_call_id.to_string())
+                    .or_default()
+                    .push_str(&e.delta);
+            }
+            AgentEvent::ToolResultEnd(e) => {
+                let id = e.tool_call_id.to_string();
+                let content = self.results.remove(&id).unwrap_or_default();
+                out.push(AguiEvent::ToolCallResult {
+                    message_id: format!("result-{id}"),
+                    tool_call_id: id,
+                    content,
+                    role: "tool",
+                });
+            }
+            AgentEvent::ModelCallStart(e) => self.model = e.model_name.to_string(),
+            AgentEvent::ModelCallEnd(e) => self.add_usage(e.input_tokens, e.output_tokens),
+            AgentEvent::RequireUserConfirm(e) => {
+                for call in &e.tool_calls {
+                    self.interrupts.push(Interrupt {
+                        id: call.id.to_string(),
+                        reason: "tool_confirmation",
+                        message: format!("Run {} with {}?", call.name, call.input),
+                        tool_call_id: call.id.to_string(),
+                        response_schema: confirmation_schema(),
+                    });
+                }
+            }
+            AgentEvent::RequireExternalExecution(e) => {
+                self.pending.extend(e.tool_calls.iter().map(|c| c.id.to_string()));
+            }
+            AgentEvent::ReplyEnd(e) => {
+                self.finished = Some(e.finished_reason);
+                if let Some(info) = &e.error {
+                    self.error = Some((info.kind.clone(), info.message.clone()));
+                }
+            }
+            AgentEvent::Custom(e) => out.push(AguiEvent::Custom {
+                name: e.name.clone(),
+                value: Value::Object(e.value.clone()),
+            }),
+            _ => {}
+        }
+    }
+
+    fn add_usage(&mut self, input: u64, output: u64) {
+        if input == 0 && output == 0 {
+            return;
+        }
+        let entry = match self.usage.iter_mut().position(|u| u.model == self.model) {
+            Some(i) => &mut self.usage[i],
+            None => {
+                self.usage.push(TokenUsage {
+                    model: self.model.clone(),
+                    input_tokens: 0,
+                    output_tokens: 0,
+                    total_tokens: 0,
+                });
+                let last = self.usage.len() - 1;
+                &mut self.usage[last]
+            }
+        };
+        entry.input_tokens += input;
+        entry.output_tokens += output;
+        entry.total_tokens += input + output;
+    }
+
+    /// The run's last event, once the reply's stream ended: `RUN_FINISHED` (completed, waiting
+    /// for front-end tools, interrupted for confirmations, or cancelled), or `RUN_ERROR` when
+    /// the reply ended with an error.
+    pub fn finish(&mut self) -> AguiEvent {
+        if let (Some(ReplyFinishedReason::Error), Some((code, message))) = (self.finished, self.error.take()) {
+            return AguiEvent::RunError { message, code };
+        }
+        let outcome = if !self.interrupts.is_empty() {
+            RunOutcome::Interrupt {
+                interrupts: std::mem::take(&mut self.interrupts),
+            }
+        } else if self.finished == Some(ReplyFinishedReason::Interrupted) {
+            RunOutcome::Cancelled
+        } else {
+            RunOutcome::Success {
+                pending_tool_call_ids: std::mem::take(&mut self.pending),
+            }
+        };
+        AguiEvent::RunFinished {
+            thread_id: self.thread_id.clone(),
+            run_id: self.run_id.clone(),
+            outcome,
+            usage: std::mem::take(&mut self.usage),
+        }
+    }
+
+    /// `RUN_ERROR` for a reply that failed (its text only where it is about the request).
+    pub fn fail(&self, err: &AgentError) -> AguiEvent {
+        if !matches!(err, AgentError::Interrupted) {
+            tracing::warn!(error = %err, kind = err.kind(), thread = %self.thread_id, "an AG-UI run failed");
+        }
+        AguiEvent::RunError {
+            message: client_message(err),
+            code: err.kind().to_owned(),
+        }
+    }
+}
+
+/// What a confirmation's `resume` payload may hold.
+fn confirmation_schema() -> Map<String, Value> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "approved": { "type": "boolean", "description": "Whether the call may run (default true)." },
+            "arguments": { "type": "object", "description": "Replacement arguments, when the user edited them." }
+        }
+    });
+    match schema {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}

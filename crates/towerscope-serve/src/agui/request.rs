@@ -1,0 +1,157 @@
+//! What a run asks of the agent: the [`ReplyInput`] a [`RunAgentInput`] stands for.
+//!
+//! The client sends the whole conversation on every run; the agent keeps its own in its
+//! session. So only what came after the agent's last message is read:
+//!
+//! - `resume` entries answer the confirmations the last run ended with
+//!   ([`ReplyInput::Confirm`]);
+//! - otherwise `tool` messages answering front-end tools (tools the run declares) resume the
+//!   reply parked for them ([`ReplyInput::External`]);
+//! - otherwise the trailing `user` messages are new ([`ReplyInput::Messages`]); the run's
+//!   `context` and any trailing `system` or `developer` messages come before them in one user
+//!   message, inside `<system-reminder>` tags (an agent takes no system message as input: its
+//!   system prompt is its own).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use towerscope_core::event::{ConfirmResult, ExternalExecutionResultEvent, UserConfirmResultEvent};
+use towerscope_core::{Id, Messages, Msg, ReplyInput, ToolCallBlock, ToolOutput, ToolResultBlock, ToolResultState};
+
+use super::input::{Message, ResumeStatus, RunAgentInput, ToolCall};
+use crate::error::ServeError;
+
+/// Roles the agent itself produced (the client holds them from earlier runs' events).
+fn from_agent(role: &str) -> bool {
+    matches!(role, "assistant" | "reasoning" | "activity")
+}
+
+/// The reply input `input` stands for; a 422 [`ServeError`] when it cannot be one.
+pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeError> {
+    let start = input
+        .messages
+        .iter()
+        .rposition(|m| from_agent(&m.role))
+        .map_or(0, |i| i + 1);
+    let tail = &input.messages[start..];
+    let calls = calls_by_id(&input.messages);
+    if !input.resume.is_empty() {
+        return confirm(input, tail, &calls);
+    }
+    let frontend = |name: &str| input.tools.iter().any(|t| t.name == name);
+    let results: Vec<ToolResultBlock> = tail
+        .iter()
+        .filter(|m| m.role == "tool")
+        .filter_map(|m| {
+            let call_id = m.tool_call_id.as_deref()?;
+            let call = calls.get(call_id)?;
+            frontend(&call.function.name).then(|| tool_result(m, call_id, &call.function.name))
+        })
+        .collect();
+    let users: Vec<&Message> = tail.iter().filter(|m| m.role == "user").collect();
+    if !results.is_empty() {
+        if !users.is_empty() {
+            return Err(ServeError::invalid(
+                "the run carries both results of front-end tools and new messages; send the results first, \
+                 then the messages in the next run",
+            ));
+        }
+        return Ok(ReplyInput::External(Arc::new(ExternalExecutionResultEvent::new(
+            Id::new(),
+            results,
+        ))));
+    }
+    let mut hints: Vec<String> = Vec::new();
+    if !input.context.is_empty() {
+        let text = input
+            .context
+            .iter()
+            .map(|c| format!("{}: {}", c.description, c.value))
+            .collect::<Vec<_>>()
+            .join("\n");
+        hints.push(format!("Context from the application:\n{text}"));
+    }
+    for m in tail
+        .iter()
+        .filter(|m| matches!(m.role.as_str(), "system" | "developer"))
+    {
+        hints.push(format!("Instructions from the application ({}):\n{}", m.role, m.text()));
+    }
+    let mut msgs = Vec::with_capacity(users.len() + 1);
+    if !hints.is_empty() && !users.is_empty() {
+        let text = hints.join("\n\n");
+        msgs.push(Msg::user(
+            "application",
+            format!("<system-reminder>{text}</system-reminder>"),
+        ));
+    }
+    for m in users {
+        msgs.push(Msg::user("user", m.text()).with_id(m.id.as_str()));
+    }
+    Ok(ReplyInput::Messages(Messages::from(msgs)))
+}
+
+/// The assistant messages' tool calls by id (the last one of an id wins).
+fn calls_by_id(messages: &[Message]) -> HashMap<&str, &ToolCall> {
+    messages
+        .iter()
+        .filter(|m| m.role == "assistant")
+        .flat_map(|m| m.tool_calls.iter())
+        .map(|c| (c.id.as_str(), c))
+        .collect()
+}
+
+fn tool_result(m: &Message, call_id: &str, name: &str) -> ToolResultBlock {
+    let (text, state) = match &m.error {
+        Some(err) => (err.clone(), ToolResultState::Error),
+        None => (m.text(), ToolResultState::Success),
+    };
+    ToolResultBlock::new(call_id, name, ToolOutput::Text(text), state)
+}
+
+/// `resume` entries as the user's confirmations. A call's name and arguments come from the
+/// conversation (the client built them from `TOOL_CALL_*` events); a payload's `arguments`
+/// replaces the arguments (the user edited them).
+fn confirm(
+    input: &RunAgentInput,
+    tail: &[Message],
+    calls: &HashMap<&str, &ToolCall>,
+) -> Result<ReplyInput, ServeError> {
+    if tail.iter().any(|m| m.role == "user") {
+        return Err(ServeError::invalid(
+            "the run answers interrupts and carries new messages; answer the interrupts first, then send the \
+             messages in the next run",
+        ));
+    }
+    let mut results = Vec::with_capacity(input.resume.len());
+    for entry in &input.resume {
+        let Some(call) = calls.get(entry.interrupt_id.as_str()) else {
+            return Err(ServeError::invalid(format!(
+                "resume names '{}', which is no tool call of the conversation's messages; send the messages the \
+                 interrupted run produced",
+                entry.interrupt_id
+            )));
+        };
+        let payload = entry.payload.as_ref();
+        let approved = entry.status == ResumeStatus::Resolved
+            && payload.and_then(|p| p.get("approved")).and_then(Value::as_bool) != Some(false);
+        let arguments = match payload.and_then(|p| p.get("arguments")) {
+            Some(Value::String(s)) => s.clone(),
+            Some(v @ Value::Object(_)) => v.to_string(),
+            Some(_) => {
+                return Err(ServeError::invalid(format!(
+                    "resume '{}': payload.arguments must be a JSON object or a JSON string",
+                    entry.interrupt_id
+                )));
+            }
+            None => call.function.arguments.clone(),
+        };
+        let block = ToolCallBlock::new(call.id.as_str(), call.function.name.as_str(), arguments);
+        results.push(ConfirmResult::new(approved, block));
+    }
+    Ok(ReplyInput::Confirm(Arc::new(UserConfirmResultEvent::new(
+        Id::new(),
+        results,
+    ))))
+}

@@ -1,0 +1,159 @@
+//! [`RunStream`]: one run's server-sent events, from the reply's first item to `RUN_FINISHED`.
+//!
+//! A client that goes away drops the stream: the reply is then interrupted (the agent closes
+//! what is open and keeps what was streamed, see `Agent::interrupt`) and read to its end by a
+//! task of its own, so its session is saved as usual; the thread stays busy until then.
+//!
+//! While the reply sends nothing (a long model call, a slow tool), a `: keep-alive` comment goes
+//! out every keep-alive period, so that proxies do not close an idle connection; SSE clients
+//! ignore comments.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use futures_core::Stream;
+use futures_util::StreamExt;
+use tokio::time::{Instant, Interval, MissedTickBehavior};
+use towerscope_agent::{Agent, ReplyStream};
+use towerscope_core::{AgentError, ReplyItem};
+
+use super::event::AguiEvent;
+use super::mapping::EventMapper;
+use super::threads::ThreadClaim;
+
+/// The body of an AG-UI response.
+pub(crate) struct RunStream {
+    agent: Agent,
+    reply: Option<ReplyStream>,
+    claim: Option<ThreadClaim>,
+    mapper: EventMapper,
+    first: Option<Result<ReplyItem, AgentError>>,
+    queue: VecDeque<AguiEvent>,
+    done: bool,
+    keep_alive: Option<Interval>,
+}
+
+impl RunStream {
+    /// The stream of a reply whose first item was already read (to answer with a status when
+    /// it is an error).
+    pub(crate) fn new(
+        agent: Agent,
+        reply: ReplyStream,
+        claim: ThreadClaim,
+        mapper: EventMapper,
+        first: Option<Result<ReplyItem, AgentError>>,
+        keep_alive: Option<Duration>,
+    ) -> Self {
+        let mut queue = VecDeque::new();
+        queue.push_back(mapper.start());
+        let keep_alive = keep_alive.filter(|p| !p.is_zero()).map(|period| {
+            let mut interval = tokio::time::interval_at(Instant::now() + period, period);
+            interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            interval
+        });
+        Self {
+            agent,
+            reply: Some(reply),
+            claim: Some(claim),
+            mapper,
+            first,
+            queue,
+            done: false,
+            keep_alive,
+        }
+    }
+
+    /// Maps one reply item; `None` is the reply's end.
+    fn take(&mut self, item: Option<Result<ReplyItem, AgentError>>) {
+        let mut out = Vec::new();
+        match item {
+            Some(Ok(ReplyItem::Event(event))) => self.mapper.map(&event, &mut out),
+            Some(Ok(ReplyItem::Final(_))) => {}
+            Some(Err(err)) => {
+                out.push(self.mapper.fail(&err));
+                self.end();
+            }
+            None => {
+                out.push(self.mapper.finish());
+                self.end();
+            }
+        }
+        self.queue.extend(out);
+    }
+
+    fn end(&mut self) {
+        self.done = true;
+        self.reply = None;
+        self.claim = None;
+    }
+}
+
+/// `data: <json>\n\n`.
+fn frame(event: &AguiEvent) -> Bytes {
+    let json = serde_json::to_string(event).unwrap_or_else(|_| {
+        r#"{"type":"RUN_ERROR","message":"an event could not be encoded","code":"encode_error"}"#.to_owned()
+    });
+    Bytes::from(format!("data: {json}\n\n"))
+}
+
+impl Stream for RunStream {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        loop {
+            if let Some(event) = this.queue.pop_front() {
+                if let Some(keep_alive) = this.keep_alive.as_mut() {
+                    keep_alive.reset();
+                }
+                return Poll::Ready(Some(Ok(frame(&event))));
+            }
+            if this.done {
+                return Poll::Ready(None);
+            }
+            if let Some(first) = this.first.take() {
+                this.take(Some(first));
+                continue;
+            }
+            let Some(reply) = this.reply.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match reply.poll_next_unpin(cx) {
+                Poll::Pending => {
+                    let idle = this.keep_alive.as_mut().is_some_and(|k| k.poll_tick(cx).is_ready());
+                    return if idle {
+                        Poll::Ready(Some(Ok(Bytes::from_static(b": keep-alive\n\n"))))
+                    } else {
+                        Poll::Pending
+                    };
+                }
+                Poll::Ready(item) => this.take(item),
+            }
+        }
+    }
+}
+
+impl Drop for RunStream {
+    fn drop(&mut self) {
+        let Some(mut reply) = self.reply.take() else {
+            return;
+        };
+        let claim = self.claim.take();
+        // The client went away in the middle of the run: stop the reply the agent's way, so
+        // that what was streamed stays in its context, and read it to its end.
+        self.agent.interrupt();
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(async move {
+                    while reply.next().await.is_some() {}
+                    drop(claim);
+                });
+            }
+            Err(_) => drop(reply),
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! AG-UI's human in the loop over HTTP, in process: a confirmation as an interrupt the next
+//! run's `resume` answers (approved with edited arguments, or denied), and a front-end tool the
+//! client runs, whose result resumes the reply.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use support::{error_code, events, post, router, run};
+
+#[tokio::test]
+async fn a_call_needing_confirmation_ends_the_run_as_an_interrupt_the_next_run_answers() {
+    let (router, model) = router("confirm");
+    let (_, sse) = post(
+        &router,
+        run("t1", json!([{"id": "u1", "role": "user", "content": "delete it"}])),
+    )
+    .await;
+    let first = events(&sse);
+    let finished = first.last().unwrap();
+    assert_eq!(finished["type"], "RUN_FINISHED");
+    assert_eq!(finished["outcome"]["type"], "interrupt");
+    let interrupt = &finished["outcome"]["interrupts"][0];
+    let call_id = interrupt["toolCallId"].as_str().unwrap().to_owned();
+    assert_eq!(interrupt["id"], call_id.as_str());
+    assert_eq!(interrupt["reason"], "tool_confirmation");
+    assert_eq!(model.calls(), 1);
+
+    // A new message while the thread waits for the answer is refused, and changes nothing.
+    let (status, body) = post(
+        &router,
+        run("t1", json!([{"id": "u2", "role": "user", "content": "hello"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(error_code(&body), "state_error");
+
+    let history = json!([
+        {"id": "u1", "role": "user", "content": "delete it"},
+        {"id": call_id, "role": "assistant", "toolCalls": [
+            {"id": call_id, "type": "function", "function": {"name": "delete_file", "arguments": "{\"path\": \"/tmp/a\"}"}}
+        ]}
+    ]);
+    let mut resume: Value = serde_json::from_str(&run("t1", history.clone())).unwrap();
+    resume["resume"] = json!([{"interruptId": call_id, "status": "resolved", "payload": {"approved": true, "arguments": {"path": "/tmp/b"}}}]);
+    let (status, sse) = post(&router, resume.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{sse}");
+    let second = events(&sse);
+    let result = second.iter().find(|e| e["type"] == "TOOL_CALL_RESULT").unwrap();
+    assert_eq!(result["content"], "deleted /tmp/b", "the user's edited arguments ran");
+    assert_eq!(second.last().unwrap()["outcome"]["type"], "success", "{sse}");
+
+    // Resuming again: nothing waits any more.
+    let (status, body) = post(&router, resume.to_string()).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(error_code(&body), "state_error");
+}
+
+#[tokio::test]
+async fn a_denied_confirmation_gives_the_model_a_denied_result() {
+    let (router, model) = router("deny");
+    let (_, sse) = post(
+        &router,
+        run("t1", json!([{"id": "u1", "role": "user", "content": "delete it"}])),
+    )
+    .await;
+    let call_id = events(&sse).last().unwrap()["outcome"]["interrupts"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let history = json!([
+        {"id": "u1", "role": "user", "content": "delete it"},
+        {"id": call_id, "role": "assistant", "toolCalls": [
+            {"id": call_id, "type": "function", "function": {"name": "delete_file", "arguments": "{\"path\": \"/tmp/a\"}"}}
+        ]}
+    ]);
+    let mut resume: Value = serde_json::from_str(&run("t1", history)).unwrap();
+    resume["resume"] = json!([{"interruptId": call_id, "status": "cancelled"}]);
+    let (status, sse) = post(&router, resume.to_string()).await;
+    assert_eq!(status, StatusCode::OK);
+    let result = events(&sse)
+        .into_iter()
+        .find(|e| e["type"] == "TOOL_CALL_RESULT")
+        .unwrap();
+    assert!(
+        result["content"].as_str().unwrap().contains("denied by user"),
+        "{result}"
+    );
+    assert_eq!(model.calls(), 2, "the model answered the denial");
+}
+
+#[tokio::test]
+async fn a_front_end_tool_is_left_to_the_client_and_its_result_resumes_the_reply() {
+    let (router, model) = router("frontend");
+    let tools = json!([{"name": "pick_color", "description": "Let the user pick a color", "parameters": {"type": "object", "properties": {"palette": {"type": "string"}}}}]);
+    let mut body: Value = serde_json::from_str(&run(
+        "t1",
+        json!([{"id": "u1", "role": "user", "content": "a color please"}]),
+    ))
+    .unwrap();
+    body["tools"] = tools.clone();
+    let (status, sse) = post(&router, body.to_string()).await;
+    assert_eq!(status, StatusCode::OK);
+    let first = events(&sse);
+    assert!(
+        model.requests()[0].tool_names().contains(&"pick_color"),
+        "the model was offered the tool"
+    );
+    let call = first.iter().find(|e| e["type"] == "TOOL_CALL_START").unwrap();
+    assert_eq!(call["toolCallName"], "pick_color");
+    let call_id = call["toolCallId"].as_str().unwrap().to_owned();
+    assert!(
+        first.iter().all(|e| e["type"] != "TOOL_CALL_RESULT"),
+        "the server does not run it"
+    );
+    let finished = first.last().unwrap();
+    assert_eq!(
+        finished["outcome"],
+        json!({"type": "success", "pendingToolCallIds": [call_id]})
+    );
+
+    let history = json!([
+        {"id": "u1", "role": "user", "content": "a color please"},
+        {"id": call_id, "role": "assistant", "toolCalls": [
+            {"id": call_id, "type": "function", "function": {"name": "pick_color", "arguments": "{\"palette\": \"warm\"}"}}
+        ]},
+        {"id": "tool-1", "role": "tool", "toolCallId": call_id, "content": "orange"}
+    ]);
+    let mut body: Value = serde_json::from_str(&run("t1", history)).unwrap();
+    body["tools"] = tools;
+    let (status, sse) = post(&router, body.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{sse}");
+    let second = events(&sse);
+    let text: String = second
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "Result: orange");
+}

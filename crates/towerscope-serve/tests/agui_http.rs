@@ -1,0 +1,304 @@
+//! AG-UI over HTTP, in process: the events of a tool round, what reaches the session, keep-alive
+//! comments, and every refusal as a status with a JSON body (the human in the loop is in
+//! agui_hitl.rs).
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use serde_json::json;
+use tower::ServiceExt;
+use towerscope_serve::RouterBuilder;
+
+use support::{error_code, events, factory, model, post, router, run, session_dir, types};
+
+#[tokio::test]
+async fn a_tool_round_streams_reasoning_the_call_its_result_and_the_answer_in_order() {
+    let (router, model) = router("tool-round");
+    let (status, sse) = post(
+        &router,
+        run("t1", json!([{"id": "u1", "role": "user", "content": "weather?"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let events = events(&sse);
+    assert_eq!(
+        types(&events),
+        [
+            "RUN_STARTED",
+            "REASONING_START",
+            "REASONING_MESSAGE_START",
+            "REASONING_MESSAGE_CONTENT",
+            "REASONING_MESSAGE_END",
+            "REASONING_END",
+            "TOOL_CALL_START",
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_END",
+            "TOOL_CALL_RESULT",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "RUN_FINISHED",
+        ]
+    );
+    assert_eq!(events[0]["threadId"], "t1");
+    let call = events.iter().find(|e| e["type"] == "TOOL_CALL_START").unwrap();
+    assert_eq!(call["toolCallName"], "get_weather");
+    let result = events.iter().find(|e| e["type"] == "TOOL_CALL_RESULT").unwrap();
+    assert_eq!(result["toolCallId"], call["toolCallId"]);
+    assert_eq!(result["content"], "sunny in Paris");
+    let text: String = events
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "Result: sunny in Paris");
+    assert_eq!(events.last().unwrap()["outcome"]["type"], "success");
+    // The model saw the user's message once.
+    let first = &model.requests()[0];
+    let users: Vec<_> = first
+        .messages
+        .iter()
+        .filter(|m| m.role == towerscope_core::Role::User)
+        .collect();
+    assert_eq!(users.len(), 1);
+    assert_eq!(users[0].text_content().as_deref(), Some("weather?"));
+}
+
+#[tokio::test]
+async fn the_next_run_sends_only_new_messages_and_the_session_keeps_the_conversation() {
+    let (router, model) = router("second-run");
+    let (_, sse) = post(
+        &router,
+        run("t1", json!([{"id": "u1", "role": "user", "content": "hi"}])),
+    )
+    .await;
+    let first = events(&sse);
+    let answer_id = first.iter().find(|e| e["type"] == "TEXT_MESSAGE_START").unwrap()["messageId"].clone();
+    // As @ag-ui/client does: the whole conversation, then the new message.
+    let history = json!([
+        {"id": "u1", "role": "user", "content": "hi"},
+        {"id": answer_id, "role": "assistant", "content": "Hello!"},
+        {"id": "u2", "role": "user", "content": "hi again"}
+    ]);
+    let (status, _) = post(&router, run("t1", history)).await;
+    assert_eq!(status, StatusCode::OK);
+    let second = model.requests().pop().unwrap();
+    let texts: Vec<_> = second
+        .messages
+        .iter()
+        .filter(|m| m.role != towerscope_core::Role::System)
+        .filter_map(|m| m.text_content())
+        .collect();
+    assert_eq!(
+        texts,
+        ["hi", "Hello!", "hi again"],
+        "the stored conversation, each message once"
+    );
+}
+
+#[tokio::test]
+async fn bad_input_gets_400_or_422_with_a_json_body() {
+    let (router, model) = router("bad-input");
+    let (status, body) = post(&router, "{not json").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(error_code(&body), "bad_json");
+    let (status, body) = post(&router, r#"{"runId": "r", "messages": []}"#).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(error_code(&body), "invalid_input");
+    assert!(body.contains("threadId"), "{body}");
+    let (status, body) = post(&router, r#"{"threadId": "t", "runId": "r", "messages": [{"id": "u", "role": "user"}], "resume": [{"interruptId": "nope", "status": "resolved"}]}"#).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(error_code(&body), "invalid_input");
+    let long_thread = "x".repeat(10_000);
+    let (status, body) = post(
+        &router,
+        run(&long_thread, json!([{"id": "u", "role": "user", "content": "hi"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(error_code(&body), "validation_error");
+    assert_eq!(model.calls(), 0);
+}
+
+#[tokio::test]
+async fn a_resume_on_a_thread_with_nothing_waiting_is_a_conflict() {
+    let (router, _) = router("unknown-thread");
+    let body = json!({"threadId": "never-seen", "runId": "r", "messages": [
+        {"id": "c1", "role": "assistant", "toolCalls": [{"id": "c1", "type": "function", "function": {"name": "delete_file", "arguments": "{}"}}]}
+    ], "resume": [{"interruptId": "c1", "status": "resolved"}]});
+    let (status, body) = post(&router, body.to_string()).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(error_code(&body), "state_error");
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_gets_413() {
+    let model = model();
+    let router = RouterBuilder::new(factory(model.clone(), session_dir("limit")))
+        .body_limit(1024)
+        .build();
+    let big = run("t1", json!([{"id": "u1", "role": "user", "content": "a".repeat(4096)}]));
+    let (status, body) = post(&router, big).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(error_code(&body), "body_too_large");
+    assert_eq!(model.calls(), 0);
+}
+
+#[tokio::test]
+async fn a_second_run_on_a_busy_thread_gets_409_and_the_first_completes() {
+    let (router, _) = router("busy");
+    let request = Request::post("/agui")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(run(
+            "t1",
+            json!([{"id": "u1", "role": "user", "content": "slow"}]),
+        )))
+        .unwrap();
+    let first = router.clone().oneshot(request).await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    let (status, body) = post(
+        &router,
+        run("t1", json!([{"id": "u2", "role": "user", "content": "hi"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(error_code(&body), "thread_busy");
+    // Another thread is not busy.
+    let (status, _) = post(
+        &router,
+        run("t2", json!([{"id": "u1", "role": "user", "content": "hi"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let sse = axum::body::to_bytes(first.into_body(), usize::MAX).await.unwrap();
+    let first = events(std::str::from_utf8(&sse).unwrap());
+    assert_eq!(first.last().unwrap()["type"], "RUN_FINISHED");
+    // Free again.
+    let (status, _) = post(
+        &router,
+        run("t1", json!([{"id": "u2", "role": "user", "content": "hi"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn unknown_routes_methods_and_panics_answer_json_and_never_the_panic_text() {
+    let (router, _) = router("routes");
+    let response = router
+        .clone()
+        .oneshot(Request::get("/nope").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let response = router
+        .clone()
+        .oneshot(Request::get("/agui").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    assert_eq!(error_code(std::str::from_utf8(&bytes).unwrap()), "method_not_allowed");
+
+    let panicking = towerscope_serve::router(
+        |_: &str| -> Result<towerscope_agent::Agent, towerscope_core::AgentError> {
+            panic!("secret-key-123 in a panic")
+        },
+    );
+    let (status, body) = post(&panicking, run("t1", json!([]))).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(error_code(&body), "internal_error");
+    assert!(!body.contains("secret-key-123"), "{body}");
+    // The thread the panicking request claimed is free again: the claim is dropped on unwind.
+    let (status, _) = post(&panicking, run("t1", json!([]))).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+}
+
+#[tokio::test]
+async fn a_bearer_token_guards_the_endpoints_but_not_the_page() {
+    let model = model();
+    let router = RouterBuilder::new(factory(model, session_dir("token")))
+        .bearer_token("s3cret")
+        .build();
+    let (status, body) = post(
+        &router,
+        run("t1", json!([{"id": "u1", "role": "user", "content": "hi"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(error_code(&body), "unauthorized");
+    let request = |token: &str| {
+        Request::post("/agui")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(Body::from(run(
+                "t1",
+                json!([{"id": "u1", "role": "user", "content": "hi"}]),
+            )))
+            .unwrap()
+    };
+    assert_eq!(
+        router.clone().oneshot(request("wrong")).await.unwrap().status(),
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        router.clone().oneshot(request("s3cret")).await.unwrap().status(),
+        StatusCode::OK
+    );
+    let page = router
+        .oneshot(Request::get("/").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let html = axum::body::to_bytes(page.into_body(), usize::MAX).await.unwrap();
+    assert!(std::str::from_utf8(&html).unwrap().contains("fetch(\"agui\""));
+}
+
+#[tokio::test]
+async fn context_and_developer_messages_reach_the_model_before_the_question() {
+    let (router, model) = router("context");
+    let body = json!({"threadId": "t1", "runId": "r1",
+        "messages": [
+            {"id": "d1", "role": "developer", "content": "Answer in French."},
+            {"id": "u1", "role": "user", "content": "hi"}
+        ],
+        "context": [{"description": "the user's city", "value": "Lyon"}]});
+    let (status, sse) = post(&router, body.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{sse}");
+    let request = model.requests().pop().unwrap();
+    let seen: Vec<String> = request
+        .messages
+        .iter()
+        .filter(|m| m.role == towerscope_core::Role::User)
+        .map(|m| serde_json::to_string(&m.content).unwrap())
+        .collect();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(
+        seen[0].contains("the user's city: Lyon") && seen[0].contains("Answer in French."),
+        "{seen:?}"
+    );
+    assert!(seen[1].contains("hi"), "{seen:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_silent_stream_sends_keep_alive_comments_the_client_ignores() {
+    let model = model();
+    let router = RouterBuilder::new(factory(model, session_dir("keep-alive")))
+        .keep_alive(Some(std::time::Duration::from_secs(15)))
+        .build();
+    let (status, sse) = post(
+        &router,
+        run("t1", json!([{"id": "u1", "role": "user", "content": "wait for it"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    // 40 s of silence: a comment at 15 s and at 30 s, between RUN_STARTED and the answer.
+    assert_eq!(sse.matches(": keep-alive\n\n").count(), 2, "{sse}");
+    let first_comment = sse.find(": keep-alive").unwrap();
+    assert!(sse.find("RUN_STARTED").unwrap() < first_comment);
+    assert!(first_comment < sse.find("TEXT_MESSAGE_START").unwrap());
+    let events = events(&sse);
+    assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");
+}

@@ -1,0 +1,38 @@
+//! The chat page in a real browser: headless Chromium (Debian's package, driven by
+//! playwright-core) loads `GET /`, sends a message, confirms a tool call and stops a reply, with
+//! any JavaScript error a failure (tests/web/chat_page.cjs). The screenshot is kept at
+//! `$CARGO_TARGET_TMPDIR/serve-chat-page.png`.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use support::{factory, model, node_modules, serve, session_dir};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chat_page_streams_confirms_and_stops_in_headless_chromium() {
+    let Some(modules) = node_modules("the_chat_page_streams_confirms_and_stops_in_headless_chromium") else {
+        return;
+    };
+    let router = towerscope_serve::router(factory(model(), session_dir("chat-page")));
+    let (addr, stop, server) = serve(router).await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/web/chat_page.cjs");
+    let screenshot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-chat-page.png");
+    let _ = std::fs::remove_file(&screenshot);
+    let output = tokio::process::Command::new("node")
+        .arg(script)
+        .arg(format!("http://{addr}/"))
+        .arg(&screenshot)
+        .env("TOWERSCOPE_NODE_MODULES", modules)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}\nscreenshot: {}", screenshot.display());
+    assert!(output.status.success(), "the page failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("passed, 0 failed"), "{stdout}");
+    assert!(screenshot.exists(), "the screenshot was kept");
+    let _ = stop.send(());
+    server.await.unwrap().unwrap();
+}

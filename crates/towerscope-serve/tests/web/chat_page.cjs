@@ -1,0 +1,90 @@
+// Drives the chat page (GET /) in headless Chromium through playwright-core: a message with a
+// tool round (thinking, the call, its result, the answer), a call confirmed with its button,
+// and a reply stopped with the stop button. Any JavaScript error on the page fails the run.
+// argv: the page's URL, the screenshot's path.
+"use strict";
+const fs = require("node:fs");
+const os = require("node:os");
+const path = require("node:path");
+const modules = process.env.TOWERSCOPE_NODE_MODULES;
+const executablePath = process.env.TOWERSCOPE_CHROMIUM || "/usr/bin/chromium";
+if (!modules) {
+  console.error("TOWERSCOPE_NODE_MODULES is not set (scripts/web-clients.sh prints it)");
+  process.exit(2);
+}
+const { chromium } = require(path.join(modules, "playwright-core"));
+const [url, screenshot] = process.argv.slice(2);
+
+let checks = 0;
+function check(cond, what, detail) {
+  if (!cond) throw new Error(`${what}${detail === undefined ? "" : ": " + JSON.stringify(detail)}`);
+  checks += 1;
+  console.log(`ok: ${what}`);
+}
+
+(async () => {
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), "towerscope-chromium-"));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync"],
+    viewport: { width: 900, height: 900 },
+  });
+  const errors = [];
+  const page = context.pages()[0] || await context.newPage();
+  page.on("pageerror", (e) => errors.push("page error: " + e.message));
+  page.on("console", (m) => { if (m.type() === "error") errors.push("console error: " + m.text()); });
+  try {
+    const response = await page.goto(url);
+    check(response && response.status() === 200, "the page loads", response && response.status());
+
+    await page.fill("#input", "What's the weather?");
+    await page.click("#send");
+    await page.waitForSelector(".assistant:has-text('Result: sunny in Paris')", { timeout: 10000 });
+    check(true, "the streamed answer appears");
+    const thinking = await page.textContent("details.reasoning");
+    check(thinking.includes("I should look it up."), "the thinking is shown", thinking);
+    const tool = await page.textContent(".tool");
+    check(tool.includes("get_weather") && tool.includes("Paris") && tool.includes("sunny in Paris"),
+      "the tool call shows its name, arguments and result", tool);
+
+    await page.fill("#input", "please delete it");
+    await page.click("#send");
+    const approve = await page.waitForSelector("button[data-confirm]", { timeout: 10000 });
+    check(true, "a call needing confirmation shows an Approve button");
+    await approve.click();
+    await page.waitForSelector(".assistant:has-text('Result: deleted /tmp/a')", { timeout: 10000 });
+    check(true, "the approved call ran and the reply went on");
+
+    await page.fill("#input", "a long answer");
+    await page.click("#send");
+    await page.waitForSelector(".assistant:has-text('one two')", { timeout: 10000 });
+    await page.click("#stop");
+    await page.waitForSelector(".status:has-text('stopped')", { timeout: 10000 });
+    const stopped = await page.locator(".assistant").last().textContent();
+    check(!stopped.includes("twenty"), "the stop button stops the reply", stopped);
+    await page.waitForSelector("#send:not([disabled])", { timeout: 10000 });
+
+    // The stopped reply freed the thread: the conversation goes on.
+    let answered = false;
+    for (let i = 0; i < 40 && !answered; i++) {
+      await page.fill("#input", "hello");
+      await page.click("#send");
+      await page.waitForSelector("#send:not([disabled])", { timeout: 10000 });
+      answered = (await page.locator(".assistant").last().textContent()) === "Hello!";
+      if (!answered) await page.waitForTimeout(100);
+    }
+    check(answered, "the conversation goes on after a stop");
+
+    await page.screenshot({ path: screenshot, fullPage: true });
+    check(errors.length === 0, "no JavaScript error on the page", errors);
+    console.log(`${checks} passed, 0 failed`);
+  } finally {
+    await context.close();
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+})().catch((e) => {
+  console.error("FAILED:", e && e.stack ? e.stack : e);
+  process.exit(1);
+});
