@@ -1,0 +1,186 @@
+//! The axum handlers: the agent card, and the JSON-RPC endpoint answering in JSON or, for
+//! `SendStreamingMessage`, in Server-Sent Events.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::{Body, to_bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream::{self, Stream};
+use serde_json::Value;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::config::A2aConfig;
+use super::error::RpcError;
+use super::methods::{self, Started};
+use super::rpc;
+use super::tasks::Tasks;
+use super::wire::{CancelTaskRequest, GetTaskRequest, SendMessageRequest, SendMessageResponse, StreamResponse};
+
+/// What every handler shares.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    pub(crate) config: Arc<A2aConfig>,
+    pub(crate) tasks: Arc<Tasks>,
+}
+
+/// `GET /.well-known/agent-card.json`.
+pub(crate) async fn card(State(shared): State<Shared>, headers: HeaderMap) -> Response {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| plausible_host(h));
+    Json(shared.config.card(host)).into_response()
+}
+
+/// A host (and port) as a URL may carry it: nothing that could end the authority.
+fn plausible_host(host: &str) -> bool {
+    !host.is_empty()
+        && host.len() <= 255
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
+}
+
+/// `POST /a2a`: one JSON-RPC request.
+pub(crate) async fn rpc(State(shared): State<Shared>, headers: HeaderMap, body: Body) -> Response {
+    let body = match to_bytes(body, shared.tasks.limits.max_body_bytes).await {
+        Ok(body) => body,
+        Err(_) => {
+            let error = RpcError::invalid_request(format!(
+                "the request body is larger than {} bytes",
+                shared.tasks.limits.max_body_bytes
+            ));
+            return (StatusCode::PAYLOAD_TOO_LARGE, Json(rpc::error(&Value::Null, &error))).into_response();
+        }
+    };
+    let request = match rpc::parse_request(&body) {
+        Ok(request) => request,
+        Err((id, error)) => return Json(rpc::error(&id, &error)).into_response(),
+    };
+    if let Err(error) = check_version(&headers) {
+        return Json(rpc::error(&request.id, &error)).into_response();
+    }
+    let id = request.id;
+    let tasks = &shared.tasks;
+    let answer = match request.method.as_str() {
+        "SendMessage" => send(tasks, request.params).await,
+        "SendStreamingMessage" => {
+            match rpc::params::<SendMessageRequest>(request.params).and_then(|r| methods::start(tasks, r)) {
+                Ok(started) => return stream_response(Arc::clone(tasks), id, started),
+                Err(e) => Err(e),
+            }
+        }
+        "GetTask" => rpc::params::<GetTaskRequest>(request.params)
+            .and_then(|r| tasks.snapshot(&r.id, r.history_length))
+            .map(|t| to_value(&t)),
+        "CancelTask" => match rpc::params::<CancelTaskRequest>(request.params) {
+            Ok(r) => methods::cancel(tasks, &r.id).await.map(|t| to_value(&t)),
+            Err(e) => Err(e),
+        },
+        "SubscribeToTask" | "ListTasks" | "GetExtendedAgentCard" => Err(RpcError::new(
+            RpcError::UNSUPPORTED_OPERATION,
+            format!("`{}` is not served by this agent", request.method),
+        )),
+        m if m.contains("PushNotificationConfig") => Err(RpcError::new(
+            RpcError::PUSH_NOTIFICATION_NOT_SUPPORTED,
+            "push notifications are not served by this agent",
+        )),
+        m => Err(RpcError::method_not_found(m)),
+    };
+    match answer {
+        Ok(result) => Json(rpc::result(&id, result)).into_response(),
+        Err(error) => Json(rpc::error(&id, &error)).into_response(),
+    }
+}
+
+/// `A2A-Version`: absent (a hand-written request) or 1.x.
+fn check_version(headers: &HeaderMap) -> Result<(), RpcError> {
+    let Some(version) = headers.get("a2a-version") else {
+        return Ok(());
+    };
+    let version = version.to_str().unwrap_or("");
+    if version == "1" || version.starts_with("1.") {
+        return Ok(());
+    }
+    let shown: String = version.chars().take(16).collect();
+    Err(RpcError::new(
+        RpcError::VERSION_NOT_SUPPORTED,
+        format!("A2A-Version `{shown}` is not served; this agent speaks 1.0"),
+    ))
+}
+
+/// `SendMessage`: the task once it stops, or at once with `returnImmediately`.
+async fn send(tasks: &Arc<Tasks>, params: Value) -> Result<Value, RpcError> {
+    let request: SendMessageRequest = rpc::params(params)?;
+    let immediately = request.configuration.as_ref().is_some_and(|c| c.return_immediately);
+    let history = request.configuration.as_ref().and_then(|c| c.history_length);
+    let Started { id, mut updates, .. } = methods::start(tasks, request)?;
+    if !immediately {
+        methods::wait_stopped(tasks, &id, &mut updates).await;
+    }
+    let task = tasks.snapshot(&id, history)?;
+    Ok(to_value(&SendMessageResponse::Task(task)))
+}
+
+fn to_value(value: &impl serde::Serialize) -> Value {
+    serde_json::to_value(value).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "an A2A result could not be encoded");
+        Value::Null
+    })
+}
+
+/// `SendStreamingMessage`: the task, then its updates until it stops.
+fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started) -> Response {
+    let Started {
+        id: task_id,
+        task,
+        updates,
+    } = started;
+    struct St {
+        tasks: Arc<Tasks>,
+        rpc_id: Value,
+        task_id: String,
+        first: Option<StreamResponse>,
+        updates: tokio::sync::broadcast::Receiver<StreamResponse>,
+        done: bool,
+    }
+    let state = St {
+        tasks,
+        rpc_id: id,
+        task_id,
+        first: Some(StreamResponse::Task(task)),
+        updates,
+        done: false,
+    };
+    let events = stream::unfold(state, |mut st| async move {
+        if st.done {
+            return None;
+        }
+        let item = match st.first.take() {
+            Some(first) => first,
+            None => match st.updates.recv().await {
+                Ok(update) => update,
+                // Fell behind: the whole task instead of what was missed.
+                Err(RecvError::Lagged(_)) => StreamResponse::Task(st.tasks.snapshot(&st.task_id, None).ok()?),
+                Err(RecvError::Closed) => return None,
+            },
+        };
+        st.done = match &item {
+            StreamResponse::StatusUpdate(u) => u.status.state.is_stopped(),
+            StreamResponse::Task(t) => t.status.state.is_stopped(),
+            _ => false,
+        };
+        let data = rpc::result(&st.rpc_id, &item).to_string();
+        Some((Ok::<_, Infallible>(Event::default().data(data)), st))
+    });
+    sse(events)
+}
+
+fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
+    Sse::new(events).keep_alive(KeepAlive::default()).into_response()
+}
