@@ -12,6 +12,7 @@ use towerscope_core::{
     AgentError, AgentEvent, ErrorInfo, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem,
 };
 use towerscope_team::Participant;
+use towerscope_team::hub::Broadcaster;
 
 use super::client::{A2aClient, ClientError, UpdateStream, user_message};
 use super::wire::{SendMessageResponse, StreamResponse, Task, TaskState};
@@ -20,7 +21,8 @@ use super::wire::{SendMessageResponse, StreamResponse, Task, TaskState};
 ///
 /// Its replies are the remote agent's answers, streamed as text events when its card says it
 /// streams. It keeps one A2A context (the remote session) across replies; messages it observes
-/// are sent with its next message, each as `name: text`. A remote task that waits for input
+/// are sent with its next message, each as `name: text`; in a `MsgHub` its completed replies
+/// are broadcast to the others (it has a [`Broadcaster`]). A remote task that waits for input
 /// ends the reply with the remote agent's question; the next reply answers that task. Failures
 /// of the remote agent end the reply with `finished_reason` `error` (the connection's failures
 /// are the stream's error).
@@ -52,6 +54,7 @@ pub struct RemoteAgent {
     name: String,
     client: A2aClient,
     state: Arc<Mutex<Conversation>>,
+    broadcaster: Broadcaster,
 }
 
 #[derive(Debug, Default)]
@@ -76,6 +79,7 @@ impl RemoteAgent {
             name: client.card().name.clone(),
             client,
             state: Arc::default(),
+            broadcaster: Broadcaster::new(),
         }
     }
 
@@ -174,6 +178,10 @@ impl Participant for RemoteAgent {
     fn observe(&self, msgs: Vec<Msg>) -> Result<(), AgentError> {
         self.lock().observed.extend(msgs);
         Ok(())
+    }
+
+    fn broadcaster(&self) -> Option<&Broadcaster> {
+        Some(&self.broadcaster)
     }
 
     fn interrupt(&self) -> bool {
@@ -327,6 +335,9 @@ impl Reply {
         }
         msg.id = self.reply_id.clone();
         msg.finished_reason = Some(reason);
+        if reason == ReplyFinishedReason::Completed {
+            self.agent.broadcaster.broadcast(&msg);
+        }
         self.out.push_back(Ok(ReplyItem::Event(AgentEvent::ReplyEnd(end))));
         self.out.push_back(Ok(ReplyItem::Final(msg)));
         self.done = true;
