@@ -19,9 +19,9 @@ struct Delete {
 }
 
 /// The answer of a `chat-*` context's first reply.
-pub const CHAT_ANSWER: &str = "Hello from towerscope, streamed in pieces.";
+pub(crate) const CHAT_ANSWER: &str = "Hello from towerscope, streamed in pieces.";
 /// The answer of a `chat-*` context's second reply.
-pub const CHAT_SECOND: &str = "Still here, same session.";
+pub(crate) const CHAT_SECOND: &str = "Still here, same session.";
 
 /// An agent per context, by the context id's prefix:
 /// - `chat-*`: answers [`CHAT_ANSWER`], then [`CHAT_SECOND`];
@@ -29,7 +29,7 @@ pub const CHAT_SECOND: &str = "Still here, same session.";
 /// - `slow-*`: answers after a minute (for cancellation);
 /// - `fail-*`: its model fails with a message holding a fake key;
 /// - anything else: the factory fails.
-pub fn agent(context: &str) -> Result<Agent, AgentError> {
+pub(crate) fn agent(context: &str) -> Result<Agent, AgentError> {
     let (prefix, _) = context.split_once('-').unwrap_or((context, ""));
     let model = match prefix {
         "chat" => ScriptedModel::new(
@@ -68,7 +68,7 @@ pub fn agent(context: &str) -> Result<Agent, AgentError> {
 
 /// Serves `config`'s A2A routes for [`agent`] on 127.0.0.1, on an ephemeral port; returns the
 /// base URL. The server lives as long as the test's runtime.
-pub async fn serve(config: A2aConfig) -> String {
+pub(crate) async fn serve(config: A2aConfig) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let app = config.routes(Arc::new(agent));
