@@ -44,6 +44,15 @@ redis_env="$(scripts/redis-server.sh start)"
 eval "$redis_env"
 export TOWERSCOPE_REQUIRE_REDIS=1
 
+# The official A2A Python SDK (`a2a-sdk` 1.3 and uvicorn, from PyPI, installed once into
+# ~/.cache/towerscope/a2a-venv) for crates/towerscope-serve/tests/a2a_python.rs: its client
+# against our A2A router, our client against an agent written with its server; each test starts
+# what it needs on an ephemeral loopback port. Required, so a failed install fails those tests.
+a2a_env="$(scripts/a2a-sdk.sh)"
+eval "$a2a_env"
+export TOWERSCOPE_A2A_PYTHON
+export TOWERSCOPE_REQUIRE_A2A=1
+
 # A real LLM server (llama.cpp's llama-server with SmolLM2-135M, built once into
 # ~/.cache/towerscope/llama) on loopback for crates/towerscope-models/tests/llm_server.rs; it
 # exports TOWERSCOPE_LLM_BASE_URL, TOWERSCOPE_LLM_MODEL and LLM_SERVER_PID. With

@@ -75,3 +75,32 @@ pub(crate) async fn serve(config: A2aConfig) -> String {
     tokio::spawn(async move { axum::serve(listener, app).await });
     base
 }
+
+/// An agent for any context that echoes what it was last told (`heard: <text>`), and takes a
+/// minute when told something containing `slowly`.
+pub(crate) fn echo_agent(_context: &str) -> Result<Agent, AgentError> {
+    let model = ScriptedModel::new("m", []).respond_with(|req| {
+        let last = req
+            .messages
+            .iter()
+            .rev()
+            .find_map(|m| m.text_content())
+            .unwrap_or_default();
+        let answer = ScriptedResponse::text(format!("heard: {last}"));
+        Some(if last.contains("slowly") {
+            answer.delay(Duration::from_secs(60))
+        } else {
+            answer
+        })
+    });
+    Agent::builder("echo").model(model).build()
+}
+
+/// Serves `config`'s A2A routes for [`echo_agent`], as [`serve`] does.
+pub(crate) async fn serve_echo(config: A2aConfig) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = config.routes(Arc::new(echo_agent));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    base
+}
