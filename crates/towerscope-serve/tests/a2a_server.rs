@@ -245,8 +245,10 @@ async fn bad_input_gets_the_protocols_error_codes() {
     let (_, body) = post(&base, rpc("GetTask", json!({"id": "x"})), Some("0.3")).await;
     assert_eq!(code(&body), RpcError::VERSION_NOT_SUPPORTED);
 
-    let (_, body) = post(&base, rpc("SubscribeToTask", json!({"id": "x"})), None).await;
+    let (_, body) = post(&base, rpc("ListTasks", json!({})), None).await;
     assert_eq!(code(&body), RpcError::UNSUPPORTED_OPERATION);
+    let (_, body) = post(&base, rpc("SubscribeToTask", json!({"id": "x"})), None).await;
+    assert_eq!(code(&body), RpcError::TASK_NOT_FOUND);
 
     // A body over the limit: HTTP 413, still a JSON-RPC error.
     let huge = rpc(
@@ -275,4 +277,62 @@ async fn bad_input_gets_the_protocols_error_codes() {
         client.send(user("Hi", "chat-s9")).await.unwrap().answer_text(),
         CHAT_ANSWER
     );
+}
+
+async fn start_slow(base: &str, context: &str) -> String {
+    let (_, started) = post(
+        base,
+        rpc(
+            "SendMessage",
+            json!({"message": {"messageId": "m1", "role": "ROLE_USER", "contextId": context, "parts": [{"text": "Take your time"}]},
+                   "configuration": {"returnImmediately": true}}),
+        ),
+        None,
+    )
+    .await;
+    started["result"]["task"]["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_follows_a_running_task_to_its_end() {
+    let base = serve(A2aConfig::new("helper")).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let id = start_slow(&base, "slow-sub").await;
+    let mut updates = client.subscribe(&id).await.unwrap();
+    let Some(Ok(StreamResponse::Task(task))) = updates.next().await else {
+        panic!("a subscription opens with the task")
+    };
+    assert_eq!(task.id, id);
+    assert!(!task.status.state.is_stopped());
+    client.cancel_task(&id).await.unwrap();
+    let rest: Vec<StreamResponse> = updates.map(Result::unwrap).collect().await;
+    assert!(
+        matches!(rest.last(), Some(StreamResponse::StatusUpdate(u)) if u.status.state == TaskState::Canceled),
+        "{rest:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_task_limit_new_messages_are_refused_until_one_ends() {
+    let limits = Limits {
+        max_tasks: 2,
+        ..Limits::default()
+    };
+    let base = serve(A2aConfig::new("helper").limits(limits)).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    // Ended tasks are forgotten to make room.
+    for i in 0..3 {
+        client.send(user("Hi", &format!("chat-l{i}"))).await.unwrap();
+    }
+    let first = start_slow(&base, "slow-l1").await;
+    let _second = start_slow(&base, "slow-l2").await;
+    let refused = client.send(user("Hi", "chat-l9")).await.unwrap_err();
+    let ClientError::Rpc(e) = refused else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(e.code, RpcError::INTERNAL_ERROR);
+    assert!(e.message.contains("limit"), "{}", e.message);
+    client.cancel_task(&first).await.unwrap();
+    let answer = client.send(user("Hi", "chat-l9")).await.unwrap();
+    assert_eq!(answer.answer_text(), CHAT_ANSWER);
 }

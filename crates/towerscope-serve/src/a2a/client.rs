@@ -114,7 +114,20 @@ impl A2aClient {
 
     /// `SendStreamingMessage`: the task's updates until it stops.
     pub async fn stream(&self, message: Message) -> Result<UpdateStream, ClientError> {
-        let body = envelope("SendStreamingMessage", &request(message));
+        self.call_streaming("SendStreamingMessage", &request(message)).await
+    }
+
+    /// `SubscribeToTask`: the task as it is, then its updates until it stops.
+    pub async fn subscribe(&self, id: &str) -> Result<UpdateStream, ClientError> {
+        let params = GetTaskRequest {
+            id: id.to_owned(),
+            history_length: None,
+        };
+        self.call_streaming("SubscribeToTask", &params).await
+    }
+
+    async fn call_streaming(&self, method: &str, params: &impl serde::Serialize) -> Result<UpdateStream, ClientError> {
+        let body = envelope(method, params);
         let answer = self
             .http
             .post(&self.url)

@@ -49,7 +49,7 @@ pub(crate) fn start(tasks: &Arc<Tasks>, request: SendMessageRequest) -> Result<S
         .unwrap_or_else(|| towerscope_core::id::new_id().to_string());
     let agent = tasks.agent_for(&context)?;
     message.context_id = Some(context.clone());
-    let (id, task, updates) = tasks.insert(&context, agent.clone(), message);
+    let (id, task, updates) = tasks.insert(&context, agent.clone(), message)?;
     let _ = tasks.with_task(&id, |t| {
         t.task.history[0].task_id = Some(id.clone());
     });
@@ -91,6 +91,15 @@ fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Sta
         id: task_id.to_owned(),
         task,
         updates,
+    })
+}
+
+/// `SubscribeToTask`: the task as it is, then its updates until it stops.
+pub(crate) fn subscribe(tasks: &Tasks, id: &str) -> Result<Started, RpcError> {
+    tasks.with_task(id, |t| Started {
+        id: id.to_owned(),
+        task: t.task.clone(),
+        updates: t.updates.subscribe(),
     })
 }
 

@@ -6,7 +6,7 @@
 //! | route | what |
 //! | --- | --- |
 //! | `GET /.well-known/agent-card.json` | the [`AgentCard`](wire::AgentCard): name, skills, the endpoint's URL, `streaming: true` |
-//! | `POST /a2a` | JSON-RPC 2.0: `SendMessage`, `SendStreamingMessage` (answered with Server-Sent Events), `GetTask`, `CancelTask` |
+//! | `POST /a2a` | JSON-RPC 2.0: `SendMessage`, `SendStreamingMessage` and `SubscribeToTask` (answered with Server-Sent Events), `GetTask`, `CancelTask` |
 //!
 //! A context id is a session: the [`AgentFactory`] builds the agent serving it the first time
 //! the context is seen, and it keeps the conversation (in memory, and in the factory's session
@@ -22,7 +22,7 @@
 //! `SendMessage` answers when the task stops (completed, failed, canceled, or waiting for
 //! input), or at once with `configuration.returnImmediately`. `SendStreamingMessage` sends the
 //! task, then status and artifact updates (the answer as it streams) until it stops; the task
-//! goes on if the client disconnects (`GetTask` finds it). How an input-required task is
+//! goes on if the client disconnects (`GetTask` finds it, `SubscribeToTask` follows it again). How an input-required task is
 //! answered is described in the `answer` rules: `yes`/`no` or `{"approved": bool}` for a
 //! confirmation.
 //!

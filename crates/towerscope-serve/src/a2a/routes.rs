@@ -82,7 +82,13 @@ pub(crate) async fn rpc(State(shared): State<Shared>, headers: HeaderMap, body: 
             Ok(r) => methods::cancel(tasks, &r.id).await.map(|t| to_value(&t)),
             Err(e) => Err(e),
         },
-        "SubscribeToTask" | "ListTasks" | "GetExtendedAgentCard" => Err(RpcError::new(
+        "SubscribeToTask" => {
+            match rpc::params::<GetTaskRequest>(request.params).and_then(|r| methods::subscribe(tasks, &r.id)) {
+                Ok(started) => return stream_response(Arc::clone(tasks), id, started),
+                Err(e) => Err(e),
+            }
+        }
+        "ListTasks" | "GetExtendedAgentCard" => Err(RpcError::new(
             RpcError::UNSUPPORTED_OPERATION,
             format!("`{}` is not served by this agent", request.method),
         )),

@@ -19,8 +19,9 @@ use crate::AgentFactory;
 /// How much a server keeps in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Tasks kept for `GetTask` (stopped ones are forgotten oldest first past this; default
-    /// 10,000).
+    /// Tasks kept for `GetTask` (default 10,000): past this, ended tasks are forgotten oldest
+    /// first, and a new message is refused while this many have not ended (working, or waiting
+    /// for input).
     pub max_tasks: usize,
     /// Contexts whose agent is kept in memory (default 1,000); an evicted context's agent is
     /// built again by the factory, from its session store.
@@ -139,12 +140,13 @@ impl Tasks {
     }
 
     /// Registers a new task for `message` in `context`, subscribed before anything can happen.
+    /// Fails when [`Limits::max_tasks`] tasks have not ended (none can be forgotten).
     pub(crate) fn insert(
         &self,
         context: &str,
         agent: Agent,
         message: Message,
-    ) -> (String, Task, broadcast::Receiver<StreamResponse>) {
+    ) -> Result<(String, Task, broadcast::Receiver<StreamResponse>), RpcError> {
         let id = towerscope_core::id::new_id().to_string();
         let task = Task {
             id: id.clone(),
@@ -159,6 +161,16 @@ impl Tasks {
         };
         let (updates, rx) = broadcast::channel(UPDATES);
         let mut inner = self.lock();
+        evict_tasks(&mut inner, self.limits.max_tasks.saturating_sub(1));
+        if inner.tasks.len() >= self.limits.max_tasks {
+            return Err(RpcError::new(
+                RpcError::INTERNAL_ERROR,
+                format!(
+                    "the server holds {} tasks that have not ended (its limit); try again later",
+                    inner.tasks.len()
+                ),
+            ));
+        }
         inner.tasks.insert(
             id.clone(),
             TaskEntry {
@@ -174,8 +186,7 @@ impl Tasks {
         if let Some(c) = inner.contexts.get_mut(context) {
             c.last_task = Some(id.clone());
         }
-        evict_tasks(&mut inner, self.limits.max_tasks);
-        (id, task, rx)
+        Ok((id, task, rx))
     }
 
     /// Runs `f` on the task `id`, or fails with task-not-found.
