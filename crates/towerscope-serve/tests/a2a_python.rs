@@ -1,5 +1,6 @@
 //! Against the official Python `a2a-sdk` 1.3 (installed by scripts/a2a-sdk.sh): its client
-//! drives our server (send, stream, answer an input-required task, cancel), and our client and
+//! drives our server (send, stream, answer an input-required task, cancel; over protocol 1.0,
+//! and over 0.3 through its compatibility transport), and our client and
 //! `RemoteAgent` drive an agent written with its server, so that neither side is only tested
 //! against itself.
 //!
@@ -79,6 +80,13 @@ async fn the_sdk_client_sends_streams_answers_input_and_cancels() {
         ("CANCEL_STATE", "TASK_STATE_CANCELED"),
         ("CANCEL_AGAIN", "TaskNotCancelableError"),
         ("UNKNOWN_TASK", "TaskNotFoundError"),
+        ("LEGACY_TRANSPORT", "CompatJsonRpcTransport"),
+        ("LEGACY_STREAM_STATES", "TASK_STATE_WORKING,TASK_STATE_COMPLETED"),
+        ("LEGACY_STREAM_TEXT", CHAT_ANSWER),
+        ("LEGACY_SEND_STATE", "TASK_STATE_COMPLETED"),
+        ("LEGACY_SEND_ANSWER", "Still here, same session."),
+        ("LEGACY_GET_ROLES", "ROLE_USER,ROLE_AGENT"),
+        ("LEGACY_CANCEL_STATE", "TASK_STATE_CANCELED"),
         ("DONE", "ok"),
     ];
     for (key, value) in expect {

@@ -110,7 +110,7 @@ impl A2aConfig {
             name: self.name.clone(),
             description: self.description.clone(),
             supported_interfaces: vec![AgentInterface {
-                url,
+                url: url.clone(),
                 protocol_binding: "JSONRPC".to_owned(),
                 protocol_version: PROTOCOL_VERSION.to_owned(),
             }],
@@ -122,6 +122,9 @@ impl A2aConfig {
             default_input_modes: vec!["text/plain".to_owned(), "application/json".to_owned()],
             default_output_modes: vec!["text/plain".to_owned()],
             skills,
+            url: Some(url),
+            preferred_transport: Some("JSONRPC".to_owned()),
+            protocol_version: Some("0.3.0".to_owned()),
         }
     }
 }

@@ -68,7 +68,7 @@ impl RpcError {
         Self::new(
             Self::METHOD_NOT_FOUND,
             format!(
-                "unknown method `{shown}`; this agent serves SendMessage, SendStreamingMessage, GetTask, CancelTask and SubscribeToTask (A2A 1.0)"
+                "unknown method `{shown}`; this agent serves SendMessage, SendStreamingMessage, GetTask, CancelTask and SubscribeToTask (A2A 1.0), and their 0.3 names"
             ),
         )
     }

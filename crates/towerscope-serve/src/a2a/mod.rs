@@ -8,6 +8,10 @@
 //! | `GET /.well-known/agent-card.json` | the [`AgentCard`](wire::AgentCard): name, skills, the endpoint's URL, `streaming: true` |
 //! | `POST /a2a` | JSON-RPC 2.0: `SendMessage`, `SendStreamingMessage` and `SubscribeToTask` (answered with Server-Sent Events), `GetTask`, `CancelTask` |
 //!
+//! The same endpoint answers protocol 0.3's method names (`message/send`, `message/stream`,
+//! `tasks/get`, `tasks/cancel`, `tasks/resubscribe`) in 0.3's shapes, and the card carries
+//! 0.3's `url`, `preferredTransport` and `protocolVersion`, for clients that still speak it.
+//!
 //! A context id is a session: the [`AgentFactory`] builds the agent serving it the first time
 //! the context is seen, and it keeps the conversation (in memory, and in the factory's session
 //! store). Each message starts a task, one reply of the agent:
@@ -67,6 +71,7 @@ mod answer;
 mod client;
 mod config;
 mod error;
+mod legacy;
 mod methods;
 mod remote;
 mod routes;

@@ -16,6 +16,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::config::A2aConfig;
 use super::error::RpcError;
+use super::legacy;
 use super::methods::{self, Started};
 use super::rpc;
 use super::tasks::Tasks;
@@ -62,32 +63,39 @@ pub(crate) async fn rpc(State(shared): State<Shared>, headers: HeaderMap, body: 
         Ok(request) => request,
         Err((id, error)) => return Json(rpc::error(&id, &error)).into_response(),
     };
-    if let Err(error) = check_version(&headers) {
+    // A 0.3 method name: served by its 1.0 method, answered in 0.3's shapes.
+    let legacy = legacy::method(&request.method);
+    if legacy.is_none()
+        && let Err(error) = check_version(&headers)
+    {
         return Json(rpc::error(&request.id, &error)).into_response();
     }
     let id = request.id;
     let tasks = &shared.tasks;
-    let answer = match request.method.as_str() {
-        "SendMessage" => send(tasks, request.params).await,
+    let (method, params) = match legacy {
+        Some(method) => (method, legacy::params(request.params)),
+        None => (request.method.as_str(), request.params),
+    };
+    let answer = match method {
+        "SendMessage" => send(tasks, params).await,
         "SendStreamingMessage" => {
-            match rpc::params::<SendMessageRequest>(request.params).and_then(|r| methods::start(tasks, r)) {
-                Ok(started) => return stream_response(Arc::clone(tasks), id, started),
+            match rpc::params::<SendMessageRequest>(params).and_then(|r| methods::start(tasks, r)) {
+                Ok(started) => return stream_response(Arc::clone(tasks), id, started, legacy.is_some()),
                 Err(e) => Err(e),
             }
         }
-        "GetTask" => rpc::params::<GetTaskRequest>(request.params)
+        "GetTask" => rpc::params::<GetTaskRequest>(params)
             .and_then(|r| tasks.snapshot(&r.id, r.history_length))
             .map(|t| to_value(&t)),
-        "CancelTask" => match rpc::params::<CancelTaskRequest>(request.params) {
+        "CancelTask" => match rpc::params::<CancelTaskRequest>(params) {
             Ok(r) => methods::cancel(tasks, &r.id).await.map(|t| to_value(&t)),
             Err(e) => Err(e),
         },
-        "SubscribeToTask" => {
-            match rpc::params::<GetTaskRequest>(request.params).and_then(|r| methods::subscribe(tasks, &r.id)) {
-                Ok(started) => return stream_response(Arc::clone(tasks), id, started),
-                Err(e) => Err(e),
-            }
-        }
+        "SubscribeToTask" => match rpc::params::<GetTaskRequest>(params).and_then(|r| methods::subscribe(tasks, &r.id))
+        {
+            Ok(started) => return stream_response(Arc::clone(tasks), id, started, legacy.is_some()),
+            Err(e) => Err(e),
+        },
         "ListTasks" | "GetExtendedAgentCard" => Err(RpcError::new(
             RpcError::UNSUPPORTED_OPERATION,
             format!("`{}` is not served by this agent", request.method),
@@ -99,6 +107,7 @@ pub(crate) async fn rpc(State(shared): State<Shared>, headers: HeaderMap, body: 
         m => Err(RpcError::method_not_found(m)),
     };
     match answer {
+        Ok(result) if legacy.is_some() => Json(rpc::result(&id, legacy::result(result))).into_response(),
         Ok(result) => Json(rpc::result(&id, result)).into_response(),
         Err(error) => Json(rpc::error(&id, &error)).into_response(),
     }
@@ -141,7 +150,7 @@ fn to_value(value: &impl serde::Serialize) -> Value {
 }
 
 /// `SendStreamingMessage`: the task, then its updates until it stops.
-fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started) -> Response {
+fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started, legacy: bool) -> Response {
     let Started {
         id: task_id,
         task,
@@ -154,6 +163,7 @@ fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started) -> Response {
         first: Option<StreamResponse>,
         updates: tokio::sync::broadcast::Receiver<StreamResponse>,
         done: bool,
+        legacy: bool,
     }
     let state = St {
         tasks,
@@ -162,6 +172,7 @@ fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started) -> Response {
         first: Some(StreamResponse::Task(task)),
         updates,
         done: false,
+        legacy,
     };
     let events = stream::unfold(state, |mut st| async move {
         if st.done {
@@ -181,7 +192,15 @@ fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started) -> Response {
             StreamResponse::Task(t) => t.status.state.is_stopped(),
             _ => false,
         };
-        let data = rpc::result(&st.rpc_id, &item).to_string();
+        let data = if st.legacy {
+            rpc::result(
+                &st.rpc_id,
+                legacy::result(serde_json::to_value(&item).unwrap_or_default()),
+            )
+        } else {
+            rpc::result(&st.rpc_id, &item)
+        };
+        let data = data.to_string();
         Some((Ok::<_, Infallible>(Event::default().data(data)), st))
     });
     sse(events)

@@ -15,6 +15,8 @@ from a2a.client import ClientConfig, ClientFactory
 from a2a.utils.errors import A2AError
 from a2a.helpers.proto_helpers import new_text_message
 from a2a.types.a2a_pb2 import (
+    AgentCard,
+    AgentInterface,
     CancelTaskRequest,
     GetTaskRequest,
     Role,
@@ -109,6 +111,41 @@ async def main(base):
         out("UNKNOWN_TASK", "found")
     except A2AError as e:
         out("UNKNOWN_TASK", type(e).__name__)
+
+    # 6. Protocol 0.3 on the same endpoint: the SDK's compatibility transport (message/send,
+    #    message/stream, tasks/get, tasks/cancel), chosen by a card that says 0.3.
+    legacy_card = AgentCard()
+    legacy_card.CopyFrom(card)
+    del legacy_card.supported_interfaces[:]
+    legacy_card.supported_interfaces.append(
+        AgentInterface(url=card.supported_interfaces[0].url, protocol_binding="JSONRPC", protocol_version="0.3")
+    )
+    legacy = ClientFactory(ClientConfig(streaming=True)).create(legacy_card)
+    out("LEGACY_TRANSPORT", type(legacy._transport).__name__)  # noqa: SLF001
+    chat03 = "chat-" + uuid.uuid4().hex
+    states, pieces = [], []
+    for r in await collect(legacy, message("Hello 0.3?", chat03)):
+        kind = r.WhichOneof("payload")
+        if kind == "status_update":
+            states.append(state(r.status_update.status.state))
+        if kind == "artifact_update" and r.artifact_update.append:
+            pieces.extend(p.text for p in r.artifact_update.artifact.parts)
+    out("LEGACY_STREAM_STATES", ",".join(states))
+    out("LEGACY_STREAM_TEXT", "".join(pieces))
+    legacy_blocking = ClientFactory(ClientConfig(streaming=False)).create(legacy_card)
+    [resp] = await collect(legacy_blocking, message("Again?", chat03))
+    out("LEGACY_SEND_STATE", state(resp.task.status.state))
+    out("LEGACY_SEND_ANSWER", "".join(p.text for a in resp.task.artifacts for p in a.parts))
+    got = await legacy_blocking.get_task(GetTaskRequest(id=resp.task.id))
+    out("LEGACY_GET_ROLES", ",".join(Role.Name(m.role) for m in got.history))
+    slow03 = "slow-" + uuid.uuid4().hex
+    req = SendMessageRequest(message=message("Take your time", slow03))
+    req.configuration.return_immediately = True
+    [resp] = [r async for r in legacy_blocking.send_message(req)]
+    canceled = await legacy_blocking.cancel_task(CancelTaskRequest(id=resp.task.id))
+    out("LEGACY_CANCEL_STATE", state(canceled.status.state))
+    await legacy.close()
+    await legacy_blocking.close()
 
     await streaming.close()
     await polling.close()

@@ -85,14 +85,26 @@ pub struct AgentCard {
     /// What it can do.
     #[serde(default)]
     pub skills: Vec<AgentSkill>,
+    /// The endpoint, for clients of protocol 0.3 (1.0 clients read `supportedInterfaces`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The binding at `url`, for clients of protocol 0.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preferred_transport: Option<String>,
+    /// The protocol version spoken at `url`, for clients of protocol 0.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
 }
 
 impl AgentCard {
-    /// The URL of the first JSON-RPC interface, if the card has one.
+    /// The URL of the first JSON-RPC interface of protocol 1.x, if the card has one.
     pub fn jsonrpc_url(&self) -> Option<&str> {
         self.supported_interfaces
             .iter()
-            .find(|i| i.protocol_binding.eq_ignore_ascii_case("JSONRPC"))
+            .find(|i| {
+                i.protocol_binding.eq_ignore_ascii_case("JSONRPC")
+                    && (i.protocol_version.is_empty() || i.protocol_version.starts_with('1'))
+            })
             .map(|i| i.url.as_str())
     }
 }
