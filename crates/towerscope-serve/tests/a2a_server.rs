@@ -17,6 +17,8 @@ fn user(text: &str, context: &str) -> towerscope_serve::a2a::wire::Message {
 }
 
 async fn post(base: &str, body: impl Into<reqwest::Body>, version: Option<&str>) -> (u16, Value) {
+    // reqwest needs a process-wide crypto provider (A2aClient installs one; this test may be first).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut req = reqwest::Client::new()
         .post(format!("{base}/a2a"))
         .header("content-type", "application/json")
@@ -130,6 +132,10 @@ async fn a_parked_confirmation_is_input_required_and_the_next_message_answers_it
     assert_eq!(done.id, task.id, "the same task goes on");
     assert_eq!(done.status.state, TaskState::Completed);
     assert_eq!(done.answer_text(), "Deleted /tmp/a.");
+    assert!(
+        support::DELETED.lock().unwrap().contains(&"/tmp/a".to_owned()),
+        "the tool ran"
+    );
 
     // A message to the ended task is refused, with the reason.
     let err = client.send_text("again", None, Some(&task.id)).await.unwrap_err();
@@ -335,4 +341,72 @@ async fn past_the_task_limit_new_messages_are_refused_until_one_ends() {
     client.cancel_task(&first).await.unwrap();
     let answer = client.send(user("Hi", "chat-l9")).await.unwrap();
     assert_eq!(answer.answer_text(), CHAT_ANSWER);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_denies_the_waiting_tool_call_and_the_tool_does_not_run() {
+    let base = serve(A2aConfig::new("helper")).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let parked = client.send(user("Delete /tmp/keep-me", "deny-s1")).await.unwrap();
+    let task_id = parked.task().unwrap().id.clone();
+    assert_eq!(parked.task().unwrap().status.state, TaskState::InputRequired);
+    let answered = client.send_text("no", Some("deny-s1"), Some(&task_id)).await.unwrap();
+    assert_eq!(answered.task().unwrap().status.state, TaskState::Completed);
+    assert_eq!(answered.answer_text(), "Kept it.");
+    assert!(
+        !support::DELETED.lock().unwrap().contains(&"/tmp/keep-me".to_owned()),
+        "a denied call is not run"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evicted_context_goes_on_from_its_session_store() {
+    use std::sync::Arc;
+    use towerscope_agent::Agent;
+    use towerscope_agent::session::JsonFileStore;
+    use towerscope_core::Role as MsgRole;
+    use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+    let dir = std::env::temp_dir().join(format!("towerscope-a2a-sessions-{}", std::process::id()));
+    let store = JsonFileStore::new(&dir);
+    // Each agent is new (a new script); what it remembers comes from the store.
+    let built_for_a = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&built_for_a);
+    let factory = move |context: &str| {
+        if context == "ctx-a" {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        let model = ScriptedModel::new("m", []).respond_with(|req| {
+            let users = req
+                .messages
+                .iter()
+                .filter(|m| m.role == MsgRole::User && m.text_content().is_some())
+                .count();
+            Some(ScriptedResponse::text(format!("user messages seen: {users}")))
+        });
+        Agent::builder("helper")
+            .model(model)
+            .session(store.clone(), "", context)
+            .build()
+    };
+    let limits = Limits {
+        max_contexts: 1,
+        ..Limits::default()
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = A2aConfig::new("helper").limits(limits).routes(Arc::new(factory));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let client = A2aClient::connect(&base).await.unwrap();
+
+    let first = client.send(user("one", "ctx-a")).await.unwrap();
+    assert_eq!(first.answer_text(), "user messages seen: 1");
+    client.send(user("other", "ctx-b")).await.unwrap(); // evicts ctx-a's agent
+    let again = client.send(user("two", "ctx-a")).await.unwrap();
+    assert_eq!(
+        again.answer_text(),
+        "user messages seen: 2",
+        "the conversation came back from the store"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

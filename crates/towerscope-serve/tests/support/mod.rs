@@ -18,6 +18,9 @@ struct Delete {
     path: String,
 }
 
+/// The paths the `delete` tool really deleted, in every test of the process.
+pub(crate) static DELETED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
 /// The answer of a `chat-*` context's first reply.
 pub(crate) const CHAT_ANSWER: &str = "Hello from towerscope, streamed in pieces.";
 /// The answer of a `chat-*` context's second reply.
@@ -26,6 +29,7 @@ pub(crate) const CHAT_SECOND: &str = "Still here, same session.";
 /// An agent per context, by the context id's prefix:
 /// - `chat-*`: answers [`CHAT_ANSWER`], then [`CHAT_SECOND`];
 /// - `confirm-*`: calls `delete` (which asks for confirmation), then answers `Deleted /tmp/a.`;
+/// - `deny-*`: the same for `/tmp/keep-me`, then answers `Kept it.`;
 /// - `slow-*`: answers after a minute (for cancellation);
 /// - `fail-*`: its model fails with a message holding a fake key;
 /// - anything else: the factory fails.
@@ -43,6 +47,13 @@ pub(crate) fn agent(context: &str) -> Result<Agent, AgentError> {
                 ScriptedResponse::text("Deleted /tmp/a."),
             ],
         ),
+        "deny" => ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/keep-me"}"#),
+                ScriptedResponse::text("Kept it."),
+            ],
+        ),
         "slow" => ScriptedModel::new(
             "m",
             [ScriptedResponse::text("Too late.").delay(Duration::from_secs(60))],
@@ -58,6 +69,7 @@ pub(crate) fn agent(context: &str) -> Result<Agent, AgentError> {
     Agent::builder("helper")
         .model(model)
         .tool(FunctionTool::new("delete", |a: Delete| async move {
+            DELETED.lock().unwrap().push(a.path.clone());
             format!("deleted {}", a.path)
         }))
         .default_permission(PermissionDecision::Ask {
