@@ -68,11 +68,16 @@ fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Sta
             )));
         }
         let state = t.task.status.state;
-        let Some(parked) = t.parked.take().filter(|_| state == TaskState::InputRequired) else {
-            let what = if state.is_terminal() {
-                "has ended"
-            } else {
-                "is still working"
+        let parked = if state == TaskState::InputRequired {
+            t.parked.take()
+        } else {
+            None
+        };
+        let Some(parked) = parked else {
+            let what = match state {
+                s if s.is_terminal() => "has ended",
+                TaskState::InputRequired => "waits for nothing this agent can resume",
+                _ => "is still working",
             };
             return Err(RpcError::invalid_params(format!(
                 "task `{task_id}` {what}; only a task waiting for input takes another message"
@@ -83,7 +88,8 @@ fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Sta
         message.context_id = Some(t.task.context_id.clone());
         t.task.history.push(message);
         let updates = t.updates.subscribe();
-        run::publish_status(t, TaskState::Working, None);
+        // Working from now on (the runner publishes the update); the next message is refused.
+        t.task.status.state = TaskState::Working;
         Ok((t.agent.clone(), input, t.task.clone(), updates))
     })??;
     run::spawn(Arc::clone(tasks), task_id.to_owned(), agent, input);
@@ -136,6 +142,10 @@ pub(crate) async fn cancel(tasks: &Arc<Tasks>, id: &str) -> Result<Task, RpcErro
         } else {
             None
         };
+        if state == TaskState::InputRequired && parked.is_none() {
+            // Nothing to interrupt: the task just ends.
+            run::publish_status(t, TaskState::Canceled, None);
+        }
         Ok((t.agent.clone(), parked, t.updates.subscribe()))
     })??;
     if let Some(parked) = parked {

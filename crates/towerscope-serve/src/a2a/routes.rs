@@ -182,8 +182,12 @@ fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started, legacy: bool)
             Some(first) => first,
             None => match st.updates.recv().await {
                 Ok(update) => update,
-                // Fell behind: the whole task instead of what was missed.
-                Err(RecvError::Lagged(_)) => StreamResponse::Task(st.tasks.snapshot(&st.task_id, None).ok()?),
+                // Fell behind: the whole task instead of what was missed, then what follows it.
+                Err(RecvError::Lagged(_)) => {
+                    let (updates, task) = st.tasks.resubscribe(&st.task_id).ok()?;
+                    st.updates = updates;
+                    StreamResponse::Task(task)
+                }
                 Err(RecvError::Closed) => return None,
             },
         };
@@ -208,4 +212,81 @@ fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started, legacy: bool)
 
 fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
     Sse::new(events).keep_alive(KeepAlive::default()).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::a2a::run;
+    use crate::a2a::tasks::Limits;
+    use crate::a2a::wire::{Message, Role, TaskState};
+    use towerscope_agent::Agent;
+    use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+    /// The SSE events' `result`s of a finished stream.
+    async fn results(response: Response) -> Vec<Value> {
+        let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        String::from_utf8(body.to_vec())
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str::<Value>(d).unwrap()["result"].clone())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_that_falls_behind_gets_the_whole_task_then_only_what_follows() {
+        let agent = || {
+            Agent::builder("a")
+                .model(ScriptedModel::new("m", [ScriptedResponse::text("x")]))
+                .build()
+        };
+        let tasks = Arc::new(Tasks::new(Arc::new(move |_: &str| agent()), Limits::default()));
+        let (id, task, updates) = tasks
+            .insert("ctx", agent().unwrap(), Message::new_text(Role::User, "hi"))
+            .unwrap();
+        // 400 pieces before the subscriber reads any: more than the channel keeps.
+        for i in 0..400 {
+            run::publish_artifact(&tasks, &id, "a1", &format!("{i},"), true, false);
+        }
+        let response = stream_response(
+            Arc::clone(&tasks),
+            Value::from(1),
+            Started {
+                id: id.clone(),
+                task,
+                updates,
+            },
+            false,
+        );
+        let reader = tokio::spawn(results(response));
+        tokio::task::yield_now().await;
+        for i in 400..410 {
+            run::publish_artifact(&tasks, &id, "a1", &format!("{i},"), true, false);
+        }
+        run::set_status(&tasks, &id, TaskState::Completed, None);
+        let results = reader.await.unwrap();
+
+        let resync = results.iter().rposition(|r| r.get("task").is_some()).unwrap();
+        assert!(resync > 0, "the whole task was sent again after the first");
+        let mut text: String = results[resync]["task"]["artifacts"][0]["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["text"].as_str().unwrap())
+            .collect();
+        for r in &results[resync + 1..] {
+            if let Some(u) = r.get("artifactUpdate") {
+                text.push_str(u["artifact"]["parts"][0]["text"].as_str().unwrap());
+            }
+        }
+        let expected: String = (0..410).map(|i| format!("{i},")).collect();
+        assert_eq!(text, expected, "nothing missed, nothing repeated");
+        assert_eq!(
+            results.last().unwrap()["statusUpdate"]["status"]["state"],
+            "TASK_STATE_COMPLETED"
+        );
+    }
 }

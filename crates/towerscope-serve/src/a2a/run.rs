@@ -136,7 +136,7 @@ fn question(msg: &Msg, parked: Option<&Parked>) -> Message {
 }
 
 /// Publishes an artifact update and folds it into the stored task.
-fn publish_artifact(tasks: &Tasks, id: &str, artifact_id: &str, text: &str, append: bool, last_chunk: bool) {
+pub(crate) fn publish_artifact(tasks: &Tasks, id: &str, artifact_id: &str, text: &str, append: bool, last_chunk: bool) {
     let _ = tasks.with_task(id, |t| {
         let part = Part::text(text);
         match t.task.artifacts.iter_mut().find(|a| a.artifact_id == artifact_id) {
@@ -163,7 +163,7 @@ fn publish_artifact(tasks: &Tasks, id: &str, artifact_id: &str, text: &str, appe
     });
 }
 
-fn set_status(tasks: &Tasks, id: &str, state: TaskState, message: Option<Message>) {
+pub(crate) fn set_status(tasks: &Tasks, id: &str, state: TaskState, message: Option<Message>) {
     let _ = tasks.with_task(id, |t| publish_status(t, state, message));
 }
 

@@ -161,6 +161,15 @@ impl Tasks {
         };
         let (updates, rx) = broadcast::channel(UPDATES);
         let mut inner = self.lock();
+        // Checked again under the lock: two messages racing on one context start one reply.
+        let last = inner.contexts.get(context).and_then(|c| c.last_task.as_ref());
+        if let Some(last) = last
+            && inner.tasks.get(last).is_some_and(|t| !t.task.status.state.is_stopped())
+        {
+            return Err(RpcError::invalid_params(format!(
+                "context `{context}` is busy with task `{last}`; wait for it, or cancel it"
+            )));
+        }
         evict_tasks(&mut inner, self.limits.max_tasks.saturating_sub(1));
         if inner.tasks.len() >= self.limits.max_tasks {
             return Err(RpcError::new(
@@ -197,6 +206,13 @@ impl Tasks {
             .get_mut(id)
             .map(f)
             .ok_or_else(|| RpcError::task_not_found(id))
+    }
+
+    /// A new subscription to the task `id` and the task as it is, taken together (updates are
+    /// published under the same lock), so that the task and the updates after it miss nothing
+    /// and repeat nothing.
+    pub(crate) fn resubscribe(&self, id: &str) -> Result<(broadcast::Receiver<StreamResponse>, Task), RpcError> {
+        self.with_task(id, |t| (t.updates.subscribe(), t.task.clone()))
     }
 
     /// A copy of the task `id`, its history cut to the latest `history_length` messages.
