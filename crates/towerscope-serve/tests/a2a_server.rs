@@ -247,6 +247,48 @@ async fn bad_input_gets_the_protocols_error_codes() {
     assert_eq!(code(&body), RpcError::INVALID_PARAMS);
     let (_, body) = post(&base, rpc("GetTask", json!({"id": 42})), None).await;
     assert_eq!(code(&body), RpcError::INVALID_PARAMS);
+    let long_context = "chat-".to_owned() + &"x".repeat(300);
+    let (_, body) = post(
+        &base,
+        rpc(
+            "SendMessage",
+            json!({"message": {"role": "ROLE_USER", "contextId": long_context, "parts": [{"text": "Hi"}]}}),
+        ),
+        None,
+    )
+    .await;
+    assert_eq!(code(&body), RpcError::INVALID_PARAMS);
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("contextId"),
+        "{body}"
+    );
+    let (_, body) = post(
+        &base,
+        rpc(
+            "SendMessage",
+            json!({"message": {"role": "ROLE_AGENT", "parts": [{"text": "Hi"}]}}),
+        ),
+        None,
+    )
+    .await;
+    assert_eq!(code(&body), RpcError::INVALID_PARAMS);
+    let (_, body) = post(
+        &base,
+        rpc("SendMessage", json!({"message": {"role": "ROLE_USER", "parts": []}})),
+        None,
+    )
+    .await;
+    assert_eq!(code(&body), RpcError::INVALID_PARAMS);
+    let (_, body) = post(
+        &base,
+        rpc(
+            "SendMessage",
+            json!({"message": {"role": "ROLE_USER", "parts": [{"url": "http://127.0.0.1/x.png"}]}}),
+        ),
+        None,
+    )
+    .await;
+    assert_eq!(code(&body), RpcError::CONTENT_TYPE_NOT_SUPPORTED);
 
     let (_, body) = post(&base, rpc("GetTask", json!({"id": "x"})), Some("0.3")).await;
     assert_eq!(code(&body), RpcError::VERSION_NOT_SUPPORTED);

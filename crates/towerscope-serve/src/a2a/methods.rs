@@ -14,6 +14,9 @@ use super::run;
 use super::tasks::Tasks;
 use super::wire::{Message, Role, SendMessageRequest, StreamResponse, Task, TaskState};
 
+/// The longest id a client may choose (a context, a task, a message).
+const MAX_ID_BYTES: usize = 256;
+
 /// How long `CancelTask` waits for the reply to stop before answering with the task as it is.
 const CANCEL_WAIT: Duration = Duration::from_secs(30);
 
@@ -30,6 +33,17 @@ pub(crate) fn start(tasks: &Arc<Tasks>, request: SendMessageRequest) -> Result<S
     let mut message = request.message;
     if message.role == Role::Agent {
         return Err(RpcError::invalid_params("a client's message has role ROLE_USER"));
+    }
+    for (what, id) in [
+        ("contextId", message.context_id.as_deref()),
+        ("taskId", message.task_id.as_deref()),
+        ("messageId", Some(message.message_id.as_str())),
+    ] {
+        if id.is_some_and(|id| id.len() > MAX_ID_BYTES) {
+            return Err(RpcError::invalid_params(format!(
+                "`{what}` is longer than {MAX_ID_BYTES} bytes"
+            )));
+        }
     }
     if message.message_id.is_empty() {
         message.message_id = towerscope_core::id::new_id().to_string();
