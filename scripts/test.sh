@@ -2,7 +2,8 @@
 # Runs the whole test suite: unit, integration and doc tests of every crate.
 # Whatever the tests need beyond cargo (the OTLP collector of the tracing tests, the MCP server,
 # the Redis of the session-store and shared-rate-limit tests, the LLM server of the provider
-# tests, tmux for the terminal chat) is installed and started here, so a fresh machine needs
+# tests, tmux for the terminal chat, the A2A SDK of the serve tests) is installed and started
+# here, so a fresh machine needs
 # nothing installed by hand. Every server is started on loopback and stopped by its PID however
 # the tests end.
 set -euo pipefail
