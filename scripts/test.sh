@@ -3,9 +3,8 @@
 # Whatever the tests need beyond cargo (the OTLP collector of the tracing tests, the MCP server,
 # the Redis of the session-store and shared-rate-limit tests, the LLM server of the provider
 # tests, tmux for the terminal chat, the A2A SDK of the serve tests) is installed and started
-# here, so a fresh machine needs
-# nothing installed by hand. Every server is started on loopback and stopped by its PID however
-# the tests end.
+# here, so a fresh machine needs nothing installed by hand. Every server is started on loopback
+# and stopped by its PID however the tests end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
