@@ -150,3 +150,30 @@ async fn a_remote_agent_is_a_tool_of_our_agent() {
         "bad arguments are an error result: {results:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_agent_whose_card_does_not_stream_is_asked_with_send_message() {
+    let base = serve_echo(A2aConfig::new("far")).await;
+    let mut card = towerscope_serve::a2a::A2aClient::connect(&base)
+        .await
+        .unwrap()
+        .card()
+        .clone();
+    card.capabilities.streaming = false;
+    let far = RemoteAgent::new(towerscope_serve::a2a::A2aClient::from_card(card).unwrap());
+    let items: Vec<ReplyItem> = far
+        .reply_stream(Msg::user("user", "whole").into())
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    let Some(ReplyItem::Final(last)) = items.last() else {
+        panic!("{items:?}")
+    };
+    assert_eq!(last.text_content().as_deref(), Some("heard: whole"));
+    assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Completed));
+    let deltas = items
+        .iter()
+        .filter(|i| matches!(i, ReplyItem::Event(AgentEvent::TextBlockDelta(_))))
+        .count();
+    assert_eq!(deltas, 1, "the whole answer as one delta");
+}

@@ -452,3 +452,26 @@ async fn an_evicted_context_goes_on_from_its_session_store() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_disconnects_mid_stream_leaves_the_task_to_finish() {
+    let base = serve(A2aConfig::new("helper")).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let mut updates = client.stream(user("Hi", "drip-gone")).await.unwrap();
+    let Some(Ok(StreamResponse::Task(task))) = updates.next().await else {
+        panic!("the stream opens with the task")
+    };
+    let _working = updates.next().await;
+    drop(updates); // the client goes away while the answer drips
+    assert!(!client.get_task(&task.id).await.unwrap().status.state.is_stopped());
+    let mut state = TaskState::Submitted;
+    for _ in 0..200 {
+        state = client.get_task(&task.id).await.unwrap().status.state;
+        if state.is_stopped() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(state, TaskState::Completed);
+    assert_eq!(client.get_task(&task.id).await.unwrap().answer_text(), CHAT_ANSWER);
+}

@@ -30,6 +30,7 @@ pub(crate) const CHAT_SECOND: &str = "Still here, same session.";
 /// - `chat-*`: answers [`CHAT_ANSWER`], then [`CHAT_SECOND`];
 /// - `confirm-*`: calls `delete` (which asks for confirmation), then answers `Deleted /tmp/a.`;
 /// - `deny-*`: the same for `/tmp/keep-me`, then answers `Kept it.`;
+/// - `drip-*`: answers [`CHAT_ANSWER`] with 20 ms between streamed pieces;
 /// - `slow-*`: answers after a minute (for cancellation);
 /// - `fail-*`: its model fails with a message holding a fake key;
 /// - anything else: the factory fails.
@@ -53,6 +54,10 @@ pub(crate) fn agent(context: &str) -> Result<Agent, AgentError> {
                 ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/keep-me"}"#),
                 ScriptedResponse::text("Kept it."),
             ],
+        ),
+        "drip" => ScriptedModel::new(
+            "m",
+            [ScriptedResponse::text(CHAT_ANSWER).chunk_delay(Duration::from_millis(20))],
         ),
         "slow" => ScriptedModel::new(
             "m",
