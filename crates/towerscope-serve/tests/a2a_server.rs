@@ -68,6 +68,10 @@ async fn a_message_completes_a_task_and_the_context_is_the_session() {
 
     let got = client.get_task(&task.id).await.unwrap();
     assert_eq!(got, task);
+    let (_, latest) = post(&base, rpc("GetTask", json!({"id": task.id, "historyLength": 1})), None).await;
+    let history = latest["result"]["history"].as_array().unwrap();
+    assert_eq!(history.len(), 1, "only the latest message");
+    assert_eq!(history[0]["role"], "ROLE_AGENT");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
