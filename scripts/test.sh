@@ -2,9 +2,9 @@
 # Runs the whole test suite: unit, integration and doc tests of every crate.
 # Whatever the tests need beyond cargo (the OTLP collector of the tracing tests, the MCP server,
 # the Redis of the session-store and shared-rate-limit tests, the LLM server of the provider
-# tests, tmux for the terminal chat) is installed and started here, so a fresh machine needs
-# nothing installed by hand. Every server is started on loopback and stopped by its PID however
-# the tests end.
+# tests, tmux for the terminal chat, the A2A SDK of the serve tests) is installed and started
+# here, so a fresh machine needs nothing installed by hand. Every server is started on loopback
+# and stopped by its PID however the tests end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +43,15 @@ export TOWERSCOPE_REQUIRE_SUITE=1
 redis_env="$(scripts/redis-server.sh start)"
 eval "$redis_env"
 export TOWERSCOPE_REQUIRE_REDIS=1
+
+# The official A2A Python SDK (`a2a-sdk` 1.3 and uvicorn, from PyPI, installed once into
+# ~/.cache/towerscope/a2a-venv) for crates/towerscope-serve/tests/a2a_python.rs: its client
+# against our A2A router, our client against an agent written with its server; each test starts
+# what it needs on an ephemeral loopback port. Required, so a failed install fails those tests.
+a2a_env="$(scripts/a2a-sdk.sh)"
+eval "$a2a_env"
+export TOWERSCOPE_A2A_PYTHON
+export TOWERSCOPE_REQUIRE_A2A=1
 
 # A real LLM server (llama.cpp's llama-server with SmolLM2-135M, built once into
 # ~/.cache/towerscope/llama) on loopback for crates/towerscope-models/tests/llm_server.rs; it

@@ -8,12 +8,18 @@
 //! request ─▶ catch panics ─▶ CORS ─▶ bearer token ─▶ body limit ─▶ route
 //!   GET  /                     the chat page (one inline HTML file, talks AG-UI)
 //!   POST /agui                 AG-UI: RunAgentInput in, server-sent events out   (`agui`)
-//!   A2A routes, agent card     (`a2a`)
+//!   GET  /.well-known/agent-card.json, POST /a2a
+//!                              A2A: the agent card, JSON-RPC and SSE            (`a2a`)
 //!   anything else              404, a JSON body
 //!             │
 //!             ▼
 //!   factory.agent(session) ─▶ agent.reply_stream(..) ─▶ events ─▶ the protocol's events
 //! ```
+//!
+//! [`a2a`] also goes the other way: a remote A2A agent as a
+//! [`Participant`](towerscope_team::Participant) (a `MsgHub`, a pipeline) or as a tool of our
+//! agent. The crate is an adapter around the agent: it depends on `towerscope-core`, `-agent`
+//! and `-team`; none of them knows it.
 //!
 //! Every failure is an HTTP status with a JSON body `{"error": {"code", "message"}}`
 //! ([`ServeError`]); a panic in a handler is a 500 with that body, never a stack trace.

@@ -10,6 +10,7 @@ use axum::{Extension, Router};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::CorsLayer;
 
+use crate::a2a::A2aConfig;
 use crate::error::ServeError;
 use crate::factory::AgentFactory;
 use crate::info::AgentInfo;
@@ -62,6 +63,7 @@ pub struct RouterBuilder {
     token: Option<Arc<str>>,
     cors: Option<CorsLayer>,
     info: AgentInfo,
+    a2a: Option<A2aConfig>,
     page: bool,
     keep_alive: Option<Duration>,
 }
@@ -73,6 +75,7 @@ impl std::fmt::Debug for RouterBuilder {
             .field("token", &self.token.as_ref().map(|_| "<set>"))
             .field("cors", &self.cors)
             .field("info", &self.info)
+            .field("a2a", &self.a2a)
             .field("page", &self.page)
             .field("keep_alive", &self.keep_alive)
             .finish_non_exhaustive()
@@ -88,6 +91,7 @@ impl RouterBuilder {
             token: None,
             cors: None,
             info: AgentInfo::default(),
+            a2a: None,
             page: true,
             keep_alive: Some(DEFAULT_KEEP_ALIVE),
         }
@@ -119,6 +123,15 @@ impl RouterBuilder {
         self
     }
 
+    /// The A2A card and limits (default: the card names the agent as [`agent_info`] does, with
+    /// the default [`Limits`](crate::a2a::Limits)).
+    ///
+    /// [`agent_info`]: Self::agent_info
+    pub fn a2a(mut self, config: A2aConfig) -> Self {
+        self.a2a = Some(config);
+        self
+    }
+
     /// How long an event stream may stay silent before a `: keep-alive` comment goes out
     /// (default 15 s; `None` sends none). Proxies close connections idle for longer than their
     /// timeout, which a long model call or tool would otherwise reach.
@@ -133,10 +146,22 @@ impl RouterBuilder {
         self
     }
 
+    /// The A2A configuration: the one given, or a card made from the agent's info.
+    fn a2a_config(&self) -> A2aConfig {
+        self.a2a.clone().unwrap_or_else(|| {
+            let config = A2aConfig::new(self.info.name.clone()).version(self.info.version.clone());
+            if self.info.description.is_empty() {
+                config
+            } else {
+                config.description(self.info.description.clone())
+            }
+        })
+    }
+
     /// The router.
     pub fn build(self) -> Router {
         let mut router = crate::agui::routes(Arc::clone(&self.factory), self.body_limit, self.keep_alive)
-            .merge(crate::a2a::routes(Arc::clone(&self.factory)));
+            .merge(self.a2a_config().routes(Arc::clone(&self.factory)));
         if self.page {
             router = router.route("/", get(|| async { Html(PAGE) }));
         }

@@ -1,0 +1,189 @@
+//! The JSON-RPC methods: what `SendMessage`, `SendStreamingMessage`, `GetTask` and
+//! `CancelTask` do to the tasks.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::broadcast::{self, error::RecvError};
+use towerscope_core::ReplyInput;
+use towerscope_core::event::UserInterruptEvent;
+
+use super::answer;
+use super::error::RpcError;
+use super::run;
+use super::tasks::Tasks;
+use super::wire::{Message, Role, SendMessageRequest, StreamResponse, Task, TaskState};
+
+/// The longest id a client may choose (a context, a task, a message).
+const MAX_ID_BYTES: usize = 256;
+
+/// How long `CancelTask` waits for the reply to stop before answering with the task as it is.
+const CANCEL_WAIT: Duration = Duration::from_secs(30);
+
+/// A task started or continued by a message, subscribed to from its first update.
+pub(crate) struct Started {
+    pub(crate) id: String,
+    pub(crate) task: Task,
+    pub(crate) updates: broadcast::Receiver<StreamResponse>,
+}
+
+/// Starts the task a message asks for: continues the task it names (or its context's task
+/// waiting for input), or starts a new one.
+pub(crate) fn start(tasks: &Arc<Tasks>, request: SendMessageRequest) -> Result<Started, RpcError> {
+    let mut message = request.message;
+    if message.role == Role::Agent {
+        return Err(RpcError::invalid_params("a client's message has role ROLE_USER"));
+    }
+    for (what, id) in [
+        ("contextId", message.context_id.as_deref()),
+        ("taskId", message.task_id.as_deref()),
+        ("messageId", Some(message.message_id.as_str())),
+    ] {
+        if id.is_some_and(|id| id.len() > MAX_ID_BYTES) {
+            return Err(RpcError::invalid_params(format!(
+                "`{what}` is longer than {MAX_ID_BYTES} bytes"
+            )));
+        }
+    }
+    if message.message_id.is_empty() {
+        message.message_id = towerscope_core::id::new_id().to_string();
+    }
+    let open = match (&message.task_id, &message.context_id) {
+        (Some(task), _) => Some(task.clone()),
+        (None, Some(context)) => tasks.open_task_of(context)?,
+        (None, None) => None,
+    };
+    if let Some(task_id) = open {
+        return resume(tasks, &task_id, message);
+    }
+    let input = answer::new_message(&message)?;
+    let context = message
+        .context_id
+        .clone()
+        .unwrap_or_else(|| towerscope_core::id::new_id().to_string());
+    let agent = tasks.agent_for(&context)?;
+    message.context_id = Some(context.clone());
+    let (id, task, updates) = tasks.insert(&context, agent.clone(), message)?;
+    let _ = tasks.with_task(&id, |t| {
+        t.task.history[0].task_id = Some(id.clone());
+    });
+    run::spawn(Arc::clone(tasks), id.clone(), agent, input);
+    Ok(Started { id, task, updates })
+}
+
+/// Answers the task `task_id` waiting for input with `message`.
+fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Started, RpcError> {
+    let (agent, input, task, updates) = tasks.with_task(task_id, |t| {
+        if let Some(context) = &message.context_id
+            && *context != t.task.context_id
+        {
+            return Err(RpcError::invalid_params(format!(
+                "task `{task_id}` belongs to another context than `{context}`"
+            )));
+        }
+        let state = t.task.status.state;
+        let parked = if state == TaskState::InputRequired {
+            t.parked.take()
+        } else {
+            None
+        };
+        let Some(parked) = parked else {
+            let what = match state {
+                s if s.is_terminal() => "has ended",
+                TaskState::InputRequired => "waits for nothing this agent can resume",
+                _ => "is still working",
+            };
+            return Err(RpcError::invalid_params(format!(
+                "task `{task_id}` {what}; only a task waiting for input takes another message"
+            )));
+        };
+        let input = answer::resume(&parked, &message);
+        message.task_id = Some(task_id.to_owned());
+        message.context_id = Some(t.task.context_id.clone());
+        t.task.history.push(message);
+        let updates = t.updates.subscribe();
+        // Working from now on (the runner publishes the update); the next message is refused.
+        t.task.status.state = TaskState::Working;
+        Ok((t.agent.clone(), input, t.task.clone(), updates))
+    })??;
+    run::spawn(Arc::clone(tasks), task_id.to_owned(), agent, input);
+    Ok(Started {
+        id: task_id.to_owned(),
+        task,
+        updates,
+    })
+}
+
+/// `SubscribeToTask`: the task as it is, then its updates until it stops.
+pub(crate) fn subscribe(tasks: &Tasks, id: &str) -> Result<Started, RpcError> {
+    tasks.with_task(id, |t| Started {
+        id: id.to_owned(),
+        task: t.task.clone(),
+        updates: t.updates.subscribe(),
+    })
+}
+
+/// Waits until the task stops (ends, or waits for input), or its updates end.
+pub(crate) async fn wait_stopped(tasks: &Tasks, id: &str, updates: &mut broadcast::Receiver<StreamResponse>) {
+    loop {
+        if tasks
+            .with_task(id, |t| t.task.status.state.is_stopped())
+            .unwrap_or(true)
+        {
+            return;
+        }
+        match updates.recv().await {
+            Ok(_) | Err(RecvError::Lagged(_)) => {}
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+/// `CancelTask`: interrupts a working task, or ends one waiting for input; waits (bounded) for
+/// the reply to stop and answers with the task.
+pub(crate) async fn cancel(tasks: &Arc<Tasks>, id: &str) -> Result<Task, RpcError> {
+    let (agent, parked, mut updates) = tasks.with_task(id, |t| {
+        let state = t.task.status.state;
+        if state.is_terminal() {
+            return Err(RpcError::new(
+                RpcError::TASK_NOT_CANCELABLE,
+                format!("task `{id}` has already ended ({state:?})"),
+            ));
+        }
+        t.cancel_requested = true;
+        let parked = if state == TaskState::InputRequired {
+            t.parked.take()
+        } else {
+            None
+        };
+        if state == TaskState::InputRequired && parked.is_none() {
+            // Nothing to interrupt: the task just ends.
+            run::publish_status(t, TaskState::Canceled, None);
+        }
+        Ok((t.agent.clone(), parked, t.updates.subscribe()))
+    })??;
+    if let Some(parked) = parked {
+        let input = ReplyInput::from(UserInterruptEvent::new(parked.reply_id));
+        run::spawn(Arc::clone(tasks), id.to_owned(), agent.clone(), input);
+    }
+    let stopped = async {
+        loop {
+            if tasks
+                .with_task(id, |t| t.task.status.state.is_terminal())
+                .unwrap_or(true)
+            {
+                return;
+            }
+            // The reply may not have started yet: interrupt until it has stopped.
+            agent.interrupt();
+            let waited = tokio::time::timeout(Duration::from_millis(20), updates.recv()).await;
+            if let Ok(Err(RecvError::Closed)) = waited {
+                return;
+            }
+        }
+    };
+    if tokio::time::timeout(CANCEL_WAIT, stopped).await.is_err() {
+        tracing::warn!(task = %id, "an A2A task did not stop within 30 s of its cancellation");
+    }
+    tasks.snapshot(id, None)
+}

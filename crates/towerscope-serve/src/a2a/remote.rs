@@ -1,0 +1,346 @@
+//! [`RemoteAgent`]: an agent served elsewhere over A2A, as a [`Participant`].
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures_util::StreamExt;
+use futures_util::stream;
+use towerscope_core::event::{
+    ReplyEndEvent, ReplyStartEvent, TextBlockDeltaEvent, TextBlockEndEvent, TextBlockStartEvent,
+};
+use towerscope_core::{
+    AgentError, AgentEvent, ErrorInfo, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem,
+};
+use towerscope_team::Participant;
+use towerscope_team::hub::Broadcaster;
+
+use super::client::{A2aClient, ClientError, UpdateStream, user_message};
+use super::wire::{SendMessageResponse, StreamResponse, Task, TaskState};
+
+/// A remote A2A agent taking part in a conversation here: in a `MsgHub`, a pipeline, a console.
+///
+/// Its replies are the remote agent's answers, streamed as text events when its card says it
+/// streams. It keeps one A2A context (the remote session) across replies; messages it observes
+/// are sent with its next message, each as `name: text`; in a `MsgHub` its completed replies
+/// are broadcast to the others (it has a [`Broadcaster`]). A remote task that waits for input
+/// ends the reply with the remote agent's question; the next reply answers that task. Failures
+/// of the remote agent end the reply with `finished_reason` `error` (the connection's failures
+/// are the stream's error).
+///
+/// # Example
+///
+/// ```
+/// use std::sync::Arc;
+/// use towerscope_agent::Agent;
+/// use towerscope_core::Msg;
+/// use towerscope_models::{ScriptedModel, ScriptedResponse};
+/// use towerscope_serve::a2a::{A2aConfig, RemoteAgent};
+/// use towerscope_team::Participant;
+///
+/// # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let factory = |_: &str| Agent::builder("far").model(ScriptedModel::new("m", [ScriptedResponse::text("Hello from afar.")])).build();
+/// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// # let base = format!("http://{}", listener.local_addr()?);
+/// # tokio::spawn(async move { axum::serve(listener, A2aConfig::new("far").routes(Arc::new(factory))).await });
+/// let far = RemoteAgent::connect(&base).await?;
+/// let msg = far.reply(Msg::user("user", "Hi").into()).await?;
+/// assert_eq!(msg.name.as_ref(), "far");
+/// assert_eq!(msg.text_content().as_deref(), Some("Hello from afar."));
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct RemoteAgent {
+    name: String,
+    client: A2aClient,
+    state: Arc<Mutex<Conversation>>,
+    broadcaster: Broadcaster,
+}
+
+#[derive(Debug, Default)]
+struct Conversation {
+    context_id: Option<String>,
+    /// The remote task waiting for input, answered by the next reply.
+    open_task: Option<String>,
+    /// The remote task of the reply in progress (for `interrupt`).
+    running_task: Option<String>,
+    observed: Vec<Msg>,
+}
+
+impl RemoteAgent {
+    /// Connects to the agent at `base_url` (its card is fetched), named as its card names it.
+    pub async fn connect(base_url: &str) -> Result<Self, ClientError> {
+        Ok(Self::new(A2aClient::connect(base_url).await?))
+    }
+
+    /// The agent `client` talks to, named as its card names it.
+    pub fn new(client: A2aClient) -> Self {
+        Self {
+            name: client.card().name.clone(),
+            client,
+            state: Arc::default(),
+            broadcaster: Broadcaster::new(),
+        }
+    }
+
+    /// Renames the participant (what others see as the speaker).
+    #[must_use]
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The remote context (session) id, once the remote agent has named one.
+    pub fn context_id(&self) -> Option<String> {
+        self.lock().context_id.clone()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Conversation> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The state of one streamed reply.
+struct Reply {
+    agent: RemoteAgent,
+    reply_id: Id,
+    session: Id,
+    block: Option<Id>,
+    text: String,
+    out: VecDeque<Result<ReplyItem, AgentError>>,
+    upstream: Option<UpdateStream>,
+    done: bool,
+}
+
+impl Participant for RemoteAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn reply_stream(&self, input: ReplyInput) -> EventStream {
+        let ReplyInput::Messages(msgs) = input else {
+            let error = AgentError::Validation(
+                "a remote A2A agent takes messages; answer a question it asked with a message".to_owned(),
+            );
+            return Box::pin(stream::iter([Err(error)]));
+        };
+        let (text, context, task) = {
+            let mut conv = self.lock();
+            let mut lines: Vec<String> = conv
+                .observed
+                .drain(..)
+                .filter_map(|m| m.text_content().map(|t| format!("{}: {t}", m.name)))
+                .collect();
+            lines.extend(msgs.iter().filter_map(|m| m.text_content()));
+            (lines.join("\n"), conv.context_id.clone(), conv.open_task.take())
+        };
+        let agent = self.clone();
+        let first = async move {
+            let message = user_message(&text, context.as_deref(), task.as_deref());
+            let streaming = agent.client.card().capabilities.streaming;
+            let upstream: UpdateStream = if streaming {
+                agent.client.stream(message).await?
+            } else {
+                let answer = agent.client.send(message).await?;
+                let item = match answer {
+                    SendMessageResponse::Task(t) => StreamResponse::Task(t),
+                    SendMessageResponse::Message(m) => StreamResponse::Message(m),
+                };
+                Box::pin(stream::iter([Ok(item)]))
+            };
+            Ok::<_, ClientError>((agent, upstream))
+        };
+        let name = self.name.clone();
+        Box::pin(stream::once(first).flat_map(move |opened| match opened {
+            Ok((agent, upstream)) => {
+                let reply_id = towerscope_core::id::new_id();
+                let session: Id = agent.context_id().map(Id::from).unwrap_or_default();
+                let start = ReplyStartEvent::new(session.clone(), reply_id.clone(), name.as_str());
+                let reply = Reply {
+                    agent,
+                    reply_id,
+                    session,
+                    block: None,
+                    text: String::new(),
+                    out: VecDeque::from([Ok(ReplyItem::Event(AgentEvent::ReplyStart(start)))]),
+                    upstream: Some(upstream),
+                    done: false,
+                };
+                stream::unfold(reply, Reply::next).left_stream()
+            }
+            Err(e) => {
+                let error = AgentError::Validation(format!("remote agent `{name}`: {e}"));
+                stream::iter([Err(error)]).right_stream()
+            }
+        }))
+    }
+
+    fn observe(&self, msgs: Vec<Msg>) -> Result<(), AgentError> {
+        self.lock().observed.extend(msgs);
+        Ok(())
+    }
+
+    fn broadcaster(&self) -> Option<&Broadcaster> {
+        Some(&self.broadcaster)
+    }
+
+    fn interrupt(&self) -> bool {
+        let Some(task) = self.lock().running_task.clone() else {
+            return false;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return false;
+        };
+        let client = self.client.clone();
+        runtime.spawn(async move {
+            if let Err(e) = client.cancel_task(&task).await {
+                tracing::warn!(error = %e, "canceling a remote A2A task failed");
+            }
+        });
+        true
+    }
+}
+
+impl Reply {
+    async fn next(mut self) -> Option<(Result<ReplyItem, AgentError>, Self)> {
+        loop {
+            if let Some(item) = self.out.pop_front() {
+                return Some((item, self));
+            }
+            if self.done {
+                return None;
+            }
+            let upstream = self.upstream.as_mut()?;
+            match upstream.next().await {
+                Some(Ok(update)) => self.apply(update),
+                Some(Err(e)) => {
+                    self.done = true;
+                    self.out.push_back(Err(AgentError::Validation(format!(
+                        "remote agent `{}`: {e}",
+                        self.agent.name
+                    ))));
+                }
+                None => self.end(TaskState::Failed, None),
+            }
+        }
+    }
+
+    fn apply(&mut self, update: StreamResponse) {
+        match update {
+            StreamResponse::Task(task) => {
+                self.track(&task.id, &task.context_id);
+                if task.status.state.is_stopped() {
+                    let answer = task.answer_text();
+                    self.end(task.status.state, Some((answer, &task)));
+                }
+            }
+            StreamResponse::Message(m) => {
+                if let Some(ctx) = &m.context_id {
+                    self.agent.lock().context_id = Some(ctx.clone());
+                }
+                self.text = m.text();
+                self.end(TaskState::Completed, None);
+            }
+            StreamResponse::ArtifactUpdate(u) => {
+                self.track(&u.task_id, &u.context_id);
+                let piece = u.artifact.text();
+                if u.append {
+                    self.delta(&piece);
+                } else if piece.starts_with(&self.text) {
+                    // A whole artifact replacing what streamed: only what is new is a delta.
+                    let rest = piece[self.text.len()..].to_owned();
+                    self.delta(&rest);
+                } else {
+                    self.text = piece;
+                }
+            }
+            StreamResponse::StatusUpdate(u) => {
+                self.track(&u.task_id, &u.context_id);
+                if u.status.state.is_stopped() {
+                    let state = u.status.state;
+                    let status_text = u.status.message.as_ref().map(super::wire::Message::text);
+                    if self.text.is_empty() || state != TaskState::Completed {
+                        self.text = status_text.unwrap_or_else(|| self.text.clone());
+                    }
+                    if state == TaskState::InputRequired {
+                        self.agent.lock().open_task = Some(u.task_id);
+                    }
+                    self.end(state, None);
+                }
+            }
+        }
+    }
+
+    fn track(&self, task: &str, context: &str) {
+        let mut conv = self.agent.lock();
+        conv.running_task = Some(task.to_owned());
+        if !context.is_empty() {
+            conv.context_id = Some(context.to_owned());
+        }
+    }
+
+    fn delta(&mut self, piece: &str) {
+        if piece.is_empty() {
+            return;
+        }
+        let block = match &self.block {
+            Some(b) => b.clone(),
+            None => {
+                let b = towerscope_core::id::new_id();
+                let start = TextBlockStartEvent::new(self.reply_id.clone(), b.clone());
+                self.out
+                    .push_back(Ok(ReplyItem::Event(AgentEvent::TextBlockStart(start))));
+                self.block = Some(b.clone());
+                b
+            }
+        };
+        self.text.push_str(piece);
+        let delta = TextBlockDeltaEvent::new(self.reply_id.clone(), block, piece);
+        self.out
+            .push_back(Ok(ReplyItem::Event(AgentEvent::TextBlockDelta(delta))));
+    }
+
+    /// Ends the reply: closes the text block, `REPLY_END`, the final message.
+    fn end(&mut self, state: TaskState, whole: Option<(String, &Task)>) {
+        if let Some((answer, task)) = whole {
+            if state == TaskState::InputRequired {
+                self.agent.lock().open_task = Some(task.id.clone());
+            }
+            if answer.starts_with(&self.text) {
+                let rest = answer[self.text.len()..].to_owned();
+                self.delta(&rest);
+            } else {
+                self.text = answer;
+            }
+        }
+        if let Some(block) = self.block.take() {
+            let end = TextBlockEndEvent::new(self.reply_id.clone(), block);
+            self.out.push_back(Ok(ReplyItem::Event(AgentEvent::TextBlockEnd(end))));
+        }
+        self.agent.lock().running_task = None;
+        let reason = match state {
+            TaskState::Completed | TaskState::InputRequired | TaskState::AuthRequired => ReplyFinishedReason::Completed,
+            TaskState::Canceled => ReplyFinishedReason::Interrupted,
+            _ => ReplyFinishedReason::Error,
+        };
+        let mut end = ReplyEndEvent::new(self.session.clone(), self.reply_id.clone(), reason);
+        let mut msg = Msg::assistant(self.agent.name.as_str(), self.text.clone());
+        if reason == ReplyFinishedReason::Error {
+            let info = ErrorInfo::new(
+                "remote_agent_error",
+                format!("the remote agent's task ended as {state:?}"),
+            );
+            end = end.with_error(info.clone());
+            msg.error = Some(info);
+        }
+        msg.id = self.reply_id.clone();
+        msg.finished_reason = Some(reason);
+        if reason == ReplyFinishedReason::Completed {
+            self.agent.broadcaster.broadcast(&msg);
+        }
+        self.out.push_back(Ok(ReplyItem::Event(AgentEvent::ReplyEnd(end))));
+        self.out.push_back(Ok(ReplyItem::Final(msg)));
+        self.done = true;
+        self.upstream = None;
+    }
+}

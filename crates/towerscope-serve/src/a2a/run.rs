@@ -1,0 +1,191 @@
+//! Running one reply of a task: the agent's events become A2A updates, published to the task's
+//! subscribers and folded into the stored task.
+//!
+//! ```text
+//! status WORKING
+//! artifact update (append) per TEXT_BLOCK_DELTA        the answer as it streams
+//! then, by how the reply ended:
+//!   completed   artifact (whole answer, lastChunk) + status COMPLETED with the answer
+//!   parked      status INPUT_REQUIRED with the question and the waiting tool calls
+//!   interrupted status CANCELED
+//!   failed      status FAILED ("the agent's reply failed"; the cause is logged by kind only)
+//! ```
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use serde_json::json;
+use towerscope_agent::Agent;
+use towerscope_core::{AgentEvent, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, ToolCallBlock};
+
+use super::tasks::{Parked, TaskEntry, Tasks};
+use super::wire::{
+    Artifact, Message, Part, Role, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus,
+    TaskStatusUpdateEvent, now_rfc3339,
+};
+
+/// Spawns the reply of task `id` to `input` on the runtime.
+pub(crate) fn spawn(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput) {
+    tokio::spawn(run(tasks, id, agent, input));
+}
+
+async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput) {
+    let new_message = !input.is_resume();
+    let Ok((canceled, round)) = tasks.with_task(&id, |t| {
+        t.rounds += 1;
+        (t.cancel_requested, t.rounds)
+    }) else {
+        return; // forgotten already
+    };
+    if canceled && new_message {
+        set_status(&tasks, &id, TaskState::Canceled, None);
+        return;
+    }
+    set_status(&tasks, &id, TaskState::Working, None);
+
+    let artifact_id = format!("{id}-answer-{round}");
+    let mut stream = agent.reply_stream(input);
+    let mut parked: Option<Parked> = None;
+    let mut last: Option<Msg> = None;
+    let mut failed = false;
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(ReplyItem::Event(AgentEvent::TextBlockDelta(e))) if !e.delta.is_empty() => {
+                publish_artifact(&tasks, &id, &artifact_id, &e.delta, true, false);
+            }
+            Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e))) => {
+                parked.get_or_insert_with(|| new_parked(&e.reply_id)).confirm = e.tool_calls;
+            }
+            Ok(ReplyItem::Event(AgentEvent::RequireExternalExecution(e))) => {
+                parked.get_or_insert_with(|| new_parked(&e.reply_id)).external = e.tool_calls;
+            }
+            Ok(ReplyItem::Event(_)) => {}
+            Ok(ReplyItem::Final(msg)) => last = Some(msg),
+            Err(e) => {
+                tracing::warn!(task = %id, kind = e.kind(), "an A2A task's reply failed");
+                failed = true;
+                break;
+            }
+        }
+    }
+
+    match (failed, last) {
+        (false, Some(msg)) if msg.finished_reason.is_none() => {
+            let question = question(&msg, parked.as_ref());
+            let _ = tasks.with_task(&id, |t| t.parked = parked);
+            set_status(&tasks, &id, TaskState::InputRequired, Some(question));
+        }
+        (false, Some(msg)) => match msg.finished_reason {
+            Some(ReplyFinishedReason::Interrupted) => set_status(&tasks, &id, TaskState::Canceled, None),
+            Some(ReplyFinishedReason::Error) => {
+                tracing::warn!(task = %id, "an A2A task's reply ended with an error");
+                set_status(&tasks, &id, TaskState::Failed, Some(failure()));
+            }
+            _ => {
+                let answer = msg.text_content().unwrap_or_default();
+                publish_artifact(&tasks, &id, &artifact_id, &answer, false, true);
+                set_status(
+                    &tasks,
+                    &id,
+                    TaskState::Completed,
+                    Some(Message::new_text(Role::Agent, answer)),
+                );
+            }
+        },
+        _ => set_status(&tasks, &id, TaskState::Failed, Some(failure())),
+    }
+}
+
+fn new_parked(reply_id: &towerscope_core::Id) -> Parked {
+    Parked {
+        reply_id: reply_id.clone(),
+        confirm: Vec::new(),
+        external: Vec::new(),
+    }
+}
+
+fn failure() -> Message {
+    Message::new_text(Role::Agent, "The agent's reply failed.")
+}
+
+/// The status message of a parked reply: what it waits for, in words and as data.
+fn question(msg: &Msg, parked: Option<&Parked>) -> Message {
+    let calls = |calls: &[ToolCallBlock]| -> Vec<serde_json::Value> {
+        calls
+            .iter()
+            .map(|c| json!({"id": c.id.to_string(), "name": c.name, "input": c.input}))
+            .collect()
+    };
+    let (text, data) = match parked {
+        Some(p) if !p.confirm.is_empty() => {
+            let names: Vec<String> = p.confirm.iter().map(|c| format!("{}({})", c.name, c.input)).collect();
+            (
+                format!("Confirm the tool calls {}? Answer yes or no.", names.join(", ")),
+                json!({"awaiting": "confirmation", "toolCalls": calls(&p.confirm)}),
+            )
+        }
+        Some(p) => (
+            "Run these tool calls and send their results.".to_owned(),
+            json!({"awaiting": "external_execution", "toolCalls": calls(&p.external)}),
+        ),
+        None => (msg.text_content().unwrap_or_default(), json!({"awaiting": "input"})),
+    };
+    let mut message = Message::new_text(Role::Agent, text);
+    message.parts.push(Part::data(data));
+    message
+}
+
+/// Publishes an artifact update and folds it into the stored task.
+pub(crate) fn publish_artifact(tasks: &Tasks, id: &str, artifact_id: &str, text: &str, append: bool, last_chunk: bool) {
+    let _ = tasks.with_task(id, |t| {
+        let part = Part::text(text);
+        match t.task.artifacts.iter_mut().find(|a| a.artifact_id == artifact_id) {
+            Some(a) if append => a.parts.push(part.clone()),
+            Some(a) => a.parts = vec![part.clone()],
+            None => t.task.artifacts.push(Artifact {
+                artifact_id: artifact_id.to_owned(),
+                name: "answer".to_owned(),
+                parts: vec![part.clone()],
+            }),
+        }
+        let event = TaskArtifactUpdateEvent {
+            task_id: t.task.id.clone(),
+            context_id: t.task.context_id.clone(),
+            artifact: Artifact {
+                artifact_id: artifact_id.to_owned(),
+                name: "answer".to_owned(),
+                parts: vec![part],
+            },
+            append,
+            last_chunk,
+        };
+        let _ = t.updates.send(StreamResponse::ArtifactUpdate(event));
+    });
+}
+
+pub(crate) fn set_status(tasks: &Tasks, id: &str, state: TaskState, message: Option<Message>) {
+    let _ = tasks.with_task(id, |t| publish_status(t, state, message));
+}
+
+/// Sets the task's status, records its message in the history, and publishes it.
+pub(crate) fn publish_status(t: &mut TaskEntry, state: TaskState, message: Option<Message>) {
+    let message = message.map(|mut m| {
+        m.task_id = Some(t.task.id.clone());
+        m.context_id = Some(t.task.context_id.clone());
+        m
+    });
+    if let Some(m) = &message {
+        t.task.history.push(m.clone());
+    }
+    t.task.status = TaskStatus {
+        state,
+        message,
+        timestamp: Some(now_rfc3339()),
+    };
+    let event = TaskStatusUpdateEvent {
+        task_id: t.task.id.clone(),
+        context_id: t.task.context_id.clone(),
+        status: t.task.status.clone(),
+    };
+    let _ = t.updates.send(StreamResponse::StatusUpdate(event));
+}

@@ -1,0 +1,265 @@
+//! [`Tasks`]: the tasks this process knows and the agent serving each context, bounded.
+//!
+//! One mutex guards both maps; it is never held across an await. A context's agent comes from
+//! the [`AgentFactory`] the first time the context is seen and is kept while it is among the
+//! latest [`Limits::max_contexts`] contexts: evicting one loses nothing the factory's
+//! `SessionStore` keeps. Stopped tasks are forgotten oldest first past [`Limits::max_tasks`].
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::broadcast;
+use towerscope_agent::Agent;
+use towerscope_core::{Id, ToolCallBlock};
+
+use super::error::RpcError;
+use super::wire::{Message, StreamResponse, Task, TaskState, TaskStatus, now_rfc3339};
+use crate::AgentFactory;
+
+/// How much a server keeps in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Tasks kept for `GetTask` (default 10,000): past this, ended tasks are forgotten oldest
+    /// first, and a new message is refused while this many have not ended (working, or waiting
+    /// for input).
+    pub max_tasks: usize,
+    /// Contexts whose agent is kept in memory (default 1,000); an evicted context's agent is
+    /// built again by the factory, from its session store.
+    pub max_contexts: usize,
+    /// The largest request body in bytes (default 1 MiB); larger ones get HTTP 413.
+    pub max_body_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_tasks: 10_000,
+            max_contexts: 1_000,
+            max_body_bytes: 1 << 20,
+        }
+    }
+}
+
+/// What a parked reply waits for.
+#[derive(Debug, Clone)]
+pub(crate) struct Parked {
+    pub(crate) reply_id: Id,
+    /// Calls waiting for the user's confirmation.
+    pub(crate) confirm: Vec<ToolCallBlock>,
+    /// Calls waiting for an external executor's results.
+    pub(crate) external: Vec<ToolCallBlock>,
+}
+
+pub(crate) struct TaskEntry {
+    pub(crate) task: Task,
+    pub(crate) agent: Agent,
+    pub(crate) parked: Option<Parked>,
+    pub(crate) updates: broadcast::Sender<StreamResponse>,
+    pub(crate) cancel_requested: bool,
+    /// The reply rounds run so far (names each round's artifact).
+    pub(crate) rounds: u32,
+}
+
+struct ContextEntry {
+    agent: Agent,
+    last_task: Option<String>,
+}
+
+#[derive(Default)]
+struct Inner {
+    tasks: HashMap<String, TaskEntry>,
+    task_order: VecDeque<String>,
+    contexts: HashMap<String, ContextEntry>,
+    context_order: VecDeque<String>,
+}
+
+/// The tasks and contexts of one A2A endpoint.
+pub(crate) struct Tasks {
+    factory: Arc<dyn AgentFactory>,
+    pub(crate) limits: Limits,
+    inner: Mutex<Inner>,
+}
+
+/// Capacity of a task's update channel; a subscriber that falls further behind gets the whole
+/// task instead of the updates it missed.
+const UPDATES: usize = 256;
+
+impl Tasks {
+    pub(crate) fn new(factory: Arc<dyn AgentFactory>, limits: Limits) -> Self {
+        Self {
+            factory,
+            limits,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The agent of `context`, built by the factory if this process has none.
+    pub(crate) fn agent_for(&self, context: &str) -> Result<Agent, RpcError> {
+        if let Some(c) = self.lock().contexts.get(context) {
+            return Ok(c.agent.clone());
+        }
+        // Built outside the lock: a slow factory holds up only this request.
+        let agent = self.factory.agent(context).map_err(|e| {
+            tracing::error!(kind = e.kind(), "the agent factory failed for an A2A context");
+            RpcError::internal()
+        })?;
+        let mut inner = self.lock();
+        if let Some(c) = inner.contexts.get(context) {
+            return Ok(c.agent.clone()); // another request built it first
+        }
+        inner.contexts.insert(
+            context.to_owned(),
+            ContextEntry {
+                agent: agent.clone(),
+                last_task: None,
+            },
+        );
+        inner.context_order.push_back(context.to_owned());
+        evict_contexts(&mut inner, self.limits.max_contexts);
+        Ok(agent)
+    }
+
+    /// The task the context's last message left waiting for input, if any; an error if that
+    /// task is still running (one reply at a time per context).
+    pub(crate) fn open_task_of(&self, context: &str) -> Result<Option<String>, RpcError> {
+        let inner = self.lock();
+        let Some(last) = inner.contexts.get(context).and_then(|c| c.last_task.as_ref()) else {
+            return Ok(None);
+        };
+        match inner.tasks.get(last).map(|t| t.task.status.state) {
+            Some(TaskState::InputRequired) => Ok(Some(last.clone())),
+            Some(s) if !s.is_stopped() => Err(RpcError::invalid_params(format!(
+                "context `{context}` is busy with task `{last}`; wait for it, or cancel it"
+            ))),
+            _ => Ok(None),
+        }
+    }
+
+    /// Registers a new task for `message` in `context`, subscribed before anything can happen.
+    /// Fails when [`Limits::max_tasks`] tasks have not ended (none can be forgotten).
+    pub(crate) fn insert(
+        &self,
+        context: &str,
+        agent: Agent,
+        message: Message,
+    ) -> Result<(String, Task, broadcast::Receiver<StreamResponse>), RpcError> {
+        let id = towerscope_core::id::new_id().to_string();
+        let task = Task {
+            id: id.clone(),
+            context_id: context.to_owned(),
+            status: TaskStatus {
+                state: TaskState::Submitted,
+                message: None,
+                timestamp: Some(now_rfc3339()),
+            },
+            history: vec![message],
+            ..Task::default()
+        };
+        let (updates, rx) = broadcast::channel(UPDATES);
+        let mut inner = self.lock();
+        // Checked again under the lock: two messages racing on one context start one reply.
+        let last = inner.contexts.get(context).and_then(|c| c.last_task.as_ref());
+        if let Some(last) = last
+            && inner.tasks.get(last).is_some_and(|t| !t.task.status.state.is_stopped())
+        {
+            return Err(RpcError::invalid_params(format!(
+                "context `{context}` is busy with task `{last}`; wait for it, or cancel it"
+            )));
+        }
+        evict_tasks(&mut inner, self.limits.max_tasks.saturating_sub(1));
+        if inner.tasks.len() >= self.limits.max_tasks {
+            return Err(RpcError::new(
+                RpcError::INTERNAL_ERROR,
+                format!(
+                    "the server holds {} tasks that have not ended (its limit); try again later",
+                    inner.tasks.len()
+                ),
+            ));
+        }
+        inner.tasks.insert(
+            id.clone(),
+            TaskEntry {
+                task: task.clone(),
+                agent,
+                parked: None,
+                updates,
+                cancel_requested: false,
+                rounds: 0,
+            },
+        );
+        inner.task_order.push_back(id.clone());
+        if let Some(c) = inner.contexts.get_mut(context) {
+            c.last_task = Some(id.clone());
+        }
+        Ok((id, task, rx))
+    }
+
+    /// Runs `f` on the task `id`, or fails with task-not-found.
+    pub(crate) fn with_task<R>(&self, id: &str, f: impl FnOnce(&mut TaskEntry) -> R) -> Result<R, RpcError> {
+        let mut inner = self.lock();
+        inner
+            .tasks
+            .get_mut(id)
+            .map(f)
+            .ok_or_else(|| RpcError::task_not_found(id))
+    }
+
+    /// A new subscription to the task `id` and the task as it is, taken together (updates are
+    /// published under the same lock), so that the task and the updates after it miss nothing
+    /// and repeat nothing.
+    pub(crate) fn resubscribe(&self, id: &str) -> Result<(broadcast::Receiver<StreamResponse>, Task), RpcError> {
+        self.with_task(id, |t| (t.updates.subscribe(), t.task.clone()))
+    }
+
+    /// A copy of the task `id`, its history cut to the latest `history_length` messages.
+    pub(crate) fn snapshot(&self, id: &str, history_length: Option<i32>) -> Result<Task, RpcError> {
+        let mut task = self.with_task(id, |t| t.task.clone())?;
+        if let Some(n) = history_length {
+            let keep = usize::try_from(n.max(0)).unwrap_or(0);
+            let skip = task.history.len().saturating_sub(keep);
+            task.history.drain(..skip);
+        }
+        Ok(task)
+    }
+}
+
+/// Forgets the oldest stopped tasks past `max`; running and waiting ones are kept.
+fn evict_tasks(inner: &mut Inner, max: usize) {
+    let mut tries = inner.task_order.len();
+    while inner.tasks.len() > max && tries > 0 {
+        tries -= 1;
+        let Some(id) = inner.task_order.pop_front() else { break };
+        let terminal = inner.tasks.get(&id).is_none_or(|t| t.task.status.state.is_terminal());
+        if terminal {
+            inner.tasks.remove(&id);
+        } else {
+            inner.task_order.push_back(id);
+        }
+    }
+}
+
+/// Drops the oldest contexts' agents past `max`, except those whose last task has not ended.
+fn evict_contexts(inner: &mut Inner, max: usize) {
+    let mut tries = inner.context_order.len();
+    while inner.contexts.len() > max && tries > 0 {
+        tries -= 1;
+        let Some(ctx) = inner.context_order.pop_front() else {
+            break;
+        };
+        let busy = inner
+            .contexts
+            .get(&ctx)
+            .and_then(|c| c.last_task.as_ref())
+            .and_then(|t| inner.tasks.get(t))
+            .is_some_and(|t| !t.task.status.state.is_terminal());
+        if busy {
+            inner.context_order.push_back(ctx);
+        } else {
+            inner.contexts.remove(&ctx);
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! [`Message`], [`Part`] and [`Role`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Who sent a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Role {
+    /// Not set.
+    #[default]
+    #[serde(rename = "ROLE_UNSPECIFIED")]
+    Unspecified,
+    /// The client (a person or the calling agent).
+    #[serde(rename = "ROLE_USER", alias = "user")]
+    User,
+    /// The serving agent.
+    #[serde(rename = "ROLE_AGENT", alias = "agent")]
+    Agent,
+}
+
+/// One piece of a message or an artifact: exactly one of `text`, `raw` (base64), `url` or
+/// `data` is set.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Part {
+    /// Text content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Bytes, base64-encoded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+    /// A URL pointing at the content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Structured JSON content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// Metadata of the part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+    /// A file name, for `raw` and `url` parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    /// The content's media type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+}
+
+impl Part {
+    /// A text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            text: Some(text.into()),
+            ..Self::default()
+        }
+    }
+
+    /// A structured-data part.
+    pub fn data(data: Value) -> Self {
+        Self {
+            data: Some(data),
+            ..Self::default()
+        }
+    }
+}
+
+/// One message of a conversation between a client and an agent.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    /// The message's id, chosen by its sender.
+    #[serde(default)]
+    pub message_id: String,
+    /// The conversation (session) the message belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<String>,
+    /// The task the message belongs to (set to continue a task, for example one that waits
+    /// for input).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// Who sent it.
+    #[serde(default)]
+    pub role: Role,
+    /// The content.
+    #[serde(default)]
+    pub parts: Vec<Part>,
+    /// Metadata of the message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+impl Message {
+    /// A message of `role` with one text part and a new id.
+    pub fn new_text(role: Role, text: impl Into<String>) -> Self {
+        Self {
+            message_id: towerscope_core::id::new_id().to_string(),
+            role,
+            parts: vec![Part::text(text)],
+            ..Self::default()
+        }
+    }
+
+    /// The message's text parts joined with newlines (empty when it has none).
+    pub fn text(&self) -> String {
+        let texts: Vec<&str> = self.parts.iter().filter_map(|p| p.text.as_deref()).collect();
+        texts.join("\n")
+    }
+}

@@ -1,0 +1,180 @@
+//! A remote A2A agent here: as a `Participant` in a pipeline and a `MsgHub`, interrupted, and
+//! as a tool of our agent; against our own server (tests/a2a_python.rs runs the same client
+//! against the official SDK's server).
+#![allow(clippy::unwrap_used)]
+
+#[path = "a2a_support/mod.rs"]
+mod support;
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use support::serve_echo;
+use towerscope_agent::Agent;
+use towerscope_core::{AgentEvent, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, ToolResultState};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+use towerscope_serve::a2a::{A2aConfig, RemoteAgent, RemoteAgentTool};
+use towerscope_team::Participant;
+use towerscope_team::hub::{Broadcaster, MsgHub};
+use towerscope_team::pipeline::SequentialPipeline;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_agent_streams_its_reply_as_events_and_keeps_one_session() {
+    let base = serve_echo(A2aConfig::new("far")).await;
+    let far = RemoteAgent::connect(&base).await.unwrap();
+    assert_eq!(far.name(), "far");
+    let items: Vec<ReplyItem> = far
+        .reply_stream(Msg::user("user", "one").into())
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    let kinds: Vec<&str> = items
+        .iter()
+        .map(|i| match i {
+            ReplyItem::Event(e) => e.event_type().as_str(),
+            ReplyItem::Final(_) => "FINAL",
+        })
+        .collect();
+    assert_eq!(kinds.first(), Some(&"REPLY_START"));
+    assert_eq!(&kinds[kinds.len() - 3..], ["TEXT_BLOCK_END", "REPLY_END", "FINAL"]);
+    assert!(kinds.contains(&"TEXT_BLOCK_DELTA"));
+    let deltas: String = items
+        .iter()
+        .filter_map(|i| match i {
+            ReplyItem::Event(AgentEvent::TextBlockDelta(d)) => Some(d.delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas, "heard: one");
+    let context = far.context_id().unwrap();
+    let second = far.reply(Msg::user("user", "two").into()).await.unwrap();
+    assert_eq!(second.text_content().as_deref(), Some("heard: two"));
+    assert_eq!(far.context_id(), Some(context));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_agent_takes_its_turn_in_a_pipeline_and_hears_a_hub() {
+    let base = serve_echo(A2aConfig::new("far")).await;
+    let far = RemoteAgent::connect(&base).await.unwrap();
+    let writer = Agent::builder("writer")
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("Roses are red.")]))
+        .build()
+        .unwrap();
+    let row = SequentialPipeline::new([
+        std::sync::Arc::new(writer) as std::sync::Arc<dyn Participant>,
+        std::sync::Arc::new(far.clone()),
+    ]);
+    let last = row.reply(Msg::user("user", "Write.").into()).await.unwrap();
+    assert_eq!(last.name.as_ref(), "far");
+    assert_eq!(last.text_content().as_deref(), Some("heard: Roses are red."));
+
+    // In a hub, a local agent's reply reaches the remote agent with its next message, and the
+    // remote agent's reply reaches the local agent.
+    let local_model = ScriptedModel::new("m", [ScriptedResponse::text("Tabs.")]);
+    let local = Agent::builder("alice")
+        .model(local_model)
+        .middleware(Broadcaster::new())
+        .build()
+        .unwrap();
+    let hub = MsgHub::builder()
+        .participant(local.clone())
+        .participant(far.clone())
+        .enter()
+        .unwrap();
+    local.reply(Msg::user("host", "Tabs or spaces?")).await.unwrap();
+    let heard = far.reply(ReplyInput::from(Vec::new())).await.unwrap();
+    assert_eq!(heard.text_content().as_deref(), Some("heard: alice: Tabs."));
+    drop(hub);
+    let context: Vec<String> = local.state().context.iter().filter_map(|m| m.text_content()).collect();
+    assert_eq!(context.last().map(String::as_str), Some("heard: alice: Tabs."));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupting_a_remote_agent_cancels_its_remote_task() {
+    let base = serve_echo(A2aConfig::new("far")).await;
+    let far = RemoteAgent::connect(&base).await.unwrap();
+    let stream = far.reply_stream(Msg::user("user", "answer slowly").into());
+    let reply = tokio::spawn(async move { stream.collect::<Vec<_>>().await });
+    // Interrupt once the remote task exists.
+    let mut interrupted = false;
+    for _ in 0..200 {
+        if far.interrupt() {
+            interrupted = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(interrupted, "the reply had a remote task to cancel");
+    let items = tokio::time::timeout(Duration::from_secs(20), reply)
+        .await
+        .unwrap()
+        .unwrap();
+    let Some(Ok(ReplyItem::Final(last))) = items.last() else {
+        panic!("{items:?}")
+    };
+    assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Interrupted));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_agent_is_a_tool_of_our_agent() {
+    let base = serve_echo(A2aConfig::new("Far Agent").description("Hears things.")).await;
+    let tool = RemoteAgentTool::connect(&base).await.unwrap();
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "ask_far_agent", r#"{"message": "ping"}"#),
+            ScriptedResponse::tool_call("c2", "ask_far_agent", r#"{"text": "no message"}"#),
+            ScriptedResponse::text("Done."),
+        ],
+    );
+    let agent = Agent::builder("boss").model(model.clone()).tool(tool).build().unwrap();
+    let schema_seen = model.clone();
+    agent.reply(Msg::user("user", "Ask the far agent.")).await.unwrap();
+    let requests = schema_seen.requests();
+    let tool_schema = requests[0].tools.iter().find(|t| t.name == "ask_far_agent").unwrap();
+    assert!(tool_schema.description.contains("Hears things."));
+    let results: Vec<(ToolResultState, String)> = agent
+        .state()
+        .context
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|b| match b {
+            towerscope_core::ContentBlock::ToolResult(r) => Some((r.state, serde_json::to_string(&r.output).unwrap())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results[0].0, ToolResultState::Success);
+    assert!(results[0].1.contains("heard: ping"), "{results:?}");
+    assert_eq!(
+        results[1].0,
+        ToolResultState::Error,
+        "bad arguments are an error result: {results:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_agent_whose_card_does_not_stream_is_asked_with_send_message() {
+    let base = serve_echo(A2aConfig::new("far")).await;
+    let mut card = towerscope_serve::a2a::A2aClient::connect(&base)
+        .await
+        .unwrap()
+        .card()
+        .clone();
+    card.capabilities.streaming = false;
+    let far = RemoteAgent::new(towerscope_serve::a2a::A2aClient::from_card(card).unwrap());
+    let items: Vec<ReplyItem> = far
+        .reply_stream(Msg::user("user", "whole").into())
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    let Some(ReplyItem::Final(last)) = items.last() else {
+        panic!("{items:?}")
+    };
+    assert_eq!(last.text_content().as_deref(), Some("heard: whole"));
+    assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Completed));
+    let deltas = items
+        .iter()
+        .filter(|i| matches!(i, ReplyItem::Event(AgentEvent::TextBlockDelta(_))))
+        .count();
+    assert_eq!(deltas, 1, "the whole answer as one delta");
+}

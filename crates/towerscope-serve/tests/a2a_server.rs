@@ -1,0 +1,482 @@
+//! Our A2A server, driven by our client and by raw HTTP: the card, the task states, the stream's
+//! order, input-required answered by the next message, cancellation, and bad input.
+#![allow(clippy::unwrap_used)]
+
+#[path = "a2a_support/mod.rs"]
+mod support;
+
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use support::{CHAT_ANSWER, CHAT_SECOND, serve};
+use towerscope_serve::a2a::wire::{Role, StreamResponse, TaskState};
+use towerscope_serve::a2a::{A2aClient, A2aConfig, ClientError, Limits, RpcError};
+
+fn user(text: &str, context: &str) -> towerscope_serve::a2a::wire::Message {
+    let mut m = towerscope_serve::a2a::wire::Message::new_text(Role::User, text);
+    m.context_id = Some(context.to_owned());
+    m
+}
+
+async fn post(base: &str, body: impl Into<reqwest::Body>, version: Option<&str>) -> (u16, Value) {
+    // reqwest needs a process-wide crypto provider (A2aClient installs one; this test may be first).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut req = reqwest::Client::new()
+        .post(format!("{base}/a2a"))
+        .header("content-type", "application/json")
+        .body(body);
+    if let Some(v) = version {
+        req = req.header("A2A-Version", v);
+    }
+    let answer = req.send().await.unwrap();
+    let status = answer.status().as_u16();
+    (status, serde_json::from_slice(&answer.bytes().await.unwrap()).unwrap())
+}
+
+fn rpc(method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": "r1", "method": method, "params": params}).to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_card_names_the_endpoint_the_skills_and_streaming() {
+    let base = serve(A2aConfig::new("helper").description("Helps.")).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let card = client.card();
+    assert_eq!(card.name, "helper");
+    assert_eq!(card.description, "Helps.");
+    assert!(card.capabilities.streaming);
+    assert_eq!(card.jsonrpc_url(), Some(format!("{base}/a2a").as_str()));
+    assert_eq!(card.supported_interfaces[0].protocol_version, "1.0");
+    assert_eq!(card.skills[0].id, "chat");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_completes_a_task_and_the_context_is_the_session() {
+    let base = serve(A2aConfig::new("helper")).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let first = client.send(user("Hi", "chat-s1")).await.unwrap();
+    let task = first.task().unwrap().clone();
+    assert_eq!(task.status.state, TaskState::Completed);
+    assert_eq!(task.context_id, "chat-s1");
+    assert_eq!(task.answer_text(), CHAT_ANSWER);
+    let roles: Vec<Role> = task.history.iter().map(|m| m.role).collect();
+    assert_eq!(roles, [Role::User, Role::Agent]);
+    assert_eq!(task.history[0].task_id.as_deref(), Some(task.id.as_str()));
+
+    // The same context is served by the same agent: its script goes on.
+    let second = client.send(user("Still there?", "chat-s1")).await.unwrap();
+    assert_eq!(second.answer_text(), CHAT_SECOND);
+    assert_ne!(second.task().unwrap().id, task.id, "a new task per message");
+
+    let got = client.get_task(&task.id).await.unwrap();
+    assert_eq!(got, task);
+    let (_, latest) = post(&base, rpc("GetTask", json!({"id": task.id, "historyLength": 1})), None).await;
+    let history = latest["result"]["history"].as_array().unwrap();
+    assert_eq!(history.len(), 1, "only the latest message");
+    assert_eq!(history[0]["role"], "ROLE_AGENT");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_sends_the_task_working_the_answer_in_pieces_then_completed() {
+    let base = serve(A2aConfig::new("helper")).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let items: Vec<StreamResponse> = client
+        .stream(user("Hi", "chat-s2"))
+        .await
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    let StreamResponse::Task(first) = &items[0] else {
+        panic!("the stream opens with the task: {items:?}")
+    };
+    assert_eq!(first.status.state, TaskState::Submitted);
+    let mut states = Vec::new();
+    let mut pieces = Vec::new();
+    let mut whole = None;
+    for item in &items[1..] {
+        match item {
+            StreamResponse::StatusUpdate(u) => states.push(u.status.state),
+            StreamResponse::ArtifactUpdate(u) if u.append => pieces.push(u.artifact.text()),
+            StreamResponse::ArtifactUpdate(u) => {
+                assert!(u.last_chunk);
+                whole = Some(u.artifact.text());
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(states, [TaskState::Working, TaskState::Completed]);
+    assert!(pieces.len() > 1, "the answer streams in pieces: {pieces:?}");
+    assert_eq!(pieces.concat(), CHAT_ANSWER);
+    assert_eq!(whole.as_deref(), Some(CHAT_ANSWER));
+    assert!(
+        matches!(items.last(), Some(StreamResponse::StatusUpdate(u)) if u.status.state == TaskState::Completed),
+        "the completed status ends the stream"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_confirmation_is_input_required_and_the_next_message_answers_it() {
+    let base = serve(A2aConfig::new("helper")).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let parked = client.send(user("Delete /tmp/a", "confirm-s1")).await.unwrap();
+    let task = parked.task().unwrap().clone();
+    assert_eq!(task.status.state, TaskState::InputRequired);
+    let question = task.status.message.clone().unwrap();
+    assert!(
+        question.text().contains(r#"delete({"path": "/tmp/a"})"#),
+        "{}",
+        question.text()
+    );
+    let data = question.parts.iter().find_map(|p| p.data.clone()).unwrap();
+    assert_eq!(data["awaiting"], "confirmation");
+    assert_eq!(data["toolCalls"][0]["name"], "delete");
+
+    // Another message on the context (no task id) answers the waiting task.
+    let answered = client.send(user("yes", "confirm-s1")).await.unwrap();
+    let done = answered.task().unwrap();
+    assert_eq!(done.id, task.id, "the same task goes on");
+    assert_eq!(done.status.state, TaskState::Completed);
+    assert_eq!(done.answer_text(), "Deleted /tmp/a.");
+    assert!(
+        support::DELETED.lock().unwrap().contains(&"/tmp/a".to_owned()),
+        "the tool ran"
+    );
+
+    // A message to the ended task is refused, with the reason.
+    let err = client.send_text("again", None, Some(&task.id)).await.unwrap_err();
+    let ClientError::Rpc(e) = err else { panic!("{err:?}") };
+    assert_eq!(e.code, RpcError::INVALID_PARAMS);
+    assert!(e.message.contains("has ended"), "{}", e.message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_interrupts_a_working_task_and_ends_a_waiting_one() {
+    let base = serve(A2aConfig::new("helper")).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let (_, started) = post(
+        &base,
+        rpc(
+            "SendMessage",
+            json!({"message": {"messageId": "m1", "role": "ROLE_USER", "contextId": "slow-s1", "parts": [{"text": "Take your time"}]},
+                   "configuration": {"returnImmediately": true}}),
+        ),
+        Some("1.0"),
+    )
+    .await;
+    let id = started["result"]["task"]["id"].as_str().unwrap().to_owned();
+    assert!(matches!(
+        started["result"]["task"]["status"]["state"].as_str(),
+        Some("TASK_STATE_SUBMITTED" | "TASK_STATE_WORKING")
+    ));
+    // While it works, the context takes no other message.
+    let busy = client.send(user("hello?", "slow-s1")).await.unwrap_err();
+    assert!(
+        matches!(&busy, ClientError::Rpc(e) if e.message.contains("busy")),
+        "{busy:?}"
+    );
+
+    let canceled = client.cancel_task(&id).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    assert_eq!(client.get_task(&id).await.unwrap().status.state, TaskState::Canceled);
+    let again = client.cancel_task(&id).await.unwrap_err();
+    assert!(matches!(
+        again,
+        ClientError::Rpc(RpcError {
+            code: RpcError::TASK_NOT_CANCELABLE,
+            ..
+        })
+    ));
+
+    // A task waiting for confirmation is canceled too; its reply is interrupted, not resumed.
+    let parked = client.send(user("Delete /tmp/a", "confirm-s2")).await.unwrap();
+    let parked_id = parked.task().unwrap().id.clone();
+    let canceled = client.cancel_task(&parked_id).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    // The context is free again: the next message is a new task.
+    let next = client.send(user("Hello", "confirm-s2")).await.unwrap();
+    assert_ne!(next.task().unwrap().id, parked_id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_reply_is_a_failed_task_without_the_providers_text() {
+    let base = serve(A2aConfig::new("helper")).await;
+    let (status, body) = post(
+        &base,
+        rpc(
+            "SendMessage",
+            json!({"message": {"messageId": "m1", "role": "ROLE_USER", "contextId": "fail-s1", "parts": [{"text": "Hi"}]}}),
+        ),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(body["result"]["task"]["status"]["state"], "TASK_STATE_FAILED");
+    assert_eq!(
+        body["result"]["task"]["status"]["message"]["parts"][0]["text"],
+        "The agent's reply failed."
+    );
+    assert!(!body.to_string().contains("SECRET"), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_the_protocols_error_codes() {
+    let limits = Limits {
+        max_body_bytes: 4096,
+        ..Limits::default()
+    };
+    let base = serve(A2aConfig::new("helper").limits(limits)).await;
+    let code = |body: &Value| body["error"]["code"].as_i64().unwrap();
+
+    let (status, body) = post(&base, "{not json", None).await;
+    assert_eq!((status, code(&body)), (200, RpcError::PARSE_ERROR));
+    assert_eq!(body["id"], Value::Null);
+
+    let (_, body) = post(
+        &base,
+        r#"{"jsonrpc": "2.0", "id": 7, "method": "message/teleport"}"#,
+        None,
+    )
+    .await;
+    assert_eq!(code(&body), RpcError::METHOD_NOT_FOUND);
+    assert_eq!(body["id"], 7, "the request's id is echoed");
+
+    let (_, body) = post(&base, r#"{"jsonrpc": "2.0", "id": 1}"#, None).await;
+    assert_eq!(code(&body), RpcError::INVALID_REQUEST);
+
+    let (_, body) = post(&base, rpc("GetTask", json!({"id": "no-such-task"})), None).await;
+    assert_eq!(code(&body), RpcError::TASK_NOT_FOUND);
+    let (_, body) = post(&base, rpc("CancelTask", json!({"id": "no-such-task"})), None).await;
+    assert_eq!(code(&body), RpcError::TASK_NOT_FOUND);
+
+    let (_, body) = post(&base, rpc("SendMessage", json!({"msg": "hi"})), None).await;
+    assert_eq!(code(&body), RpcError::INVALID_PARAMS);
+    let (_, body) = post(&base, rpc("GetTask", json!({"id": 42})), None).await;
+    assert_eq!(code(&body), RpcError::INVALID_PARAMS);
+    let long_context = "chat-".to_owned() + &"x".repeat(300);
+    let (_, body) = post(
+        &base,
+        rpc(
+            "SendMessage",
+            json!({"message": {"role": "ROLE_USER", "contextId": long_context, "parts": [{"text": "Hi"}]}}),
+        ),
+        None,
+    )
+    .await;
+    assert_eq!(code(&body), RpcError::INVALID_PARAMS);
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("contextId"),
+        "{body}"
+    );
+    let (_, body) = post(
+        &base,
+        rpc(
+            "SendMessage",
+            json!({"message": {"role": "ROLE_AGENT", "parts": [{"text": "Hi"}]}}),
+        ),
+        None,
+    )
+    .await;
+    assert_eq!(code(&body), RpcError::INVALID_PARAMS);
+    let (_, body) = post(
+        &base,
+        rpc("SendMessage", json!({"message": {"role": "ROLE_USER", "parts": []}})),
+        None,
+    )
+    .await;
+    assert_eq!(code(&body), RpcError::INVALID_PARAMS);
+    let (_, body) = post(
+        &base,
+        rpc(
+            "SendMessage",
+            json!({"message": {"role": "ROLE_USER", "parts": [{"url": "http://127.0.0.1/x.png"}]}}),
+        ),
+        None,
+    )
+    .await;
+    assert_eq!(code(&body), RpcError::CONTENT_TYPE_NOT_SUPPORTED);
+
+    let (_, body) = post(&base, rpc("GetTask", json!({"id": "x"})), Some("0.3")).await;
+    assert_eq!(code(&body), RpcError::VERSION_NOT_SUPPORTED);
+
+    let (_, body) = post(&base, rpc("ListTasks", json!({})), None).await;
+    assert_eq!(code(&body), RpcError::UNSUPPORTED_OPERATION);
+    let (_, body) = post(&base, rpc("SubscribeToTask", json!({"id": "x"})), None).await;
+    assert_eq!(code(&body), RpcError::TASK_NOT_FOUND);
+
+    // A body over the limit: HTTP 413, still a JSON-RPC error.
+    let huge = rpc(
+        "SendMessage",
+        json!({"message": {"role": "ROLE_USER", "parts": [{"text": "x".repeat(10_000)}]}}),
+    );
+    let (status, body) = post(&base, huge, None).await;
+    assert_eq!((status, code(&body)), (413, RpcError::INVALID_REQUEST));
+
+    // The factory failing for a context: an internal error that does not repeat its text.
+    let (_, body) = post(
+        &base,
+        rpc(
+            "SendMessage",
+            json!({"message": {"role": "ROLE_USER", "contextId": "zzz-1", "parts": [{"text": "Hi"}]}}),
+        ),
+        None,
+    )
+    .await;
+    assert_eq!(code(&body), RpcError::INTERNAL_ERROR);
+    assert!(!body.to_string().contains("no agent for"), "{body}");
+
+    // The server still serves after all that.
+    let client = A2aClient::connect(&base).await.unwrap();
+    assert_eq!(
+        client.send(user("Hi", "chat-s9")).await.unwrap().answer_text(),
+        CHAT_ANSWER
+    );
+}
+
+async fn start_slow(base: &str, context: &str) -> String {
+    let (_, started) = post(
+        base,
+        rpc(
+            "SendMessage",
+            json!({"message": {"messageId": "m1", "role": "ROLE_USER", "contextId": context, "parts": [{"text": "Take your time"}]},
+                   "configuration": {"returnImmediately": true}}),
+        ),
+        None,
+    )
+    .await;
+    started["result"]["task"]["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_follows_a_running_task_to_its_end() {
+    let base = serve(A2aConfig::new("helper")).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let id = start_slow(&base, "slow-sub").await;
+    let mut updates = client.subscribe(&id).await.unwrap();
+    let Some(Ok(StreamResponse::Task(task))) = updates.next().await else {
+        panic!("a subscription opens with the task")
+    };
+    assert_eq!(task.id, id);
+    assert!(!task.status.state.is_stopped());
+    client.cancel_task(&id).await.unwrap();
+    let rest: Vec<StreamResponse> = updates.map(Result::unwrap).collect().await;
+    assert!(
+        matches!(rest.last(), Some(StreamResponse::StatusUpdate(u)) if u.status.state == TaskState::Canceled),
+        "{rest:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_task_limit_new_messages_are_refused_until_one_ends() {
+    let limits = Limits {
+        max_tasks: 2,
+        ..Limits::default()
+    };
+    let base = serve(A2aConfig::new("helper").limits(limits)).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    // Ended tasks are forgotten to make room.
+    for i in 0..3 {
+        client.send(user("Hi", &format!("chat-l{i}"))).await.unwrap();
+    }
+    let first = start_slow(&base, "slow-l1").await;
+    let _second = start_slow(&base, "slow-l2").await;
+    let refused = client.send(user("Hi", "chat-l9")).await.unwrap_err();
+    let ClientError::Rpc(e) = refused else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(e.code, RpcError::INTERNAL_ERROR);
+    assert!(e.message.contains("limit"), "{}", e.message);
+    client.cancel_task(&first).await.unwrap();
+    let answer = client.send(user("Hi", "chat-l9")).await.unwrap();
+    assert_eq!(answer.answer_text(), CHAT_ANSWER);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_denies_the_waiting_tool_call_and_the_tool_does_not_run() {
+    let base = serve(A2aConfig::new("helper")).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let parked = client.send(user("Delete /tmp/keep-me", "deny-s1")).await.unwrap();
+    let task_id = parked.task().unwrap().id.clone();
+    assert_eq!(parked.task().unwrap().status.state, TaskState::InputRequired);
+    let answered = client.send_text("no", Some("deny-s1"), Some(&task_id)).await.unwrap();
+    assert_eq!(answered.task().unwrap().status.state, TaskState::Completed);
+    assert_eq!(answered.answer_text(), "Kept it.");
+    assert!(
+        !support::DELETED.lock().unwrap().contains(&"/tmp/keep-me".to_owned()),
+        "a denied call is not run"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evicted_context_goes_on_from_its_session_store() {
+    use std::sync::Arc;
+    use towerscope_agent::Agent;
+    use towerscope_agent::session::JsonFileStore;
+    use towerscope_core::Role as MsgRole;
+    use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+    let dir = std::env::temp_dir().join(format!("towerscope-a2a-sessions-{}", std::process::id()));
+    let store = JsonFileStore::new(&dir);
+    // Each agent is new (a new script); what it remembers comes from the store.
+    let built_for_a = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&built_for_a);
+    let factory = move |context: &str| {
+        if context == "ctx-a" {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        let model = ScriptedModel::new("m", []).respond_with(|req| {
+            let users = req
+                .messages
+                .iter()
+                .filter(|m| m.role == MsgRole::User && m.text_content().is_some())
+                .count();
+            Some(ScriptedResponse::text(format!("user messages seen: {users}")))
+        });
+        Agent::builder("helper")
+            .model(model)
+            .session(store.clone(), "", context)
+            .build()
+    };
+    let limits = Limits {
+        max_contexts: 1,
+        ..Limits::default()
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = A2aConfig::new("helper").limits(limits).routes(Arc::new(factory));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let client = A2aClient::connect(&base).await.unwrap();
+
+    let first = client.send(user("one", "ctx-a")).await.unwrap();
+    assert_eq!(first.answer_text(), "user messages seen: 1");
+    client.send(user("other", "ctx-b")).await.unwrap(); // evicts ctx-a's agent
+    let again = client.send(user("two", "ctx-a")).await.unwrap();
+    assert_eq!(
+        again.answer_text(),
+        "user messages seen: 2",
+        "the conversation came back from the store"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_disconnects_mid_stream_leaves_the_task_to_finish() {
+    let base = serve(A2aConfig::new("helper")).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let mut updates = client.stream(user("Hi", "drip-gone")).await.unwrap();
+    let Some(Ok(StreamResponse::Task(task))) = updates.next().await else {
+        panic!("the stream opens with the task")
+    };
+    let _working = updates.next().await;
+    drop(updates); // the client goes away while the answer drips
+    assert!(!client.get_task(&task.id).await.unwrap().status.state.is_stopped());
+    let mut state = TaskState::Submitted;
+    for _ in 0..200 {
+        state = client.get_task(&task.id).await.unwrap().status.state;
+        if state.is_stopped() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(state, TaskState::Completed);
+    assert_eq!(client.get_task(&task.id).await.unwrap().answer_text(), CHAT_ANSWER);
+}

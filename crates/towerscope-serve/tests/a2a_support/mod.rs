@@ -1,0 +1,123 @@
+//! What the A2A tests share: an agent factory whose behaviour follows the context id, and a
+//! server on an ephemeral loopback port.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use towerscope_agent::Agent;
+use towerscope_agent::toolkit::FunctionTool;
+use towerscope_core::{AgentError, PermissionDecision};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+use towerscope_serve::a2a::A2aConfig;
+
+/// Delete a file.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Delete {
+    /// The path.
+    path: String,
+}
+
+/// The paths the `delete` tool really deleted, in every test of the process.
+pub(crate) static DELETED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// The answer of a `chat-*` context's first reply.
+pub(crate) const CHAT_ANSWER: &str = "Hello from towerscope, streamed in pieces.";
+/// The answer of a `chat-*` context's second reply.
+pub(crate) const CHAT_SECOND: &str = "Still here, same session.";
+
+/// An agent per context, by the context id's prefix:
+/// - `chat-*`: answers [`CHAT_ANSWER`], then [`CHAT_SECOND`];
+/// - `confirm-*`: calls `delete` (which asks for confirmation), then answers `Deleted /tmp/a.`;
+/// - `deny-*`: the same for `/tmp/keep-me`, then answers `Kept it.`;
+/// - `drip-*`: answers [`CHAT_ANSWER`] with 20 ms between streamed pieces;
+/// - `slow-*`: answers after a minute (for cancellation);
+/// - `fail-*`: its model fails with a message holding a fake key;
+/// - anything else: the factory fails.
+pub(crate) fn agent(context: &str) -> Result<Agent, AgentError> {
+    let (prefix, _) = context.split_once('-').unwrap_or((context, ""));
+    let model = match prefix {
+        "chat" => ScriptedModel::new(
+            "m",
+            [ScriptedResponse::text(CHAT_ANSWER), ScriptedResponse::text(CHAT_SECOND)],
+        ),
+        "confirm" => ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#),
+                ScriptedResponse::text("Deleted /tmp/a."),
+            ],
+        ),
+        "deny" => ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/keep-me"}"#),
+                ScriptedResponse::text("Kept it."),
+            ],
+        ),
+        "drip" => ScriptedModel::new(
+            "m",
+            [ScriptedResponse::text(CHAT_ANSWER).chunk_delay(Duration::from_millis(20))],
+        ),
+        "slow" => ScriptedModel::new(
+            "m",
+            [ScriptedResponse::text("Too late.").delay(Duration::from_secs(60))],
+        ),
+        "fail" => ScriptedModel::new(
+            "m",
+            [ScriptedResponse::error(AgentError::model(
+                "upstream said: invalid key sk-SECRET-123",
+            ))],
+        ),
+        _ => return Err(AgentError::Validation(format!("no agent for {context}"))),
+    };
+    Agent::builder("helper")
+        .model(model)
+        .tool(FunctionTool::new("delete", |a: Delete| async move {
+            DELETED.lock().unwrap().push(a.path.clone());
+            format!("deleted {}", a.path)
+        }))
+        .default_permission(PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .build()
+}
+
+/// Serves `config`'s A2A routes for [`agent`] on 127.0.0.1, on an ephemeral port; returns the
+/// base URL. The server lives as long as the test's runtime.
+pub(crate) async fn serve(config: A2aConfig) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = config.routes(Arc::new(agent));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    base
+}
+
+/// An agent for any context that echoes what it was last told (`heard: <text>`), and takes a
+/// minute when told something containing `slowly`.
+pub(crate) fn echo_agent(_context: &str) -> Result<Agent, AgentError> {
+    let model = ScriptedModel::new("m", []).respond_with(|req| {
+        let last = req
+            .messages
+            .iter()
+            .rev()
+            .find_map(|m| m.text_content())
+            .unwrap_or_default();
+        let answer = ScriptedResponse::text(format!("heard: {last}"));
+        Some(if last.contains("slowly") {
+            answer.delay(Duration::from_secs(60))
+        } else {
+            answer
+        })
+    });
+    Agent::builder("echo").model(model).build()
+}
+
+/// Serves `config`'s A2A routes for [`echo_agent`], as [`serve`] does.
+pub(crate) async fn serve_echo(config: A2aConfig) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = config.routes(Arc::new(echo_agent));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    base
+}
