@@ -72,7 +72,13 @@ async fn a_stdio_servers_tools_run_in_a_reply() {
     assert_eq!(added.group, "py");
     assert_eq!(
         added.tools,
-        ["mcp__py__echo", "mcp__py__add", "mcp__py__count", "mcp__py__fail"]
+        [
+            "mcp__py__echo",
+            "mcp__py__add",
+            "mcp__py__count",
+            "mcp__py__fail",
+            "mcp__py__headers"
+        ]
     );
     assert_eq!(added.refused.len(), 1, "strict's schema cannot be enforced");
     assert!(

@@ -1,5 +1,5 @@
-//! Tools of Model Context Protocol servers (feature `mcp`), through the official Rust SDK
-//! (`rmcp`).
+//! Tools, resources and prompts of Model Context Protocol servers (feature `mcp`), through the
+//! official Rust SDK (`rmcp`).
 //!
 //! [`McpServer`] says how to reach a server: a child process speaking over stdio, or a
 //! streamable-HTTP endpoint. [`Toolkit::add_mcp_server`](crate::toolkit::Toolkit::add_mcp_server)
@@ -24,9 +24,17 @@
 //!   server's other tools are added.
 //! - **Lifetime**: the connection lives as long as the toolkit holds one of the server's
 //!   tools; dropping the toolkit closes it (a stdio server's process is ended).
-//! - **HTTP without TLS**: the streamable-HTTP client is built without a TLS stack (no
-//!   `rustls`, `ring` or OpenSSL in the build); reach remote `https://` servers through a local
-//!   proxy, or run them over stdio.
+//! - **HTTPS**: `https://` servers are reached through rustls with the `ring` provider, the
+//!   model providers' stack, trusting the system's roots and any
+//!   [`root_certificate`](McpServer::root_certificate); [`header`](McpServer::header) and
+//!   [`bearer`](McpServer::bearer) go with every request (never into logs or `Debug`).
+//! - **Resources and prompts** are for the application, on the [`McpClient`] (also
+//!   [`McpTools::client`], the toolkit's connection): [`list_resources`](McpClient::list_resources),
+//!   [`list_resource_templates`](McpClient::list_resource_templates) and
+//!   [`read_resource`](McpClient::read_resource) give text and data blocks;
+//!   [`list_prompts`](McpClient::list_prompts) and [`get_prompt`](McpClient::get_prompt) render a
+//!   prompt with its arguments into messages an agent takes. They are not offered to the model
+//!   as tools (nor are they in the reference, whose client has tools only).
 //!
 //! # Example
 //!
@@ -36,20 +44,33 @@
 //!
 //! # async fn run() -> Result<(), towerscope_core::AgentError> {
 //! let mut toolkit = Toolkit::new();
-//! let server = McpServer::stdio("everything", "npx", ["-y", "@modelcontextprotocol/server-everything"]);
+//! let server = McpServer::http("docs", "https://mcp.example.com/mcp").bearer("my-token").header("X-Tenant", "acme");
 //! let added = toolkit.add_mcp_server(server.active(true)).await?;
 //! println!("{:?}", added.tools);
+//! // The same connection reads the server's resources and renders its prompts.
+//! for resource in added.client.list_resources().await? {
+//!     let parts = added.client.read_resource(&resource.uri).await?;
+//!     println!("{}: {} parts", resource.uri, parts.len());
+//! }
+//! let review = added.client.get_prompt("review", [("code", "fn main() {}")]).await?;
+//! println!("{:?}", review.messages);
 //! # Ok(()) }
 //! ```
 
 mod client;
+mod http;
+mod prompts;
+mod resources;
 mod tool;
 mod toolkit;
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::time::Duration;
 
 pub use client::McpClient;
+pub use prompts::{McpPrompt, McpPromptArgument, McpRenderedPrompt};
+pub use resources::{McpResource, McpResourceContent, McpResourceTemplate};
 pub use tool::McpTool;
 
 use crate::toolkit::ToolSchemaError;
@@ -71,7 +92,10 @@ pub struct McpServer {
 }
 
 /// How to reach an MCP server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Its `Debug` output names environment variables and headers but never shows their values,
+/// nor the bearer token: they are often credentials.
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum McpTransport {
     /// A child process speaking JSON-RPC over its stdin and stdout.
@@ -83,11 +107,43 @@ pub enum McpTransport {
         /// Extra environment variables.
         env: BTreeMap<String, String>,
     },
-    /// A streamable-HTTP endpoint (`http://127.0.0.1:8000/mcp`).
+    /// A streamable-HTTP endpoint, `http://` or `https://` (`https://mcp.example.com/mcp`).
     Http {
         /// The endpoint's URL.
         url: String,
+        /// Headers sent with every request, in order (names are checked when connecting).
+        headers: Vec<(String, String)>,
+        /// The token sent as `Authorization: Bearer {token}`.
+        bearer: Option<String>,
+        /// Certificates (PEM) trusted besides the system's roots: a private CA, or a
+        /// self-signed server's own certificate.
+        root_certificates: Vec<String>,
     },
+}
+
+impl fmt::Debug for McpTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Stdio { command, args, env } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .finish(),
+            Self::Http {
+                url,
+                headers,
+                bearer,
+                root_certificates,
+            } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("headers", &headers.iter().map(|(k, _)| k).collect::<Vec<_>>())
+                .field("bearer", &bearer.as_ref().map(|_| "<redacted>"))
+                .field("root_certificates", &root_certificates.len())
+                .finish(),
+        }
+    }
 }
 
 impl McpServer {
@@ -107,9 +163,18 @@ impl McpServer {
         )
     }
 
-    /// A server reached over streamable HTTP.
+    /// A server reached over streamable HTTP, `http://` or `https://` (through rustls with the
+    /// `ring` provider, the providers' TLS stack; the system's root certificates are trusted).
     pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
-        Self::new(name, McpTransport::Http { url: url.into() })
+        Self::new(
+            name,
+            McpTransport::Http {
+                url: url.into(),
+                headers: Vec::new(),
+                bearer: None,
+                root_certificates: Vec::new(),
+            },
+        )
     }
 
     fn new(name: impl Into<String>, transport: McpTransport) -> Self {
@@ -127,6 +192,36 @@ impl McpServer {
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         if let McpTransport::Stdio { env, .. } = &mut self.transport {
             env.insert(key.into(), value.into());
+        }
+        self
+    }
+
+    /// Adds a header to every request of an HTTP server (an API key, a tenant). A name or value
+    /// HTTP does not allow fails the connection with a validation error.
+    #[must_use]
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        if let McpTransport::Http { headers, .. } = &mut self.transport {
+            headers.push((name.into(), value.into()));
+        }
+        self
+    }
+
+    /// Sends `Authorization: Bearer {token}` with every request of an HTTP server.
+    #[must_use]
+    pub fn bearer(mut self, token: impl Into<String>) -> Self {
+        if let McpTransport::Http { bearer, .. } = &mut self.transport {
+            *bearer = Some(token.into());
+        }
+        self
+    }
+
+    /// Trusts a certificate (PEM) besides the system's roots for an `https://` server: a
+    /// private CA, or a self-signed server's own certificate. PEM that does not parse fails
+    /// the connection with a validation error.
+    #[must_use]
+    pub fn root_certificate(mut self, pem: impl Into<String>) -> Self {
+        if let McpTransport::Http { root_certificates, .. } = &mut self.transport {
+            root_certificates.push(pem.into());
         }
         self
     }
@@ -163,6 +258,9 @@ pub struct McpTools {
     pub tools: Vec<String>,
     /// Tools not added, because the validator cannot enforce their input schema.
     pub refused: Vec<ToolSchemaError>,
+    /// The connection the tools use, for the server's resources and prompts
+    /// ([`McpClient::read_resource`], [`McpClient::get_prompt`]).
+    pub client: McpClient,
 }
 
 /// The reference's tool name: `mcp__{server}__{tool}`, with every character other than an

@@ -27,6 +27,7 @@ impl Toolkit {
             group: server.name.clone(),
             tools: Vec::new(),
             refused: Vec::new(),
+            client: client.clone(),
         };
         for tool in &listed {
             let tool = McpTool::new(client.clone(), tool);
