@@ -15,7 +15,7 @@ use towerscope_core::event::{ConfirmResult, UserConfirmResultEvent};
 use towerscope_core::{AgentEvent, Msg, PermissionDecision, ReplyFinishedReason, ReplyItem, Role};
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 use towerscope_team::Participant;
-use towerscope_team::pipeline::{GOAL_VERIFICATION, GoalPipeline, Verdict};
+use towerscope_team::pipeline::{GOAL_VERIFICATION, GoalPipeline, TeamMember, TeamPipeline, Verdict};
 
 const OUTPUT: &str = "GenerateStructuredOutput";
 
@@ -254,7 +254,41 @@ async fn an_executor_parked_for_the_user_parks_the_run_and_the_resume_continues_
         .unwrap();
     let verifier_model = ScriptedModel::new("m", [verdict("v1", "pass", "gone")]);
     let goal = GoalPipeline::new(executor, agent("checker", &verifier_model));
+    park_and_resume(&goal, &verifier_model).await;
+}
 
+#[tokio::test]
+async fn an_interrupt_of_the_parked_executor_ends_the_run_without_a_check() {
+    let executor_model = ScriptedModel::new(
+        "m",
+        [ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#)],
+    );
+    let executor = Agent::builder("cleaner")
+        .model(executor_model.clone())
+        .tool(FunctionTool::new("delete", |a: Delete| async move {
+            format!("deleted {}", a.path)
+        }))
+        .default_permission(PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .build()
+        .unwrap();
+    let verifier_model = ScriptedModel::new("m", [verdict("v1", "pass", "")]);
+    let goal = GoalPipeline::new(executor, agent("checker", &verifier_model));
+    let parked = goal.reply(Msg::user("user", "Remove /tmp/x.").into()).await.unwrap();
+    assert_eq!(parked.finished_reason, None);
+    let interrupt = towerscope_core::event::UserInterruptEvent::new(parked.id);
+    let out = run(&goal, interrupt.into()).await;
+    assert_eq!(out.finals.len(), 1);
+    assert_eq!(out.finals[0].finished_reason, Some(ReplyFinishedReason::Interrupted));
+    assert!(
+        verifier_model.requests().is_empty(),
+        "an interrupted run is not checked"
+    );
+    assert_eq!(executor_model.requests().len(), 1, "nor retried");
+}
+
+async fn park_and_resume(goal: &GoalPipeline, verifier_model: &ScriptedModel) {
     let mut stream = goal.reply_stream(Msg::user("user", "Remove /tmp/x.").into());
     let (mut asked, mut parked) = (None, None);
     while let Some(item) = stream.next().await {
@@ -273,7 +307,7 @@ async fn an_executor_parked_for_the_user_parks_the_run_and_the_resume_continues_
         parked.id.clone(),
         vec![ConfirmResult::new(true, asked.tool_calls[0].clone())],
     );
-    let out = run(&goal, confirm.into()).await;
+    let out = run(goal, confirm.into()).await;
     assert!(out.error.is_none(), "{:?}", out.error);
     assert_eq!(
         out.speakers,
@@ -283,7 +317,7 @@ async fn an_executor_parked_for_the_user_parks_the_run_and_the_resume_continues_
     assert_eq!(out.finals.len(), 1);
     assert_eq!(out.finals[0].finished_reason, Some(ReplyFinishedReason::Completed));
     assert_eq!(
-        received(&verifier_model, 0),
+        received(verifier_model, 0),
         [verify_text("Remove /tmp/x.", "deleted /tmp/x")]
     );
     assert_eq!(goal.outcome().unwrap().verdict, Verdict::Pass);
@@ -296,4 +330,64 @@ async fn an_executor_parked_for_the_user_parks_the_run_and_the_resume_continues_
     let unknown = UserConfirmResultEvent::new(towerscope_core::Id::new(), vec![]);
     let err = goal.reply(unknown.into()).await.unwrap_err();
     assert!(err.to_string().contains("waits on the reply"), "{err}");
+}
+
+#[tokio::test]
+async fn a_team_leader_plans_assigns_and_is_sent_back_when_the_check_fails() {
+    let assign = |id: &str, prompt: &str| {
+        ScriptedResponse::tool_call(
+            id,
+            "TeamAssign",
+            serde_json::json!({ "member": "writer", "prompt": prompt }).to_string(),
+        )
+    };
+    let leader_model = ScriptedModel::new(
+        "m",
+        [
+            assign("a1", "Write a haiku on rain."),
+            report("r1", "the writer's haiku"),
+            assign("a2", "Make the haiku mention autumn."),
+            report("r2", "the haiku, now in autumn"),
+        ],
+    );
+    let writer_model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::text("Soft rain on the roof"),
+            ScriptedResponse::text("Autumn rain on the roof"),
+        ],
+    );
+    let team = TeamPipeline::new(
+        Agent::builder("lead").model(leader_model.clone()),
+        [TeamMember::new(agent("writer", &writer_model), "Writes short poems.")],
+    )
+    .unwrap();
+    let verifier_model = ScriptedModel::new("m", [verdict("v1", "fail", "no season"), verdict("v2", "pass", "")]);
+    let goal = GoalPipeline::team(team, agent("checker", &verifier_model));
+    let out = run(&goal, Msg::user("user", "An autumn haiku.").into()).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+
+    // The leader plans and assigns, the member works, the checker checks; then again.
+    assert_eq!(out.speakers, ["lead", "writer", "checker", "lead", "writer", "checker"]);
+    assert_eq!(received(&writer_model, 0), ["lead: Write a haiku on rain."]);
+    assert_eq!(
+        received(&writer_model, 1).last().unwrap(),
+        "lead: Make the haiku mention autumn."
+    );
+    // The leader's second round starts from the checker's feedback.
+    let feedback = received(&leader_model, 2);
+    assert!(
+        feedback
+            .last()
+            .unwrap()
+            .ends_with("feedback:\nno season</system-reminder>"),
+        "{feedback:?}"
+    );
+    assert_eq!(
+        received(&verifier_model, 1),
+        [verify_text("An autumn haiku.", "the haiku, now in autumn")]
+    );
+    assert_eq!(&*out.finals[0].name, "lead");
+    assert_eq!(goal.outcome().unwrap().rounds, 2);
+    assert_eq!(goal.executor().name(), "lead");
 }

@@ -1,6 +1,7 @@
 //! [`GoalPipeline`]: an executor works towards a goal and a verifier checks the result, round
 //! after round, until the verifier passes it (the reference's 2.x goal-driven pipeline).
 
+mod executor;
 mod outcome;
 mod run;
 mod texts;
@@ -14,9 +15,11 @@ use towerscope_core::{AgentError, ContentBlock, EventStream, Messages, Msg, Repl
 pub use outcome::{GoalOutcome, Verdict};
 pub use run::GOAL_VERIFICATION;
 
+use self::executor::Executor;
 use self::outcome::{GoalLimits, Progress};
 use self::run::{GoalRun, Phase};
 use super::resumed_reply;
+use super::team::TeamPipeline;
 use crate::Participant;
 
 /// An executor that works on a goal, and a verifier that checks its work: the reference's
@@ -79,7 +82,7 @@ use crate::Participant;
 /// ```
 #[derive(Clone)]
 pub struct GoalPipeline {
-    executor: Agent,
+    executor: Executor,
     verifier: Agent,
     limits: GoalLimits,
     progress: Arc<Mutex<Progress>>,
@@ -89,6 +92,17 @@ impl GoalPipeline {
     /// The pipeline of `executor` and `verifier`, with the reference's defaults (10 rounds, 3
     /// retries, the verifier's conversation cleared after each failed round).
     pub fn new(executor: Agent, verifier: Agent) -> Self {
+        Self::with_executor(Executor::Agent(executor), verifier)
+    }
+
+    /// A team works on the goal: its leader plans and assigns tasks to the members (a
+    /// [`TeamPipeline`]) and must answer with the report; `verifier` checks it, and sends the
+    /// leader back with its feedback, as for one executor.
+    pub fn team(team: TeamPipeline, verifier: Agent) -> Self {
+        Self::with_executor(Executor::Team(team), verifier)
+    }
+
+    fn with_executor(executor: Executor, verifier: Agent) -> Self {
         Self {
             executor,
             verifier,
@@ -121,9 +135,9 @@ impl GoalPipeline {
         self
     }
 
-    /// The executor.
+    /// The agent whose reply carries the report: the executor, or the team's leader.
     pub fn executor(&self) -> &Agent {
-        &self.executor
+        self.executor.agent()
     }
 
     /// The verifier.
@@ -157,10 +171,10 @@ impl GoalPipeline {
             Phase::Executor(run.start_executor(first.into()))
         } else {
             let reply = resumed_reply(&input).cloned().unwrap_or_default();
-            let parked = |agent: &Agent| agent.state().reply_context.reply_id == reply;
             let interrupt = matches!(input, ReplyInput::Interrupt(_));
-            match (parked(&self.executor), parked(&self.verifier)) {
-                (true, _) if interrupt => Phase::Passthrough(Box::pin(self.executor.reply_stream(input))),
+            let verifier_parked = self.verifier.state().reply_context.reply_id == reply;
+            match (self.executor.reply_id() == reply, verifier_parked) {
+                (true, _) if interrupt => Phase::Passthrough(self.executor.reply_stream(input)),
                 (_, true) if interrupt => Phase::Passthrough(Box::pin(self.verifier.reply_stream(input))),
                 (true, _) => Phase::Executor(run.start_executor(input)),
                 (_, true) => run.resume_verifier(input)?,
@@ -199,7 +213,7 @@ fn goal_of(msgs: &Messages) -> (Vec<ContentBlock>, Messages) {
 impl Participant for GoalPipeline {
     /// The executor's name: the pipeline answers with its work.
     fn name(&self) -> &str {
-        self.executor.name()
+        self.executor.agent().name()
     }
 
     fn reply_stream(&self, input: ReplyInput) -> EventStream {
@@ -211,7 +225,7 @@ impl Participant for GoalPipeline {
 
     /// The executor observes (the verifier sees only the goal and the reports).
     fn observe(&self, msgs: Vec<Msg>) -> Result<(), AgentError> {
-        self.executor.observe_when_free(msgs).map(|_| ())
+        self.executor.observe(msgs)
     }
 
     fn interrupt(&self) -> bool {
@@ -223,7 +237,7 @@ impl Participant for GoalPipeline {
 impl fmt::Debug for GoalPipeline {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GoalPipeline")
-            .field("executor", &self.executor.name())
+            .field("executor", &self.executor.agent().name())
             .field("verifier", &self.verifier.name())
             .field("limits", &self.limits)
             .finish()

@@ -12,6 +12,7 @@ use towerscope_core::{
     AgentError, AgentEvent, ContentBlock, EventStream, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, Role, TextBlock,
 };
 
+use super::executor::Executor;
 use super::outcome::{GoalLimits, GoalOutcome, Progress, Verdict};
 use super::texts;
 
@@ -36,7 +37,7 @@ pub(super) enum Phase {
 type Step = Result<ReplyItem, AgentError>;
 
 pub(super) struct GoalRun {
-    pub(super) executor: Agent,
+    pub(super) executor: Executor,
     pub(super) verifier: Agent,
     pub(super) limits: GoalLimits,
     pub(super) progress: Arc<Mutex<Progress>>,
@@ -225,7 +226,7 @@ impl GoalRun {
     }
 
     pub(super) fn start_executor(&self, input: ReplyInput) -> EventStream {
-        Box::pin(self.executor.reply_stream_structured(input, texts::report_schema()))
+        self.executor.reply_stream_structured(input, texts::report_schema())
     }
 
     fn start_verifier(&self, instruction: Msg) -> Phase {
