@@ -146,6 +146,20 @@ async fn bad_headers_and_certificates_are_validation_errors_that_quote_no_secret
         "{err}"
     );
 
+    // A setting the transport has no use for is an error, not ignored.
+    let stdio_with_token = McpServer::stdio("s", "p", ["a"]).bearer("t").header("X-Key", "v");
+    let err = McpClient::connect(&stdio_with_token).await.unwrap_err();
+    assert!(
+        matches!(&err, AgentError::Validation(m) if m.contains("a stdio server, which has no use for bearer(), header()")),
+        "{err}"
+    );
+    let http_with_env = McpServer::http("s", "https://127.0.0.1:1/mcp").env("K", "v");
+    let err = McpClient::connect(&http_with_env).await.unwrap_err();
+    assert!(
+        matches!(&err, AgentError::Validation(m) if m.contains("no use for env()")),
+        "{err}"
+    );
+
     let shown = format!(
         "{:?}",
         McpServer::http("s", "https://h/mcp")

@@ -123,6 +123,7 @@ fn connect_error(server: &str, e: impl fmt::Display) -> AgentError {
 impl McpClient {
     /// Connects (starting the process of a stdio server) and initialises the session.
     pub async fn connect(server: &McpServer) -> Result<Self, AgentError> {
+        server.check_settings()?;
         let handler = Handler::default();
         let progress = Arc::clone(&handler.progress);
         let service = match &server.transport {

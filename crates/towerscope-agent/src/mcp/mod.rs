@@ -89,6 +89,9 @@ pub struct McpServer {
     pub active: bool,
     /// How long a call may take before it fails (default: no limit).
     pub timeout: Option<Duration>,
+    /// Settings given that the transport has no use for (`header` on a stdio server, `env` on
+    /// an HTTP one): connecting fails and names them, rather than ignoring them.
+    misplaced: Vec<&'static str>,
 }
 
 /// How to reach an MCP server.
@@ -184,46 +187,86 @@ impl McpServer {
             description: None,
             active: false,
             timeout: None,
+            misplaced: Vec::new(),
         }
     }
 
-    /// Adds an environment variable of a stdio server.
-    #[must_use]
-    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        if let McpTransport::Stdio { env, .. } = &mut self.transport {
-            env.insert(key.into(), value.into());
+    /// Records a setting the transport has no use for.
+    fn misplaced(mut self, setting: &'static str) -> Self {
+        if !self.misplaced.contains(&setting) {
+            self.misplaced.push(setting);
         }
         self
+    }
+
+    /// A validation error naming the settings the transport has no use for, if any.
+    pub(crate) fn check_settings(&self) -> Result<(), towerscope_core::AgentError> {
+        if self.misplaced.is_empty() {
+            return Ok(());
+        }
+        let kind = match self.transport {
+            McpTransport::Stdio { .. } => "a stdio server",
+            McpTransport::Http { .. } => "an HTTP server",
+        };
+        Err(towerscope_core::AgentError::validation(format!(
+            "MCP server '{}' is {kind}, which has no use for {}",
+            self.name,
+            self.misplaced.join(", ")
+        )))
+    }
+
+    /// Adds an environment variable of a stdio server (on an HTTP server, connecting fails
+    /// with a validation error that says so).
+    #[must_use]
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        match &mut self.transport {
+            McpTransport::Stdio { env, .. } => {
+                env.insert(key.into(), value.into());
+                self
+            }
+            McpTransport::Http { .. } => self.misplaced("env()"),
+        }
     }
 
     /// Adds a header to every request of an HTTP server (an API key, a tenant). A name or value
-    /// HTTP does not allow fails the connection with a validation error.
+    /// HTTP does not allow, or a header on a stdio server, fails the connection with a
+    /// validation error.
     #[must_use]
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        if let McpTransport::Http { headers, .. } = &mut self.transport {
-            headers.push((name.into(), value.into()));
+        match &mut self.transport {
+            McpTransport::Http { headers, .. } => {
+                headers.push((name.into(), value.into()));
+                self
+            }
+            McpTransport::Stdio { .. } => self.misplaced("header()"),
         }
-        self
     }
 
-    /// Sends `Authorization: Bearer {token}` with every request of an HTTP server.
+    /// Sends `Authorization: Bearer {token}` with every request of an HTTP server (on a stdio
+    /// server, connecting fails with a validation error).
     #[must_use]
     pub fn bearer(mut self, token: impl Into<String>) -> Self {
-        if let McpTransport::Http { bearer, .. } = &mut self.transport {
-            *bearer = Some(token.into());
+        match &mut self.transport {
+            McpTransport::Http { bearer, .. } => {
+                *bearer = Some(token.into());
+                self
+            }
+            McpTransport::Stdio { .. } => self.misplaced("bearer()"),
         }
-        self
     }
 
     /// Trusts a certificate (PEM) besides the system's roots for an `https://` server: a
-    /// private CA, or a self-signed server's own certificate. PEM that does not parse fails
-    /// the connection with a validation error.
+    /// private CA, or a self-signed server's own certificate. PEM that does not parse, or a
+    /// certificate for a stdio server, fails the connection with a validation error.
     #[must_use]
     pub fn root_certificate(mut self, pem: impl Into<String>) -> Self {
-        if let McpTransport::Http { root_certificates, .. } = &mut self.transport {
-            root_certificates.push(pem.into());
+        match &mut self.transport {
+            McpTransport::Http { root_certificates, .. } => {
+                root_certificates.push(pem.into());
+                self
+            }
+            McpTransport::Stdio { .. } => self.misplaced("root_certificate()"),
         }
-        self
     }
 
     /// Sets the group's description.
