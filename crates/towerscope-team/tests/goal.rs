@@ -228,6 +228,29 @@ async fn an_executor_that_never_reports_is_asked_again_then_fails() {
     assert!(out.finals.is_empty());
 }
 
+#[tokio::test]
+async fn a_verifier_reply_without_a_valid_result_is_asked_again() {
+    let executor_model = ScriptedModel::new("m", [report("r1", "done")]);
+    // The first verdict breaks the schema: the reply ends (exceed_max_iters) without output.
+    let verifier_model = ScriptedModel::new("m", [verdict("v1", "maybe", "not sure"), verdict("v2", "pass", "fine")]);
+    let verifier = Agent::builder("checker")
+        .model(verifier_model.clone())
+        .max_iters(0)
+        .structured_output_grace_iters(1)
+        .build()
+        .unwrap();
+    let goal = GoalPipeline::new(agent("coder", &executor_model), verifier);
+    let out = run(&goal, Msg::user("user", "Do it.").into()).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(out.speakers, ["coder", "checker", "checker"]);
+    assert_eq!(out.verifications, [(1, "pass".to_owned(), "fine".to_owned())]);
+    // The retry repeats the instruction, as the reference's does.
+    assert_eq!(
+        received(&verifier_model, 1),
+        [verify_text("Do it.", "done"), verify_text("Do it.", "done")]
+    );
+}
+
 #[derive(Deserialize, schemars::JsonSchema)]
 struct Delete {
     path: String,
