@@ -32,11 +32,13 @@ impl HttpTarget<'_> {
     /// Header values are never quoted in the error: they are often credentials.
     pub(super) fn transport(&self) -> Result<StreamableHttpClientTransport<reqwest::Client>, AgentError> {
         let server = self.server;
+        // Only the scheme goes into the error: a URL may carry a key in its query.
         let scheme = self.url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
         if !matches!(scheme.as_deref(), Some("http" | "https")) {
+            let shown = scheme.as_deref().unwrap_or("none");
             return Err(invalid(
                 server,
-                format_args!("the URL '{}' is neither http:// nor https://", self.url),
+                format_args!("the URL's scheme ({shown}) is neither http:// nor https://"),
             ));
         }
         let mut custom = HashMap::new();
