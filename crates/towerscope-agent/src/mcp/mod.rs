@@ -19,6 +19,8 @@
 //!   server's annotations make a tool read-only (`readOnlyHint`) or destructive
 //!   (`destructiveHint`, true by default for a tool that is not read-only, as the MCP
 //!   specification says).
+//! - **Which tools**: all of them, or those of [`McpServer::enable_tools`], without those of
+//!   [`McpServer::disable_tools`] (the reference's `enable_tools` and `disable_tools`).
 //! - **Schemas the validator cannot enforce**: such a tool is not added (the toolkit never
 //!   validates less than a schema says); [`McpTools::refused`] names it and why, and the
 //!   server's other tools are added.
@@ -89,6 +91,10 @@ pub struct McpServer {
     pub active: bool,
     /// How long a call may take before it fails (default: no limit).
     pub timeout: Option<Duration>,
+    /// Only these tools (names on the server) are added, when set (reference `enable_tools`).
+    pub enable_tools: Option<Vec<String>>,
+    /// These tools (names on the server) are not added (reference `disable_tools`).
+    pub disable_tools: Vec<String>,
     /// Settings given that the transport has no use for (`header` on a stdio server, `env` on
     /// an HTTP one): connecting fails and names them, rather than ignoring them.
     misplaced: Vec<&'static str>,
@@ -188,6 +194,8 @@ impl McpServer {
             active: false,
             timeout: None,
             misplaced: Vec::new(),
+            enable_tools: None,
+            disable_tools: Vec::new(),
         }
     }
 
@@ -274,6 +282,47 @@ impl McpServer {
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
         self
+    }
+
+    /// Adds only these of the server's tools (their names on the server), as the reference's
+    /// `enable_tools`. A name also given to [`disable_tools`](Self::disable_tools) makes
+    /// adding the server fail with a validation error.
+    #[must_use]
+    pub fn enable_tools(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.enable_tools = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Leaves these of the server's tools out (their names on the server), as the reference's
+    /// `disable_tools`.
+    #[must_use]
+    pub fn disable_tools(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.disable_tools = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Whether the tool named `name` on the server is to be added.
+    pub(crate) fn wants_tool(&self, name: &str) -> bool {
+        self.enable_tools.as_ref().is_none_or(|on| on.iter().any(|t| t == name))
+            && !self.disable_tools.iter().any(|t| t == name)
+    }
+
+    /// A validation error when a tool is both enabled and disabled, as in the reference.
+    pub(crate) fn check_tool_filters(&self) -> Result<(), towerscope_core::AgentError> {
+        let both: Vec<&str> = self
+            .enable_tools
+            .iter()
+            .flatten()
+            .filter(|t| self.disable_tools.contains(t))
+            .map(String::as_str)
+            .collect();
+        if both.is_empty() {
+            return Ok(());
+        }
+        Err(towerscope_core::AgentError::validation(format!(
+            "MCP server '{}': the tools {both:?} are both enabled and disabled; name each in one list",
+            self.name
+        )))
     }
 
     /// Sets whether the group is active from the start.
