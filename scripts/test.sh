@@ -24,8 +24,11 @@ collector_env="$(scripts/otlp-collector.sh start)"
 eval "$collector_env"
 
 # The MCP test server (tests/mcp/server.py, Python `mcp` from PyPI, installed into
-# ~/.cache/towerscope/) over streamable HTTP on loopback for crates/towerscope-agent/tests/mcp.rs,
-# which also starts it over stdio; required, so a missing server fails those tests.
+# ~/.cache/towerscope/) over streamable HTTP on loopback, and over HTTPS with a self-signed
+# certificate and a bearer token the script makes, for crates/towerscope-agent/tests/mcp*.rs,
+# which also start it over stdio; and the real servers of tests/mcp_real.rs (npm
+# server-everything, PyPI mcp-server-time and mcp-server-git, installed into ~/.cache/towerscope/,
+# started by the tests over stdio). Required, so a missing server fails those tests.
 mcp_env="$(scripts/mcp-server.sh start)"
 eval "$mcp_env"
 export TOWERSCOPE_REQUIRE_MCP=1

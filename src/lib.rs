@@ -19,7 +19,7 @@
 //!   export in one call (`towerscope_otel`).
 //! - several agents and a person (`towerscope_team`): [`Participant`], the interface agents,
 //!   people and pipelines share; [`hub`] (`MsgHub`: participants that hear each other);
-//!   [`pipeline`] (sequential, fan-out, merged streams, the team pipeline); [`user`] (a person
+//!   [`pipeline`] (sequential, fan-out, merged streams, the team and goal pipelines); [`user`] (a person
 //!   as a participant); [`console`] (rendering replies in a terminal, and a chat with
 //!   confirmations and Ctrl-C; `console::ctrl_c` with the `ctrl-c` feature).
 //!

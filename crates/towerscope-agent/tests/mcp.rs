@@ -72,7 +72,13 @@ async fn a_stdio_servers_tools_run_in_a_reply() {
     assert_eq!(added.group, "py");
     assert_eq!(
         added.tools,
-        ["mcp__py__echo", "mcp__py__add", "mcp__py__count", "mcp__py__fail"]
+        [
+            "mcp__py__echo",
+            "mcp__py__add",
+            "mcp__py__count",
+            "mcp__py__fail",
+            "mcp__py__headers"
+        ]
     );
     assert_eq!(added.refused.len(), 1, "strict's schema cannot be enforced");
     assert!(
@@ -202,4 +208,33 @@ async fn the_stdio_server_lives_as_long_as_the_toolkit() {
     }
     assert!(!alive(), "the server's process ended with the toolkit");
     let _ = std::fs::remove_file(pid_file);
+}
+
+#[tokio::test]
+async fn enabled_and_disabled_tools_filter_what_is_added() {
+    let Some(env) = env() else { return };
+    let (_, only) = toolkit(McpServer::http("web", env.url.clone()).enable_tools(["echo", "add", "nope"])).await;
+    assert_eq!(only.tools, ["mcp__web__echo", "mcp__web__add"]);
+    let (toolkit, without) = toolkit(McpServer::http("web", env.url.clone()).disable_tools(["fail", "strict"])).await;
+    assert_eq!(
+        without.tools,
+        [
+            "mcp__web__echo",
+            "mcp__web__add",
+            "mcp__web__count",
+            "mcp__web__headers"
+        ]
+    );
+    assert!(
+        without.refused.is_empty(),
+        "strict was left out before its schema was looked at"
+    );
+    assert!(toolkit.get("mcp__web__fail").is_none());
+
+    let mut toolkit = Toolkit::new();
+    let both = McpServer::http("web", env.url.clone())
+        .enable_tools(["echo"])
+        .disable_tools(["echo"]);
+    let err = toolkit.add_mcp_server(both).await.unwrap_err();
+    assert!(err.to_string().contains("both enabled and disabled"), "{err}");
 }

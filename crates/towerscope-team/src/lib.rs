@@ -10,7 +10,8 @@
 //!   by a layer on its `on_reply` ([`Broadcaster`](hub::Broadcaster)); a participant that is
 //!   busy replying receives it as soon as its reply ends.
 //! - [`pipeline`]: sequential, fan-out, merged event streams tagged by speaker, and the 2.x team
-//!   pipeline (a leader assigns tasks to members through an external tool).
+//!   pipeline (a leader assigns tasks to members through an external tool) and goal pipeline (an
+//!   executor works until a verifier passes its report).
 //! - [`user`]: a participant whose replies are typed by a person: the terminal, or a channel
 //!   fed by a test or a web front end.
 //! - [`console`]: renders any reply stream to a terminal and runs an interactive chat with

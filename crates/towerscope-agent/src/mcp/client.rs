@@ -11,10 +11,11 @@ use rmcp::model::{
     ProgressToken, ServerResult, Tool,
 };
 use rmcp::service::{MaybeSendFuture, NotificationContext, PeerRequestOptions, RoleClient, RunningService, ServiceExt};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::TokioChildProcess;
 use tokio::sync::mpsc;
 use towerscope_core::AgentError;
 
+use super::http::HttpTarget;
 use super::{McpServer, McpTransport};
 
 type ProgressSender = mpsc::UnboundedSender<ProgressNotificationParam>;
@@ -23,9 +24,34 @@ type ProgressSender = mpsc::UnboundedSender<ProgressNotificationParam>;
 /// before their call was registered (the SDK assigns the token as it sends the request).
 #[derive(Default)]
 struct Routes {
-    calls: HashMap<String, ProgressSender>,
+    calls: HashMap<String, Route>,
     early: VecDeque<ProgressNotificationParam>,
 }
+
+/// A call's progress: where it goes, and the last `(progress, total)` that went there.
+struct Route {
+    tx: ProgressSender,
+    last: Option<(f64, Option<f64>)>,
+}
+
+impl Route {
+    fn send(&mut self, params: ProgressNotificationParam) {
+        self.last = Some((params.progress, params.total));
+        let _ = self.tx.send(params);
+    }
+
+    /// Whether the last notification said there is more to come (`progress < total`).
+    fn expects_more(&self) -> bool {
+        matches!(self.last, Some((progress, Some(total))) if progress < total)
+    }
+}
+
+/// The SDK handles each notification in a task of its own, so one the server sent before its
+/// result may reach the handler after the result reaches the call. A finished call's route
+/// stays open while the scheduler runs those tasks ([`LATE_YIELDS`] turns), and, when its last
+/// notification said more was coming, at most this long.
+const LATE_PROGRESS: Duration = Duration::from_millis(50);
+const LATE_YIELDS: usize = 8;
 
 /// How many notifications of calls not registered yet are kept.
 const EARLY_NOTIFICATIONS: usize = 64;
@@ -46,10 +72,8 @@ impl ClientHandler for Handler {
     ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
         let key = token_key(&params.progress_token);
         let mut routes = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
-        match routes.calls.get(&key) {
-            Some(tx) => {
-                let _ = tx.send(params);
-            }
+        match routes.calls.get_mut(&key) {
+            Some(route) => route.send(params),
             None => {
                 if routes.early.len() == EARLY_NOTIFICATIONS {
                     routes.early.pop_front();
@@ -99,6 +123,7 @@ fn connect_error(server: &str, e: impl fmt::Display) -> AgentError {
 impl McpClient {
     /// Connects (starting the process of a stdio server) and initialises the session.
     pub async fn connect(server: &McpServer) -> Result<Self, AgentError> {
+        server.check_settings()?;
         let handler = Handler::default();
         let progress = Arc::clone(&handler.progress);
         let service = match &server.transport {
@@ -111,14 +136,20 @@ impl McpClient {
                     .await
                     .map_err(|e| connect_error(&server.name, e))?
             }
-            McpTransport::Http { url } => {
-                #[cfg(feature = "ring")]
-                if rustls::crypto::CryptoProvider::get_default().is_none() {
-                    // reqwest built with TLS but no provider panics when a client is built; an
-                    // error here only means another thread installed one meanwhile.
-                    let _ = rustls::crypto::ring::default_provider().install_default();
+            McpTransport::Http {
+                url,
+                headers,
+                bearer,
+                root_certificates,
+            } => {
+                let transport = HttpTarget {
+                    server: &server.name,
+                    url,
+                    headers,
+                    bearer: bearer.as_deref(),
+                    root_certificates,
                 }
-                let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+                .transport()?;
                 handler
                     .serve(transport)
                     .await
@@ -180,22 +211,43 @@ impl McpClient {
         let key = token_key(&handle.progress_token);
         {
             let mut routes = self.routes();
+            let mut route = Route {
+                tx: progress,
+                last: None,
+            };
             let early = std::mem::take(&mut routes.early);
             for n in early {
                 if token_key(&n.progress_token) == key {
-                    let _ = progress.send(n);
+                    route.send(n);
                 } else {
                     routes.early.push_back(n);
                 }
             }
-            routes.calls.insert(key.clone(), progress);
+            routes.calls.insert(key.clone(), route);
         }
         let result = handle.await_response().await;
+        for _ in 0..LATE_YIELDS {
+            tokio::task::yield_now().await;
+        }
+        let deadline = tokio::time::Instant::now() + LATE_PROGRESS;
+        while self.routes().calls.get(&key).is_some_and(Route::expects_more) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
         self.routes().calls.remove(&key);
         match result.map_err(|e| e.to_string())? {
             ServerResult::CallToolResult(result) => Ok(result),
             _ => Err("the server answered the tool call with something else than a tool result".to_owned()),
         }
+    }
+
+    /// The session, for the resource and prompt requests.
+    pub(super) fn peer(&self) -> &rmcp::Peer<RoleClient> {
+        self.inner.service.peer()
+    }
+
+    /// The error of a failed request: what was asked, and the server's answer.
+    pub(super) fn failed(&self, what: &str, e: impl fmt::Display) -> AgentError {
+        AgentError::State(format!("MCP server '{}': {what} failed: {e}", self.inner.server))
     }
 
     fn routes(&self) -> std::sync::MutexGuard<'_, Routes> {

@@ -1,5 +1,5 @@
-//! Tools of Model Context Protocol servers (feature `mcp`), through the official Rust SDK
-//! (`rmcp`).
+//! Tools, resources and prompts of Model Context Protocol servers (feature `mcp`), through the
+//! official Rust SDK (`rmcp`).
 //!
 //! [`McpServer`] says how to reach a server: a child process speaking over stdio, or a
 //! streamable-HTTP endpoint. [`Toolkit::add_mcp_server`](crate::toolkit::Toolkit::add_mcp_server)
@@ -19,14 +19,24 @@
 //!   server's annotations make a tool read-only (`readOnlyHint`) or destructive
 //!   (`destructiveHint`, true by default for a tool that is not read-only, as the MCP
 //!   specification says).
+//! - **Which tools**: all of them, or those of [`McpServer::enable_tools`], without those of
+//!   [`McpServer::disable_tools`] (the reference's `enable_tools` and `disable_tools`).
 //! - **Schemas the validator cannot enforce**: such a tool is not added (the toolkit never
 //!   validates less than a schema says); [`McpTools::refused`] names it and why, and the
 //!   server's other tools are added.
 //! - **Lifetime**: the connection lives as long as the toolkit holds one of the server's
 //!   tools; dropping the toolkit closes it (a stdio server's process is ended).
-//! - **HTTP without TLS**: the streamable-HTTP client is built without a TLS stack (no
-//!   `rustls`, `ring` or OpenSSL in the build); reach remote `https://` servers through a local
-//!   proxy, or run them over stdio.
+//! - **HTTPS**: `https://` servers are reached through rustls with the `ring` provider, the
+//!   model providers' stack, trusting the system's roots and any
+//!   [`root_certificate`](McpServer::root_certificate); [`header`](McpServer::header) and
+//!   [`bearer`](McpServer::bearer) go with every request (never into logs or `Debug`).
+//! - **Resources and prompts** are for the application, on the [`McpClient`] (also
+//!   [`McpTools::client`], the toolkit's connection): [`list_resources`](McpClient::list_resources),
+//!   [`list_resource_templates`](McpClient::list_resource_templates) and
+//!   [`read_resource`](McpClient::read_resource) give text and data blocks;
+//!   [`list_prompts`](McpClient::list_prompts) and [`get_prompt`](McpClient::get_prompt) render a
+//!   prompt with its arguments into messages an agent takes. They are not offered to the model
+//!   as tools (nor are they in the reference, whose client has tools only).
 //!
 //! # Example
 //!
@@ -36,20 +46,33 @@
 //!
 //! # async fn run() -> Result<(), towerscope_core::AgentError> {
 //! let mut toolkit = Toolkit::new();
-//! let server = McpServer::stdio("everything", "npx", ["-y", "@modelcontextprotocol/server-everything"]);
+//! let server = McpServer::http("docs", "https://mcp.example.com/mcp").bearer("my-token").header("X-Tenant", "acme");
 //! let added = toolkit.add_mcp_server(server.active(true)).await?;
 //! println!("{:?}", added.tools);
+//! // The same connection reads the server's resources and renders its prompts.
+//! for resource in added.client.list_resources().await? {
+//!     let parts = added.client.read_resource(&resource.uri).await?;
+//!     println!("{}: {} parts", resource.uri, parts.len());
+//! }
+//! let review = added.client.get_prompt("review", [("code", "fn main() {}")]).await?;
+//! println!("{:?}", review.messages);
 //! # Ok(()) }
 //! ```
 
 mod client;
+mod http;
+mod prompts;
+mod resources;
 mod tool;
 mod toolkit;
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::time::Duration;
 
 pub use client::McpClient;
+pub use prompts::{McpPrompt, McpPromptArgument, McpRenderedPrompt};
+pub use resources::{McpResource, McpResourceContent, McpResourceTemplate};
 pub use tool::McpTool;
 
 use crate::toolkit::ToolSchemaError;
@@ -68,10 +91,20 @@ pub struct McpServer {
     pub active: bool,
     /// How long a call may take before it fails (default: no limit).
     pub timeout: Option<Duration>,
+    /// Only these tools (names on the server) are added, when set (reference `enable_tools`).
+    pub enable_tools: Option<Vec<String>>,
+    /// These tools (names on the server) are not added (reference `disable_tools`).
+    pub disable_tools: Vec<String>,
+    /// Settings given that the transport has no use for (`header` on a stdio server, `env` on
+    /// an HTTP one): connecting fails and names them, rather than ignoring them.
+    misplaced: Vec<&'static str>,
 }
 
 /// How to reach an MCP server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Its `Debug` output names environment variables and headers but never shows their values,
+/// nor the bearer token: they are often credentials.
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum McpTransport {
     /// A child process speaking JSON-RPC over its stdin and stdout.
@@ -83,11 +116,43 @@ pub enum McpTransport {
         /// Extra environment variables.
         env: BTreeMap<String, String>,
     },
-    /// A streamable-HTTP endpoint (`http://127.0.0.1:8000/mcp`).
+    /// A streamable-HTTP endpoint, `http://` or `https://` (`https://mcp.example.com/mcp`).
     Http {
         /// The endpoint's URL.
         url: String,
+        /// Headers sent with every request, in order (names are checked when connecting).
+        headers: Vec<(String, String)>,
+        /// The token sent as `Authorization: Bearer {token}`.
+        bearer: Option<String>,
+        /// Certificates (PEM) trusted besides the system's roots: a private CA, or a
+        /// self-signed server's own certificate.
+        root_certificates: Vec<String>,
     },
+}
+
+impl fmt::Debug for McpTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Stdio { command, args, env } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .finish(),
+            Self::Http {
+                url,
+                headers,
+                bearer,
+                root_certificates,
+            } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("headers", &headers.iter().map(|(k, _)| k).collect::<Vec<_>>())
+                .field("bearer", &bearer.as_ref().map(|_| "<redacted>"))
+                .field("root_certificates", &root_certificates.len())
+                .finish(),
+        }
+    }
 }
 
 impl McpServer {
@@ -107,9 +172,18 @@ impl McpServer {
         )
     }
 
-    /// A server reached over streamable HTTP.
+    /// A server reached over streamable HTTP, `http://` or `https://` (through rustls with the
+    /// `ring` provider, the providers' TLS stack; the system's root certificates are trusted).
     pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
-        Self::new(name, McpTransport::Http { url: url.into() })
+        Self::new(
+            name,
+            McpTransport::Http {
+                url: url.into(),
+                headers: Vec::new(),
+                bearer: None,
+                root_certificates: Vec::new(),
+            },
+        )
     }
 
     fn new(name: impl Into<String>, transport: McpTransport) -> Self {
@@ -119,16 +193,88 @@ impl McpServer {
             description: None,
             active: false,
             timeout: None,
+            misplaced: Vec::new(),
+            enable_tools: None,
+            disable_tools: Vec::new(),
         }
     }
 
-    /// Adds an environment variable of a stdio server.
-    #[must_use]
-    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        if let McpTransport::Stdio { env, .. } = &mut self.transport {
-            env.insert(key.into(), value.into());
+    /// Records a setting the transport has no use for.
+    fn misplaced(mut self, setting: &'static str) -> Self {
+        if !self.misplaced.contains(&setting) {
+            self.misplaced.push(setting);
         }
         self
+    }
+
+    /// A validation error naming the settings the transport has no use for, if any.
+    pub(crate) fn check_settings(&self) -> Result<(), towerscope_core::AgentError> {
+        if self.misplaced.is_empty() {
+            return Ok(());
+        }
+        let kind = match self.transport {
+            McpTransport::Stdio { .. } => "a stdio server",
+            McpTransport::Http { .. } => "an HTTP server",
+        };
+        Err(towerscope_core::AgentError::validation(format!(
+            "MCP server '{}' is {kind}, which has no use for {}",
+            self.name,
+            self.misplaced.join(", ")
+        )))
+    }
+
+    /// Adds an environment variable of a stdio server (on an HTTP server, connecting fails
+    /// with a validation error that says so).
+    #[must_use]
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        match &mut self.transport {
+            McpTransport::Stdio { env, .. } => {
+                env.insert(key.into(), value.into());
+                self
+            }
+            McpTransport::Http { .. } => self.misplaced("env()"),
+        }
+    }
+
+    /// Adds a header to every request of an HTTP server (an API key, a tenant). A name or value
+    /// HTTP does not allow, or a header on a stdio server, fails the connection with a
+    /// validation error.
+    #[must_use]
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        match &mut self.transport {
+            McpTransport::Http { headers, .. } => {
+                headers.push((name.into(), value.into()));
+                self
+            }
+            McpTransport::Stdio { .. } => self.misplaced("header()"),
+        }
+    }
+
+    /// Sends `Authorization: Bearer {token}` with every request of an HTTP server (on a stdio
+    /// server, connecting fails with a validation error).
+    #[must_use]
+    pub fn bearer(mut self, token: impl Into<String>) -> Self {
+        match &mut self.transport {
+            McpTransport::Http { bearer, .. } => {
+                *bearer = Some(token.into());
+                self
+            }
+            McpTransport::Stdio { .. } => self.misplaced("bearer()"),
+        }
+    }
+
+    /// Trusts a certificate (PEM) besides the system's roots for an `https://` server: a
+    /// private CA, or a self-signed server's own certificate. PEM that does not parse, or a
+    /// certificate for a stdio server, fails the connection with a validation error.
+    #[must_use]
+    pub fn root_certificate(mut self, pem: impl Into<String>) -> Self {
+        match &mut self.transport {
+            McpTransport::Http { root_certificates, .. } => {
+                root_certificates.push(pem.into());
+                self
+            }
+            McpTransport::Stdio { .. } => self.misplaced("root_certificate()"),
+        }
     }
 
     /// Sets the group's description.
@@ -136,6 +282,47 @@ impl McpServer {
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
         self
+    }
+
+    /// Adds only these of the server's tools (their names on the server), as the reference's
+    /// `enable_tools`. A name also given to [`disable_tools`](Self::disable_tools) makes
+    /// adding the server fail with a validation error.
+    #[must_use]
+    pub fn enable_tools(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.enable_tools = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Leaves these of the server's tools out (their names on the server), as the reference's
+    /// `disable_tools`.
+    #[must_use]
+    pub fn disable_tools(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.disable_tools = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Whether the tool named `name` on the server is to be added.
+    pub(crate) fn wants_tool(&self, name: &str) -> bool {
+        self.enable_tools.as_ref().is_none_or(|on| on.iter().any(|t| t == name))
+            && !self.disable_tools.iter().any(|t| t == name)
+    }
+
+    /// A validation error when a tool is both enabled and disabled, as in the reference.
+    pub(crate) fn check_tool_filters(&self) -> Result<(), towerscope_core::AgentError> {
+        let both: Vec<&str> = self
+            .enable_tools
+            .iter()
+            .flatten()
+            .filter(|t| self.disable_tools.contains(t))
+            .map(String::as_str)
+            .collect();
+        if both.is_empty() {
+            return Ok(());
+        }
+        Err(towerscope_core::AgentError::validation(format!(
+            "MCP server '{}': the tools {both:?} are both enabled and disabled; name each in one list",
+            self.name
+        )))
     }
 
     /// Sets whether the group is active from the start.
@@ -163,6 +350,9 @@ pub struct McpTools {
     pub tools: Vec<String>,
     /// Tools not added, because the validator cannot enforce their input schema.
     pub refused: Vec<ToolSchemaError>,
+    /// The connection the tools use, for the server's resources and prompts
+    /// ([`McpClient::read_resource`], [`McpClient::get_prompt`]).
+    pub client: McpClient,
 }
 
 /// The reference's tool name: `mcp__{server}__{tool}`, with every character other than an

@@ -99,28 +99,30 @@ impl Tool for McpTool {
         Box::pin(Generator::new(move |y| async move {
             let (tx, mut rx) = mpsc::unbounded_channel();
             let mut call = std::pin::pin!(client.call(&remote, arguments, tx));
+            let progress_chunk = |progress: rmcp::model::ProgressNotificationParam| {
+                let mut value = Map::new();
+                value.insert("progress".into(), progress.progress.into());
+                if let Some(total) = progress.total {
+                    value.insert("total".into(), total.into());
+                }
+                if let Some(message) = progress.message {
+                    value.insert("message".into(), message.into());
+                }
+                let mut metadata = Map::new();
+                metadata.insert(MCP_PROGRESS_KEY.to_owned(), Value::Object(value));
+                Ok(ToolChunk::new(Vec::new()).with_is_last(false).with_metadata(metadata))
+            };
             let result = loop {
                 match select(call.as_mut(), std::pin::pin!(rx.recv())).await {
                     Either::Left((result, _)) => break result,
-                    Either::Right((Some(progress), _)) => {
-                        let mut value = Map::new();
-                        value.insert("progress".into(), progress.progress.into());
-                        if let Some(total) = progress.total {
-                            value.insert("total".into(), total.into());
-                        }
-                        if let Some(message) = progress.message {
-                            value.insert("message".into(), message.into());
-                        }
-                        let mut metadata = Map::new();
-                        metadata.insert(MCP_PROGRESS_KEY.to_owned(), Value::Object(value));
-                        y.emit(Ok(ToolChunk::new(Vec::new())
-                            .with_is_last(false)
-                            .with_metadata(metadata)))
-                            .await;
-                    }
+                    Either::Right((Some(progress), _)) => y.emit(progress_chunk(progress)).await,
                     Either::Right((None, _)) => break call.as_mut().await,
                 }
             };
+            // What came in while the call finished, before the result.
+            while let Ok(progress) = rx.try_recv() {
+                y.emit(progress_chunk(progress)).await;
+            }
             match result {
                 Ok(result) => {
                     let state = if result.is_error == Some(true) {

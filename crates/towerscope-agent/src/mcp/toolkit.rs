@@ -7,16 +7,25 @@ use crate::toolkit::{AddToolError, ToolGroup, Toolkit};
 
 impl Toolkit {
     /// Connects to an MCP server (feature `mcp`) and adds its tools to a group named after it
-    /// (see the [`mcp`](crate::mcp) module). Tools whose input schema cannot be enforced are
-    /// not added: they are listed in [`McpTools::refused`].
+    /// (see the [`mcp`](crate::mcp) module), those of [`McpServer::enable_tools`] only and
+    /// without those of [`McpServer::disable_tools`]. Tools whose input schema cannot be
+    /// enforced are not added: they are listed in [`McpTools::refused`].
     pub async fn add_mcp_server(&mut self, server: McpServer) -> Result<McpTools, AgentError> {
+        server.check_tool_filters()?;
         let client = McpClient::connect(&server).await?;
         self.add_mcp_client(client, &server).await
     }
 
     /// Adds the tools of a connected server (see [`add_mcp_server`](Self::add_mcp_server)).
     pub async fn add_mcp_client(&mut self, client: McpClient, server: &McpServer) -> Result<McpTools, AgentError> {
-        let listed = client.list_tools().await?;
+        server.check_tool_filters()?;
+        let mut listed = client.list_tools().await?;
+        for name in server.enable_tools.iter().flatten() {
+            if !listed.iter().any(|t| t.name == *name) {
+                tracing::warn!(server = %server.name, tool = %name, "an enabled MCP tool is not on the server");
+            }
+        }
+        listed.retain(|t| server.wants_tool(&t.name));
         let description = server
             .description
             .clone()
@@ -27,6 +36,7 @@ impl Toolkit {
             group: server.name.clone(),
             tools: Vec::new(),
             refused: Vec::new(),
+            client: client.clone(),
         };
         for tool in &listed {
             let tool = McpTool::new(client.clone(), tool);

@@ -6,6 +6,7 @@
 //! | [`FanoutPipeline`]      | every member answers the same input concurrently; replies in order  | 1.x `fanout_pipeline` |
 //! | [`merge`]               | several reply streams as one, each item tagged with its speaker     | 1.x `stream_printing_messages` |
 //! | [`TeamPipeline`]        | a leader assigns tasks to members through an external tool          | 2.x `TeamPipeline` |
+//! | [`GoalPipeline`]        | an executor works on a goal until a verifier passes its report      | 2.x `GoalPipeline` |
 //!
 //! Every pipeline is a [`Participant`](crate::Participant): it streams its members' events and
 //! ends with one final message, observes by passing messages to its members, and interrupts
@@ -47,12 +48,14 @@
 
 mod assign;
 mod fanout;
+mod goal;
 mod merge;
 mod sequential;
 mod team;
 
 pub use assign::ASSIGN_TOOL;
 pub use fanout::FanoutPipeline;
+pub use goal::{GOAL_VERIFICATION, GoalOutcome, GoalPipeline, Verdict};
 pub use merge::{MergedStream, Tagged, merge, tag};
 pub use sequential::SequentialPipeline;
 pub use team::{TeamMember, TeamPipeline};

@@ -8,8 +8,8 @@ use futures_util::StreamExt;
 use towerscope_agent::{Agent, AgentBuilder};
 use towerscope_core::event::ExternalExecutionResultEvent;
 use towerscope_core::{
-    AgentError, AgentEvent, EventStream, Id, Msg, ReplyInput, ReplyItem, ToolCallBlock, ToolResultBlock,
-    ToolResultState,
+    AgentError, AgentEvent, EventStream, Id, Msg, ReplyInput, ReplyItem, StructuredSchema, ToolCallBlock,
+    ToolResultBlock, ToolResultState,
 };
 
 use super::assign::{ASSIGN_TOOL, AssignTool, parse_assignment, result_of};
@@ -136,14 +136,30 @@ impl TeamPipeline {
     /// Runs the team and streams the leader's and the members' items, tagged with the speaker
     /// (members' final messages included).
     pub fn stream(&self, input: ReplyInput) -> MergedStream {
-        Box::pin(self.run(input).map(|(tagged, _)| tagged))
+        Box::pin(self.run(input, None).map(|(tagged, _)| tagged))
     }
 
-    fn run(&self, input: ReplyInput) -> impl futures_core::Stream<Item = (Tagged, bool)> + Send + 'static {
+    /// Runs the team as [`reply_stream`](Participant::reply_stream) does, with the leader's
+    /// reply bound to produce structured output of `schema` (the final message carries it), as
+    /// [`Agent::reply_stream_structured`] does; a resuming input keeps the parked reply's
+    /// schema.
+    pub fn reply_stream_structured(&self, input: ReplyInput, schema: StructuredSchema) -> EventStream {
+        own_items(self.run(input, Some(schema)))
+    }
+
+    fn run(
+        &self,
+        input: ReplyInput,
+        schema: Option<StructuredSchema>,
+    ) -> impl futures_core::Stream<Item = (Tagged, bool)> + Send + 'static {
+        let leader = match schema {
+            Some(schema) => self.leader.reply_stream_structured(input, schema),
+            None => self.leader.reply_stream(input),
+        };
         let run = TeamRun {
             leader: self.leader.clone(),
             members: Arc::clone(&self.members),
-            phase: Phase::Leader(Box::pin(self.leader.reply_stream(input))),
+            phase: Phase::Leader(Box::pin(leader)),
             assignments: Vec::new(),
         };
         futures_util::stream::unfold(run, TeamRun::next)
@@ -287,18 +303,23 @@ impl TeamRun {
     }
 }
 
+/// The leader's and the members' events, and only the leader's final message.
+fn own_items(run: impl futures_core::Stream<Item = (Tagged, bool)> + Send + 'static) -> EventStream {
+    Box::pin(run.filter_map(|(tagged, own)| {
+        std::future::ready(match tagged.item {
+            Ok(ReplyItem::Final(_)) if !own => None,
+            item => Some(item),
+        })
+    }))
+}
+
 impl Participant for TeamPipeline {
     fn name(&self) -> &str {
         self.leader.name()
     }
 
     fn reply_stream(&self, input: ReplyInput) -> EventStream {
-        Box::pin(self.run(input).filter_map(|(tagged, own)| {
-            std::future::ready(match tagged.item {
-                Ok(ReplyItem::Final(_)) if !own => None,
-                item => Some(item),
-            })
-        }))
+        own_items(self.run(input, None))
     }
 
     /// The leader observes (members only ever see their tasks).

@@ -1,0 +1,137 @@
+//! Prompts of an MCP server: [`McpClient::list_prompts`] and [`McpClient::get_prompt`], which
+//! renders one into towerscope messages.
+
+use rmcp::model::{ContentBlock as McpContent, GetPromptRequestParams, Role as McpRole};
+use serde_json::{Map, Value};
+use towerscope_core::{AgentError, ContentBlock, DataBlock, Msg, Role, TextBlock};
+
+use super::McpClient;
+use super::resources::resource_content;
+
+/// A prompt template a server offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct McpPrompt {
+    /// Its name, to [render](McpClient::get_prompt) it by.
+    pub name: String,
+    /// Its display title, if any.
+    pub title: Option<String>,
+    /// What it is for, if the server says.
+    pub description: Option<String>,
+    /// The arguments it takes.
+    pub arguments: Vec<McpPromptArgument>,
+}
+
+/// An argument of a prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct McpPromptArgument {
+    /// Its name.
+    pub name: String,
+    /// What it means, if the server says.
+    pub description: Option<String>,
+    /// Whether the prompt needs it.
+    pub required: bool,
+}
+
+/// A prompt the server rendered with its arguments.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct McpRenderedPrompt {
+    /// The server's description of the result, if any.
+    pub description: Option<String>,
+    /// The messages, in order, each named after the server: text as text blocks, images and
+    /// audio as data blocks, an embedded resource as its text or data, a resource link as its
+    /// JSON. Ready for [`Agent::reply`](crate::Agent::reply) or [`Agent::observe`](crate::Agent::observe).
+    pub messages: Vec<Msg>,
+}
+
+impl McpClient {
+    /// The server's prompts (every page). A server without prompts answers with an error (it
+    /// does not offer the capability), returned as [`AgentError::State`].
+    pub async fn list_prompts(&self) -> Result<Vec<McpPrompt>, AgentError> {
+        let listed = self
+            .peer()
+            .list_all_prompts()
+            .await
+            .map_err(|e| self.failed("listing prompts", e))?;
+        Ok(listed
+            .into_iter()
+            .map(|p| McpPrompt {
+                name: p.name,
+                title: p.title,
+                description: p.description,
+                arguments: p
+                    .arguments
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|a| McpPromptArgument {
+                        name: a.name,
+                        description: a.description,
+                        required: a.required.unwrap_or(false),
+                    })
+                    .collect(),
+            })
+            .collect())
+    }
+
+    /// Renders the prompt `name` with `arguments` (MCP prompt arguments are strings). A missing
+    /// required argument or an unknown prompt is the server's error, returned as
+    /// [`AgentError::State`] with the server's message.
+    pub async fn get_prompt<K, V>(
+        &self,
+        name: &str,
+        arguments: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<McpRenderedPrompt, AgentError>
+    where
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let arguments: Map<String, Value> = arguments
+            .into_iter()
+            .map(|(k, v)| (k.into(), Value::String(v.into())))
+            .collect();
+        let mut params = GetPromptRequestParams::new(name);
+        if !arguments.is_empty() {
+            params = params.with_arguments(arguments);
+        }
+        let rendered = self
+            .peer()
+            .get_prompt(params)
+            .await
+            .map_err(|e| self.failed(&format!("rendering the prompt '{name}'"), e))?;
+        let speaker = self.server();
+        let messages = rendered
+            .messages
+            .into_iter()
+            .map(|m| {
+                let role = match m.role {
+                    McpRole::User => Role::User,
+                    McpRole::Assistant => Role::Assistant,
+                };
+                Msg::new(speaker, role, vec![content_block(m.content)]).map_err(|e| {
+                    AgentError::State(format!(
+                        "MCP server '{speaker}': the prompt '{name}' holds a message towerscope cannot take: {e}"
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(McpRenderedPrompt {
+            description: rendered.description,
+            messages,
+        })
+    }
+}
+
+fn content_block(content: McpContent) -> ContentBlock {
+    match content {
+        McpContent::Text(t) => TextBlock::new(t.text).into(),
+        McpContent::Image(i) => DataBlock::base64(i.data, i.mime_type).into(),
+        McpContent::Audio(a) => DataBlock::base64(a.data, a.mime_type).into(),
+        McpContent::Resource(r) => match resource_content(r.resource).block {
+            towerscope_core::MediaBlock::Text(t) => t.into(),
+            towerscope_core::MediaBlock::Data(d) => d.into(),
+        },
+        other => TextBlock::new(serde_json::to_string(&other).unwrap_or_default()).into(),
+    }
+}

@@ -1,0 +1,58 @@
+//! Who does the work of a goal: one agent, or a team whose leader plans and assigns to its
+//! members.
+
+use towerscope_agent::Agent;
+use towerscope_core::{AgentError, EventStream, Id, Msg, ReplyInput, StructuredSchema};
+
+use crate::Participant;
+use crate::pipeline::TeamPipeline;
+
+#[derive(Clone)]
+pub(super) enum Executor {
+    Agent(Agent),
+    Team(TeamPipeline),
+}
+
+impl Executor {
+    /// The agent whose reply carries the report: the executor, or the team's leader.
+    pub(super) fn agent(&self) -> &Agent {
+        match self {
+            Self::Agent(agent) => agent,
+            Self::Team(team) => team.leader(),
+        }
+    }
+
+    pub(super) fn reply_stream_structured(&self, input: ReplyInput, schema: StructuredSchema) -> EventStream {
+        match self {
+            Self::Agent(agent) => Box::pin(agent.reply_stream_structured(input, schema)),
+            Self::Team(team) => team.reply_stream_structured(input, schema),
+        }
+    }
+
+    /// A resume (an interrupt) passed through as it is.
+    pub(super) fn reply_stream(&self, input: ReplyInput) -> EventStream {
+        match self {
+            Self::Agent(agent) => Participant::reply_stream(agent, input),
+            Self::Team(team) => team.reply_stream(input),
+        }
+    }
+
+    /// The reply a resuming input must name to reach the executor.
+    pub(super) fn reply_id(&self) -> Id {
+        self.agent().state().reply_context.reply_id
+    }
+
+    pub(super) fn observe(&self, msgs: Vec<Msg>) -> Result<(), AgentError> {
+        match self {
+            Self::Agent(agent) => Participant::observe(agent, msgs),
+            Self::Team(team) => team.observe(msgs),
+        }
+    }
+
+    pub(super) fn interrupt(&self) -> bool {
+        match self {
+            Self::Agent(agent) => Participant::interrupt(agent),
+            Self::Team(team) => team.interrupt(),
+        }
+    }
+}

@@ -1,0 +1,416 @@
+//! The goal pipeline (the reference's `GoalPipeline`) on scripted models: what the executor
+//! and the verifier each received and in which order, the verifier's check, the executor sent
+//! back with the feedback when the check fails, the bound on rounds and on structured-output
+//! retries, and a run parked for the user and resumed.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::hint_only;
+use futures_util::StreamExt;
+use serde::Deserialize;
+use towerscope_agent::Agent;
+use towerscope_agent::toolkit::FunctionTool;
+use towerscope_core::event::{ConfirmResult, UserConfirmResultEvent};
+use towerscope_core::{AgentEvent, Msg, PermissionDecision, ReplyFinishedReason, ReplyItem, Role};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+use towerscope_team::Participant;
+use towerscope_team::pipeline::{GOAL_VERIFICATION, GoalPipeline, TeamMember, TeamPipeline, Verdict};
+
+const OUTPUT: &str = "GenerateStructuredOutput";
+
+fn report(id: &str, text: &str) -> ScriptedResponse {
+    ScriptedResponse::tool_call(id, OUTPUT, serde_json::json!({ "report": text }).to_string())
+}
+
+fn verdict(id: &str, result: &str, message: &str) -> ScriptedResponse {
+    ScriptedResponse::tool_call(
+        id,
+        OUTPUT,
+        serde_json::json!({ "result": result, "message": message }).to_string(),
+    )
+}
+
+fn agent(name: &str, model: &ScriptedModel) -> Agent {
+    Agent::builder(name).model(model.clone()).build().unwrap()
+}
+
+/// The texts of the user-side messages a model call received (past the system prompt, the
+/// hint-only reply in progress, and tool traffic), each as `name: text` (a message's blocks
+/// joined by newlines).
+fn received(model: &ScriptedModel, call: usize) -> Vec<String> {
+    model.requests()[call]
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User && !hint_only(m))
+        .map(|m| format!("{}: {}", m.name, m.text_content().unwrap_or_default()))
+        .collect()
+}
+
+struct Run {
+    /// `REPLY_START` speakers, in order.
+    speakers: Vec<String>,
+    /// `(round, result, message)` of each verification event.
+    verifications: Vec<(u64, String, String)>,
+    finals: Vec<Msg>,
+    error: Option<towerscope_core::AgentError>,
+}
+
+async fn run(goal: &GoalPipeline, input: towerscope_core::ReplyInput) -> Run {
+    let mut out = Run {
+        speakers: Vec::new(),
+        verifications: Vec::new(),
+        finals: Vec::new(),
+        error: None,
+    };
+    let mut stream = goal.reply_stream(input);
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(ReplyItem::Event(AgentEvent::ReplyStart(e))) => out.speakers.push(e.name.to_string()),
+            Ok(ReplyItem::Event(AgentEvent::Custom(c))) if c.name == GOAL_VERIFICATION => out.verifications.push((
+                c.value["round"].as_u64().unwrap(),
+                c.value["result"].as_str().unwrap().to_owned(),
+                c.value["message"].as_str().unwrap().to_owned(),
+            )),
+            Ok(ReplyItem::Final(m)) => out.finals.push(m),
+            Ok(ReplyItem::Event(_)) => {}
+            Err(e) => out.error = Some(e),
+        }
+    }
+    out
+}
+
+const HINT: &str = "<system-reminder>When you finish the goal, you should summarize your output (if any) so that a \
+                    verifier can check whether you have achieved the goal (e.g., file paths, entry points, how-to-run, \
+                    runtime environment, etc.).</system-reminder>";
+
+fn verify_text(goal: &str, report: &str) -> String {
+    format!(
+        "user: <system-reminder>Now you should verify the work done by the executor. The goal is as follows, you \
+         should verify whether the executor has achieved the goal.\n<goal>\n{goal}\n</goal>\nThe executor's achievement \
+         report is as follows:\n<report>{report}</report></system-reminder>"
+    )
+}
+
+#[tokio::test]
+async fn a_failed_check_sends_the_executor_back_with_the_feedback_until_it_passes() {
+    let executor_model = ScriptedModel::new("m", [report("r1", "draft in a.txt"), report("r2", "fixed a.txt")]);
+    let verifier_model = ScriptedModel::new(
+        "m",
+        [verdict("v1", "fail", "a.txt lacks a title"), verdict("v2", "pass", "")],
+    );
+    let goal = GoalPipeline::new(agent("coder", &executor_model), agent("checker", &verifier_model));
+    let out = run(&goal, Msg::user("user", "Write a.txt with a title.").into()).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+
+    // The order: work, check, work again, check again.
+    assert_eq!(out.speakers, ["coder", "checker", "coder", "checker"]);
+    assert_eq!(
+        out.verifications,
+        [
+            (1, "fail".to_owned(), "a.txt lacks a title".to_owned()),
+            (2, "pass".to_owned(), String::new())
+        ]
+    );
+    // One final message: the executor's last, with its report.
+    assert_eq!(out.finals.len(), 1);
+    assert_eq!(&*out.finals[0].name, "coder");
+    assert_eq!(
+        out.finals[0].structured_output.as_ref().unwrap()["report"],
+        "fixed a.txt"
+    );
+    let outcome = goal.outcome().unwrap();
+    assert_eq!((outcome.verdict, outcome.rounds), (Verdict::Pass, 2));
+    assert_eq!(outcome.report, "fixed a.txt");
+
+    // What the executor received: the goal with the reminder to report, then the feedback.
+    assert_eq!(
+        received(&executor_model, 0),
+        [format!("user: Write a.txt with a title.\n{HINT}")]
+    );
+    assert_eq!(
+        received(&executor_model, 1).last().unwrap(),
+        "system: <system-reminder>You've failed to pass the verification. Now recorrect your work based on the \
+         following feedback:\na.txt lacks a title</system-reminder>"
+    );
+    // What the verifier received: the goal and each report, afresh each round (its
+    // conversation is cleared after a failed check).
+    assert_eq!(
+        received(&verifier_model, 0),
+        [verify_text("Write a.txt with a title.", "draft in a.txt")]
+    );
+    assert_eq!(
+        received(&verifier_model, 1),
+        [verify_text("Write a.txt with a title.", "fixed a.txt")]
+    );
+}
+
+#[tokio::test]
+async fn without_reset_the_verifier_remembers_the_earlier_rounds() {
+    let executor_model = ScriptedModel::new("m", [report("r1", "one"), report("r2", "two")]);
+    let verifier_model = ScriptedModel::new("m", [verdict("v1", "fail", "more"), verdict("v2", "pass", "ok")]);
+    let goal = GoalPipeline::new(agent("coder", &executor_model), agent("checker", &verifier_model))
+        .verifier_reset_context(false);
+    run(&goal, Msg::user("user", "Count.").into()).await;
+    assert_eq!(
+        received(&verifier_model, 1),
+        [verify_text("Count.", "one"), verify_text("Count.", "two")]
+    );
+}
+
+#[tokio::test]
+async fn the_rounds_are_bounded_and_impossible_ends_at_once() {
+    let executor_model = ScriptedModel::new("m", [report("r1", "a"), report("r2", "b"), report("r3", "c")]);
+    let verifier_model = ScriptedModel::new(
+        "m",
+        [
+            verdict("v1", "fail", "no"),
+            verdict("v2", "fail", "still no"),
+            verdict("v3", "pass", ""),
+        ],
+    );
+    let goal = GoalPipeline::new(agent("coder", &executor_model), agent("checker", &verifier_model)).max_iters(2);
+    let out = run(&goal, Msg::user("user", "Do it.").into()).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(
+        out.speakers,
+        ["coder", "checker", "coder", "checker"],
+        "two rounds, no third"
+    );
+    assert_eq!(executor_model.requests().len(), 2);
+    let outcome = goal.outcome().unwrap();
+    assert_eq!((outcome.verdict, outcome.rounds), (Verdict::Fail, 2));
+    assert_eq!(outcome.message, "still no");
+    assert_eq!(out.finals[0].structured_output.as_ref().unwrap()["report"], "b");
+
+    let executor_model = ScriptedModel::new("m", [report("r1", "tried")]);
+    let verifier_model = ScriptedModel::new("m", [verdict("v1", "impossible", "needs a time machine")]);
+    let goal = GoalPipeline::new(agent("coder", &executor_model), agent("checker", &verifier_model));
+    let out = run(&goal, Msg::user("user", "Go back to 1999.").into()).await;
+    assert_eq!(out.speakers, ["coder", "checker"]);
+    let outcome = goal.outcome().unwrap();
+    assert_eq!((outcome.verdict, outcome.rounds), (Verdict::Impossible, 1));
+}
+
+#[tokio::test]
+async fn an_executor_that_never_reports_is_asked_again_then_fails() {
+    // One model call per reply: the reply ends (exceed_max_iters) without structured output.
+    let executor_model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::text("done, trust me"),
+            ScriptedResponse::text("really done"),
+            ScriptedResponse::text("done!"),
+        ],
+    );
+    let executor = Agent::builder("coder")
+        .model(executor_model.clone())
+        .max_iters(0)
+        .structured_output_grace_iters(1)
+        .build()
+        .unwrap();
+    let verifier_model = ScriptedModel::new("m", [verdict("v1", "pass", "")]);
+    let goal = GoalPipeline::new(executor, agent("checker", &verifier_model)).max_retries(2);
+    let out = run(&goal, Msg::user("user", "Do it.").into()).await;
+    let err = out.error.unwrap();
+    assert!(
+        err.to_string()
+            .contains("The executor failed to generate a valid execution report after 2 retries."),
+        "{err}"
+    );
+    assert_eq!(executor_model.requests().len(), 3, "the first reply and two retries");
+    let retry = "system: <system-reminder>You have failed to generate valid execution report. You should call the \
+                 'GenerateStructuredOutput' tool with a valid structured output that matches the schema. \
+                 </system-reminder>";
+    assert_eq!(received(&executor_model, 1).last().unwrap(), retry);
+    assert_eq!(received(&executor_model, 2).last().unwrap(), retry);
+    assert!(verifier_model.requests().is_empty(), "nothing to verify");
+    assert!(out.finals.is_empty());
+}
+
+#[tokio::test]
+async fn a_verifier_reply_without_a_valid_result_is_asked_again() {
+    let executor_model = ScriptedModel::new("m", [report("r1", "done")]);
+    // The first verdict breaks the schema: the reply ends (exceed_max_iters) without output.
+    let verifier_model = ScriptedModel::new("m", [verdict("v1", "maybe", "not sure"), verdict("v2", "pass", "fine")]);
+    let verifier = Agent::builder("checker")
+        .model(verifier_model.clone())
+        .max_iters(0)
+        .structured_output_grace_iters(1)
+        .build()
+        .unwrap();
+    let goal = GoalPipeline::new(agent("coder", &executor_model), verifier);
+    let out = run(&goal, Msg::user("user", "Do it.").into()).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(out.speakers, ["coder", "checker", "checker"]);
+    assert_eq!(out.verifications, [(1, "pass".to_owned(), "fine".to_owned())]);
+    // The retry repeats the instruction, as the reference's does.
+    assert_eq!(
+        received(&verifier_model, 1),
+        [verify_text("Do it.", "done"), verify_text("Do it.", "done")]
+    );
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Delete {
+    path: String,
+}
+
+#[tokio::test]
+async fn an_executor_parked_for_the_user_parks_the_run_and_the_resume_continues_it() {
+    let executor_model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#),
+            report("r1", "deleted /tmp/x"),
+        ],
+    );
+    let executor = Agent::builder("cleaner")
+        .model(executor_model.clone())
+        .tool(FunctionTool::new("delete", |a: Delete| async move {
+            format!("deleted {}", a.path)
+        }))
+        .default_permission(PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .build()
+        .unwrap();
+    let verifier_model = ScriptedModel::new("m", [verdict("v1", "pass", "gone")]);
+    let goal = GoalPipeline::new(executor, agent("checker", &verifier_model));
+    park_and_resume(&goal, &verifier_model).await;
+}
+
+#[tokio::test]
+async fn an_interrupt_of_the_parked_executor_ends_the_run_without_a_check() {
+    let executor_model = ScriptedModel::new(
+        "m",
+        [ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#)],
+    );
+    let executor = Agent::builder("cleaner")
+        .model(executor_model.clone())
+        .tool(FunctionTool::new("delete", |a: Delete| async move {
+            format!("deleted {}", a.path)
+        }))
+        .default_permission(PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .build()
+        .unwrap();
+    let verifier_model = ScriptedModel::new("m", [verdict("v1", "pass", "")]);
+    let goal = GoalPipeline::new(executor, agent("checker", &verifier_model));
+    let parked = goal.reply(Msg::user("user", "Remove /tmp/x.").into()).await.unwrap();
+    assert_eq!(parked.finished_reason, None);
+    let interrupt = towerscope_core::event::UserInterruptEvent::new(parked.id);
+    let out = run(&goal, interrupt.into()).await;
+    assert_eq!(out.finals.len(), 1);
+    assert_eq!(out.finals[0].finished_reason, Some(ReplyFinishedReason::Interrupted));
+    assert!(
+        verifier_model.requests().is_empty(),
+        "an interrupted run is not checked"
+    );
+    assert_eq!(executor_model.requests().len(), 1, "nor retried");
+}
+
+async fn park_and_resume(goal: &GoalPipeline, verifier_model: &ScriptedModel) {
+    let mut stream = goal.reply_stream(Msg::user("user", "Remove /tmp/x.").into());
+    let (mut asked, mut parked) = (None, None);
+    while let Some(item) = stream.next().await {
+        match item.unwrap() {
+            ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) => asked = Some(e),
+            ReplyItem::Final(m) => parked = Some(m),
+            ReplyItem::Event(_) => {}
+        }
+    }
+    drop(stream);
+    let (asked, parked) = (asked.unwrap(), parked.unwrap());
+    assert_eq!(parked.finished_reason, None, "parked, waiting for the user");
+    assert!(verifier_model.requests().is_empty());
+
+    let confirm = UserConfirmResultEvent::new(
+        parked.id.clone(),
+        vec![ConfirmResult::new(true, asked.tool_calls[0].clone())],
+    );
+    let out = run(goal, confirm.into()).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(
+        out.speakers,
+        ["checker"],
+        "the executor resumed (no new REPLY_START), then the check"
+    );
+    assert_eq!(out.finals.len(), 1);
+    assert_eq!(out.finals[0].finished_reason, Some(ReplyFinishedReason::Completed));
+    assert_eq!(
+        received(verifier_model, 0),
+        [verify_text("Remove /tmp/x.", "deleted /tmp/x")]
+    );
+    assert_eq!(goal.outcome().unwrap().verdict, Verdict::Pass);
+
+    // A resume of the finished reply is the executor's to refuse; one for a reply nobody had is
+    // the pipeline's.
+    let stale = UserConfirmResultEvent::new(parked.id, vec![]);
+    let err = goal.reply(stale.into()).await.unwrap_err();
+    assert!(err.to_string().contains("not waiting for user confirmation"), "{err}");
+    let unknown = UserConfirmResultEvent::new(towerscope_core::Id::new(), vec![]);
+    let err = goal.reply(unknown.into()).await.unwrap_err();
+    assert!(err.to_string().contains("waits on the reply"), "{err}");
+}
+
+#[tokio::test]
+async fn a_team_leader_plans_assigns_and_is_sent_back_when_the_check_fails() {
+    let assign = |id: &str, prompt: &str| {
+        ScriptedResponse::tool_call(
+            id,
+            "TeamAssign",
+            serde_json::json!({ "member": "writer", "prompt": prompt }).to_string(),
+        )
+    };
+    let leader_model = ScriptedModel::new(
+        "m",
+        [
+            assign("a1", "Write a haiku on rain."),
+            report("r1", "the writer's haiku"),
+            assign("a2", "Make the haiku mention autumn."),
+            report("r2", "the haiku, now in autumn"),
+        ],
+    );
+    let writer_model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::text("Soft rain on the roof"),
+            ScriptedResponse::text("Autumn rain on the roof"),
+        ],
+    );
+    let team = TeamPipeline::new(
+        Agent::builder("lead").model(leader_model.clone()),
+        [TeamMember::new(agent("writer", &writer_model), "Writes short poems.")],
+    )
+    .unwrap();
+    let verifier_model = ScriptedModel::new("m", [verdict("v1", "fail", "no season"), verdict("v2", "pass", "")]);
+    let goal = GoalPipeline::team(team, agent("checker", &verifier_model));
+    let out = run(&goal, Msg::user("user", "An autumn haiku.").into()).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+
+    // The leader plans and assigns, the member works, the checker checks; then again.
+    assert_eq!(out.speakers, ["lead", "writer", "checker", "lead", "writer", "checker"]);
+    assert_eq!(received(&writer_model, 0), ["lead: Write a haiku on rain."]);
+    assert_eq!(
+        received(&writer_model, 1).last().unwrap(),
+        "lead: Make the haiku mention autumn."
+    );
+    // The leader's second round starts from the checker's feedback.
+    let feedback = received(&leader_model, 2);
+    assert!(
+        feedback
+            .last()
+            .unwrap()
+            .ends_with("feedback:\nno season</system-reminder>"),
+        "{feedback:?}"
+    );
+    assert_eq!(
+        received(&verifier_model, 1),
+        [verify_text("An autumn haiku.", "the haiku, now in autumn")]
+    );
+    assert_eq!(&*out.finals[0].name, "lead");
+    assert_eq!(goal.outcome().unwrap().rounds, 2);
+    assert_eq!(goal.executor().name(), "lead");
+}
