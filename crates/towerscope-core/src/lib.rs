@@ -40,6 +40,7 @@ pub mod middleware;
 pub mod model;
 pub mod position;
 pub mod redact;
+pub mod sequence;
 pub mod state;
 pub mod system_prompt;
 pub mod tool;
