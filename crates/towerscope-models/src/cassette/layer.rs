@@ -1,0 +1,47 @@
+//! [`CassetteLayer`]: puts a [`Cassette`] in front of an HTTP transport.
+
+use std::time::Duration;
+
+use tower::Layer;
+use towerscope_core::AgentError;
+
+use super::service::CassetteService;
+use super::store::Cassette;
+use crate::http::{HttpService, http_client, http_service};
+
+/// Wraps a transport (a tower service from `reqwest::Request` to `reqwest::Response`) in a
+/// [`CassetteService`] that records to and replays from `cassette`.
+#[derive(Debug, Clone)]
+pub struct CassetteLayer {
+    cassette: Cassette,
+}
+
+impl CassetteLayer {
+    /// A layer for `cassette` (also [`Cassette::layer`]).
+    pub fn new(cassette: Cassette) -> Self {
+        Self { cassette }
+    }
+}
+
+impl<S> Layer<S> for CassetteLayer {
+    type Service = CassetteService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        CassetteService::new(inner, self.cassette.clone())
+    }
+}
+
+impl Cassette {
+    /// The layer that records to and replays from this cassette, for any transport.
+    pub fn layer(&self) -> CassetteLayer {
+        CassetteLayer::new(self.clone())
+    }
+
+    /// A provider transport through this cassette: the default client (30 s to connect) in
+    /// [`layer`](Self::layer), for a model builder's `http_service`. In replay mode the client
+    /// is never called.
+    pub fn http_service(&self) -> Result<HttpService, AgentError> {
+        let client = http_client(Some(Duration::from_secs(30)), None)?;
+        Ok(http_service(self.layer().layer(client)))
+    }
+}
