@@ -241,12 +241,12 @@ async fn a_hand_edited_cassette_fails_with_a_readable_diff() {
     let replaying = Cassette::builder(&path).mode(CassetteMode::Replay).open().unwrap();
     let rendered = run(Provider::OpenAi, &trap.base, &replaying, 3).await;
     assert!(trap.requests().is_empty(), "nothing was sent");
-    let expected = format!(
-        "holds no request like this one, and nothing was sent.\\nThe closest is interaction 1 (POST /v1/chat/completions); \
-         it differs in:\\n  messages[1]:\\n    - user: Weather in Rome?\\n    + user: Weather in Paris and London?\\nRecord it \
-         again with TOWERSCOPE_CASSETTE=record"
+    let expected = concat!(
+        "holds no request like this one, and nothing was sent.\\nThe closest is interaction 1 (POST /v1/chat/completions); ",
+        "it differs in:\\n  messages[1]:\\n    - user: Weather in Rome?\\n    + user: Weather in Paris and London?\\nRecord it ",
+        "again with TOWERSCOPE_CASSETTE=record"
     );
-    assert!(rendered.contains(&expected), "{rendered}");
+    assert!(rendered.contains(expected), "{rendered}");
     assert!(
         rendered.contains(&format!("cassette {} (replay)", path.display())),
         "{rendered}"

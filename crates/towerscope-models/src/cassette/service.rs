@@ -72,7 +72,7 @@ where
         let key = RequestKey::of(&recorded);
         match self.cassette.lookup(&key) {
             Err(err) => CassetteFuture::ready(Err(Box::new(AgentError::other(err)))),
-            Ok(Some(interaction)) => CassetteFuture::ready(replay(interaction.outcome)),
+            Ok(Some(outcome)) => CassetteFuture::ready(replay(outcome)),
             Ok(None) => {
                 // The service made ready is the one called; a clone takes its place.
                 let clone = self.inner.clone();

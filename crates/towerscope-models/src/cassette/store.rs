@@ -9,7 +9,7 @@ use towerscope_core::AgentError;
 use towerscope_core::sequence::{Scoped, Sequence};
 
 use super::diff::{CassetteError, no_match};
-use super::file::{self, Interaction};
+use super::file::{self, Interaction, Outcome};
 use super::key::RequestKey;
 use super::mode::CassetteMode;
 use super::redact::HeaderRules;
@@ -173,7 +173,7 @@ impl Cassette {
 
     /// The recorded interaction that answers `key` (now played); `Ok(None)` when the request
     /// is to be sent and recorded; an error in replay mode when none answers it.
-    pub(crate) fn lookup(&self, key: &RequestKey) -> Result<Option<Interaction>, CassetteError> {
+    pub(crate) fn lookup(&self, key: &RequestKey) -> Result<Option<Outcome>, CassetteError> {
         if self.shared.mode == CassetteMode::Record {
             return Ok(None);
         }
@@ -182,10 +182,10 @@ impl Cassette {
             .recorded
             .iter()
             .find(|(i, k)| k == key && !state.played.contains(&i.n))
-            .map(|(i, _)| i.clone());
-        if let Some(interaction) = found {
-            state.played.push(interaction.n);
-            return Ok(Some(interaction));
+            .map(|(i, _)| (i.n, i.outcome.clone()));
+        if let Some((n, outcome)) = found {
+            state.played.push(n);
+            return Ok(Some(outcome));
         }
         if self.shared.mode == CassetteMode::RecordMissing {
             return Ok(None);
