@@ -51,6 +51,9 @@ export TOWERSCOPE_REQUIRE_REDIS=1
 llm_env="$(scripts/llm-server.sh start)"
 eval "$llm_env"
 export TOWERSCOPE_REQUIRE_LLM=1
+# The cassettes of crates/towerscope-models/tests/cassettes/ replay (no server needed) unless
+# TOWERSCOPE_CASSETTE says otherwise: `TOWERSCOPE_CASSETTE=record scripts/test.sh -p
+# towerscope-models --test cassette_llm` records them again from this server.
 
 # tmux drives examples/chat.rs in a real pseudo-terminal (tests/chat_terminal.rs): installed
 # here if missing (Debian's package; the machines run as root).
