@@ -304,3 +304,40 @@ async fn record_missing_replays_what_it_holds_and_records_the_rest() {
         "{missing}"
     );
 }
+
+#[tokio::test]
+async fn a_whole_answer_replays_with_its_body() {
+    let path = cassette_path("whole");
+    let body = r#"{"id": "chatcmpl-whole", "object": "chat.completion", "model": "gpt-4o", "choices": [{"index": 0, "message": {"role": "assistant", "content": "Sunny, 21 °C."}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}}"#;
+    let answer = |base: &str, cassette: &Cassette| {
+        OpenAiChatModel::builder("gpt-4o")
+            .base_url(format!("{base}/v1"))
+            .from_env(false)
+            .stream(false)
+            .http_service(cassette.http_service().unwrap())
+            .build()
+            .unwrap()
+    };
+    let reply = |model: OpenAiChatModel, cassette: Cassette| async move {
+        cassette
+            .scope(async {
+                let agent = Agent::builder("Friday").model(model).build().unwrap();
+                let answer = agent.reply(Msg::user("user", "Weather?")).await.unwrap();
+                serde_json::to_string(&(answer, agent.state().context)).unwrap()
+            })
+            .await
+    };
+    let server = MockServer::start(vec![Reply::json(200, body)]).await;
+    let recording = Cassette::builder(&path).mode(CassetteMode::Record).open().unwrap();
+    let recorded = reply(answer(&server.base, &recording), recording.clone()).await;
+    drop(server);
+    let replaying = Cassette::builder(&path).mode(CassetteMode::Replay).open().unwrap();
+    let replayed = reply(answer("http://127.0.0.1:9", &replaying), replaying.clone()).await;
+    assert_eq!(replayed, recorded);
+    assert!(recorded.contains("Sunny, 21 °C."), "{recorded}");
+    let file = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        file.contains(r#""end":"complete""#),
+        "a whole body is read to its end: {file}"
+    );
+}

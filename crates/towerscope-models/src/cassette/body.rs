@@ -3,6 +3,7 @@
 
 use std::error::Error;
 use std::fmt;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -50,6 +51,7 @@ impl Recorder {
                 head,
                 chunks: Vec::new(),
             }),
+            types: PhantomData,
         };
         let rebuilt = builder.body(reqwest::Body::wrap_stream(body))?;
         Ok(reqwest::Response::from(rebuilt))
@@ -79,25 +81,61 @@ impl Pending {
     }
 }
 
+/// How many chunks a dropped body reads, of those already received, to see whether it ended.
+const READ_ON_DROP: usize = 8;
+
 pin_project! {
     /// The server's body, each chunk recorded as it passes; the interaction is written when
-    /// the body ends or fails, or (as `stopped`) when the client drops it before.
-    struct RecordingBody<S> {
+    /// the body ends or fails, or when the client drops it: then whatever had already arrived
+    /// is recorded too, and the end is `complete` if the body had ended, `stopped` if not.
+    struct RecordingBody<S, B, E>
+    where
+        S: Stream<Item = Result<B, E>>,
+        B: AsRef<[u8]>,
+        E: Error,
+        E: 'static,
+    {
         #[pin]
         inner: S,
         body: Option<Pending>,
+        types: PhantomData<fn() -> (B, E)>,
     }
 
-    impl<S> PinnedDrop for RecordingBody<S> {
+    impl<S, B, E> PinnedDrop for RecordingBody<S, B, E>
+    where
+        S: Stream<Item = Result<B, E>>,
+        B: AsRef<[u8]>,
+        E: Error,
+        E: 'static,
+    {
         fn drop(this: Pin<&mut Self>) {
-            if let Some(body) = this.project().body.take() {
-                body.end(End::Stopped);
+            let mut this = this.project();
+            let Some(mut body) = this.body.take() else { return };
+            // The client had what it wanted (an SSE decoder stops at the final event): read what
+            // already arrived, without waiting, to tell a finished body from one cut short.
+            let waker = futures_util::task::noop_waker();
+            let mut cx = Context::from_waker(&waker);
+            let mut end = End::Stopped;
+            for _ in 0..READ_ON_DROP {
+                match this.inner.as_mut().poll_next(&mut cx) {
+                    Poll::Ready(Some(Ok(chunk))) => body.push(chunk.as_ref()),
+                    Poll::Ready(Some(Err(err))) => {
+                        end = End::Broke(body.recorder.secrets.scrub_text(&chain(&err)));
+                        break;
+                    }
+                    Poll::Ready(None) => {
+                        end = End::Complete;
+                        break;
+                    }
+                    Poll::Pending => break,
+                }
             }
+            body.end(end);
         }
     }
 }
 
-impl<S, B, E> Stream for RecordingBody<S>
+impl<S, B, E> Stream for RecordingBody<S, B, E>
 where
     S: Stream<Item = Result<B, E>>,
     B: AsRef<[u8]>,

@@ -11,7 +11,8 @@
 //!
 //! A chunk that is not UTF-8 on its own (a character split between two reads) is written as
 //! `chunk_hex`. The end is `complete`, `{"broke": "why"}` (the connection failed mid-body),
-//! or `stopped` (the client stopped reading: replay ends there too). A request that failed
+//! or `stopped` (the client stopped reading before the body had arrived: replaying past the
+//! last chunk is an error). A request that failed
 //! before any response has `{"failed": "why"}` instead of a response.
 
 use std::collections::BTreeMap;
