@@ -1,5 +1,6 @@
 //! Cassettes of a real server (llama.cpp's `llama-server` with SmolLM2-135M, as in
-//! `llm_server.rs`), for both providers: a forced tool round and a streamed answer.
+//! `llm_server.rs`), for both providers: a forced tool round, a streamed answer, and the
+//! server's own error inside a 200 stream.
 //!
 //! - The cassettes in `tests/cassettes/` were recorded once from the real server
 //!   (`TOWERSCOPE_CASSETTE=record` with the server up); every run replays them with nothing
@@ -112,6 +113,9 @@ enum Scenario {
     ToolRound,
     /// A streamed text answer, cut at `TEXT_TOKENS`.
     StreamedAnswer,
+    /// The server's own error inside a 200 stream: with `auto`, it fits the model's free text
+    /// to its tool-call format, fails, and says so (see `llm_server.rs`).
+    ServerError,
 }
 
 /// Runs `scenario` through `cassette` against `base` and renders what it produced: every event
@@ -152,10 +156,23 @@ async fn run(provider: Provider, scenario: Scenario, base: &str, cassette: &Cass
                     .model_ref(answerer)
                     .build()
                     .unwrap(),
+                Scenario::ServerError => Agent::builder("Friday")
+                    .model_ref(caller)
+                    .tool(FunctionTool::new("get_weather", get_weather))
+                    .on_model_call(from_fn(
+                        |mut req: ModelCallRequest, next: Next<ModelCallRequest, ModelOutput>| {
+                            req.tool_choice = Some(ToolChoice::auto());
+                            next.run(req)
+                        },
+                    ))
+                    .max_iters(1)
+                    .build()
+                    .unwrap(),
             };
             let question = match scenario {
                 Scenario::ToolRound => "What is the weather in Paris?",
                 Scenario::StreamedAnswer => "Describe Paris in three sentences.",
+                Scenario::ServerError => "Say hello.",
             };
             let reply = support::collect(agent.reply_stream(Msg::user("user", question))).await;
             let mut out = String::new();
@@ -186,6 +203,7 @@ async fn checked_in_cassette(provider: Provider, scenario: Scenario) {
     let scenario_name = match scenario {
         Scenario::ToolRound => "tool_round",
         Scenario::StreamedAnswer => "streamed_answer",
+        Scenario::ServerError => "server_error",
     };
     let name = format!("{}_{scenario_name}", provider.name());
     let path = checked_in(&name);
@@ -208,9 +226,13 @@ async fn checked_in_cassette(provider: Provider, scenario: Scenario) {
         "every recorded call was made"
     );
     assert_eq!(first, second, "the same events and conversation run after run");
-    assert!(first.contains("error: None"), "{first}");
-    if let Scenario::ToolRound = scenario {
-        assert!(first.contains(r#""type":"TOOL_RESULT_END""#), "the tool ran: {first}");
+    match scenario {
+        Scenario::ToolRound => assert!(first.contains(r#""type":"TOOL_RESULT_END""#), "the tool ran: {first}"),
+        Scenario::StreamedAnswer => assert!(first.contains("error: None"), "{first}"),
+        Scenario::ServerError => assert!(first.contains("server_error"), "the server's error: {first}"),
+    }
+    if !matches!(scenario, Scenario::ServerError) {
+        assert!(first.contains("error: None"), "{first}");
     }
     let file = std::fs::read_to_string(&path).unwrap();
     assert!(!file.contains(KEY) && file.contains("[REDACTED]"), "no key in {name}");
@@ -225,6 +247,16 @@ async fn openai_tool_round_replays_from_its_cassette() {
 #[tokio::test]
 async fn openai_streamed_answer_replays_from_its_cassette() {
     checked_in_cassette(Provider::OpenAi, Scenario::StreamedAnswer).await;
+}
+
+#[tokio::test]
+async fn openai_server_error_replays_from_its_cassette() {
+    checked_in_cassette(Provider::OpenAi, Scenario::ServerError).await;
+}
+
+#[tokio::test]
+async fn anthropic_server_error_replays_from_its_cassette() {
+    checked_in_cassette(Provider::Anthropic, Scenario::ServerError).await;
 }
 
 #[tokio::test]
