@@ -42,22 +42,21 @@ impl fmt::Display for CassetteError {
 
 impl std::error::Error for CassetteError {}
 
-/// The error for `request`, which matched none of the unplayed `recorded` (`(number, key)`);
-/// `played` are the numbers of those replayed already.
+/// The error for `request`, which matched none of the unplayed `recorded`
+/// (`(number, key, played)`).
 pub(crate) fn no_match(
     cassette: PathBuf,
     mode: CassetteMode,
     request: &RequestKey,
-    recorded: &[(u32, &RequestKey)],
-    played: &[u32],
+    recorded: &[(u32, &RequestKey, bool)],
 ) -> CassetteError {
     let head = format!(
         "cassette {} ({mode}) holds no request like this one, and nothing was sent.",
         cassette.display()
     );
     let advice = "Record it again with TOWERSCOPE_CASSETTE=record (or record-missing to keep the rest).";
-    let again = recorded.iter().find(|(n, key)| played.contains(n) && *key == request);
-    if let Some((n, _)) = again {
+    let again = recorded.iter().find(|(_, key, played)| *played && *key == request);
+    if let Some((n, ..)) = again {
         return CassetteError {
             message: format!(
                 "{head}\nIt is the request of interaction {n}, which was replayed already: the recording made it once \
@@ -68,9 +67,9 @@ pub(crate) fn no_match(
             differences: Vec::new(),
         };
     }
-    let unplayed = recorded.iter().filter(|(n, _)| !played.contains(n));
-    let closest = unplayed.max_by_key(|(n, key)| (likeness(key, request), std::cmp::Reverse(*n)));
-    let Some((n, closest)) = closest else {
+    let unplayed = recorded.iter().filter(|(.., played)| !played);
+    let closest = unplayed.max_by_key(|(n, key, _)| (likeness(key, request), std::cmp::Reverse(*n)));
+    let Some((n, closest, _)) = closest else {
         let what = if recorded.is_empty() {
             "It holds no interactions."
         } else {
@@ -185,8 +184,7 @@ mod tests {
             "c.jsonl".into(),
             CassetteMode::Replay,
             &request,
-            &[(1, &one), (2, &two)],
-            &[],
+            &[(1, &one, false), (2, &two, false)],
         );
         assert_eq!(err.differences, ["messages[1]"]);
         assert!(
@@ -206,15 +204,14 @@ mod tests {
             "c.jsonl".into(),
             CassetteMode::Replay,
             &one,
-            &[(1, &one), (2, &two)],
-            &[1],
+            &[(1, &one, true), (2, &two, false)],
         );
         assert!(
             replayed.message.contains("interaction 1, which was replayed already"),
             "{}",
             replayed.message
         );
-        let empty = no_match("c.jsonl".into(), CassetteMode::Replay, &one, &[], &[]);
+        let empty = no_match("c.jsonl".into(), CassetteMode::Replay, &one, &[]);
         assert!(empty.message.contains("It holds no interactions."), "{}", empty.message);
     }
 }

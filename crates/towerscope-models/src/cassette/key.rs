@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::file::RecordedRequest;
 
 /// What a request is matched on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct RequestKey {
     pub(crate) method: String,
     pub(crate) path: String,
@@ -22,7 +22,7 @@ pub(crate) struct RequestKey {
 }
 
 /// One message: its role and its parts, each as a line of text.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct MessageKey {
     pub(crate) role: String,
     pub(crate) parts: Vec<String>,

@@ -1,5 +1,6 @@
 //! [`Cassette`]: one file of recorded interactions, its mode, and what was replayed.
 
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -30,12 +31,19 @@ struct Shared {
 
 #[derive(Default)]
 struct State {
-    /// The recorded interactions with their keys, by number.
-    recorded: Vec<(Interaction, RequestKey)>,
-    /// The numbers replayed or recorded in this run.
-    played: Vec<u32>,
+    /// The recorded interactions, by number.
+    recorded: Vec<Entry>,
+    /// The positions in `recorded` of the interactions not played yet, by key, in order.
+    unplayed: HashMap<RequestKey, VecDeque<usize>>,
     /// The number of the next recorded interaction.
     next: u32,
+}
+
+/// A recorded interaction, its key, and whether it was replayed or recorded in this run.
+struct Entry {
+    interaction: Interaction,
+    key: RequestKey,
+    played: bool,
 }
 
 /// Opens a [`Cassette`] with settings; see [`Cassette::builder`].
@@ -86,11 +94,18 @@ impl CassetteBuilder {
             CassetteMode::Replay | CassetteMode::RecordMissing => file::read(&self.path)?,
         };
         let next = recorded.iter().map(|i| i.n).max().unwrap_or(0) + 1;
+        let mut unplayed: HashMap<RequestKey, VecDeque<usize>> = HashMap::new();
         let recorded = recorded
             .into_iter()
-            .map(|interaction| {
+            .enumerate()
+            .map(|(at, interaction)| {
                 let key = RequestKey::of(&interaction.request);
-                (interaction, key)
+                unplayed.entry(key.clone()).or_default().push_back(at);
+                Entry {
+                    interaction,
+                    key,
+                    played: false,
+                }
             })
             .collect();
         Ok(Cassette {
@@ -100,7 +115,7 @@ impl CassetteBuilder {
                 rules: self.rules,
                 state: Mutex::new(State {
                     recorded,
-                    played: Vec::new(),
+                    unplayed,
                     next,
                 }),
             }),
@@ -158,8 +173,8 @@ impl Cassette {
         state
             .recorded
             .iter()
-            .map(|(i, _)| i.n)
-            .filter(|n| !state.played.contains(n))
+            .filter(|entry| !entry.played)
+            .map(|entry| entry.interaction.n)
             .collect()
     }
 
@@ -178,26 +193,20 @@ impl Cassette {
             return Ok(None);
         }
         let mut state = self.lock();
-        let found = state
-            .recorded
-            .iter()
-            .find(|(i, k)| k == key && !state.played.contains(&i.n))
-            .map(|(i, _)| (i.n, i.outcome.clone()));
-        if let Some((n, outcome)) = found {
-            state.played.push(n);
-            return Ok(Some(outcome));
+        let found = state.unplayed.get_mut(key).and_then(VecDeque::pop_front);
+        if let Some(entry) = found.and_then(|at| state.recorded.get_mut(at)) {
+            entry.played = true;
+            return Ok(Some(entry.interaction.outcome.clone()));
         }
         if self.shared.mode == CassetteMode::RecordMissing {
             return Ok(None);
         }
-        let recorded: Vec<(u32, &RequestKey)> = state.recorded.iter().map(|(i, k)| (i.n, k)).collect();
-        Err(no_match(
-            self.shared.path.clone(),
-            self.shared.mode,
-            key,
-            &recorded,
-            &state.played,
-        ))
+        let recorded: Vec<(u32, &RequestKey, bool)> = state
+            .recorded
+            .iter()
+            .map(|entry| (entry.interaction.n, &entry.key, entry.played))
+            .collect();
+        Err(no_match(self.shared.path.clone(), self.shared.mode, key, &recorded))
     }
 
     /// The number of a request about to be recorded.
@@ -216,9 +225,11 @@ impl Cassette {
             return;
         }
         let key = RequestKey::of(&interaction.request);
-        let mut state = self.lock();
-        state.played.push(interaction.n);
-        state.recorded.push((interaction, key));
+        self.lock().recorded.push(Entry {
+            interaction,
+            key,
+            played: true,
+        });
     }
 }
 
