@@ -69,7 +69,7 @@ fn the_msghub_example_lets_every_agent_hear_the_others() {
 #[test]
 fn the_cassette_example_replays_the_same_reply_every_run() {
     let replay = || {
-        let out = Command::new(example("cassette"))
+        let out = Command::new(support::example_with_features("cassette", &["cassette", "openai"]))
             .env_remove("OPENAI_API_KEY")
             .env_remove("OPENAI_BASE_URL")
             .env_remove("TOWERSCOPE_CASSETTE")
