@@ -244,4 +244,29 @@ mod tests {
         assert_eq!(chunk, b"data: echo [REDACTED]\n\n");
         assert_eq!(secrets.scrub_bytes(b"data: fine\n\n"), None);
     }
+
+    #[test]
+    fn headers_kept_and_redacted_as_configured() {
+        let rules = HeaderRules {
+            keep: vec!["x-team".into()],
+            redact: vec!["x-session".into()],
+        };
+        let mut request = reqwest::Request::new(reqwest::Method::POST, "http://h/v1".parse().unwrap());
+        let headers = request.headers_mut();
+        headers.insert("x-team", HeaderValue::from_static("search"));
+        headers.insert("x-session", HeaderValue::from_static("session-0123456789"));
+        let (recorded, secrets) = rules.request(&request);
+        assert_eq!(recorded.headers["x-team"], "search");
+        assert_eq!(recorded.headers["x-session"], REDACTED);
+        let mut response = HeaderMap::new();
+        response.insert("x-session", HeaderValue::from_static("other"));
+        response.insert("x-echo", HeaderValue::from_static("was session-0123456789"));
+        response.insert("set-cookie", HeaderValue::from_static("a=b"));
+        response.insert("date", HeaderValue::from_static("today"));
+        let written = rules.response(&response, &secrets);
+        assert_eq!(written.get("x-session").map(String::as_str), Some(REDACTED));
+        assert_eq!(written.get("x-echo").map(String::as_str), Some("was [REDACTED]"));
+        assert_eq!(written.get("set-cookie").map(String::as_str), Some(REDACTED));
+        assert!(!written.contains_key("date"));
+    }
 }
