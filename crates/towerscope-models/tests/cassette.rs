@@ -1,6 +1,6 @@
 //! Cassettes against the scripted loopback server, for both providers: a rate-limited call
 //! (429 with retry-after) and a stream cut mid-answer, each retried, recorded and then replayed
-//! with nothing listening: the same events and stored conversation, no request sent. A
+//! against a server that must receive nothing: the same events and stored conversation, no request sent. A
 //! hand-edited cassette fails with a readable diff, and a recorded cassette holds no key.
 //! The real server's cassettes are in `cassette_llm.rs`.
 #![allow(clippy::unwrap_used)]

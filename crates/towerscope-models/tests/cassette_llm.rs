@@ -3,8 +3,8 @@
 //! server's own error inside a 200 stream.
 //!
 //! - The cassettes in `tests/cassettes/` were recorded once from the real server
-//!   (`TOWERSCOPE_CASSETTE=record` with the server up); every run replays them with nothing
-//!   listening, twice, and checks the events and the stored conversation against a snapshot:
+//!   (`TOWERSCOPE_CASSETTE=record` with the server up); every run replays them twice against
+//!   a loopback server that must receive nothing, and checks the events and the stored conversation against a snapshot:
 //!   the same on every run, and no request sent. With `TOWERSCOPE_CASSETTE=record` these tests
 //!   record them again (the server is then required).
 //! - With the server up (`scripts/test.sh` starts it and sets `TOWERSCOPE_REQUIRE_LLM=1`), a
@@ -197,7 +197,7 @@ fn checked_in(name: &str) -> PathBuf {
         .join(format!("{name}.jsonl"))
 }
 
-/// Replays the checked-in cassette of `scenario` twice with nothing listening (or records it
+/// Replays the checked-in cassette of `scenario` twice against a server that must receive nothing (or records it
 /// when `TOWERSCOPE_CASSETTE` says so), and checks the rendering against the snapshot.
 async fn checked_in_cassette(provider: Provider, scenario: Scenario) {
     let scenario_name = match scenario {
@@ -270,7 +270,7 @@ async fn anthropic_streamed_answer_replays_from_its_cassette() {
 }
 
 /// Records a tool round from the real server into a fresh cassette, then replays it with
-/// nothing listening.
+/// a server that must receive nothing.
 async fn record_fresh_then_replay(provider: Provider) {
     let Some(base) = server() else { return };
     let path = std::env::temp_dir()
