@@ -78,11 +78,14 @@ impl Sequence {
     /// The sequence's time.
     pub fn time(&self) -> SystemTime {
         let micros = self.state.micros;
-        if micros >= 0 {
-            UNIX_EPOCH + Duration::from_micros(micros.unsigned_abs())
+        let offset = Duration::from_micros(micros.unsigned_abs());
+        let time = if micros >= 0 {
+            UNIX_EPOCH.checked_add(offset)
         } else {
-            UNIX_EPOCH - Duration::from_micros(micros.unsigned_abs())
-        }
+            UNIX_EPOCH.checked_sub(offset)
+        };
+        // A time the platform cannot represent stands at the epoch.
+        time.unwrap_or(UNIX_EPOCH)
     }
 
     /// `future` with this sequence's ids and time while it is polled.
