@@ -63,6 +63,9 @@ export TOWERSCOPE_REQUIRE_A2A=1
 llm_env="$(scripts/llm-server.sh start)"
 eval "$llm_env"
 export TOWERSCOPE_REQUIRE_LLM=1
+# The cassettes of crates/towerscope-models/tests/cassettes/ replay (no server needed) unless
+# TOWERSCOPE_CASSETTE says otherwise: `TOWERSCOPE_CASSETTE=record scripts/test.sh -p
+# towerscope-models --test cassette_llm` records them again from this server.
 
 # The web clients of crates/towerscope-serve's tests: the official AG-UI client and
 # playwright-core (npm, into ~/.cache/towerscope/web-clients, seconds) and Debian's chromium

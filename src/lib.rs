@@ -9,7 +9,8 @@
 //! - [`agent`]: the ReAct [`Agent`](agent::Agent), its toolkit and structured output.
 //! - [`models`]: chat models, including the network-free [`models::ScriptedModel`]; with the
 //!   features `openai` and `anthropic`, `models::openai::OpenAiChatModel` (OpenAI and every
-//!   compatible server) and `models::anthropic::AnthropicChatModel`.
+//!   compatible server) and `models::anthropic::AnthropicChatModel`; with the feature
+//!   `cassette`, `models::cassette`: record a session's provider traffic once, replay it in tests.
 //! - [`layers`]: built-in layers: timing, rate limit, fallback, retry, timeout, call limits, dynamic
 //!   system prompt, pre/post hooks.
 //! - sessions: [`agent::session`] saves an agent's state in a [`JsonFileStore`](agent::session::JsonFileStore)

@@ -62,3 +62,31 @@ fn the_msghub_example_lets_every_agent_hear_the_others() {
         assert!(heard.contains(speaker), "Carol heard nothing from {speaker}\n{out}");
     }
 }
+
+/// `examples/cassette.rs` replays its checked-in cassette with no network and no key, and
+/// prints the same reply, with the same ids, on every run.
+#[cfg(all(feature = "cassette", feature = "openai"))]
+#[test]
+fn the_cassette_example_replays_the_same_reply_every_run() {
+    let replay = || {
+        let out = Command::new(support::example_with_features("cassette", &["cassette", "openai"]))
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("TOWERSCOPE_CASSETTE")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        text
+    };
+    let first = replay();
+    assert!(
+        first.starts_with("mode: replay\nreply 00000000000000000000000000000006: Paris"),
+        "{first}"
+    );
+    assert!(
+        first.contains("stored messages: 2\nunplayed interactions: []"),
+        "{first}"
+    );
+    assert_eq!(replay(), first);
+}

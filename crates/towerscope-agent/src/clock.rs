@@ -29,7 +29,8 @@ enum ClockKind {
 }
 
 impl Clock {
-    /// The system clock.
+    /// The system clock; inside a [`Sequence`](towerscope_core::sequence::Sequence)'s scope,
+    /// the sequence's time.
     pub fn system() -> Self {
         Self(ClockKind::System)
     }
@@ -43,7 +44,7 @@ impl Clock {
     /// The current time.
     pub fn now(&self) -> SystemTime {
         match &self.0 {
-            ClockKind::System => SystemTime::now(),
+            ClockKind::System => towerscope_core::sequence::scoped_time().unwrap_or_else(SystemTime::now),
             ClockKind::Manual(t) => *t.lock().unwrap_or_else(PoisonError::into_inner),
         }
     }

@@ -13,8 +13,9 @@
 //!
 //! Neither is meant for security: an id is unique, not secret.
 //!
-//! For deterministic tests, [`set_id_factory`] and [`set_timestamp_factory`] replace the
-//! generators for the whole process (as `set_id_factory` does in the reference), and
+//! For deterministic tests, a [`Sequence`](crate::sequence::Sequence) replaces both for one
+//! future (tests in parallel keep their own); [`set_id_factory`] and [`set_timestamp_factory`]
+//! replace the generators for the whole process (as `set_id_factory` does in the reference), and
 //! [`reset_factories`] restores the defaults. While no factory is installed the only extra cost
 //! is one atomic load.
 //!
@@ -69,8 +70,12 @@ enum Repr {
 impl Id {
     /// A new random id: a version-4 UUID, written as 32 lowercase hex characters.
     ///
-    /// Returns the installed factory's value instead when [`set_id_factory`] was called.
+    /// Returns the next id of the [`Sequence`](crate::sequence::Sequence) being polled instead,
+    /// or the installed factory's value when [`set_id_factory`] was called.
     pub fn new() -> Self {
+        if let Some(number) = crate::sequence::scoped_id() {
+            return Self::from_u128(number);
+        }
         match IDS.get() {
             Some(factory) => factory(),
             None => Self::random(),
@@ -286,8 +291,12 @@ pub struct Timestamp(i64);
 impl Timestamp {
     /// The current time.
     ///
-    /// Returns the installed factory's value instead when [`set_timestamp_factory`] was called.
+    /// Returns the time of the [`Sequence`](crate::sequence::Sequence) being polled instead, or
+    /// the installed factory's value when [`set_timestamp_factory`] was called.
     pub fn now() -> Self {
+        if let Some(micros) = crate::sequence::scoped_micros() {
+            return Self(micros);
+        }
         match TIMESTAMPS.get() {
             Some(factory) => factory(),
             None => Self::system_now(),

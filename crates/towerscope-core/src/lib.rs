@@ -39,6 +39,8 @@ pub mod message;
 pub mod middleware;
 pub mod model;
 pub mod position;
+pub mod redact;
+pub mod sequence;
 pub mod state;
 pub mod system_prompt;
 pub mod tool;

@@ -6,8 +6,9 @@
 //!   Completions, for OpenAI and every compatible server (llama.cpp, vLLM, Ollama, ...).
 //! - `anthropic` (feature `anthropic`): [`AnthropicChatModel`](anthropic::AnthropicChatModel),
 //!   Anthropic Messages.
-//! - `http` (either feature): what the providers share: the HTTP transport as a tower service,
-//!   the API key, the provider errors.
+//! - `http` (any of these features): what the providers share: the HTTP transport as a tower
+//!   service, the API key, the provider errors.
+//! - `cassette` (feature `cassette`): record a session's HTTP traffic once, replay it in tests.
 //!
 //! # Example
 //!
@@ -23,7 +24,9 @@
 
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
-#[cfg(any(feature = "openai", feature = "anthropic"))]
+#[cfg(feature = "cassette")]
+pub mod cassette;
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "cassette"))]
 pub mod http;
 #[cfg(feature = "openai")]
 pub mod openai;

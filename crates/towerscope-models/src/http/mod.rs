@@ -37,6 +37,9 @@
 //! # Ok(()) }
 //! ```
 
+// With only the `cassette` feature, the parts the providers share are compiled but unused.
+#![cfg_attr(not(any(feature = "openai", feature = "anthropic")), allow(dead_code))]
+
 mod api_key;
 pub(crate) mod chunk;
 mod error;

@@ -113,7 +113,11 @@ impl HttpTarget {
             .clone()
             .oneshot(request)
             .await
-            .map_err(|e| transport_error(&*e, &self.site(), false))?;
+            .map_err(|e| match e.downcast::<AgentError>() {
+                // A transport layer's own error (a cassette's) is passed on as it is.
+                Ok(own) => *own,
+                Err(e) => transport_error(&*e, &self.site(), false),
+            })?;
         let status = response.status();
         if status.is_success() {
             return Ok(response);

@@ -1,37 +1,11 @@
-//! Redaction of JSON: a `serde_json::Value` in place, and raw JSON text (a model's tool
-//! arguments) in one pass over the text, without building a tree and keeping its layout.
+//! Redaction of raw JSON text (a model's tool arguments) in one pass over the text, without
+//! building a tree and keeping its layout.
 
 use std::borrow::Cow;
 use std::ops::Range;
 
-use serde_json::Value;
-
-use super::{REDACTED, is_sensitive_key, redact_text};
+use super::{is_sensitive_key, redact_text};
 use crate::json::push_string;
-
-/// Redacts a JSON value in place: the values of credential keys, and credentials in strings.
-pub fn redact_value(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            for (key, value) in map.iter_mut() {
-                if is_sensitive_key(key) {
-                    if value.as_str() != Some(REDACTED) {
-                        *value = Value::String(REDACTED.to_owned());
-                    }
-                } else {
-                    redact_value(value);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(redact_value),
-        Value::String(text) => {
-            if let Cow::Owned(redacted) = redact_text(text) {
-                *text = redacted;
-            }
-        }
-        _ => {}
-    }
-}
 
 /// Redacts a raw JSON text (tool arguments). Valid JSON keeps its layout, with the values of
 /// credential keys and the credentials in strings replaced, and is borrowed when nothing was;
@@ -263,7 +237,8 @@ const QUOTED_REDACTED: &str = "\"[REDACTED]\"";
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::redact::{REDACTED, redact_value};
+    use serde_json::{Value, json};
 
     #[test]
     fn json_values_of_credential_keys_are_replaced() {

@@ -1,0 +1,284 @@
+//! [`RequestKey`]: what a request is matched on: method, path, model, each message's role and
+//! contents (texts, tool calls with their arguments, tool results), and the offered tools'
+//! names. Ids and times that differ from run to run are left out: tool-call ids are not part
+//! of the key, and in texts a time (`2026-11-25T11:30:00`, the agent's hints) reads `<time>`
+//! and a 32-hex-digit id reads `<id>`.
+//!
+//! Both providers' bodies are read: OpenAI's `messages` with `content` parts and `tool_calls`,
+//! Anthropic's `system` and content blocks (`text`, `tool_use`, `tool_result`, `thinking`).
+
+use serde_json::Value;
+
+use super::file::RecordedRequest;
+
+/// What a request is matched on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct RequestKey {
+    pub(crate) method: String,
+    pub(crate) path: String,
+    pub(crate) model: Option<String>,
+    pub(crate) messages: Vec<MessageKey>,
+    pub(crate) tools: Vec<String>,
+}
+
+/// One message: its role and its parts, each as a line of text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct MessageKey {
+    pub(crate) role: String,
+    pub(crate) parts: Vec<String>,
+}
+
+impl MessageKey {
+    /// `role: part | part`.
+    pub(crate) fn describe(&self) -> String {
+        format!("{}: {}", self.role, self.parts.join(" | "))
+    }
+}
+
+impl RequestKey {
+    /// The key of a (redacted) request.
+    pub(crate) fn of(request: &RecordedRequest) -> Self {
+        let body = request.body.as_ref();
+        let field = |name: &str| body.and_then(|b| b.get(name));
+        let mut messages = Vec::new();
+        if let Some(system) = field("system") {
+            messages.push(MessageKey {
+                role: "system".to_owned(),
+                parts: content_parts(system),
+            });
+        }
+        for message in field("messages").and_then(Value::as_array).into_iter().flatten() {
+            messages.push(message_key(message));
+        }
+        if let Some(text) = &request.body_text {
+            messages.push(MessageKey {
+                role: "body".to_owned(),
+                parts: vec![normalize(text)],
+            });
+        }
+        let tools = field("tools")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|tool| {
+                tool.pointer("/function/name")
+                    .or_else(|| tool.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("(unnamed)")
+                    .to_owned()
+            })
+            .collect();
+        Self {
+            method: request.method.clone(),
+            path: request.path.clone(),
+            model: field("model").and_then(Value::as_str).map(str::to_owned),
+            messages,
+            tools,
+        }
+    }
+}
+
+fn message_key(message: &Value) -> MessageKey {
+    let role = message.get("role").and_then(Value::as_str).unwrap_or("(no role)");
+    let mut parts = message.get("content").map(content_parts).unwrap_or_default();
+    if role == "tool" {
+        // OpenAI's tool result: its content is the result.
+        parts = parts.into_iter().map(|p| format!("result: {p}")).collect();
+    }
+    for call in message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or("");
+        let arguments = call
+            .pointer("/function/arguments")
+            .map(canonical_json)
+            .unwrap_or_default();
+        parts.push(format!("call {name} {arguments}"));
+    }
+    MessageKey {
+        role: role.to_owned(),
+        parts,
+    }
+}
+
+/// The parts of a `content` (or Anthropic `system`): a string, or an array of parts/blocks.
+fn content_parts(content: &Value) -> Vec<String> {
+    match content {
+        Value::String(text) => vec![normalize(text)],
+        Value::Array(blocks) => blocks.iter().map(block_part).collect(),
+        Value::Null => Vec::new(),
+        other => vec![normalize(&other.to_string())],
+    }
+}
+
+fn block_part(block: &Value) -> String {
+    let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
+    let text = |name: &str| {
+        block
+            .get(name)
+            .and_then(Value::as_str)
+            .map(normalize)
+            .unwrap_or_default()
+    };
+    match kind {
+        "text" => text("text"),
+        "thinking" => format!("thinking: {}", text("thinking")),
+        "tool_use" => {
+            let name = block.get("name").and_then(Value::as_str).unwrap_or("");
+            let input = block.get("input").map(canonical_json).unwrap_or_default();
+            format!("call {name} {input}")
+        }
+        "tool_result" => {
+            let content = block.get("content").map(content_parts).unwrap_or_default();
+            format!("result: {}", content.join(" "))
+        }
+        "" => normalize(&block.to_string()),
+        other => format!("({other})"),
+    }
+}
+
+/// Tool arguments as compact JSON whichever way they were sent (a JSON string, an object).
+fn canonical_json(value: &Value) -> String {
+    let parsed = match value {
+        Value::String(text) => serde_json::from_str::<Value>(text).ok(),
+        _ => None,
+    };
+    normalize(&parsed.as_ref().unwrap_or(value).to_string())
+}
+
+/// `text` with times written as `<time>` and 32-hex-digit ids as `<id>`.
+pub(crate) fn normalize(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts_word = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        let replaced = if !starts_word {
+            None
+        } else if let Some(end) = time_at(bytes, i) {
+            Some((end, "<time>"))
+        } else {
+            id_at(bytes, i).map(|end| (end, "<id>"))
+        };
+        match replaced {
+            Some((end, with)) => {
+                out.push_str(&text[copied..i]);
+                out.push_str(with);
+                copied = end;
+                i = end;
+            }
+            None => i += 1,
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// The end of `YYYY-MM-DD[T ]HH:MM:SS[.ffffff]` at `at`.
+fn time_at(bytes: &[u8], at: usize) -> Option<usize> {
+    let shape = b"dddd-dd-ddTdd:dd:dd";
+    let candidate = bytes.get(at..at + shape.len())?;
+    let fits = candidate.iter().zip(shape).all(|(&b, &s)| match s {
+        b'd' => b.is_ascii_digit(),
+        b'T' => b == b'T' || b == b' ',
+        _ => b == s,
+    });
+    if !fits {
+        return None;
+    }
+    let mut end = at + shape.len();
+    if bytes.get(end) == Some(&b'.') && bytes.get(end + 1).is_some_and(u8::is_ascii_digit) {
+        end += 1;
+        while bytes.get(end).is_some_and(u8::is_ascii_digit) {
+            end += 1;
+        }
+    }
+    Some(end)
+}
+
+/// The end of a 32-hex-digit id (lower case, not part of a longer word) at `at`.
+fn id_at(bytes: &[u8], at: usize) -> Option<usize> {
+    let end = at + 32;
+    let candidate = bytes.get(at..end)?;
+    let hex = candidate
+        .iter()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b));
+    let alone = !bytes.get(end).is_some_and(u8::is_ascii_alphanumeric);
+    (hex && alone).then_some(end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn key(body: Value) -> RequestKey {
+        RequestKey::of(&RecordedRequest {
+            method: "POST".into(),
+            path: "/v1/x".into(),
+            headers: Default::default(),
+            body: Some(body),
+            body_text: None,
+        })
+    }
+
+    #[test]
+    fn times_and_ids_are_left_out_of_texts() {
+        assert_eq!(
+            normalize("now 2026-11-25T11:30:00.123 (UTC), id 0123456789abcdef0123456789abcdef."),
+            "now <time> (UTC), id <id>."
+        );
+        assert_eq!(
+            normalize("x0123456789abcdef0123456789abcdef"),
+            "x0123456789abcdef0123456789abcdef"
+        );
+        assert_eq!(normalize("12026-11-25T11:30:00"), "12026-11-25T11:30:00");
+        assert_eq!(normalize("é 2026-01-01 00:00:00"), "é <time>");
+    }
+
+    #[test]
+    fn both_providers_shapes_give_the_same_parts() {
+        let openai = key(json!({
+            "model": "m",
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": [{"type": "text", "text": "Weather?"}]},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}
+            ],
+            "tools": [{"type": "function", "function": {"name": "get_weather"}}]
+        }));
+        let anthropic = key(json!({
+            "model": "m",
+            "system": [{"type": "text", "text": "Be brief."}],
+            "messages": [
+                {"role": "user", "content": "Weather?"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_9", "name": "get_weather", "input": {"city": "Paris"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": "sunny"}]}
+            ],
+            "tools": [{"name": "get_weather"}]
+        }));
+        let described = |k: &RequestKey| k.messages.iter().map(MessageKey::describe).collect::<Vec<_>>();
+        assert_eq!(
+            described(&openai),
+            [
+                "system: Be brief.",
+                "user: Weather?",
+                r#"assistant: call get_weather {"city":"Paris"}"#,
+                "tool: result: sunny"
+            ]
+        );
+        assert_eq!(described(&anthropic)[..3], described(&openai)[..3]);
+        assert_eq!(described(&anthropic)[3], "user: result: sunny");
+        assert_eq!(
+            (openai.tools, anthropic.tools),
+            (vec!["get_weather".to_owned()], vec!["get_weather".to_owned()])
+        );
+    }
+}
