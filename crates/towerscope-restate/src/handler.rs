@@ -12,6 +12,9 @@
 //!  └─ parked? awakeable ─► answer ──────────┘  (as many times as it parks)
 //! ```
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use futures_util::StreamExt;
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -195,6 +198,7 @@ impl Drive<'_> {
         let output = match journaled {
             Ok(Json(record)) if record.fingerprint != fingerprint => {
                 let _ = reply.send(Err(DurableError::Restate("the journal holds another step".to_owned())));
+                drain(ctx).await;
                 return Err(DurableError::JournalMismatch {
                     step: index,
                     recorded: record.fingerprint.describe(),
@@ -214,6 +218,31 @@ impl Drive<'_> {
         Ok(())
     }
 }
+
+/// Reads the rest of a journal this agent did not write, so that the reply can end: Restate
+/// takes a handler's answer only once the recorded journal is replayed. Every recorded step is
+/// a run named `step`; each is read (not run) until one whose result was never recorded, which
+/// runs and does nothing. A journal that parked (state writes, awakeables) after the first
+/// differing step is not readable this way: Restate reports its own journal mismatch then.
+async fn drain(ctx: &ObjectContext<'_>) {
+    for _ in 0..MAX_DRAINED_STEPS {
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ran);
+        let _ = ctx
+            .run(move || async move {
+                flag.store(true, Ordering::Relaxed);
+                Ok(Json(serde_json::Value::Null))
+            })
+            .name("step")
+            .await;
+        if ran.load(Ordering::Relaxed) {
+            return;
+        }
+    }
+}
+
+/// At most this many recorded steps are read past a journal mismatch.
+const MAX_DRAINED_STEPS: usize = 10_000;
 
 /// Parks on an awakeable until an answer resumes the reply; a rejected awakeable interrupts
 /// it. A malformed answer is logged and waited past (at most `max_answers` of them).

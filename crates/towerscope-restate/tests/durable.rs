@@ -104,3 +104,162 @@ async fn a_reply_killed_mid_model_call_finishes_in_a_new_process_without_running
     assert_eq!(kinds.first(), Some(&"REPLY_START"));
     assert_eq!(kinds.last(), Some(&"REPLY_END"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_of_one_session_run_one_after_the_other_and_sessions_in_parallel() {
+    let Some((ingress, admin)) = server("one_at_a_time") else {
+        return;
+    };
+    let _one = SERVER.lock().await;
+    let port = free_port();
+    let _endpoint = Endpoint::start(port, &[]);
+    register(&admin, port).await;
+
+    let session = key("slow");
+    let other = key("slow");
+    let (a, b, c) = tokio::join!(
+        call(&ingress, &session, "reply", json!({"text": "first"})),
+        call(&ingress, &session, "reply", json!({"text": "second"})),
+        call(&ingress, &other, "reply", json!({"text": "elsewhere"})),
+    );
+    for (status, body) in [&a, &b, &c] {
+        assert_eq!(*status, 200, "{body}");
+    }
+    // One session: the second reply started after the first ended, and saw its conversation.
+    let spans = support::model_spans(&session);
+    assert_eq!(spans.len(), 2);
+    assert!(
+        spans[0].1 <= spans[1].0,
+        "the replies of one session overlapped: {spans:?}"
+    );
+    let (_, state) = call(&ingress, &session, "state", Value::Null).await;
+    let texts: Vec<&str> = state["context"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(texts.len(), 4, "{state}");
+    assert!(texts[0] == "first" || texts[0] == "second", "{texts:?}");
+    assert_eq!(texts[1], "slow answer");
+    assert_eq!(texts[3], "slow answer");
+    // Two sessions: their model calls overlapped.
+    let elsewhere = support::model_spans(&other);
+    assert_eq!(elsewhere.len(), 1);
+    let overlaps = spans.iter().any(|s| s.0 < elsewhere[0].1 && elsewhere[0].0 < s.1);
+    assert!(
+        overlaps,
+        "two sessions did not run in parallel: {spans:?} {elsewhere:?}"
+    );
+}
+
+/// Waits until the session's reply is parked; the awakeable id and the request.
+async fn parked(ingress: &str, session: &str) -> (String, Value) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, pending) = call(ingress, session, "pending", Value::Null).await;
+        assert_eq!(status, 200, "{pending}");
+        if let Some(id) = pending["awakeable_id"].as_str() {
+            return (id.to_owned(), pending["request"].clone());
+        }
+        assert!(Instant::now() < deadline, "the reply never parked");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_parked_for_confirmation_survives_a_restart_and_is_confirmed_by_another_process_or_curl() {
+    let Some((ingress, admin)) = server("confirm_after_restart") else {
+        return;
+    };
+    let _one = SERVER.lock().await;
+    let port = free_port();
+    let mut first = Endpoint::start(port, &[]);
+    register(&admin, port).await;
+
+    let by_http = key("confirm");
+    let by_curl = key("confirm");
+    let replies: Vec<_> = [&by_http, &by_curl]
+        .into_iter()
+        .map(|session| {
+            let (ingress, session) = (ingress.clone(), session.clone());
+            tokio::spawn(async move { call(&ingress, &session, "reply", json!({"text": "refund me"})).await })
+        })
+        .collect();
+    let (http_id, request) = parked(&ingress, &by_http).await;
+    let (curl_id, _) = parked(&ingress, &by_curl).await;
+    assert_eq!(request["type"], "REQUIRE_USER_CONFIRM");
+    assert_eq!(request["tool_calls"][0]["name"], "refund");
+    assert_eq!(count(&by_http, "tool_refund"), 0, "ran before it was confirmed");
+
+    // The endpoint restarts while both replies wait.
+    first.kill();
+    let _second = Endpoint::start(port, &[]);
+
+    // This test process (not the endpoint) answers one through the ingress...
+    let response = reqwest::Client::new()
+        .post(format!("{ingress}/restate/awakeables/{http_id}/resolve"))
+        .json(&json!({"confirmed": true}))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    // ...and curl the other.
+    let curl = tokio::process::Command::new("curl")
+        .args([
+            "-fsS",
+            "-X",
+            "POST",
+            &format!("{ingress}/restate/awakeables/{curl_id}/resolve"),
+        ])
+        .args(["-H", "content-type: application/json", "-d", r#"{"confirmed": true}"#])
+        .status()
+        .await
+        .expect("curl is installed");
+    assert!(curl.success());
+
+    for (session, reply) in [&by_http, &by_curl].into_iter().zip(replies) {
+        let (status, body) = reply.await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["message"]["content"][0]["text"], "refunded", "{body}");
+        assert_eq!(body["parks"], 1);
+        assert_eq!(count(session, "tool_refund"), 1);
+        assert_eq!(
+            count(session, "model_calls"),
+            2,
+            "the first call was replayed, not repeated"
+        );
+        let (_, pending) = call(&ingress, session, "pending", Value::Null).await;
+        assert!(pending.is_null(), "{pending}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_journal_written_by_an_older_agent_ends_the_reply_with_a_typed_error() {
+    let Some((ingress, admin)) = server("older_journal") else {
+        return;
+    };
+    let _one = SERVER.lock().await;
+    let port = free_port();
+    let mut old = Endpoint::start(port, &[("TOWERSCOPE_TEST_HANG_ON", "2")]);
+    register(&admin, port).await;
+
+    let session = key("changed");
+    let reply = tokio::spawn({
+        let (ingress, session) = (ingress.clone(), session.clone());
+        async move { call(&ingress, &session, "reply", json!({"text": "charge and ship"})).await }
+    });
+    wait_for("the second model call", 60, || count(&session, "model_calls") == 2).await;
+    assert_eq!(count(&session, "tool_charge"), 1);
+    old.kill();
+    // The new agent lost `charge` and changed `ship`'s schema.
+    let _new = Endpoint::start(port, &[("TOWERSCOPE_TEST_AGENT_VERSION", "2")]);
+    let (status, body) = reply.await.unwrap();
+    assert_eq!(status, 409, "{body}");
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(message.contains("written by a different agent"), "{body}");
+    assert!(message.contains("step 0"), "{body}");
+    assert_eq!(count(&session, "model_calls"), 2, "the new agent called no model");
+    assert_eq!(count(&session, "tool_charge"), 1);
+    assert_eq!(count(&session, "tool_ship"), 0);
+}

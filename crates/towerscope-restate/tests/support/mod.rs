@@ -79,6 +79,30 @@ pub fn count(key: &str, file: &str) -> usize {
         .unwrap_or(0)
 }
 
+fn micros() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros()
+}
+
+/// The (start, end) microseconds of the slow model's calls in session `key`.
+pub fn model_spans(key: &str) -> Vec<(u128, u128)> {
+    let text = std::fs::read_to_string(side_effects(key).join("model_spans")).unwrap_or_default();
+    let mut spans = Vec::new();
+    let mut start = 0;
+    for line in text.lines() {
+        let (kind, at) = line.split_once(' ').unwrap();
+        let at: u128 = at.parse().unwrap();
+        if kind == "start" {
+            start = at;
+        } else {
+            spans.push((start, at));
+        }
+    }
+    spans
+}
+
 fn append(key: &str, file: &str, line: &str) {
     let mut f = std::fs::OpenOptions::new()
         .create(true)
@@ -215,13 +239,16 @@ impl ChatModel for CountingModel {
             .count();
         let hang = self.hang_on == Some(calls);
         let slow = self.slow;
+        let key = self.key.clone();
         let answer = self.script.get(results).cloned().unwrap_or(Answer::Text("done"));
         Box::pin(async move {
             if hang {
                 tokio::time::sleep(Duration::from_secs(3600)).await;
             }
             if slow {
+                append(&key, "model_spans", &format!("start {}", micros()));
                 tokio::time::sleep(Duration::from_secs(1)).await;
+                append(&key, "model_spans", &format!("end {}", micros()));
             }
             let block: ContentBlock = match answer {
                 Answer::Call(name, input) => ToolCallBlock::new(format!("call_{results}"), name, input).into(),
