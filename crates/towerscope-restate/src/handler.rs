@@ -112,8 +112,13 @@ pub(crate) async fn reply(
             };
             let mut parks = 0;
             loop {
-                let (message, pending) = drive.run(ctx, agent.reply_stream(input), &mut requests).await?;
-                ctx.set(STATE_KEY, Json(agent.state()));
+                let outcome = drive.run(ctx, agent.reply_stream(input), &mut requests).await;
+                // A failed reply keeps its state, as an agent in memory does; after a journal
+                // mismatch the state stays as the agent that wrote the journal left it.
+                if !matches!(outcome, Err(DurableError::JournalMismatch { .. })) {
+                    ctx.set(STATE_KEY, Json(agent.state()));
+                }
+                let (message, pending) = outcome?;
                 let Some(pending) = pending else {
                     return Ok(DurableReply {
                         message,

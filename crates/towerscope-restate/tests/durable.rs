@@ -263,3 +263,41 @@ async fn a_journal_written_by_an_older_agent_ends_the_reply_with_a_typed_error()
     assert_eq!(count(&session, "tool_charge"), 1);
     assert_eq!(count(&session, "tool_ship"), 0);
 }
+
+/// Retries divide the work: a RetryLayer inside the step retries attempts of one step; Restate
+/// retries a step whose work failed with a retryable error (DurableAgent::step_retry_policy:
+/// 5 attempts); a non-retryable failure, or Restate's retries run out, is journaled as the
+/// step's failure: the reply ends with it (HTTP 500, a terminal error Restate does not retry),
+/// the session's state kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_layers_retry_inside_a_step_and_restate_retries_the_step() {
+    let Some((ingress, admin)) = server("retries") else {
+        return;
+    };
+    let _one = SERVER.lock().await;
+    let port = free_port();
+    let _endpoint = Endpoint::start(port, &[]);
+    register(&admin, port).await;
+
+    let [retry, restep, broken, down] = ["retry", "restep", "broken", "down"].map(key);
+    let (a, b, c, d) = tokio::join!(
+        call(&ingress, &retry, "reply", json!({"text": "hi"})),
+        call(&ingress, &restep, "reply", json!({"text": "hi"})),
+        call(&ingress, &broken, "reply", json!({"text": "hi"})),
+        call(&ingress, &down, "reply", json!({"text": "hi"})),
+    );
+    for (session, (status, body), text, calls) in [(&retry, &a, "recovered", 3), (&restep, &b, "recovered", 3)] {
+        assert_eq!(*status, 200, "{body}");
+        assert_eq!(body["message"]["content"][0]["text"], text, "{session}: {body}");
+        assert_eq!(count(session, "model_calls"), calls, "{session}");
+    }
+    for (session, (status, body), calls, error) in
+        [(&broken, &c, 1, "bad request (call 1)"), (&down, &d, 5, "overloaded")]
+    {
+        assert_eq!(*status, 500, "{body}");
+        assert!(body["message"].as_str().unwrap().contains(error), "{session}: {body}");
+        assert_eq!(count(session, "model_calls"), calls, "{session}");
+        let (_, state) = call(&ingress, session, "state", Value::Null).await;
+        assert_eq!(state["context"][0]["content"][0]["text"], "hi", "{session}: {state}");
+    }
+}

@@ -29,6 +29,8 @@ use towerscope_core::{
     AgentError, ChatModel, ChatResponse, ContentBlock, ModelCallRequest, ModelFuture, ModelOutput, TextBlock,
     ToolCallBlock,
 };
+use towerscope_layers::RetryLayer;
+use towerscope_layers::retry::Backoff;
 use towerscope_restate::{DurableAgent, DurableContext};
 
 pub const ENDPOINT_ENV: &str = "TOWERSCOPE_RESTATE_TEST_ENDPOINT";
@@ -215,6 +217,9 @@ struct CountingModel {
     hang_on: Option<usize>,
     slow: bool,
     script: Vec<Answer>,
+    /// The calls (1-based, over every process) up to this one fail; retryable or not.
+    fail_until: usize,
+    retryable: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -238,6 +243,14 @@ impl ChatModel for CountingModel {
             .filter(|b| matches!(b, ContentBlock::ToolResult(_)))
             .count();
         let hang = self.hang_on == Some(calls);
+        if calls <= self.fail_until {
+            let err = if self.retryable {
+                AgentError::model_retryable(format!("overloaded (call {calls})"))
+            } else {
+                AgentError::model(format!("bad request (call {calls})"))
+            };
+            return Box::pin(async move { Err(err) });
+        }
         let slow = self.slow;
         let key = self.key.clone();
         let answer = self.script.get(results).cloned().unwrap_or(Answer::Text("done"));
@@ -300,6 +313,13 @@ fn build(ctx: &DurableContext) -> Result<Agent, AgentError> {
         hang_on,
         slow,
         script,
+        fail_until: 0,
+        retryable: true,
+    };
+    let failing = |fail_until: usize, retryable: bool| CountingModel {
+        fail_until,
+        retryable,
+        ..model(vec![Answer::Text("recovered")], false)
     };
     // Hints off: their time would differ between two sessions compared in the tests.
     let builder = ctx.agent_builder("durable").hints(HintConfig::disabled());
@@ -331,6 +351,19 @@ fn build(ctx: &DurableContext) -> Result<Agent, AgentError> {
             ))
             .tool(counted_tool::<Charge>(&key, "refund").requires_confirmation(|_| true))
             .build(),
+        // Two failed attempts inside one step, retried by the RetryLayer inside it.
+        "retry" => builder
+            .on_model_call(
+                RetryLayer::new(3).backoff(Backoff::new(Duration::from_millis(10), Duration::from_millis(50))),
+            )
+            .model(failing(2, true))
+            .build(),
+        // Two failed attempts of the step, retried by Restate.
+        "restep" => builder.model(failing(2, true)).build(),
+        // A failure no retry fixes: journaled at once.
+        "broken" => builder.model(failing(usize::MAX, false)).build(),
+        // Retryable failures that go on: Restate's step retries run out.
+        "down" => builder.model(failing(usize::MAX, true)).build(),
         _ => builder.model(model(vec![Answer::Text("slow answer")], true)).build(),
     }
 }
