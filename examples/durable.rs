@@ -7,7 +7,8 @@
 //! scripts/restate-server.sh register http://127.0.0.1:9080
 //! curl -X POST $TOWERSCOPE_RESTATE_INGRESS/Agent/alice/reply \
 //!      -H 'content-type: application/json' -d '{"text": "buy the blue mug"}'
-//! # after "charging" is printed: kill -9 the example, start it again; the curl call completes
+//! # after "charging" is printed: kill -9 the pid the example printed (not cargo's), start it
+//! # again; the curl call completes
 //! ```
 //!
 //! The model is a stand-in that takes 3 s per call (so there is time to kill the process), asks
