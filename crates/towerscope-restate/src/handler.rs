@@ -11,6 +11,20 @@
 //!  ├─ set state                              │
 //!  └─ parked? awakeable ─► answer ──────────┘  (as many times as it parks)
 //! ```
+//!
+//! # Example
+//!
+//! What the ingress takes (`POST /Agent/{session}/reply`):
+//!
+//! ```
+//! use towerscope_restate::ReplyBody;
+//!
+//! let body: ReplyBody = serde_json::from_str(r#"{"text": "buy the blue mug"}"#)?;
+//! assert!(matches!(body, ReplyBody::Text { ref text } if text == "buy the blue mug"));
+//! let body: ReplyBody = serde_json::from_str(r#"{"messages": []}"#)?;
+//! assert!(matches!(body, ReplyBody::Messages { ref messages } if messages.is_empty()));
+//! # Ok::<(), serde_json::Error>(())
+//! ```
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

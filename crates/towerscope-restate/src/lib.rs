@@ -45,6 +45,8 @@
 //! let _endpoint = durable.endpoint(); // serve with HttpServer, or DurableAgent::serve
 //! ```
 
+// Modules import only modules below them. Top to bottom: object > handler > agent >
+// acting, model_call > step_future > step, hitl > error; replay stands alone.
 pub mod acting;
 mod agent;
 mod error;

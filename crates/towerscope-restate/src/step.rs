@@ -11,7 +11,7 @@
 //! A fingerprint says which step the agent asks for: for a model call, the tools offered
 //! (names and schemas) and how many messages are sent; for a tool call, the tool's name, the
 //! call id and its arguments. A journal entry with another fingerprint ends the reply with
-//! [`DurableError::JournalMismatch`](crate::DurableError::JournalMismatch).
+//! [`crate::DurableError::JournalMismatch`].
 //!
 //! # Example
 //!
