@@ -55,6 +55,11 @@ find_server() {
 
 install() {
     find_server >/dev/null && return 0
+    if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        say "npm not found; installing the Debian packages nodejs and npm with apt-get"
+        apt-get update -qq >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >&2
+    fi
     command -v npm >/dev/null 2>&1 || die "npm is not installed; install Node.js (apt-get install -y nodejs npm)"
     mkdir -p "$CACHE"
     (

@@ -50,17 +50,25 @@ fn agent(builder: AgentBuilder) -> Result<Agent, AgentError> {
                 ScriptedResponse::text("3 and 7"),
             ],
         ))
-        .tool(FunctionTool::new("add", |x: Add| async move { (x.a + x.b).to_string() }))
+        .tool(FunctionTool::new(
+            "add",
+            |x: Add| async move { (x.a + x.b).to_string() },
+        ))
         .build()
 }
 
 fn bench(c: &mut Criterion) {
-    let (Ok(ingress), Ok(admin)) = (std::env::var("TOWERSCOPE_RESTATE_INGRESS"), std::env::var("TOWERSCOPE_RESTATE_ADMIN"))
-    else {
+    let (Ok(ingress), Ok(admin)) = (
+        std::env::var("TOWERSCOPE_RESTATE_INGRESS"),
+        std::env::var("TOWERSCOPE_RESTATE_ADMIN"),
+    ) else {
         eprintln!("durable: skipped, no Restate server (eval \"$(scripts/restate-server.sh start)\")");
         return;
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let client = reqwest::Client::new();
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -94,12 +102,16 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.bench_function("restate", |b| {
-        b.to_async(&runtime).iter(|| reply(sessions.fetch_add(1, Ordering::Relaxed)))
+        b.to_async(&runtime)
+            .iter(|| reply(sessions.fetch_add(1, Ordering::Relaxed)))
     });
     group.finish();
 
     let mut group = c.benchmark_group("durable/in_flight");
-    group.sample_size(10).measurement_time(Duration::from_secs(30)).throughput(Throughput::Elements(1000));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(30))
+        .throughput(Throughput::Elements(1000));
     group.bench_function("1000", |b| {
         b.to_async(&runtime).iter(|| {
             let first = sessions.fetch_add(1000, Ordering::Relaxed);

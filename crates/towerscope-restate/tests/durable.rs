@@ -179,7 +179,8 @@ async fn a_reply_parked_for_confirmation_survives_a_restart_and_is_confirmed_by_
 
     let by_http = key("confirm");
     let by_curl = key("confirm");
-    let replies: Vec<_> = [&by_http, &by_curl]
+    let rejected = key("confirm");
+    let replies: Vec<_> = [&by_http, &by_curl, &rejected]
         .into_iter()
         .map(|session| {
             let (ingress, session) = (ingress.clone(), session.clone());
@@ -188,6 +189,7 @@ async fn a_reply_parked_for_confirmation_survives_a_restart_and_is_confirmed_by_
         .collect();
     let (http_id, request) = parked(&ingress, &by_http).await;
     let (curl_id, _) = parked(&ingress, &by_curl).await;
+    let (rejected_id, _) = parked(&ingress, &rejected).await;
     assert_eq!(request["type"], "REQUIRE_USER_CONFIRM");
     assert_eq!(request["tool_calls"][0]["name"], "refund");
     assert_eq!(count(&by_http, "tool_refund"), 0, "ran before it was confirmed");
@@ -217,6 +219,20 @@ async fn a_reply_parked_for_confirmation_survives_a_restart_and_is_confirmed_by_
         .await
         .expect("curl is installed");
     assert!(curl.success());
+    // A rejected confirmation interrupts the reply: the refund never runs.
+    let response = reqwest::Client::new()
+        .post(format!("{ingress}/restate/awakeables/{rejected_id}/reject"))
+        .header("content-type", "text/plain")
+        .body("the customer changed their mind")
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    let mut replies = replies;
+    let (status, body) = replies.pop().unwrap().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["message"]["finished_reason"], "interrupted", "{body}");
+    assert_eq!(count(&rejected, "tool_refund"), 0);
 
     for (session, reply) in [&by_http, &by_curl].into_iter().zip(replies) {
         let (status, body) = reply.await.unwrap();
