@@ -31,7 +31,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use towerscope_core::event::{ConfirmResult, ExternalExecutionResultEvent, UserConfirmResultEvent};
-use towerscope_core::{AgentEvent, ReplyInput};
+use towerscope_core::{AgentEvent, Id, ReplyInput};
 
 use crate::error::DurableError;
 
@@ -97,9 +97,9 @@ impl PendingInput {
                 if answer.get("execution_results").is_none() {
                     return Err(bad("expected {\"execution_results\": [tool result blocks]}".to_owned()));
                 }
-                let mut event: ExternalExecutionResultEvent =
+                let answer = with_reply_id(answer, &request.reply_id);
+                let event: ExternalExecutionResultEvent =
                     serde_json::from_value(answer).map_err(|e| bad(e.to_string()))?;
-                event.reply_id = request.reply_id.clone();
                 Ok(event.into())
             }
             other => Err(DurableError::BadAnswer {
@@ -107,5 +107,51 @@ impl PendingInput {
                 detail: format!("{} does not park a reply", other.event_type().as_str()),
             }),
         }
+    }
+}
+
+/// The answer with the parked reply's id: an answer answers the reply it was asked by, whatever
+/// id it carries.
+fn with_reply_id(mut answer: Value, reply_id: &Id) -> Value {
+    if let Some(fields) = answer.as_object_mut() {
+        fields.insert("reply_id".to_owned(), Value::String(reply_id.to_string()));
+    }
+    answer
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+    use towerscope_core::{RequireExternalExecutionEvent, ToolCallBlock};
+
+    use super::*;
+
+    #[test]
+    fn an_external_result_resumes_the_reply_and_a_wrong_one_is_a_typed_error() {
+        let call = ToolCallBlock::new("call_0", "lookup", "{}");
+        let pending = PendingInput::new(
+            String::new(),
+            RequireExternalExecutionEvent::new(Id::new(), vec![call]).into(),
+        );
+        let answer = json!({"execution_results": [{
+            "type": "tool_result", "id": "call_0", "name": "lookup", "state": "success",
+            "output": [{"type": "text", "text": "42 in stock"}],
+        }]});
+        match pending.answer(answer) {
+            Ok(ReplyInput::External(event)) => assert_eq!(event.execution_results[0].name, "lookup"),
+            other => panic!("{other:?}"),
+        }
+        let err = pending.answer(json!({"results": "42"})).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                DurableError::BadAnswer {
+                    kind: "external execution",
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 }

@@ -317,3 +317,55 @@ async fn retry_layers_retry_inside_a_step_and_restate_retries_the_step() {
         assert_eq!(state["context"][0]["content"][0]["text"], "hi", "{session}: {state}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_external_tool_call_waits_on_a_durable_promise_that_the_caller_resolves_with_the_result() {
+    let Some((ingress, admin)) = server("external_execution") else {
+        return;
+    };
+    let _one = SERVER.lock().await;
+    let port = free_port();
+    let _endpoint = Endpoint::start(port, &[]);
+    register(&admin, port).await;
+
+    let session = key("external");
+    let reply = tokio::spawn({
+        let (ingress, session) = (ingress.clone(), session.clone());
+        async move { call(&ingress, &session, "reply", json!({"text": "is the mug in stock?"})).await }
+    });
+    let (id, request) = parked(&ingress, &session).await;
+    assert_eq!(request["type"], "REQUIRE_EXTERNAL_EXECUTION", "{request}");
+    let call_id = request["tool_calls"][0]["id"].as_str().unwrap().to_owned();
+    // A malformed answer is ignored: the reply parks again on a new promise.
+    let response = reqwest::Client::new()
+        .post(format!("{ingress}/restate/awakeables/{id}/resolve"))
+        .json(&json!({"results": "42"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success());
+    let (id, _) = loop {
+        let (again, request) = parked(&ingress, &session).await;
+        if again != id {
+            break (again, request);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let result = json!({"execution_results": [{
+        "type": "tool_result", "id": call_id, "name": "lookup", "state": "success",
+        "output": [{"type": "text", "text": "42 in stock"}],
+    }]});
+    let response = reqwest::Client::new()
+        .post(format!("{ingress}/restate/awakeables/{id}/resolve"))
+        .json(&result)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success());
+    let (status, body) = reply.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["message"]["content"][0]["text"], "looked up", "{body}");
+    assert_eq!(body["parks"], 1);
+    let (_, state) = call(&ingress, &session, "state", Value::Null).await;
+    assert!(state.to_string().contains("42 in stock"), "{state}");
+}

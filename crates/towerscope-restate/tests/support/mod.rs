@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use towerscope_agent::toolkit::FunctionTool;
+use towerscope_agent::toolkit::{FunctionTool, Tool, ToolChunkStream};
 use towerscope_agent::{Agent, HintConfig};
 use towerscope_core::{
     AgentError, ChatModel, ChatResponse, ContentBlock, ModelCallRequest, ModelFuture, ModelOutput, TextBlock,
@@ -302,6 +302,31 @@ fn counted_tool<A: serde::de::DeserializeOwned + schemars::JsonSchema + Send + '
     })
 }
 
+/// A tool the caller runs (`REQUIRE_EXTERNAL_EXECUTION`); the agent never calls it.
+struct ExternalLookup(Value);
+
+impl Tool for ExternalLookup {
+    fn name(&self) -> &str {
+        "lookup"
+    }
+
+    fn description(&self) -> &str {
+        "Look up the stock of a product."
+    }
+
+    fn input_schema(&self) -> &Value {
+        &self.0
+    }
+
+    fn external(&self) -> bool {
+        true
+    }
+
+    fn call(&self, _input: Value) -> ToolChunkStream {
+        panic!("an external tool is never called by the agent")
+    }
+}
+
 fn build(ctx: &DurableContext) -> Result<Agent, AgentError> {
     let key = ctx.session().to_owned();
     let version2 = std::env::var("TOWERSCOPE_TEST_AGENT_VERSION").as_deref() == Ok("2");
@@ -350,6 +375,15 @@ fn build(ctx: &DurableContext) -> Result<Agent, AgentError> {
                 false,
             ))
             .tool(counted_tool::<Charge>(&key, "refund").requires_confirmation(|_| true))
+            .build(),
+        "external" => builder
+            .model(model(
+                vec![Answer::Call("lookup", r#"{"sku":"mug"}"#), Answer::Text("looked up")],
+                false,
+            ))
+            .tool(ExternalLookup(
+                json!({"type": "object", "properties": {"sku": {"type": "string"}}}),
+            ))
             .build(),
         // Two failed attempts inside one step, retried by the RetryLayer inside it.
         "retry" => builder
