@@ -31,6 +31,10 @@
 //! ([`hitl`]). Events go to an [`EventSink`] as they happen, numbered per invocation; a
 //! resumed invocation sends them again, equal, with the same numbers.
 //!
+//! Callers reach it through Restate's ingress (`POST /Agent/{session}/reply`, see [`handler`]),
+//! from another Restate handler with [`AgentObjectClient`] (`ctx.object_client`), or from Rust
+//! outside Restate with [`AgentObjectIngressClient`] over a `restate_sdk::ingress` executor.
+//!
 //! # Example
 //!
 //! ```
@@ -53,6 +57,8 @@ mod error;
 pub mod handler;
 pub mod hitl;
 pub mod model_call;
+// The SDK's macro generates the clients' handler methods without docs.
+#[allow(missing_docs)]
 mod object;
 pub mod replay;
 pub mod step;
@@ -63,4 +69,4 @@ pub use agent::{AgentFactory, DurableAgent, DurableContext, EventSink};
 pub use error::{DurableError, StepKind};
 pub use handler::{DurableReply, ReplyBody};
 pub use model_call::JournalModelLayer;
-pub use object::AgentObject;
+pub use object::{AgentObject, AgentObjectClient, AgentObjectIngressClient};
