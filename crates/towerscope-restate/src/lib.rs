@@ -27,8 +27,11 @@
 //! sees it (a model error ends the reply with an error message, a tool's becomes its error
 //! result). A process that dies mid-step re-runs that step.
 //!
+//! Steps of one reply are journaled one after another (concurrency-safe tools too), so the
+//! journal's order is the same on every attempt.
+//!
 //! A reply that asks for confirmation or external execution parks on a Restate awakeable
-//! ([`hitl`]). Events go to an [`EventSink`] as they happen, numbered per invocation; a
+//! ([`hitl`]); while it waits, later replies of its session wait in Restate's queue. Events go to an [`EventSink`] as they happen, numbered per invocation; a
 //! resumed invocation sends them again, equal, with the same numbers.
 //!
 //! Callers reach it through Restate's ingress (`POST /Agent/{session}/reply`, see [`handler`]),
