@@ -14,6 +14,7 @@ cleanup() {
     scripts/mcp-server.sh stop || true
     scripts/redis-server.sh stop || true
     scripts/llm-server.sh stop || true
+    scripts/restate-server.sh stop || true
 }
 trap cleanup EXIT
 
@@ -55,6 +56,15 @@ a2a_env="$(scripts/a2a-sdk.sh)"
 eval "$a2a_env"
 export TOWERSCOPE_A2A_PYTHON
 export TOWERSCOPE_REQUIRE_A2A=1
+
+# A real Restate server (restate-server 1.7.12 from the npm package @restatedev/restate-server,
+# installed once into ~/.cache/towerscope/restate-server) on loopback, with a fresh data directory,
+# for crates/towerscope-restate/tests/durable.rs; it exports TOWERSCOPE_RESTATE_INGRESS and
+# TOWERSCOPE_RESTATE_ADMIN. With TOWERSCOPE_REQUIRE_RESTATE=1 those tests fail, rather than skip,
+# without it.
+restate_env="$(scripts/restate-server.sh start)"
+eval "$restate_env"
+export TOWERSCOPE_REQUIRE_RESTATE=1
 
 # A real LLM server (llama.cpp's llama-server with SmolLM2-135M, built once into
 # ~/.cache/towerscope/llama) on loopback for crates/towerscope-models/tests/llm_server.rs; it

@@ -18,6 +18,8 @@
 //!   shared by many processes too (`layers::rate_limit::RedisBackend`).
 //! - `otel` (feature `otel`): OpenTelemetry GenAI spans and metrics as one middleware, and OTLP
 //!   export in one call (`towerscope_otel`).
+//! - `restate` (feature `restate`): durable agents on Restate, replies that survive their process
+//!   and run no tool twice (`towerscope_restate`).
 //! - several agents and a person (`towerscope_team`): [`Participant`], the interface agents,
 //!   people and pipelines share; [`hub`] (`MsgHub`: participants that hear each other);
 //!   [`pipeline`] (sequential, fan-out, merged streams, the team and goal pipelines); [`user`] (a person
@@ -48,6 +50,8 @@ pub use towerscope_models as models;
 pub use towerscope_otel as otel;
 #[cfg(feature = "serve")]
 pub use towerscope_serve as serve;
+#[cfg(feature = "restate")]
+pub use towerscope_restate as restate;
 pub use towerscope_team::{Participant, console, hub, pipeline, shared_copy, user};
 
 /// Redis (feature `redis`): the session store and the shared rate-limit backend, in one place.

@@ -1,0 +1,97 @@
+use std::task::{Context, Poll};
+
+use futures_util::StreamExt;
+use futures_util::future::poll_fn;
+use tower_service::Service;
+use towerscope_core::{ActingRequest, AgentError, ToolItem, ToolResponse, ToolStream};
+
+use crate::error::StepKind;
+use crate::replay::ReplaySource;
+use crate::step::{Fingerprint, StepOutput, Steps, tool_record};
+use crate::step_future::StepFuture;
+
+/// The service of [`JournalToolLayer`](super::JournalToolLayer).
+#[derive(Debug, Clone)]
+pub struct JournalToolService<S> {
+    inner: S,
+    steps: Steps,
+}
+
+impl<S> JournalToolService<S> {
+    /// Journals `inner`'s calls through `steps`.
+    pub fn new(inner: S, steps: Steps) -> Self {
+        Self { inner, steps }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The inner service, unwrapped.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+/// What a tool step depends on: the tool's name, the call's id and its arguments.
+pub(crate) fn fingerprint(req: &ActingRequest) -> Fingerprint {
+    Fingerprint::new(StepKind::ToolCall)
+        .text(&req.tool.name)
+        .text(&req.tool_call.id.to_string())
+        .text(&req.input.to_string())
+}
+
+impl<S> Service<ActingRequest> for JournalToolService<S>
+where
+    S: Service<ActingRequest, Response = ToolStream, Error = AgentError> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = ToolStream;
+    type Error = AgentError;
+    type Future = StepFuture<ToolStream>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), AgentError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: ActingRequest) -> Self::Future {
+        let fingerprint = fingerprint(&req);
+        let mut inner = self.inner.clone();
+        let work = ReplaySource::unjournaled().scope(async move {
+            poll_fn(|cx| inner.poll_ready(cx)).await?;
+            let response = collect(inner.call(req).await?).await?;
+            Ok(tool_record(fingerprint, response))
+        });
+        StepFuture::new(self.steps.request(fingerprint, Box::pin(work)), into_output)
+    }
+}
+
+/// A tool's stream read to its final response.
+async fn collect(mut stream: ToolStream) -> Result<ToolResponse, AgentError> {
+    while let Some(item) = stream.next().await {
+        if let ToolItem::Response(response) = item? {
+            return Ok(response);
+        }
+    }
+    Err(AgentError::model("the tool's stream ended without a final response"))
+}
+
+fn into_output(output: StepOutput) -> Result<ToolStream, AgentError> {
+    match output {
+        StepOutput::Tool { response } => Ok(Box::pin(futures_util::stream::once(async move {
+            Ok(ToolItem::Response(response))
+        }))),
+        StepOutput::Failed { message } => Ok(Box::pin(futures_util::stream::once(async move {
+            Ok(ToolItem::Response(ToolResponse::error(message)))
+        }))),
+        StepOutput::Model { .. } => Err(AgentError::model(
+            "the journal holds a model call where a tool call was asked for",
+        )),
+    }
+}

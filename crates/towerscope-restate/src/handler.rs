@@ -1,0 +1,307 @@
+//! The `reply` handler's work: load the session's state, build the agent, drive its reply
+//! while running each step the journal layers ask for through `ctx.run`, park on an awakeable
+//! when the reply waits for a person or an external executor, store the state.
+//!
+//! ```text
+//! reply(key, input)                          one invocation, exclusive per key
+//!  ├─ get state  ─ run "start" (journaled start time; seeds ids and timestamps)
+//!  ├─ agent.reply_stream(input)  ◄──────────┐
+//!  │    each StepRequest ─► ctx.run "step"   │  (journal, or replayed from it)
+//!  │    each event ─► EventSink              │
+//!  ├─ set state                              │
+//!  └─ parked? awakeable ─► answer ──────────┘  (as many times as it parks)
+//! ```
+//!
+//! # Example
+//!
+//! What the ingress takes (`POST /Agent/{session}/reply`):
+//!
+//! ```
+//! use towerscope_restate::ReplyBody;
+//!
+//! let body: ReplyBody = serde_json::from_str(r#"{"text": "buy the blue mug"}"#)?;
+//! assert!(matches!(body, ReplyBody::Text { ref text } if text == "buy the blue mug"));
+//! let body: ReplyBody = serde_json::from_str(r#"{"messages": []}"#)?;
+//! assert!(matches!(body, ReplyBody::Messages { ref messages } if messages.is_empty()));
+//! # Ok::<(), serde_json::Error>(())
+//! ```
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures_util::StreamExt;
+use restate_sdk::prelude::*;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc::UnboundedReceiver;
+use towerscope_agent::{AgentState, ReplyStream};
+use towerscope_core::event::UserInterruptEvent;
+use towerscope_core::{Id, Msg, ReplyInput, ReplyItem};
+
+use crate::agent::{DurableAgent, DurableContext, system_now};
+use crate::error::DurableError;
+use crate::hitl::PendingInput;
+use crate::replay::ReplaySource;
+use crate::step::{StepOutput, StepRecord, StepRequest, Steps};
+
+/// The object's state key of the stored [`AgentState`].
+pub const STATE_KEY: &str = "agent_state";
+/// The object's state key of the [`PendingInput`] a parked reply waits on.
+pub const PENDING_KEY: &str = "pending";
+
+/// What the `reply` handler takes: a user's text, or messages.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ReplyBody {
+    /// One user message.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// Messages to answer.
+    Messages {
+        /// The messages.
+        messages: Vec<Msg>,
+    },
+}
+
+/// What the `reply` handler answers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DurableReply {
+    /// The reply's final message.
+    pub message: Option<Msg>,
+    /// How many events the reply sent (to the [`EventSink`](crate::EventSink)).
+    pub events: u64,
+    /// How many times it parked for an answer.
+    pub parks: u32,
+}
+
+struct Drive<'a> {
+    config: &'a DurableAgent,
+    source: ReplaySource,
+    session: String,
+    invocation: String,
+    seq: u64,
+    step: u64,
+}
+
+/// Runs one durable reply (see the [module docs](self)).
+pub(crate) async fn reply(
+    config: &DurableAgent,
+    ctx: &ObjectContext<'_>,
+    body: ReplyBody,
+) -> Result<DurableReply, DurableError> {
+    let stored: Option<Json<AgentState>> = ctx
+        .get(STATE_KEY)
+        .await
+        .map_err(|e| DurableError::State(e.to_string()))?;
+    let Json(start) = ctx
+        .run(|| async { Ok(Json(system_now())) })
+        .name("start")
+        .await
+        .map_err(|e| DurableError::Restate(e.to_string()))?;
+    let source = ReplaySource::new(ctx.random_seed(), start);
+    let (steps, mut requests) = Steps::channel();
+    let durable = DurableContext {
+        session: ctx.key().to_owned(),
+        steps,
+        start,
+    };
+    let mut drive = Drive {
+        config,
+        source: source.clone(),
+        session: ctx.key().to_owned(),
+        invocation: ctx.invocation_id().to_owned(),
+        seq: 0,
+        step: 0,
+    };
+    source
+        .scope(async move {
+            let agent = (config.factory)(&durable)?;
+            if let Some(Json(state)) = stored {
+                agent.load_state(state)?;
+            }
+            let mut input: ReplyInput = match body {
+                ReplyBody::Text { text } => Msg::user("user", text).into(),
+                ReplyBody::Messages { messages } => messages.into(),
+            };
+            let mut parks = 0;
+            loop {
+                let outcome = drive.run(ctx, agent.reply_stream(input), &mut requests).await;
+                // A failed reply keeps its state, as an agent in memory does; after a journal
+                // mismatch the state stays as the agent that wrote the journal left it.
+                if !matches!(outcome, Err(DurableError::JournalMismatch { .. })) {
+                    ctx.set(STATE_KEY, Json(agent.state()));
+                }
+                let (message, pending) = outcome?;
+                let Some(pending) = pending else {
+                    return Ok(DurableReply {
+                        message,
+                        events: drive.seq,
+                        parks,
+                    });
+                };
+                parks += 1;
+                if parks > config.max_parks {
+                    return Err(DurableError::TooManyParks(config.max_parks));
+                }
+                input = wait(ctx, pending, config.max_parks).await?;
+            }
+        })
+        .await
+}
+
+impl Drive<'_> {
+    /// Reads the reply to its end, running the steps it asks for; returns its final message
+    /// and what it parked on, if it did.
+    async fn run(
+        &mut self,
+        ctx: &ObjectContext<'_>,
+        mut stream: ReplyStream,
+        requests: &mut UnboundedReceiver<StepRequest>,
+    ) -> Result<(Option<Msg>, Option<PendingInput>), DurableError> {
+        let mut message = None;
+        let mut pending = None;
+        loop {
+            tokio::select! {
+                biased;
+                Some(request) = requests.recv() => self.step(ctx, request).await?,
+                item = stream.next() => match item {
+                    None => return Ok((message, pending)),
+                    Some(Err(err)) => return Err(err.into()),
+                    Some(Ok(ReplyItem::Final(msg))) => message = Some(msg),
+                    Some(Ok(ReplyItem::Event(event))) => {
+                        if PendingInput::parks(&event) {
+                            pending = Some(PendingInput::new(String::new(), event.clone()));
+                        }
+                        if let Some(sink) = &self.config.events {
+                            sink.event(&self.session, &self.invocation, self.seq, &event);
+                        }
+                        self.seq += 1;
+                    }
+                },
+            }
+        }
+    }
+
+    /// One journaled step: runs its work in `ctx.run` (or reads the journal), checks that the
+    /// journal recorded this step, hands the output to the layer.
+    async fn step(&mut self, ctx: &ObjectContext<'_>, request: StepRequest) -> Result<(), DurableError> {
+        let StepRequest {
+            fingerprint,
+            work,
+            reply,
+        } = request;
+        let index = self.step;
+        self.step += 1;
+        let journaled = ctx
+            .run(move || {
+                ReplaySource::unjournaled().scope(async move {
+                    match work.await {
+                        Ok(record) => Ok(Json(record)),
+                        // A failed attempt of the step: Restate retries it by its policy.
+                        Err(err) if err.is_retryable() => Err(HandlerError::from(err)),
+                        // A failure no retry fixes: journaled, the agent sees it.
+                        Err(err) => Ok(Json(StepRecord {
+                            fingerprint,
+                            at: system_now(),
+                            output: StepOutput::Failed {
+                                message: err.to_string(),
+                            },
+                        })),
+                    }
+                })
+            })
+            .name("step")
+            .retry_policy(self.config.step_retry.clone())
+            .await;
+        let output = match journaled {
+            Ok(Json(record)) if record.fingerprint != fingerprint => {
+                let _ = reply.send(Err(DurableError::Restate("the journal holds another step".to_owned())));
+                drain(ctx).await;
+                return Err(DurableError::JournalMismatch {
+                    step: index,
+                    recorded: record.fingerprint.describe(),
+                    found: fingerprint.describe(),
+                });
+            }
+            Ok(Json(record)) => {
+                self.source.advance_to(record.at);
+                record.output
+            }
+            // Restate's retries ran out; the failure is journaled, a replay sees it too.
+            Err(err) => StepOutput::Failed {
+                message: format!("the step failed after Restate's retries: {err}"),
+            },
+        };
+        let _ = reply.send(Ok(output));
+        Ok(())
+    }
+}
+
+/// Reads the rest of a journal this agent did not write, so that the reply can end: Restate
+/// takes a handler's answer only once the recorded journal is replayed. Every recorded step is
+/// a run named `step`; each is read (not run) until one whose result was never recorded, which
+/// runs and does nothing. A journal that parked (state writes, awakeables) after the first
+/// differing step is not readable this way: Restate reports its own journal mismatch then.
+async fn drain(ctx: &ObjectContext<'_>) {
+    for _ in 0..MAX_DRAINED_STEPS {
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ran);
+        let _ = ctx
+            .run(move || async move {
+                flag.store(true, Ordering::Relaxed);
+                Ok(Json(serde_json::Value::Null))
+            })
+            .name("step")
+            .await;
+        if ran.load(Ordering::Relaxed) {
+            return;
+        }
+    }
+}
+
+/// At most this many recorded steps are read past a journal mismatch.
+const MAX_DRAINED_STEPS: usize = 10_000;
+
+/// Parks on an awakeable until an answer resumes the reply; a rejected awakeable interrupts
+/// it. A malformed answer is logged and waited past (at most `max_answers` of them).
+async fn wait(
+    ctx: &ObjectContext<'_>,
+    mut pending: PendingInput,
+    max_answers: u32,
+) -> Result<ReplyInput, DurableError> {
+    for _ in 0..max_answers.max(1) {
+        let (id, answer) = ctx.awakeable::<Json<serde_json::Value>>();
+        pending.awakeable_id = id;
+        ctx.set(PENDING_KEY, Json(pending.clone()));
+        let answer = answer.await;
+        ctx.clear(PENDING_KEY);
+        match answer {
+            Ok(Json(value)) => match pending.answer(value) {
+                Ok(input) => return Ok(input),
+                Err(err) => tracing::warn!(error = %err, "ignored an answer to a parked reply"),
+            },
+            Err(_) => return Ok(UserInterruptEvent::new(reply_id(&pending)).into()),
+        }
+    }
+    Err(DurableError::TooManyParks(max_answers))
+}
+
+fn reply_id(pending: &PendingInput) -> Id {
+    match &pending.request {
+        towerscope_core::AgentEvent::RequireUserConfirm(e) => e.reply_id.clone(),
+        towerscope_core::AgentEvent::RequireExternalExecution(e) => e.reply_id.clone(),
+        _ => Id::new(),
+    }
+}
+
+impl From<DurableError> for TerminalError {
+    fn from(err: DurableError) -> Self {
+        let code = match err {
+            DurableError::JournalMismatch { .. } => 409,
+            DurableError::BadAnswer { .. } => 400,
+            _ => 500,
+        };
+        TerminalError::new_with_code(code, err.to_string())
+    }
+}

@@ -1,0 +1,54 @@
+//! The virtual object `Agent`: one per session key, one reply at a time per key (Restate's
+//! per-key queue), its state the agent's [`AgentState`].
+//!
+//! Handlers (through the ingress: `POST /Agent/{session}/{handler}`):
+//!
+//! - `reply` (exclusive): takes `{"text": "..."}` or `{"messages": [...]}`, answers a
+//!   [`DurableReply`];
+//! - `pending` (shared, runs beside a parked reply): the [`PendingInput`] a parked reply waits
+//!   on, or `null`;
+//! - `state` (shared): the stored [`AgentState`] (the conversation), or `null`.
+
+use restate_sdk::prelude::*;
+use towerscope_agent::AgentState;
+
+use crate::agent::DurableAgent;
+use crate::handler::{self, DurableReply, PENDING_KEY, ReplyBody, STATE_KEY};
+use crate::hitl::PendingInput;
+
+/// The Restate virtual object serving a [`DurableAgent`].
+#[derive(Debug)]
+pub struct AgentObject(DurableAgent);
+
+impl AgentObject {
+    /// The object of `agent`.
+    pub fn new(agent: DurableAgent) -> Self {
+        Self(agent)
+    }
+}
+
+#[restate_sdk::object(name = "Agent")]
+impl AgentObject {
+    /// One durable reply.
+    #[handler]
+    async fn reply(&self, ctx: ObjectContext<'_>, body: Json<ReplyBody>) -> Result<Json<DurableReply>, HandlerError> {
+        match handler::reply(&self.0, &ctx, body.into_inner()).await {
+            Ok(reply) => Ok(Json(reply)),
+            Err(err) => Err(TerminalError::from(err).into()),
+        }
+    }
+
+    /// What a parked reply of this session waits on.
+    #[handler]
+    async fn pending(&self, ctx: SharedObjectContext<'_>) -> Result<Json<Option<PendingInput>>, HandlerError> {
+        let pending: Option<Json<PendingInput>> = ctx.get(PENDING_KEY).await?;
+        Ok(Json(pending.map(Json::into_inner)))
+    }
+
+    /// The session's stored agent state.
+    #[handler]
+    async fn state(&self, ctx: SharedObjectContext<'_>) -> Result<Json<Option<AgentState>>, HandlerError> {
+        let state: Option<Json<AgentState>> = ctx.get(STATE_KEY).await?;
+        Ok(Json(state.map(Json::into_inner)))
+    }
+}

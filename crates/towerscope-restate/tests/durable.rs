@@ -1,0 +1,371 @@
+//! Durable replies against a real Restate server (`scripts/restate-server.sh start`), the
+//! service endpoint in a child process: this binary re-run as `endpoint_process`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{Endpoint, call, count, free_port, key, normalized_context, register, server, side_effects};
+use tokio::sync::Mutex;
+
+/// One endpoint registration at a time: the object `Agent` is routed to the latest one.
+static SERVER: Mutex<()> = Mutex::const_new(());
+
+/// Not a test: the endpoint process the tests start (does nothing unless asked to serve).
+#[test]
+fn endpoint_process() {
+    if let Ok(port) = std::env::var(support::ENDPOINT_ENV) {
+        support::serve(port.parse().unwrap());
+    }
+}
+
+async fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_killed_mid_model_call_finishes_in_a_new_process_without_running_a_tool_twice() {
+    let Some((ingress, admin)) = server("kill_and_resume") else {
+        return;
+    };
+    let _one = SERVER.lock().await;
+    let port = free_port();
+    let mut first = Endpoint::start(port, &[("TOWERSCOPE_TEST_HANG_ON", "3")]);
+    register(&admin, port).await;
+
+    // The interrupted run.
+    let session = key("shop");
+    let reply = tokio::spawn({
+        let (ingress, session) = (ingress.clone(), session.clone());
+        async move { call(&ingress, &session, "reply", json!({"text": "charge and ship"})).await }
+    });
+    wait_for("the third model call", 60, || count(&session, "model_calls") == 3).await;
+    assert_eq!(count(&session, "tool_charge"), 1);
+    assert_eq!(count(&session, "tool_ship"), 1);
+    let killed_at = Instant::now();
+    first.kill();
+    let _second = Endpoint::start(port, &[]);
+    let (status, body) = reply.await.unwrap();
+    let recovery = killed_at.elapsed();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["message"]["content"][0]["text"], "charged and shipped", "{body}");
+    assert_eq!(count(&session, "tool_charge"), 1, "charge ran again");
+    assert_eq!(count(&session, "tool_ship"), 1, "ship ran again");
+    assert_eq!(count(&session, "model_calls"), 4, "3 calls, the third again; not 6");
+    eprintln!("recovered from kill -9 in {recovery:?} (including the new process's start)");
+
+    // An uninterrupted run of the same reply stores the same conversation.
+    let calm = key("shop");
+    let (status, calm_body) = call(&ingress, &calm, "reply", json!({"text": "charge and ship"})).await;
+    assert_eq!(status, 200, "{calm_body}");
+    assert_eq!(count(&calm, "model_calls"), 3);
+    let (_, interrupted_state) = call(&ingress, &session, "state", Value::Null).await;
+    let (_, calm_state) = call(&ingress, &calm, "state", Value::Null).await;
+    assert_eq!(
+        interrupted_state["context"].as_array().map(Vec::len),
+        Some(2),
+        "{interrupted_state}"
+    );
+    assert_eq!(normalized_context(&interrupted_state), normalized_context(&calm_state));
+
+    // The resumed attempt sent its events again, equal to the first attempt's.
+    let log = std::fs::read_to_string(side_effects(&session).join("events.jsonl")).unwrap();
+    let mut by_seq: BTreeMap<u64, Vec<Value>> = BTreeMap::new();
+    let mut pids = std::collections::BTreeSet::new();
+    for line in log.lines() {
+        let entry: Value = serde_json::from_str(line).unwrap();
+        pids.insert(entry["pid"].as_u64().unwrap());
+        by_seq
+            .entry(entry["seq"].as_u64().unwrap())
+            .or_default()
+            .push(entry["event"].clone());
+    }
+    assert_eq!(pids.len(), 2, "both processes sent events");
+    let repeated = by_seq.values().filter(|events| events.len() == 2).count();
+    assert!(
+        repeated > 5,
+        "the resumed attempt replays the first attempt's events ({repeated} repeated)"
+    );
+    for (seq, events) in &by_seq {
+        assert!(
+            events.windows(2).all(|w| w[0] == w[1]),
+            "event {seq} differs between attempts: {events:?}"
+        );
+    }
+    let kinds: Vec<&str> = by_seq.values().map(|e| e[0]["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"REPLY_START"));
+    assert_eq!(kinds.last(), Some(&"REPLY_END"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_of_one_session_run_one_after_the_other_and_sessions_in_parallel() {
+    let Some((ingress, admin)) = server("one_at_a_time") else {
+        return;
+    };
+    let _one = SERVER.lock().await;
+    let port = free_port();
+    let _endpoint = Endpoint::start(port, &[]);
+    register(&admin, port).await;
+
+    let session = key("slow");
+    let other = key("slow");
+    let (a, b, c) = tokio::join!(
+        call(&ingress, &session, "reply", json!({"text": "first"})),
+        call(&ingress, &session, "reply", json!({"text": "second"})),
+        call(&ingress, &other, "reply", json!({"text": "elsewhere"})),
+    );
+    for (status, body) in [&a, &b, &c] {
+        assert_eq!(*status, 200, "{body}");
+    }
+    // One session: the second reply started after the first ended, and saw its conversation.
+    let spans = support::model_spans(&session);
+    assert_eq!(spans.len(), 2);
+    assert!(
+        spans[0].1 <= spans[1].0,
+        "the replies of one session overlapped: {spans:?}"
+    );
+    let (_, state) = call(&ingress, &session, "state", Value::Null).await;
+    let texts: Vec<&str> = state["context"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(texts.len(), 4, "{state}");
+    assert!(texts[0] == "first" || texts[0] == "second", "{texts:?}");
+    assert_eq!(texts[1], "slow answer");
+    assert_eq!(texts[3], "slow answer");
+    // Two sessions: their model calls overlapped.
+    let elsewhere = support::model_spans(&other);
+    assert_eq!(elsewhere.len(), 1);
+    let overlaps = spans.iter().any(|s| s.0 < elsewhere[0].1 && elsewhere[0].0 < s.1);
+    assert!(
+        overlaps,
+        "two sessions did not run in parallel: {spans:?} {elsewhere:?}"
+    );
+}
+
+/// Waits until the session's reply is parked; the awakeable id and the request.
+async fn parked(ingress: &str, session: &str) -> (String, Value) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, pending) = call(ingress, session, "pending", Value::Null).await;
+        assert_eq!(status, 200, "{pending}");
+        if let Some(id) = pending["awakeable_id"].as_str() {
+            return (id.to_owned(), pending["request"].clone());
+        }
+        assert!(Instant::now() < deadline, "the reply never parked");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_parked_for_confirmation_survives_a_restart_and_is_confirmed_by_another_process_or_curl() {
+    let Some((ingress, admin)) = server("confirm_after_restart") else {
+        return;
+    };
+    let _one = SERVER.lock().await;
+    let port = free_port();
+    let mut first = Endpoint::start(port, &[]);
+    register(&admin, port).await;
+
+    let by_http = key("confirm");
+    let by_curl = key("confirm");
+    let rejected = key("confirm");
+    let replies: Vec<_> = [&by_http, &by_curl, &rejected]
+        .into_iter()
+        .map(|session| {
+            let (ingress, session) = (ingress.clone(), session.clone());
+            tokio::spawn(async move { call(&ingress, &session, "reply", json!({"text": "refund me"})).await })
+        })
+        .collect();
+    let (http_id, request) = parked(&ingress, &by_http).await;
+    let (curl_id, _) = parked(&ingress, &by_curl).await;
+    let (rejected_id, _) = parked(&ingress, &rejected).await;
+    assert_eq!(request["type"], "REQUIRE_USER_CONFIRM");
+    assert_eq!(request["tool_calls"][0]["name"], "refund");
+    assert_eq!(count(&by_http, "tool_refund"), 0, "ran before it was confirmed");
+
+    // The endpoint restarts while both replies wait.
+    first.kill();
+    let _second = Endpoint::start(port, &[]);
+
+    // This test process (not the endpoint) answers one through the ingress...
+    let response = reqwest::Client::new()
+        .post(format!("{ingress}/restate/awakeables/{http_id}/resolve"))
+        .json(&json!({"confirmed": true}))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    // ...and curl the other.
+    let curl = tokio::process::Command::new("curl")
+        .args([
+            "-fsS",
+            "-X",
+            "POST",
+            &format!("{ingress}/restate/awakeables/{curl_id}/resolve"),
+        ])
+        .args(["-H", "content-type: application/json", "-d", r#"{"confirmed": true}"#])
+        .status()
+        .await
+        .expect("curl is installed");
+    assert!(curl.success());
+    // A rejected confirmation interrupts the reply: the refund never runs.
+    let response = reqwest::Client::new()
+        .post(format!("{ingress}/restate/awakeables/{rejected_id}/reject"))
+        .header("content-type", "text/plain")
+        .body("the customer changed their mind")
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    let mut replies = replies;
+    let (status, body) = replies.pop().unwrap().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["message"]["finished_reason"], "interrupted", "{body}");
+    assert_eq!(count(&rejected, "tool_refund"), 0);
+
+    for (session, reply) in [&by_http, &by_curl].into_iter().zip(replies) {
+        let (status, body) = reply.await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["message"]["content"][0]["text"], "refunded", "{body}");
+        assert_eq!(body["parks"], 1);
+        assert_eq!(count(session, "tool_refund"), 1);
+        assert_eq!(
+            count(session, "model_calls"),
+            2,
+            "the first call was replayed, not repeated"
+        );
+        let (_, pending) = call(&ingress, session, "pending", Value::Null).await;
+        assert!(pending.is_null(), "{pending}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_journal_written_by_an_older_agent_ends_the_reply_with_a_typed_error() {
+    let Some((ingress, admin)) = server("older_journal") else {
+        return;
+    };
+    let _one = SERVER.lock().await;
+    let port = free_port();
+    let mut old = Endpoint::start(port, &[("TOWERSCOPE_TEST_HANG_ON", "2")]);
+    register(&admin, port).await;
+
+    let session = key("changed");
+    let reply = tokio::spawn({
+        let (ingress, session) = (ingress.clone(), session.clone());
+        async move { call(&ingress, &session, "reply", json!({"text": "charge and ship"})).await }
+    });
+    wait_for("the second model call", 60, || count(&session, "model_calls") == 2).await;
+    assert_eq!(count(&session, "tool_charge"), 1);
+    old.kill();
+    // The new agent lost `charge` and changed `ship`'s schema.
+    let _new = Endpoint::start(port, &[("TOWERSCOPE_TEST_AGENT_VERSION", "2")]);
+    let (status, body) = reply.await.unwrap();
+    assert_eq!(status, 409, "{body}");
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(message.contains("written by a different agent"), "{body}");
+    assert!(message.contains("step 0"), "{body}");
+    assert_eq!(count(&session, "model_calls"), 2, "the new agent called no model");
+    assert_eq!(count(&session, "tool_charge"), 1);
+    assert_eq!(count(&session, "tool_ship"), 0);
+}
+
+/// Retries divide the work: a RetryLayer inside the step retries attempts of one step; Restate
+/// retries a step whose work failed with a retryable error (DurableAgent::step_retry_policy:
+/// 5 attempts); a non-retryable failure, or Restate's retries run out, is journaled as the
+/// step's failure: the reply ends with it (HTTP 500, a terminal error Restate does not retry),
+/// the session's state kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_layers_retry_inside_a_step_and_restate_retries_the_step() {
+    let Some((ingress, admin)) = server("retries") else {
+        return;
+    };
+    let _one = SERVER.lock().await;
+    let port = free_port();
+    let _endpoint = Endpoint::start(port, &[]);
+    register(&admin, port).await;
+
+    let [retry, restep, broken, down] = ["retry", "restep", "broken", "down"].map(key);
+    let (a, b, c, d) = tokio::join!(
+        call(&ingress, &retry, "reply", json!({"text": "hi"})),
+        call(&ingress, &restep, "reply", json!({"text": "hi"})),
+        call(&ingress, &broken, "reply", json!({"text": "hi"})),
+        call(&ingress, &down, "reply", json!({"text": "hi"})),
+    );
+    for (session, (status, body), text, calls) in [(&retry, &a, "recovered", 3), (&restep, &b, "recovered", 3)] {
+        assert_eq!(*status, 200, "{body}");
+        assert_eq!(body["message"]["content"][0]["text"], text, "{session}: {body}");
+        assert_eq!(count(session, "model_calls"), calls, "{session}");
+    }
+    for (session, (status, body), calls, error) in
+        [(&broken, &c, 1, "bad request (call 1)"), (&down, &d, 5, "overloaded")]
+    {
+        assert_eq!(*status, 500, "{body}");
+        assert!(body["message"].as_str().unwrap().contains(error), "{session}: {body}");
+        assert_eq!(count(session, "model_calls"), calls, "{session}");
+        let (_, state) = call(&ingress, session, "state", Value::Null).await;
+        assert_eq!(state["context"][0]["content"][0]["text"], "hi", "{session}: {state}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_external_tool_call_waits_on_a_durable_promise_that_the_caller_resolves_with_the_result() {
+    let Some((ingress, admin)) = server("external_execution") else {
+        return;
+    };
+    let _one = SERVER.lock().await;
+    let port = free_port();
+    let _endpoint = Endpoint::start(port, &[]);
+    register(&admin, port).await;
+
+    let session = key("external");
+    let reply = tokio::spawn({
+        let (ingress, session) = (ingress.clone(), session.clone());
+        async move { call(&ingress, &session, "reply", json!({"text": "is the mug in stock?"})).await }
+    });
+    let (id, request) = parked(&ingress, &session).await;
+    assert_eq!(request["type"], "REQUIRE_EXTERNAL_EXECUTION", "{request}");
+    let call_id = request["tool_calls"][0]["id"].as_str().unwrap().to_owned();
+    // A malformed answer is ignored: the reply parks again on a new promise.
+    let response = reqwest::Client::new()
+        .post(format!("{ingress}/restate/awakeables/{id}/resolve"))
+        .json(&json!({"results": "42"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success());
+    let (id, _) = loop {
+        let (again, request) = parked(&ingress, &session).await;
+        if again != id {
+            break (again, request);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let result = json!({"execution_results": [{
+        "type": "tool_result", "id": call_id, "name": "lookup", "state": "success",
+        "output": [{"type": "text", "text": "42 in stock"}],
+    }]});
+    let response = reqwest::Client::new()
+        .post(format!("{ingress}/restate/awakeables/{id}/resolve"))
+        .json(&result)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success());
+    let (status, body) = reply.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["message"]["content"][0]["text"], "looked up", "{body}");
+    assert_eq!(body["parks"], 1);
+    let (_, state) = call(&ingress, &session, "state", Value::Null).await;
+    assert!(state.to_string().contains("42 in stock"), "{state}");
+}
