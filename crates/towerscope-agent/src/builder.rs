@@ -371,6 +371,7 @@ impl AgentBuilder {
             acting: stacks.acting.build(RunTool {
                 toolkit: ToolkitService::new(Arc::clone(&toolkit)),
                 compress: compress_tool,
+                state: Arc::clone(&state),
             }),
             permission: stacks.check_permission.build(DecidePermission {
                 state: Arc::clone(&state),

@@ -13,8 +13,9 @@
 //!   first `ToolResponse` is the result; items after it are ignored (and logged), and an error
 //!   after it turns the result into that error (a layer rejecting a result after seeing it).
 //!
-//! The arguments are parsed once, here; the tool receives them through
-//! [`ActingRequest::input`].
+//! The arguments are parsed once, here, and handed to `on_acting` with the call
+//! ([`ActingRequest::with_input`]); a layer that replaces them
+//! ([`ActingRequest::set_input`]) has the innermost service parse and validate its text.
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
@@ -86,12 +87,7 @@ pub(crate) async fn execute(
     let decision = if is_builtin {
         PermissionDecision::Allow
     } else {
-        let request = PermissionRequest {
-            ctx: ctx.clone(),
-            tool_call: Arc::clone(&call),
-            tool: Arc::clone(&info),
-            input: Arc::clone(&input),
-        };
+        let request = PermissionRequest::new(ctx.clone(), Arc::clone(&call), Arc::clone(&info), Arc::clone(&input));
         let decided = AssertUnwindSafe(runtime.positions.permission.clone().oneshot(request))
             .catch_unwind()
             .await;
@@ -227,12 +223,7 @@ async fn run_tool(
     let mut call = call;
     // The permission request is gone by now: this changes the one copy in place.
     Arc::make_mut(&mut call).state = ToolCallState::Allowed;
-    let request = ActingRequest {
-        ctx: ctx.clone(),
-        tool_call: Arc::clone(&call),
-        tool: info,
-        input,
-    };
+    let request = ActingRequest::new(ctx.clone(), Arc::clone(&call), info).with_input(input);
     let opened = match AssertUnwindSafe(open_acting(runtime, request)).catch_unwind().await {
         Ok(opened) => opened,
         Err(payload) => {
