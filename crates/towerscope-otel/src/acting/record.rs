@@ -5,9 +5,9 @@ use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::SdkTracer;
 use towerscope_core::{ActingRequest, AgentError, ToolResponse, ToolResultState};
 
+use crate::config::Config;
 use crate::content;
 use crate::failure::{Failure, TOOL_ERROR};
-use crate::middleware::Config;
 use crate::reply::conversation_id;
 use crate::semconv::*;
 use crate::span::{OpenSpan, parent_of};
