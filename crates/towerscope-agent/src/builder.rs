@@ -75,6 +75,7 @@ pub struct AgentBuilder {
     counter: Option<Arc<dyn TokenCounter>>,
     hints: HintConfig,
     permission_mode: Option<PermissionMode>,
+    task_tools: bool,
     /// What went wrong while building (reported by `build`).
     errors: Vec<String>,
     session: SessionSetup,
@@ -104,6 +105,7 @@ impl AgentBuilder {
             counter: None,
             hints: HintConfig::default(),
             permission_mode: None,
+            task_tools: false,
             errors: Vec::new(),
             session: SessionSetup::default(),
         }
@@ -197,6 +199,14 @@ impl AgentBuilder {
     /// reported usage of its last call plus the reference's estimate of what came after).
     pub fn token_counter(mut self, counter: impl TokenCounter) -> Self {
         self.counter = Some(Arc::new(counter));
+        self
+    }
+
+    /// Offers the model the reference's task tools (`TaskCreate`, `TaskGet`, `TaskList`,
+    /// `TaskUpdate`; default off, as the reference's agent has none unless they are added): a
+    /// plan it keeps in [`AgentState::tasks`]. See the [`tasks`](crate::tasks) module.
+    pub fn task_tools(mut self, offered: bool) -> Self {
+        self.task_tools = offered;
         self
     }
 
@@ -336,6 +346,11 @@ impl AgentBuilder {
             state.permission_mode = mode;
         }
         let state = Arc::new(Mutex::new(state));
+        let mut toolkit = toolkit;
+        if self.task_tools {
+            // The tools hold this agent's state: the toolkit is this agent's own from here.
+            crate::tasks::add_tools(Arc::make_mut(&mut toolkit), &state);
+        }
         let stacks = self.stacks;
         let system_msg = stacks
             .system_prompt

@@ -15,6 +15,18 @@ pub const DEFAULT_HINT_TEMPLATE: &str = "<system-reminder>Treat the following as
 /// The reference's source of runtime-state hints (also how earlier ones are recognised).
 pub const DEFAULT_HINT_SOURCE: &str = r#"{"label": "System", "sublabel": "Runtime State"}"#;
 
+/// The reference's repeated-tool-error hint; `{tool_name}` and `{count}` are replaced.
+pub const DEFAULT_TOOL_RETRIES_HINT: &str = "The last {count} calls to '{tool_name}' with the same arguments all failed. \
+     Stop retrying the same call as-is, check the error message and try a different approach.";
+
+/// The reference's task tools, whose calls in the context tell that the model knows its tasks.
+pub const DEFAULT_TASK_TOOL_NAMES: &[Cow<'static, str>] = &[
+    Cow::Borrowed("TaskCreate"),
+    Cow::Borrowed("TaskGet"),
+    Cow::Borrowed("TaskList"),
+    Cow::Borrowed("TaskUpdate"),
+];
+
 /// What the runtime-state hints say and when (the reference's `InjectionConfig`).
 ///
 /// # Example
@@ -50,6 +62,14 @@ pub struct HintConfig {
     pub emit_event: bool,
     /// Where the time is read.
     pub clock: Clock,
+    /// How many times in a row the same call (same tool, same arguments) must fail before the
+    /// `tool-error` line is added (default 3, at least 3, as in the reference).
+    pub tool_retries_limit: u32,
+    /// The `tool-error` line; `{tool_name}` and `{count}` are replaced.
+    pub tool_retries_hint: Cow<'static, str>,
+    /// The tools whose calls in the context tell that the model knows its open tasks, so no
+    /// `tasks` line is added (default: the four task tools of [`tasks`](crate::tasks)).
+    pub task_tool_names: Cow<'static, [Cow<'static, str>]>,
 }
 
 impl Default for HintConfig {
@@ -63,6 +83,9 @@ impl Default for HintConfig {
             extra_fields: Vec::new(),
             emit_event: true,
             clock: Clock::system(),
+            tool_retries_limit: 3,
+            tool_retries_hint: Cow::Borrowed(DEFAULT_TOOL_RETRIES_HINT),
+            task_tool_names: Cow::Borrowed(DEFAULT_TASK_TOOL_NAMES),
         }
     }
 }
@@ -123,7 +146,35 @@ impl HintConfig {
         self
     }
 
+    /// Sets how many failures in a row of the same call bring the `tool-error` line (checked
+    /// when the agent is built: at least 3).
+    #[must_use]
+    pub fn tool_retries_limit(mut self, limit: u32) -> Self {
+        self.tool_retries_limit = limit;
+        self
+    }
+
+    /// Sets the `tool-error` line (`{tool_name}` and `{count}` are replaced).
+    #[must_use]
+    pub fn tool_retries_hint(mut self, hint: impl Into<Cow<'static, str>>) -> Self {
+        self.tool_retries_hint = hint.into();
+        self
+    }
+
+    /// Sets the tools whose calls in the context stand for the model knowing its tasks.
+    #[must_use]
+    pub fn task_tool_names(mut self, names: impl IntoIterator<Item = impl Into<Cow<'static, str>>>) -> Self {
+        self.task_tool_names = names.into_iter().map(Into::into).collect::<Vec<_>>().into();
+        self
+    }
+
     pub(crate) fn validate(&self) -> Result<(), String> {
+        if self.tool_retries_limit < 3 {
+            return Err(format!(
+                "tool_retries_limit must be at least 3, got {}.",
+                self.tool_retries_limit
+            ));
+        }
         if !self.template.contains("{runtime_state}") {
             return Err(format!(
                 "The injection template must contain the '{{runtime_state}}' placeholder, got {:?}.",
