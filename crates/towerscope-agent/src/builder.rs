@@ -76,6 +76,7 @@ pub struct AgentBuilder {
     hints: HintConfig,
     permission_mode: Option<PermissionMode>,
     task_tools: bool,
+    offloader: Option<Arc<dyn crate::compress::Offloader>>,
     /// What went wrong while building (reported by `build`).
     errors: Vec<String>,
     session: SessionSetup,
@@ -106,6 +107,7 @@ impl AgentBuilder {
             hints: HintConfig::default(),
             permission_mode: None,
             task_tools: false,
+            offloader: None,
             errors: Vec::new(),
             session: SessionSetup::default(),
         }
@@ -199,6 +201,15 @@ impl AgentBuilder {
     /// reported usage of its last call plus the reference's estimate of what came after).
     pub fn token_counter(mut self, counter: impl TokenCounter) -> Self {
         self.counter = Some(Arc::new(counter));
+        self
+    }
+
+    /// Where compression stores what it takes out of the context (the summarised messages, the
+    /// images past `max_image_num`), so they can be read back; see
+    /// [`compress::Offloader`](crate::compress::Offloader). Used only with a
+    /// [`context`](Self::context) configuration.
+    pub fn offloader(mut self, offloader: impl crate::compress::Offloader) -> Self {
+        self.offloader = Some(Arc::new(offloader));
         self
     }
 
@@ -373,6 +384,7 @@ impl AgentBuilder {
                 config: context.clone(),
                 clock: self.hints.clock.clone(),
                 timezone: self.hints.timezone.clone(),
+                offloader: self.offloader.clone(),
             }),
             model_call: model_call.clone(),
         });

@@ -277,6 +277,13 @@ async fn with_a_task_in_progress_the_context_length_line_does_not_invite_a_compr
         .collect();
     assert_eq!(
         order,
-        ["system-reminder", "current-time", "timezone", "tasks", "context-length", "/system-reminder"]
+        [
+            "system-reminder",
+            "current-time",
+            "timezone",
+            "tasks",
+            "context-length",
+            "/system-reminder"
+        ]
     );
 }
