@@ -233,3 +233,46 @@ async fn a_store_that_fails_leaves_the_context_as_it_was() {
     assert_eq!(state.context.len(), 20, "nothing dropped that was not stored");
     assert!(state.summary.is_empty());
 }
+
+#[tokio::test]
+async fn an_image_of_an_assistant_message_becomes_a_hint_and_a_nested_one_a_text() {
+    let image = || {
+        DataBlock::new(towerscope_core::DataSource::Url {
+            url: "workspace://data/cat.png".to_owned(),
+            media_type: "image/png".to_owned(),
+        })
+    };
+    let mut state = towerscope_agent::AgentState::new();
+    state.context.push(Msg::user("user", "draw"));
+    state
+        .context
+        .push(Msg::assistant_blocks("a", vec![ContentBlock::Data(image())]));
+    let result = towerscope_core::ToolResultBlock::new(
+        "c1",
+        "render",
+        towerscope_core::ToolOutput::Blocks(vec![towerscope_core::MediaBlock::Data(image())]),
+        ToolResultState::Success,
+    );
+    state.context.push(Msg::assistant_blocks(
+        "a",
+        vec![
+            ContentBlock::ToolCall(towerscope_core::ToolCallBlock::new("c1", "render", "{}")),
+            ContentBlock::ToolResult(result),
+        ],
+    ));
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("ok")]);
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .hints(HintConfig::disabled())
+        .context(ContextConfig::new().max_image_num(0))
+        .state(state)
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "again")).await.unwrap();
+    let seen = model.requests()[0].messages.to_vec();
+    let reminder = "<system-reminder>The image is offloaded into workspace://data/cat.png, you can refer to it \
+                    when needed.</system-reminder>";
+    assert!(matches!(&seen[2].content[0], ContentBlock::Hint(h) if h.text().as_deref() == Some(reminder)));
+    let nested = seen[3].tool_results().next().unwrap();
+    assert_eq!(nested.output.text_content().as_deref(), Some(reminder));
+}

@@ -1,39 +1,5 @@
 //! [`Offloader`]: where compressed messages and removed images go, so they can be read back (the
 //! reference's `offloader`), and [`FileOffloader`], a directory on disk.
-//!
-//! With an offloader ([`AgentBuilder::offloader`](crate::AgentBuilder::offloader)) a compression
-//! first stores the messages it summarises, then ends the summary with the reference's
-//! reminder, `<system-reminder>The compressed context is offloaded to '{path}', you can refer to
-//! it when needed.</system-reminder>`; an image past
-//! [`ContextConfig::max_image_num`](towerscope_core::ContextConfig::max_image_num) is stored
-//! before it is replaced, and its reminder says where. A failure to store fails the step and
-//! leaves the context as it was: nothing is dropped that was not stored.
-//!
-//! [`FileOffloader`] appends the messages, one JSON message per line, to
-//! `{dir}/sessions/{session_id}/context.jsonl` (as the reference's workspace does) and writes
-//! images to `{dir}/data/{block_id}.{ext}`. [`FileOffloader::read_context`] reads the messages
-//! back, and [`FileOffloader::read_tool`] is the reference's `Read` tool (text, `cat -n`
-//! numbering, `offset` and `limit`) confined to the directory, for the model to follow the
-//! reminder.
-//!
-//! # Example
-//!
-//! ```
-//! use towerscope_agent::compress::{FileOffloader, Offloader};
-//! use towerscope_core::{Id, Msg};
-//!
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), towerscope_core::AgentError> {
-//! let dir = std::env::temp_dir().join(format!("towerscope-offload-doc-{}", std::process::id()));
-//! let offloader = FileOffloader::new(&dir);
-//! let session = Id::from("s1");
-//! let path = offloader.offload_context(&session, vec![Msg::user("user", "an old message").into()]).await?;
-//! assert!(path.ends_with("context.jsonl"));
-//! let back = offloader.read_context(&session).await?;
-//! assert_eq!(back[0].text_content().as_deref(), Some("an old message"));
-//! # std::fs::remove_dir_all(&dir).ok();
-//! # Ok(()) }
-//! ```
 
 use std::fs::{self, OpenOptions};
 use std::io::Write as _;
@@ -45,7 +11,42 @@ use towerscope_core::{AgentError, DataBlock, DataSource, Id, Msg};
 
 use super::read_tool::ReadTool;
 
-/// Stores what compression takes out of the context, so it can be read back.
+/// Stores what compression takes out of the context, so it can be read back (the reference's
+/// `offloader`).
+///
+/// With an offloader ([`AgentBuilder::offloader`](crate::AgentBuilder::offloader)) a compression
+/// first stores the messages it summarises, then ends the summary with the reference's
+/// reminder, `<system-reminder>The compressed context is offloaded to '{path}', you can refer to
+/// it when needed.</system-reminder>`; an image past
+/// [`ContextConfig::max_image_num`](towerscope_core::ContextConfig::max_image_num) is stored
+/// before it is replaced, and its reminder says where. A failure to store fails the step and
+/// leaves the context as it was: nothing is dropped that was not stored.
+///
+/// [`FileOffloader`] appends the messages, one JSON message per line, to
+/// `{dir}/sessions/{session_id}/context.jsonl` (as the reference's workspace does) and writes
+/// images to `{dir}/data/{block_id}.{ext}`. [`FileOffloader::read_context`] reads the messages
+/// back, and [`FileOffloader::read_tool`] is the reference's `Read` tool (text, `cat -n`
+/// numbering, `offset` and `limit`) confined to the directory, for the model to follow the
+/// reminder.
+///
+/// # Example
+///
+/// ```
+/// use towerscope_agent::compress::{FileOffloader, Offloader};
+/// use towerscope_core::{Id, Msg};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), towerscope_core::AgentError> {
+/// let dir = std::env::temp_dir().join(format!("towerscope-offload-doc-{}", std::process::id()));
+/// let offloader = FileOffloader::new(&dir);
+/// let session = Id::from("s1");
+/// let path = offloader.offload_context(&session, vec![Msg::user("user", "an old message").into()]).await?;
+/// assert!(path.ends_with("context.jsonl"));
+/// let back = offloader.read_context(&session).await?;
+/// assert_eq!(back[0].text_content().as_deref(), Some("an old message"));
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok(()) }
+/// ```
 pub trait Offloader: Send + Sync + 'static {
     /// Stores messages a compression summarises; returns where they are, for the model (the
     /// reference's `offload_context`).
@@ -56,7 +57,7 @@ pub trait Offloader: Send + Sync + 'static {
     fn offload_data_block(&self, block: DataBlock) -> BoxFuture<'static, Result<String, AgentError>>;
 }
 
-/// An [`Offloader`] writing into a directory. See the [module docs](self).
+/// An [`Offloader`] writing into a directory (see [`Offloader`] for the layout).
 #[derive(Debug, Clone)]
 pub struct FileOffloader {
     dir: PathBuf,
