@@ -72,25 +72,18 @@ pub(crate) fn inject(runtime: &Runtime, ctx: &AgentContext, events: bool) -> Opt
     let hints = runtime.hints.as_ref()?;
     let cfg = &hints.config;
     let now = cfg.clock.now();
-    let (inject_time, tasks, tool_error) = {
+    let (inject_time, open, tasks, tool_error) = {
         let state = runtime.lock_state();
         let inject_time =
             newest_time(&state.context, hints).is_none_or(|then| elapsed_too_long(then, now, cfg.time_interval));
-        let tasks = crate::tasks::open_counts(&state.tasks);
-        let unaware = (tasks != (0, 0) && !aware_of_tasks(&state.context, hints)).then_some(tasks);
-        (
-            inject_time,
-            unaware,
-            repeated_tool_error(&state.context, &runtime.name, cfg),
-        )
+        let open = crate::tasks::open_counts(&state.tasks);
+        let unaware = (open != (0, 0) && !aware_of_tasks(&state.context, hints)).then_some(open);
+        let tool_error = repeated_tool_error(&state.context, &runtime.name, cfg);
+        (inject_time, open, unaware, tool_error)
     };
     let context_length = if ctx.iteration() == 0 {
-        let in_progress = runtime
-            .lock_state()
-            .tasks
-            .iter()
-            .any(|t| t.state == crate::tasks::TaskState::InProgress);
-        context_length(runtime, ctx, in_progress)
+        // The invitation to compress only between tasks (none in progress).
+        context_length(runtime, ctx, open.0 > 0)
     } else {
         None
     };
