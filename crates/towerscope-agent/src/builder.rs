@@ -73,7 +73,8 @@ pub struct AgentBuilder {
     installed: Vec<Arc<dyn Any + Send + Sync>>,
     context: Option<ContextConfig>,
     counter: Option<Arc<dyn TokenCounter>>,
-    hints: HintConfig,
+    /// `None`: the defaults, shared with every agent that keeps them.
+    hints: Option<HintConfig>,
     permission_mode: Option<PermissionMode>,
     task_tools: bool,
     offloader: Option<Arc<dyn crate::compress::Offloader>>,
@@ -104,7 +105,7 @@ impl AgentBuilder {
             installed: Vec::new(),
             context: None,
             counter: None,
-            hints: HintConfig::default(),
+            hints: None,
             permission_mode: None,
             task_tools: false,
             offloader: None,
@@ -224,7 +225,7 @@ impl AgentBuilder {
     /// The runtime-state hints (see the [`hints`](crate::hints) module; on by default, as in
     /// the reference; [`HintConfig::disabled`] turns them off).
     pub fn hints(mut self, hints: HintConfig) -> Self {
-        self.hints = hints;
+        self.hints = Some(hints);
         self
     }
 
@@ -345,7 +346,8 @@ impl AgentBuilder {
                 })
                 .map_err(|e| AgentError::validation(format!("agent '{}': ContextConfig: {e}", self.name)))?;
         }
-        self.hints
+        let hints = self.hints.map_or_else(HintConfig::shared_default, Arc::new);
+        hints
             .validate()
             .map_err(|e| AgentError::validation(format!("agent '{}': HintConfig: {e}", self.name)))?;
         let toolkit = self.toolkit;
@@ -382,8 +384,8 @@ impl AgentBuilder {
                 fold: stacks.system_prompt.clone(),
                 counter: Arc::clone(&counter),
                 config: context.clone(),
-                clock: self.hints.clock.clone(),
-                timezone: self.hints.timezone.clone(),
+                clock: hints.clock.clone(),
+                timezone: hints.timezone.clone(),
                 offloader: self.offloader.clone(),
             }),
             model_call: model_call.clone(),
@@ -429,7 +431,7 @@ impl AgentBuilder {
             installed: self.installed,
             context,
             counter,
-            hints: self.hints.enabled.then(|| crate::hint_config::Hints::new(self.hints)),
+            hints: hints.enabled.then(|| crate::hint_config::Hints::new(hints)),
         });
         let reasoning = stacks.reasoning.build(ReasoningStep {
             runtime: Arc::clone(&runtime),

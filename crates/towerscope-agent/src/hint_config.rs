@@ -2,7 +2,7 @@
 //! `InjectionConfig`); the hints themselves are injected by the `hints` step of the loop.
 
 use std::borrow::Cow;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use towerscope_core::Id;
@@ -190,12 +190,22 @@ impl HintConfig {
 /// back without searching and parsing the text again.
 #[derive(Debug)]
 pub(crate) struct Hints {
-    pub(crate) config: HintConfig,
+    /// Shared: agents with the default hints hold one configuration between them.
+    pub(crate) config: Arc<HintConfig>,
     pub(crate) recorded: Mutex<Option<(Id, SystemTime)>>,
 }
 
+impl HintConfig {
+    /// The default configuration, built once per process and shared by every agent that keeps
+    /// it: an idle agent holds a pointer, not a copy.
+    pub(crate) fn shared_default() -> Arc<Self> {
+        static DEFAULT: OnceLock<Arc<HintConfig>> = OnceLock::new();
+        Arc::clone(DEFAULT.get_or_init(|| Arc::new(HintConfig::default())))
+    }
+}
+
 impl Hints {
-    pub(crate) fn new(config: HintConfig) -> Self {
+    pub(crate) fn new(config: Arc<HintConfig>) -> Self {
         Self {
             config,
             recorded: Mutex::new(None),
