@@ -431,6 +431,7 @@ impl AgentBuilder {
             installed: self.installed,
             context,
             counter,
+            offloader: self.offloader,
             hints: hints.enabled.then(|| crate::hint_config::Hints::new(hints)),
         });
         let reasoning = stacks.reasoning.build(ReasoningStep {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use towerscope_agent::compress::{FileOffloader, Offloader, SUMMARY_TOOL};
 use towerscope_agent::{Agent, ContextConfig, HintConfig};
-use towerscope_core::{AgentError, ContentBlock, DataBlock, Id, Msg, Role, ToolResultState};
+use towerscope_core::{AgentError, ContentBlock, DataBlock, Id, Msg, Role, ToolResultBlock, ToolResultState};
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 
 const SUMMARY: &str = r#"{"task_overview": "look words up", "current_state": "done", "important_discoveries": "-",
@@ -209,6 +209,10 @@ impl Offloader for Broken {
     fn offload_data_block(&self, _: DataBlock) -> BoxFuture<'static, Result<String, AgentError>> {
         Box::pin(async { Err(AgentError::State("the store is down".to_owned())) })
     }
+
+    fn offload_tool_result(&self, _: &Id, _: ToolResultBlock) -> BoxFuture<'static, Result<String, AgentError>> {
+        Box::pin(async { Err(AgentError::State("the store is down".to_owned())) })
+    }
 }
 
 #[tokio::test]
@@ -275,4 +279,56 @@ async fn an_image_of_an_assistant_message_becomes_a_hint_and_a_nested_one_a_text
     assert!(matches!(&seen[2].content[0], ContentBlock::Hint(h) if h.text().as_deref() == Some(reminder)));
     let nested = seen[3].tool_results().next().unwrap();
     assert_eq!(nested.output.text_content().as_deref(), Some(reminder));
+}
+
+/// Any arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Anything {}
+
+#[tokio::test]
+async fn the_cut_part_of_a_long_tool_result_is_offloaded_and_the_reminder_names_the_file() {
+    let dir = temp_dir("tool-result");
+    let long: String = (0..400).map(|i| format!("line {i}\n")).collect();
+    let tool_text = long.clone();
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "dump", "{}"),
+            ScriptedResponse::text("ok"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .model(model)
+        .hints(HintConfig::disabled())
+        .context(ContextConfig::new().tool_result_limit(100))
+        .offloader(FileOffloader::new(&dir))
+        .tool(towerscope_agent::toolkit::FunctionTool::new(
+            "dump",
+            move |_: Anything| {
+                let text = tool_text.clone();
+                async move { text }
+            },
+        ))
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "dump")).await.unwrap();
+    let state = agent.state();
+    let result = state.context[1].tool_results().next().unwrap().clone();
+    let text = result.output.text_content().unwrap();
+    let marker = "\n<<<TRUNCATED>>>\n<system-reminder>The remaining content has been omitted for limited context. You \
+                  can refer to the file in '";
+    let (kept, rest) = text.split_once(marker).unwrap();
+    let path = rest.split_once('\'').unwrap().0;
+    assert!(
+        rest.ends_with("' for the truncated content if needed.</system-reminder>"),
+        "{rest}"
+    );
+    assert!(path.ends_with("tool_result-c1.txt"), "{path}");
+    let omitted = std::fs::read_to_string(path).unwrap();
+    assert_eq!(
+        format!("{kept}{omitted}"),
+        long,
+        "nothing lost: the kept part and the file make the whole"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

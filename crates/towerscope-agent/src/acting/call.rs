@@ -282,13 +282,32 @@ async fn run_tool(
     let mut result = ToolResultBlock::new(&call.id, &call.name, ToolOutput::Blocks(response.content), state)
         .with_metadata(response.metadata.clone());
     if let Some(config) = &runtime.context {
-        compress::truncate_result(&mut result, &*runtime.counter, config);
+        truncate(runtime, config, &mut result).await;
     }
     runtime.lock_state().save_result(&runtime.name, reply_id, result);
     let metadata = response.metadata;
     emit.event(|| ToolResultEndEvent::new(reply_id, &call.id, state, metadata).into())
         .await;
     Ok(())
+}
+
+/// Cuts a result over the limit; with an offloader, the cut part is stored first and the
+/// reminder names the file (a store that fails leaves the plain reminder, with a warning).
+async fn truncate(runtime: &Runtime, config: &towerscope_core::ContextConfig, result: &mut ToolResultBlock) {
+    let Some(split) = compress::split_result(result, &*runtime.counter, config) else {
+        return;
+    };
+    let mut note = String::new();
+    if let Some(offloader) = &runtime.offloader {
+        let session_id = runtime.lock_state().session_id.clone();
+        match offloader.offload_tool_result(&session_id, split.omitted).await {
+            Ok(path) => {
+                note = format!(" You can refer to the file in '{path}' for the truncated content if needed.");
+            }
+            Err(e) => tracing::warn!(error = %e, "the cut part of a tool result could not be offloaded"),
+        }
+    }
+    compress::finish_truncated(result, split.kept, &compress::truncated_reminder(&note));
 }
 
 fn delta_event(reply_id: &towerscope_core::Id, call: &ToolCallBlock, block: &MediaBlock) -> AgentEvent {

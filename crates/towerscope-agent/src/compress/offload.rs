@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use towerscope_core::{AgentError, DataBlock, DataSource, Id, Msg};
+use towerscope_core::{AgentError, DataBlock, DataSource, Id, MediaBlock, Msg, ToolOutput, ToolResultBlock};
 
 use super::read_tool::ReadTool;
 
@@ -19,12 +19,15 @@ use super::read_tool::ReadTool;
 /// reminder, `<system-reminder>The compressed context is offloaded to '{path}', you can refer to
 /// it when needed.</system-reminder>`; an image past
 /// [`ContextConfig::max_image_num`](towerscope_core::ContextConfig::max_image_num) is stored
-/// before it is replaced, and its reminder says where. A failure to store fails the step and
-/// leaves the context as it was: nothing is dropped that was not stored.
+/// before it is replaced, and its reminder says where; the part of a tool result cut at
+/// `tool_result_limit` is stored and the truncation reminder names the file. A failure to store
+/// messages or images fails the step and leaves the context as it was: nothing is dropped that
+/// was not stored (a tool result keeps the plain reminder, with a warning).
 ///
 /// [`FileOffloader`] appends the messages, one JSON message per line, to
-/// `{dir}/sessions/{session_id}/context.jsonl` (as the reference's workspace does) and writes
-/// images to `{dir}/data/{block_id}.{ext}`. [`FileOffloader::read_context`] reads the messages
+/// `{dir}/sessions/{session_id}/context.jsonl` (as the reference's workspace does), the cut
+/// part of a tool result to `{dir}/sessions/{session_id}/tool_result-{id}.txt` (`(1)`, `(2)`, …
+/// when the id repeats), and images to `{dir}/data/{block_id}.{ext}`. [`FileOffloader::read_context`] reads the messages
 /// back, and [`FileOffloader::read_tool`] is the reference's `Read` tool (text, `cat -n`
 /// numbering, `offset` and `limit`) confined to the directory, for the model to follow the
 /// reminder.
@@ -55,6 +58,15 @@ pub trait Offloader: Send + Sync + 'static {
     /// Stores an inline image the context no longer keeps; returns where it is (the
     /// reference's `offload_data_block`).
     fn offload_data_block(&self, block: DataBlock) -> BoxFuture<'static, Result<String, AgentError>>;
+
+    /// Stores the part of a tool result cut at
+    /// [`ContextConfig::tool_result_limit`](towerscope_core::ContextConfig::tool_result_limit);
+    /// returns where it is (the reference's `offload_tool_result`).
+    fn offload_tool_result(
+        &self,
+        session_id: &Id,
+        result: ToolResultBlock,
+    ) -> BoxFuture<'static, Result<String, AgentError>>;
 }
 
 /// An [`Offloader`] writing into a directory (see [`Offloader`] for the layout).
@@ -136,30 +148,84 @@ impl Offloader for FileOffloader {
         }))
     }
 
-    fn offload_data_block(&self, block: DataBlock) -> BoxFuture<'static, Result<String, AgentError>> {
+    fn offload_tool_result(
+        &self,
+        session_id: &Id,
+        result: ToolResultBlock,
+    ) -> BoxFuture<'static, Result<String, AgentError>> {
+        let base = self.dir.join("sessions").join(file_name(&session_id.to_string()));
         let data = self.dir.join("data");
         Box::pin(blocking(move || {
-            let DataSource::Base64 { media_type, .. } = &block.source else {
-                return Err(AgentError::State("only inline data is offloaded".to_owned()));
-            };
-            let Some(bytes) = block.source.decode_bytes() else {
-                return Err(AgentError::State(format!(
-                    "the data block {} is not valid base64",
-                    block.id
-                )));
-            };
-            let path = data.join(format!(
-                "{}.{}",
-                file_name(&block.id.to_string()),
-                extension(media_type)
-            ));
-            fs::create_dir_all(&data).map_err(|e| io_error(&data, &e))?;
-            if !path.exists() {
-                fs::write(&path, bytes).map_err(|e| io_error(&path, &e))?;
+            let mut text = String::new();
+            match &result.output {
+                ToolOutput::Text(t) => text.push_str(t),
+                ToolOutput::Blocks(blocks) => {
+                    for block in blocks {
+                        match block {
+                            MediaBlock::Text(t) => text.push_str(&t.text),
+                            MediaBlock::Data(d) => {
+                                let url = match &d.source {
+                                    DataSource::Url { url, .. } => url.clone(),
+                                    DataSource::Base64 { .. } => write_data(&data, d)?,
+                                };
+                                let name = d.name.as_deref().unwrap_or_default();
+                                let media_type = d.source.media_type();
+                                text.push_str(&format!("<data url='{url}' name='{name}' media_type='{media_type}'/>"));
+                            }
+                        }
+                    }
+                }
             }
+            fs::create_dir_all(&base).map_err(|e| io_error(&base, &e))?;
+            let stem = format!("tool_result-{}", file_name(&result.id.to_string()));
+            // A second result of the same id gets (1), (2), … instead of replacing the first.
+            let mut path = base.join(format!("{stem}.txt"));
+            let mut index = 1;
+            let file = loop {
+                match OpenOptions::new().write(true).create_new(true).open(&path) {
+                    Ok(file) => break file,
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && index < 10_000 => {
+                        path = base.join(format!("{stem}({index}).txt"));
+                        index += 1;
+                    }
+                    Err(e) => return Err(io_error(&path, &e)),
+                }
+            };
+            let mut file = file;
+            file.write_all(text.as_bytes())
+                .and_then(|()| file.sync_data())
+                .map_err(|e| io_error(&path, &e))?;
             Ok(path.display().to_string())
         }))
     }
+
+    fn offload_data_block(&self, block: DataBlock) -> BoxFuture<'static, Result<String, AgentError>> {
+        let data = self.dir.join("data");
+        Box::pin(blocking(move || write_data(&data, &block)))
+    }
+}
+
+/// Writes an inline data block's bytes under `data`; returns the file's path.
+fn write_data(data: &Path, block: &DataBlock) -> Result<String, AgentError> {
+    let DataSource::Base64 { media_type, .. } = &block.source else {
+        return Err(AgentError::State("only inline data is offloaded".to_owned()));
+    };
+    let Some(bytes) = block.source.decode_bytes() else {
+        return Err(AgentError::State(format!(
+            "the data block {} is not valid base64",
+            block.id
+        )));
+    };
+    let path = data.join(format!(
+        "{}.{}",
+        file_name(&block.id.to_string()),
+        extension(media_type)
+    ));
+    fs::create_dir_all(data).map_err(|e| io_error(data, &e))?;
+    if !path.exists() {
+        fs::write(&path, bytes).map_err(|e| io_error(&path, &e))?;
+    }
+    Ok(path.display().to_string())
 }
 
 /// Runs blocking file work on tokio's blocking pool.
