@@ -394,23 +394,14 @@ fn positions(c: &mut Criterion) {
     let model_impl = answer(response, |r: &ChatResponse| ModelOutput::Complete(r.clone()));
     bench_position(c, &rt, "on_model_call", model_impl, model_call);
 
-    let acting = ActingRequest {
-        ctx: ctx.clone(),
-        tool_call: Arc::new(tool_call.clone()),
-        tool: Arc::clone(&tool),
-        input: Arc::new(serde_json::json!({})),
-    };
+    let acting =
+        ActingRequest::new(ctx.clone(), tool_call.clone(), Arc::clone(&tool)).with_input(serde_json::json!({}));
     let acting_impl = answer(ToolResponse::text("hi"), |r: &ToolResponse| -> ToolStream {
         Box::pin(stream::iter([Ok(ToolItem::Response(r.clone()))]))
     });
     bench_position(c, &rt, "on_acting", acting_impl, acting);
 
-    let permission = PermissionRequest {
-        ctx: ctx.clone(),
-        tool_call: Arc::new(tool_call),
-        tool,
-        input: Arc::new(serde_json::json!({"text": "hi"})),
-    };
+    let permission = PermissionRequest::new(ctx.clone(), tool_call, tool, serde_json::json!({"text": "hi"}));
     let permission_impl = answer(PermissionDecision::Allow, PermissionDecision::clone);
     bench_position(c, &rt, "on_check_permission", permission_impl, permission);
 

@@ -73,8 +73,11 @@ pub struct AgentBuilder {
     installed: Vec<Arc<dyn Any + Send + Sync>>,
     context: Option<ContextConfig>,
     counter: Option<Arc<dyn TokenCounter>>,
-    hints: HintConfig,
+    /// `None`: the defaults, shared with every agent that keeps them.
+    hints: Option<HintConfig>,
     permission_mode: Option<PermissionMode>,
+    task_tools: bool,
+    offloader: Option<Arc<dyn crate::compress::Offloader>>,
     /// What went wrong while building (reported by `build`).
     errors: Vec<String>,
     session: SessionSetup,
@@ -102,8 +105,10 @@ impl AgentBuilder {
             installed: Vec::new(),
             context: None,
             counter: None,
-            hints: HintConfig::default(),
+            hints: None,
             permission_mode: None,
+            task_tools: false,
+            offloader: None,
             errors: Vec::new(),
             session: SessionSetup::default(),
         }
@@ -200,10 +205,27 @@ impl AgentBuilder {
         self
     }
 
+    /// Where compression stores what it takes out of the context (the summarised messages, the
+    /// images past `max_image_num`), so they can be read back; see
+    /// [`compress::Offloader`](crate::compress::Offloader). Used only with a
+    /// [`context`](Self::context) configuration.
+    pub fn offloader(mut self, offloader: impl crate::compress::Offloader) -> Self {
+        self.offloader = Some(Arc::new(offloader));
+        self
+    }
+
+    /// Offers the model the reference's task tools (`TaskCreate`, `TaskGet`, `TaskList`,
+    /// `TaskUpdate`; default off, as the reference's agent has none unless they are added): a
+    /// plan it keeps in [`AgentState::tasks`]. See the [`tasks`](crate::tasks) module.
+    pub fn task_tools(mut self, offered: bool) -> Self {
+        self.task_tools = offered;
+        self
+    }
+
     /// The runtime-state hints (see the [`hints`](crate::hints) module; on by default, as in
     /// the reference; [`HintConfig::disabled`] turns them off).
     pub fn hints(mut self, hints: HintConfig) -> Self {
-        self.hints = hints;
+        self.hints = Some(hints);
         self
     }
 
@@ -324,7 +346,8 @@ impl AgentBuilder {
                 })
                 .map_err(|e| AgentError::validation(format!("agent '{}': ContextConfig: {e}", self.name)))?;
         }
-        self.hints
+        let hints = self.hints.map_or_else(HintConfig::shared_default, Arc::new);
+        hints
             .validate()
             .map_err(|e| AgentError::validation(format!("agent '{}': HintConfig: {e}", self.name)))?;
         let toolkit = self.toolkit;
@@ -336,6 +359,11 @@ impl AgentBuilder {
             state.permission_mode = mode;
         }
         let state = Arc::new(Mutex::new(state));
+        let mut toolkit = toolkit;
+        if self.task_tools {
+            // The tools hold this agent's state: the toolkit is this agent's own from here.
+            crate::tasks::add_tools(Arc::make_mut(&mut toolkit), &state);
+        }
         let stacks = self.stacks;
         let system_msg = stacks
             .system_prompt
@@ -356,8 +384,9 @@ impl AgentBuilder {
                 fold: stacks.system_prompt.clone(),
                 counter: Arc::clone(&counter),
                 config: context.clone(),
-                clock: self.hints.clock.clone(),
-                timezone: self.hints.timezone.clone(),
+                clock: hints.clock.clone(),
+                timezone: hints.timezone.clone(),
+                offloader: self.offloader.clone(),
             }),
             model_call: model_call.clone(),
         });
@@ -371,6 +400,7 @@ impl AgentBuilder {
             acting: stacks.acting.build(RunTool {
                 toolkit: ToolkitService::new(Arc::clone(&toolkit)),
                 compress: compress_tool,
+                state: Arc::clone(&state),
             }),
             permission: stacks.check_permission.build(DecidePermission {
                 state: Arc::clone(&state),
@@ -401,7 +431,8 @@ impl AgentBuilder {
             installed: self.installed,
             context,
             counter,
-            hints: self.hints.enabled.then(|| crate::hint_config::Hints::new(self.hints)),
+            offloader: self.offloader,
+            hints: hints.enabled.then(|| crate::hint_config::Hints::new(hints)),
         });
         let reasoning = stacks.reasoning.build(ReasoningStep {
             runtime: Arc::clone(&runtime),

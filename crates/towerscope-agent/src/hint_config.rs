@@ -2,7 +2,7 @@
 //! `InjectionConfig`); the hints themselves are injected by the `hints` step of the loop.
 
 use std::borrow::Cow;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use towerscope_core::Id;
@@ -14,6 +14,18 @@ pub const DEFAULT_HINT_TEMPLATE: &str = "<system-reminder>Treat the following as
 
 /// The reference's source of runtime-state hints (also how earlier ones are recognised).
 pub const DEFAULT_HINT_SOURCE: &str = r#"{"label": "System", "sublabel": "Runtime State"}"#;
+
+/// The reference's repeated-tool-error hint; `{tool_name}` and `{count}` are replaced.
+pub const DEFAULT_TOOL_RETRIES_HINT: &str = "The last {count} calls to '{tool_name}' with the same arguments all failed. \
+     Stop retrying the same call as-is, check the error message and try a different approach.";
+
+/// The reference's task tools, whose calls in the context tell that the model knows its tasks.
+pub const DEFAULT_TASK_TOOL_NAMES: &[Cow<'static, str>] = &[
+    Cow::Borrowed("TaskCreate"),
+    Cow::Borrowed("TaskGet"),
+    Cow::Borrowed("TaskList"),
+    Cow::Borrowed("TaskUpdate"),
+];
 
 /// What the runtime-state hints say and when (the reference's `InjectionConfig`).
 ///
@@ -50,6 +62,14 @@ pub struct HintConfig {
     pub emit_event: bool,
     /// Where the time is read.
     pub clock: Clock,
+    /// How many times in a row the same call (same tool, same arguments) must fail before the
+    /// `tool-error` line is added (default 3, at least 3, as in the reference).
+    pub tool_retries_limit: u32,
+    /// The `tool-error` line; `{tool_name}` and `{count}` are replaced.
+    pub tool_retries_hint: Cow<'static, str>,
+    /// The tools whose calls in the context tell that the model knows its open tasks, so no
+    /// `tasks` line is added (default: the four task tools of [`tasks`](crate::tasks)).
+    pub task_tool_names: Cow<'static, [Cow<'static, str>]>,
 }
 
 impl Default for HintConfig {
@@ -63,6 +83,9 @@ impl Default for HintConfig {
             extra_fields: Vec::new(),
             emit_event: true,
             clock: Clock::system(),
+            tool_retries_limit: 3,
+            tool_retries_hint: Cow::Borrowed(DEFAULT_TOOL_RETRIES_HINT),
+            task_tool_names: Cow::Borrowed(DEFAULT_TASK_TOOL_NAMES),
         }
     }
 }
@@ -123,7 +146,35 @@ impl HintConfig {
         self
     }
 
+    /// Sets how many failures in a row of the same call bring the `tool-error` line (checked
+    /// when the agent is built: at least 3).
+    #[must_use]
+    pub fn tool_retries_limit(mut self, limit: u32) -> Self {
+        self.tool_retries_limit = limit;
+        self
+    }
+
+    /// Sets the `tool-error` line (`{tool_name}` and `{count}` are replaced).
+    #[must_use]
+    pub fn tool_retries_hint(mut self, hint: impl Into<Cow<'static, str>>) -> Self {
+        self.tool_retries_hint = hint.into();
+        self
+    }
+
+    /// Sets the tools whose calls in the context stand for the model knowing its tasks.
+    #[must_use]
+    pub fn task_tool_names(mut self, names: impl IntoIterator<Item = impl Into<Cow<'static, str>>>) -> Self {
+        self.task_tool_names = names.into_iter().map(Into::into).collect::<Vec<_>>().into();
+        self
+    }
+
     pub(crate) fn validate(&self) -> Result<(), String> {
+        if self.tool_retries_limit < 3 {
+            return Err(format!(
+                "tool_retries_limit must be at least 3, got {}.",
+                self.tool_retries_limit
+            ));
+        }
         if !self.template.contains("{runtime_state}") {
             return Err(format!(
                 "The injection template must contain the '{{runtime_state}}' placeholder, got {:?}.",
@@ -139,12 +190,22 @@ impl HintConfig {
 /// back without searching and parsing the text again.
 #[derive(Debug)]
 pub(crate) struct Hints {
-    pub(crate) config: HintConfig,
+    /// Shared: agents with the default hints hold one configuration between them.
+    pub(crate) config: Arc<HintConfig>,
     pub(crate) recorded: Mutex<Option<(Id, SystemTime)>>,
 }
 
+impl HintConfig {
+    /// The default configuration, built once per process and shared by every agent that keeps
+    /// it: an idle agent holds a pointer, not a copy.
+    pub(crate) fn shared_default() -> Arc<Self> {
+        static DEFAULT: OnceLock<Arc<HintConfig>> = OnceLock::new();
+        Arc::clone(DEFAULT.get_or_init(|| Arc::new(HintConfig::default())))
+    }
+}
+
 impl Hints {
-    pub(crate) fn new(config: HintConfig) -> Self {
+    pub(crate) fn new(config: Arc<HintConfig>) -> Self {
         Self {
             config,
             recorded: Mutex::new(None),

@@ -5,9 +5,18 @@
 //! - `current-time` and `timezone`: when no earlier hint of the context records the time (the
 //!   first reply, or right after a compression removed it), or more than
 //!   [`HintConfig::time_interval`](crate::HintConfig::time_interval) passed since the one recorded;
+//! - `tasks`: while tasks of the [task list](crate::tasks) are pending or in progress and the
+//!   context holds neither a call of a task tool nor an earlier `tasks` line (they were
+//!   compressed away, or the list was seeded): how many of each, and to use `TaskList`;
 //! - `context-length`: in the first round of a reply, when the round's input (as the
 //!   compressor counted it; no count, no hint) is within `context_buffer_ratio` of the
-//!   compression trigger, with the `CompressContext` tool's invitation when it is offered;
+//!   compression trigger, with the `CompressContext` tool's invitation when it is offered and
+//!   no task is in progress;
+//! - `tool-error`: when the latest tool results of the reply are the same call (same tool, same
+//!   arguments, whatever their key order) failing
+//!   [`HintConfig::tool_retries_limit`](crate::HintConfig::tool_retries_limit) times or more in a
+//!   row: [`HintConfig::tool_retries_hint`](crate::HintConfig::tool_retries_hint), so the model
+//!   stops retrying it as is;
 //! - [`HintConfig::extra_fields`](crate::HintConfig::extra_fields): added to any hint, never a reason for one.
 //!
 //! On by default, as in the reference; [`HintConfig::disabled`](crate::HintConfig::disabled) turns them off, and then the
@@ -48,7 +57,8 @@
 use std::fmt::Write as _;
 use std::time::{Duration, SystemTime};
 use towerscope_core::{
-    AgentContext, AgentEvent, ContentBlock, HintBlock, HintBlockEvent, HintContent, MediaBlock, Role,
+    AgentContext, AgentEvent, ContentBlock, HintBlock, HintBlockEvent, HintContent, Id, MediaBlock, Role,
+    ToolResultState,
 };
 
 use crate::compress::{COMPRESS_TOOL, RoundTokens};
@@ -62,16 +72,22 @@ pub(crate) fn inject(runtime: &Runtime, ctx: &AgentContext, events: bool) -> Opt
     let hints = runtime.hints.as_ref()?;
     let cfg = &hints.config;
     let now = cfg.clock.now();
-    let inject_time = {
+    let (inject_time, open, tasks, tool_error) = {
         let state = runtime.lock_state();
-        newest_time(&state.context, hints).is_none_or(|then| elapsed_too_long(then, now, cfg.time_interval))
+        let inject_time =
+            newest_time(&state.context, hints).is_none_or(|then| elapsed_too_long(then, now, cfg.time_interval));
+        let open = crate::tasks::open_counts(&state.tasks);
+        let unaware = (open != (0, 0) && !aware_of_tasks(&state.context, hints)).then_some(open);
+        let tool_error = repeated_tool_error(&state.context, &runtime.name, cfg);
+        (inject_time, open, unaware, tool_error)
     };
     let context_length = if ctx.iteration() == 0 {
-        context_length(runtime, ctx)
+        // The invitation to compress only between tasks (none in progress).
+        context_length(runtime, ctx, open.0 > 0)
     } else {
         None
     };
-    if !inject_time && context_length.is_none() {
+    if !inject_time && tasks.is_none() && context_length.is_none() && tool_error.is_none() {
         return None;
     }
     // One string: the template around the `<key>value</key>` lines.
@@ -92,8 +108,22 @@ pub(crate) fn inject(runtime: &Runtime, ctx: &AgentContext, events: bool) -> Opt
         line(&mut text, "current-time", &cfg.timezone.display(now));
         line(&mut text, "timezone", &cfg.timezone.name);
     }
+    if let Some((in_progress, pending)) = tasks {
+        let tasks = format!(
+            "You have {in_progress} in-progress tasks and {pending} pending tasks. Use `TaskList` to view them if you \
+             don't know."
+        );
+        line(&mut text, "tasks", &tasks);
+    }
     if let Some(length) = &context_length {
         line(&mut text, "context-length", length);
+    }
+    if let Some((tool, count)) = tool_error {
+        let hint = cfg
+            .tool_retries_hint
+            .replace("{tool_name}", &tool)
+            .replace("{count}", &count.to_string());
+        line(&mut text, "tool-error", &hint);
     }
     for (key, value) in &cfg.extra_fields {
         line(&mut text, key, value);
@@ -175,8 +205,61 @@ fn elapsed_too_long(then: SystemTime, now: SystemTime, interval: Duration) -> bo
     now.duration_since(then).map_or(true, |elapsed| elapsed > interval)
 }
 
+/// Whether the context shows that the model knows its tasks: a call of a task tool, or an
+/// earlier hint with a `tasks` line.
+fn aware_of_tasks(context: &towerscope_core::Messages, hints: &Hints) -> bool {
+    let cfg = &hints.config;
+    context
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(|m| m.content.iter())
+        .any(|b| match b {
+            ContentBlock::ToolCall(call) => cfg.task_tool_names.iter().any(|n| *n == call.name),
+            ContentBlock::Hint(h) if h.source.as_deref() == Some(cfg.source.as_ref()) => {
+                hint_text(&h.hint).is_some_and(|t| t.contains("<tasks>"))
+            }
+            _ => false,
+        })
+}
+
+/// The tool and the count when the latest results of the agent's tail message are the same
+/// call failing at least `tool_retries_limit` times in a row (the reference's
+/// `_get_repeated_tool_error`).
+fn repeated_tool_error(
+    context: &towerscope_core::Messages,
+    agent: &str,
+    cfg: &crate::HintConfig,
+) -> Option<(String, usize)> {
+    let msg = context
+        .last()
+        .filter(|m| m.role == Role::Assistant && m.name.as_ref() == agent)?;
+    let mut results = msg.content.iter().rev().filter_map(|b| match b {
+        ContentBlock::ToolResult(r) => Some(r),
+        _ => None,
+    });
+    let last = results.next().filter(|r| r.state == ToolResultState::Error)?;
+    let limit = usize::try_from(cfg.tool_retries_limit).unwrap_or(usize::MAX);
+    // The latest failures of the same tool, newest first.
+    let streak: Vec<&Id> = std::iter::once(last)
+        .chain(results.take_while(|r| r.state == ToolResultState::Error && r.name == last.name))
+        .map(|r| &r.id)
+        .collect();
+    if streak.len() < limit {
+        return None;
+    }
+    // The same tool is not enough: the arguments repeat too, compared as parsed JSON (so key
+    // order does not matter), or as trimmed text when they do not parse.
+    let arguments = |id: &Id| {
+        let raw = msg.tool_calls().find(|c| c.id == *id).map_or("", |c| c.input.as_str());
+        serde_json::from_str::<serde_json::Value>(raw).map_err(|_| raw.trim())
+    };
+    let first = arguments(streak[0]);
+    let count = streak.iter().take_while(|id| arguments(id) == first).count();
+    (count >= limit).then(|| (last.name.clone(), count))
+}
+
 /// The context-length line, when the round's count is within the buffer of the trigger.
-fn context_length(runtime: &Runtime, ctx: &AgentContext) -> Option<String> {
+fn context_length(runtime: &Runtime, ctx: &AgentContext, in_progress: bool) -> Option<String> {
     let config = runtime.context.as_ref()?;
     let counted = ctx.get::<RoundTokens>().filter(|t| t.iteration == ctx.iteration())?;
     let size = config.context_size.unwrap_or_else(|| runtime.model.context_size());
@@ -188,7 +271,7 @@ fn context_length(runtime: &Runtime, ctx: &AgentContext) -> Option<String> {
         counted.tokens,
         config.trigger_tokens(size)
     );
-    if config.compression_tool {
+    if config.compression_tool && !in_progress {
         text.push_str(&format!(
             " No task is in progress, so judge by yourself whether the context should be compressed now by calling `{COMPRESS_TOOL}`."
         ));

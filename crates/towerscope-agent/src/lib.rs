@@ -75,8 +75,8 @@
 
 // Modules import only modules below them (the agent and its builder are the one pair that know
 // each other). Top to bottom: agent, builder > reply > reasoning, acting, resume, hints >
-// runtime, emit > positions > permission, compress, mcp > hint_config, toolkit, state, clock,
-// structured, generator, interrupt.
+// runtime, emit > positions > permission, compress, mcp > hint_config, tasks (its tools) >
+// toolkit, state > tasks::task, clock, structured, generator, interrupt.
 mod acting;
 mod agent;
 mod builder;
@@ -99,11 +99,14 @@ mod runtime;
 pub mod session;
 pub mod state;
 pub mod structured;
+pub mod tasks;
 pub mod toolkit;
 
 pub use agent::{Agent, ReplyStream, structured_value};
 pub use builder::AgentBuilder;
-pub use hint_config::{DEFAULT_HINT_SOURCE, DEFAULT_HINT_TEMPLATE, HintConfig};
+pub use hint_config::{
+    DEFAULT_HINT_SOURCE, DEFAULT_HINT_TEMPLATE, DEFAULT_TASK_TOOL_NAMES, DEFAULT_TOOL_RETRIES_HINT, HintConfig,
+};
 pub use runtime::ReactConfig;
 pub use state::{AgentState, ReplyContext};
 pub use towerscope_core::{ContextConfig, PermissionMode};

@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use tower::Service;
 use towerscope_core::{
     ActingRequest, AgentError, ChatResponse, ChatStream, CompressRequest, ModelCallRequest, ModelFuture, ModelOutput,
-    PermissionDecision, PermissionRequest, Position, ToolItem, ToolResponse, ToolStream,
+    PermissionDecision, PermissionRequest, Position, ToolChunk, ToolItem, ToolResponse, ToolResultState, ToolStream,
 };
 
 use crate::compress::{self, CompressTool, Compressor};
@@ -123,10 +123,46 @@ impl Stream for RequireFinalChunk {
 /// Runs a tool: one of the toolkit's, the reply's structured-output tool, whose validated
 /// arguments come back in the response's metadata under [`structured::OUTPUT_KEY`], or the
 /// `CompressContext` tool when the agent offers it.
+///
+/// Arguments a layer replaced ([`ActingRequest::set_input`]) are parsed and validated here,
+/// against the same schema as the model's (the toolkit does it for its own tools), and the
+/// call stored in the context takes them: the conversation shows the call that ran.
 #[derive(Clone)]
 pub(crate) struct RunTool {
     pub(crate) toolkit: ToolkitService,
     pub(crate) compress: Option<CompressTool<CompressPosition>>,
+    /// The agent's state, for the schema of the reply's structured output.
+    pub(crate) state: Arc<Mutex<AgentState>>,
+}
+
+impl RunTool {
+    /// The arguments of a call to one of the agent's own tools: the parse handed over, or the
+    /// call's text parsed against `schema` (`None`: the tool is not offered now).
+    fn arguments(req: &ActingRequest, schema: impl FnOnce() -> Option<Value>) -> Result<Arc<Value>, String> {
+        if let Some(input) = req.input_arc() {
+            return Ok(Arc::clone(input));
+        }
+        let call = req.tool_call();
+        let Some(schema) = schema() else {
+            return Err(format!(
+                "ToolNotFoundError: The tool named '{}' doesn't exist.",
+                call.name
+            ));
+        };
+        crate::toolkit::parse_input(&call.name, &call.input, &schema).map(Arc::new)
+    }
+}
+
+/// The stream of a call that could not start: an error chunk, then the error response (as
+/// the toolkit answers).
+fn failed(id: towerscope_core::Id, message: String) -> ToolStream {
+    let chunk = ToolChunk::text(message).with_state(ToolResultState::Error);
+    let mut response = ToolResponse::new(Vec::new()).with_id(id);
+    response.append_chunk(&chunk);
+    Box::pin(stream::iter([
+        Ok(ToolItem::Chunk(chunk)),
+        Ok(ToolItem::Response(response)),
+    ]))
 }
 
 impl Service<ActingRequest> for RunTool {
@@ -139,17 +175,34 @@ impl Service<ActingRequest> for RunTool {
     }
 
     fn call(&mut self, req: ActingRequest) -> Self::Future {
-        if req.tool_call.name != structured::TOOL_NAME {
-            if let Some(tool) = self
-                .compress
-                .as_ref()
-                .filter(|_| req.tool_call.name == compress::COMPRESS_TOOL)
-            {
+        if req.input().is_none() {
+            // A layer replaced the arguments: the context records the call that runs, as the
+            // reference's live tool call does.
+            let call = req.tool_call();
+            let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(stored) = state.tail_call_mut(&call.id) {
+                stored.input.clone_from(&call.input);
+            }
+        }
+        let name = req.tool_call().name.as_str();
+        if name != structured::TOOL_NAME {
+            if let Some(tool) = self.compress.as_ref().filter(|_| name == compress::COMPRESS_TOOL) {
+                if let Err(message) = Self::arguments(&req, || Some(serde_json::json!({"type": "object"}))) {
+                    return std::future::ready(Ok(failed(req.tool_call().id.clone(), message)));
+                }
                 return std::future::ready(Ok(tool.run(req)));
             }
             return self.toolkit.call(req);
         }
-        let response = match &*req.input {
+        let schema = || {
+            let state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            structured::mounted(&state.reply_context).map(|s| s.schema)
+        };
+        let input = match Self::arguments(&req, schema) {
+            Ok(input) => input,
+            Err(message) => return std::future::ready(Ok(failed(req.tool_call().id.clone(), message))),
+        };
+        let response = match &*input {
             Value::Object(output) => {
                 let mut metadata = Map::new();
                 metadata.insert(structured::OUTPUT_KEY.to_owned(), Value::Object(output.clone()));
@@ -163,7 +216,7 @@ impl Service<ActingRequest> for RunTool {
             )),
         };
         let mut response = response;
-        response.id = req.tool_call.id.clone();
+        response.id = req.tool_call().id.clone();
         std::future::ready(Ok(Box::pin(stream::iter([Ok(ToolItem::Response(response))]))))
     }
 }

@@ -10,7 +10,7 @@ use towerscope_core::{
     Role, SystemPromptFold,
 };
 
-use crate::compress::TokenCounter;
+use crate::compress::{Offloader, TokenCounter};
 use crate::hint_config::Hints;
 use crate::interrupt::Interrupt;
 use crate::observe::Mailbox;
@@ -92,6 +92,8 @@ pub(crate) struct Runtime {
     pub(crate) context: Option<Arc<ContextConfig>>,
     /// The token counter, for tool-result truncation.
     pub(crate) counter: Arc<dyn TokenCounter>,
+    /// Where the cut part of a truncated tool result is stored, if anywhere.
+    pub(crate) offloader: Option<Arc<dyn Offloader>>,
     /// The runtime-state hints (`None`: disabled, no work).
     pub(crate) hints: Option<Hints>,
 }

@@ -1,5 +1,5 @@
-//! The agent's state: the conversation, the reply in progress, activated tool groups and
-//! permission rules. It serializes with serde, so it can be saved and a new agent built from it.
+//! The agent's state: the conversation, the reply in progress, activated tool groups,
+//! permission rules and the task list. It serializes with serde, so it can be saved and a new agent built from it.
 //!
 //! # Example
 //!
@@ -32,6 +32,8 @@ use towerscope_core::{
     ContentBlock, Id, Messages, Msg, PermissionBehavior, PermissionMode, PermissionRule, Role, ToolCallBlock,
     ToolCallState, ToolResultBlock, Usage,
 };
+
+use crate::tasks::Task;
 
 /// The reply in progress (or the last one).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,6 +108,10 @@ pub struct AgentState {
     /// How tool calls are allowed (the reference's permission modes).
     #[serde(default)]
     pub permission_mode: PermissionMode,
+    /// The task list the model keeps with the task tools (the reference's `tasks_context`; see
+    /// [`tasks`](crate::tasks)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<Task>,
     /// The model's reported usage of its last call and where its answer ends, for the default
     /// token counter (not saved: a restored agent estimates until its next call).
     #[serde(skip)]
@@ -123,6 +129,7 @@ impl Default for AgentState {
             activated_groups: Vec::new(),
             permission_rules: Vec::new(),
             permission_mode: PermissionMode::default(),
+            tasks: Vec::new(),
             last_call: None,
         }
     }

@@ -218,7 +218,7 @@ async fn a_panicking_acting_layer_fails_only_its_call() {
             |x: Add| async move { (x.a + x.b).to_string() },
         ))
         .on_acting(from_fn(|req: ActingRequest, next: ActingNext| async move {
-            if req.tool_call.name == "add" {
+            if req.tool_call().name == "add" {
                 panic!("layer bug");
             }
             next.run(req).await

@@ -82,6 +82,14 @@ pub struct ContextConfig {
     /// The context size in tokens; `None` (the default) uses the model's
     /// [`ChatModel::context_size`](crate::ChatModel::context_size).
     pub context_size: Option<u64>,
+    /// The most images kept in the context (default 5): before each round the oldest ones past
+    /// it are replaced by a reminder (offloaded first when the agent has an offloader).
+    #[serde(default = "default_max_image_num")]
+    pub max_image_num: usize,
+}
+
+fn default_max_image_num() -> usize {
+    5
 }
 
 impl Default for ContextConfig {
@@ -97,6 +105,7 @@ impl Default for ContextConfig {
             fallback_to_truncation: true,
             compression_tool: false,
             context_size: None,
+            max_image_num: default_max_image_num(),
         }
     }
 }
@@ -162,6 +171,13 @@ impl ContextConfig {
     #[must_use]
     pub fn compression_tool(mut self, enabled: bool) -> Self {
         self.compression_tool = enabled;
+        self
+    }
+
+    /// Sets the most images kept in the context.
+    #[must_use]
+    pub fn max_image_num(mut self, images: usize) -> Self {
+        self.max_image_num = images;
         self
     }
 

@@ -139,7 +139,7 @@ impl PositionRequest for ActingRequest {
     }
 
     fn target(&self) -> CallTarget {
-        CallTarget::Tool(Arc::clone(&self.tool))
+        CallTarget::Tool(Arc::clone(self.tool()))
     }
 }
 

@@ -193,6 +193,74 @@ async fn hooks_see_and_replace_every_step_in_order() {
     );
 }
 
+/// An agent whose one `pre_acting` hook edits every call with `edit`.
+fn agent_with_pre_acting(
+    model: &ScriptedModel,
+    cities: &Log,
+    edit: impl Fn(&mut towerscope_core::ToolCallBlock) + Send + Sync + 'static,
+) -> Agent {
+    let tool_log = Arc::clone(cities);
+    let tool = FunctionTool::new("weather", move |a: City| {
+        push(&tool_log, a.city.clone());
+        async move { format!("sunny in {}", a.city) }
+    });
+    let hooks = Hooks::new();
+    hooks.register(
+        "edit",
+        Hook::pre_acting(move |_, call| {
+            let mut call = call.clone();
+            edit(&mut call);
+            Some(call)
+        }),
+    );
+    Agent::builder("assistant")
+        .model(model.clone())
+        .tool(tool)
+        .middleware(hooks)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_pre_acting_hooks_input_is_repaired_and_validated_and_its_id_or_name_cannot_change() {
+    let script = || {
+        ScriptedModel::new(
+            "scripted",
+            [
+                ScriptedResponse::tool_call("c1", "weather", r#"{"city": "Paris"}"#),
+                ScriptedResponse::text("done"),
+            ],
+        )
+    };
+    // Truncated text and a number for a string: repaired and coerced, as the model's.
+    let cities = Log::default();
+    let agent = agent_with_pre_acting(&script(), &cities, |call| call.input = r#"{"city": 7"#.to_owned());
+    agent.reply(Msg::user("user", "Weather?")).await.unwrap();
+    assert_eq!(entries(&cities), ["7"]);
+
+    // Arguments that do not validate: the model's validation error, and the tool never runs.
+    let agent = agent_with_pre_acting(&script(), &cities, |call| call.input = r#"{"town": "Rome"}"#.to_owned());
+    agent.reply(Msg::user("user", "Weather?")).await.unwrap();
+    assert!(entries(&cities).is_empty());
+    let text = results(&agent)[0].output.text_content().unwrap();
+    assert!(
+        text.starts_with("Input validation failed for tool 'weather': "),
+        "{text}"
+    );
+
+    // Another tool: refused with an error result that says why, never silently ignored.
+    let agent = agent_with_pre_acting(&script(), &cities, |call| call.name = "other".to_owned());
+    agent.reply(Msg::user("user", "Weather?")).await.unwrap();
+    assert!(entries(&cities).is_empty());
+    let result = &results(&agent)[0];
+    assert_eq!(result.state, towerscope_core::ToolResultState::Error);
+    let text = result.output.text_content().unwrap();
+    assert!(
+        text.contains("a pre_acting hook changed the tool call c1 'weather' into c1 'other'"),
+        "{text}"
+    );
+}
+
 #[tokio::test]
 async fn class_hooks_are_shared_by_every_agent_built_with_them() {
     let class = HookRegistry::new();

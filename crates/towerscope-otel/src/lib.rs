@@ -125,7 +125,11 @@
 //! # Ok(()) }
 //! ```
 
+// Modules import only modules below them. Top to bottom: middleware, otlp > reply, model_call,
+// acting (the last two take helpers from reply) > config > provider, content, span > failure,
+// metrics > redact > json, semconv.
 pub mod acting;
+mod config;
 pub mod model_call;
 pub mod otlp;
 pub mod provider;

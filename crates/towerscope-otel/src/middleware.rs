@@ -7,6 +7,7 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 use towerscope_core::{ActingLayer, ErasedLayer, Middleware, ModelCallLayer, ReplyLayer};
 
 use crate::acting::ActingTracingLayer;
+use crate::config::Config;
 use crate::content::ToolDefinitions;
 use crate::model_call::ModelCallTracingLayer;
 use crate::provider::{Instruments, Source};
@@ -15,16 +16,6 @@ use crate::semconv::ENV_CAPTURE_CONTENT;
 
 /// The reference's `gen_ai.agent.description` when the agent has none.
 pub(crate) const NO_DESCRIPTION: &str = "No description available";
-
-/// What the three layers of one middleware share.
-#[derive(Debug)]
-pub(crate) struct Config {
-    pub(crate) source: Source,
-    pub(crate) capture_content: bool,
-    pub(crate) agent_description: Arc<str>,
-    /// The last `gen_ai.tool.definitions` written (content capture only).
-    pub(crate) tool_definitions: ToolDefinitions,
-}
 
 /// Whether a value of [`ENV_CAPTURE_CONTENT`] switches capture on: `true`/`1`/`yes`/`on`/
 /// `SPAN_ONLY`/`SPAN_AND_EVENT` (case-insensitive); anything else leaves it off.

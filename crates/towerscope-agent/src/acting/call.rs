@@ -13,8 +13,9 @@
 //!   first `ToolResponse` is the result; items after it are ignored (and logged), and an error
 //!   after it turns the result into that error (a layer rejecting a result after seeing it).
 //!
-//! The arguments are parsed once, here; the tool receives them through
-//! [`ActingRequest::input`].
+//! The arguments are parsed once, here, and handed to `on_acting` with the call
+//! ([`ActingRequest::with_input`]); a layer that replaces them
+//! ([`ActingRequest::set_input`]) has the innermost service parse and validate its text.
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
@@ -86,12 +87,7 @@ pub(crate) async fn execute(
     let decision = if is_builtin {
         PermissionDecision::Allow
     } else {
-        let request = PermissionRequest {
-            ctx: ctx.clone(),
-            tool_call: Arc::clone(&call),
-            tool: Arc::clone(&info),
-            input: Arc::clone(&input),
-        };
+        let request = PermissionRequest::new(ctx.clone(), Arc::clone(&call), Arc::clone(&info), Arc::clone(&input));
         let decided = AssertUnwindSafe(runtime.positions.permission.clone().oneshot(request))
             .catch_unwind()
             .await;
@@ -227,12 +223,7 @@ async fn run_tool(
     let mut call = call;
     // The permission request is gone by now: this changes the one copy in place.
     Arc::make_mut(&mut call).state = ToolCallState::Allowed;
-    let request = ActingRequest {
-        ctx: ctx.clone(),
-        tool_call: Arc::clone(&call),
-        tool: info,
-        input,
-    };
+    let request = ActingRequest::new(ctx.clone(), Arc::clone(&call), info).with_input(input);
     let opened = match AssertUnwindSafe(open_acting(runtime, request)).catch_unwind().await {
         Ok(opened) => opened,
         Err(payload) => {
@@ -291,13 +282,32 @@ async fn run_tool(
     let mut result = ToolResultBlock::new(&call.id, &call.name, ToolOutput::Blocks(response.content), state)
         .with_metadata(response.metadata.clone());
     if let Some(config) = &runtime.context {
-        compress::truncate_result(&mut result, &*runtime.counter, config);
+        truncate(runtime, config, &mut result).await;
     }
     runtime.lock_state().save_result(&runtime.name, reply_id, result);
     let metadata = response.metadata;
     emit.event(|| ToolResultEndEvent::new(reply_id, &call.id, state, metadata).into())
         .await;
     Ok(())
+}
+
+/// Cuts a result over the limit; with an offloader, the cut part is stored first and the
+/// reminder names the file (a store that fails leaves the plain reminder, with a warning).
+async fn truncate(runtime: &Runtime, config: &towerscope_core::ContextConfig, result: &mut ToolResultBlock) {
+    let Some(split) = compress::split_result(result, &*runtime.counter, config) else {
+        return;
+    };
+    let mut note = String::new();
+    if let Some(offloader) = &runtime.offloader {
+        let session_id = runtime.lock_state().session_id.clone();
+        match offloader.offload_tool_result(&session_id, split.omitted).await {
+            Ok(path) => {
+                note = format!(" You can refer to the file in '{path}' for the truncated content if needed.");
+            }
+            Err(e) => tracing::warn!(error = %e, "the cut part of a tool result could not be offloaded"),
+        }
+    }
+    compress::finish_truncated(result, split.kept, &compress::truncated_reminder(&note));
 }
 
 fn delta_event(reply_id: &towerscope_core::Id, call: &ToolCallBlock, block: &MediaBlock) -> AgentEvent {

@@ -17,6 +17,10 @@
 //!
 //! An agent without a `ContextConfig` does not count anything: the position answers at once.
 //!
+//! Before counting, the oldest images past `max_image_num` are replaced by a reminder
+//! (`images`), and with an [`Offloader`] the summarised messages and the removed images are
+//! stored where they can be read back ([`offload`](Offloader)).
+//!
 //! # Atomic
 //!
 //! The new summary and context are computed from a snapshot and applied in one step under the
@@ -50,6 +54,9 @@
 //! ```
 
 mod count;
+mod images;
+mod offload;
+mod read_tool;
 mod split;
 mod summarize;
 #[cfg(feature = "tiktoken")]
@@ -74,13 +81,15 @@ use crate::state::AgentState;
 use crate::toolkit::Toolkit;
 
 pub use count::{DATA_BLOCK_TOKENS, EstimateCounter, LastCall, TokenCounter, TokenInput, UsageCounter};
+pub use offload::{FileOffloader, Offloader};
+pub use read_tool::ReadTool;
 pub use summarize::SUMMARY_TOOL;
 #[cfg(feature = "tiktoken")]
 pub use tiktoken::TiktokenCounter;
 pub use tool::{COMPRESS_TOOL, COMPRESSED_TEXT, NOT_COMPRESSED_TEXT};
 pub(crate) use tool::{CompressTool, tool_schema};
 pub use truncate::TRUNCATED_REMINDER;
-pub(crate) use truncate::truncate_result;
+pub(crate) use truncate::{finish as finish_truncated, split_result, truncated_reminder};
 
 /// The token count of a round's model input, as the compressor counted it (after compressing,
 /// if it did), kept in the reply's context for the runtime-state hints.
@@ -102,6 +111,8 @@ pub(crate) struct CompressShared {
     pub(crate) config: Option<Arc<ContextConfig>>,
     pub(crate) clock: Clock,
     pub(crate) timezone: Timezone,
+    /// Where compressed messages and removed images are stored, if anywhere.
+    pub(crate) offloader: Option<Arc<dyn Offloader>>,
 }
 
 impl CompressShared {
@@ -159,6 +170,7 @@ async fn compress<M>(
 where
     M: Service<ModelCallRequest, Response = ModelOutput, Error = AgentError>,
 {
+    images::limit(shared, config.max_image_num).await?;
     let system = match &shared.system_msg {
         Some(cached) => Arc::clone(cached),
         None => Arc::new(Msg::system(
@@ -166,7 +178,7 @@ where
             shared.fold.apply(ctx, shared.system_prompt.clone()).await?,
         )),
     };
-    let (summary, context, mark, tools, unfinished) = {
+    let (summary, context, mark, tools, unfinished, session_id) = {
         let state = shared.lock();
         let unfinished: HashSet<Id> = state.unfinished_calls().into_iter().map(|c| c.id).collect();
         (
@@ -176,6 +188,7 @@ where
             state.last_call.clone(),
             tool_schemas(shared, &state, config),
             unfinished,
+            state.session_id.clone(),
         )
     };
     let mut head = vec![system];
@@ -247,7 +260,7 @@ where
     )));
     let messages: Messages = messages.into_iter().collect();
 
-    let (new_summary, usage) = match summarize::summarize(model_call, ctx, &shared.model, messages, config).await {
+    let (mut new_summary, usage) = match summarize::summarize(model_call, ctx, &shared.model, messages, config).await {
         Ok(s) => (s.text, s.usage),
         Err(AgentError::Interrupted) => return Err(AgentError::Interrupted),
         Err(e) if config.fallback_to_truncation => {
@@ -261,6 +274,18 @@ where
         }
         Err(e) => return Err(e),
     };
+
+    if let Some(offloader) = &shared.offloader {
+        // Stored before the context changes: a failure here leaves it as it was.
+        let path = offloader.offload_context(&session_id, parts.compress.clone()).await?;
+        let reminder = format!(
+            "<system-reminder>The compressed context is offloaded to '{path}', you can refer to it when needed.</system-reminder>"
+        );
+        if !new_summary.contains(&reminder) {
+            new_summary.push('\n');
+            new_summary.push_str(&reminder);
+        }
+    }
 
     // Applied in one step, only if nothing changed while the model was writing.
     let mut state = shared.lock();

@@ -55,7 +55,7 @@ where
         let state = Arc::clone(&self.state);
         let mut config = ContextConfig::clone(&self.config);
         config.trigger_ratio = (config.trigger_ratio - config.context_buffer_ratio).max(f64::MIN_POSITIVE);
-        let id = req.tool_call.id.clone();
+        let id = req.tool_call().id.clone();
         let ctx = req.ctx;
         let run = async move {
             // Compression replaces the summary or the context's first message (and usually both).

@@ -1,7 +1,8 @@
 //! Tool results over [`ContextConfig::tool_result_limit`] tokens are cut, as the reference's
 //! `_split_tool_result_for_compression`: whole blocks while they fit, then the text block at the
 //! limit cut in proportion of its tokens, a data block at the limit dropped; the kept part ends
-//! with the reference's reminder.
+//! with the reference's reminder, which names the file the omitted part was offloaded to when
+//! the agent has an [`Offloader`](super::Offloader).
 
 use towerscope_core::{ContentBlock, ContextConfig, MediaBlock, TextBlock, ToolOutput, ToolResultBlock};
 
@@ -12,12 +13,44 @@ use super::count::TokenCounter;
 pub const TRUNCATED_REMINDER: &str =
     "\n<<<TRUNCATED>>>\n<system-reminder>The remaining content has been omitted for limited context.</system-reminder>";
 
-/// Cuts `result` to the limit; returns whether anything was cut.
+/// The reminder of a truncated result, with the offloaded file's note (`""` for none).
+pub(crate) fn truncated_reminder(offloaded: &str) -> String {
+    format!(
+        "\n<<<TRUNCATED>>>\n<system-reminder>The remaining content has been omitted for limited context.{offloaded}</system-reminder>"
+    )
+}
+
+/// Cuts `result` to the limit, with the plain reminder; returns whether anything was cut.
+#[cfg(test)]
 pub(crate) fn truncate_result(
     result: &mut ToolResultBlock,
     counter: &dyn TokenCounter,
     config: &ContextConfig,
 ) -> bool {
+    match split_result(result, counter, config) {
+        Some(split) => {
+            finish(result, split.kept, TRUNCATED_REMINDER);
+            true
+        }
+        None => false,
+    }
+}
+
+/// What a truncation keeps: the blocks to keep, and the omitted part as a result of its own
+/// (same id and name) for an offloader.
+pub(crate) struct Split {
+    /// The blocks kept.
+    pub(crate) kept: Vec<MediaBlock>,
+    /// The omitted blocks.
+    pub(crate) omitted: ToolResultBlock,
+}
+
+/// Splits `result` at the limit; `None` when it fits. [`finish`] then sets the kept part.
+pub(crate) fn split_result(
+    result: &ToolResultBlock,
+    counter: &dyn TokenCounter,
+    config: &ContextConfig,
+) -> Option<Split> {
     let limit = config.tool_result_limit;
     let blocks: Vec<MediaBlock> = match &result.output {
         ToolOutput::Text(t) => vec![MediaBlock::Text(TextBlock::new(t.clone()))],
@@ -28,7 +61,7 @@ pub(crate) fn truncate_result(
         counter.count_blocks(&mut wrapped.iter())
     };
     if count(&blocks) <= limit {
-        return false;
+        return None;
     }
     // The last index whose prefix stays under the limit (the reference scans down from the end).
     let mut boundary = 0;
@@ -40,6 +73,7 @@ pub(crate) fn truncate_result(
     }
     let mut kept: Vec<MediaBlock> = blocks[..boundary].to_vec();
     let mut cut_any = boundary + 1 < blocks.len();
+    let mut omitted: Vec<MediaBlock> = Vec::new();
     match &blocks[boundary] {
         MediaBlock::Text(t) => {
             let before = count(&kept);
@@ -56,6 +90,9 @@ pub(crate) fn truncate_result(
                 end -= 1;
             }
             cut_any |= end < t.text.len();
+            if end < t.text.len() {
+                omitted.push(MediaBlock::Text(TextBlock::new(&t.text[end..]).with_id(&t.id)));
+            }
             let reserved = &t.text[..end];
             if !reserved.is_empty() {
                 match kept.last_mut() {
@@ -64,14 +101,25 @@ pub(crate) fn truncate_result(
                 }
             }
         }
-        MediaBlock::Data(_) => cut_any = true,
+        MediaBlock::Data(d) => {
+            cut_any = true;
+            omitted.push(MediaBlock::Data(d.clone()));
+        }
     }
     if !cut_any {
-        return false;
+        return None;
     }
+    omitted.extend(blocks[boundary + 1..].iter().cloned());
+    let omitted = ToolResultBlock::new(&result.id, &result.name, ToolOutput::Blocks(omitted), result.state);
+    Some(Split { kept, omitted })
+}
+
+/// Sets the kept part of a split result, ending with `reminder`.
+pub(crate) fn finish(result: &mut ToolResultBlock, kept: Vec<MediaBlock>, reminder: &str) {
+    let mut kept = kept;
     match kept.last_mut() {
-        Some(MediaBlock::Text(last)) => last.text.push_str(TRUNCATED_REMINDER),
-        _ => kept.push(MediaBlock::Text(TextBlock::new(TRUNCATED_REMINDER))),
+        Some(MediaBlock::Text(last)) => last.text.push_str(reminder),
+        _ => kept.push(MediaBlock::Text(TextBlock::new(reminder))),
     }
     result.output = match &result.output {
         ToolOutput::Text(_) if kept.len() == 1 => match kept.pop() {
@@ -81,7 +129,6 @@ pub(crate) fn truncate_result(
         },
         _ => ToolOutput::Blocks(kept),
     };
-    true
 }
 
 #[cfg(test)]

@@ -72,10 +72,10 @@ pub(crate) fn decide(
     default: &PermissionDecision,
     req: &PermissionRequest,
 ) -> PermissionDecision {
-    if req.tool_call.state == ToolCallState::Allowed {
+    if req.tool_call().state == ToolCallState::Allowed {
         return PermissionDecision::Allow;
     }
-    let name = req.tool_call.name.as_str();
+    let name = req.tool_call().name.as_str();
     let mode = {
         let state = state.lock().unwrap_or_else(PoisonError::into_inner);
         if state.has_rule(name, PermissionBehavior::Deny) {
@@ -89,7 +89,7 @@ pub(crate) fn decide(
         state.permission_mode
     };
     let tool = toolkit.get(name);
-    let read_only = req.tool.read_only || tool.as_ref().is_some_and(|t| t.read_only_call(&req.input));
+    let read_only = req.tool().read_only || tool.as_ref().is_some_and(|t| t.read_only_call(req.input()));
     if read_only {
         return PermissionDecision::Allow;
     }
@@ -100,10 +100,10 @@ pub(crate) fn decide(
     }
     let mut asked = None;
     if let Some(tool) = &tool {
-        if mode != PermissionMode::Bypass && tool.requires_confirmation(&req.input) {
+        if mode != PermissionMode::Bypass && tool.requires_confirmation(req.input()) {
             return ask(mode, name, None);
         }
-        match tool.check_permission(&req.input) {
+        match tool.check_permission(req.input()) {
             // Bypass skips the tool's asks.
             Some(PermissionDecision::Ask { .. }) if mode == PermissionMode::Bypass => {}
             Some(PermissionDecision::Ask { suggested_rules }) => asked = Some(suggested_rules),

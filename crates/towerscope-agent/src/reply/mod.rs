@@ -101,6 +101,9 @@ async fn run(
     emit: &Emitter,
 ) -> Result<(), AgentError> {
     let ctx = req.ctx.clone();
+    if req.input.is_resume() && req.structured_schema.is_some() {
+        tracing::warn!("a resumed reply keeps the structured output schema it was parked with; the new one is ignored");
+    }
     match &req.input {
         ReplyInput::Messages(msgs) => start(runtime, &req, msgs, emit).await?,
         ReplyInput::Interrupt(_) => return resume::interrupt(runtime, &ctx, emit).await,

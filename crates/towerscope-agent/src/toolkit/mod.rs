@@ -66,12 +66,8 @@
 //!
 //! // Running it, as the innermost `on_acting` service.
 //! let call = ToolCallBlock::new("call_1", "get_weather", r#"{"city": "Paris"}"#);
-//! let req = ActingRequest {
-//!     ctx: AgentContext::new("agent", "session", "reply"),
-//!     tool_call: Arc::new(call),
-//!     tool: prepared.info,
-//!     input: std::sync::Arc::new(serde_json::json!({"city": "Paris"})),
-//! };
+//! // Built without parsed arguments, the service parses and validates the call's text itself.
+//! let req = ActingRequest::new(AgentContext::new("agent", "session", "reply"), call, prepared.info);
 //! let mut stream = ToolkitService::new(Arc::new(toolkit)).oneshot(req).await?;
 //! let mut items = Vec::new();
 //! while let Some(item) = stream.next().await {

@@ -48,6 +48,12 @@ impl Entry {
             group,
         })
     }
+
+    /// Parses, repairs, coerces and validates `raw` as this tool's arguments, as
+    /// [`Toolkit::prepare`] does.
+    pub(super) fn parse(&self, raw: &str, limits: &InputLimits) -> Result<Value, String> {
+        parse_compiled(&self.info.name, raw, &self.compiled, limits)
+    }
 }
 
 /// A tool call that passed the toolkit's checks: the tool exists, its group is active, and the

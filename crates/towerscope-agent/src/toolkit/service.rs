@@ -17,14 +17,16 @@ use super::{ToolChunkStream, Toolkit};
 
 /// Runs tool calls: a [`tower::Service`] of `on_acting` over a shared [`Toolkit`].
 ///
-/// For each [`ActingRequest`] it looks the tool up by `tool_call.name`, runs it with the
+/// For each [`ActingRequest`] it looks the tool up by the call's name, runs it with the
 /// request's [`input`](ActingRequest::input) (parsed and validated once, before the permission
-/// check; a middleware may have replaced it), and answers
+/// check), or, when there is none (a layer called [`set_input`](ActingRequest::set_input), or
+/// the request was built without it), with the call's `input` text parsed, repaired, coerced
+/// and validated here as [`Toolkit::prepare`] does, and answers
 /// with a [`ToolStream`] that yields a [`ToolItem::Chunk`] per chunk and then exactly one
 /// [`ToolItem::Response`]: the chunks merged by [`ToolResponse::append_chunk`], with the tool
 /// call's id.
 ///
-/// Nothing the tool does fails the stream: an unknown tool, unparseable arguments, an `Err` from
+/// Nothing the tool does fails the stream: an unknown tool, arguments that do not validate, an `Err` from
 /// the tool and a panic in the tool (when called or while its stream is polled) each become an
 /// error chunk and an error response, whose text is the message. A panic reads
 /// `Tool '{name}' panicked: {payload}`.
@@ -54,10 +56,8 @@ impl ToolkitService {
 
     /// The stream of one call (what [`call`](tower::Service::call) resolves to).
     pub fn run(&self, req: ActingRequest) -> ToolStream {
-        let ActingRequest {
-            ctx, tool_call, input, ..
-        } = req;
         let toolkit = &*self.toolkit;
+        let (ctx, tool_call, _, input) = req.into_parts();
         let name = tool_call.name.clone();
         let response = ToolResponse {
             content: Vec::new(),
@@ -69,7 +69,13 @@ impl ToolkitService {
             let message = format!("ToolNotFoundError: The tool named '{name}' doesn't exist.");
             return Box::pin(ToolCallStream::failed(name, response, message));
         };
-        let input = Arc::unwrap_or_clone(input);
+        let input = match input {
+            Some(input) => Arc::unwrap_or_clone(input),
+            None => match entry.parse(&tool_call.input, toolkit.input_limits()) {
+                Ok(input) => input,
+                Err(message) => return Box::pin(ToolCallStream::failed(name, response, message)),
+            },
+        };
         if let Some(reset) = toolkit.reset_tool(&name) {
             let previous = ctx.get::<ActiveToolGroups>();
             let chunk = reset.run(&input, previous.as_ref().map(|p| &*p.0));

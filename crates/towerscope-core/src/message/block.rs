@@ -115,6 +115,14 @@ pub enum DataSource {
 }
 
 impl DataSource {
+    /// The bytes of an inline source (`None` for a URL, or base64 text that does not decode).
+    pub fn decode_bytes(&self) -> Option<Vec<u8>> {
+        match self {
+            Self::Base64 { data, .. } => crate::message::base64::decode(data),
+            Self::Url { .. } => None,
+        }
+    }
+
     /// The media type of either source.
     pub fn media_type(&self) -> &str {
         match self {

@@ -49,13 +49,12 @@
 mod erased;
 mod request;
 mod stack;
+mod tool_call;
 
 pub use erased::{ErasedFuture, ErasedLayer, ErasedService};
-pub use request::{
-    ActingRequest, CompressRequest, ModelCallRequest, PermissionDecision, PermissionRequest, ReasoningRequest,
-    ReplyInput, ReplyRequest, StructuredSchema, ToolInfo,
-};
+pub use request::{CompressRequest, ModelCallRequest, ReasoningRequest, ReplyInput, ReplyRequest, StructuredSchema};
 pub use stack::{LayerStack, Position};
+pub use tool_call::{ActingRequest, PermissionDecision, PermissionRequest, ToolInfo};
 
 use std::fmt;
 use std::pin::Pin;

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::event::{ExternalExecutionResultEvent, UserConfirmResultEvent, UserInterruptEvent};
-use crate::{AgentContext, HintBlock, Messages, ModelRef, Msg, PermissionRule, ToolCallBlock, ToolChoice, ToolSchema};
+use crate::{AgentContext, HintBlock, Messages, ModelRef, Msg, ToolChoice, ToolSchema};
 
 /// A JSON schema the reply's structured output must satisfy.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,18 +79,23 @@ impl From<UserInterruptEvent> for ReplyInput {
     }
 }
 
-/// The `on_reply` request.
+/// The `on_reply` request. Every field is the reply loop's input: a layer's edit of any of
+/// them is what the loop runs with.
 #[derive(Debug, Clone)]
 pub struct ReplyRequest {
-    /// The reply's context.
+    /// The reply's context: its reply id is the one the events, the stored message and the
+    /// final message carry.
     pub ctx: AgentContext,
     /// What to answer.
     pub input: ReplyInput,
-    /// The structured output required of this reply, if any.
+    /// The structured output required of this reply, if any. A resumed reply keeps the schema
+    /// it was parked with: on a resume this is ignored, with a warning in the log, as in the
+    /// reference.
     pub structured_schema: Option<Arc<StructuredSchema>>,
 }
 
-/// The `on_reasoning` request.
+/// The `on_reasoning` request. Both fields reach the reasoning step: the context goes on to
+/// the model call, the tool choice is the model call's.
 #[derive(Debug, Clone)]
 pub struct ReasoningRequest {
     /// The reply's context, at the current iteration.
@@ -99,7 +104,8 @@ pub struct ReasoningRequest {
     pub tool_choice: Option<ToolChoice>,
 }
 
-/// The `on_model_call` request: the model to call and what to send it.
+/// The `on_model_call` request: the model to call and what to send it. Each field is what the
+/// innermost service hands the model; nothing after the call reads the request again.
 #[derive(Clone)]
 pub struct ModelCallRequest {
     /// The reply's context.
@@ -127,69 +133,7 @@ impl fmt::Debug for ModelCallRequest {
     }
 }
 
-/// What the agent knows of a tool, for middleware (tracing records the description).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolInfo {
-    /// The tool's name.
-    pub name: String,
-    /// The tool's description.
-    pub description: String,
-    /// Whether calls of this tool may run concurrently with other safe calls.
-    pub concurrency_safe: bool,
-    /// Whether the tool only reads (allowed without asking).
-    pub read_only: bool,
-    /// Whether the tool is executed outside the agent.
-    pub external: bool,
-}
-
-/// The `on_acting` request: one validated, permitted tool call.
-#[derive(Debug, Clone)]
-pub struct ActingRequest {
-    /// The reply's context.
-    pub ctx: AgentContext,
-    /// The tool call as the model made it (its `input` is the raw JSON text). Shared with the
-    /// permission check; a layer changes it copy-on-write (`Arc::make_mut`).
-    pub tool_call: Arc<ToolCallBlock>,
-    /// The tool being called.
-    pub tool: Arc<ToolInfo>,
-    /// The arguments, parsed once (repaired and coerced to the tool's schema) and validated.
-    /// This is what the tool receives: a layer that changes the arguments replaces this value
-    /// (and answers for its validity; the tool still rejects arguments it cannot read, as an
-    /// error result).
-    pub input: Arc<serde_json::Value>,
-}
-
-/// The `on_check_permission` request.
-#[derive(Debug, Clone)]
-pub struct PermissionRequest {
-    /// The reply's context.
-    pub ctx: AgentContext,
-    /// The tool call (shared; changing it does not change the call that runs).
-    pub tool_call: Arc<ToolCallBlock>,
-    /// The tool being called.
-    pub tool: Arc<ToolInfo>,
-    /// A copy of the parsed, validated input. Changing it does not change what the tool receives.
-    pub input: Arc<serde_json::Value>,
-}
-
-/// The answer of `on_check_permission`.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PermissionDecision {
-    /// Run the tool.
-    Allow,
-    /// Do not run it; the message goes back to the model as a denied result.
-    Deny {
-        /// Why, for the model.
-        message: String,
-    },
-    /// Ask the user first (the reply parks with `REQUIRE_USER_CONFIRM`).
-    Ask {
-        /// Rules the user may accept to allow similar calls from now on.
-        suggested_rules: Vec<PermissionRule>,
-    },
-}
-
-/// The `on_compress_context` request.
+/// The `on_compress_context` request. Every field is the compressor's input.
 #[derive(Debug, Clone)]
 pub struct CompressRequest {
     /// The reply's context.

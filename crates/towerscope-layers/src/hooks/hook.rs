@@ -159,10 +159,11 @@ impl Hook {
         Self(HookFn::PostReasoning(Arc::new(f)))
     }
 
-    /// Before a tool execution: sees the tool call and may replace it. A replaced `input` (raw
-    /// JSON) becomes the arguments the tool receives, parsed as JSON without repair or
-    /// coercion; text that is not JSON reaches the tool as a string, which it rejects with an
-    /// error result.
+    /// Before a tool execution: sees the tool call and may replace its arguments. A returned
+    /// call with another `input` (raw JSON) gives the tool those arguments, parsed, repaired,
+    /// coerced and validated as the model's are (text that does not pass becomes the validation
+    /// error result the model sees). The id and name cannot change: a hook that changes them
+    /// fails the call, with an error result saying so.
     pub fn pre_acting(
         f: impl Fn(&AgentContext, &ToolCallBlock) -> Option<ToolCallBlock> + Send + Sync + 'static,
     ) -> Self {

@@ -149,7 +149,7 @@ impl ActingPostHooks {
         let hooks = hooks.collect(HookType::PostActing, Hook::as_post_acting);
         (!hooks.is_empty()).then(|| Self {
             ctx: req.ctx.clone(),
-            tool_call: (*req.tool_call).clone(),
+            tool_call: ToolCallBlock::clone(req.tool_call()),
             hooks,
         })
     }

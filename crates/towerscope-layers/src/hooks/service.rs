@@ -125,14 +125,22 @@ where
 
     fn call(&mut self, mut req: ActingRequest) -> Self::Future {
         for hook in self.hooks.collect(HookType::PreActing, Hook::as_pre_acting) {
-            if let Some(call) = hook(&req.ctx, &req.tool_call) {
-                if call.input != req.tool_call.input {
-                    // The 1.x way to change the arguments: they become what the tool receives.
-                    let input = serde_json::from_str(&call.input)
-                        .unwrap_or_else(|_| serde_json::Value::String(call.input.clone()));
-                    req.input = std::sync::Arc::new(input);
-                }
-                req.tool_call = std::sync::Arc::new(call);
+            let Some(call) = hook(&req.ctx, req.tool_call()) else {
+                continue;
+            };
+            let before = req.tool_call();
+            if call.id != before.id || call.name != before.name {
+                // Only the arguments can change: the result pairs with the model's call, and the
+                // permission was decided for its tool. Refused loudly, never ignored.
+                return ResponseFuture::refused(AgentError::Middleware(format!(
+                    "a pre_acting hook changed the tool call {} '{}' into {} '{}'; a hook may change only its input",
+                    before.id, before.name, call.id, call.name
+                )));
+            }
+            if call.input != before.input {
+                // The 1.x way to change the arguments: the agent parses, repairs and validates
+                // the new text as it does the model's.
+                req.set_input(call.input);
             }
         }
         let post = ActingPostHooks::new(&self.hooks, &req);
@@ -146,14 +154,34 @@ pin_project! {
     #[derive(Debug)]
     pub struct ResponseFuture<F, P> {
         #[pin]
-        inner: F,
+        inner: Inner<F>,
         post: Option<P>,
+    }
+}
+
+pin_project! {
+    /// The inner service's future, or the error of a call a pre hook made impossible.
+    #[project = InnerProj]
+    #[derive(Debug)]
+    enum Inner<F> {
+        Called { #[pin] future: F },
+        Refused { error: Option<AgentError> },
     }
 }
 
 impl<F, P> ResponseFuture<F, P> {
     fn new(inner: F, post: Option<P>) -> Self {
-        Self { inner, post }
+        Self {
+            inner: Inner::Called { future: inner },
+            post,
+        }
+    }
+
+    fn refused(error: AgentError) -> Self {
+        Self {
+            inner: Inner::Refused { error: Some(error) },
+            post: None,
+        }
     }
 }
 
@@ -167,7 +195,12 @@ macro_rules! response_future {
 
             fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
                 let this = self.project();
-                let output = ready!(this.inner.poll(cx));
+                let output = match this.inner.project() {
+                    InnerProj::Called { future } => ready!(future.poll(cx)),
+                    InnerProj::Refused { error } => Err(error.take().unwrap_or_else(|| {
+                        AgentError::Middleware("the hooks' future was polled after it ended".into())
+                    })),
+                };
                 Poll::Ready(output.map(|stream| match this.post.take() {
                     Some(post) => post.wrap(stream),
                     None => stream,

@@ -1,6 +1,5 @@
 #![allow(clippy::unwrap_used)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -125,22 +124,19 @@ async fn one_layer_serves_several_positions_and_the_ring_is_bounded() {
         .layer(layer.clone())
         .service(service_fn(|req: ActingRequest| async move {
             tokio::time::sleep(Duration::from_millis(5)).await;
-            let items = vec![Ok(ToolItem::Response(ToolResponse::text(req.tool_call.name.clone())))];
+            let items = vec![Ok(ToolItem::Response(ToolResponse::text(req.tool_call().name.clone())))];
             Ok::<ToolStream, AgentError>(Box::pin(futures_util::stream::iter(items)))
         }));
     for i in 1..=3u64 {
-        let req = ActingRequest {
-            ctx: AgentContext::new("a", "s", "r"),
-            tool_call: Arc::new(ToolCallBlock::new(format!("c{i}"), "clock", "{}")),
-            tool: Arc::new(ToolInfo {
-                name: "clock".into(),
-                description: String::new(),
-                concurrency_safe: true,
-                read_only: true,
-                external: false,
-            }),
-            input: Arc::new(serde_json::json!({})),
+        let tool = ToolInfo {
+            name: "clock".into(),
+            description: String::new(),
+            concurrency_safe: true,
+            read_only: true,
+            external: false,
         };
+        let call = ToolCallBlock::new(format!("c{i}"), "clock", "{}");
+        let req = ActingRequest::new(AgentContext::new("a", "s", "r"), call, tool).with_input(serde_json::json!({}));
         let stream = acting.ready().await.unwrap().call(req).await.unwrap();
         let _: Vec<_> = stream.collect().await;
     }

@@ -59,7 +59,7 @@ use tower::{Layer, Service};
 use towerscope_core::{ActingRequest, AgentError, ToolStream};
 
 use self::record::ToolRecord;
-use crate::middleware::Config;
+use crate::config::Config;
 
 /// The `on_acting` layer of [`TracingMiddleware`](crate::TracingMiddleware).
 #[derive(Debug, Clone)]

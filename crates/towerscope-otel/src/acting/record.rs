@@ -5,9 +5,9 @@ use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::SdkTracer;
 use towerscope_core::{ActingRequest, AgentError, ToolResponse, ToolResultState};
 
+use crate::config::Config;
 use crate::content;
 use crate::failure::{Failure, TOOL_ERROR};
-use crate::middleware::Config;
 use crate::reply::conversation_id;
 use crate::semconv::*;
 use crate::span::{OpenSpan, parent_of};
@@ -24,11 +24,11 @@ pub(crate) struct ToolRecord {
 impl ToolRecord {
     /// Starts the span with the call's attributes.
     pub(crate) fn start(tracer: &SdkTracer, config: &Config, req: &ActingRequest) -> Self {
-        let tool = &req.tool;
+        let tool = req.tool();
         let mut attributes = vec![
             KeyValue::new(GEN_AI_OPERATION_NAME, OPERATION_EXECUTE_TOOL),
             KeyValue::new(GEN_AI_TOOL_NAME, tool.name.clone()),
-            KeyValue::new(GEN_AI_TOOL_CALL_ID, req.tool_call.id.to_string()),
+            KeyValue::new(GEN_AI_TOOL_CALL_ID, req.tool_call().id.to_string()),
             KeyValue::new(GEN_AI_TOOL_TYPE, TOOL_TYPE_FUNCTION),
             KeyValue::new(GEN_AI_CONVERSATION_ID, conversation_id(req.ctx.session_id())),
         ];
@@ -38,7 +38,7 @@ impl ToolRecord {
         if config.capture_content {
             attributes.push(KeyValue::new(
                 GEN_AI_TOOL_CALL_ARGUMENTS,
-                content::tool_arguments(&req.tool_call.input),
+                content::tool_arguments(&req.tool_call().input),
             ));
         }
         let builder = SpanBuilder::from_name(format!("{OPERATION_EXECUTE_TOOL} {}", tool.name))

@@ -55,7 +55,7 @@ use tower::{Layer, Service};
 use towerscope_core::{AgentError, ModelCallRequest, ModelOutput};
 
 use self::record::ChatRecord;
-use crate::middleware::Config;
+use crate::config::Config;
 
 /// The `on_model_call` layer of [`TracingMiddleware`](crate::TracingMiddleware).
 #[derive(Debug, Clone)]

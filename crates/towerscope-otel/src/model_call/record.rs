@@ -7,9 +7,9 @@ use opentelemetry::KeyValue;
 use opentelemetry::trace::{SpanBuilder, SpanKind};
 use towerscope_core::{AgentError, ChatResponse, ModelCallRequest};
 
+use crate::config::Config;
 use crate::content;
 use crate::failure::Failure;
-use crate::middleware::Config;
 use crate::provider::Instruments;
 use crate::reply::conversation_id;
 use crate::reply::usage_int;

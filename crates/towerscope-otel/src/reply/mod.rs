@@ -60,8 +60,8 @@ use tower::{Layer, Service};
 use towerscope_core::{AgentError, EventStream, ReplyInput, ReplyRequest, ToolResultBlock};
 
 use self::record::ReplyRecord;
+use crate::config::Config;
 use crate::content;
-use crate::middleware::Config;
 use crate::semconv::*;
 use crate::span::{OpenSpan, ReplySpan};
 

@@ -66,12 +66,7 @@ fn request(toolkit: &Toolkit, tool_call: ToolCallBlock) -> ActingRequest {
         Ok(prepared) => prepared.input,
         Err(_) => serde_json::from_str(&tool_call.input).unwrap_or(Value::Null),
     };
-    ActingRequest {
-        ctx: AgentContext::new("agent", "session", "reply"),
-        tool_call: Arc::new(tool_call),
-        tool,
-        input: Arc::new(input),
-    }
+    ActingRequest::new(AgentContext::new("agent", "session", "reply"), tool_call, tool).with_input(input)
 }
 
 async fn run(toolkit: Toolkit, req: ActingRequest) -> (Vec<ToolChunk>, ToolResponse) {

@@ -1,0 +1,281 @@
+//! [`Offloader`]: where compressed messages and removed images go, so they can be read back (the
+//! reference's `offloader`), and [`FileOffloader`], a directory on disk.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use towerscope_core::{AgentError, DataBlock, DataSource, Id, MediaBlock, Msg, ToolOutput, ToolResultBlock};
+
+use super::read_tool::ReadTool;
+
+/// Stores what compression takes out of the context, so it can be read back (the reference's
+/// `offloader`).
+///
+/// With an offloader ([`AgentBuilder::offloader`](crate::AgentBuilder::offloader)) a compression
+/// first stores the messages it summarises, then ends the summary with the reference's
+/// reminder, `<system-reminder>The compressed context is offloaded to '{path}', you can refer to
+/// it when needed.</system-reminder>`; an image past
+/// [`ContextConfig::max_image_num`](towerscope_core::ContextConfig::max_image_num) is stored
+/// before it is replaced, and its reminder says where; the part of a tool result cut at
+/// `tool_result_limit` is stored and the truncation reminder names the file. A failure to store
+/// messages or images fails the step and leaves the context as it was: nothing is dropped that
+/// was not stored (a tool result keeps the plain reminder, with a warning).
+///
+/// [`FileOffloader`] appends the messages, one JSON message per line, to
+/// `{dir}/sessions/{session_id}/context.jsonl` (as the reference's workspace does), the cut
+/// part of a tool result to `{dir}/sessions/{session_id}/tool_result-{id}.txt` (`(1)`, `(2)`, …
+/// when the id repeats), and images to `{dir}/data/{block_id}.{ext}`. [`FileOffloader::read_context`] reads the messages
+/// back, and [`FileOffloader::read_tool`] is the reference's `Read` tool (text, `cat -n`
+/// numbering, `offset` and `limit`) confined to the directory, for the model to follow the
+/// reminder.
+///
+/// # Example
+///
+/// ```
+/// use towerscope_agent::compress::{FileOffloader, Offloader};
+/// use towerscope_core::{Id, Msg};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), towerscope_core::AgentError> {
+/// let dir = std::env::temp_dir().join(format!("towerscope-offload-doc-{}", std::process::id()));
+/// let offloader = FileOffloader::new(&dir);
+/// let session = Id::from("s1");
+/// let path = offloader.offload_context(&session, vec![Msg::user("user", "an old message").into()]).await?;
+/// assert!(path.ends_with("context.jsonl"));
+/// let back = offloader.read_context(&session).await?;
+/// assert_eq!(back[0].text_content().as_deref(), Some("an old message"));
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok(()) }
+/// ```
+pub trait Offloader: Send + Sync + 'static {
+    /// Stores messages a compression summarises; returns where they are, for the model (the
+    /// reference's `offload_context`).
+    fn offload_context(&self, session_id: &Id, msgs: Vec<Arc<Msg>>) -> BoxFuture<'static, Result<String, AgentError>>;
+
+    /// Stores an inline image the context no longer keeps; returns where it is (the
+    /// reference's `offload_data_block`).
+    fn offload_data_block(&self, block: DataBlock) -> BoxFuture<'static, Result<String, AgentError>>;
+
+    /// Stores the part of a tool result cut at
+    /// [`ContextConfig::tool_result_limit`](towerscope_core::ContextConfig::tool_result_limit);
+    /// returns where it is (the reference's `offload_tool_result`).
+    fn offload_tool_result(
+        &self,
+        session_id: &Id,
+        result: ToolResultBlock,
+    ) -> BoxFuture<'static, Result<String, AgentError>>;
+}
+
+/// An [`Offloader`] writing into a directory (see [`Offloader`] for the layout).
+#[derive(Debug, Clone)]
+pub struct FileOffloader {
+    dir: PathBuf,
+}
+
+impl FileOffloader {
+    /// Offloads into `dir` (created when first written).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file a session's compressed messages are appended to.
+    pub fn context_path(&self, session_id: &Id) -> PathBuf {
+        self.dir
+            .join("sessions")
+            .join(file_name(&session_id.to_string()))
+            .join("context.jsonl")
+    }
+
+    /// The messages offloaded for `session_id`, oldest first (none when nothing was offloaded).
+    pub async fn read_context(&self, session_id: &Id) -> Result<Vec<Msg>, AgentError> {
+        let path = self.context_path(session_id);
+        blocking(move || {
+            let text = match fs::read_to_string(&path) {
+                Ok(text) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                Err(e) => return Err(io_error(&path, &e)),
+            };
+            text.lines()
+                .filter(|l| !l.trim().is_empty())
+                .enumerate()
+                .map(|(i, line)| {
+                    serde_json::from_str(line).map_err(|e| {
+                        AgentError::State(format!("{}: line {} is not a message: {e}", path.display(), i + 1))
+                    })
+                })
+                .collect()
+        })
+        .await
+    }
+
+    /// The reference's `Read` tool, reading only files inside this directory.
+    pub fn read_tool(&self) -> ReadTool {
+        ReadTool::new(self.dir.clone())
+    }
+}
+
+impl Offloader for FileOffloader {
+    fn offload_context(&self, session_id: &Id, msgs: Vec<Arc<Msg>>) -> BoxFuture<'static, Result<String, AgentError>> {
+        let path = self.context_path(session_id);
+        Box::pin(blocking(move || {
+            let mut lines = String::new();
+            for msg in &msgs {
+                let line = serde_json::to_string(&**msg)
+                    .map_err(|e| AgentError::State(format!("a message could not be offloaded: {e}")))?;
+                lines.push_str(&line);
+                lines.push('\n');
+            }
+            if let Some(parent) = path.parent() {
+                fs::create_dir_all(parent).map_err(|e| io_error(parent, &e))?;
+            }
+            let mut file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| io_error(&path, &e))?;
+            file.write_all(lines.as_bytes())
+                .and_then(|()| file.sync_data())
+                .map_err(|e| io_error(&path, &e))?;
+            Ok(path.display().to_string())
+        }))
+    }
+
+    fn offload_tool_result(
+        &self,
+        session_id: &Id,
+        result: ToolResultBlock,
+    ) -> BoxFuture<'static, Result<String, AgentError>> {
+        let base = self.dir.join("sessions").join(file_name(&session_id.to_string()));
+        let data = self.dir.join("data");
+        Box::pin(blocking(move || {
+            let mut text = String::new();
+            match &result.output {
+                ToolOutput::Text(t) => text.push_str(t),
+                ToolOutput::Blocks(blocks) => {
+                    for block in blocks {
+                        match block {
+                            MediaBlock::Text(t) => text.push_str(&t.text),
+                            MediaBlock::Data(d) => {
+                                let url = match &d.source {
+                                    DataSource::Url { url, .. } => url.clone(),
+                                    DataSource::Base64 { .. } => write_data(&data, d)?,
+                                };
+                                let name = d.name.as_deref().unwrap_or_default();
+                                let media_type = d.source.media_type();
+                                text.push_str(&format!("<data url='{url}' name='{name}' media_type='{media_type}'/>"));
+                            }
+                        }
+                    }
+                }
+            }
+            fs::create_dir_all(&base).map_err(|e| io_error(&base, &e))?;
+            let stem = format!("tool_result-{}", file_name(&result.id.to_string()));
+            // A second result of the same id gets (1), (2), … instead of replacing the first.
+            let mut path = base.join(format!("{stem}.txt"));
+            let mut index = 1;
+            let file = loop {
+                match OpenOptions::new().write(true).create_new(true).open(&path) {
+                    Ok(file) => break file,
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && index < 10_000 => {
+                        path = base.join(format!("{stem}({index}).txt"));
+                        index += 1;
+                    }
+                    Err(e) => return Err(io_error(&path, &e)),
+                }
+            };
+            let mut file = file;
+            file.write_all(text.as_bytes())
+                .and_then(|()| file.sync_data())
+                .map_err(|e| io_error(&path, &e))?;
+            Ok(path.display().to_string())
+        }))
+    }
+
+    fn offload_data_block(&self, block: DataBlock) -> BoxFuture<'static, Result<String, AgentError>> {
+        let data = self.dir.join("data");
+        Box::pin(blocking(move || write_data(&data, &block)))
+    }
+}
+
+/// Writes an inline data block's bytes under `data`; returns the file's path.
+fn write_data(data: &Path, block: &DataBlock) -> Result<String, AgentError> {
+    let DataSource::Base64 { media_type, .. } = &block.source else {
+        return Err(AgentError::State("only inline data is offloaded".to_owned()));
+    };
+    let Some(bytes) = block.source.decode_bytes() else {
+        return Err(AgentError::State(format!(
+            "the data block {} is not valid base64",
+            block.id
+        )));
+    };
+    let path = data.join(format!(
+        "{}.{}",
+        file_name(&block.id.to_string()),
+        extension(media_type)
+    ));
+    fs::create_dir_all(data).map_err(|e| io_error(data, &e))?;
+    if !path.exists() {
+        fs::write(&path, bytes).map_err(|e| io_error(&path, &e))?;
+    }
+    Ok(path.display().to_string())
+}
+
+/// Runs blocking file work on tokio's blocking pool.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, AgentError> + Send + 'static,
+) -> Result<T, AgentError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| AgentError::State(format!("the offloader's file work failed: {e}")))?
+}
+
+fn io_error(path: &Path, e: &std::io::Error) -> AgentError {
+    AgentError::State(format!("{}: {e}", path.display()))
+}
+
+/// A file name that stays inside its directory whatever the id holds.
+fn file_name(id: &str) -> String {
+    let name: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(128)
+        .collect();
+    if name.is_empty() { "_".to_owned() } else { name }
+}
+
+fn extension(media_type: &str) -> &'static str {
+    match media_type {
+        "image/png" => "png",
+        "image/jpeg" => "jpg",
+        "image/gif" => "gif",
+        "image/webp" => "webp",
+        "image/svg+xml" => "svg",
+        _ => "bin",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_never_leave_the_directory() {
+        assert_eq!(file_name("../../etc/passwd"), "______etc_passwd");
+        assert_eq!(file_name(""), "_");
+        assert_eq!(file_name("abc-1_2"), "abc-1_2");
+    }
+}

@@ -1,0 +1,270 @@
+//! What each task tool does to the list, and the text the model gets back (the reference's,
+//! word for word). `Ok` is a successful result, `Err` an error result.
+
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value};
+
+use super::task::{Task, TaskState, next_id};
+
+fn text<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
+    input.get(key).and_then(Value::as_str)
+}
+
+fn ids(input: &Value, key: &str) -> Option<Vec<String>> {
+    input
+        .get(key)
+        .and_then(Value::as_array)
+        .map(|ids| ids.iter().filter_map(|id| id.as_str().map(str::to_owned)).collect())
+}
+
+/// `TaskCreate`: appends a pending task.
+pub(crate) fn create(tasks: &mut Vec<Task>, input: &Value) -> Result<String, String> {
+    let id = next_id(tasks);
+    let mut task = Task::new(
+        id.clone(),
+        text(input, "subject").unwrap_or_default(),
+        text(input, "description").unwrap_or_default(),
+    );
+    if let Some(Value::Object(metadata)) = input.get("metadata") {
+        task.metadata = metadata.clone();
+    }
+    let reply = format!("Task (id={id}) created successfully: {}", task.subject);
+    tasks.push(task);
+    Ok(reply)
+}
+
+/// `TaskGet`: one task in full.
+pub(crate) fn get(tasks: &[Task], input: &Value) -> Result<String, String> {
+    let id = text(input, "task_id").unwrap_or_default();
+    let Some(task) = tasks.iter().find(|t| t.id == id) else {
+        return Err("Task not found".to_owned());
+    };
+    let mut out = format!(
+        "Task (id={}): {}\nStatus: {}\nDescription: {}",
+        task.id,
+        task.subject,
+        task.state.as_str(),
+        task.description
+    );
+    if let Some(owner) = task.owner.as_deref().filter(|o| !o.is_empty()) {
+        let _ = write!(out, "\nOwner: {owner}");
+    }
+    let refs = |ids: &[String]| ids.iter().map(|id| format!("#{id}")).collect::<Vec<_>>().join(", ");
+    if !task.blocked_by.is_empty() {
+        let _ = write!(out, "\nBlocked by: {}", refs(&task.blocked_by));
+    }
+    if !task.blocks.is_empty() {
+        let _ = write!(out, "\nBlocks: {}", refs(&task.blocks));
+    }
+    if !task.metadata.is_empty() {
+        let _ = write!(out, "\nMetadata: {}", Value::Object(task.metadata.clone()));
+    }
+    Ok(out)
+}
+
+/// `TaskList`: one line per task.
+pub(crate) fn list(tasks: &[Task]) -> Result<String, String> {
+    if tasks.is_empty() {
+        return Ok("No tasks available.".to_owned());
+    }
+    let lines: Vec<String> = tasks
+        .iter()
+        .map(|t| {
+            let mut line = format!("{} [{}] {}", t.id, t.state.as_str(), t.subject);
+            if let Some(owner) = t.owner.as_deref().filter(|o| !o.is_empty()) {
+                let _ = write!(line, "({owner})");
+            }
+            if !t.blocked_by.is_empty() {
+                let _ = write!(line, "[blocked by {}]", t.blocked_by.join(", "));
+            }
+            line
+        })
+        .collect();
+    Ok(lines.join("\n"))
+}
+
+/// Records that `blocker` blocks `blocked`, on both tasks.
+fn relate(tasks: &mut [Task], blocker: &str, blocked: &str) {
+    for task in tasks.iter_mut() {
+        if task.id == blocker && !task.blocks.iter().any(|b| b == blocked) {
+            task.blocks.push(blocked.to_owned());
+        }
+        if task.id == blocked && !task.blocked_by.iter().any(|b| b == blocker) {
+            task.blocked_by.push(blocker.to_owned());
+        }
+    }
+}
+
+/// `TaskUpdate`: changes the fields given, deletes the task with status `deleted`.
+pub(crate) fn update(tasks: &mut Vec<Task>, input: &Value) -> Result<String, String> {
+    let id = text(input, "task_id").unwrap_or_default().to_owned();
+    let Some(index) = tasks.iter().rposition(|t| t.id == id) else {
+        return Err(format!("TaskNotFoundError: The task (id={id}) does not exist."));
+    };
+    let mut updated: Vec<&str> = Vec::new();
+    if let Some(subject) = text(input, "subject").filter(|s| !s.is_empty()) {
+        tasks[index].subject = subject.to_owned();
+        updated.push("subject");
+    }
+    if let Some(description) = text(input, "description") {
+        tasks[index].description = description.to_owned();
+        updated.push("description");
+    }
+    let known: Vec<String> = tasks.iter().map(|t| t.id.clone()).collect();
+    if let Some(blocks) = ids(input, "add_blocks") {
+        let new: Vec<String> = blocks
+            .into_iter()
+            .filter(|b| !tasks[index].blocks.contains(b) && known.contains(b))
+            .collect();
+        if !new.is_empty() {
+            updated.push("add_blocks");
+            for blocked in &new {
+                relate(tasks, &id, blocked);
+            }
+        }
+    }
+    if let Some(blocked_by) = ids(input, "add_blocked_by") {
+        let new: Vec<String> = blocked_by
+            .into_iter()
+            .filter(|b| !tasks[index].blocked_by.contains(b) && known.contains(b))
+            .collect();
+        if !new.is_empty() {
+            updated.push("add_blocked_by");
+            for blocker in &new {
+                relate(tasks, blocker, &id);
+            }
+        }
+    }
+    if let Some(status) = text(input, "status").filter(|s| !s.is_empty()) {
+        let state = match status {
+            "deleted" => {
+                tasks.remove(index);
+                for task in tasks.iter_mut() {
+                    task.blocks.retain(|b| *b != id);
+                    task.blocked_by.retain(|b| *b != id);
+                }
+                return Ok(format!("Task (id={id}) has been deleted."));
+            }
+            "in_progress" => TaskState::InProgress,
+            "completed" => TaskState::Completed,
+            _ => TaskState::Pending,
+        };
+        updated.push("status");
+        tasks[index].state = state;
+        if state == TaskState::Completed {
+            // A completed task no longer blocks its dependents.
+            for task in tasks.iter_mut() {
+                task.blocked_by.retain(|b| *b != id);
+            }
+        }
+    }
+    if let Some(owner) = text(input, "owner") {
+        tasks[index].owner = Some(owner.to_owned());
+        updated.push("owner");
+    }
+    if let Some(Value::Object(metadata)) = input
+        .get("metadata")
+        .filter(|m| m.as_object().is_some_and(|m| !m.is_empty()))
+    {
+        merge(&mut tasks[index].metadata, metadata);
+        updated.push("metadata");
+    }
+    let mut reply = if updated.is_empty() {
+        format!(
+            "No updates were made to the task (id={id}). Make sure you provided at least one field to update and the \
+             values are correct."
+        )
+    } else {
+        format!("Update task (id={id}) {}.", updated.join(", "))
+    };
+    if tasks[index].state == TaskState::Completed {
+        reply.push_str("\n\nTask completed. Call TaskList now to find your next available task or see if your work unblocked others.");
+    }
+    Ok(reply)
+}
+
+/// Merges `changes` into `metadata`: a `null` value removes its key.
+fn merge(metadata: &mut Map<String, Value>, changes: &Map<String, Value>) {
+    for (key, value) in changes {
+        if value.is_null() {
+            metadata.remove(key);
+        } else {
+            metadata.insert(key.clone(), value.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn three() -> Vec<Task> {
+        let mut tasks = Vec::new();
+        for (subject, description) in [("Design", "d"), ("Build", "b"), ("Ship", "s")] {
+            create(&mut tasks, &json!({"subject": subject, "description": description})).unwrap();
+        }
+        tasks
+    }
+
+    #[test]
+    fn dependencies_are_kept_on_both_sides_and_released_on_completion() {
+        let mut tasks = three();
+        let reply = update(&mut tasks, &json!({"task_id": "2", "add_blocked_by": ["1", "9"]})).unwrap();
+        assert_eq!(reply, "Update task (id=2) add_blocked_by.");
+        update(
+            &mut tasks,
+            &json!({"task_id": "2", "add_blocks": ["3"], "owner": "bob"}),
+        )
+        .unwrap();
+        assert_eq!(tasks[0].blocks, ["2"]);
+        assert_eq!(tasks[1].blocked_by, ["1"]);
+        assert_eq!(tasks[2].blocked_by, ["2"]);
+        assert_eq!(
+            list(&tasks).unwrap(),
+            "1 [pending] Design\n2 [pending] Build(bob)[blocked by 1]\n3 [pending] Ship[blocked by 2]"
+        );
+        assert_eq!(
+            get(&tasks, &json!({"task_id": "2"})).unwrap(),
+            "Task (id=2): Build\nStatus: pending\nDescription: b\nOwner: bob\nBlocked by: #1\nBlocks: #3"
+        );
+        let reply = update(&mut tasks, &json!({"task_id": "1", "status": "completed"})).unwrap();
+        assert_eq!(
+            reply,
+            "Update task (id=1) status.\n\nTask completed. Call TaskList now to find your next available task or see \
+             if your work unblocked others."
+        );
+        assert!(tasks[1].blocked_by.is_empty());
+        assert_eq!(
+            update(&mut tasks, &json!({"task_id": "3", "status": "deleted"})).unwrap(),
+            "Task (id=3) has been deleted."
+        );
+        assert!(tasks[1].blocks.is_empty());
+        assert_eq!(
+            create(&mut tasks, &json!({"subject": "Docs", "description": ""})).unwrap(),
+            "Task (id=3) created successfully: Docs"
+        );
+    }
+
+    #[test]
+    fn unknown_tasks_and_empty_updates_say_so() {
+        let mut tasks = three();
+        assert_eq!(
+            update(&mut tasks, &json!({"task_id": "7", "status": "completed"})).unwrap_err(),
+            "TaskNotFoundError: The task (id=7) does not exist."
+        );
+        assert_eq!(get(&tasks, &json!({"task_id": "7"})).unwrap_err(), "Task not found");
+        assert_eq!(
+            update(&mut tasks, &json!({"task_id": "1", "subject": ""})).unwrap(),
+            "No updates were made to the task (id=1). Make sure you provided at least one field to update and the \
+             values are correct."
+        );
+        assert_eq!(list(&[]).unwrap(), "No tasks available.");
+        update(&mut tasks, &json!({"task_id": "1", "metadata": {"a": 1, "b": 2}})).unwrap();
+        update(&mut tasks, &json!({"task_id": "1", "metadata": {"a": null}})).unwrap();
+        assert_eq!(Value::Object(tasks[0].metadata.clone()), json!({"b": 2}));
+    }
+}

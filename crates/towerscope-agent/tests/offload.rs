@@ -1,0 +1,334 @@
+//! Offloading, as the reference does it: the messages a compression summarises are stored
+//! before the context drops them, the summary says where, and the model reads them back with
+//! the `Read` tool; images past `max_image_num` are replaced by a reminder, stored first when
+//! there is an offloader; a store that fails leaves the context as it was.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use towerscope_agent::compress::{FileOffloader, Offloader, SUMMARY_TOOL};
+use towerscope_agent::{Agent, ContextConfig, HintConfig};
+use towerscope_core::{AgentError, ContentBlock, DataBlock, Id, Msg, Role, ToolResultBlock, ToolResultState};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+const SUMMARY: &str = r#"{"task_overview": "look words up", "current_state": "done", "important_discoveries": "-",
+    "next_steps": "-", "context_to_preserve": "-"}"#;
+
+/// A fresh directory under the system's temporary directory.
+fn temp_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("towerscope-offload-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn history() -> Vec<Msg> {
+    (0..20)
+        .map(|i| Msg::user("user", format!("message {i} {}", "x".repeat(60))))
+        .collect()
+}
+
+/// The path in an offload reminder.
+fn offloaded_path(text: &str) -> Option<String> {
+    let start = text.find("is offloaded to '")? + "is offloaded to '".len();
+    let end = text[start..].find('\'')? + start;
+    Some(text[start..end].to_owned())
+}
+
+#[tokio::test]
+async fn compressed_messages_are_offloaded_and_the_model_reads_them_back() {
+    let dir = temp_dir("context");
+    let offloader = FileOffloader::new(&dir);
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("All read.")])
+        .context_size(400)
+        .respond_with(|req| {
+            if req.tools.len() == 1 && req.tools[0].name == SUMMARY_TOOL {
+                return Some(ScriptedResponse::tool_call("s", SUMMARY_TOOL, SUMMARY));
+            }
+            let summary = req.messages.get(1).and_then(|m| m.text_content()).unwrap_or_default();
+            let read_yet = req.messages.iter().any(|m| m.tool_results().next().is_some());
+            let path = offloaded_path(&summary).filter(|_| !read_yet)?;
+            let input = serde_json::json!({"file_path": path, "limit": 2}).to_string();
+            Some(ScriptedResponse::tool_call("r1", "Read", input))
+        });
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .hints(HintConfig::disabled())
+        .context(ContextConfig::new())
+        .offloader(offloader.clone())
+        .tool(offloader.read_tool())
+        .build()
+        .unwrap();
+    agent.observe(history()).unwrap();
+    agent.reply(Msg::user("user", "Where were we?")).await.unwrap();
+
+    let state = agent.state();
+    let path = offloader.context_path(&state.session_id);
+    let reminder = format!(
+        "<system-reminder>The compressed context is offloaded to '{}', you can refer to it when needed.</system-reminder>",
+        path.display()
+    );
+    assert!(
+        state.summary.ends_with(&format!("</system-info>\n{reminder}")),
+        "{}",
+        state.summary
+    );
+    assert_eq!(
+        state.summary.matches(&reminder).count(),
+        1,
+        "one reminder, however many compressions"
+    );
+    // What was summarised is in the file, in order, and no longer in the context.
+    let back = offloader.read_context(&state.session_id).await.unwrap();
+    let offloaded: Vec<String> = back.iter().filter_map(Msg::text_content).collect();
+    let expected: Vec<String> = history().iter().filter_map(Msg::text_content).collect();
+    assert_eq!(offloaded[..20], expected[..]);
+    assert!(
+        state
+            .context
+            .iter()
+            .all(|m| !m.text_content().unwrap_or_default().starts_with("message ")),
+        "the context holds none of them"
+    );
+    // The model followed the reminder: the Read tool gave it the first lines of the file.
+    let read = state.context.iter().flat_map(|m| m.tool_results()).next().unwrap();
+    assert_eq!(read.state, ToolResultState::Success);
+    let text = read.output.text_content().unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2);
+    assert!(lines[0].starts_with("     1\t{"), "{}", lines[0]);
+    assert!(lines[0].contains("message 0 "));
+    assert!(lines[1].starts_with("     2\t{") && lines[1].contains("message 1 "));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn the_read_tool_reads_only_inside_its_directory() {
+    let dir = temp_dir("read");
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("r1", "Read", r#"{"file_path": "/etc/hostname"}"#),
+            ScriptedResponse::text("ok"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .model(model)
+        .hints(HintConfig::disabled())
+        .tool(FileOffloader::new(&dir).read_tool())
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "read")).await.unwrap();
+    let state = agent.state();
+    let result = state.context[1].tool_results().next().unwrap().clone();
+    assert_eq!(result.state, ToolResultState::Error);
+    let text = result.output.text_content().unwrap();
+    assert!(
+        text.contains("is not an offloaded file") || text.starts_with("Error: File does not exist"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A user message holding one image.
+fn image_msg(name: &str, data: &str) -> Msg {
+    let block = DataBlock::new(towerscope_core::DataSource::Base64 {
+        data: data.to_owned(),
+        media_type: "image/png".to_owned(),
+    })
+    .with_name(name);
+    Msg::new("user", Role::User, vec![ContentBlock::Data(block)]).unwrap()
+}
+
+fn texts(msgs: &[Arc<Msg>]) -> Vec<String> {
+    msgs.iter().filter_map(|m| m.text_content()).collect()
+}
+
+#[tokio::test]
+async fn images_past_the_limit_are_replaced_oldest_first_and_offloaded_when_possible() {
+    // "aGVsbG8=" is "hello".
+    let images = || (1..=4).map(|i| image_msg(&format!("img{i}.png"), "aGVsbG8="));
+    let config = || ContextConfig::new().max_image_num(2);
+
+    // Without an offloader: removed, with a reminder the model sees.
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("ok")]);
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .hints(HintConfig::disabled())
+        .context(config())
+        .build()
+        .unwrap();
+    agent.observe(images()).unwrap();
+    agent.reply(Msg::user("user", "look")).await.unwrap();
+    let seen = model.requests()[0].messages.to_vec();
+    assert_eq!(
+        texts(&seen[1..3]),
+        [
+            "<system-reminder>The image named 'img1.png' is removed to free up context space.</system-reminder>",
+            "<system-reminder>The image named 'img2.png' is removed to free up context space.</system-reminder>",
+        ]
+    );
+    assert!(
+        seen[3..5].iter().all(|m| matches!(m.content[0], ContentBlock::Data(_))),
+        "the newest two stay"
+    );
+
+    // With an offloader: stored first, and the reminder says where.
+    let dir = temp_dir("images");
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("ok")]);
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .hints(HintConfig::disabled())
+        .context(config())
+        .offloader(FileOffloader::new(&dir))
+        .build()
+        .unwrap();
+    agent.observe(images()).unwrap();
+    agent.reply(Msg::user("user", "look")).await.unwrap();
+    let seen = model.requests()[0].messages.to_vec();
+    let first = texts(&seen[1..2]).pop().unwrap();
+    let prefix = "<system-reminder>The image named 'img1.png' is offloaded into ";
+    assert!(first.starts_with(prefix), "{first}");
+    let path = first[prefix.len()..].split(", you can refer").next().unwrap();
+    assert_eq!(std::fs::read(path).unwrap(), b"hello");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An offloader whose storage is down.
+struct Broken;
+
+impl Offloader for Broken {
+    fn offload_context(&self, _: &Id, _: Vec<Arc<Msg>>) -> BoxFuture<'static, Result<String, AgentError>> {
+        Box::pin(async { Err(AgentError::State("the store is down".to_owned())) })
+    }
+
+    fn offload_data_block(&self, _: DataBlock) -> BoxFuture<'static, Result<String, AgentError>> {
+        Box::pin(async { Err(AgentError::State("the store is down".to_owned())) })
+    }
+
+    fn offload_tool_result(&self, _: &Id, _: ToolResultBlock) -> BoxFuture<'static, Result<String, AgentError>> {
+        Box::pin(async { Err(AgentError::State("the store is down".to_owned())) })
+    }
+}
+
+#[tokio::test]
+async fn a_store_that_fails_leaves_the_context_as_it_was() {
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("ok")])
+        .context_size(400)
+        .respond_with(|req| {
+            (req.tools.len() == 1 && req.tools[0].name == SUMMARY_TOOL)
+                .then(|| ScriptedResponse::tool_call("s", SUMMARY_TOOL, SUMMARY))
+        });
+    let agent = Agent::builder("a")
+        .model(model)
+        .hints(HintConfig::disabled())
+        .context(ContextConfig::new())
+        .offloader(Broken)
+        .build()
+        .unwrap();
+    agent.observe(history()).unwrap();
+    let err = agent.compress_context(None, None).await.unwrap_err();
+    assert!(err.to_string().contains("the store is down"), "{err}");
+    let state = agent.state();
+    assert_eq!(state.context.len(), 20, "nothing dropped that was not stored");
+    assert!(state.summary.is_empty());
+}
+
+#[tokio::test]
+async fn an_image_of_an_assistant_message_becomes_a_hint_and_a_nested_one_a_text() {
+    let image = || {
+        DataBlock::new(towerscope_core::DataSource::Url {
+            url: "workspace://data/cat.png".to_owned(),
+            media_type: "image/png".to_owned(),
+        })
+    };
+    let mut state = towerscope_agent::AgentState::new();
+    state.context.push(Msg::user("user", "draw"));
+    state
+        .context
+        .push(Msg::assistant_blocks("a", vec![ContentBlock::Data(image())]));
+    let result = towerscope_core::ToolResultBlock::new(
+        "c1",
+        "render",
+        towerscope_core::ToolOutput::Blocks(vec![towerscope_core::MediaBlock::Data(image())]),
+        ToolResultState::Success,
+    );
+    state.context.push(Msg::assistant_blocks(
+        "a",
+        vec![
+            ContentBlock::ToolCall(towerscope_core::ToolCallBlock::new("c1", "render", "{}")),
+            ContentBlock::ToolResult(result),
+        ],
+    ));
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("ok")]);
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .hints(HintConfig::disabled())
+        .context(ContextConfig::new().max_image_num(0))
+        .state(state)
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "again")).await.unwrap();
+    let seen = model.requests()[0].messages.to_vec();
+    let reminder = "<system-reminder>The image is offloaded into workspace://data/cat.png, you can refer to it \
+                    when needed.</system-reminder>";
+    assert!(matches!(&seen[2].content[0], ContentBlock::Hint(h) if h.text().as_deref() == Some(reminder)));
+    let nested = seen[3].tool_results().next().unwrap();
+    assert_eq!(nested.output.text_content().as_deref(), Some(reminder));
+}
+
+/// Any arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Anything {}
+
+#[tokio::test]
+async fn the_cut_part_of_a_long_tool_result_is_offloaded_and_the_reminder_names_the_file() {
+    let dir = temp_dir("tool-result");
+    let long: String = (0..400).map(|i| format!("line {i}\n")).collect();
+    let tool_text = long.clone();
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "dump", "{}"),
+            ScriptedResponse::text("ok"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .model(model)
+        .hints(HintConfig::disabled())
+        .context(ContextConfig::new().tool_result_limit(100))
+        .offloader(FileOffloader::new(&dir))
+        .tool(towerscope_agent::toolkit::FunctionTool::new(
+            "dump",
+            move |_: Anything| {
+                let text = tool_text.clone();
+                async move { text }
+            },
+        ))
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "dump")).await.unwrap();
+    let state = agent.state();
+    let result = state.context[1].tool_results().next().unwrap().clone();
+    let text = result.output.text_content().unwrap();
+    let marker = "\n<<<TRUNCATED>>>\n<system-reminder>The remaining content has been omitted for limited context. You \
+                  can refer to the file in '";
+    let (kept, rest) = text.split_once(marker).unwrap();
+    let path = rest.split_once('\'').unwrap().0;
+    assert!(
+        rest.ends_with("' for the truncated content if needed.</system-reminder>"),
+        "{rest}"
+    );
+    assert!(path.ends_with("tool_result-c1.txt"), "{path}");
+    let omitted = std::fs::read_to_string(path).unwrap();
+    assert_eq!(
+        format!("{kept}{omitted}"),
+        long,
+        "nothing lost: the kept part and the file make the whole"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
