@@ -39,12 +39,13 @@ impl<S> JournalToolService<S> {
     }
 }
 
-/// What a tool step depends on: the tool's name, the call's id and its arguments.
+/// What a tool step depends on: the tool's name, the call's id and its arguments (the call's
+/// text, which [`ActingRequest::set_input`] changes too).
 pub(crate) fn fingerprint(req: &ActingRequest) -> Fingerprint {
     Fingerprint::new(StepKind::ToolCall)
-        .text(&req.tool.name)
-        .text(&req.tool_call.id.to_string())
-        .text(&req.input.to_string())
+        .text(&req.tool().name)
+        .text(&req.tool_call().id.to_string())
+        .text(&req.tool_call().input)
 }
 
 impl<S> Service<ActingRequest> for JournalToolService<S>
