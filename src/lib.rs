@@ -48,10 +48,10 @@ pub use towerscope_layers as layers;
 pub use towerscope_models as models;
 #[cfg(feature = "otel")]
 pub use towerscope_otel as otel;
-#[cfg(feature = "serve")]
-pub use towerscope_serve as serve;
 #[cfg(feature = "restate")]
 pub use towerscope_restate as restate;
+#[cfg(feature = "serve")]
+pub use towerscope_serve as serve;
 pub use towerscope_team::{Participant, console, hub, pipeline, shared_copy, user};
 
 /// Redis (feature `redis`): the session store and the shared rate-limit backend, in one place.

@@ -69,6 +69,8 @@ fn bench(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
+    // reqwest may be built without a crypto provider of its own (workspace features).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::new();
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -199,7 +199,7 @@ async fn a_reply_parked_for_confirmation_survives_a_restart_and_is_confirmed_by_
     let _second = Endpoint::start(port, &[]);
 
     // This test process (not the endpoint) answers one through the ingress...
-    let response = reqwest::Client::new()
+    let response = support::client()
         .post(format!("{ingress}/restate/awakeables/{http_id}/resolve"))
         .json(&json!({"confirmed": true}))
         .send()
@@ -220,7 +220,7 @@ async fn a_reply_parked_for_confirmation_survives_a_restart_and_is_confirmed_by_
         .expect("curl is installed");
     assert!(curl.success());
     // A rejected confirmation interrupts the reply: the refund never runs.
-    let response = reqwest::Client::new()
+    let response = support::client()
         .post(format!("{ingress}/restate/awakeables/{rejected_id}/reject"))
         .header("content-type", "text/plain")
         .body("the customer changed their mind")
@@ -337,7 +337,7 @@ async fn an_external_tool_call_waits_on_a_durable_promise_that_the_caller_resolv
     assert_eq!(request["type"], "REQUIRE_EXTERNAL_EXECUTION", "{request}");
     let call_id = request["tool_calls"][0]["id"].as_str().unwrap().to_owned();
     // A malformed answer is ignored: the reply parks again on a new promise.
-    let response = reqwest::Client::new()
+    let response = support::client()
         .post(format!("{ingress}/restate/awakeables/{id}/resolve"))
         .json(&json!({"results": "42"}))
         .send()
@@ -355,7 +355,7 @@ async fn an_external_tool_call_waits_on_a_durable_promise_that_the_caller_resolv
         "type": "tool_result", "id": call_id, "name": "lookup", "state": "success",
         "output": [{"type": "text", "text": "42 in stock"}],
     }]});
-    let response = reqwest::Client::new()
+    let response = support::client()
         .post(format!("{ingress}/restate/awakeables/{id}/resolve"))
         .json(&result)
         .send()

@@ -159,7 +159,7 @@ impl Drop for Endpoint {
 
 /// Registers the endpoint on `port` with the admin API.
 pub async fn register(admin: &str, port: u16) {
-    let response = reqwest::Client::new()
+    let response = client()
         .post(format!("{admin}/deployments"))
         .json(&json!({"uri": format!("http://127.0.0.1:{port}"), "force": true}))
         .send()
@@ -173,7 +173,7 @@ pub async fn register(admin: &str, port: u16) {
 /// Calls `handler` of the object `Agent` with key `key` through the ingress; the status and
 /// the JSON body.
 pub async fn call(ingress: &str, key: &str, handler: &str, body: Value) -> (u16, Value) {
-    let request = reqwest::Client::new().post(format!("{ingress}/Agent/{key}/{handler}"));
+    let request = client().post(format!("{ingress}/Agent/{key}/{handler}"));
     let request = if body.is_null() { request } else { request.json(&body) };
     let response = request.send().await.unwrap();
     let status = response.status().as_u16();
@@ -421,4 +421,12 @@ pub fn serve(port: u16) {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.unwrap();
         durable.serve(listener).await;
     });
+}
+
+/// An HTTP client for the ingress and the admin API. With every workspace feature on, reqwest is
+/// built without a crypto provider of its own, so one is installed first (plain HTTP needs none,
+/// but reqwest's builder asks for it).
+pub fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
 }
