@@ -397,7 +397,7 @@ impl AgentBuilder {
             interrupt: crate::interrupt::Interrupt::default(),
             observe_hooks: stacks.observe,
             positions,
-            mailbox: crate::observe::Mailbox::default(),
+            mailbox: crate::mailbox::Mailbox::default(),
             installed: self.installed,
             context,
             counter,

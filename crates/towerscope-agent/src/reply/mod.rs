@@ -30,7 +30,7 @@ use tower::util::Either;
 use tower::{Service, ServiceExt};
 use towerscope_core::{
     AgentContext, AgentError, CompressRequest, ContentBlock, EventStream, Messages, Position, ReasoningRequest,
-    ReplyEndEvent, ReplyFinishedReason, ReplyInput, ReplyItem, ReplyRequest, ReplyStartEvent, ToolCallState,
+    ReplyEndEvent, ReplyFinishedReason, ReplyInput, ReplyItem, ReplyRequest, ReplyStartEvent,
 };
 
 use crate::acting;
@@ -227,7 +227,7 @@ async fn start(runtime: &Arc<Runtime>, req: &ReplyRequest, msgs: &Messages, emit
     }
     let session_id = {
         let mut state = runtime.lock_state();
-        check_not_parked(&state)?;
+        crate::state::check_not_parked(&state)?;
         resume::close_dangling_calls(&runtime.name, &mut state);
         state.context.extend(msgs.arcs().cloned());
         state.reply_context = ReplyContext {
@@ -240,22 +240,6 @@ async fn start(runtime: &Arc<Runtime>, req: &ReplyRequest, msgs: &Messages, emit
     };
     emit.event(|| ReplyStartEvent::new(session_id, req.ctx.reply_id(), Arc::clone(&runtime.name)).into())
         .await;
-    Ok(())
-}
-
-/// A reply parked for the user or an external executor accepts only the event that resumes
-/// it (or interrupts it), as in the reference.
-pub(crate) fn check_not_parked(state: &crate::state::AgentState) -> Result<(), AgentError> {
-    let awaiting = state.unfinished_calls();
-    let asking = awaiting.iter().filter(|c| c.state == ToolCallState::Asking).count();
-    let submitted = awaiting.iter().filter(|c| c.state == ToolCallState::Submitted).count();
-    if asking + submitted > 0 {
-        return Err(AgentError::State(format!(
-            "Agent is waiting for {asking} tool calls and external execution results for {submitted} tool calls, \
-             but received no event. Resume the reply with a UserConfirmResultEvent or \
-             ExternalExecutionResultEvent, or interrupt it with a UserInterruptEvent."
-        )));
-    }
     Ok(())
 }
 
