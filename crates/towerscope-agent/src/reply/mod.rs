@@ -34,7 +34,9 @@ use towerscope_core::{
 };
 
 use crate::acting;
-use crate::emit::{Emitter, EventsUnread, assistant_msg};
+use towerscope_core::{EventKinds, EventType};
+
+use crate::emit::{Emitter, EventsRead, assistant_msg};
 use crate::generator::Generator;
 use crate::reasoning::{self, ReasoningStep};
 use crate::resume;
@@ -63,9 +65,9 @@ impl Service<ReplyRequest> for ReactLoop {
     fn call(&mut self, req: ReplyRequest) -> Self::Future {
         let runtime = Arc::clone(&self.runtime);
         let reasoning = self.reasoning.clone();
-        let events = req.ctx.get::<EventsUnread>().is_none();
+        let reads = req.ctx.get::<EventsRead>().map_or(EventKinds::ALL, |r| r.reply);
         let stream = Generator::new(move |y| async move {
-            let emit = Emitter::new(y, events);
+            let emit = Emitter::new(y, reads);
             let ctx = req.ctx.clone();
             let outcome = {
                 // The loop runs until it ends or an interrupt cancels it at its current await
@@ -167,7 +169,7 @@ async fn run(
                     };
                     position.clone().oneshot(request).await?;
                 }
-                if let Some(hint) = crate::hints::inject(runtime, &round, emit.wants_events()) {
+                if let Some(hint) = crate::hints::inject(runtime, &round, emit.wants(EventType::HintBlock)) {
                     emit.forward(hint).await;
                 }
                 let request = ReasoningRequest {
@@ -238,8 +240,10 @@ async fn start(runtime: &Arc<Runtime>, req: &ReplyRequest, msgs: &Messages, emit
         };
         state.session_id.clone()
     };
-    emit.event(|| ReplyStartEvent::new(session_id, req.ctx.reply_id(), Arc::clone(&runtime.name)).into())
-        .await;
+    emit.event(EventType::ReplyStart, || {
+        ReplyStartEvent::new(session_id, req.ctx.reply_id(), Arc::clone(&runtime.name)).into()
+    })
+    .await;
     Ok(())
 }
 
@@ -251,7 +255,7 @@ async fn end_with_error(runtime: &Runtime, ctx: &AgentContext, err: &AgentError,
         let state = runtime.lock_state();
         (state.session_id.clone(), state.reply_context.usage)
     };
-    emit.event(|| {
+    emit.event(EventType::ReplyEnd, || {
         ReplyEndEvent::new(session_id, ctx.reply_id(), ReplyFinishedReason::Error)
             .with_error(info.clone())
             .into()
