@@ -64,12 +64,12 @@ pub(crate) async fn run_batch(
         let runtime = Arc::clone(runtime);
         let ctx = ctx.clone();
         let asked = asked.clone();
-        Generator::new(move |y| async move {
+        Box::pin(Generator::new(move |y| async move {
             let emit = Emitter::new(y, reads);
             if let Err(e) = call::execute(&runtime, &ctx, call, Some(&asked), &emit).await {
                 emit.error(e).await;
             }
-        })
+        }))
     });
     let mut merged = drain::DrainReady::new(streams);
     let mut failure = None;
