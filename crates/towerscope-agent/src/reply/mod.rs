@@ -73,11 +73,12 @@ impl Service<ReplyRequest> for ReactLoop {
                 // The loop runs until it ends or an interrupt cancels it at its current await
                 // point (a tool, a middleware; the reasoning step handles one itself); then it
                 // is dropped here.
-                let run = std::pin::pin!(run(&runtime, reasoning, req, &emit));
-                let interrupted = std::pin::pin!(runtime.interrupt.requested_unshielded());
-                match futures_util::future::select(run, interrupted).await {
-                    futures_util::future::Either::Left((result, _)) => Some(result),
-                    futures_util::future::Either::Right(((), _)) => {
+                let run = run(&runtime, reasoning, req, &emit);
+                let interrupted = runtime.interrupt.requested_unshielded();
+                let run = std::pin::pin!(crate::interrupt::Unless::new(&runtime.interrupt, run, interrupted));
+                match run.await {
+                    futures_util::future::Either::Left(result) => Some(result),
+                    futures_util::future::Either::Right(()) => {
                         // Before the work in flight is dropped: layers that see their call
                         // dropped can tell an interruption from an abandoned call.
                         ctx.mark_interrupted();
