@@ -21,7 +21,17 @@
 
 use super::EventType;
 
-/// A set of event kinds. See the [module docs](self).
+/// A set of event kinds: which events a middleware's `on_reply` and `on_reasoning` layers read
+/// ([`Middleware::reads_events`](crate::Middleware::reads_events)). When nobody else reads the
+/// events, an agent builds only the kinds its layers read.
+///
+/// ```
+/// use towerscope_core::{EventKinds, EventType};
+///
+/// let lifecycle = EventKinds::of(&[EventType::ReplyStart, EventType::ReplyEnd]);
+/// assert!(lifecycle.contains(EventType::ReplyStart));
+/// assert!(!EventKinds::NONE.contains(EventType::ReplyStart));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct EventKinds(u64);
 
