@@ -80,7 +80,13 @@ impl<T: Send + 'static, F: Future<Output = ()>> Generator<T, F> {
 }
 
 fn take<T>(slot: &Mutex<Option<T>>) -> Option<T> {
-    slot.lock().unwrap_or_else(PoisonError::into_inner).take()
+    let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+    // `Option::take` copies the whole item out even when there is none (a reply's item is a
+    // few hundred bytes, and the slot is empty at every other look).
+    if slot.is_none() {
+        return None;
+    }
+    slot.take()
 }
 
 impl<T: Send + 'static, F: Future<Output = ()>> Stream for Generator<T, F> {
