@@ -104,8 +104,8 @@ pub(crate) async fn unless_interrupted<F: std::future::Future>(
     ctx: &towerscope_core::AgentContext,
     work: F,
 ) -> Option<F::Output> {
-    let unless = std::pin::pin!(Unless::new(interrupt, work, interrupt.requested()));
-    match unless.await {
+    let work = std::pin::pin!(work);
+    match Unless::new(interrupt, work, interrupt.requested()).await {
         Either::Left(output) => Some(output),
         Either::Right(()) => {
             // `work` is pinned in this frame: it is dropped when this function returns, after

@@ -73,10 +73,10 @@ impl Service<ReplyRequest> for ReactLoop {
                 // The loop runs until it ends or an interrupt cancels it at its current await
                 // point (a tool, a middleware; the reasoning step handles one itself); then it
                 // is dropped here.
-                let run = run(&runtime, reasoning, req, &emit);
+                // Pinned here (not moved into `Unless`): the loop's future is a few kilobytes.
+                let run = std::pin::pin!(run(&runtime, reasoning, req, &emit));
                 let interrupted = runtime.interrupt.requested_unshielded();
-                let run = std::pin::pin!(crate::interrupt::Unless::new(&runtime.interrupt, run, interrupted));
-                match run.await {
+                match crate::interrupt::Unless::new(&runtime.interrupt, run, interrupted).await {
                     futures_util::future::Either::Left(result) => Some(result),
                     futures_util::future::Either::Right(()) => {
                         // Before the work in flight is dropped: layers that see their call
