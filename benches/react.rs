@@ -15,6 +15,9 @@
 //!   event built and read; `Agent::reply` skips them when nobody can read them).
 //! - `react/first_layer/P`: one pass-through layer on position P only (a pass-through
 //!   transformer for `system_prompt`): what the first layer of each position costs.
+//! - `react/quiet/N` and `react/first_layer/quiet_reply`, `.../quiet_reasoning`: the same
+//!   pass-throughs from middlewares that say they read no events (`Middleware::reads_events`),
+//!   so `Agent::reply` builds none.
 //!
 //! The agent is reused; its state is reset before each reply (a fresh session, as the reference
 //! benchmark does).
@@ -29,7 +32,7 @@ use towerscope::{Msg, prompt_fn};
 #[path = "support/mod.rs"]
 mod support;
 
-use support::{FullPassThrough, PassThroughLayer, add_tool, script};
+use support::{FullPassThrough, PassThroughLayer, QuietLayer, QuietPassThrough, add_tool, script};
 
 fn builder(streamed: bool) -> AgentBuilder {
     Agent::builder("bench")
@@ -42,6 +45,14 @@ fn agent(streamed: bool, middlewares: usize) -> Agent {
     let mut b = builder(streamed);
     for _ in 0..middlewares {
         b = b.middleware(FullPassThrough);
+    }
+    b.build().expect("the bench agent builds")
+}
+
+fn quiet_agent(middlewares: usize) -> Agent {
+    let mut b = builder(false);
+    for _ in 0..middlewares {
+        b = b.middleware(QuietPassThrough);
     }
     b.build().expect("the bench agent builds")
 }
@@ -106,6 +117,9 @@ fn bench(c: &mut Criterion) {
     for n in [0, 1, 5, 10] {
         run(&mut group, BenchmarkId::new("whole", n), agent(false, n));
     }
+    for n in [1, 10] {
+        run(&mut group, BenchmarkId::new("quiet", n), quiet_agent(n));
+    }
     for n in [0, 10] {
         run(&mut group, BenchmarkId::new("streamed", n), agent(true, n));
     }
@@ -120,6 +134,8 @@ fn bench(c: &mut Criterion) {
             "acting" => b.on_acting(PassThroughLayer),
             "permission" => b.on_check_permission(PassThroughLayer),
             "compress" => b.on_compress_context(PassThroughLayer),
+            "quiet_reply" => b.middleware(QuietLayer::Reply),
+            "quiet_reasoning" => b.middleware(QuietLayer::Reasoning),
             _ => b.on_system_prompt(prompt_fn(|_ctx, prompt| async move { Ok(prompt) })),
         }
         .build()
@@ -133,6 +149,8 @@ fn bench(c: &mut Criterion) {
         "permission",
         "compress",
         "system_prompt",
+        "quiet_reply",
+        "quiet_reasoning",
     ] {
         run(&mut group, BenchmarkId::new("first_layer", position), one(position));
     }

@@ -10,7 +10,10 @@
 //! ```
 //!
 //! Arguments: `--replies N` (default 2000), `--middlewares M` (pass-through middlewares on
-//! every position, default 0), `--streamed`, `--stream-reader` (read the event stream instead of
+//! every position, default 0), `--first-layer P` (one pass-through layer on the position P only:
+//! `reply`, `reasoning`, `model_call`, `acting`, `permission`, `compress`, `system_prompt`, as
+//! `react/first_layer/P`; `quiet_reply`, `quiet_reasoning`: from a middleware that reads no
+//! events), `--quiet` (the `--middlewares` say they read no events), `--streamed`, `--stream-reader` (read the event stream instead of
 //! `Agent::reply`), `--no-hints` (runtime-state hints off; they are on by default, and each
 //! reply of this scenario starts from a fresh state, so each is a first reply that tells the
 //! time), `--idle N` (instead: the bytes N idle agents hold, sharing one model and one
@@ -27,7 +30,7 @@ use towerscope::models::{ScriptedModel, ScriptedResponse};
 #[path = "support/mod.rs"]
 mod support;
 
-use support::{FullPassThrough, add_tool, script};
+use support::{FullPassThrough, PassThroughLayer, QuietLayer, QuietPassThrough, add_tool, script};
 
 #[global_allocator]
 static ALLOCATOR: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
@@ -115,8 +118,27 @@ fn main() {
         .model(model)
         .tool(add_tool());
     for _ in 0..middlewares {
-        builder = builder.middleware(FullPassThrough);
+        builder = if flag("--quiet") {
+            builder.middleware(QuietPassThrough)
+        } else {
+            builder.middleware(FullPassThrough)
+        };
     }
+    builder = match arg("--first-layer").as_deref() {
+        None => builder,
+        Some("reply") => builder.on_reply(PassThroughLayer),
+        Some("reasoning") => builder.on_reasoning(PassThroughLayer),
+        Some("model_call") => builder.on_model_call(PassThroughLayer),
+        Some("acting") => builder.on_acting(PassThroughLayer),
+        Some("permission") => builder.on_check_permission(PassThroughLayer),
+        Some("compress") => builder.on_compress_context(PassThroughLayer),
+        Some("quiet_reply") => builder.middleware(QuietLayer::Reply),
+        Some("quiet_reasoning") => builder.middleware(QuietLayer::Reasoning),
+        Some("system_prompt") => {
+            builder.on_system_prompt(towerscope::prompt_fn(|_ctx, prompt| async move { Ok(prompt) }))
+        }
+        Some(other) => panic!("--first-layer {other}: not a position"),
+    };
     if !hints {
         builder = builder.hints(towerscope::agent::HintConfig::disabled());
     }
@@ -152,8 +174,10 @@ fn main() {
     }
     let stats = region.change();
     println!(
-        "replies={replies} middlewares={middlewares} streamed={streamed} stream_reader={read_stream} hints={hints} \
+        "replies={replies} middlewares={middlewares} quiet={} first_layer={} streamed={streamed} stream_reader={read_stream} hints={hints} \
          allocs_per_reply={:.1} bytes_per_reply={:.0}",
+        flag("--quiet"),
+        arg("--first-layer").unwrap_or_else(|| "-".to_owned()),
         (stats.allocations + stats.reallocations) as f64 / replies as f64,
         stats.bytes_allocated as f64 / replies as f64
     );

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Side-by-side peer benchmark of one ReAct reply (4 model calls, 3 `add` tool calls, scripted
-# models, no network) and of many replies in flight, on this machine, in one run:
+# models, no network) and of many replies in flight, on this machine, in one run. The one-reply
+# runs are interleaved: several rounds, each running every peer once (round-robin, the order
+# rotated each round), and every ratio is taken within a round; the report gives the median
+# ratio and its spread over the rounds (this machine's speed drifts within minutes):
 #
 #   Rust peers   benches/peers/<name>/ (towerscope, autoagents, rig, tower-llm, agentscope-rs),
 #                standalone cargo packages built here once in release mode into
@@ -20,17 +23,22 @@
 #
 #   scripts/bench-compare.sh            full run (many replies for N = 1,000, 10,000, 100,000;
 #                                       well over an hour on 2 cores)
-#   scripts/bench-compare.sh --quick    fewer replies; N = 1,000 and 10,000 only
+#   scripts/bench-compare.sh --quick    fewer replies, 3 rounds; N = 1,000 and 10,000 only
+#   scripts/bench-compare.sh --rounds R  R interleaved rounds (default 5, 3 with --quick)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-quick=()
-for arg in "$@"; do
-    case "$arg" in
-        --quick) quick=(--quick) ;;
-        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
-        *) echo "error: unknown argument $arg (see --help)" >&2; exit 1 ;;
+compare_args=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) compare_args+=(--quick) ;;
+        --rounds)
+            [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "error: --rounds needs a positive number" >&2; exit 1; }
+            compare_args+=(--rounds "$2"); shift ;;
+        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+        *) echo "error: unknown argument $1 (see --help)" >&2; exit 1 ;;
     esac
+    shift
 done
 
 out="target/bench-compare"
@@ -64,8 +72,8 @@ echo "== build towerscope's criterion bench (cargo bench --bench react --no-run)
 nice cargo bench --bench react --no-run >"$out/criterion-build.log" 2>&1 \
     || { cat "$out/criterion-build.log" >&2; exit 1; }
 
-echo "== run all peers (benches/peers/compare.py ${quick[*]})" >&2
-bash scripts/bench-python.sh python benches/peers/compare.py "${quick[@]}" --out "$out"
+echo "== run all peers (benches/peers/compare.py ${compare_args[*]})" >&2
+bash scripts/bench-python.sh python benches/peers/compare.py "${compare_args[@]}" --out "$out"
 
 echo "== report ($out/table.md, docs/bench/peers.svg)" >&2
 bash scripts/bench-python.sh python benches/peers/report.py \

@@ -1,4 +1,4 @@
-"""Run every peer benchmark one after the other and record each result with the machine load.
+"""Run every peer benchmark, interleaved, and record each result with the machine load.
 
 Called by scripts/bench-compare.sh (which builds the Rust peers and the Python
 venv first); it can also be run alone once those exist:
@@ -9,6 +9,18 @@ Writes DIR/results.jsonl (default target/bench-compare): one JSON object per
 run, the peer's own JSON line plus the fields below. A peer that is not
 available (no build, or a folder holding only a README) gets one line with
 "status": "unavailable" and the reason.
+
+Interleaving: ratios only between runs taken seconds apart
+--------------------------------------------------------
+The machine's speed drifts by up to 1.7x within minutes with nothing else
+running, so a ratio between two figures is only valid when they were taken
+close together. The one-reply runs ("single") therefore go round-robin: ROUNDS
+rounds (--rounds; 5, or 3 with --quick), each round running every peer once for
+each middleware count, in an order rotated by one peer each round (no peer is
+always first). Each line records its "round"; the report takes a peer's ratio to
+towerscope within each round and gives the median and the spread (min-max) of
+those ratios. A run inside a round is not repeated when loaded (that would
+break the interleaving): its load is recorded and flagged as below.
 
 Load of other processes, and how a loaded run is handled
 ---------------------------------------------------------
@@ -160,10 +172,13 @@ class Runner:
         self.file.write(json.dumps(line) + "\n")
         self.file.flush()
 
-    def run(self, label: str, cmd: list[str], extra: dict, parse=None) -> dict | None:
-        """Runs until clean (at most ATTEMPTS times); records and returns the kept line."""
+    def run(self, label: str, cmd: list[str], extra: dict, parse=None,
+            attempts: int | None = None) -> dict | None:
+        """Runs until clean (at most `attempts`, default the runner's); records and returns the
+        kept line."""
         kept = None
-        for attempt in range(1, self.attempts + 1):
+        attempts = self.attempts if attempts is None else attempts
+        for attempt in range(1, attempts + 1):
             print(f"== {label} (attempt {attempt})", file=sys.stderr, flush=True)
             before = self._children_cpu()
             r = measured_run(cmd)
@@ -200,7 +215,7 @@ class Runner:
                 print(f"   loaded, but a {r['wall']:.0f} s run is not repeated",
                       file=sys.stderr, flush=True)
                 break
-            if attempt < self.attempts:
+            if attempt < attempts:
                 time.sleep(PAUSE_BEFORE_RETRY_S)
         kept["attempts"] = attempt
         self.record(kept)
@@ -255,10 +270,15 @@ def main() -> None:
     ap.add_argument("--attempts", type=int, default=ATTEMPTS,
                     help=f"attempts per run while loaded (default {ATTEMPTS})")
     ap.add_argument("--only", help="comma-separated peer names (default: all); no criterion run")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="interleaved rounds of the one-reply runs (default 5, 3 with --quick)")
     args = ap.parse_args()
+    rounds = max(1, args.rounds or (3 if args.quick else 5))
     only = set(args.only.split(",")) if args.only else None
 
+    # Replies per run, spread over the rounds (each round runs every peer once).
     rust_replies, py_replies = (3000, 200) if args.quick else (20000, 2000)
+    rust_replies, py_replies = max(500, rust_replies // rounds), max(50, py_replies // rounds)
     many_ns = [1000, 10000] if args.quick else [1000, 10000, 100000]
     # 100,000 Python replies in flight take over half an hour per peer here; skipped.
     py_many_ns = [n for n in many_ns if n <= 10000]
@@ -267,7 +287,8 @@ def main() -> None:
     runner.record({"kind": "meta", "quick": args.quick, "load_limit_cores": LOAD_LIMIT,
                    "attempts_max": max(1, args.attempts), "nproc": os.cpu_count(),
                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                   "python_many_ns": py_many_ns, "many_ns": many_ns})
+                   "python_many_ns": py_many_ns, "many_ns": many_ns, "rounds": rounds,
+                   "rust_replies_per_run": rust_replies, "python_replies_per_run": py_replies})
 
     peers = []  # (name, language, command prefix)
     for name, binary, reason in rust_peers():
@@ -284,14 +305,26 @@ def main() -> None:
             continue
         peers.append((name, "python", [str(VENV_PY), str(PY_BENCHES / script)]))
 
-    for name, lang, cmd in peers:
-        replies = rust_replies if lang == "rust" else py_replies
+    # Round-robin: every round runs every peer once per middleware count, the order rotated by
+    # one peer per round; a run is not repeated when loaded (see the module docs).
+    stopped = {}  # peer -> the middleware count from which its runs are skipped
+    for r in range(1, rounds + 1):
+        shift = (r - 1) % max(1, len(peers))
+        order = peers[shift:] + peers[:shift]
         for m in MIDDLEWARES:
-            line = runner.run(f"{name} single --middlewares {m}",
-                              cmd + ["single", "--replies", str(replies), "--middlewares", str(m)],
-                              {"language": lang, "requested_middlewares": m})
-            if line is None or "skipped" in line:
-                break  # no middleware (or a failure): larger M would say the same
+            for name, lang, cmd in order:
+                if m >= stopped.get(name, m + 1):
+                    continue
+                replies = rust_replies if lang == "rust" else py_replies
+                line = runner.run(f"round {r}/{rounds}: {name} single --middlewares {m}",
+                                  cmd + ["single", "--replies", str(replies),
+                                         "--middlewares", str(m)],
+                                  {"language": lang, "requested_middlewares": m, "round": r},
+                                  attempts=1)
+                if line is None:
+                    stopped[name] = 0  # a failure: the other runs would fail alike
+                elif "skipped" in line:
+                    stopped[name] = m  # no middleware: larger M would say the same
     # towerscope's own headline numbers (criterion, benches/react.rs), already compiled by
     # scripts/bench-compare.sh; compared with AgentScope's single-reply figures in the report.
     if only is None:

@@ -4,15 +4,19 @@
         [--results target/bench-compare/results.jsonl] \
         [--table target/bench-compare/table.md] [--svg docs/bench/peers.svg]
 
-Reads the JSON lines written by benches/peers/compare.py. A figure from a run
-that never got under the load limit is marked "loaded" in the table and
-hatched in the chart; none is shown as a clean figure. Run by
-scripts/bench-compare.sh after compare.py.
+Reads the JSON lines written by benches/peers/compare.py. The one-reply runs
+come in interleaved rounds: a peer's figure is its run with the median median
+over the rounds, and its ratio to towerscope is the median of the ratios taken
+within each round, with their spread (min-max). A figure from a run that never
+got under the load limit is marked "loaded" in the table and hatched in the
+chart; none is shown as a clean figure. Run by scripts/bench-compare.sh after
+compare.py.
 """
 
 import argparse
 import json
 import math
+import statistics
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,8 +50,43 @@ def load(line: dict) -> str:
     return f"{line['other_load_cores']:.2f}{peak}{mark}"
 
 
+def aggregate(runs: dict) -> dict:
+    """(peer, middlewares) -> the run with the median median over its rounds, plus
+    "round_medians" {round: median_us}, the highest other load and whether all were clean."""
+    out = {}
+    for key, lines in runs.items():
+        ordered = sorted(lines, key=lambda l: l["median_us"])
+        line = dict(ordered[(len(ordered) - 1) // 2])
+        line["round_medians"] = {l.get("round", 0): l["median_us"] for l in lines}
+        line["rounds"] = len(lines)
+        worst = max(lines, key=lambda l: l["other_load_cores"])
+        line["other_load_cores"] = worst["other_load_cores"]
+        line["other_load_peak_cores"] = worst.get("other_load_peak_cores")
+        line["clean"] = all(l.get("clean") for l in lines)
+        out[key] = line
+    return out
+
+
+def round_ratios(a: dict | None, b: dict | None) -> list[float]:
+    """a / b within each round both ran."""
+    if not a or not b:
+        return []
+    ra, rb = a["round_medians"], b["round_medians"]
+    return [ra[r] / rb[r] for r in sorted(set(ra) & set(rb)) if rb[r] > 0]
+
+
+def fmt_ratio(ratios: list[float], digits: int = 2) -> str:
+    """Median ratio, with the spread of the rounds when there are several."""
+    if not ratios:
+        return "–"
+    med = f"{statistics.median(ratios):.{digits}f}×"
+    if len(ratios) == 1:
+        return med
+    return f"{med} ({min(ratios):.{digits}f}–{max(ratios):.{digits}f}, {len(ratios)} rounds)"
+
+
 def read(path: Path):
-    meta, single, many, criterion, missing = {}, {}, {}, None, []
+    meta, runs, many, criterion, missing = {}, {}, {}, None, []
     for raw in path.read_text().splitlines():
         line = json.loads(raw)
         if line.get("kind") == "meta":
@@ -57,10 +96,10 @@ def read(path: Path):
         elif line.get("status") in ("unavailable", "failed"):
             missing.append(line)
         elif line.get("mode") == "single" and line.get("middlewares") is not None:
-            single[(line["peer"], line["middlewares"])] = line
+            runs.setdefault((line["peer"], line["middlewares"]), []).append(line)
         elif line.get("mode") == "many":
             many[(line["peer"], line["n"])] = line
-    return meta, single, many, criterion, missing
+    return meta, aggregate(runs), many, criterion, missing
 
 
 def table(meta, single, many, criterion, missing) -> str:
@@ -73,7 +112,10 @@ def table(meta, single, many, criterion, missing) -> str:
                f"(method: benches/peers/compare.py); ⚠ loaded = above "
                f"{meta.get('load_limit_cores', 0.1)} core in every one of up to "
                f"{meta.get('attempts_max', 3)} attempts (the least loaded is shown; a loaded "
-               f"run over 2 minutes is not repeated).")
+               f"run over 2 minutes is not repeated; a one-reply run inside an interleaved "
+               f"round is never repeated). One-reply runs: {meta.get('rounds', 1)} interleaved "
+               f"round(s), each peer once per round; a figure is the median over the rounds, a "
+               f"ratio the median of the per-round ratios (min–max).")
     out += ["", "## One reply at a time (no middleware)", "",
             "| peer | version | median | p10 / p90 | allocs / reply | bytes / reply "
             "| idle bytes / agent | × towerscope | other load |",
@@ -82,7 +124,7 @@ def table(meta, single, many, criterion, missing) -> str:
         s = single.get((p, 0))
         if not s:
             continue
-        ratio = f"{s['median_us'] / base['median_us']:.2f}×" if base else "–"
+        ratio = fmt_ratio(round_ratios(s, base))
         out.append(f"| {p} | {s['version']} | {fmt_us(s['median_us'])} | "
                    f"{fmt_us(s['p10_us'])} / {fmt_us(s['p90_us'])} | "
                    f"{fmt_num(s.get('allocs_per_reply'))} | {fmt_num(s.get('bytes_per_reply'))} | "
@@ -92,8 +134,9 @@ def table(meta, single, many, criterion, missing) -> str:
             "(Rust: 1,000 agents, counting allocator; Python: 50 agents, tracemalloc).", ""]
 
     out += ["## Pass-through middleware overhead", "",
-            "| peer | one middleware hooks | 0 | 1 | 5 | 10 | per middleware (10 vs 0) | other load (10) |",
-            "|---|---|---|---|---|---|---|---|"]
+            "| peer | one middleware hooks | 0 | 1 | 5 | 10 | per middleware (10 vs 0) "
+            "| 10 / 0 | 10 / 1 | other load (10) |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for p in peers:
         if (p, 10) not in single:
             continue
@@ -101,8 +144,10 @@ def table(meta, single, many, criterion, missing) -> str:
         per = (m[10] - m[0]) / 10 if 0 in m else None
         pct = f" ({100 * per / m[0]:+.1f}% of a reply)" if per is not None else ""
         cells = " | ".join(fmt_us(m.get(k)) for k in (0, 1, 5, 10))
+        r10_0 = fmt_ratio(round_ratios(single.get((p, 10)), single.get((p, 0))), 3)
+        r10_1 = fmt_ratio(round_ratios(single.get((p, 10)), single.get((p, 1))), 3)
         out.append(f"| {p} | {HOOKS.get(p, '')} | {cells} | {fmt_us(per)}{pct} | "
-                   f"{load(single[(p, 10)])} |")
+                   f"{r10_0} | {r10_1} | {load(single[(p, 10)])} |")
     no_mw = [p for p in peers if (p, 10) not in single]
     if no_mw:
         out.append(f"\nNo middleware stack to install: {', '.join(no_mw)}.")

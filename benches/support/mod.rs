@@ -10,8 +10,8 @@ use towerscope::agent::toolkit::FunctionTool;
 use towerscope::agent::toolkit::Tool;
 use towerscope::models::{ScriptedModel, ScriptedResponse};
 use towerscope::{
-    ActingLayer, CompressLayer, ErasedLayer, Middleware, ModelCallLayer, PermissionLayer, ReasoningLayer, ReplyLayer,
-    SystemPromptTransformer, prompt_fn,
+    ActingLayer, CompressLayer, ErasedLayer, EventKinds, Middleware, ModelCallLayer, PermissionLayer, ReasoningLayer,
+    ReplyLayer, SystemPromptTransformer, prompt_fn,
 };
 
 /// Add two integers.
@@ -97,5 +97,57 @@ impl Middleware for FullPassThrough {
     }
     fn on_system_prompt(&self) -> Option<Arc<dyn SystemPromptTransformer>> {
         Some(Arc::new(prompt_fn(|_ctx, prompt| async move { Ok(prompt) })))
+    }
+}
+
+/// [`FullPassThrough`] that says its layers read no events (`Middleware::reads_events`), as a
+/// pass-through may: with `Agent::reply`, the agent then builds none.
+pub(crate) struct QuietPassThrough;
+
+impl Middleware for QuietPassThrough {
+    fn on_reply(&self) -> Option<ReplyLayer> {
+        FullPassThrough.on_reply()
+    }
+    fn on_reasoning(&self) -> Option<ReasoningLayer> {
+        FullPassThrough.on_reasoning()
+    }
+    fn on_model_call(&self) -> Option<ModelCallLayer> {
+        FullPassThrough.on_model_call()
+    }
+    fn on_acting(&self) -> Option<ActingLayer> {
+        FullPassThrough.on_acting()
+    }
+    fn on_check_permission(&self) -> Option<PermissionLayer> {
+        FullPassThrough.on_check_permission()
+    }
+    fn on_compress_context(&self) -> Option<CompressLayer> {
+        FullPassThrough.on_compress_context()
+    }
+    fn on_system_prompt(&self) -> Option<Arc<dyn SystemPromptTransformer>> {
+        FullPassThrough.on_system_prompt()
+    }
+    fn reads_events(&self) -> EventKinds {
+        EventKinds::NONE
+    }
+}
+
+/// One pass-through layer on `on_reply` or `on_reasoning` from a middleware that says it reads
+/// no events.
+pub(crate) enum QuietLayer {
+    /// On `on_reply`.
+    Reply,
+    /// On `on_reasoning`.
+    Reasoning,
+}
+
+impl Middleware for QuietLayer {
+    fn on_reply(&self) -> Option<ReplyLayer> {
+        matches!(self, Self::Reply).then(|| ErasedLayer::new(PassThroughLayer))
+    }
+    fn on_reasoning(&self) -> Option<ReasoningLayer> {
+        matches!(self, Self::Reasoning).then(|| ErasedLayer::new(PassThroughLayer))
+    }
+    fn reads_events(&self) -> EventKinds {
+        EventKinds::NONE
     }
 }

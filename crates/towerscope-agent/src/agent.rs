@@ -13,12 +13,12 @@ use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use tower::ServiceExt;
 use towerscope_core::{
-    AgentContext, AgentError, CompressRequest, ContextConfig, EventStream, HintBlock, Id, Msg, PermissionMode,
-    Position, ReplyInput, ReplyItem, ReplyRequest, StructuredSchema,
+    AgentContext, AgentError, CompressRequest, ContextConfig, EventKinds, EventStream, HintBlock, Id, Msg,
+    PermissionMode, Position, ReplyInput, ReplyItem, ReplyRequest, StructuredSchema,
 };
 
 use crate::builder::AgentBuilder;
-use crate::emit::EventsUnread;
+use crate::emit::EventsRead;
 use crate::reply::ReactLoop;
 use crate::runtime::Runtime;
 use crate::state::AgentState;
@@ -49,9 +49,9 @@ pub struct Agent {
     pub(crate) runtime: Arc<Runtime>,
     pub(crate) reply: Position<ReactLoop, ReplyRequest, EventStream>,
     pub(crate) busy: Arc<AtomicBool>,
-    /// Whether a reply whose events nobody reads may skip building them: no layer is installed
-    /// on `on_reply` or `on_reasoning` (see the `emit` module).
-    pub(crate) events_optional: bool,
+    /// The events the layers on `on_reply` and `on_reasoning` read (see the `emit` module): a
+    /// reply builds these and what its caller reads.
+    pub(crate) layers_read: EventsRead,
 }
 
 impl fmt::Debug for Agent {
@@ -184,12 +184,12 @@ impl Agent {
     /// Streams a reply: `REPLY_START`, the events of each round, `REPLY_END`, then the final
     /// [`Msg`] as the last item.
     pub fn reply_stream(&self, input: impl Into<ReplyInput>) -> ReplyStream {
-        self.start(input.into(), None, false)
+        self.start(input.into(), None, EventKinds::ALL)
     }
 
     /// Streams a reply that must produce structured output of the given schema.
     pub fn reply_stream_structured(&self, input: impl Into<ReplyInput>, schema: StructuredSchema) -> ReplyStream {
-        self.start(input.into(), Some(Arc::new(schema)), false)
+        self.start(input.into(), Some(Arc::new(schema)), EventKinds::ALL)
     }
 
     /// Replies and returns the final message.
@@ -198,7 +198,7 @@ impl Agent {
     /// they are not built: this costs less than reading [`reply_stream`](Self::reply_stream) to
     /// its end.
     pub async fn reply(&self, input: impl Into<ReplyInput>) -> Result<Msg, AgentError> {
-        last_msg(self.start(input.into(), None, self.events_optional)).await
+        last_msg(self.start(input.into(), None, EventKinds::NONE)).await
     }
 
     /// Replies with structured output of type `T`: the model must call the
@@ -209,12 +209,13 @@ impl Agent {
         T: schemars::JsonSchema + DeserializeOwned,
     {
         let schema = crate::structured::schema_for::<T>();
-        let msg = last_msg(self.start(input.into(), Some(Arc::new(schema)), self.events_optional)).await?;
+        let msg = last_msg(self.start(input.into(), Some(Arc::new(schema)), EventKinds::NONE)).await?;
         let value = structured_value::<T>(&msg)?;
         Ok((msg, value))
     }
 
-    fn start(&self, input: ReplyInput, schema: Option<Arc<StructuredSchema>>, quiet: bool) -> ReplyStream {
+    /// Starts a reply whose caller reads the events `caller_reads`.
+    fn start(&self, input: ReplyInput, schema: Option<Arc<StructuredSchema>>, caller_reads: EventKinds) -> ReplyStream {
         if self.busy.swap(true, Ordering::AcqRel) {
             return ReplyStream::failed(AgentError::State(
                 "the agent is already replying; wait for the current reply to finish or drop its stream".to_owned(),
@@ -235,8 +236,12 @@ impl Agent {
             (state.session_id.clone(), reply_id)
         };
         let ctx = AgentContext::new(Arc::clone(&self.runtime.name), session_id, reply_id);
-        if quiet {
-            ctx.insert(EventsUnread);
+        let reply = caller_reads.union(self.layers_read.reply);
+        if reply != EventKinds::ALL {
+            ctx.insert(EventsRead {
+                reply,
+                reasoning: reply.union(self.layers_read.reasoning),
+            });
         }
         let request = ReplyRequest {
             ctx,

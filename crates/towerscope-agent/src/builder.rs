@@ -412,7 +412,10 @@ impl AgentBuilder {
         let system_head = system_msg
             .as_ref()
             .map(|m| -> Arc<[Arc<Msg>]> { Arc::from([Arc::clone(m)]) });
-        let events_optional = stacks.reply.is_empty() && stacks.reasoning.is_empty();
+        let layers_read = crate::emit::EventsRead {
+            reply: stacks.reply_reads(),
+            reasoning: stacks.reasoning_reads(),
+        };
         let runtime = Arc::new(Runtime {
             name: Arc::from(self.name),
             model_name: Arc::from(model.model_name()),
@@ -427,7 +430,7 @@ impl AgentBuilder {
             interrupt: crate::interrupt::Interrupt::default(),
             observe_hooks: stacks.observe,
             positions,
-            mailbox: crate::observe::Mailbox::default(),
+            mailbox: crate::mailbox::Mailbox::default(),
             installed: self.installed,
             context,
             counter,
@@ -441,13 +444,13 @@ impl AgentBuilder {
             runtime: Arc::clone(&runtime),
             reasoning,
         });
-        // Outermost on `on_reply`; it passes the events through, so `events_optional` holds.
+        // Outermost on `on_reply`; it passes the events through and reads none.
         let reply = self.session.wrap(reply, &runtime.state)?;
         Ok(Agent {
             runtime,
             reply,
             busy: Arc::new(AtomicBool::new(false)),
-            events_optional,
+            layers_read,
         })
     }
 }

@@ -1,54 +1,101 @@
 //! Building and sending a reply's items: the [`Emitter`] every step writes to, and the
 //! messages and hints the loop makes itself.
 //!
-//! A streamed reply carries a few dozen events. When nobody can read them (the caller asked
-//! for the final message only, [`Agent::reply`](crate::Agent::reply), and no layer is
-//! installed on `on_reply` or `on_reasoning`), the emitter does not build them: events are
-//! passed as closures and only called when they will be read. What a layer or a stream reader
-//! sees is unchanged: with either installed, every event is built.
+//! A streamed reply carries about a hundred events. The emitter builds only the kinds someone
+//! reads: events are passed as closures with their kind, and only called when that kind is
+//! read. Who reads them: the stream's reader (everything for `Agent::reply_stream`, nothing
+//! for [`Agent::reply`](crate::Agent::reply)), and the layers on `on_reply` (and, for a
+//! reasoning step's stream, `on_reasoning`), each what its middleware declared with
+//! `Middleware::reads_events` (everything unless it said less). What a layer or a stream reader
+//! sees is unchanged: every kind it reads is built and sent, in order.
 
 use std::sync::Arc;
 
-use towerscope_core::{AgentError, AgentEvent, HintBlock, Id, Msg, ReplyItem};
+use towerscope_core::{AgentError, AgentEvent, EventKinds, EventType, HintBlock, Id, Msg, ReplyItem};
 
 use crate::generator::Yielder;
 
 /// The yielding half of a reply's (or a reasoning step's, or a tool call's) stream.
 pub(crate) type Out = Yielder<Result<ReplyItem, AgentError>>;
 
-/// The per-reply marker (a context extension) saying nobody reads the events.
+/// The per-reply marker (a context extension) saying which events are read: by the reply's
+/// stream (its reader and the `on_reply` layers), and by a reasoning step's stream (also the
+/// `on_reasoning` layers). No marker: every event is read.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct EventsUnread;
+pub(crate) struct EventsRead {
+    pub(crate) reply: EventKinds,
+    pub(crate) reasoning: EventKinds,
+}
+
+/// The kinds a model answer's conversion builds (`ChunkConverter`).
+pub(crate) const ANSWER_KINDS: EventKinds = EventKinds::of(&[
+    EventType::TextBlockStart,
+    EventType::TextBlockDelta,
+    EventType::TextBlockEnd,
+    EventType::DataBlockStart,
+    EventType::DataBlockDelta,
+    EventType::DataBlockEnd,
+    EventType::ThinkingBlockStart,
+    EventType::ThinkingBlockDelta,
+    EventType::ThinkingBlockEnd,
+    EventType::ToolCallStart,
+    EventType::ToolCallDelta,
+    EventType::ToolCallEnd,
+]);
+
+/// The kinds of a tool result's deltas (text or data, known once the block is seen).
+pub(crate) const TOOL_RESULT_DELTAS: EventKinds =
+    EventKinds::of(&[EventType::ToolResultTextDelta, EventType::ToolResultDataDelta]);
 
 /// Where a step sends its items.
 #[derive(Clone)]
 pub(crate) struct Emitter {
     out: Out,
-    events: bool,
+    reads: EventKinds,
 }
 
 impl Emitter {
-    /// Sends to `out`; builds events only when `events` is true.
-    pub(crate) fn new(out: Out, events: bool) -> Self {
-        Self { out, events }
+    /// Sends to `out`; builds and sends only the events of the kinds in `reads`.
+    pub(crate) fn new(out: Out, reads: EventKinds) -> Self {
+        Self { out, reads }
     }
 
-    /// Whether events are built and sent.
+    /// The kinds of events built and sent.
+    pub(crate) fn reads(&self) -> EventKinds {
+        self.reads
+    }
+
+    /// Whether any event is built and sent.
     pub(crate) fn wants_events(&self) -> bool {
-        self.events
+        !self.reads.is_empty()
     }
 
-    /// Sends the event `make` builds, if events are read.
-    pub(crate) async fn event(&self, make: impl FnOnce() -> AgentEvent) {
-        if self.events {
-            self.out.emit(Ok(ReplyItem::Event(make()))).await;
+    /// Whether events of `kind` are built and sent.
+    pub(crate) fn wants(&self, kind: EventType) -> bool {
+        self.reads.contains(kind)
+    }
+
+    /// Sends the event of kind `kind` that `make` builds, if that kind is read.
+    pub(crate) async fn event(&self, kind: EventType, make: impl FnOnce() -> AgentEvent) {
+        if self.reads.contains(kind) {
+            let event = make();
+            debug_assert_eq!(event.event_type(), kind, "an event built under another kind");
+            self.out.emit(Ok(ReplyItem::Event(event))).await;
         }
     }
 
-    /// Sends an event that is already built (one that passed through a layer), if events are
+    /// Sends the event `make` builds, one of `kinds`, if it is read (for a step whose event's
+    /// kind is known only once built).
+    pub(crate) async fn event_of(&self, kinds: EventKinds, make: impl FnOnce() -> AgentEvent) {
+        if self.reads.intersects(kinds) {
+            self.forward(make()).await;
+        }
+    }
+
+    /// Sends an event that is already built (one that passed through a layer), if its kind is
     /// read.
     pub(crate) async fn forward(&self, event: AgentEvent) {
-        if self.events {
+        if self.reads.contains(event.event_type()) {
             self.out.emit(Ok(ReplyItem::Event(event))).await;
         }
     }

@@ -12,7 +12,13 @@
 //! does not cancel it from outside, and the step watches for the interrupt itself at its own
 //! await points (the system-prompt fold, opening the model call, each chunk).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll, Waker};
+
+use futures_util::future::Either;
+use pin_project_lite::pin_project;
 
 use tokio::sync::Notify;
 
@@ -22,12 +28,16 @@ pub(crate) struct Interrupt {
     requested: AtomicBool,
     shields: AtomicUsize,
     notify: Notify,
+    /// Bumped before every notification: a waiter that saw the same value, with the same
+    /// waker, and no request since, need not poll its `Notified` again (see [`Unless`]).
+    generation: AtomicU64,
 }
 
 impl Interrupt {
     /// Asks the running reply to stop.
     pub(crate) fn trigger(&self) {
         self.requested.store(true, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::AcqRel);
         self.notify.notify_waiters();
     }
 
@@ -81,6 +91,7 @@ pub(crate) struct Shield<'a>(&'a Interrupt);
 impl Drop for Shield<'_> {
     fn drop(&mut self) {
         self.0.shields.fetch_sub(1, Ordering::AcqRel);
+        self.0.generation.fetch_add(1, Ordering::AcqRel);
         self.0.notify.notify_waiters();
     }
 }
@@ -94,14 +105,74 @@ pub(crate) async fn unless_interrupted<F: std::future::Future>(
     work: F,
 ) -> Option<F::Output> {
     let work = std::pin::pin!(work);
-    let interrupted = std::pin::pin!(interrupt.requested());
-    match futures_util::future::select(work, interrupted).await {
-        futures_util::future::Either::Left((output, _)) => Some(output),
-        futures_util::future::Either::Right(((), _work)) => {
+    match Unless::new(interrupt, work, interrupt.requested()).await {
+        Either::Left(output) => Some(output),
+        Either::Right(()) => {
             // `work` is pinned in this frame: it is dropped when this function returns, after
             // the mark.
             ctx.mark_interrupted();
             None
+        }
+    }
+}
+
+pin_project! {
+    /// `work`, unless `wait` (a wait for an interrupt of `interrupt`) ends first: `select`,
+    /// except that `wait` is polled again only when it may have changed (an interrupt was
+    /// requested, a notification was sent since its last poll, or the waker changed). A reply's
+    /// loop is polled once per item it emits; polling the `Notified` each time cost as much
+    /// as building a small event.
+    pub(crate) struct Unless<'a, W, R> {
+        #[pin]
+        work: W,
+        #[pin]
+        wait: R,
+        interrupt: &'a Interrupt,
+        seen: Option<(u64, Waker)>,
+    }
+}
+
+impl<'a, W, R> Unless<'a, W, R> {
+    pub(crate) fn new(interrupt: &'a Interrupt, work: W, wait: R) -> Self {
+        Self {
+            work,
+            wait,
+            interrupt,
+            seen: None,
+        }
+    }
+}
+
+/// Whether `a` wakes the task `b` wakes. `Waker::will_wake` alone says no for a clone of
+/// tokio's waker (its vtable comes from another instance of a generic function), so a waker
+/// with the same non-null data pointer counts as the same task too.
+fn same_task(a: &Waker, b: &Waker) -> bool {
+    a.will_wake(b) || (!a.data().is_null() && a.data() == b.data())
+}
+
+impl<W: Future, R: Future<Output = ()>> Future for Unless<'_, W, R> {
+    type Output = Either<W::Output, ()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(output) = this.work.poll(cx) {
+            return Poll::Ready(Either::Left(output));
+        }
+        // Read before polling `wait`: a notification after this read bumps the generation, so
+        // the next poll polls `wait` again.
+        let generation = this.interrupt.generation.load(Ordering::Acquire);
+        let unchanged = this.seen.as_ref().is_some_and(|(seen, waker)| {
+            *seen == generation && same_task(waker, cx.waker()) && !this.interrupt.is_requested()
+        });
+        if unchanged {
+            return Poll::Pending;
+        }
+        match this.wait.poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Either::Right(())),
+            Poll::Pending => {
+                *this.seen = Some((generation, cx.waker().clone()));
+                Poll::Pending
+            }
         }
     }
 }
@@ -134,5 +205,26 @@ mod tests {
             None
         );
         assert!(ctx.is_interrupted());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_interrupt_lands_after_notifications_without_a_request() {
+        let interrupt = Arc::new(Interrupt::default());
+        let waiter = Arc::clone(&interrupt);
+        let wait = tokio::spawn(async move {
+            let ctx = towerscope_core::AgentContext::new("a", "s", "r");
+            unless_interrupted(&waiter, &ctx, std::future::pending::<()>()).await
+        });
+        for _ in 0..3 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            // A shield that comes and goes notifies the waiter with no request.
+            drop(interrupt.shield());
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(!wait.is_finished(), "no interrupt was requested");
+        interrupt.trigger();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(wait.is_finished(), "the interrupt lands");
+        assert_eq!(wait.await.ok(), Some(None));
     }
 }

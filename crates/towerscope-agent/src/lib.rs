@@ -74,9 +74,9 @@
 //! ```
 
 // Modules import only modules below them (the agent and its builder are the one pair that know
-// each other). Top to bottom: agent, builder > reply > reasoning, acting, resume, hints >
+// each other). Top to bottom: agent, builder > observe, reply > reasoning, acting, resume, hints >
 // runtime, emit > positions > permission, compress, mcp > hint_config, tasks (its tools) >
-// toolkit, state > tasks::task, clock, structured, generator, interrupt.
+// toolkit, mailbox, state > tasks::task, clock, structured, generator, interrupt.
 mod acting;
 mod agent;
 mod builder;
@@ -87,6 +87,7 @@ mod generator;
 mod hint_config;
 pub mod hints;
 mod interrupt;
+mod mailbox;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod observe;

@@ -12,56 +12,11 @@
 //! [`Agent::observe`]: crate::Agent::observe
 //! [`Agent::observe_when_free`]: crate::Agent::observe_when_free
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use towerscope_core::{AgentError, Msg};
 
 use crate::runtime::{Runtime, validate_input};
-
-/// Messages waiting for the agent to be free, in arrival order.
-#[derive(Debug, Default)]
-pub(crate) struct Mailbox {
-    queue: Mutex<VecDeque<Msg>>,
-    /// Whether `queue` may hold messages: lets a reply's end skip the lock when it is empty.
-    has_mail: AtomicBool,
-    /// Held by the one thread delivering, so deliveries from two threads keep the order.
-    delivering: Mutex<()>,
-}
-
-impl Mailbox {
-    fn queue(&self) -> MutexGuard<'_, VecDeque<Msg>> {
-        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn post(&self, msgs: Vec<Msg>) {
-        let mut queue = self.queue();
-        queue.extend(msgs);
-        self.has_mail.store(true, Ordering::Release);
-    }
-
-    fn take(&self) -> Vec<Msg> {
-        let mut queue = self.queue();
-        self.has_mail.store(false, Ordering::Release);
-        queue.drain(..).collect()
-    }
-
-    fn put_back(&self, msgs: Vec<Msg>) {
-        let mut queue = self.queue();
-        for m in msgs.into_iter().rev() {
-            queue.push_front(m);
-        }
-        if !queue.is_empty() {
-            self.has_mail.store(true, Ordering::Release);
-        }
-    }
-
-    /// How many messages wait.
-    pub(crate) fn len(&self) -> usize {
-        self.queue().len()
-    }
-}
 
 /// Why messages could not be observed now.
 enum Refused {
@@ -78,7 +33,7 @@ fn refuse_early(runtime: &Runtime, busy: &AtomicBool) -> Option<Refused> {
     if busy.load(Ordering::Acquire) {
         return Some(Refused::Busy);
     }
-    crate::reply::check_not_parked(&runtime.lock_state())
+    crate::state::check_not_parked(&runtime.lock_state())
         .err()
         .map(|_| Refused::Parked)
 }
@@ -99,7 +54,7 @@ pub(crate) fn observe_now(runtime: &Runtime, busy: &AtomicBool, msgs: Vec<Msg>) 
     }
     {
         let mut state = runtime.lock_state();
-        crate::reply::check_not_parked(&state)?;
+        crate::state::check_not_parked(&state)?;
         crate::resume::close_dangling_calls(&runtime.name, &mut state);
         state.context.extend(msgs.iter().cloned());
     }

@@ -12,7 +12,9 @@ use towerscope_core::{
 };
 
 use crate::acting::interrupted_output;
-use crate::emit::Emitter;
+use towerscope_core::EventType;
+
+use crate::emit::{Emitter, TOOL_RESULT_DELTAS};
 use crate::runtime::Runtime;
 use crate::state::AgentState;
 
@@ -48,23 +50,31 @@ pub(crate) async fn end_interrupted(runtime: &Arc<Runtime>, ctx: &AgentContext, 
     let calls = runtime.lock_state().unfinished_calls();
     for call in calls {
         if !matches!(call.state, ToolCallState::Allowed | ToolCallState::Submitted) {
-            emit.event(|| ToolResultStartEvent::new(reply_id, &call.id, &call.name).into())
-                .await;
-        }
-        emit.event(|| ToolResultTextDeltaEvent::new(reply_id, &call.id, crate::acting::INTERRUPTED_CALL_TEXT).into())
+            emit.event(EventType::ToolResultStart, || {
+                ToolResultStartEvent::new(reply_id, &call.id, &call.name).into()
+            })
             .await;
+        }
+        emit.event(EventType::ToolResultTextDelta, || {
+            ToolResultTextDeltaEvent::new(reply_id, &call.id, crate::acting::INTERRUPTED_CALL_TEXT).into()
+        })
+        .await;
         let output = interrupted_output(call.state == ToolCallState::Allowed);
         let result = ToolResultBlock::new(&call.id, &call.name, output, ToolResultState::Interrupted);
         runtime.lock_state().save_result(&runtime.name, reply_id, result);
-        emit.event(|| ToolResultEndEvent::new(reply_id, &call.id, ToolResultState::Interrupted, Map::new()).into())
-            .await;
+        emit.event(EventType::ToolResultEnd, || {
+            ToolResultEndEvent::new(reply_id, &call.id, ToolResultState::Interrupted, Map::new()).into()
+        })
+        .await;
     }
     let (session_id, usage) = {
         let state = runtime.lock_state();
         (state.session_id.clone(), state.reply_context.usage)
     };
-    emit.event(|| ReplyEndEvent::new(session_id, reply_id, ReplyFinishedReason::Interrupted).into())
-        .await;
+    emit.event(EventType::ReplyEnd, || {
+        ReplyEndEvent::new(session_id, reply_id, ReplyFinishedReason::Interrupted).into()
+    })
+    .await;
     let mut msg = Msg::assistant(Arc::clone(&runtime.name), &*runtime.config.interruption_message).with_id(reply_id);
     msg.usage = Some(usage);
     msg.finished_reason = Some(ReplyFinishedReason::Interrupted);
@@ -121,14 +131,20 @@ pub(crate) async fn confirm(
             "<system-reminder>The execution of tool \"{}\" is denied by user!</system-reminder>",
             call.name
         );
-        emit.event(|| ToolResultStartEvent::new(reply_id, &call.id, &call.name).into())
-            .await;
-        emit.event(|| ToolResultTextDeltaEvent::new(reply_id, &call.id, &text).into())
-            .await;
+        emit.event(EventType::ToolResultStart, || {
+            ToolResultStartEvent::new(reply_id, &call.id, &call.name).into()
+        })
+        .await;
+        emit.event(EventType::ToolResultTextDelta, || {
+            ToolResultTextDeltaEvent::new(reply_id, &call.id, &text).into()
+        })
+        .await;
         let block = ToolResultBlock::new(&call.id, &call.name, ToolOutput::Text(text), ToolResultState::Denied);
         runtime.lock_state().save_result(&runtime.name, reply_id, block);
-        emit.event(|| ToolResultEndEvent::new(reply_id, &call.id, ToolResultState::Denied, Map::new()).into())
-            .await;
+        emit.event(EventType::ToolResultEnd, || {
+            ToolResultEndEvent::new(reply_id, &call.id, ToolResultState::Denied, Map::new()).into()
+        })
+        .await;
     }
     Ok(())
 }
@@ -165,12 +181,14 @@ pub(crate) async fn external(
     for result in &ev.execution_results {
         match &result.output {
             ToolOutput::Text(t) => {
-                emit.event(|| ToolResultTextDeltaEvent::new(reply_id, &result.id, t).into())
-                    .await;
+                emit.event(EventType::ToolResultTextDelta, || {
+                    ToolResultTextDeltaEvent::new(reply_id, &result.id, t).into()
+                })
+                .await;
             }
             ToolOutput::Blocks(blocks) => {
                 for b in blocks {
-                    emit.event(|| match b {
+                    emit.event_of(TOOL_RESULT_DELTAS, || match b {
                         MediaBlock::Text(t) => ToolResultTextDeltaEvent::new(reply_id, &result.id, &t.text).into(),
                         MediaBlock::Data(d) => ToolResultDataDeltaEvent::new(reply_id, &result.id, d.source.clone())
                             .with_block_id(&d.id)
@@ -183,8 +201,10 @@ pub(crate) async fn external(
         runtime
             .lock_state()
             .save_result(&runtime.name, reply_id, result.clone());
-        emit.event(|| ToolResultEndEvent::new(reply_id, &result.id, result.state, result.metadata.clone()).into())
-            .await;
+        emit.event(EventType::ToolResultEnd, || {
+            ToolResultEndEvent::new(reply_id, &result.id, result.state, result.metadata.clone()).into()
+        })
+        .await;
     }
     Ok(())
 }

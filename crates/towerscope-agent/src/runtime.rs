@@ -13,7 +13,7 @@ use towerscope_core::{
 use crate::compress::{Offloader, TokenCounter};
 use crate::hint_config::Hints;
 use crate::interrupt::Interrupt;
-use crate::observe::Mailbox;
+use crate::mailbox::Mailbox;
 use crate::positions::Positions;
 use crate::state::AgentState;
 use crate::toolkit::Toolkit;

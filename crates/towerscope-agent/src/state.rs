@@ -29,8 +29,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use towerscope_core::{
-    ContentBlock, Id, Messages, Msg, PermissionBehavior, PermissionMode, PermissionRule, Role, ToolCallBlock,
-    ToolCallState, ToolResultBlock, Usage,
+    AgentError, ContentBlock, Id, Messages, Msg, PermissionBehavior, PermissionMode, PermissionRule, Role,
+    ToolCallBlock, ToolCallState, ToolResultBlock, Usage,
 };
 
 use crate::tasks::Task;
@@ -270,4 +270,20 @@ impl<'a> Answered<'a> {
             Self::Many(ids) => ids.contains(id),
         }
     }
+}
+
+/// A reply parked for the user or an external executor accepts only the event that resumes
+/// it (or interrupts it), as in the reference.
+pub(crate) fn check_not_parked(state: &AgentState) -> Result<(), AgentError> {
+    let awaiting = state.unfinished_calls();
+    let asking = awaiting.iter().filter(|c| c.state == ToolCallState::Asking).count();
+    let submitted = awaiting.iter().filter(|c| c.state == ToolCallState::Submitted).count();
+    if asking + submitted > 0 {
+        return Err(AgentError::State(format!(
+            "Agent is waiting for {asking} tool calls and external execution results for {submitted} tool calls, \
+             but received no event. Resume the reply with a UserConfirmResultEvent or \
+             ExternalExecutionResultEvent, or interrupt it with a UserInterruptEvent."
+        )));
+    }
+    Ok(())
 }

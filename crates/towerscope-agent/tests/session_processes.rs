@@ -234,6 +234,7 @@ async fn a_reply_parked_by_one_process_completes_in_another_through_redis() {
     park_here_resume_there(&format!("redis:{url}|{prefix}")).await;
 }
 
+#[cfg(feature = "redis")]
 fn rand_u64() -> u64 {
     use std::hash::{BuildHasher, RandomState};
     RandomState::new().hash_one(std::time::SystemTime::now())

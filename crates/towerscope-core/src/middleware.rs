@@ -43,7 +43,7 @@ use crate::position::{
 };
 use crate::system_prompt::{SystemPromptFold, SystemPromptTransformer};
 use crate::{
-    ActingRequest, AgentError, CompressRequest, ModelCallRequest, ModelOutput, Msg, PermissionDecision,
+    ActingRequest, AgentError, CompressRequest, EventKinds, ModelCallRequest, ModelOutput, Msg, PermissionDecision,
     PermissionRequest, ReasoningRequest, ReplyRequest,
 };
 
@@ -96,6 +96,18 @@ pub trait Middleware: Send + Sync + 'static {
     fn on_observe(&self) -> Option<Arc<dyn ObserveHook>> {
         None
     }
+
+    /// The kinds of events this middleware's `on_reply` and `on_reasoning` layers read (default:
+    /// all).
+    ///
+    /// When nobody else reads the events (the caller uses `Agent::reply`, and every other layer
+    /// on those positions says the same), the agent builds only these kinds, and the layers'
+    /// streams carry only these events, the final message and errors. Say
+    /// [`EventKinds::NONE`] for layers that never look at an event (a timeout, a concurrency
+    /// limit, a layer that only changes the request): installing them then costs no events.
+    fn reads_events(&self) -> EventKinds {
+        EventKinds::ALL
+    }
 }
 
 /// Hooks around an agent's `observe`, run in installation order.
@@ -135,6 +147,9 @@ pub struct PositionStacks {
     pub system_prompt: SystemPromptFold,
     /// Hooks around `observe`.
     pub observe: Vec<Arc<dyn ObserveHook>>,
+    /// How many `on_reply` / `on_reasoning` layers came from [`add`](Self::add), and the union of
+    /// the events their middlewares read.
+    declared: [(usize, EventKinds); 2],
 }
 
 impl PositionStacks {
@@ -145,11 +160,14 @@ impl PositionStacks {
 
     /// Installs every hook `middleware` implements, inside the ones already installed.
     pub fn add(&mut self, middleware: &dyn Middleware) -> &mut Self {
+        let reads = middleware.reads_events();
         if let Some(l) = middleware.on_reply() {
             self.reply.push_erased(l);
+            self.declare(0, reads);
         }
         if let Some(l) = middleware.on_reasoning() {
             self.reasoning.push_erased(l);
+            self.declare(1, reads);
         }
         if let Some(l) = middleware.on_model_call() {
             self.model_call.push_erased(l);
@@ -170,6 +188,27 @@ impl PositionStacks {
             self.observe.push(h);
         }
         self
+    }
+
+    fn declare(&mut self, position: usize, reads: EventKinds) {
+        let (count, kinds) = &mut self.declared[position];
+        *count += 1;
+        *kinds = kinds.union(reads);
+    }
+
+    /// The kinds of events the `on_reply` layers read: what their middlewares declared
+    /// ([`Middleware::reads_events`]), or all when a layer was pushed on the stack directly.
+    pub fn reply_reads(&self) -> EventKinds {
+        Self::reads(self.reply.len(), self.declared[0])
+    }
+
+    /// The kinds of events the `on_reasoning` layers read, as [`reply_reads`](Self::reply_reads).
+    pub fn reasoning_reads(&self) -> EventKinds {
+        Self::reads(self.reasoning.len(), self.declared[1])
+    }
+
+    fn reads(layers: usize, (declared, kinds): (usize, EventKinds)) -> EventKinds {
+        if layers == declared { kinds } else { EventKinds::ALL }
     }
 }
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::SdkTracerProvider;
-use towerscope_core::{ActingLayer, ErasedLayer, Middleware, ModelCallLayer, ReplyLayer};
+use towerscope_core::{ActingLayer, ErasedLayer, EventKinds, Middleware, ModelCallLayer, ReplyLayer};
 
 use crate::acting::ActingTracingLayer;
 use crate::config::Config;
@@ -96,6 +96,12 @@ impl Middleware for TracingMiddleware {
 
     fn on_reply(&self) -> Option<ReplyLayer> {
         Some(ErasedLayer::new(self.reply_layer()))
+    }
+
+    /// The `invoke_agent` span reads the reply's id, its end, and the calls it parks; a reply
+    /// whose events nobody else reads builds only these.
+    fn reads_events(&self) -> EventKinds {
+        crate::reply::READS
     }
 
     fn on_model_call(&self) -> Option<ModelCallLayer> {

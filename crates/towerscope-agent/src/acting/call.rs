@@ -32,7 +32,9 @@ use towerscope_core::{
 };
 
 use crate::compress;
-use crate::emit::Emitter;
+use towerscope_core::EventType;
+
+use crate::emit::{Emitter, TOOL_RESULT_DELTAS};
 use crate::permission::AskedRules;
 use crate::runtime::Runtime;
 use crate::structured;
@@ -78,7 +80,8 @@ pub(crate) async fn execute(
     let (info, input) = match prepared {
         Ok((info, input)) => (info, Arc::new(input)),
         Err(message) => {
-            emit.event(|| start_event(reply_id, &call)).await;
+            emit.event(EventType::ToolResultStart, || start_event(reply_id, &call))
+                .await;
             return finish_with_text(runtime, ctx, &call, message, ToolResultState::Error, emit).await;
         }
     };
@@ -94,7 +97,8 @@ pub(crate) async fn execute(
         match decided {
             Ok(decision) => decision?,
             Err(payload) => {
-                emit.event(|| start_event(reply_id, &call)).await;
+                emit.event(EventType::ToolResultStart, || start_event(reply_id, &call))
+                    .await;
                 let message = panic_text("on_check_permission", &*payload);
                 return finish_with_text(runtime, ctx, &call, message, ToolResultState::Error, emit).await;
             }
@@ -121,17 +125,21 @@ pub(crate) async fn execute(
                 })
             };
             let parked = parked.unwrap_or_else(|| Arc::unwrap_or_clone(call));
-            emit.event(|| RequireUserConfirmEvent::new(reply_id, vec![parked]).into())
-                .await;
+            emit.event(EventType::RequireUserConfirm, || {
+                RequireUserConfirmEvent::new(reply_id, vec![parked]).into()
+            })
+            .await;
             Ok(())
         }
         PermissionDecision::Deny { message } => {
-            emit.event(|| start_event(reply_id, &call)).await;
+            emit.event(EventType::ToolResultStart, || start_event(reply_id, &call))
+                .await;
             finish_with_text(runtime, ctx, &call, message, ToolResultState::Denied, emit).await
         }
         PermissionDecision::Allow => {
             runtime.lock_state().set_call_state(&call.id, ToolCallState::Allowed);
-            emit.event(|| start_event(reply_id, &call)).await;
+            emit.event(EventType::ToolResultStart, || start_event(reply_id, &call))
+                .await;
             if info.external {
                 let submitted = {
                     let mut state = runtime.lock_state();
@@ -141,8 +149,10 @@ pub(crate) async fn execute(
                     })
                 };
                 let submitted = submitted.unwrap_or_else(|| Arc::unwrap_or_clone(call));
-                emit.event(|| RequireExternalExecutionEvent::new(reply_id, vec![submitted]).into())
-                    .await;
+                emit.event(EventType::RequireExternalExecution, || {
+                    RequireExternalExecutionEvent::new(reply_id, vec![submitted]).into()
+                })
+                .await;
                 return Ok(());
             }
             run_tool(runtime, ctx, call, info, input, emit).await
@@ -201,12 +211,16 @@ async fn finish_with_text(
     emit: &Emitter,
 ) -> Result<(), AgentError> {
     let reply_id = ctx.reply_id();
-    emit.event(|| ToolResultTextDeltaEvent::new(reply_id, &call.id, &message).into())
-        .await;
+    emit.event(EventType::ToolResultTextDelta, || {
+        ToolResultTextDeltaEvent::new(reply_id, &call.id, &message).into()
+    })
+    .await;
     let result = ToolResultBlock::new(&call.id, &call.name, ToolOutput::Text(message), state);
     runtime.lock_state().save_result(&runtime.name, reply_id, result);
-    emit.event(|| ToolResultEndEvent::new(reply_id, &call.id, state, Map::new()).into())
-        .await;
+    emit.event(EventType::ToolResultEnd, || {
+        ToolResultEndEvent::new(reply_id, &call.id, state, Map::new()).into()
+    })
+    .await;
     Ok(())
 }
 
@@ -249,7 +263,7 @@ async fn run_tool(
             }
             Ok(ToolItem::Chunk(chunk)) => {
                 if let Some(progress) = chunk.metadata.get(towerscope_core::tool::MCP_PROGRESS_KEY) {
-                    emit.event(|| {
+                    emit.event(EventType::Custom, || {
                         let mut value = Map::new();
                         value.insert("tool_call_id".into(), Value::String(call.id.to_string()));
                         value.insert("progress".into(), progress.clone());
@@ -258,15 +272,18 @@ async fn run_tool(
                     .await;
                 }
                 for block in &chunk.content {
-                    emit.event(|| delta_event(reply_id, &call, block)).await;
+                    emit.event_of(TOOL_RESULT_DELTAS, || delta_event(reply_id, &call, block))
+                        .await;
                 }
             }
             Ok(ToolItem::Response(r)) => response = Some(r),
             Err(AgentError::Interrupted) => return Err(AgentError::Interrupted),
             Err(e) => {
                 let text = e.to_string();
-                emit.event(|| ToolResultTextDeltaEvent::new(reply_id, &call.id, &text).into())
-                    .await;
+                emit.event(EventType::ToolResultTextDelta, || {
+                    ToolResultTextDeltaEvent::new(reply_id, &call.id, &text).into()
+                })
+                .await;
                 response = Some(ToolResponse::error(text));
                 break;
             }
@@ -286,8 +303,10 @@ async fn run_tool(
     }
     runtime.lock_state().save_result(&runtime.name, reply_id, result);
     let metadata = response.metadata;
-    emit.event(|| ToolResultEndEvent::new(reply_id, &call.id, state, metadata).into())
-        .await;
+    emit.event(EventType::ToolResultEnd, || {
+        ToolResultEndEvent::new(reply_id, &call.id, state, metadata).into()
+    })
+    .await;
     Ok(())
 }
 

@@ -57,19 +57,19 @@ pub(crate) async fn run_batch(
         }
         return Ok(());
     }
-    let events = emit.wants_events();
+    let reads = emit.reads();
     // Identical confirmation requests of one concurrent batch are asked once.
     let asked = AskedRules::default();
     let streams = calls.into_iter().map(|call| {
         let runtime = Arc::clone(runtime);
         let ctx = ctx.clone();
         let asked = asked.clone();
-        Generator::new(move |y| async move {
-            let emit = Emitter::new(y, events);
+        Box::pin(Generator::new(move |y| async move {
+            let emit = Emitter::new(y, reads);
             if let Err(e) = call::execute(&runtime, &ctx, call, Some(&asked), &emit).await {
                 emit.error(e).await;
             }
-        })
+        }))
     });
     let mut merged = drain::DrainReady::new(streams);
     let mut failure = None;

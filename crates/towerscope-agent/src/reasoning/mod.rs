@@ -37,7 +37,9 @@ use towerscope_core::{
     ReplyFinishedReason, ToolSchema, Usage,
 };
 
-use crate::emit::{Emitter, EventsUnread};
+use towerscope_core::{EventKinds, EventType};
+
+use crate::emit::{ANSWER_KINDS, Emitter, EventsRead};
 use crate::generator::Generator;
 use crate::interrupt::unless_interrupted;
 use crate::runtime::Runtime;
@@ -61,9 +63,9 @@ impl Service<ReasoningRequest> for ReasoningStep {
 
     fn call(&mut self, req: ReasoningRequest) -> Self::Future {
         let runtime = Arc::clone(&self.runtime);
-        let events = req.ctx.get::<EventsUnread>().is_none();
+        let reads = req.ctx.get::<EventsRead>().map_or(EventKinds::ALL, |r| r.reasoning);
         let stream = Generator::new(move |y| async move {
-            let emit = Emitter::new(y, events);
+            let emit = Emitter::new(y, reads);
             match reason(&runtime, req, &emit).await {
                 Ok(Some(candidate)) => emit.final_msg(candidate).await,
                 Ok(None) => {}
@@ -126,7 +128,7 @@ impl<'a> Answer<'a> {
         }
         self.store_partial();
         let reply_id = &self.reply_id;
-        emit.event(|| {
+        emit.event(EventType::ModelCallEnd, || {
             ModelCallEndEvent::new(reply_id, &Usage::default())
                 .with_finished_reason(ModelFinishedReason::Interrupted)
                 .into()
@@ -156,13 +158,15 @@ pub(crate) async fn reason(
 ) -> Result<Option<Msg>, AgentError> {
     let ctx = req.ctx;
     let reply_id = ctx.reply_id();
-    emit.event(|| ModelCallStartEvent::new(reply_id, Arc::clone(&runtime.model_name)).into())
-        .await;
+    emit.event(EventType::ModelCallStart, || {
+        ModelCallStartEvent::new(reply_id, Arc::clone(&runtime.model_name)).into()
+    })
+    .await;
 
     // From here on the step handles an interrupt itself (see the module docs).
     let interrupt = &runtime.interrupt;
     let _shield = interrupt.shield();
-    let mut answer = Answer::new(runtime, &ctx, emit.wants_events());
+    let mut answer = Answer::new(runtime, &ctx, emit.reads().intersects(ANSWER_KINDS));
     let Some(messages) = unless_interrupted(interrupt, &ctx, runtime.model_input(&ctx)).await else {
         return answer.interrupted(emit).await;
     };
@@ -182,7 +186,7 @@ pub(crate) async fn reason(
         ModelOutput::Complete(response) => {
             // A whole answer is stored as it is (nothing partial to keep): the converter only
             // builds its events, when they are read.
-            if emit.wants_events() {
+            if emit.reads().intersects(ANSWER_KINDS) {
                 answer.converter.convert(&response, &mut events);
                 forward(emit, &mut events).await;
             }
@@ -212,7 +216,8 @@ pub(crate) async fn reason(
                 }
                 if let Some(reason) = chunk.restart_reason() {
                     let discarded = answer.converter.restart();
-                    emit.event(|| restart_event(reply_id, reason, discarded)).await;
+                    emit.event(EventType::Custom, || restart_event(reply_id, reason, discarded))
+                        .await;
                     continue;
                 }
                 answer.converter.convert(&chunk, &mut events);
@@ -235,7 +240,7 @@ pub(crate) async fn reason(
     let ids = answer.converter.ids_before();
     answer.settled = true;
     let candidate = save(runtime, &ctx, completed, &usage, ids);
-    emit.event(|| {
+    emit.event(EventType::ModelCallEnd, || {
         ModelCallEndEvent::new(reply_id, &usage)
             .with_finished_reason(finished_reason)
             .into()

@@ -30,11 +30,13 @@ use tower::util::Either;
 use tower::{Service, ServiceExt};
 use towerscope_core::{
     AgentContext, AgentError, CompressRequest, ContentBlock, EventStream, Messages, Position, ReasoningRequest,
-    ReplyEndEvent, ReplyFinishedReason, ReplyInput, ReplyItem, ReplyRequest, ReplyStartEvent, ToolCallState,
+    ReplyEndEvent, ReplyFinishedReason, ReplyInput, ReplyItem, ReplyRequest, ReplyStartEvent,
 };
 
 use crate::acting;
-use crate::emit::{Emitter, EventsUnread, assistant_msg};
+use towerscope_core::{EventKinds, EventType};
+
+use crate::emit::{Emitter, EventsRead, assistant_msg};
 use crate::generator::Generator;
 use crate::reasoning::{self, ReasoningStep};
 use crate::resume;
@@ -63,19 +65,20 @@ impl Service<ReplyRequest> for ReactLoop {
     fn call(&mut self, req: ReplyRequest) -> Self::Future {
         let runtime = Arc::clone(&self.runtime);
         let reasoning = self.reasoning.clone();
-        let events = req.ctx.get::<EventsUnread>().is_none();
+        let reads = req.ctx.get::<EventsRead>().map_or(EventKinds::ALL, |r| r.reply);
         let stream = Generator::new(move |y| async move {
-            let emit = Emitter::new(y, events);
+            let emit = Emitter::new(y, reads);
             let ctx = req.ctx.clone();
             let outcome = {
                 // The loop runs until it ends or an interrupt cancels it at its current await
                 // point (a tool, a middleware; the reasoning step handles one itself); then it
                 // is dropped here.
+                // Pinned here (not moved into `Unless`): the loop's future is a few kilobytes.
                 let run = std::pin::pin!(run(&runtime, reasoning, req, &emit));
-                let interrupted = std::pin::pin!(runtime.interrupt.requested_unshielded());
-                match futures_util::future::select(run, interrupted).await {
-                    futures_util::future::Either::Left((result, _)) => Some(result),
-                    futures_util::future::Either::Right(((), _)) => {
+                let interrupted = runtime.interrupt.requested_unshielded();
+                match crate::interrupt::Unless::new(&runtime.interrupt, run, interrupted).await {
+                    futures_util::future::Either::Left(result) => Some(result),
+                    futures_util::future::Either::Right(()) => {
                         // Before the work in flight is dropped: layers that see their call
                         // dropped can tell an interruption from an abandoned call.
                         ctx.mark_interrupted();
@@ -170,7 +173,7 @@ async fn run(
                     };
                     position.clone().oneshot(request).await?;
                 }
-                if let Some(hint) = crate::hints::inject(runtime, &round, emit.wants_events()) {
+                if let Some(hint) = crate::hints::inject(runtime, &round, emit.wants(EventType::HintBlock)) {
                     emit.forward(hint).await;
                 }
                 let request = ReasoningRequest {
@@ -230,7 +233,7 @@ async fn start(runtime: &Arc<Runtime>, req: &ReplyRequest, msgs: &Messages, emit
     }
     let session_id = {
         let mut state = runtime.lock_state();
-        check_not_parked(&state)?;
+        crate::state::check_not_parked(&state)?;
         resume::close_dangling_calls(&runtime.name, &mut state);
         state.context.extend(msgs.arcs().cloned());
         state.reply_context = ReplyContext {
@@ -241,24 +244,10 @@ async fn start(runtime: &Arc<Runtime>, req: &ReplyRequest, msgs: &Messages, emit
         };
         state.session_id.clone()
     };
-    emit.event(|| ReplyStartEvent::new(session_id, req.ctx.reply_id(), Arc::clone(&runtime.name)).into())
-        .await;
-    Ok(())
-}
-
-/// A reply parked for the user or an external executor accepts only the event that resumes
-/// it (or interrupts it), as in the reference.
-pub(crate) fn check_not_parked(state: &crate::state::AgentState) -> Result<(), AgentError> {
-    let awaiting = state.unfinished_calls();
-    let asking = awaiting.iter().filter(|c| c.state == ToolCallState::Asking).count();
-    let submitted = awaiting.iter().filter(|c| c.state == ToolCallState::Submitted).count();
-    if asking + submitted > 0 {
-        return Err(AgentError::State(format!(
-            "Agent is waiting for {asking} tool calls and external execution results for {submitted} tool calls, \
-             but received no event. Resume the reply with a UserConfirmResultEvent or \
-             ExternalExecutionResultEvent, or interrupt it with a UserInterruptEvent."
-        )));
-    }
+    emit.event(EventType::ReplyStart, || {
+        ReplyStartEvent::new(session_id, req.ctx.reply_id(), Arc::clone(&runtime.name)).into()
+    })
+    .await;
     Ok(())
 }
 
@@ -270,7 +259,7 @@ async fn end_with_error(runtime: &Runtime, ctx: &AgentContext, err: &AgentError,
         let state = runtime.lock_state();
         (state.session_id.clone(), state.reply_context.usage)
     };
-    emit.event(|| {
+    emit.event(EventType::ReplyEnd, || {
         ReplyEndEvent::new(session_id, ctx.reply_id(), ReplyFinishedReason::Error)
             .with_error(info.clone())
             .into()

@@ -11,7 +11,7 @@ use towerscope_core::{AgentContext, AgentError, Id, ReplyRequest};
 
 use super::store::{Expect, SessionStore, StoreFuture};
 use super::{SessionDocument, SessionKey};
-use crate::emit::EventsUnread;
+use crate::emit::EventsRead;
 use crate::state::AgentState;
 
 /// One agent's session: loads it into the agent before a reply, saves it after.
@@ -99,7 +99,7 @@ impl Bound {
             return req;
         }
         let ctx = AgentContext::new(req.ctx.agent_name_arc().clone(), session_id, reply_id);
-        if let Some(marker) = req.ctx.get::<EventsUnread>() {
+        if let Some(marker) = req.ctx.get::<EventsRead>() {
             ctx.insert(marker);
         }
         req.ctx = ctx;

@@ -85,6 +85,7 @@ mod agent_event;
 mod block;
 mod fold;
 mod hitl;
+mod kinds;
 mod reply;
 mod tool;
 
@@ -102,6 +103,7 @@ pub use hitl::{
     ConfirmResult, ExternalExecutionResultEvent, RequireExternalExecutionEvent, RequireUserConfirmEvent,
     UserConfirmResultEvent, UserInterruptEvent,
 };
+pub use kinds::EventKinds;
 pub use reply::{
     CustomEvent, ExceedMaxItersEvent, ModelCallEndEvent, ModelCallStartEvent, ReplyEndEvent, ReplyStartEvent,
 };

@@ -45,6 +45,15 @@ pub use stream::ReplySpanStream;
 
 pub(crate) use record::usage_int;
 
+/// The events the `invoke_agent` span reads (`Record::event`); the final message and errors
+/// always reach it.
+pub(crate) const READS: towerscope_core::EventKinds = towerscope_core::EventKinds::of(&[
+    towerscope_core::EventType::ReplyStart,
+    towerscope_core::EventType::ReplyEnd,
+    towerscope_core::EventType::RequireUserConfirm,
+    towerscope_core::EventType::RequireExternalExecution,
+]);
+
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;

@@ -73,6 +73,7 @@ impl ReplyRecord {
         }
     }
 
+    /// The kinds read here ([`READS`](super::READS) names them for the agent).
     fn event(&mut self, event: &AgentEvent) {
         match event {
             AgentEvent::ReplyStart(e) => self.reply_id = e.reply_id.to_string(),
