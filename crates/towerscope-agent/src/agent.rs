@@ -194,9 +194,11 @@ impl Agent {
 
     /// Replies and returns the final message.
     ///
-    /// With no layer on `on_reply` or `on_reasoning`, nobody can read the reply's events, so
-    /// they are not built: this costs less than reading [`reply_stream`](Self::reply_stream) to
-    /// its end.
+    /// The caller reads no event, so the reply builds only the kinds the layers on `on_reply`
+    /// and `on_reasoning` read (none when no layer is installed there, or when their
+    /// middlewares say so with
+    /// [`Middleware::reads_events`](towerscope_core::Middleware::reads_events)): this costs
+    /// less than reading [`reply_stream`](Self::reply_stream) to its end.
     pub async fn reply(&self, input: impl Into<ReplyInput>) -> Result<Msg, AgentError> {
         last_msg(self.start(input.into(), None, EventKinds::NONE)).await
     }

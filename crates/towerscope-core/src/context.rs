@@ -24,6 +24,7 @@
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::id::Id;
@@ -31,7 +32,29 @@ use crate::id::Id;
 /// A type map for per-reply middleware state, in the spirit of `http::Extensions`.
 #[derive(Default)]
 pub struct Extensions {
-    map: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    map: HashMap<TypeId, Box<dyn Any + Send + Sync>, BuildHasherDefault<TypeIdHasher>>,
+}
+
+/// Hashes a `TypeId`, which is already a hash, by keeping it: the agent looks extensions up
+/// on every reasoning step, and SipHash cost more than the rest of the lookup.
+#[derive(Default)]
+struct TypeIdHasher(u64);
+
+impl Hasher for TypeIdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // `TypeId` hashes through `write_u64`; anything else still gets a usable hash.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 impl Extensions {
