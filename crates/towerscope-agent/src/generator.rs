@@ -2,6 +2,7 @@
 //! yields items, and runs only while the consumer polls the stream (no task is spawned, and
 //! dropping the stream stops the loop at its next await point).
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -12,7 +13,7 @@ use pin_project_lite::pin_project;
 
 /// The yielding half handed to the generator's body.
 pub(crate) struct Yielder<T> {
-    slot: Arc<Mutex<Option<T>>>,
+    slot: Arc<Mutex<Slot<T>>>,
 }
 
 impl<T> Clone for Yielder<T> {
@@ -25,11 +26,51 @@ impl<T> Clone for Yielder<T> {
 
 impl<T> Yielder<T> {
     /// Hands `item` to the consumer; resolves once the consumer asks for the next item.
+    ///
+    /// An item whose emission was cancelled before the consumer took it (the body dropped a
+    /// future that had emitted: an interrupt cancels the reply loop at any await point) is still
+    /// handed out, before this one: what was emitted is never lost or reordered.
     pub(crate) fn emit(&self, item: T) -> Emit {
-        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
-        debug_assert!(slot.is_none(), "a generator emitted twice without awaiting");
-        *slot = Some(item);
+        self.slot.lock().unwrap_or_else(PoisonError::into_inner).put(item);
         Emit { done: false }
+    }
+}
+
+/// The items emitted and not yet taken: one, except after a cancelled emission.
+struct Slot<T> {
+    /// The oldest item (kept apart: the common case never touches the queue).
+    first: Option<T>,
+    /// Items emitted after `first` while it waited; allocates only when used.
+    more: VecDeque<T>,
+}
+
+impl<T> Slot<T> {
+    fn new() -> Self {
+        Self {
+            first: None,
+            more: VecDeque::new(),
+        }
+    }
+
+    fn put(&mut self, item: T) {
+        if self.first.is_none() {
+            self.first = Some(item);
+        } else {
+            self.more.push_back(item);
+        }
+    }
+
+    fn take(&mut self) -> Option<T> {
+        // `Option::take` copies the whole item out even when there is none (a reply's item is
+        // a few hundred bytes, and the slot is empty at every other look).
+        if self.first.is_none() {
+            return None;
+        }
+        let item = self.first.take();
+        if !self.more.is_empty() {
+            self.first = self.more.pop_front();
+        }
+        item
     }
 }
 
@@ -59,7 +100,7 @@ pin_project! {
     /// held inline: one allocation fewer than boxing it, and the stream is boxed once where
     /// it becomes an `EventStream`.
     pub(crate) struct Generator<T, F> {
-        slot: Arc<Mutex<Option<T>>>,
+        slot: Arc<Mutex<Slot<T>>>,
         #[pin]
         body: Option<F>,
     }
@@ -68,7 +109,7 @@ pin_project! {
 impl<T: Send + 'static, F: Future<Output = ()>> Generator<T, F> {
     /// Makes a generator from `body`.
     pub(crate) fn new(body: impl FnOnce(Yielder<T>) -> F) -> Self {
-        let slot = Arc::new(Mutex::new(None));
+        let slot = Arc::new(Mutex::new(Slot::new()));
         let yielder = Yielder {
             slot: Arc::clone(&slot),
         };
@@ -79,14 +120,8 @@ impl<T: Send + 'static, F: Future<Output = ()>> Generator<T, F> {
     }
 }
 
-fn take<T>(slot: &Mutex<Option<T>>) -> Option<T> {
-    let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
-    // `Option::take` copies the whole item out even when there is none (a reply's item is a
-    // few hundred bytes, and the slot is empty at every other look).
-    if slot.is_none() {
-        return None;
-    }
-    slot.take()
+fn take<T>(slot: &Mutex<Slot<T>>) -> Option<T> {
+    slot.lock().unwrap_or_else(PoisonError::into_inner).take()
 }
 
 impl<T: Send + 'static, F: Future<Output = ()>> Stream for Generator<T, F> {
@@ -149,5 +184,24 @@ mod tests {
         assert_eq!(g.next().await, Some(1));
         assert_eq!(*ran.lock().unwrap_or_else(PoisonError::into_inner), vec!["a"]);
         drop(g);
+    }
+
+    /// An interrupt drops the reply loop's future at any await point, including an `emit` whose
+    /// item the consumer has not taken yet; what the body emits next comes after that item.
+    #[tokio::test]
+    async fn an_item_whose_emission_was_cancelled_still_comes_first() {
+        let g = Generator::new(|y| async move {
+            {
+                let cancelled = std::pin::pin!(async {
+                    y.emit("streamed").await;
+                    y.emit("never").await;
+                });
+                // Poll the emitting future once, as a select does, then drop it.
+                let _ = futures_util::poll!(cancelled);
+            }
+            y.emit("closing").await;
+            y.emit("end").await;
+        });
+        assert_eq!(g.collect::<Vec<_>>().await, vec!["streamed", "closing", "end"]);
     }
 }
