@@ -113,13 +113,9 @@ print_env() {
 }
 
 running() {
-    [ -f "$PID_FILE" ] && kill -0 "$(cat "$PID_FILE")" 2>/dev/null &&
-        [ -f "$TLS_PID_FILE" ] && kill -0 "$(cat "$TLS_PID_FILE")" 2>/dev/null
+    pid_file_alive "$PID_FILE" && pid_file_alive "$TLS_PID_FILE"
 }
 
-port_open() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
 
 # A self-signed certificate for 127.0.0.1 and localhost (not a CA, so rustls accepts it as the
 # server's own certificate once the test trusts it), and a fresh bearer token, both in $RUN_DIR.

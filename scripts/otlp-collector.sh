@@ -100,12 +100,9 @@ print_env() {
 }
 
 running() {
-    [ -f "$PID_FILE" ] && kill -0 "$(cat "$PID_FILE")" 2>/dev/null
+    pid_file_alive "$PID_FILE"
 }
 
-port_open() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
 
 start() {
     if running; then

@@ -84,12 +84,9 @@ print_env() {
 }
 
 running() {
-    [ -f "$PID_FILE" ] && kill -0 "$(cat "$PID_FILE")" 2>/dev/null
+    pid_file_alive "$PID_FILE"
 }
 
-port_open() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
 
 # The admin API's health check, over bash's /dev/tcp: no curl needed.
 answers() {

@@ -1,5 +1,5 @@
 # Sourced by the scripts that start a server for the tests (otlp-collector.sh, mcp-server.sh,
-# redis-server.sh, llm-server.sh); `say` is the sourcing script's.
+# redis-server.sh, llm-server.sh, restate-server.sh); `say` is the sourcing script's.
 
 # Stops the process whose PID is in the file $1: TERM, then KILL after 5 s; removes the file.
 stop_pid_file() {
@@ -16,4 +16,14 @@ stop_pid_file() {
         say "stopped (PID $pid)"
     fi
     rm -f "$file"
+}
+
+# Whether the process whose PID is in the file $1 is alive.
+pid_file_alive() {
+    [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null
+}
+
+# Whether something accepts connections on 127.0.0.1:$1 (bash's /dev/tcp: no client needed).
+port_open() {
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
