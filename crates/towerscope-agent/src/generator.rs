@@ -63,9 +63,7 @@ impl<T> Slot<T> {
     fn take(&mut self) -> Option<T> {
         // `Option::take` copies the whole item out even when there is none (a reply's item is
         // a few hundred bytes, and the slot is empty at every other look).
-        if self.first.is_none() {
-            return None;
-        }
+        self.first.as_ref()?;
         let item = self.first.take();
         if !self.more.is_empty() {
             self.first = self.more.pop_front();
