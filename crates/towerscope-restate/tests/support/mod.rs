@@ -129,9 +129,16 @@ impl Endpoint {
     /// Starts an endpoint on `port`, with `env`, and waits until it listens.
     pub fn start(port: u16, env: &[(&str, &str)]) -> Self {
         let mut cmd = Command::new(std::env::current_exe().unwrap());
-        cmd.args(["endpoint_process", "--exact", "--nocapture", "--test-threads", "1"])
-            .env(ENDPOINT_ENV, port.to_string())
-            .stdin(Stdio::null());
+        cmd.args([
+            "endpoint_process",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(ENDPOINT_ENV, port.to_string())
+        .stdin(Stdio::null());
         for (k, v) in env {
             cmd.env(k, v);
         }
