@@ -18,7 +18,7 @@ use towerscope_core::{
 };
 
 use crate::builder::AgentBuilder;
-use crate::emit::EventsRead;
+use crate::emit::{EventsRead, LayersRead};
 use crate::reply::ReactLoop;
 use crate::runtime::Runtime;
 use crate::state::AgentState;
@@ -51,7 +51,7 @@ pub struct Agent {
     pub(crate) busy: Arc<AtomicBool>,
     /// The events the layers on `on_reply` and `on_reasoning` read (see the `emit` module): a
     /// reply builds these and what its caller reads.
-    pub(crate) layers_read: EventsRead,
+    pub(crate) layers_read: LayersRead,
 }
 
 impl fmt::Debug for Agent {
@@ -238,12 +238,9 @@ impl Agent {
             (state.session_id.clone(), reply_id)
         };
         let ctx = AgentContext::new(Arc::clone(&self.runtime.name), session_id, reply_id);
-        let reply = caller_reads.union(self.layers_read.reply);
-        if reply != EventKinds::ALL {
-            ctx.insert(EventsRead {
-                reply,
-                reasoning: reply.union(self.layers_read.reasoning),
-            });
+        let layers = self.layers_read;
+        if caller_reads != EventKinds::ALL || layers.installed {
+            ctx.insert(EventsRead::new(caller_reads, layers));
         }
         let request = ReplyRequest {
             ctx,

@@ -412,9 +412,10 @@ impl AgentBuilder {
         let system_head = system_msg
             .as_ref()
             .map(|m| -> Arc<[Arc<Msg>]> { Arc::from([Arc::clone(m)]) });
-        let layers_read = crate::emit::EventsRead {
+        let layers_read = crate::emit::LayersRead {
             reply: stacks.reply_reads(),
             reasoning: stacks.reasoning_reads(),
+            installed: !stacks.reply.is_empty() || !stacks.reasoning.is_empty(),
         };
         let runtime = Arc::new(Runtime {
             name: Arc::from(self.name),
@@ -440,10 +441,15 @@ impl AgentBuilder {
         let reasoning = stacks.reasoning.build(ReasoningStep {
             runtime: Arc::clone(&runtime),
         });
-        let reply = stacks.reply.build(ReactLoop {
+        let reply = match stacks.reply.build(ReactLoop {
             runtime: Arc::clone(&runtime),
             reasoning,
-        });
+        }) {
+            tower::util::Either::Right(stack) => {
+                tower::util::Either::Right(ErasedService::new(crate::reply::NoteUnwrapped(stack)))
+            }
+            unlayered => unlayered,
+        };
         // Outermost on `on_reply`; it passes the events through and reads none.
         let reply = self.session.wrap(reply, &runtime.state)?;
         Ok(Agent {

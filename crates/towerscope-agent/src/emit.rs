@@ -9,22 +9,130 @@
 //! `Middleware::reads_events` (everything unless it said less). What a layer or a stream reader
 //! sees is unchanged: every kind it reads is built and sent, in order.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use towerscope_core::{AgentError, AgentEvent, EventKinds, EventType, HintBlock, Id, Msg, ReplyItem};
+use towerscope_core::{
+    AgentContext, AgentError, AgentEvent, EventKinds, EventStream, EventType, HintBlock, Id, Msg, ReasoningRequest,
+    ReplyItem,
+};
 
 use crate::generator::Yielder;
 
 /// The yielding half of a reply's (or a reasoning step's, or a tool call's) stream.
 pub(crate) type Out = Yielder<Result<ReplyItem, AgentError>>;
 
-/// The per-reply marker (a context extension) saying which events are read: by the reply's
-/// stream (its reader and the `on_reply` layers), and by a reasoning step's stream (also the
-/// `on_reasoning` layers). No marker: every event is read.
+/// What the layers on `on_reply` and `on_reasoning` read, as their middlewares declared
+/// (`Middleware::reads_events`); all for a layer pushed on a stack directly.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct EventsRead {
+pub(crate) struct LayersRead {
     pub(crate) reply: EventKinds,
     pub(crate) reasoning: EventKinds,
+    /// Whether any layer is installed on `on_reply` or `on_reasoning`.
+    pub(crate) installed: bool,
+}
+
+/// Who reads a reply's events: a context extension the agent adds when a layer is installed on
+/// `on_reply` or `on_reasoning`, or when the caller reads less than every event. No plan: every
+/// event is read.
+///
+/// A layer can read a stream's events only by wrapping the stream. When a stack hands back the
+/// very stream its innermost service made (the same live allocation: pass-through layers,
+/// layers that act before the call and not on the events), no layer reads its events, whatever
+/// the layers declared: then the reply's events are built only for its caller, and a reasoning
+/// step runs inline on the reply's emitter, as with no `on_reasoning` layer at all. What any
+/// layer or reader sees is unchanged.
+#[derive(Clone, Debug)]
+pub(crate) struct EventsRead(Arc<ReadPlan>);
+
+#[derive(Debug)]
+struct ReadPlan {
+    caller: EventKinds,
+    layers: LayersRead,
+    /// The address of the newest stream the innermost `on_reply` service made.
+    reply_stream: AtomicUsize,
+    /// Whether the `on_reply` stack handed that stream back unwrapped.
+    reply_unwrapped: AtomicBool,
+    /// The newest step the innermost `on_reasoning` service made: its stream's address, and
+    /// the request it holds until its stream is first polled.
+    reasoning: Mutex<Option<(usize, Weak<StepRequest>)>>,
+}
+
+/// The request of a reasoning step whose stream has not been polled yet.
+pub(crate) type StepRequest = Mutex<Option<ReasoningRequest>>;
+
+/// The address of a stream's allocation (the identity of a live boxed stream).
+fn address(stream: &EventStream) -> usize {
+    // The boxed stream itself: `&EventStream` would also coerce to `&dyn Stream` (a pinned box
+    // is a stream), giving the address of the box instead of its contents.
+    let stream = std::pin::Pin::get_ref(stream.as_ref());
+    std::ptr::from_ref(stream).cast::<()>() as usize
+}
+
+impl EventsRead {
+    /// The plan of a reply whose caller reads `caller`.
+    pub(crate) fn new(caller: EventKinds, layers: LayersRead) -> Self {
+        Self(Arc::new(ReadPlan {
+            caller,
+            layers,
+            reply_stream: AtomicUsize::new(0),
+            reply_unwrapped: AtomicBool::new(false),
+            reasoning: Mutex::new(None),
+        }))
+    }
+
+    /// The plan in `ctx`, if any.
+    pub(crate) fn of(ctx: &AgentContext) -> Option<Self> {
+        ctx.get::<Self>()
+    }
+
+    /// The kinds the reply's stream carries: its caller's, and its layers' unless the
+    /// `on_reply` stack handed the stream back unwrapped.
+    pub(crate) fn reply(&self) -> EventKinds {
+        if self.0.reply_unwrapped.load(Ordering::Acquire) {
+            self.0.caller
+        } else {
+            self.0.caller.union(self.0.layers.reply)
+        }
+    }
+
+    /// The kinds a reasoning step's stream carries when an `on_reasoning` layer wraps it.
+    pub(crate) fn reasoning(&self) -> EventKinds {
+        self.reply().union(self.0.layers.reasoning)
+    }
+
+    /// Notes the stream the innermost `on_reply` service made.
+    pub(crate) fn made_reply_stream(&self, stream: &EventStream) {
+        self.0.reply_stream.store(address(stream), Ordering::Release);
+        self.0.reply_unwrapped.store(false, Ordering::Release);
+    }
+
+    /// Notes the stream the `on_reply` stack answered with: when it is the innermost one
+    /// (still alive: it is the one handed back), no `on_reply` layer reads the events.
+    pub(crate) fn answered_reply_stream(&self, stream: &EventStream) {
+        let unwrapped = self.0.reply_stream.load(Ordering::Acquire) == address(stream);
+        self.0.reply_unwrapped.store(unwrapped, Ordering::Release);
+    }
+
+    /// Notes the step the innermost `on_reasoning` service made.
+    pub(crate) fn made_reasoning_step(&self, stream: &EventStream, request: &Arc<StepRequest>) {
+        *self.0.reasoning.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((address(stream), Arc::downgrade(request)));
+    }
+
+    /// The request of the step whose stream the `on_reasoning` stack answered with, when that
+    /// stream is the innermost one, unwrapped and never polled: the caller runs the step
+    /// itself instead of reading the stream.
+    pub(crate) fn unwrapped_step(&self, stream: &EventStream) -> Option<ReasoningRequest> {
+        let (made, request) = self.0.reasoning.lock().unwrap_or_else(PoisonError::into_inner).take()?;
+        if made != address(stream) {
+            return None;
+        }
+        // Alive means the stream at that address is the step's own (two live allocations never
+        // share an address); a dropped step's address may have been reused.
+        let request = request.upgrade()?;
+        request.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
 }
 
 /// The kinds a model answer's conversion builds (`ChunkConverter`).
@@ -122,4 +230,75 @@ pub(crate) fn system_hint(sublabel: &str, text: String) -> HintBlock {
         text,
         Some(format!(r#"{{"label": "System", "sublabel": "{sublabel}"}}"#)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> EventsRead {
+        let layers = LayersRead {
+            reply: EventKinds::ALL,
+            reasoning: EventKinds::ALL,
+            installed: true,
+        };
+        EventsRead::new(EventKinds::NONE, layers)
+    }
+
+    fn step(plan: &EventsRead) -> (EventStream, Arc<StepRequest>) {
+        let req = ReasoningRequest {
+            ctx: AgentContext::new("a", "s", "r"),
+            tool_choice: None,
+        };
+        let request = Arc::new(Mutex::new(Some(req)));
+        let stream: EventStream = Box::pin(futures_util::stream::empty());
+        // A stream with state, so that it has an allocation of its own.
+        let stream: EventStream = Box::pin(futures_util::StreamExt::chain(stream, futures_util::stream::empty()));
+        plan.made_reasoning_step(&stream, &request);
+        (stream, request)
+    }
+
+    #[test]
+    fn the_step_whose_own_stream_comes_back_is_run_by_the_caller() {
+        let plan = plan();
+        let (stream, _held) = step(&plan);
+        assert!(plan.unwrapped_step(&stream).is_some());
+        // Taken once only.
+        assert!(plan.unwrapped_step(&stream).is_none());
+    }
+
+    #[test]
+    fn a_wrapped_or_dropped_step_is_not() {
+        let plan = plan();
+        let (stream, held) = step(&plan);
+        let wrapped: EventStream = Box::pin(stream);
+        assert!(plan.unwrapped_step(&wrapped).is_none());
+        assert!(
+            held.lock().unwrap_or_else(PoisonError::into_inner).is_some(),
+            "the step keeps its request"
+        );
+
+        let (stream, held) = step(&plan);
+        drop(held);
+        assert!(
+            plan.unwrapped_step(&stream).is_none(),
+            "the step's request is gone with it"
+        );
+    }
+
+    #[test]
+    fn a_reply_stream_handed_back_unwrapped_is_read_by_its_caller_only() {
+        let plan = plan();
+        let stream: EventStream = Box::pin(futures_util::StreamExt::chain(
+            futures_util::stream::empty(),
+            futures_util::stream::empty(),
+        ));
+        plan.made_reply_stream(&stream);
+        assert_eq!(plan.reply(), EventKinds::ALL);
+        plan.answered_reply_stream(&stream);
+        assert_eq!(plan.reply(), EventKinds::NONE);
+        let wrapped: EventStream = Box::pin(stream);
+        plan.answered_reply_stream(&wrapped);
+        assert_eq!(plan.reply(), EventKinds::ALL);
+    }
 }

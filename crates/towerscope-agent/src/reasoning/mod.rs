@@ -25,7 +25,7 @@
 mod convert;
 
 use std::future::Ready;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use futures_util::StreamExt;
@@ -39,7 +39,7 @@ use towerscope_core::{
 
 use towerscope_core::{EventKinds, EventType};
 
-use crate::emit::{ANSWER_KINDS, Emitter, EventsRead};
+use crate::emit::{ANSWER_KINDS, Emitter, EventsRead, StepRequest};
 use crate::generator::Generator;
 use crate::interrupt::unless_interrupted;
 use crate::runtime::Runtime;
@@ -63,16 +63,27 @@ impl Service<ReasoningRequest> for ReasoningStep {
 
     fn call(&mut self, req: ReasoningRequest) -> Self::Future {
         let runtime = Arc::clone(&self.runtime);
-        let reads = req.ctx.get::<EventsRead>().map_or(EventKinds::ALL, |r| r.reasoning);
-        let stream = Generator::new(move |y| async move {
+        let plan = EventsRead::of(&req.ctx);
+        let reads = plan.as_ref().map_or(EventKinds::ALL, EventsRead::reasoning);
+        // Held apart from the body until the stream is first polled: the reply loop takes it
+        // to run the step inline when no layer wrapped this stream (`EventsRead`).
+        let request: Arc<StepRequest> = Arc::new(Mutex::new(Some(req)));
+        let held = Arc::clone(&request);
+        let stream: EventStream = Box::pin(Generator::new(move |y| async move {
+            let Some(req) = held.lock().unwrap_or_else(PoisonError::into_inner).take() else {
+                return;
+            };
             let emit = Emitter::new(y, reads);
             match reason(&runtime, req, &emit).await {
                 Ok(Some(candidate)) => emit.final_msg(candidate).await,
                 Ok(None) => {}
                 Err(e) => emit.error(e).await,
             }
-        });
-        std::future::ready(Ok(Box::pin(stream)))
+        }));
+        if let Some(plan) = plan {
+            plan.made_reasoning_step(&stream, &request);
+        }
+        std::future::ready(Ok(stream))
     }
 }
 

@@ -21,7 +21,8 @@
 
 mod next_action;
 
-use std::future::Ready;
+use std::future::{Future, Ready};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -29,8 +30,9 @@ use futures_util::StreamExt;
 use tower::util::Either;
 use tower::{Service, ServiceExt};
 use towerscope_core::{
-    AgentContext, AgentError, CompressRequest, ContentBlock, EventStream, Messages, Position, ReasoningRequest,
-    ReplyEndEvent, ReplyFinishedReason, ReplyInput, ReplyItem, ReplyRequest, ReplyStartEvent,
+    AgentContext, AgentError, CompressRequest, ContentBlock, ErasedFuture, ErasedService, EventStream, Messages,
+    Position, ReasoningRequest, ReplyEndEvent, ReplyFinishedReason, ReplyInput, ReplyItem, ReplyRequest,
+    ReplyStartEvent,
 };
 
 use crate::acting;
@@ -65,8 +67,12 @@ impl Service<ReplyRequest> for ReactLoop {
     fn call(&mut self, req: ReplyRequest) -> Self::Future {
         let runtime = Arc::clone(&self.runtime);
         let reasoning = self.reasoning.clone();
-        let reads = req.ctx.get::<EventsRead>().map_or(EventKinds::ALL, |r| r.reply);
-        let stream = Generator::new(move |y| async move {
+        let plan = EventsRead::of(&req.ctx);
+        let read_plan = plan.clone();
+        let stream: EventStream = Box::pin(Generator::new(move |y| async move {
+            // Read when the stream is first polled: by then the `on_reply` stack has answered,
+            // and the plan knows whether a layer wrapped this stream.
+            let reads = read_plan.as_ref().map_or(EventKinds::ALL, EventsRead::reply);
             let emit = Emitter::new(y, reads);
             let ctx = req.ctx.clone();
             let outcome = {
@@ -92,8 +98,51 @@ impl Service<ReplyRequest> for ReactLoop {
                 Some(Err(e @ AgentError::CallLimit { .. })) => end_with_error(&runtime, &ctx, &e, &emit).await,
                 Some(Err(e)) => emit.error(e).await,
             }
-        });
-        std::future::ready(Ok(Box::pin(stream)))
+        }));
+        if let Some(plan) = plan {
+            plan.made_reply_stream(&stream);
+        }
+        std::future::ready(Ok(stream))
+    }
+}
+
+/// The `on_reply` stack with layers, telling the reply's [`EventsRead`] plan whether it answered
+/// with the innermost stream unwrapped (then no `on_reply` layer reads the events).
+#[derive(Clone)]
+pub(crate) struct NoteUnwrapped(pub(crate) ErasedService<ReplyRequest, EventStream>);
+
+impl Service<ReplyRequest> for NoteUnwrapped {
+    type Response = EventStream;
+    type Error = AgentError;
+    type Future = NoteUnwrappedFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), AgentError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: ReplyRequest) -> NoteUnwrappedFuture {
+        NoteUnwrappedFuture {
+            plan: EventsRead::of(&req.ctx),
+            inner: self.0.call(req),
+        }
+    }
+}
+
+/// The future of [`NoteUnwrapped`].
+pub(crate) struct NoteUnwrappedFuture {
+    plan: Option<EventsRead>,
+    inner: ErasedFuture<EventStream>,
+}
+
+impl Future for NoteUnwrappedFuture {
+    type Output = Result<EventStream, AgentError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let answer = std::task::ready!(self.inner.as_mut().poll(cx));
+        if let (Ok(stream), Some(plan)) = (&answer, &self.plan) {
+            plan.answered_reply_stream(stream);
+        }
+        Poll::Ready(answer)
     }
 }
 
@@ -104,6 +153,7 @@ async fn run(
     emit: &Emitter,
 ) -> Result<(), AgentError> {
     let ctx = req.ctx.clone();
+    let plan = EventsRead::of(&ctx);
     if req.input.is_resume() && req.structured_schema.is_some() {
         tracing::warn!("a resumed reply keeps the structured output schema it was parked with; the new one is ignored");
     }
@@ -185,10 +235,17 @@ async fn run(
                     Either::Left(_) => final_msg = reasoning::reason(runtime, request, emit).await?,
                     Either::Right(stack) => {
                         let mut stream = stack.ready().await?.call(request).await?;
-                        while let Some(item) = stream.next().await {
-                            match item? {
-                                ReplyItem::Event(e) => emit.forward(e).await,
-                                ReplyItem::Final(m) => final_msg = Some(m),
+                        // No layer wrapped the step's stream, so none reads its events: the
+                        // step runs here, on this emitter, with the request the stack passed in.
+                        if let Some(request) = plan.as_ref().and_then(|p| p.unwrapped_step(&stream)) {
+                            drop(stream);
+                            final_msg = reasoning::reason(runtime, request, emit).await?;
+                        } else {
+                            while let Some(item) = stream.next().await {
+                                match item? {
+                                    ReplyItem::Event(e) => emit.forward(e).await,
+                                    ReplyItem::Final(m) => final_msg = Some(m),
+                                }
                             }
                         }
                     }
