@@ -34,7 +34,7 @@ use tower::ServiceExt;
 use towerscope_core::{
     AgentContext, AgentError, AgentEvent, ChatResponse, ContentBlock, EventStream, Id, ModelCallEndEvent,
     ModelCallRequest, ModelCallStartEvent, ModelFinishedReason, ModelOutput, Msg, ReasoningRequest,
-    ReplyFinishedReason, ToolSchema, Usage,
+    ReplyFinishedReason, ReplyItem, ToolSchema, Usage,
 };
 
 use towerscope_core::{EventKinds, EventType};
@@ -62,28 +62,52 @@ impl Service<ReasoningRequest> for ReasoningStep {
     }
 
     fn call(&mut self, req: ReasoningRequest) -> Self::Future {
-        let runtime = Arc::clone(&self.runtime);
         let plan = EventsRead::of(&req.ctx);
         let reads = plan.as_ref().map_or(EventKinds::ALL, EventsRead::reasoning);
-        // Held apart from the body until the stream is first polled: the reply loop takes it
+        // Held apart from the step until its stream is first polled: the reply loop takes it
         // to run the step inline when no layer wrapped this stream (`EventsRead`).
         let request: Arc<StepRequest> = Arc::new(Mutex::new(Some(req)));
-        let held = Arc::clone(&request);
-        let stream: EventStream = Box::pin(Generator::new(move |y| async move {
-            let Some(req) = held.lock().unwrap_or_else(PoisonError::into_inner).take() else {
-                return;
-            };
-            let emit = Emitter::new(y, reads);
-            match reason(&runtime, req, &emit).await {
-                Ok(Some(candidate)) => emit.final_msg(candidate).await,
-                Ok(None) => {}
-                Err(e) => emit.error(e).await,
-            }
-        }));
+        let stream: EventStream = Box::pin(LazyStep {
+            start: Some((Arc::clone(&self.runtime), Arc::clone(&request), reads)),
+            stream: None,
+        });
         if let Some(plan) = plan {
             plan.made_reasoning_step(&stream, &request);
         }
         std::future::ready(Ok(stream))
+    }
+}
+
+/// The stream of a reasoning step behind `on_reasoning` layers. The step (a generator around
+/// [`reason`], a large future) is made when the stream is first polled, so a stream the reply
+/// loop never polls (it ran the step inline) costs one small allocation.
+struct LazyStep {
+    start: Option<(Arc<Runtime>, Arc<StepRequest>, EventKinds)>,
+    stream: Option<EventStream>,
+}
+
+impl futures_core::Stream for LazyStep {
+    type Item = Result<ReplyItem, AgentError>;
+
+    fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if let Some((runtime, request, reads)) = self.start.take() {
+            let req = request.lock().unwrap_or_else(PoisonError::into_inner).take();
+            // No request: the reply loop took it and runs the step itself.
+            self.stream = req.map(|req| -> EventStream {
+                Box::pin(Generator::new(move |y| async move {
+                    let emit = Emitter::new(y, reads);
+                    match reason(&runtime, req, &emit).await {
+                        Ok(Some(candidate)) => emit.final_msg(candidate).await,
+                        Ok(None) => {}
+                        Err(e) => emit.error(e).await,
+                    }
+                }))
+            });
+        }
+        match self.stream.as_mut() {
+            Some(stream) => stream.as_mut().poll_next(cx),
+            None => Poll::Ready(None),
+        }
     }
 }
 
