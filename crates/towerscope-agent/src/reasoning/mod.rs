@@ -203,7 +203,7 @@ pub(crate) async fn reason(
     let _shield = interrupt.shield();
     let mut answer = Answer::new(runtime, &ctx, emit.reads().intersects(ANSWER_KINDS));
     let Some(messages) = unless_interrupted(interrupt, &ctx, runtime.model_input(&ctx)).await else {
-        return answer.interrupted(emit).await;
+        return Box::pin(answer.interrupted(emit)).await;
     };
     let request = ModelCallRequest {
         ctx: ctx.clone(),
@@ -214,7 +214,7 @@ pub(crate) async fn reason(
     };
     let call = runtime.positions.model_call.clone().oneshot(request);
     let Some(output) = unless_interrupted(interrupt, &ctx, call).await else {
-        return answer.interrupted(emit).await;
+        return Box::pin(answer.interrupted(emit)).await;
     };
     let mut events = Vec::new();
     let completed = match settle_on_error(&mut answer, output)? {
@@ -232,7 +232,7 @@ pub(crate) async fn reason(
             loop {
                 let Some(next) = unless_interrupted(interrupt, &ctx, stream.next()).await else {
                     drop(stream);
-                    return answer.interrupted(emit).await;
+                    return Box::pin(answer.interrupted(emit)).await;
                 };
                 let chunk = match next {
                     None => break,

@@ -117,7 +117,7 @@ impl ScriptedModel {
             stream: true,
             params: Arc::new(GenerationParams::new()),
             script: Arc::new(Mutex::new(Script {
-                queue: responses.into_iter().collect(),
+                queue: responses.into_iter().map(ScriptedResponse::compact).collect(),
                 cycle: None,
                 requests: Vec::new(),
                 record: true,
@@ -133,7 +133,7 @@ impl ScriptedModel {
         let model = Self::new(name, []);
         {
             let mut s = model.lock();
-            s.cycle = Some((responses.into_iter().collect(), 0));
+            s.cycle = Some((responses.into_iter().map(ScriptedResponse::compact).collect(), 0));
             s.record = false;
         }
         model
@@ -192,7 +192,7 @@ impl ScriptedModel {
 
     /// Appends responses to the script.
     pub fn push(&self, response: ScriptedResponse) {
-        self.lock().queue.push_back(response);
+        self.lock().queue.push_back(response.compact());
     }
 
     /// Every request received so far, in order.
@@ -287,7 +287,7 @@ impl ChatModel for ScriptedModel {
                 tokio::time::sleep(delay).await;
             }
             if let Some(err) = response.error {
-                return Err(err);
+                return Err(*err);
             }
             let streamed = match response.delivery {
                 Delivery::Model => stream_default,
@@ -305,7 +305,7 @@ impl ChatModel for ScriptedModel {
 fn into_stream(response: ScriptedResponse) -> towerscope_core::ChatStream {
     let mut items: Vec<Result<ChatResponse, AgentError>> = response.chunks().into_iter().map(Ok).collect();
     let chunk_delay = response.chunk_delay;
-    if let Some((after, err)) = response.fail_after.clone() {
+    if let Some((after, err)) = response.fail_after.as_deref().cloned() {
         items.truncate(after);
         items.push(Err(err));
     } else if response.final_chunk {

@@ -23,8 +23,10 @@ pub(super) enum Delivery {
 pub struct ScriptedResponse {
     pub(super) content: Vec<ContentBlock>,
     pub(super) usage: Option<ChatUsage>,
-    pub(super) error: Option<AgentError>,
-    pub(super) fail_after: Option<(usize, AgentError)>,
+    // The rare failures are boxed: a model holds its whole script, and a response is kept
+    // small for the agents that each own one (a service holding many conversations).
+    pub(super) error: Option<Box<AgentError>>,
+    pub(super) fail_after: Option<Box<(usize, AgentError)>>,
     pub(super) delay: Option<Duration>,
     pub(super) chunk_delay: Option<Duration>,
     pub(super) delivery: Delivery,
@@ -32,6 +34,12 @@ pub struct ScriptedResponse {
 }
 
 impl ScriptedResponse {
+    /// The response with no spare capacity, as a model keeps it.
+    pub(super) fn compact(mut self) -> Self {
+        self.content.shrink_to_fit();
+        self
+    }
+
     fn with_blocks(content: Vec<ContentBlock>) -> Self {
         Self {
             content,
@@ -68,7 +76,7 @@ impl ScriptedResponse {
     /// A call that fails with `error` before anything is returned.
     pub fn error(error: AgentError) -> Self {
         let mut r = Self::empty();
-        r.error = Some(error);
+        r.error = Some(Box::new(error));
         r
     }
 
@@ -129,7 +137,7 @@ impl ScriptedResponse {
 
     /// Breaks the stream with `error` after `chunks` chunks were delivered.
     pub fn fail_mid_stream(mut self, chunks: usize, error: AgentError) -> Self {
-        self.fail_after = Some((chunks, error));
+        self.fail_after = Some(Box::new((chunks, error)));
         self.delivery = Delivery::Streamed;
         self
     }
