@@ -43,11 +43,14 @@ pub(crate) struct LayersRead {
 /// step runs inline on the reply's emitter, as with no `on_reasoning` layer at all. What any
 /// layer or reader sees is unchanged.
 #[derive(Clone, Debug)]
-pub(crate) struct EventsRead(Arc<ReadPlan>);
+pub(crate) struct EventsRead {
+    caller: EventKinds,
+    /// `None` with no layer on `on_reply` or `on_reasoning` (nothing to note: no allocation).
+    plan: Option<Arc<ReadPlan>>,
+}
 
 #[derive(Debug)]
 struct ReadPlan {
-    caller: EventKinds,
     layers: LayersRead,
     /// The address of the newest stream the innermost `on_reply` service made.
     reply_stream: AtomicUsize,
@@ -72,13 +75,15 @@ fn address(stream: &EventStream) -> usize {
 impl EventsRead {
     /// The plan of a reply whose caller reads `caller`.
     pub(crate) fn new(caller: EventKinds, layers: LayersRead) -> Self {
-        Self(Arc::new(ReadPlan {
-            caller,
-            layers,
-            reply_stream: AtomicUsize::new(0),
-            reply_unwrapped: AtomicBool::new(false),
-            reasoning: Mutex::new(None),
-        }))
+        let plan = layers.installed.then(|| {
+            Arc::new(ReadPlan {
+                layers,
+                reply_stream: AtomicUsize::new(0),
+                reply_unwrapped: AtomicBool::new(false),
+                reasoning: Mutex::new(None),
+            })
+        });
+        Self { caller, plan }
     }
 
     /// The plan in `ctx`, if any.
@@ -89,42 +94,54 @@ impl EventsRead {
     /// The kinds the reply's stream carries: its caller's, and its layers' unless the
     /// `on_reply` stack handed the stream back unwrapped.
     pub(crate) fn reply(&self) -> EventKinds {
-        if self.0.reply_unwrapped.load(Ordering::Acquire) {
-            self.0.caller
-        } else {
-            self.0.caller.union(self.0.layers.reply)
+        match &self.plan {
+            Some(plan) if !plan.reply_unwrapped.load(Ordering::Acquire) => self.caller.union(plan.layers.reply),
+            _ => self.caller,
         }
     }
 
     /// The kinds a reasoning step's stream carries when an `on_reasoning` layer wraps it.
     pub(crate) fn reasoning(&self) -> EventKinds {
-        self.reply().union(self.0.layers.reasoning)
+        let layers = self.plan.as_ref().map_or(EventKinds::NONE, |p| p.layers.reasoning);
+        self.reply().union(layers)
     }
 
     /// Notes the stream the innermost `on_reply` service made.
     pub(crate) fn made_reply_stream(&self, stream: &EventStream) {
-        self.0.reply_stream.store(address(stream), Ordering::Release);
-        self.0.reply_unwrapped.store(false, Ordering::Release);
+        if let Some(plan) = &self.plan {
+            plan.reply_stream.store(address(stream), Ordering::Release);
+            plan.reply_unwrapped.store(false, Ordering::Release);
+        }
     }
 
     /// Notes the stream the `on_reply` stack answered with: when it is the innermost one
     /// (still alive: it is the one handed back), no `on_reply` layer reads the events.
     pub(crate) fn answered_reply_stream(&self, stream: &EventStream) {
-        let unwrapped = self.0.reply_stream.load(Ordering::Acquire) == address(stream);
-        self.0.reply_unwrapped.store(unwrapped, Ordering::Release);
+        if let Some(plan) = &self.plan {
+            let unwrapped = plan.reply_stream.load(Ordering::Acquire) == address(stream);
+            plan.reply_unwrapped.store(unwrapped, Ordering::Release);
+        }
     }
 
     /// Notes the step the innermost `on_reasoning` service made.
     pub(crate) fn made_reasoning_step(&self, stream: &EventStream, request: &Arc<StepRequest>) {
-        *self.0.reasoning.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some((address(stream), Arc::downgrade(request)));
+        if let Some(plan) = &self.plan {
+            *plan.reasoning.lock().unwrap_or_else(PoisonError::into_inner) =
+                Some((address(stream), Arc::downgrade(request)));
+        }
     }
 
     /// The request of the step whose stream the `on_reasoning` stack answered with, when that
     /// stream is the innermost one, unwrapped and never polled: the caller runs the step
     /// itself instead of reading the stream.
     pub(crate) fn unwrapped_step(&self, stream: &EventStream) -> Option<ReasoningRequest> {
-        let (made, request) = self.0.reasoning.lock().unwrap_or_else(PoisonError::into_inner).take()?;
+        let (made, request) = self
+            .plan
+            .as_ref()?
+            .reasoning
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()?;
         if made != address(stream) {
             return None;
         }
