@@ -17,7 +17,7 @@ use towerscope_core::{
     ReplyItem,
 };
 
-use crate::generator::Yielder;
+use crate::generator::{Emit, Yielder};
 
 /// The yielding half of a reply's (or a reasoning step's, or a tool call's) stream.
 pub(crate) type Out = Yielder<Result<ReplyItem, AgentError>>;
@@ -200,39 +200,49 @@ impl Emitter {
         self.reads.contains(kind)
     }
 
+    // The senders below are plain functions returning the one-byte `Emit`, not `async fn`s: an
+    // `async fn` keeps its argument (an event, a message: 200-250 bytes) in its future across
+    // the await, and every step that emits carried that future inline (a reply in flight held
+    // several of them).
+
     /// Sends the event of kind `kind` that `make` builds, if that kind is read.
-    pub(crate) async fn event(&self, kind: EventType, make: impl FnOnce() -> AgentEvent) {
-        if self.reads.contains(kind) {
-            let event = make();
-            debug_assert_eq!(event.event_type(), kind, "an event built under another kind");
-            self.out.emit(Ok(ReplyItem::Event(event))).await;
+    pub(crate) fn event(&self, kind: EventType, make: impl FnOnce() -> AgentEvent) -> Emit {
+        if !self.reads.contains(kind) {
+            return Emit::sent();
         }
+        let event = make();
+        debug_assert_eq!(event.event_type(), kind, "an event built under another kind");
+        self.out.emit(Ok(ReplyItem::Event(event)))
     }
 
     /// Sends the event `make` builds, one of `kinds`, if it is read (for a step whose event's
     /// kind is known only once built).
-    pub(crate) async fn event_of(&self, kinds: EventKinds, make: impl FnOnce() -> AgentEvent) {
+    pub(crate) fn event_of(&self, kinds: EventKinds, make: impl FnOnce() -> AgentEvent) -> Emit {
         if self.reads.intersects(kinds) {
-            self.forward(make()).await;
+            self.forward(make())
+        } else {
+            Emit::sent()
         }
     }
 
     /// Sends an event that is already built (one that passed through a layer), if its kind is
     /// read.
-    pub(crate) async fn forward(&self, event: AgentEvent) {
+    pub(crate) fn forward(&self, event: AgentEvent) -> Emit {
         if self.reads.contains(event.event_type()) {
-            self.out.emit(Ok(ReplyItem::Event(event))).await;
+            self.out.emit(Ok(ReplyItem::Event(event)))
+        } else {
+            Emit::sent()
         }
     }
 
     /// Sends the final (or candidate final) message.
-    pub(crate) async fn final_msg(&self, msg: Msg) {
-        self.out.emit(Ok(ReplyItem::Final(msg))).await;
+    pub(crate) fn final_msg(&self, msg: Msg) -> Emit {
+        self.out.emit(Ok(ReplyItem::Final(msg)))
     }
 
     /// Sends an error; the stream ends after it.
-    pub(crate) async fn error(&self, err: AgentError) {
-        self.out.emit(Err(err)).await;
+    pub(crate) fn error(&self, err: AgentError) -> Emit {
+        self.out.emit(Err(err))
     }
 }
 

@@ -78,6 +78,13 @@ pub(crate) struct Emit {
     done: bool,
 }
 
+impl Emit {
+    /// A future for an item that was not sent (nobody reads it): ready at once.
+    pub(crate) fn sent() -> Self {
+        Self { done: true }
+    }
+}
+
 impl Future for Emit {
     type Output = ();
 

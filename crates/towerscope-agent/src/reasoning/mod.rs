@@ -293,7 +293,10 @@ fn settle_on_error<T>(answer: &mut Answer<'_>, result: Result<T, AgentError>) ->
 }
 
 async fn forward(emit: &Emitter, events: &mut Vec<AgentEvent>) {
-    for event in events.drain(..) {
+    let mut events = events.drain(..);
+    // Not a `for` loop: its `Option<AgentEvent>` would live across the await, in the future.
+    loop {
+        let Some(event) = events.next() else { break };
         emit.forward(event).await;
     }
 }

@@ -186,7 +186,7 @@ async fn run(
         }
         match next_action(runtime, &ctx, final_msg.take(), emit.wants_events()) {
             Action::Exit { events: None, msg } => {
-                emit.final_msg(msg).await;
+                emit.final_msg(*msg).await;
                 return Ok(());
             }
             Action::Exit {
@@ -197,7 +197,7 @@ async fn run(
                     emit.forward(e).await;
                 }
                 if !ctx.take_another_round_request() {
-                    emit.final_msg(msg).await;
+                    emit.final_msg(*msg).await;
                     return Ok(());
                 }
                 if !made_progress {
@@ -239,19 +239,19 @@ async fn run(
                 };
                 match &mut reasoning {
                     // Nothing installed on `on_reasoning`: the step runs here, on this emitter.
-                    Either::Left(_) => final_msg = reasoning::reason(runtime, request, emit).await?,
+                    Either::Left(_) => final_msg = reasoning::reason(runtime, request, emit).await?.map(Box::new),
                     Either::Right(stack) => {
                         let mut stream = stack.ready().await?.call(request).await?;
                         // No layer wrapped the step's stream, so none reads its events: the
                         // step runs here, on this emitter, with the request the stack passed in.
                         if let Some(request) = plan.as_ref().and_then(|p| p.unwrapped_step(&stream)) {
                             drop(stream);
-                            final_msg = reasoning::reason(runtime, request, emit).await?;
+                            final_msg = reasoning::reason(runtime, request, emit).await?.map(Box::new);
                         } else {
                             while let Some(item) = stream.next().await {
                                 match item? {
                                     ReplyItem::Event(e) => emit.forward(e).await,
-                                    ReplyItem::Final(m) => final_msg = Some(m),
+                                    ReplyItem::Final(m) => final_msg = Some(Box::new(m)),
                                 }
                             }
                         }

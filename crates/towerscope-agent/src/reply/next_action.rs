@@ -25,12 +25,13 @@ pub(crate) enum Action {
     Exit {
         /// The closing events (`None`: parked, no `REPLY_END`); built only when `events`.
         events: Option<Vec<AgentEvent>>,
-        msg: Msg,
+        /// Boxed: the action is held across the loop's awaits, in every reply in flight.
+        msg: Box<Msg>,
     },
 }
 
 /// The decision table of §3.3, evaluated in order.
-pub(crate) fn next_action(runtime: &Runtime, ctx: &AgentContext, final_msg: Option<Msg>, events: bool) -> Action {
+pub(crate) fn next_action(runtime: &Runtime, ctx: &AgentContext, final_msg: Option<Box<Msg>>, events: bool) -> Action {
     let reply_id = ctx.reply_id();
     let name = &runtime.name;
     let state = runtime.lock_state();
@@ -49,7 +50,7 @@ pub(crate) fn next_action(runtime: &Runtime, ctx: &AgentContext, final_msg: Opti
     if awaiting {
         return Action::Exit {
             events: None,
-            msg: assistant_msg(name, reply_id, WAITING_TEXT),
+            msg: Box::new(assistant_msg(name, reply_id, WAITING_TEXT)),
         };
     }
     let rc = &state.reply_context;
@@ -65,8 +66,8 @@ pub(crate) fn next_action(runtime: &Runtime, ctx: &AgentContext, final_msg: Opti
         }
         out
     };
-    let exceeded = |msg: Option<Msg>| {
-        let mut msg = msg.unwrap_or_else(|| assistant_msg(name, reply_id, EXCEEDED_TEXT));
+    let exceeded = |msg: Option<Box<Msg>>| {
+        let mut msg = msg.unwrap_or_else(|| Box::new(assistant_msg(name, reply_id, EXCEEDED_TEXT)));
         msg.usage = Some(usage);
         msg.finished_reason = Some(ReplyFinishedReason::ExceedMaxIters);
         Action::Exit {
@@ -77,7 +78,7 @@ pub(crate) fn next_action(runtime: &Runtime, ctx: &AgentContext, final_msg: Opti
 
     if rc.structured_schema.is_some() {
         if let Some(output) = &rc.structured_output {
-            let mut msg = assistant_msg(name, reply_id, STRUCTURED_DONE_TEXT);
+            let mut msg = Box::new(assistant_msg(name, reply_id, STRUCTURED_DONE_TEXT));
             msg.structured_output = Some(output.clone());
             msg.usage = Some(usage);
             msg.finished_reason = Some(ReplyFinishedReason::Completed);
