@@ -105,6 +105,11 @@ pub trait Middleware: Send + Sync + 'static {
     /// streams carry only these events, the final message and errors. Say
     /// [`EventKinds::NONE`] for layers that never look at an event (a timeout, a concurrency
     /// limit, a layer that only changes the request): installing them then costs no events.
+    ///
+    /// A layer that hands back the stream of the service below it unchanged needs no
+    /// declaration: the agent sees that the stream it got back is the one its innermost service
+    /// made, so no layer can read its events, and builds none for them. The declaration matters
+    /// for a layer that wraps the stream (to watch the reply end, say) and reads few kinds.
     fn reads_events(&self) -> EventKinds {
         EventKinds::ALL
     }
