@@ -10,7 +10,7 @@
 //! sees is unchanged: every kind it reads is built and sent, in order.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use towerscope_core::{
     AgentContext, AgentError, AgentEvent, EventKinds, EventStream, EventType, HintBlock, Id, Msg, ReasoningRequest,
@@ -56,16 +56,15 @@ struct ReadPlan {
     reply_stream: AtomicUsize,
     /// Whether the `on_reply` stack handed that stream back unwrapped.
     reply_unwrapped: AtomicBool,
-    /// The newest step the innermost `on_reasoning` service made: its stream's address, and
-    /// the request it holds until its stream is first polled.
-    reasoning: Mutex<Option<(usize, Weak<StepRequest>)>>,
+    /// The requests of the reasoning steps the innermost `on_reasoning` service made whose
+    /// streams are alive and not polled yet, by the address of their stream (usually one). A
+    /// step takes its request out when first polled, and out it goes when the step is dropped,
+    /// so an address here is always that of a live step's stream.
+    reasoning: Mutex<Vec<(usize, ReasoningRequest)>>,
 }
 
-/// The request of a reasoning step whose stream has not been polled yet.
-pub(crate) type StepRequest = Mutex<Option<ReasoningRequest>>;
-
 /// The address of a stream's allocation (the identity of a live boxed stream).
-fn address(stream: &EventStream) -> usize {
+pub(crate) fn address(stream: &EventStream) -> usize {
     // The boxed stream itself: `&EventStream` would also coerce to `&dyn Stream` (a pinned box
     // is a stream), giving the address of the box instead of its contents.
     let stream = std::pin::Pin::get_ref(stream.as_ref());
@@ -80,7 +79,7 @@ impl EventsRead {
                 layers,
                 reply_stream: AtomicUsize::new(0),
                 reply_unwrapped: AtomicBool::new(false),
-                reasoning: Mutex::new(None),
+                reasoning: Mutex::new(Vec::new()),
             })
         });
         Self { caller, plan }
@@ -123,32 +122,37 @@ impl EventsRead {
         }
     }
 
-    /// Notes the step the innermost `on_reasoning` service made.
-    pub(crate) fn made_reasoning_step(&self, stream: &EventStream, request: &Arc<StepRequest>) {
-        if let Some(plan) = &self.plan {
-            *plan.reasoning.lock().unwrap_or_else(PoisonError::into_inner) =
-                Some((address(stream), Arc::downgrade(request)));
-        }
+    /// Holds the request of the step the innermost `on_reasoning` service made, until its
+    /// stream (at `address`) is first polled or dropped; `Err` gives the request back when
+    /// there is nothing to note (no layer installed).
+    pub(crate) fn hold_step(&self, address: usize, request: ReasoningRequest) -> Result<(), ReasoningRequest> {
+        let Some(plan) = &self.plan else {
+            return Err(request);
+        };
+        plan.reasoning
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((address, request));
+        Ok(())
     }
 
-    /// The request of the step whose stream the `on_reasoning` stack answered with, when that
-    /// stream is the innermost one, unwrapped and never polled: the caller runs the step
-    /// itself instead of reading the stream.
-    pub(crate) fn unwrapped_step(&self, stream: &EventStream) -> Option<ReasoningRequest> {
-        let (made, request) = self
+    /// The request held for the step whose stream is at `address` (taken out).
+    pub(crate) fn take_step(&self, address: usize) -> Option<ReasoningRequest> {
+        let mut held = self
             .plan
             .as_ref()?
             .reasoning
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()?;
-        if made != address(stream) {
-            return None;
-        }
-        // Alive means the stream at that address is the step's own (two live allocations never
-        // share an address); a dropped step's address may have been reused.
-        let request = request.upgrade()?;
-        request.lock().unwrap_or_else(PoisonError::into_inner).take()
+            .unwrap_or_else(PoisonError::into_inner);
+        let index = held.iter().position(|(at, _)| *at == address)?;
+        Some(held.swap_remove(index).1)
+    }
+
+    /// The request of the step whose stream the `on_reasoning` stack answered with, when that
+    /// stream is the step's own, unwrapped and never polled: the caller runs the step itself
+    /// instead of reading the stream.
+    pub(crate) fn unwrapped_step(&self, stream: &EventStream) -> Option<ReasoningRequest> {
+        self.take_step(address(stream))
     }
 }
 
@@ -272,45 +276,52 @@ mod tests {
         EventsRead::new(EventKinds::NONE, layers)
     }
 
-    fn step(plan: &EventsRead) -> (EventStream, Arc<StepRequest>) {
+    fn step(plan: &EventsRead) -> EventStream {
         let req = ReasoningRequest {
             ctx: AgentContext::new("a", "s", "r"),
             tool_choice: None,
         };
-        let request = Arc::new(Mutex::new(Some(req)));
-        let stream: EventStream = Box::pin(futures_util::stream::empty());
         // A stream with state, so that it has an allocation of its own.
-        let stream: EventStream = Box::pin(futures_util::StreamExt::chain(stream, futures_util::stream::empty()));
-        plan.made_reasoning_step(&stream, &request);
-        (stream, request)
+        let stream: EventStream = Box::pin(futures_util::StreamExt::chain(
+            futures_util::stream::empty(),
+            futures_util::stream::empty(),
+        ));
+        assert!(plan.hold_step(address(&stream), req).is_ok());
+        stream
     }
 
     #[test]
     fn the_step_whose_own_stream_comes_back_is_run_by_the_caller() {
         let plan = plan();
-        let (stream, _held) = step(&plan);
+        let stream = step(&plan);
         assert!(plan.unwrapped_step(&stream).is_some());
         // Taken once only.
         assert!(plan.unwrapped_step(&stream).is_none());
     }
 
     #[test]
-    fn a_wrapped_or_dropped_step_is_not() {
+    fn a_wrapped_step_is_not_and_keeps_its_request() {
         let plan = plan();
-        let (stream, held) = step(&plan);
+        let stream = step(&plan);
+        let at = address(&stream);
         let wrapped: EventStream = Box::pin(stream);
         assert!(plan.unwrapped_step(&wrapped).is_none());
-        assert!(
-            held.lock().unwrap_or_else(PoisonError::into_inner).is_some(),
-            "the step keeps its request"
-        );
+        assert!(plan.take_step(at).is_some(), "the step still finds its request");
+    }
 
-        let (stream, held) = step(&plan);
-        drop(held);
-        assert!(
-            plan.unwrapped_step(&stream).is_none(),
-            "the step's request is gone with it"
-        );
+    #[test]
+    fn without_layers_nothing_is_held() {
+        let layers = LayersRead {
+            reply: EventKinds::NONE,
+            reasoning: EventKinds::NONE,
+            installed: false,
+        };
+        let plan = EventsRead::new(EventKinds::ALL, layers);
+        let req = ReasoningRequest {
+            ctx: AgentContext::new("a", "s", "r"),
+            tool_choice: None,
+        };
+        assert!(plan.hold_step(1, req).is_err());
     }
 
     #[test]

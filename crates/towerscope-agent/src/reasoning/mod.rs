@@ -25,7 +25,7 @@
 mod convert;
 
 use std::future::Ready;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures_util::StreamExt;
@@ -39,7 +39,7 @@ use towerscope_core::{
 
 use towerscope_core::{EventKinds, EventType};
 
-use crate::emit::{ANSWER_KINDS, Emitter, EventsRead, StepRequest};
+use crate::emit::{ANSWER_KINDS, Emitter, EventsRead};
 use crate::generator::Generator;
 use crate::interrupt::unless_interrupted;
 use crate::runtime::Runtime;
@@ -64,16 +64,26 @@ impl Service<ReasoningRequest> for ReasoningStep {
     fn call(&mut self, req: ReasoningRequest) -> Self::Future {
         let plan = EventsRead::of(&req.ctx);
         let reads = plan.as_ref().map_or(EventKinds::ALL, EventsRead::reasoning);
-        // Held apart from the step until its stream is first polled: the reply loop takes it
-        // to run the step inline when no layer wrapped this stream (`EventsRead`).
-        let request: Arc<StepRequest> = Arc::new(Mutex::new(Some(req)));
-        let stream: EventStream = Box::pin(LazyStep {
-            start: Some((Arc::clone(&self.runtime), Arc::clone(&request), reads)),
+        let mut step = Box::pin(LazyStep {
+            runtime: Arc::clone(&self.runtime),
+            reads,
+            own: None,
+            plan: None,
             stream: None,
+            started: false,
         });
-        if let Some(plan) = plan {
-            plan.made_reasoning_step(&stream, &request);
+        // Held by the reply's plan until the stream is first polled: the reply loop takes it
+        // to run the step inline when no layer wrapped this stream (`EventsRead`).
+        let at = step.address();
+        let held = match &plan {
+            Some(plan) => plan.hold_step(at, req),
+            None => Err(req),
+        };
+        match held {
+            Ok(()) => step.plan = plan,
+            Err(req) => step.own = Some(req),
         }
+        let stream: EventStream = step;
         std::future::ready(Ok(stream))
     }
 }
@@ -82,17 +92,37 @@ impl Service<ReasoningRequest> for ReasoningStep {
 /// [`reason`], a large future) is made when the stream is first polled, so a stream the reply
 /// loop never polls (it ran the step inline) costs one small allocation.
 struct LazyStep {
-    start: Option<(Arc<Runtime>, Arc<StepRequest>, EventKinds)>,
+    runtime: Arc<Runtime>,
+    reads: EventKinds,
+    /// The request, when no plan holds it.
+    own: Option<ReasoningRequest>,
+    /// The plan holding the request until the first poll.
+    plan: Option<EventsRead>,
     stream: Option<EventStream>,
+    started: bool,
+}
+
+impl LazyStep {
+    /// The address the plan knows this step by: its place in its box.
+    fn address(&self) -> usize {
+        std::ptr::from_ref(self).cast::<()>() as usize
+    }
 }
 
 impl futures_core::Stream for LazyStep {
     type Item = Result<ReplyItem, AgentError>;
 
     fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if let Some((runtime, request, reads)) = self.start.take() {
-            let req = request.lock().unwrap_or_else(PoisonError::into_inner).take();
-            // No request: the reply loop took it and runs the step itself.
+        if !self.started {
+            self.started = true;
+            let at = self.address();
+            let req = match self.own.take() {
+                Some(req) => Some(req),
+                // None: the reply loop took it and runs the step itself.
+                None => self.plan.take().and_then(|plan| plan.take_step(at)),
+            };
+            let runtime = Arc::clone(&self.runtime);
+            let reads = self.reads;
             self.stream = req.map(|req| -> EventStream {
                 Box::pin(Generator::new(move |y| async move {
                     let emit = Emitter::new(y, reads);
@@ -107,6 +137,16 @@ impl futures_core::Stream for LazyStep {
         match self.stream.as_mut() {
             Some(stream) => stream.as_mut().poll_next(cx),
             None => Poll::Ready(None),
+        }
+    }
+}
+
+impl Drop for LazyStep {
+    fn drop(&mut self) {
+        // A step dropped unpolled gives its request back, so its address (which a new
+        // allocation may reuse) is no longer known to the plan.
+        if let Some(plan) = self.plan.take() {
+            plan.take_step(self.address());
         }
     }
 }
@@ -292,6 +332,7 @@ fn settle_on_error<T>(answer: &mut Answer<'_>, result: Result<T, AgentError>) ->
     result
 }
 
+#[allow(clippy::while_let_loop)] // `while let` keeps its scrutinee across the await
 async fn forward(emit: &Emitter, events: &mut Vec<AgentEvent>) {
     let mut events = events.drain(..);
     // Not a `for` loop: its `Option<AgentEvent>` would live across the await, in the future.
