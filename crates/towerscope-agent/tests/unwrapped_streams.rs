@@ -203,3 +203,121 @@ async fn a_reply_layer_that_wraps_the_stream_still_gets_every_event() {
     );
     assert_eq!(seen.last(), Some(&"final"));
 }
+
+/// The agent of the park-and-resume scenario: asks before every tool call.
+fn asking(model: &ScriptedModel, layered: bool) -> Agent {
+    let b = builder(model).default_permission(towerscope_core::PermissionDecision::Ask {
+        suggested_rules: vec![],
+    });
+    let b = if layered {
+        b.on_reply(from_fn(pass::<ReplyRequest>()))
+            .on_reasoning(from_fn(pass::<ReasoningRequest>()))
+    } else {
+        b
+    };
+    b.build().unwrap()
+}
+
+async fn park_and_confirm(layered: bool) -> (Vec<&'static str>, Vec<&'static str>, Option<String>) {
+    let model = model();
+    let agent = asking(&model, layered);
+    let first = common::collect(agent.reply_stream(Msg::user("u", "1 + 2?"))).await;
+    let call = first
+        .events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::RequireUserConfirm(e) => Some(e.tool_calls[0].clone()),
+            _ => None,
+        })
+        .expect("the reply parks for the call");
+    let parked = first.final_msg.clone().unwrap();
+    let confirm = towerscope_core::event::UserConfirmResultEvent::new(
+        parked.id.clone(),
+        vec![towerscope_core::event::ConfirmResult::new(true, call)],
+    );
+    let second = common::collect(agent.reply_stream(confirm)).await;
+    common::assert_consistent(&agent.state().context);
+    (first.kinds(), second.kinds(), second.final_text())
+}
+
+#[tokio::test]
+async fn a_parked_reply_resumes_the_same_through_pass_through_layers() {
+    let plain = park_and_confirm(false).await;
+    let layered = park_and_confirm(true).await;
+    assert_eq!(layered, plain);
+    assert_eq!(layered.0.last(), Some(&"REQUIRE_USER_CONFIRM"));
+    assert_eq!(layered.2.as_deref(), Some("3"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupt_during_an_inline_step_ends_the_reply_as_without_layers() {
+    async fn interrupted(layered: bool) -> (Vec<&'static str>, Option<ReplyFinishedReason>) {
+        let model = ScriptedModel::new(
+            "m",
+            [ScriptedResponse::text("a long answer").delay(std::time::Duration::from_secs(60))],
+        );
+        let b = Agent::builder("a").model(model);
+        let b = if layered {
+            b.on_reasoning(from_fn(pass::<ReasoningRequest>()))
+        } else {
+            b
+        };
+        let agent = b.build().unwrap();
+        let running = tokio::spawn({
+            let agent = agent.clone();
+            // `reply`: the caller reads no event, so the layered step runs inline.
+            async move { agent.reply(Msg::user("u", "hi")).await }
+        });
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        assert!(agent.interrupt());
+        let msg = running.await.unwrap().unwrap();
+        common::assert_consistent(&agent.state().context);
+        let kinds = agent
+            .state()
+            .context
+            .iter()
+            .map(|m| {
+                if m.role == towerscope_core::Role::User {
+                    "user"
+                } else {
+                    "assistant"
+                }
+            })
+            .collect();
+        (kinds, msg.finished_reason)
+    }
+    let plain = interrupted(false).await;
+    assert_eq!(plain.1, Some(ReplyFinishedReason::Interrupted));
+    assert_eq!(interrupted(true).await, plain);
+}
+
+#[tokio::test]
+async fn two_steps_read_one_after_the_other_each_run_their_own_request() {
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("one"), ScriptedResponse::text("two")]);
+    let both = |req: ReasoningRequest, next: Next<ReasoningRequest, EventStream>| -> Answer {
+        Box::pin(async move {
+            let mut first = req.clone();
+            first.tool_choice = Some(ToolChoice::none());
+            let mut second = req;
+            second.tool_choice = Some(ToolChoice::required());
+            // Both made before either is polled: each must find its own request.
+            let a = next.clone().run(first).await?;
+            let b = next.run(second).await?;
+            let chained: EventStream = Box::pin(a.chain(b));
+            Ok(chained)
+        })
+    };
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .on_reasoning(from_fn(both))
+        .build()
+        .unwrap();
+    let msg = agent.reply(Msg::user("u", "hi")).await.unwrap();
+    assert_eq!(msg.text_content().as_deref(), Some("two"), "the last candidate wins");
+    let modes: Vec<_> = model
+        .requests()
+        .into_iter()
+        .map(|r| r.tool_choice.unwrap().mode)
+        .collect();
+    assert_eq!(modes, [ToolChoiceMode::None, ToolChoiceMode::Required]);
+}
