@@ -64,11 +64,15 @@ struct ReadPlan {
 }
 
 /// The address of a stream's allocation (the identity of a live boxed stream).
-pub(crate) fn address(stream: &EventStream) -> usize {
+fn address(stream: &EventStream) -> usize {
     // The boxed stream itself: `&EventStream` would also coerce to `&dyn Stream` (a pinned box
     // is a stream), giving the address of the box instead of its contents.
-    let stream = std::pin::Pin::get_ref(stream.as_ref());
-    std::ptr::from_ref(stream).cast::<()>() as usize
+    address_of(std::pin::Pin::get_ref(stream.as_ref()))
+}
+
+/// Where `value` lives: what identifies a boxed stream by its contents (see [`EventsRead`]).
+pub(crate) fn address_of<T: ?Sized>(value: &T) -> usize {
+    std::ptr::from_ref(value).cast::<()>() as usize
 }
 
 impl EventsRead {

@@ -105,7 +105,7 @@ struct LazyStep {
 impl LazyStep {
     /// The address the plan knows this step by: its place in its box.
     fn address(&self) -> usize {
-        std::ptr::from_ref(self).cast::<()>() as usize
+        crate::emit::address_of(self)
     }
 }
 

@@ -80,7 +80,7 @@ impl Service<ReplyRequest> for ReactLoop {
                 // point (a tool, a middleware; the reasoning step handles one itself); then it
                 // is dropped here.
                 // Pinned here (not moved into `Unless`): the loop's future is a few kilobytes.
-                let run = std::pin::pin!(run(&runtime, reasoning, req, &emit));
+                let run = std::pin::pin!(run(&runtime, reasoning, req, &emit, read_plan.as_ref()));
                 let interrupted = runtime.interrupt.requested_unshielded();
                 match crate::interrupt::Unless::new(&runtime.interrupt, run, interrupted).await {
                     futures_util::future::Either::Left(result) => Some(result),
@@ -158,9 +158,9 @@ async fn run(
     mut reasoning: Position<ReasoningStep, ReasoningRequest, EventStream>,
     req: ReplyRequest,
     emit: &Emitter,
+    plan: Option<&EventsRead>,
 ) -> Result<(), AgentError> {
     let ctx = req.ctx.clone();
-    let plan = EventsRead::of(&ctx);
     if req.input.is_resume() && req.structured_schema.is_some() {
         tracing::warn!("a resumed reply keeps the structured output schema it was parked with; the new one is ignored");
     }
@@ -244,7 +244,7 @@ async fn run(
                         let mut stream = stack.ready().await?.call(request).await?;
                         // No layer wrapped the step's stream, so none reads its events: the
                         // step runs here, on this emitter, with the request the stack passed in.
-                        if let Some(request) = plan.as_ref().and_then(|p| p.unwrapped_step(&stream)) {
+                        if let Some(request) = plan.and_then(|p| p.unwrapped_step(&stream)) {
                             drop(stream);
                             final_msg = reasoning::reason(runtime, request, emit).await?.map(Box::new);
                         } else {
