@@ -175,18 +175,7 @@ async fn run(provider: Provider, scenario: Scenario, base: &str, cassette: &Cass
                 Scenario::ServerError => "Say hello.",
             };
             let reply = support::collect(agent.reply_stream(Msg::user("user", question))).await;
-            let mut out = String::new();
-            for event in &reply.events {
-                out.push_str(&serde_json::to_string(event).unwrap());
-                out.push('\n');
-            }
-            out.push_str(&format!(
-                "final: {}\n",
-                serde_json::to_string(&reply.final_msg).unwrap()
-            ));
-            out.push_str(&format!("error: {:?}\n", reply.error.map(|e| e.to_string())));
-            out.push_str(&serde_json::to_string_pretty(&agent.state().context).unwrap());
-            out
+            reply.transcript(&agent.state().context)
         })
         .await
 }

@@ -256,6 +256,20 @@ struct Delete {
     path: String,
 }
 
+/// An executor with a `delete` tool that asks the user before every call.
+fn asking_cleaner(model: &ScriptedModel) -> Agent {
+    Agent::builder("cleaner")
+        .model(model.clone())
+        .tool(FunctionTool::new("delete", |a: Delete| async move {
+            format!("deleted {}", a.path)
+        }))
+        .default_permission(PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .build()
+        .unwrap()
+}
+
 #[tokio::test]
 async fn an_executor_parked_for_the_user_parks_the_run_and_the_resume_continues_it() {
     let executor_model = ScriptedModel::new(
@@ -265,16 +279,7 @@ async fn an_executor_parked_for_the_user_parks_the_run_and_the_resume_continues_
             report("r1", "deleted /tmp/x"),
         ],
     );
-    let executor = Agent::builder("cleaner")
-        .model(executor_model.clone())
-        .tool(FunctionTool::new("delete", |a: Delete| async move {
-            format!("deleted {}", a.path)
-        }))
-        .default_permission(PermissionDecision::Ask {
-            suggested_rules: vec![],
-        })
-        .build()
-        .unwrap();
+    let executor = asking_cleaner(&executor_model);
     let verifier_model = ScriptedModel::new("m", [verdict("v1", "pass", "gone")]);
     let goal = GoalPipeline::new(executor, agent("checker", &verifier_model));
     park_and_resume(&goal, &verifier_model).await;
@@ -286,16 +291,7 @@ async fn an_interrupt_of_the_parked_executor_ends_the_run_without_a_check() {
         "m",
         [ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#)],
     );
-    let executor = Agent::builder("cleaner")
-        .model(executor_model.clone())
-        .tool(FunctionTool::new("delete", |a: Delete| async move {
-            format!("deleted {}", a.path)
-        }))
-        .default_permission(PermissionDecision::Ask {
-            suggested_rules: vec![],
-        })
-        .build()
-        .unwrap();
+    let executor = asking_cleaner(&executor_model);
     let verifier_model = ScriptedModel::new("m", [verdict("v1", "pass", "")]);
     let goal = GoalPipeline::new(executor, agent("checker", &verifier_model));
     let parked = goal.reply(Msg::user("user", "Remove /tmp/x.").into()).await.unwrap();

@@ -33,6 +33,20 @@ impl Collected {
     pub fn final_text(&self) -> Option<String> {
         self.final_msg.as_ref().and_then(Msg::text_content)
     }
+
+    /// The whole reply as one text to compare between runs: each event as JSON, the final
+    /// message, the error, and the conversation the agent kept (`context`).
+    pub fn transcript(&self, context: &towerscope_core::Messages) -> String {
+        let mut out = String::new();
+        for event in &self.events {
+            out.push_str(&serde_json::to_string(event).unwrap());
+            out.push('\n');
+        }
+        out.push_str(&format!("final: {}\n", serde_json::to_string(&self.final_msg).unwrap()));
+        out.push_str(&format!("error: {:?}\n", self.error.as_ref().map(ToString::to_string)));
+        out.push_str(&serde_json::to_string_pretty(context).unwrap());
+        out
+    }
 }
 
 pub fn line(event: &AgentEvent) -> String {
