@@ -216,7 +216,7 @@ impl Emitter {
     /// Sends the event of kind `kind` that `make` builds, if that kind is read.
     pub(crate) fn event(&self, kind: EventType, make: impl FnOnce() -> AgentEvent) -> Emit {
         if !self.reads.contains(kind) {
-            return Emit::sent();
+            return Emit::skipped();
         }
         let event = make();
         debug_assert_eq!(event.event_type(), kind, "an event built under another kind");
@@ -229,7 +229,7 @@ impl Emitter {
         if self.reads.intersects(kinds) {
             self.forward(make())
         } else {
-            Emit::sent()
+            Emit::skipped()
         }
     }
 
@@ -239,7 +239,7 @@ impl Emitter {
         if self.reads.contains(event.event_type()) {
             self.out.emit(Ok(ReplyItem::Event(event)))
         } else {
-            Emit::sent()
+            Emit::skipped()
         }
     }
 

@@ -79,8 +79,8 @@ pub(crate) struct Emit {
 }
 
 impl Emit {
-    /// A future for an item that was not sent (nobody reads it): ready at once.
-    pub(crate) fn sent() -> Self {
+    /// The future for an item that was not sent (nobody reads it): ready at once.
+    pub(crate) fn skipped() -> Self {
         Self { done: true }
     }
 }
