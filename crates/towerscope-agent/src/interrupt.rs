@@ -21,6 +21,7 @@ use futures_util::future::Either;
 use pin_project_lite::pin_project;
 
 use tokio::sync::Notify;
+use tokio::sync::futures::Notified;
 
 /// The interrupt signal of one agent (one reply runs at a time).
 #[derive(Debug, Default)]
@@ -52,15 +53,14 @@ impl Interrupt {
     }
 
     /// Resolves once an interrupt was requested.
-    pub(crate) async fn requested(&self) {
-        self.wait_until(|| self.is_requested()).await;
+    pub(crate) fn requested(&self) -> Requested<'_> {
+        Requested::new(self, Self::is_requested)
     }
 
     /// Resolves once an interrupt was requested and no [`Shield`] is held: the moment the loop
     /// may cancel the work in flight.
-    pub(crate) async fn requested_unshielded(&self) {
-        self.wait_until(|| self.is_requested() && self.shields.load(Ordering::Acquire) == 0)
-            .await;
+    pub(crate) fn requested_unshielded(&self) -> Requested<'_> {
+        Requested::new(self, |i| i.is_requested() && i.shields.load(Ordering::Acquire) == 0)
     }
 
     /// Holds off [`requested_unshielded`](Self::requested_unshielded) until the guard drops.
@@ -68,17 +68,45 @@ impl Interrupt {
         self.shields.fetch_add(1, Ordering::AcqRel);
         Shield(self)
     }
+}
 
-    async fn wait_until(&self, ready: impl Fn() -> bool) {
+pin_project! {
+    /// The future of [`Interrupt::requested`] and [`Interrupt::requested_unshielded`]: resolves
+    /// once `ready` holds, checked after each notification. Named (not an `async fn`) so that
+    /// [`UnlessInterrupted`] can hold it without a box.
+    pub(crate) struct Requested<'a> {
+        interrupt: &'a Interrupt,
+        ready: fn(&Interrupt) -> bool,
+        #[pin]
+        notified: Notified<'a>,
+    }
+}
+
+impl<'a> Requested<'a> {
+    fn new(interrupt: &'a Interrupt, ready: fn(&Interrupt) -> bool) -> Self {
+        Self {
+            interrupt,
+            ready,
+            notified: interrupt.notify.notified(),
+        }
+    }
+}
+
+impl Future for Requested<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut this = self.project();
         loop {
-            let notified = self.notify.notified();
-            let mut notified = std::pin::pin!(notified);
             // Register before checking, so a change in between is not lost.
-            notified.as_mut().enable();
-            if ready() {
-                return;
+            this.notified.as_mut().enable();
+            if (this.ready)(this.interrupt) {
+                return Poll::Ready(());
             }
-            notified.await;
+            match this.notified.as_mut().poll(cx) {
+                Poll::Ready(()) => this.notified.set(this.interrupt.notify.notified()),
+                Poll::Pending => return Poll::Pending,
+            }
         }
     }
 }
@@ -99,19 +127,43 @@ impl Drop for Shield<'_> {
 /// Runs `work` unless an interrupt comes first: `None` when it did. Then the reply is marked
 /// interrupted before `work` is dropped, so a layer whose call is dropped can tell an
 /// interruption from an abandoned call.
-pub(crate) async fn unless_interrupted<F: std::future::Future>(
-    interrupt: &Interrupt,
-    ctx: &towerscope_core::AgentContext,
+///
+/// A named future rather than an `async fn`: an `async fn` would keep `work` twice in its
+/// state (as its argument and as the pinned local), in every reasoning step in flight.
+pub(crate) fn unless_interrupted<'a, F: Future>(
+    interrupt: &'a Interrupt,
+    ctx: &'a towerscope_core::AgentContext,
     work: F,
-) -> Option<F::Output> {
-    let work = std::pin::pin!(work);
-    match Unless::new(interrupt, work, interrupt.requested()).await {
-        Either::Left(output) => Some(output),
-        Either::Right(()) => {
-            // `work` is pinned in this frame: it is dropped when this function returns, after
-            // the mark.
-            ctx.mark_interrupted();
-            None
+) -> UnlessInterrupted<'a, F> {
+    UnlessInterrupted {
+        inner: Unless::new(interrupt, work, interrupt.requested()),
+        ctx,
+    }
+}
+
+pin_project! {
+    /// The future [`unless_interrupted`] returns.
+    pub(crate) struct UnlessInterrupted<'a, W> {
+        #[pin]
+        inner: Unless<'a, W, Requested<'a>>,
+        ctx: &'a towerscope_core::AgentContext,
+    }
+}
+
+impl<W: Future> Future for UnlessInterrupted<'_, W> {
+    type Output = Option<W::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        match this.inner.poll(cx) {
+            Poll::Ready(Either::Left(output)) => Poll::Ready(Some(output)),
+            Poll::Ready(Either::Right(())) => {
+                // `work` lives in this future: it is dropped after the mark, when the caller
+                // drops the future.
+                this.ctx.mark_interrupted();
+                Poll::Ready(None)
+            }
+            Poll::Pending => Poll::Pending,
         }
     }
 }
