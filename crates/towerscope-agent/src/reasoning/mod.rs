@@ -32,7 +32,7 @@ use futures_util::StreamExt;
 use tower::Service;
 use tower::ServiceExt;
 use towerscope_core::{
-    AgentContext, AgentError, AgentEvent, ChatResponse, ContentBlock, EventStream, Id, ModelCallEndEvent,
+    AgentContext, AgentError, AgentEvent, ChatResponse, ChatStream, ContentBlock, EventStream, Id, ModelCallEndEvent,
     ModelCallRequest, ModelCallStartEvent, ModelFinishedReason, ModelOutput, Msg, ReasoningRequest,
     ReplyFinishedReason, ReplyItem, ToolSchema, Usage,
 };
@@ -257,50 +257,27 @@ pub(crate) async fn reason(
         return Box::pin(answer.interrupted(emit)).await;
     };
     let mut events = Vec::new();
-    let completed = match settle_on_error(&mut answer, output)? {
+    // No await inside this match: the temporaries of its scrutinee, and a value matched in
+    // parts, would otherwise stay in every step's future.
+    let (mut completed, stream) = match settle_on_error(&mut answer, output)? {
         ModelOutput::Complete(response) => {
             // A whole answer is stored as it is (nothing partial to keep): the converter only
-            // builds its events, when they are read.
+            // builds its events, when they are read; they go out with the closing ones below.
             if emit.reads().intersects(ANSWER_KINDS) {
                 answer.converter.convert(&response, &mut events);
-                forward(emit, &mut events).await;
             }
-            Some(response)
+            (Some(response), None)
         }
-        ModelOutput::Stream(mut stream) => {
-            let mut completed: Option<ChatResponse> = None;
-            loop {
-                let Some(next) = unless_interrupted(interrupt, &ctx, stream.next()).await else {
-                    drop(stream);
-                    return Box::pin(answer.interrupted(emit)).await;
-                };
-                let chunk = match next {
-                    None => break,
-                    Some(chunk) => settle_on_error(&mut answer, chunk)?,
-                };
-                if completed.is_some() {
-                    tracing::warn!(
-                        reply_id = %reply_id,
-                        "a chunk after the final chunk of a model stream was ignored"
-                    );
-                    continue;
-                }
-                if chunk.is_last {
-                    completed = Some(chunk);
-                    continue;
-                }
-                if let Some(reason) = chunk.restart_reason() {
-                    let discarded = answer.converter.restart();
-                    emit.event(EventType::Custom, || restart_event(reply_id, reason, discarded))
-                        .await;
-                    continue;
-                }
-                answer.converter.convert(&chunk, &mut events);
-                forward(emit, &mut events).await;
-            }
-            completed
-        }
+        ModelOutput::Stream(stream) => (None, Some(stream)),
     };
+    if let Some(stream) = stream {
+        let received = receive(runtime, &ctx, stream, &mut answer, emit, &mut events).await?;
+        let interrupted = received.is_none();
+        completed = received.flatten();
+        if interrupted {
+            return Box::pin(answer.interrupted(emit)).await;
+        }
+    }
     answer.converter.close(&mut events);
     forward(emit, &mut events).await;
     let completed = settle_on_error(
@@ -324,6 +301,79 @@ pub(crate) async fn reason(
     Ok(candidate)
 }
 
+/// Reads a streamed answer: its final chunk (`None` if the stream ended without one), or `None`
+/// when an interrupt came first (the stream is dropped before the caller closes the answer).
+///
+/// Its own future, awaited at one point of [`reason`]: the chunks it holds then share their
+/// space in the step's future with the model call's.
+async fn receive(
+    runtime: &Runtime,
+    ctx: &AgentContext,
+    mut stream: ChatStream,
+    answer: &mut Answer<'_>,
+    emit: &Emitter,
+    events: &mut Vec<AgentEvent>,
+) -> Result<Option<Option<ChatResponse>>, AgentError> {
+    let mut completed: Option<ChatResponse> = None;
+    loop {
+        // One expression, no named `Option` left partly moved (it would stay in the future).
+        let chunk = match unless_interrupted(&runtime.interrupt, ctx, stream.next()).await {
+            None => return Ok(None),
+            Some(None) => break,
+            Some(Some(chunk)) => settle_on_error(answer, chunk)?,
+        };
+        // The chunk is taken by a plain function: held in this body, it would take room in
+        // the future across the awaits below.
+        match take_chunk(ctx, chunk, &mut completed, answer, events) {
+            Taken::Nothing => {}
+            Taken::Events => forward(emit, events).await,
+            Taken::Restart { reason, discarded } => {
+                emit.event(EventType::Custom, || restart_event(ctx.reply_id(), &reason, discarded))
+                    .await;
+            }
+        }
+    }
+    Ok(Some(completed))
+}
+
+/// What a streamed chunk asks of [`receive`].
+enum Taken {
+    /// Nothing to send (the final chunk, or one after it).
+    Nothing,
+    /// Its events are in the buffer.
+    Events,
+    /// The model restarted its answer: the blocks already streamed are discarded.
+    Restart { reason: String, discarded: Vec<Id> },
+}
+
+fn take_chunk(
+    ctx: &AgentContext,
+    chunk: ChatResponse,
+    completed: &mut Option<ChatResponse>,
+    answer: &mut Answer<'_>,
+    events: &mut Vec<AgentEvent>,
+) -> Taken {
+    if completed.is_some() {
+        tracing::warn!(
+            reply_id = %ctx.reply_id(),
+            "a chunk after the final chunk of a model stream was ignored"
+        );
+        return Taken::Nothing;
+    }
+    if chunk.is_last {
+        *completed = Some(chunk);
+        return Taken::Nothing;
+    }
+    if let Some(reason) = chunk.restart_reason() {
+        return Taken::Restart {
+            reason: reason.to_owned(),
+            discarded: answer.converter.restart(),
+        };
+    }
+    answer.converter.convert(&chunk, events);
+    Taken::Events
+}
+
 /// A failure of the call discards the answer (nothing of a failed call is stored).
 fn settle_on_error<T>(answer: &mut Answer<'_>, result: Result<T, AgentError>) -> Result<T, AgentError> {
     if result.is_err() {
@@ -332,8 +382,9 @@ fn settle_on_error<T>(answer: &mut Answer<'_>, result: Result<T, AgentError>) ->
     result
 }
 
+/// Sends `events` in order, leaving the buffer empty.
 #[allow(clippy::while_let_loop)] // `while let` keeps its scrutinee across the await
-async fn forward(emit: &Emitter, events: &mut Vec<AgentEvent>) {
+pub(crate) async fn forward(emit: &Emitter, events: &mut Vec<AgentEvent>) {
     let mut events = events.drain(..);
     // Not a `for` loop: its `Option<AgentEvent>` would live across the await, in the future.
     loop {
