@@ -243,6 +243,15 @@ impl Emitter {
         }
     }
 
+    /// [`forward`](Self::forward) for an event that may not exist. Taking the `Option` whole
+    /// keeps it out of the caller's future (an `if let` holds its scrutinee across the await).
+    pub(crate) fn forward_some(&self, event: Option<AgentEvent>) -> Emit {
+        match event {
+            Some(event) => self.forward(event),
+            None => Emit::skipped(),
+        }
+    }
+
     /// Sends the final (or candidate final) message.
     pub(crate) fn final_msg(&self, msg: Msg) -> Emit {
         self.out.emit(Ok(ReplyItem::Final(msg)))

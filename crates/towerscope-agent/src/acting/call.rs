@@ -54,108 +54,114 @@ pub(crate) fn interrupted_output(was_running: bool) -> ToolOutput {
     }
 }
 
-pub(crate) async fn execute(
-    runtime: &Arc<Runtime>,
-    ctx: &AgentContext,
+/// Runs one tool call to its result.
+///
+/// Not an `async fn`: that would keep `call` twice in the future (as the argument and as its
+/// local copy), in every tool call in flight.
+pub(crate) fn execute<'a>(
+    runtime: &'a Arc<Runtime>,
+    ctx: &'a AgentContext,
     call: ToolCallBlock,
-    asked: Option<&AskedRules>,
-    emit: &Emitter,
-) -> Result<(), AgentError> {
-    let reply_id = ctx.reply_id();
-    let is_compress = call.name == compress::COMPRESS_TOOL && compress_tool_offered(runtime);
-    // The agent's own tools (structured output, compression) are allowed without asking.
-    let is_builtin = call.name == structured::TOOL_NAME || is_compress;
-    let prepared = if is_compress {
-        prepare_compress(&call)
-    } else if call.name == structured::TOOL_NAME {
-        prepare_structured(runtime, &call)
-    } else {
-        let groups = if runtime.toolkit.has_groups() {
-            runtime.lock_state().activated_groups.clone()
+    asked: Option<&'a AskedRules>,
+    emit: &'a Emitter,
+) -> impl Future<Output = Result<(), AgentError>> + Send + 'a {
+    async move {
+        let reply_id = ctx.reply_id();
+        let is_compress = call.name == compress::COMPRESS_TOOL && compress_tool_offered(runtime);
+        // The agent's own tools (structured output, compression) are allowed without asking.
+        let is_builtin = call.name == structured::TOOL_NAME || is_compress;
+        let prepared = if is_compress {
+            prepare_compress(&call)
+        } else if call.name == structured::TOOL_NAME {
+            prepare_structured(runtime, &call)
         } else {
-            Vec::new()
+            let groups = if runtime.toolkit.has_groups() {
+                runtime.lock_state().activated_groups.clone()
+            } else {
+                Vec::new()
+            };
+            runtime.toolkit.prepare(&call, &groups).map(|p| (p.info, p.input))
         };
-        runtime.toolkit.prepare(&call, &groups).map(|p| (p.info, p.input))
-    };
-    let (info, input) = match prepared {
-        Ok((info, input)) => (info, Arc::new(input)),
-        Err(message) => {
-            emit.event(EventType::ToolResultStart, || start_event(reply_id, &call))
-                .await;
-            return finish_with_text(runtime, ctx, &call, message, ToolResultState::Error, emit).await;
-        }
-    };
-
-    let call = Arc::new(call);
-    let decision = if is_builtin {
-        PermissionDecision::Allow
-    } else {
-        let request = PermissionRequest::new(ctx.clone(), Arc::clone(&call), Arc::clone(&info), Arc::clone(&input));
-        let decided = AssertUnwindSafe(runtime.positions.permission.clone().oneshot(request))
-            .catch_unwind()
-            .await;
-        match decided {
-            Ok(decision) => decision?,
-            Err(payload) => {
+        let (info, input) = match prepared {
+            Ok((info, input)) => (info, Arc::new(input)),
+            Err(message) => {
                 emit.event(EventType::ToolResultStart, || start_event(reply_id, &call))
                     .await;
-                let message = panic_text("on_check_permission", &*payload);
                 return finish_with_text(runtime, ctx, &call, message, ToolResultState::Error, emit).await;
             }
-        }
-    };
-    match decision {
-        PermissionDecision::Ask { suggested_rules } => {
-            let safety = || {
-                runtime
-                    .toolkit
-                    .get(&call.name)
-                    .is_some_and(|t| t.requires_confirmation(&input))
-            };
-            if asked.is_some_and(|a| a.repeats(&call, &suggested_rules, safety())) {
-                // An earlier call of the batch asks the same: this one waits, undecided.
-                return Ok(());
+        };
+
+        let call = Arc::new(call);
+        let decision = if is_builtin {
+            PermissionDecision::Allow
+        } else {
+            let request = PermissionRequest::new(ctx.clone(), Arc::clone(&call), Arc::clone(&info), Arc::clone(&input));
+            let decided = AssertUnwindSafe(runtime.positions.permission.clone().oneshot(request))
+                .catch_unwind()
+                .await;
+            match decided {
+                Ok(decision) => decision?,
+                Err(payload) => {
+                    emit.event(EventType::ToolResultStart, || start_event(reply_id, &call))
+                        .await;
+                    let message = panic_text("on_check_permission", &*payload);
+                    return finish_with_text(runtime, ctx, &call, message, ToolResultState::Error, emit).await;
+                }
             }
-            let parked = {
-                let mut state = runtime.lock_state();
-                state.tail_call_mut(&call.id).map(|c| {
-                    c.state = ToolCallState::Asking;
-                    c.suggested_rules = suggested_rules;
-                    c.clone()
-                })
-            };
-            let parked = parked.unwrap_or_else(|| Arc::unwrap_or_clone(call));
-            emit.event(EventType::RequireUserConfirm, || {
-                RequireUserConfirmEvent::new(reply_id, vec![parked]).into()
-            })
-            .await;
-            Ok(())
-        }
-        PermissionDecision::Deny { message } => {
-            emit.event(EventType::ToolResultStart, || start_event(reply_id, &call))
-                .await;
-            finish_with_text(runtime, ctx, &call, message, ToolResultState::Denied, emit).await
-        }
-        PermissionDecision::Allow => {
-            runtime.lock_state().set_call_state(&call.id, ToolCallState::Allowed);
-            emit.event(EventType::ToolResultStart, || start_event(reply_id, &call))
-                .await;
-            if info.external {
-                let submitted = {
+        };
+        match decision {
+            PermissionDecision::Ask { suggested_rules } => {
+                let safety = || {
+                    runtime
+                        .toolkit
+                        .get(&call.name)
+                        .is_some_and(|t| t.requires_confirmation(&input))
+                };
+                if asked.is_some_and(|a| a.repeats(&call, &suggested_rules, safety())) {
+                    // An earlier call of the batch asks the same: this one waits, undecided.
+                    return Ok(());
+                }
+                let parked = {
                     let mut state = runtime.lock_state();
                     state.tail_call_mut(&call.id).map(|c| {
-                        c.state = ToolCallState::Submitted;
+                        c.state = ToolCallState::Asking;
+                        c.suggested_rules = suggested_rules;
                         c.clone()
                     })
                 };
-                let submitted = submitted.unwrap_or_else(|| Arc::unwrap_or_clone(call));
-                emit.event(EventType::RequireExternalExecution, || {
-                    RequireExternalExecutionEvent::new(reply_id, vec![submitted]).into()
+                let parked = parked.unwrap_or_else(|| Arc::unwrap_or_clone(call));
+                emit.event(EventType::RequireUserConfirm, || {
+                    RequireUserConfirmEvent::new(reply_id, vec![parked]).into()
                 })
                 .await;
-                return Ok(());
+                Ok(())
             }
-            run_tool(runtime, ctx, call, info, input, emit).await
+            PermissionDecision::Deny { message } => {
+                emit.event(EventType::ToolResultStart, || start_event(reply_id, &call))
+                    .await;
+                finish_with_text(runtime, ctx, &call, message, ToolResultState::Denied, emit).await
+            }
+            PermissionDecision::Allow => {
+                runtime.lock_state().set_call_state(&call.id, ToolCallState::Allowed);
+                emit.event(EventType::ToolResultStart, || start_event(reply_id, &call))
+                    .await;
+                if info.external {
+                    let submitted = {
+                        let mut state = runtime.lock_state();
+                        state.tail_call_mut(&call.id).map(|c| {
+                            c.state = ToolCallState::Submitted;
+                            c.clone()
+                        })
+                    };
+                    let submitted = submitted.unwrap_or_else(|| Arc::unwrap_or_clone(call));
+                    emit.event(EventType::RequireExternalExecution, || {
+                        RequireExternalExecutionEvent::new(reply_id, vec![submitted]).into()
+                    })
+                    .await;
+                    return Ok(());
+                }
+                run_tool(runtime, ctx, call, info, input, emit).await
+            }
         }
     }
 }

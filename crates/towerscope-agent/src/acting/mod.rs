@@ -48,9 +48,15 @@ pub(crate) async fn run_batch(
     emit: &Emitter,
 ) -> Result<(), AgentError> {
     if !concurrent || calls.len() == 1 {
-        for call in calls {
-            let id = call.id.clone();
-            call::execute(runtime, ctx, call, None, emit).await?;
+        // Not a `for` loop, and the call taken in a block: a call held across the await would
+        // take room in the batch's future twice (the loop's `Option` and the binding).
+        let mut calls = calls.into_iter();
+        loop {
+            let (id, run) = match calls.next() {
+                Some(call) => (call.id.clone(), call::execute(runtime, ctx, call, None, emit)),
+                None => break,
+            };
+            run.await?;
             if runtime.lock_state().is_call_parked(&id) {
                 break;
             }

@@ -193,9 +193,8 @@ async fn run(
                 events: Some(events),
                 msg,
             } => {
-                for e in events {
-                    emit.forward(e).await;
-                }
+                let mut events = events;
+                reasoning::forward(emit, &mut events).await;
                 if !ctx.take_another_round_request() {
                     emit.final_msg(*msg).await;
                     return Ok(());
@@ -215,7 +214,7 @@ async fn run(
                 let iteration = {
                     let mut state = runtime.lock_state();
                     if let Some(hint) = hint {
-                        state.append_to_reply(&runtime.name, ctx.reply_id(), [ContentBlock::Hint(hint)]);
+                        state.append_to_reply(&runtime.name, ctx.reply_id(), [ContentBlock::Hint(*hint)]);
                     }
                     state.reply_context.cur_iter
                 };
@@ -230,9 +229,9 @@ async fn run(
                     };
                     position.clone().oneshot(request).await?;
                 }
-                if let Some(hint) = crate::hints::inject(runtime, &round, emit.wants(EventType::HintBlock)) {
-                    emit.forward(hint).await;
-                }
+                // Not `if let`: its scrutinee (an event) would stay in the loop's future.
+                let hint = crate::hints::inject(runtime, &round, emit.wants(EventType::HintBlock));
+                emit.forward_some(hint).await;
                 let request = ReasoningRequest {
                     ctx: round,
                     tool_choice,
@@ -274,7 +273,10 @@ async fn run(
                     round.insert(ActiveToolGroups(groups));
                 }
                 for (concurrent, batch) in acting::batches(runtime, calls) {
-                    acting::run_batch(runtime, &round, concurrent, batch, emit).await?;
+                    // Boxed: a batch's future (a tool call's checks, its permission and acting
+                    // stacks) is the largest the loop awaits, and a reply in flight spends most of
+                    // its life waiting for the model; inline, every reply would carry its size.
+                    Box::pin(acting::run_batch(runtime, &round, concurrent, batch, emit)).await?;
                     if runtime.lock_state().is_parked() {
                         break;
                     }

@@ -19,7 +19,8 @@ pub(crate) const EXCEEDED_TEXT: &str = "The maximum reasoning-acting iterations 
 pub(crate) enum Action {
     Acting(Vec<ToolCallBlock>),
     Reasoning {
-        hint: Option<HintBlock>,
+        /// Boxed: rare, and the action is held across the loop's awaits.
+        hint: Option<Box<HintBlock>>,
         tool_choice: Option<ToolChoice>,
     },
     Exit {
@@ -106,7 +107,7 @@ pub(crate) fn next_action(runtime: &Runtime, ctx: &AgentContext, final_msg: Opti
             structured::TOOL_NAME
         );
         return Action::Reasoning {
-            hint: Some(system_hint("Structured Output Requirement", text)),
+            hint: Some(Box::new(system_hint("Structured Output Requirement", text))),
             tool_choice,
         };
     }
@@ -125,7 +126,7 @@ pub(crate) fn next_action(runtime: &Runtime, ctx: &AgentContext, final_msg: Opti
             "<system-reminder>You have reached the maximum of {max} reasoning-acting iterations. Summarize the work and findings so far and return the final answer as text. Do not call any tools.</system-reminder>"
         );
         return Action::Reasoning {
-            hint: Some(system_hint("Max Iterations Reached", text)),
+            hint: Some(Box::new(system_hint("Max Iterations Reached", text))),
             tool_choice: Some(ToolChoice::none()),
         };
     }
