@@ -241,6 +241,20 @@ pub(crate) fn unfinished_refs(msg: &Msg) -> Vec<&ToolCallBlock> {
     msg.tool_calls().filter(|c| !answered.contains(&c.id)).collect()
 }
 
+/// What the loop does with the calls of `msg` that have no result: whether one waits for the
+/// user or an external executor, and the ones to run now (allowed ones, and pending ones
+/// unless a call waits), cloned. No list in between: the loop asks after every step.
+pub(crate) fn runnable_calls(msg: &Msg) -> (bool, Vec<ToolCallBlock>) {
+    let answered = Answered::of(msg);
+    let unfinished = || msg.tool_calls().filter(|c| !answered.contains(&c.id));
+    let awaiting = unfinished().any(|c| matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted));
+    let runnable = unfinished()
+        .filter(|c| c.state == ToolCallState::Allowed || (c.state == ToolCallState::Pending && !awaiting))
+        .cloned()
+        .collect();
+    (awaiting, runnable)
+}
+
 /// Whether `msg` has a tool call without a result (the loop asks after every step: no
 /// allocation for a message with few results).
 pub(crate) fn has_unfinished(msg: &Msg) -> bool {

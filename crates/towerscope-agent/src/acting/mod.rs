@@ -22,19 +22,50 @@ use crate::structured;
 
 pub(crate) use call::{INTERRUPTED_CALL_TEXT, interrupted_output, panic_text};
 
-/// Splits calls into batches: `(concurrent, calls)`.
-pub(crate) fn batches(runtime: &Runtime, calls: Vec<ToolCallBlock>) -> Vec<(bool, Vec<ToolCallBlock>)> {
+/// Splits calls into batches: `(concurrent, calls)`. When every call is of one kind (one
+/// call, or several safe ones: the common rounds), the calls stay in their list, with no
+/// allocation.
+pub(crate) fn batches(runtime: &Runtime, calls: Vec<ToolCallBlock>) -> Batches {
+    let safe = |call: &ToolCallBlock| {
+        call.name == structured::TOOL_NAME
+            || (runtime.toolkit.get(&call.name).is_none_or(|t| t.concurrency_safe())
+                && !(call.name == crate::compress::COMPRESS_TOOL && call::compress_tool_offered(runtime)))
+    };
+    let mut kinds = calls.iter().map(safe);
+    let Some(first) = kinds.next() else {
+        return Batches::One(None);
+    };
+    if kinds.all(|kind| kind == first) {
+        return Batches::One(Some((first, calls)));
+    }
     let mut out: Vec<(bool, Vec<ToolCallBlock>)> = Vec::new();
     for call in calls {
-        let safe = call.name == structured::TOOL_NAME
-            || (runtime.toolkit.get(&call.name).is_none_or(|t| t.concurrency_safe())
-                && !(call.name == crate::compress::COMPRESS_TOOL && call::compress_tool_offered(runtime)));
+        let safe = safe(&call);
         match out.last_mut() {
             Some((kind, batch)) if *kind == safe => batch.push(call),
             _ => out.push((safe, vec![call])),
         }
     }
-    out
+    Batches::Many(out.into_iter())
+}
+
+/// The batches of one round, in order (see [`batches`]).
+pub(crate) enum Batches {
+    /// At most one batch.
+    One(Option<(bool, Vec<ToolCallBlock>)>),
+    /// Calls of both kinds, in consecutive batches.
+    Many(std::vec::IntoIter<(bool, Vec<ToolCallBlock>)>),
+}
+
+impl Iterator for Batches {
+    type Item = (bool, Vec<ToolCallBlock>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Self::One(batch) => batch.take(),
+            Self::Many(batches) => batches.next(),
+        }
+    }
 }
 
 /// Runs one batch, sending its events to `emit`. A failure of a call's middleware (not of the

@@ -4,12 +4,12 @@ use std::sync::Arc;
 
 use towerscope_core::{
     AgentContext, AgentEvent, ExceedMaxItersEvent, HintBlock, Msg, ReplyEndEvent, ReplyFinishedReason, ToolCallBlock,
-    ToolCallState, ToolChoice,
+    ToolChoice,
 };
 
 use crate::emit::{assistant_msg, system_hint};
 use crate::runtime::Runtime;
-use crate::state::unfinished_refs;
+use crate::state::runnable_calls;
 use crate::structured;
 
 pub(crate) const WAITING_TEXT: &str = "I'm waiting for your permission or the external execution to finish.";
@@ -36,15 +36,7 @@ pub(crate) fn next_action(runtime: &Runtime, ctx: &AgentContext, final_msg: Opti
     let reply_id = ctx.reply_id();
     let name = &runtime.name;
     let state = runtime.lock_state();
-    let unfinished = state.reply_msg(reply_id).map(unfinished_refs).unwrap_or_default();
-    let awaiting = unfinished
-        .iter()
-        .any(|c| matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted));
-    let executable: Vec<ToolCallBlock> = unfinished
-        .into_iter()
-        .filter(|c| c.state == ToolCallState::Allowed || (c.state == ToolCallState::Pending && !awaiting))
-        .cloned()
-        .collect();
+    let (awaiting, executable) = state.reply_msg(reply_id).map(runnable_calls).unwrap_or_default();
     if !executable.is_empty() {
         return Action::Acting(executable);
     }
