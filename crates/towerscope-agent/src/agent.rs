@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
-use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use tower::ServiceExt;
 use towerscope_core::{
@@ -199,8 +198,11 @@ impl Agent {
     /// middlewares say so with
     /// [`Middleware::reads_events`](towerscope_core::Middleware::reads_events)): this costs
     /// less than reading [`reply_stream`](Self::reply_stream) to its end.
-    pub async fn reply(&self, input: impl Into<ReplyInput>) -> Result<Msg, AgentError> {
-        last_msg(self.start(input.into(), None, EventKinds::NONE)).await
+    ///
+    /// The reply starts when this is called, as with [`reply_stream`](Self::reply_stream), and
+    /// runs while the returned [`ReplyFuture`] is polled; dropping the future stops it.
+    pub fn reply(&self, input: impl Into<ReplyInput>) -> ReplyFuture {
+        ReplyFuture::new(self.start(input.into(), None, EventKinds::NONE))
     }
 
     /// Replies with structured output of type `T`: the model must call the
@@ -211,7 +213,7 @@ impl Agent {
         T: schemars::JsonSchema + DeserializeOwned,
     {
         let schema = crate::structured::schema_for::<T>();
-        let msg = last_msg(self.start(input.into(), Some(Arc::new(schema)), EventKinds::NONE)).await?;
+        let msg = ReplyFuture::new(self.start(input.into(), Some(Arc::new(schema)), EventKinds::NONE)).await?;
         let value = structured_value::<T>(&msg)?;
         Ok((msg, value))
     }
@@ -267,14 +269,67 @@ pub fn structured_value<T: DeserializeOwned>(msg: &Msg) -> Result<T, AgentError>
         .map_err(|e| AgentError::decode("structured output", e))
 }
 
-async fn last_msg(mut stream: ReplyStream) -> Result<Msg, AgentError> {
-    let mut last = None;
-    while let Some(item) = stream.next().await {
-        if let ReplyItem::Final(m) = item? {
-            last = Some(m);
+/// The future of [`Agent::reply`]: reads the reply's stream to its end and resolves to the final
+/// message (or the first error).
+///
+/// A named future rather than an `async fn`'s: it holds only the stream and the final message,
+/// not the input the reply started from, and it can be stored or spawned (it borrows nothing
+/// from the agent).
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use towerscope_agent::{Agent, ReplyFuture};
+/// use towerscope_core::Msg;
+/// use towerscope_models::{ScriptedModel, ScriptedResponse};
+///
+/// let model = ScriptedModel::new("scripted", [ScriptedResponse::text("Hi!")]);
+/// let agent = Agent::builder("assistant").model(model).build()?;
+/// let reply: ReplyFuture = agent.reply(Msg::user("user", "Hello"));
+/// let answer = tokio::spawn(reply).await??;
+/// assert_eq!(answer.text_content().as_deref(), Some("Hi!"));
+/// # Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+/// # }).unwrap();
+/// ```
+#[must_use = "a reply runs only while its future is polled"]
+pub struct ReplyFuture {
+    stream: ReplyStream,
+    /// Boxed: the final message comes last, and every reply in flight holds this future.
+    last: Option<Box<Msg>>,
+}
+
+impl ReplyFuture {
+    fn new(stream: ReplyStream) -> Self {
+        Self { stream, last: None }
+    }
+}
+
+impl fmt::Debug for ReplyFuture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReplyFuture").finish_non_exhaustive()
+    }
+}
+
+impl Future for ReplyFuture {
+    type Output = Result<Msg, AgentError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        loop {
+            match std::task::ready!(Pin::new(&mut this.stream).poll_next(cx)) {
+                Some(Ok(ReplyItem::Final(msg))) => this.last = Some(Box::new(msg)),
+                Some(Ok(ReplyItem::Event(_))) => {}
+                Some(Err(e)) => return Poll::Ready(Err(e)),
+                None => {
+                    return Poll::Ready(
+                        this.last
+                            .take()
+                            .map(|msg| *msg)
+                            .ok_or_else(|| AgentError::State("Agent did not produce a final message.".to_owned())),
+                    );
+                }
+            }
         }
     }
-    last.ok_or_else(|| AgentError::State("Agent did not produce a final message.".to_owned()))
 }
 
 /// Marks the agent busy while a reply's stream lives; when it ends, the agent is free and what
@@ -309,7 +364,8 @@ type Opening = Pin<Box<dyn Future<Output = Result<EventStream, AgentError>> + Se
 enum StreamState {
     Opening(Opening),
     Streaming(EventStream),
-    Failed(Option<AgentError>),
+    /// Boxed: a stream that failed to start is rare, and every reply in flight holds the state.
+    Failed(Option<Box<AgentError>>),
     Done,
 }
 
@@ -330,7 +386,7 @@ pub struct ReplyStream {
 impl ReplyStream {
     fn failed(err: AgentError) -> Self {
         Self {
-            state: StreamState::Failed(Some(err)),
+            state: StreamState::Failed(Some(Box::new(err))),
             _busy: None,
         }
     }
@@ -358,7 +414,7 @@ impl ReplyStream {
                 StreamState::Failed(err) => {
                     let err = err.take();
                     self.state = StreamState::Done;
-                    return Poll::Ready(err.map(Err));
+                    return Poll::Ready(err.map(|e| Err(*e)));
                 }
                 StreamState::Done => return Poll::Ready(None),
             }

@@ -103,7 +103,7 @@ pub mod structured;
 pub mod tasks;
 pub mod toolkit;
 
-pub use agent::{Agent, ReplyStream, structured_value};
+pub use agent::{Agent, ReplyFuture, ReplyStream, structured_value};
 pub use builder::AgentBuilder;
 pub use hint_config::{
     DEFAULT_HINT_SOURCE, DEFAULT_HINT_TEMPLATE, DEFAULT_TASK_TOOL_NAMES, DEFAULT_TOOL_RETRIES_HINT, HintConfig,
