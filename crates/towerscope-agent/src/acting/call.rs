@@ -58,6 +58,7 @@ pub(crate) fn interrupted_output(was_running: bool) -> ToolOutput {
 ///
 /// Not an `async fn`: that would keep `call` twice in the future (as the argument and as its
 /// local copy), in every tool call in flight.
+#[allow(clippy::manual_async_fn)] // an `async fn` keeps `call` twice (see above)
 pub(crate) fn execute<'a>(
     runtime: &'a Arc<Runtime>,
     ctx: &'a AgentContext,

@@ -71,6 +71,7 @@ impl Iterator for Batches {
 /// Runs one batch, sending its events to `emit`. A failure of a call's middleware (not of the
 /// tool: that is an error result) fails the batch after every call of a concurrent batch ended,
 /// as the reference gathers them.
+#[allow(clippy::while_let_loop)] // a `while let` keeps its call in the future (see below)
 pub(crate) async fn run_batch(
     runtime: &Arc<Runtime>,
     ctx: &AgentContext,

@@ -153,140 +153,147 @@ impl Future for NoteUnwrappedFuture {
     }
 }
 
-async fn run(
-    runtime: &Arc<Runtime>,
+/// The reply's loop. Not an `async fn`: that would keep its arguments twice in the future (as
+/// arguments and as their local copies), in every reply in flight.
+#[allow(clippy::manual_async_fn)]
+fn run<'a>(
+    runtime: &'a Arc<Runtime>,
     mut reasoning: Position<ReasoningStep, ReasoningRequest, EventStream>,
     req: ReplyRequest,
-    emit: &Emitter,
-    plan: Option<&EventsRead>,
-) -> Result<(), AgentError> {
-    let ctx = req.ctx.clone();
-    if req.input.is_resume() && req.structured_schema.is_some() {
-        tracing::warn!("a resumed reply keeps the structured output schema it was parked with; the new one is ignored");
-    }
-    match &req.input {
-        ReplyInput::Messages(msgs) => start(runtime, &req, msgs, emit).await?,
-        ReplyInput::Interrupt(_) => return Box::pin(resume::interrupt(runtime, &ctx, emit)).await,
-        ReplyInput::Confirm(ev) => Box::pin(resume::confirm(runtime, &ctx, ev, emit)).await?,
-        ReplyInput::External(ev) => Box::pin(resume::external(runtime, &ctx, ev, emit)).await?,
-    }
-
-    let mut made_progress = true;
-    let mut final_msg = None;
-    let mut actions = 0u64;
-    loop {
-        actions += 1;
-        if actions > runtime.config.max_actions() {
-            return Err(AgentError::State(format!(
-                "the reply took {} reasoning and acting steps without ending (max_iters {}); a middleware or the \
-                 model keeps it going",
-                actions - 1,
-                runtime.config.max_iters
-            )));
+    emit: &'a Emitter,
+    plan: Option<&'a EventsRead>,
+) -> impl Future<Output = Result<(), AgentError>> + Send + 'a {
+    async move {
+        let ctx = req.ctx.clone();
+        if req.input.is_resume() && req.structured_schema.is_some() {
+            tracing::warn!(
+                "a resumed reply keeps the structured output schema it was parked with; the new one is ignored"
+            );
         }
-        match next_action(runtime, &ctx, final_msg.take(), emit.wants_events()) {
-            Action::Exit { events: None, msg } => {
-                emit.final_msg(*msg).await;
-                return Ok(());
+        match &req.input {
+            ReplyInput::Messages(msgs) => start(runtime, &req, msgs, emit).await?,
+            ReplyInput::Interrupt(_) => return Box::pin(resume::interrupt(runtime, &ctx, emit)).await,
+            ReplyInput::Confirm(ev) => Box::pin(resume::confirm(runtime, &ctx, ev, emit)).await?,
+            ReplyInput::External(ev) => Box::pin(resume::external(runtime, &ctx, ev, emit)).await?,
+        }
+
+        let mut made_progress = true;
+        let mut final_msg = None;
+        let mut actions = 0u64;
+        loop {
+            actions += 1;
+            if actions > runtime.config.max_actions() {
+                return Err(AgentError::State(format!(
+                    "the reply took {} reasoning and acting steps without ending (max_iters {}); a middleware or the \
+                 model keeps it going",
+                    actions - 1,
+                    runtime.config.max_iters
+                )));
             }
-            Action::Exit {
-                events: Some(events),
-                msg,
-            } => {
-                let mut events = events;
-                reasoning::forward(emit, &mut events).await;
-                if !ctx.take_another_round_request() {
+            match next_action(runtime, &ctx, final_msg.take(), emit.wants_events()) {
+                Action::Exit { events: None, msg } => {
                     emit.final_msg(*msg).await;
                     return Ok(());
                 }
-                if !made_progress {
-                    return Err(AgentError::Middleware(
-                        "A middleware asked for another round twice without any reasoning/acting in between. \
-                         Let the reply end, or make progress before asking again."
-                            .to_owned(),
-                    ));
-                }
-                made_progress = false;
-                continue;
-            }
-            Action::Reasoning { hint, tool_choice } => {
-                made_progress = true;
-                let iteration = {
-                    let mut state = runtime.lock_state();
-                    if let Some(hint) = hint {
-                        state.append_to_reply(&runtime.name, ctx.reply_id(), [ContentBlock::Hint(*hint)]);
+                Action::Exit {
+                    events: Some(events),
+                    msg,
+                } => {
+                    let mut events = events;
+                    reasoning::forward(emit, &mut events).await;
+                    if !ctx.take_another_round_request() {
+                        emit.final_msg(*msg).await;
+                        return Ok(());
                     }
-                    state.reply_context.cur_iter
-                };
-                let round = ctx.with_iteration(iteration);
-                // Nothing installed and no `ContextConfig`: the position would do nothing.
-                let position = &runtime.positions.compress;
-                if matches!(position, Either::Right(_)) || runtime.context.is_some() {
-                    let request = CompressRequest {
-                        ctx: round.clone(),
-                        instructions: None,
-                        config: None,
-                    };
-                    position.clone().oneshot(request).await?;
+                    if !made_progress {
+                        return Err(AgentError::Middleware(
+                            "A middleware asked for another round twice without any reasoning/acting in between. \
+                         Let the reply end, or make progress before asking again."
+                                .to_owned(),
+                        ));
+                    }
+                    made_progress = false;
+                    continue;
                 }
-                // Not `if let`: its scrutinee (an event) would stay in the loop's future.
-                let hint = crate::hints::inject(runtime, &round, emit.wants(EventType::HintBlock));
-                emit.forward_some(hint).await;
-                let request = ReasoningRequest {
-                    ctx: round,
-                    tool_choice,
-                };
-                match &mut reasoning {
-                    // Nothing installed on `on_reasoning`: the step runs here, on this emitter.
-                    Either::Left(_) => final_msg = reasoning::reason(runtime, request, emit).await?.map(Box::new),
-                    Either::Right(stack) => {
-                        let mut stream = stack.ready().await?.call(request).await?;
-                        // No layer wrapped the step's stream, so none reads its events: the
-                        // step runs here, on this emitter, with the request the stack passed in.
-                        if let Some(request) = plan.and_then(|p| p.unwrapped_step(&stream)) {
-                            drop(stream);
-                            final_msg = reasoning::reason(runtime, request, emit).await?.map(Box::new);
-                        } else {
-                            while let Some(item) = stream.next().await {
-                                match item? {
-                                    ReplyItem::Event(e) => emit.forward(e).await,
-                                    ReplyItem::Final(m) => final_msg = Some(Box::new(m)),
+                Action::Reasoning { hint, tool_choice } => {
+                    made_progress = true;
+                    let iteration = {
+                        let mut state = runtime.lock_state();
+                        if let Some(hint) = hint {
+                            state.append_to_reply(&runtime.name, ctx.reply_id(), [ContentBlock::Hint(*hint)]);
+                        }
+                        state.reply_context.cur_iter
+                    };
+                    let round = ctx.with_iteration(iteration);
+                    // Nothing installed and no `ContextConfig`: the position would do nothing.
+                    let position = &runtime.positions.compress;
+                    if matches!(position, Either::Right(_)) || runtime.context.is_some() {
+                        let request = CompressRequest {
+                            ctx: round.clone(),
+                            instructions: None,
+                            config: None,
+                        };
+                        position.clone().oneshot(request).await?;
+                    }
+                    // Not `if let`: its scrutinee (an event) would stay in the loop's future.
+                    let hint = crate::hints::inject(runtime, &round, emit.wants(EventType::HintBlock));
+                    emit.forward_some(hint).await;
+                    let request = ReasoningRequest {
+                        ctx: round,
+                        tool_choice,
+                    };
+                    match &mut reasoning {
+                        // Nothing installed on `on_reasoning`: the step runs here, on this emitter.
+                        Either::Left(_) => final_msg = reasoning::reason(runtime, request, emit).await?.map(Box::new),
+                        Either::Right(stack) => {
+                            let mut stream = stack.ready().await?.call(request).await?;
+                            // No layer wrapped the step's stream, so none reads its events: the
+                            // step runs here, on this emitter, with the request the stack passed in.
+                            if let Some(request) = plan.and_then(|p| p.unwrapped_step(&stream)) {
+                                drop(stream);
+                                final_msg = reasoning::reason(runtime, request, emit).await?.map(Box::new);
+                            } else {
+                                while let Some(item) = stream.next().await {
+                                    match item? {
+                                        ReplyItem::Event(e) => emit.forward(e).await,
+                                        ReplyItem::Final(m) => final_msg = Some(Box::new(m)),
+                                    }
                                 }
                             }
                         }
                     }
                 }
-            }
-            Action::Acting(calls) => {
-                made_progress = true;
-                let (iteration, groups) = {
-                    let state = runtime.lock_state();
-                    let groups = runtime
-                        .toolkit
-                        .has_groups()
-                        .then(|| Arc::from(state.activated_groups.clone()));
-                    (state.reply_context.cur_iter, groups)
-                };
-                let round = ctx.with_iteration(iteration);
-                if let Some(groups) = groups {
-                    // What `reset_tools` reports as the groups active before the call.
-                    round.insert(ActiveToolGroups(groups));
-                }
-                for (concurrent, batch) in acting::batches(runtime, calls) {
-                    // Boxed: a batch's future (a tool call's checks, its permission and acting
-                    // stacks) is the largest the loop awaits, and a reply in flight spends most of
-                    // its life waiting for the model; inline, every reply would carry its size.
-                    Box::pin(acting::run_batch(runtime, &round, concurrent, batch, emit)).await?;
-                    if runtime.lock_state().is_parked() {
-                        break;
+                Action::Acting(calls) => {
+                    made_progress = true;
+                    let (iteration, groups) = {
+                        let state = runtime.lock_state();
+                        let groups = runtime
+                            .toolkit
+                            .has_groups()
+                            .then(|| Arc::from(state.activated_groups.clone()));
+                        (state.reply_context.cur_iter, groups)
+                    };
+                    let round = ctx.with_iteration(iteration);
+                    if let Some(groups) = groups {
+                        // What `reset_tools` reports as the groups active before the call.
+                        round.insert(ActiveToolGroups(groups));
+                    }
+                    for (concurrent, batch) in acting::batches(runtime, calls) {
+                        // Boxed: a batch's future (a tool call's checks, its permission and acting
+                        // stacks) is the largest the loop awaits, and a reply in flight spends most of
+                        // its life waiting for the model; inline, every reply would carry its size.
+                        Box::pin(acting::run_batch(runtime, &round, concurrent, batch, emit)).await?;
+                        if runtime.lock_state().is_parked() {
+                            break;
+                        }
                     }
                 }
             }
-        }
-        let mut state = runtime.lock_state();
-        let unfinished = state.reply_msg(ctx.reply_id()).is_some_and(has_unfinished);
-        if !unfinished {
-            state.reply_context.cur_iter += 1;
+            let mut state = runtime.lock_state();
+            let unfinished = state.reply_msg(ctx.reply_id()).is_some_and(has_unfinished);
+            if !unfinished {
+                state.reply_context.cur_iter += 1;
+            }
         }
     }
 }

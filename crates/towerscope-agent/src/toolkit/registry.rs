@@ -193,6 +193,11 @@ impl Toolkit {
             }
             None => {
                 self.index.insert(name, self.entries.len());
+                if self.entries.is_empty() {
+                    // An agent often has one tool: room for four (the first growth) would be
+                    // kept by every agent built with it.
+                    self.entries.reserve_exact(1);
+                }
                 self.entries.push(entry);
             }
         }
@@ -339,6 +344,10 @@ impl Toolkit {
         };
         if cache.len() >= SCHEMA_CACHE_SIZE {
             cache.remove(0);
+        }
+        if cache.is_empty() {
+            // Most agents ask with one set of groups: no room for four kept per agent.
+            cache.reserve_exact(1);
         }
         cache.push(CachedSchemas {
             key: active_groups.to_vec(),
