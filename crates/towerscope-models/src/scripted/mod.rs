@@ -40,6 +40,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream;
@@ -214,7 +215,7 @@ impl ScriptedModel {
         self.script.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn next_response(&self, request: &ModelCallRequest) -> Result<ScriptedResponse, AgentError> {
+    fn next_response(&self, request: &ModelCallRequest) -> Result<Picked, AgentError> {
         let mut s = self.lock();
         s.calls += 1;
         if s.record {
@@ -229,19 +230,19 @@ impl ScriptedModel {
             s.requests.push(recorded);
         }
         if let Some(response) = self.responder.as_ref().and_then(|respond| respond(request)) {
-            return Ok(response);
+            return Ok(Picked::Owned(response));
         }
         if s.queue.is_empty() {
             if let Some((cycle, next)) = &mut s.cycle {
-                if let Some(response) = cycle.get(*next) {
-                    let response = response.clone();
+                if *next < cycle.len() {
+                    let picked = Picked::Cycled(Arc::clone(cycle), *next);
                     *next = (*next + 1) % cycle.len();
-                    return Ok(response);
+                    return Ok(picked);
                 }
             }
         }
         let calls = s.calls;
-        s.queue.pop_front().ok_or_else(|| AgentError::Model {
+        s.queue.pop_front().map(Picked::Owned).ok_or_else(|| AgentError::Model {
             model: Some(self.name.to_string()),
             message: format!(
                 "ScriptedModel script exhausted: call {calls} has no scripted response; add more ScriptedResponse entries"
@@ -279,13 +280,16 @@ impl ChatModel for ScriptedModel {
     }
 
     fn call(&self, request: ModelCallRequest) -> ModelFuture {
-        let response = self.next_response(&request);
+        // Picked now (the order of calls decides the answer), copied after the delay: like a
+        // real model's, the answer takes no room while the call waits.
+        let picked = self.next_response(&request);
         let stream_default = self.stream;
         Box::pin(async move {
-            let response = response?;
-            if let Some(delay) = response.delay {
+            let picked = picked?;
+            if let Some(delay) = picked.delay() {
                 tokio::time::sleep(delay).await;
             }
+            let response = picked.into_response();
             if let Some(err) = response.error {
                 return Err(*err);
             }
@@ -299,6 +303,32 @@ impl ChatModel for ScriptedModel {
             }
             Ok(ModelOutput::Stream(into_stream(response)))
         })
+    }
+}
+
+/// The response a call got: its own, or one of a cycling script's (copied when it is used).
+enum Picked {
+    Owned(ScriptedResponse),
+    Cycled(Arc<[ScriptedResponse]>, usize),
+}
+
+impl Picked {
+    fn response(&self) -> &ScriptedResponse {
+        match self {
+            Self::Owned(response) => response,
+            Self::Cycled(cycle, i) => &cycle[*i],
+        }
+    }
+
+    fn delay(&self) -> Option<Duration> {
+        self.response().delay
+    }
+
+    fn into_response(self) -> ScriptedResponse {
+        match self {
+            Self::Owned(response) => response,
+            Self::Cycled(cycle, i) => cycle[i].clone(),
+        }
     }
 }
 
