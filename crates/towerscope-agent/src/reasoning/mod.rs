@@ -127,7 +127,7 @@ impl futures_core::Stream for LazyStep {
                 Box::pin(Generator::new(move |y| async move {
                     let emit = Emitter::new(y, reads);
                     match reason(&runtime, req, &emit).await {
-                        Ok(Some(candidate)) => emit.final_msg(candidate).await,
+                        Ok(Some(candidate)) => emit.final_msg(*candidate).await,
                         Ok(None) => {}
                         Err(e) => emit.error(e).await,
                     }
@@ -195,7 +195,7 @@ impl<'a> Answer<'a> {
 
     /// The step was interrupted: close the open blocks, keep what was streamed, and end the
     /// model call as interrupted.
-    async fn interrupted(mut self, emit: &Emitter) -> Result<Option<Msg>, AgentError> {
+    async fn interrupted(mut self, emit: &Emitter) -> Result<Option<Box<Msg>>, AgentError> {
         let mut events = Vec::new();
         self.converter.close(&mut events);
         for event in events {
@@ -226,79 +226,85 @@ impl Drop for Answer<'_> {
 /// With no `on_reasoning` layer installed, the reply loop calls this directly with its own
 /// emitter (no stream, no generator in between); with layers, [`ReasoningStep`] runs it behind
 /// the position's stream.
-pub(crate) async fn reason(
-    runtime: &Arc<Runtime>,
+///
+/// Not an `async fn`, which would keep the request twice in every step's future; the candidate
+/// comes boxed, so that it takes no room in the step across its last await.
+#[allow(clippy::manual_async_fn)]
+pub(crate) fn reason<'a>(
+    runtime: &'a Arc<Runtime>,
     req: ReasoningRequest,
-    emit: &Emitter,
-) -> Result<Option<Msg>, AgentError> {
-    let ctx = req.ctx;
-    let reply_id = ctx.reply_id();
-    emit.event(EventType::ModelCallStart, || {
-        ModelCallStartEvent::new(reply_id, Arc::clone(&runtime.model_name)).into()
-    })
-    .await;
+    emit: &'a Emitter,
+) -> impl Future<Output = Result<Option<Box<Msg>>, AgentError>> + Send + 'a {
+    async move {
+        let ctx = req.ctx;
+        let reply_id = ctx.reply_id();
+        emit.event(EventType::ModelCallStart, || {
+            ModelCallStartEvent::new(reply_id, Arc::clone(&runtime.model_name)).into()
+        })
+        .await;
 
-    // From here on the step handles an interrupt itself (see the module docs).
-    let interrupt = &runtime.interrupt;
-    let _shield = interrupt.shield();
-    let mut answer = Answer::new(runtime, &ctx, emit.reads().intersects(ANSWER_KINDS));
-    let Some(messages) = unless_interrupted(interrupt, &ctx, runtime.model_input(&ctx)).await else {
-        return Box::pin(answer.interrupted(emit)).await;
-    };
-    let request = ModelCallRequest {
-        ctx: ctx.clone(),
-        model: Arc::clone(&runtime.model),
-        messages: settle_on_error(&mut answer, messages)?,
-        tools: tool_schemas(runtime),
-        tool_choice: req.tool_choice,
-    };
-    let call = runtime.positions.model_call.clone().oneshot(request);
-    let Some(output) = unless_interrupted(interrupt, &ctx, call).await else {
-        return Box::pin(answer.interrupted(emit)).await;
-    };
-    let mut events = Vec::new();
-    // No await inside this match: the temporaries of its scrutinee, and a value matched in
-    // parts, would otherwise stay in every step's future.
-    let (mut completed, stream) = match settle_on_error(&mut answer, output)? {
-        ModelOutput::Complete(response) => {
-            // A whole answer is stored as it is (nothing partial to keep): the converter only
-            // builds its events, when they are read; they go out with the closing ones below.
-            if emit.reads().intersects(ANSWER_KINDS) {
-                answer.converter.convert(&response, &mut events);
-            }
-            (Some(response), None)
-        }
-        ModelOutput::Stream(stream) => (None, Some(stream)),
-    };
-    if let Some(stream) = stream {
-        let received = receive(runtime, &ctx, stream, &mut answer, emit, &mut events).await?;
-        let interrupted = received.is_none();
-        completed = received.flatten();
-        if interrupted {
+        // From here on the step handles an interrupt itself (see the module docs).
+        let interrupt = &runtime.interrupt;
+        let _shield = interrupt.shield();
+        let mut answer = Answer::new(runtime, &ctx, emit.reads().intersects(ANSWER_KINDS));
+        let Some(messages) = unless_interrupted(interrupt, &ctx, runtime.model_input(&ctx)).await else {
             return Box::pin(answer.interrupted(emit)).await;
-        }
+        };
+        let request = ModelCallRequest {
+            ctx: ctx.clone(),
+            model: Arc::clone(&runtime.model),
+            messages: settle_on_error(&mut answer, messages)?,
+            tools: tool_schemas(runtime),
+            tool_choice: req.tool_choice,
+        };
+        let call = runtime.positions.model_call.clone().oneshot(request);
+        let Some(output) = unless_interrupted(interrupt, &ctx, call).await else {
+            return Box::pin(answer.interrupted(emit)).await;
+        };
+        let mut events = Vec::new();
+        // No await inside this match: the temporaries of its scrutinee, and a value matched in
+        // parts, would otherwise stay in every step's future.
+        let (whole, stream) = match settle_on_error(&mut answer, output)? {
+            ModelOutput::Complete(response) => {
+                // A whole answer is stored as it is (nothing partial to keep): the converter only
+                // builds its events, when they are read; they go out with the closing ones below.
+                if emit.reads().intersects(ANSWER_KINDS) {
+                    answer.converter.convert(&response, &mut events);
+                }
+                (Some(response), None)
+            }
+            ModelOutput::Stream(stream) => (None, Some(stream)),
+        };
+        // Neither answer is borrowed, and the whole one is dropped before the stream is read:
+        // a value held across an await takes room in every step's future.
+        let completed = match stream {
+            None => whole,
+            Some(stream) => {
+                drop(whole);
+                let received = receive(runtime, &ctx, stream, &mut answer, emit, &mut events).await?;
+                let interrupted = received.is_none();
+                let completed = received.flatten();
+                if interrupted {
+                    return Box::pin(answer.interrupted(emit)).await;
+                }
+                completed
+            }
+        };
+        answer.converter.close(&mut events);
+        // Saved before the closing events and MODEL_CALL_END go out: a consumer that stops
+        // reading at one of them (drops the stream) must not lose the answer, and its tool
+        // calls get closed by the next reply. The answer itself is not held across the awaits.
+        let saved = finish(runtime, &ctx, &mut answer, completed);
+        forward(emit, &mut events).await;
+        let (candidate, usage, finished_reason) = saved?;
+        emit.event(EventType::ModelCallEnd, || {
+            ModelCallEndEvent::new(reply_id, &usage)
+                .with_finished_reason(finished_reason)
+                .into()
+        })
+        .await;
+        Ok(candidate)
     }
-    answer.converter.close(&mut events);
-    forward(emit, &mut events).await;
-    let completed = settle_on_error(
-        &mut answer,
-        completed.ok_or_else(|| AgentError::Stream(crate::positions::NO_FINAL_CHUNK.to_owned())),
-    )?;
-
-    let usage = completed.usage.as_ref().map(|u| u.to_usage()).unwrap_or_default();
-    // Saved before MODEL_CALL_END goes out: a consumer that stops reading at that event (drops
-    // the stream) must not lose the answer, and its tool calls get closed by the next reply.
-    let finished_reason = completed.finished_reason;
-    let ids = answer.converter.ids_before();
-    answer.settled = true;
-    let candidate = save(runtime, &ctx, completed, &usage, ids);
-    emit.event(EventType::ModelCallEnd, || {
-        ModelCallEndEvent::new(reply_id, &usage)
-            .with_finished_reason(finished_reason)
-            .into()
-    })
-    .await;
-    Ok(candidate)
 }
 
 /// Reads a streamed answer: its final chunk (`None` if the stream ended without one), or `None`
@@ -374,6 +380,25 @@ fn take_chunk(
     Taken::Events
 }
 
+/// Settles the answer: saves the final chunk (a stream that ended without one is an error);
+/// returns the candidate final message, the usage and the finish reason.
+fn finish(
+    runtime: &Runtime,
+    ctx: &AgentContext,
+    answer: &mut Answer<'_>,
+    completed: Option<ChatResponse>,
+) -> Result<(Option<Box<Msg>>, Usage, ModelFinishedReason), AgentError> {
+    let completed = settle_on_error(
+        answer,
+        completed.ok_or_else(|| AgentError::Stream(crate::positions::NO_FINAL_CHUNK.to_owned())),
+    )?;
+    let usage = completed.usage.as_ref().map(|u| u.to_usage()).unwrap_or_default();
+    let finished_reason = completed.finished_reason;
+    let ids = answer.converter.ids_before();
+    answer.settled = true;
+    Ok((save(runtime, ctx, completed, &usage, ids), usage, finished_reason))
+}
+
 /// A failure of the call discards the answer (nothing of a failed call is stored).
 fn settle_on_error<T>(answer: &mut Answer<'_>, result: Result<T, AgentError>) -> Result<T, AgentError> {
     if result.is_err() {
@@ -400,7 +425,7 @@ fn save(
     mut completed: ChatResponse,
     usage: &Usage,
     mut ids: CallIds,
-) -> Option<Msg> {
+) -> Option<Box<Msg>> {
     let reply_id = ctx.reply_id();
     ids.dedupe(&mut completed.content);
     let mut state = runtime.lock_state();
@@ -428,7 +453,7 @@ fn save(
     let mut msg = Msg::assistant_blocks(Arc::clone(&runtime.name), completed.content).with_id(reply_id);
     msg.usage = Some(state.reply_context.usage);
     msg.finished_reason = Some(ReplyFinishedReason::Completed);
-    Some(msg)
+    Some(Box::new(msg))
 }
 
 /// Remembers the size the model reported for this call, for the default token counter (only

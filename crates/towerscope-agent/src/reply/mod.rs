@@ -244,14 +244,14 @@ fn run<'a>(
                     };
                     match &mut reasoning {
                         // Nothing installed on `on_reasoning`: the step runs here, on this emitter.
-                        Either::Left(_) => final_msg = reasoning::reason(runtime, request, emit).await?.map(Box::new),
+                        Either::Left(_) => final_msg = reasoning::reason(runtime, request, emit).await?,
                         Either::Right(stack) => {
                             let mut stream = stack.ready().await?.call(request).await?;
                             // No layer wrapped the step's stream, so none reads its events: the
                             // step runs here, on this emitter, with the request the stack passed in.
                             if let Some(request) = plan.and_then(|p| p.unwrapped_step(&stream)) {
                                 drop(stream);
-                                final_msg = reasoning::reason(runtime, request, emit).await?.map(Box::new);
+                                final_msg = reasoning::reason(runtime, request, emit).await?;
                             } else {
                                 while let Some(item) = stream.next().await {
                                     match item? {
