@@ -253,11 +253,14 @@ fn run<'a>(
                                 drop(stream);
                                 final_msg = reasoning::reason(runtime, request, emit).await?;
                             } else {
-                                while let Some(item) = stream.next().await {
-                                    match item? {
-                                        ReplyItem::Event(e) => emit.forward(e).await,
-                                        ReplyItem::Final(m) => final_msg = Some(Box::new(m)),
-                                    }
+                                // No item held across an await: each is taken by a plain
+                                // function, and only its event (if any) is awaited.
+                                loop {
+                                    let event = match stream.next().await {
+                                        None => break,
+                                        Some(item) => take_item(item, &mut final_msg)?,
+                                    };
+                                    emit.forward_some(event).await;
                                 }
                             }
                         }
@@ -294,6 +297,21 @@ fn run<'a>(
             if !unfinished {
                 state.reply_context.cur_iter += 1;
             }
+        }
+    }
+}
+
+/// An item of a reasoning step's stream: its event, or `None` when it was the candidate final
+/// message (kept in `final_msg`).
+fn take_item(
+    item: Result<ReplyItem, AgentError>,
+    final_msg: &mut Option<Box<towerscope_core::Msg>>,
+) -> Result<Option<towerscope_core::AgentEvent>, AgentError> {
+    match item? {
+        ReplyItem::Event(event) => Ok(Some(event)),
+        ReplyItem::Final(msg) => {
+            *final_msg = Some(Box::new(msg));
+            Ok(None)
         }
     }
 }
