@@ -30,9 +30,26 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use crate::id::Id;
 
 /// A type map for per-reply middleware state, in the spirit of `http::Extensions`.
+///
+/// A reply holds few values (the agent's own one or two, and a few per middleware): they are
+/// kept in a short list, searched in order, and move to a hash map past
+/// [`LIST_MAX`](Self::LIST_MAX) values, so that a lookup stays cheap however many there are.
 #[derive(Default)]
 pub struct Extensions {
-    map: HashMap<TypeId, Box<dyn Any + Send + Sync>, BuildHasherDefault<TypeIdHasher>>,
+    values: Values,
+}
+
+type AnyValue = Box<dyn Any + Send + Sync>;
+
+enum Values {
+    List(Vec<(TypeId, AnyValue)>),
+    Map(HashMap<TypeId, AnyValue, BuildHasherDefault<TypeIdHasher>>),
+}
+
+impl Default for Values {
+    fn default() -> Self {
+        Self::List(Vec::new())
+    }
 }
 
 /// Hashes a `TypeId`, which is already a hash, by keeping it: the agent looks extensions up
@@ -57,28 +74,92 @@ impl Hasher for TypeIdHasher {
     }
 }
 
+impl Values {
+    fn get(&self, id: TypeId) -> Option<&AnyValue> {
+        match self {
+            Self::List(list) => list.iter().find(|(t, _)| *t == id).map(|(_, v)| v),
+            Self::Map(map) => map.get(&id),
+        }
+    }
+
+    fn get_mut(&mut self, id: TypeId) -> Option<&mut AnyValue> {
+        match self {
+            Self::List(list) => list.iter_mut().find(|(t, _)| *t == id).map(|(_, v)| v),
+            Self::Map(map) => map.get_mut(&id),
+        }
+    }
+
+    /// Stores `value` under `id`, returning the previous value.
+    fn insert(&mut self, id: TypeId, value: AnyValue) -> Option<AnyValue> {
+        if let Some(slot) = self.get_mut(id) {
+            return Some(std::mem::replace(slot, value));
+        }
+        match self {
+            Self::List(list) if list.len() < Extensions::LIST_MAX => {
+                if list.is_empty() {
+                    // Most replies hold one or two values: no room for four each.
+                    list.reserve_exact(2);
+                }
+                list.push((id, value));
+            }
+            Self::List(list) => {
+                let mut map: HashMap<_, _, _> = std::mem::take(list).into_iter().collect();
+                map.insert(id, value);
+                *self = Self::Map(map);
+            }
+            Self::Map(map) => {
+                map.insert(id, value);
+            }
+        }
+        None
+    }
+
+    fn remove(&mut self, id: TypeId) -> Option<AnyValue> {
+        match self {
+            Self::List(list) => {
+                let i = list.iter().position(|(t, _)| *t == id)?;
+                Some(list.remove(i).1)
+            }
+            Self::Map(map) => map.remove(&id),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::List(list) => list.len(),
+            Self::Map(map) => map.len(),
+        }
+    }
+}
+
 impl Extensions {
+    /// How many values are kept in a list, searched in order, before they move to a hash map.
+    pub const LIST_MAX: usize = 16;
+
     /// Inserts a value, returning the previous value of that type.
     pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) -> Option<T> {
-        self.map
+        self.values
             .insert(TypeId::of::<T>(), Box::new(value))
             .and_then(|old| old.downcast::<T>().ok().map(|b| *b))
     }
 
     /// A reference to the value of type `T`.
     pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
-        self.map.get(&TypeId::of::<T>()).and_then(|b| b.downcast_ref())
+        self.values.get(TypeId::of::<T>()).and_then(|b| b.downcast_ref())
     }
 
     /// A mutable reference to the value of type `T`.
     pub fn get_mut<T: Send + Sync + 'static>(&mut self) -> Option<&mut T> {
-        self.map.get_mut(&TypeId::of::<T>()).and_then(|b| b.downcast_mut())
+        self.values.get_mut(TypeId::of::<T>()).and_then(|b| b.downcast_mut())
     }
 
     /// The value of type `T`, inserting `f()` first if there is none.
     pub fn get_or_insert_with<T: Send + Sync + 'static>(&mut self, f: impl FnOnce() -> T) -> &mut T {
-        let slot = self.map.entry(TypeId::of::<T>()).or_insert_with(|| Box::new(f()));
-        match slot.downcast_mut() {
+        let id = TypeId::of::<T>();
+        if self.values.get(id).is_none() {
+            self.values.insert(id, Box::new(f()));
+        }
+        match self.values.get_mut(id).and_then(|b| b.downcast_mut()) {
             Some(v) => v,
             None => unreachable!("the entry for TypeId::of::<T>() always holds a T"),
         }
@@ -86,25 +167,25 @@ impl Extensions {
 
     /// Removes and returns the value of type `T`.
     pub fn remove<T: Send + Sync + 'static>(&mut self) -> Option<T> {
-        self.map
-            .remove(&TypeId::of::<T>())
+        self.values
+            .remove(TypeId::of::<T>())
             .and_then(|b| b.downcast().ok().map(|b| *b))
     }
 
     /// How many values are stored.
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.values.len()
     }
 
     /// Whether nothing is stored.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.values.len() == 0
     }
 }
 
 impl fmt::Debug for Extensions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Extensions").field("len", &self.map.len()).finish()
+        f.debug_struct("Extensions").field("len", &self.len()).finish()
     }
 }
 
@@ -255,5 +336,37 @@ mod tests {
         *a.extensions().get_or_insert_with(|| 0u64) += 2;
         assert_eq!(a.get::<u64>(), Some(2));
         assert_eq!(a.extensions().remove::<u32>(), Some(7));
+    }
+
+    /// One value per type, whether the values are in the short list or (past
+    /// `Extensions::LIST_MAX` of them) in the hash map.
+    #[test]
+    fn extensions_keep_one_value_per_type_in_the_list_and_past_it() {
+        struct Nth<const N: usize>(usize);
+        fn fill<const N: usize>(ext: &mut Extensions) {
+            assert!(ext.insert(Nth::<N>(N)).is_none(), "a first value of its type");
+        }
+        let mut ext = Extensions::default();
+        fill::<0>(&mut ext);
+        fill::<1>(&mut ext);
+        assert_eq!(
+            ext.insert(Nth::<1>(100)).map(|n| n.0),
+            Some(1),
+            "a second value replaces the first"
+        );
+        assert_eq!(ext.len(), 2);
+        macro_rules! fill_all { ($($n:literal)*) => { $( fill::<$n>(&mut ext); )* } }
+        fill_all!(2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19);
+        assert_eq!(ext.len(), 20, "past the list's bound, in the map");
+        assert_eq!(ext.get::<Nth<0>>().map(|n| n.0), Some(0));
+        assert_eq!(ext.get::<Nth<1>>().map(|n| n.0), Some(100));
+        assert_eq!(ext.get::<Nth<19>>().map(|n| n.0), Some(19));
+        assert_eq!(ext.insert(Nth::<19>(190)).map(|n| n.0), Some(19));
+        *ext.get_or_insert_with(|| Nth::<20>(0)) = Nth::<20>(20);
+        assert_eq!(ext.get::<Nth<20>>().map(|n| n.0), Some(20));
+        assert_eq!(ext.remove::<Nth<5>>().map(|n| n.0), Some(5));
+        assert!(ext.get::<Nth<5>>().is_none());
+        assert!(ext.get_mut::<u8>().is_none());
+        assert_eq!(ext.len(), 20);
     }
 }
