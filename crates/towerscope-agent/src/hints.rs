@@ -129,6 +129,9 @@ pub(crate) fn inject(runtime: &Runtime, ctx: &AgentContext, events: bool) -> Opt
         line(&mut text, key, value);
     }
     text.push_str(after);
+    // The hint stays in the context for the rest of the conversation: without the room kept
+    // for values that were not there.
+    text.shrink_to_fit();
     let block = HintBlock::new(text, Some(cfg.source.to_string()));
     if inject_time {
         *recorded(hints) = Some((block.id.clone(), now));
