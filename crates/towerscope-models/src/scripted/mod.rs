@@ -282,10 +282,12 @@ impl ChatModel for ScriptedModel {
     fn call(&self, request: ModelCallRequest) -> ModelFuture {
         // Picked now (the order of calls decides the answer), copied after the delay: like a
         // real model's, the answer takes no room while the call waits.
-        let picked = self.next_response(&request);
+        let picked = match self.next_response(&request) {
+            Ok(picked) => picked,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
         let stream_default = self.stream;
         Box::pin(async move {
-            let picked = picked?;
             if let Some(delay) = picked.delay() {
                 tokio::time::sleep(delay).await;
             }
