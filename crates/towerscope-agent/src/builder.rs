@@ -365,13 +365,16 @@ impl AgentBuilder {
             crate::tasks::add_tools(Arc::make_mut(&mut toolkit), &state);
         }
         let stacks = self.stacks;
-        let system_msg = stacks
+        let system_head = stacks
             .system_prompt
             .is_empty()
-            .then(|| Arc::new(Msg::system("system", self.system_prompt.clone())));
-        let counter = self
-            .counter
-            .unwrap_or_else(|| Arc::new(UsageCounter::<EstimateCounter>::default()));
+            .then(|| shared_system_head(&self.system_prompt));
+        let system_msg = system_head.as_ref().and_then(|head| head.first().cloned());
+        let counter = self.counter.unwrap_or_else(|| {
+            // Stateless: one per process, shared by every agent that keeps the default.
+            static DEFAULT: std::sync::OnceLock<Arc<dyn TokenCounter>> = std::sync::OnceLock::new();
+            Arc::clone(DEFAULT.get_or_init(|| Arc::new(UsageCounter::<EstimateCounter>::default())))
+        });
         let context = self.context.map(Arc::new);
         let model_call = stacks.model_call.build(CallModel);
         let compress = stacks.compress_context.build(Compressor {
@@ -380,7 +383,7 @@ impl AgentBuilder {
                 model: Arc::clone(&model),
                 toolkit: Arc::clone(&toolkit),
                 system_prompt: self.system_prompt.clone(),
-                system_msg: system_msg.clone(),
+                system_msg,
                 fold: stacks.system_prompt.clone(),
                 counter: Arc::clone(&counter),
                 config: context.clone(),
@@ -409,9 +412,6 @@ impl AgentBuilder {
             }),
             compress,
         };
-        let system_head = system_msg
-            .as_ref()
-            .map(|m| -> Arc<[Arc<Msg>]> { Arc::from([Arc::clone(m)]) });
         let layers_read = crate::emit::LayersRead {
             reply: stacks.reply_reads(),
             reasoning: stacks.reasoning_reads(),
@@ -458,5 +458,89 @@ impl AgentBuilder {
             busy: Arc::new(AtomicBool::new(false)),
             layers_read,
         })
+    }
+}
+
+/// The system message of `prompt`, as the head of every model input, shared by the agents
+/// built with the same prompt while one of them lives: a service building an agent per
+/// conversation holds one message, not one per agent (as it holds one schema per tool type).
+fn shared_system_head(prompt: &str) -> Arc<[Arc<Msg>]> {
+    static HEADS: std::sync::Mutex<SystemHeads> = std::sync::Mutex::new(SystemHeads::new());
+    HEADS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(prompt)
+}
+
+/// A system head, not kept alive by the cache.
+type WeakHead = std::sync::Weak<[Arc<Msg>]>;
+
+/// The live system heads by prompt (see [`shared_system_head`]).
+struct SystemHeads {
+    by_prompt: Option<std::collections::HashMap<Box<str>, WeakHead>>,
+    /// The size at which dead entries are dropped next: doubles with the live ones, so the
+    /// pruning costs O(1) per agent built.
+    prune_at: usize,
+}
+
+impl SystemHeads {
+    const PRUNE_MIN: usize = 64;
+
+    const fn new() -> Self {
+        Self {
+            by_prompt: None,
+            prune_at: Self::PRUNE_MIN,
+        }
+    }
+
+    fn get(&mut self, prompt: &str) -> Arc<[Arc<Msg>]> {
+        let by_prompt = self.by_prompt.get_or_insert_with(Default::default);
+        if let Some(head) = by_prompt.get(prompt).and_then(std::sync::Weak::upgrade) {
+            return head;
+        }
+        let head: Arc<[Arc<Msg>]> = Arc::from([Arc::new(Msg::system("system", prompt))]);
+        if !by_prompt.contains_key(prompt) && by_prompt.len() >= self.prune_at {
+            by_prompt.retain(|_, head| head.strong_count() > 0);
+            self.prune_at = (by_prompt.len() * 2).max(Self::PRUNE_MIN);
+        }
+        by_prompt.insert(prompt.into(), Arc::downgrade(&head));
+        head
+    }
+}
+
+#[cfg(test)]
+mod system_head_tests {
+    use super::*;
+
+    #[test]
+    fn agents_with_one_prompt_share_its_message_and_dead_prompts_are_dropped() {
+        let mut heads = SystemHeads::new();
+        let a = heads.get("You are a calculator.");
+        let b = heads.get("You are a calculator.");
+        assert!(Arc::ptr_eq(&a, &b), "one message for one prompt");
+        assert_eq!(a[0].text_content().as_deref(), Some("You are a calculator."));
+        let other = heads.get("You are a poet.");
+        assert!(!Arc::ptr_eq(&a, &other));
+        drop((a, b));
+        let again = heads.get("You are a calculator.");
+        assert_eq!(
+            again[0].text_content().as_deref(),
+            Some("You are a calculator."),
+            "made again once dropped"
+        );
+        for i in 0..10 * SystemHeads::PRUNE_MIN {
+            drop(heads.get(&format!("prompt {i}")));
+        }
+        let live = heads.by_prompt.as_ref().map_or(0, |m| m.len());
+        assert!(
+            live <= 2 * SystemHeads::PRUNE_MIN,
+            "dead prompts are dropped: {live} kept"
+        );
+        assert!(
+            heads
+                .by_prompt
+                .as_ref()
+                .is_some_and(|m| m.contains_key("You are a poet."))
+        );
     }
 }
