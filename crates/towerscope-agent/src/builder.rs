@@ -368,7 +368,7 @@ impl AgentBuilder {
         let system_head = stacks
             .system_prompt
             .is_empty()
-            .then(|| shared_system_head(&self.system_prompt));
+            .then(|| system_head(&self.system_prompt));
         let system_msg = system_head.as_ref().and_then(|head| head.first().cloned());
         let counter = self.counter.unwrap_or_else(|| {
             // Stateless: one per process, shared by every agent that keeps the default.
@@ -464,6 +464,18 @@ impl AgentBuilder {
 /// The system message of `prompt`, as the head of every model input, shared by the agents
 /// built with the same prompt while one of them lives: a service building an agent per
 /// conversation holds one message, not one per agent (as it holds one schema per tool type).
+///
+/// Not while ids are reproducible ([`Id::reproducible`](towerscope_core::Id::reproducible):
+/// a durable reply, a test's `Sequence`): building the message draws ids and times from the
+/// sequence, so whether it was shared would change every id after it.
+fn system_head(prompt: &str) -> Arc<[Arc<Msg>]> {
+    if towerscope_core::Id::reproducible() {
+        return SystemHeads::make(prompt);
+    }
+    shared_system_head(prompt)
+}
+
+/// The shared head of `prompt` (see [`system_head`]).
 fn shared_system_head(prompt: &str) -> Arc<[Arc<Msg>]> {
     static HEADS: std::sync::Mutex<SystemHeads> = std::sync::Mutex::new(SystemHeads::new());
     HEADS
@@ -493,12 +505,16 @@ impl SystemHeads {
         }
     }
 
+    fn make(prompt: &str) -> Arc<[Arc<Msg>]> {
+        Arc::from([Arc::new(Msg::system("system", prompt))])
+    }
+
     fn get(&mut self, prompt: &str) -> Arc<[Arc<Msg>]> {
         let by_prompt = self.by_prompt.get_or_insert_with(Default::default);
         if let Some(head) = by_prompt.get(prompt).and_then(std::sync::Weak::upgrade) {
             return head;
         }
-        let head: Arc<[Arc<Msg>]> = Arc::from([Arc::new(Msg::system("system", prompt))]);
+        let head = Self::make(prompt);
         if !by_prompt.contains_key(prompt) && by_prompt.len() >= self.prune_at {
             by_prompt.retain(|_, head| head.strong_count() > 0);
             self.prune_at = (by_prompt.len() * 2).max(Self::PRUNE_MIN);
@@ -541,6 +557,31 @@ mod system_head_tests {
                 .by_prompt
                 .as_ref()
                 .is_some_and(|m| m.contains_key("You are a poet."))
+        );
+    }
+
+    /// Under a `Sequence` each agent makes its own message, drawing the same ids as before
+    /// sharing existed: the ids after it do not depend on other agents.
+    #[tokio::test]
+    async fn reproducible_ids_make_a_message_per_agent() {
+        use towerscope_core::Id;
+        use towerscope_core::sequence::Sequence;
+        let shared = system_head("You are exact.");
+        let (a, b, next) = Sequence::new()
+            .scope(async { (system_head("You are exact."), system_head("You are exact."), Id::new()) })
+            .await;
+        assert!(!Arc::ptr_eq(&a, &b) && !Arc::ptr_eq(&a, &shared));
+        assert_ne!(a[0].id, b[0].id, "each drew its own ids");
+        let (_, _, expected) = Sequence::new()
+            .scope(async {
+                let one = Arc::new(Msg::system("system", "You are exact."));
+                let two = Arc::new(Msg::system("system", "You are exact."));
+                (one, two, Id::new())
+            })
+            .await;
+        assert_eq!(
+            next, expected,
+            "building the agents drew what building their messages draws"
         );
     }
 }

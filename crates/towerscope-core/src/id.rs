@@ -82,6 +82,25 @@ impl Id {
         }
     }
 
+    /// Whether new ids and timestamps are reproducible: made by the
+    /// [`Sequence`](crate::sequence::Sequence) being polled or by an installed factory
+    /// ([`set_id_factory`], [`set_timestamp_factory`]), not at random. What a library would
+    /// build once and share (a message several agents hold) must then be built each time, as
+    /// building it draws from the sequence.
+    ///
+    /// ```
+    /// use towerscope_core::Id;
+    /// use towerscope_core::sequence::Sequence;
+    ///
+    /// assert!(!Id::reproducible());
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// assert!(Sequence::new().scope(async { Id::reproducible() }).await);
+    /// # });
+    /// ```
+    pub fn reproducible() -> bool {
+        crate::sequence::in_scope() || IDS.get().is_some() || TIMESTAMPS.get().is_some()
+    }
+
     fn random() -> Self {
         let mut bits = fastrand::u128(..);
         // The version nibble says 4 (random) and the variant bits say RFC 4122, as in uuid4().

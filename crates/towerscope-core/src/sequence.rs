@@ -169,6 +169,11 @@ fn current() -> Option<Arc<State>> {
     CURRENT.try_with(|current| current.borrow().clone()).ok().flatten()
 }
 
+/// Whether a scoped future is being polled on this thread (draws nothing from it).
+pub(crate) fn in_scope() -> bool {
+    current().is_some()
+}
+
 /// The next id of the current sequence, as a number.
 pub(crate) fn scoped_id() -> Option<u128> {
     current().map(|state| u128::from(state.next_id.fetch_add(1, Ordering::Relaxed)))
