@@ -11,6 +11,12 @@ its spread (min-max) over the rounds.
 
 Each benchmark is matched exactly (criterion's filter, anchored). The load average before and
 after is printed with the table.
+
+With `--base OTHER_BINARY` (the same bench built from another commit) it compares the two
+builds instead: in each round every benchmark runs in OTHER_BINARY, then in BINARY, and the
+ratio is BINARY's over OTHER_BINARY's, per benchmark.
+
+    python3 scripts/bench-rounds.py --rounds 3 --base OLD_BINARY BINARY react/whole/0 ...
 """
 
 import argparse
@@ -40,10 +46,14 @@ def load() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--base", help="another build of the bench: compare BINARY with it")
     ap.add_argument("binary")
     ap.add_argument("benches", nargs="+", help="the first is the reference of the ratios")
     args = ap.parse_args()
     print(f"load average before: {load()}", file=sys.stderr)
+    if args.base:
+        compare_builds(args)
+        return
     figures = {b: [] for b in args.benches}
     for r in range(args.rounds):
         shift = r % len(args.benches)
@@ -57,6 +67,27 @@ def main() -> None:
     for b in args.benches:
         ratios = [x / y for x, y in zip(figures[b], ref)]
         print(f"| `{b}` | {statistics.median(figures[b]):.2f} µs | "
+              f"{statistics.median(ratios):.3f} ({min(ratios):.3f}–{max(ratios):.3f}) |")
+    print(f"\nload average after: {load()}")
+
+
+def compare_builds(args: argparse.Namespace) -> None:
+    """Each benchmark in the base build, then in this one, round after round."""
+    pairs = {b: [] for b in args.benches}
+    for r in range(args.rounds):
+        for b in args.benches:
+            base = median_us(args.base, b)
+            this = median_us(args.binary, b)
+            pairs[b].append((base, this))
+            print(f"round {r + 1}: {b} base {base:.2f} µs, this {this:.2f} µs", file=sys.stderr,
+                  flush=True)
+    print(f"| benchmark | base, median of {args.rounds} rounds | this build | "
+          "this / base (median, min–max) |")
+    print("|---|---|---|---|")
+    for b in args.benches:
+        ratios = [this / base for base, this in pairs[b]]
+        print(f"| `{b}` | {statistics.median(p[0] for p in pairs[b]):.2f} µs | "
+              f"{statistics.median(p[1] for p in pairs[b]):.2f} µs | "
               f"{statistics.median(ratios):.3f} ({min(ratios):.3f}–{max(ratios):.3f}) |")
     print(f"\nload average after: {load()}")
 
