@@ -106,6 +106,13 @@ pub struct ScriptedModel {
     responder: Option<Responder>,
 }
 
+/// The default provider name and parameters, one copy per process: a test or a service may
+/// build a scripted model per agent.
+fn shared_defaults() -> &'static (Arc<str>, Arc<GenerationParams>) {
+    static DEFAULTS: std::sync::OnceLock<(Arc<str>, Arc<GenerationParams>)> = std::sync::OnceLock::new();
+    DEFAULTS.get_or_init(|| (Arc::from("scripted"), Arc::new(GenerationParams::new())))
+}
+
 /// A function answering some requests itself (see [`ScriptedModel::respond_with`]).
 type Responder = Arc<dyn Fn(&ModelCallRequest) -> Option<ScriptedResponse> + Send + Sync>;
 
@@ -114,9 +121,9 @@ impl ScriptedModel {
     pub fn new(name: impl Into<Arc<str>>, responses: impl IntoIterator<Item = ScriptedResponse>) -> Self {
         Self {
             name: name.into(),
-            provider: Arc::from("scripted"),
+            provider: shared_defaults().0.clone(),
             stream: true,
-            params: Arc::new(GenerationParams::new()),
+            params: Arc::clone(&shared_defaults().1),
             script: Arc::new(Mutex::new(Script {
                 queue: responses.into_iter().map(ScriptedResponse::compact).collect(),
                 cycle: None,
