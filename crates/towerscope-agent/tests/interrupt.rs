@@ -305,3 +305,39 @@ async fn error_after_interrupt_ends_the_stream_with_interrupted() {
     assert!(out.final_msg.is_some(), "the interruption message still comes first");
     assert!(matches!(out.error, Some(AgentError::Interrupted)), "{:?}", out.error);
 }
+
+/// The answer is saved before its closing events go out: a consumer that stops reading at the
+/// first one (drops the stream) keeps the whole answer, its usage counted, as if it had read on.
+#[tokio::test]
+async fn a_stream_dropped_at_a_closing_event_keeps_the_whole_answer_and_its_usage() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::text("alpha beta gamma").with_usage(50, 7),
+            ScriptedResponse::text("next"),
+        ],
+    )
+    .streaming(true);
+    let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
+        .model(model.clone())
+        .build()
+        .unwrap();
+    let mut stream = agent.reply_stream(Msg::user("user", "go"));
+    let mut closed = false;
+    while let Some(item) = stream.next().await {
+        if let Ok(ReplyItem::Event(AgentEvent::TextBlockEnd(_))) = item {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "the answer's text block was closed");
+    drop(stream);
+    assert_eq!(stored_text(&agent).as_deref(), Some("alpha beta gamma"));
+    let usage = agent.state().reply_context.usage;
+    assert_eq!((usage.input_tokens, usage.output_tokens), (50, 7), "{usage:?}");
+    agent.reply(Msg::user("user", "and?")).await.unwrap();
+    let seen = &model.requests()[1].messages;
+    assert_eq!(seen[2].text_content().as_deref(), Some("alpha beta gamma"));
+    assert_consistent(&agent.state().context);
+}

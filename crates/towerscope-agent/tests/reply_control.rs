@@ -120,3 +120,26 @@ fn tokio_stream_from<T: Send + 'static>(
 ) -> impl futures_util::Stream<Item = T> + Send + 'static {
     futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) })
 }
+
+/// `Agent::reply` starts the reply when it is called, as `reply_stream` does: the agent is busy
+/// from then on, and the future, which borrows nothing from the agent, runs it where it is polled.
+#[tokio::test]
+async fn a_reply_future_starts_the_reply_when_made_and_runs_where_it_is_polled() {
+    let agent = Agent::builder("a")
+        .model(ScriptedModel::new(
+            "m",
+            [ScriptedResponse::text("first"), ScriptedResponse::text("second")],
+        ))
+        .build()
+        .unwrap();
+    let pending = agent.reply(Msg::user("user", "one"));
+    let refused = agent.reply(Msg::user("user", "two")).await;
+    assert!(
+        matches!(&refused, Err(AgentError::State(text)) if text.contains("already replying")),
+        "{refused:?}"
+    );
+    let answer = tokio::spawn(pending).await.unwrap().unwrap();
+    assert_eq!(answer.text_content().as_deref(), Some("first"));
+    let next = agent.reply(Msg::user("user", "three")).await.unwrap();
+    assert_eq!(next.text_content().as_deref(), Some("second"));
+}
