@@ -212,19 +212,8 @@ async fn interrupt_during_a_streamed_answer_keeps_the_partial_answer() {
 
 #[tokio::test(start_paused = true)]
 async fn dropping_the_stream_mid_answer_keeps_what_was_streamed() {
-    let model = ScriptedModel::new(
-        "m",
-        [
-            ScriptedResponse::text("alpha beta gamma delta").chunk_delay(Duration::from_secs(1)),
-            ScriptedResponse::text("next"),
-        ],
-    )
-    .streaming(true);
-    let agent = Agent::builder("a")
-        .hints(HintConfig::disabled())
-        .model(model.clone())
-        .build()
-        .unwrap();
+    let (agent, model) =
+        streaming_agent(ScriptedResponse::text("alpha beta gamma delta").chunk_delay(Duration::from_secs(1)));
     let mut stream = agent.reply_stream(Msg::user("user", "go"));
     let mut deltas = 0;
     while let Some(item) = stream.next().await {
@@ -237,11 +226,27 @@ async fn dropping_the_stream_mid_answer_keeps_what_was_streamed() {
     }
     drop(stream);
     assert_eq!(stored_text(&agent).as_deref(), Some("alpha beta "));
-    // The next reply sees the partial answer as the assistant's turn.
+    the_next_reply_sees(&agent, &model, "alpha beta ").await;
+}
+
+/// An agent over a streaming model that answers `first`, then "next".
+fn streaming_agent(first: ScriptedResponse) -> (Agent, ScriptedModel) {
+    let model = ScriptedModel::new("m", [first, ScriptedResponse::text("next")]).streaming(true);
+    let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
+        .model(model.clone())
+        .build()
+        .unwrap();
+    (agent, model)
+}
+
+/// The next reply sees `answer` as the assistant's turn of the first, and the context stays
+/// consistent.
+async fn the_next_reply_sees(agent: &Agent, model: &ScriptedModel, answer: &str) {
     agent.reply(Msg::user("user", "and?")).await.unwrap();
     let seen = &model.requests()[1].messages;
     assert_eq!(seen[2].role, Role::Assistant);
-    assert_eq!(seen[2].text_content().as_deref(), Some("alpha beta "));
+    assert_eq!(seen[2].text_content().as_deref(), Some(answer));
     assert_consistent(&agent.state().context);
 }
 
@@ -310,19 +315,7 @@ async fn error_after_interrupt_ends_the_stream_with_interrupted() {
 /// first one (drops the stream) keeps the whole answer, its usage counted, as if it had read on.
 #[tokio::test]
 async fn a_stream_dropped_at_a_closing_event_keeps_the_whole_answer_and_its_usage() {
-    let model = ScriptedModel::new(
-        "m",
-        [
-            ScriptedResponse::text("alpha beta gamma").with_usage(50, 7),
-            ScriptedResponse::text("next"),
-        ],
-    )
-    .streaming(true);
-    let agent = Agent::builder("a")
-        .hints(HintConfig::disabled())
-        .model(model.clone())
-        .build()
-        .unwrap();
+    let (agent, model) = streaming_agent(ScriptedResponse::text("alpha beta gamma").with_usage(50, 7));
     let mut stream = agent.reply_stream(Msg::user("user", "go"));
     let mut closed = false;
     while let Some(item) = stream.next().await {
@@ -336,8 +329,5 @@ async fn a_stream_dropped_at_a_closing_event_keeps_the_whole_answer_and_its_usag
     assert_eq!(stored_text(&agent).as_deref(), Some("alpha beta gamma"));
     let usage = agent.state().reply_context.usage;
     assert_eq!((usage.input_tokens, usage.output_tokens), (50, 7), "{usage:?}");
-    agent.reply(Msg::user("user", "and?")).await.unwrap();
-    let seen = &model.requests()[1].messages;
-    assert_eq!(seen[2].text_content().as_deref(), Some("alpha beta gamma"));
-    assert_consistent(&agent.state().context);
+    the_next_reply_sees(&agent, &model, "alpha beta gamma").await;
 }
