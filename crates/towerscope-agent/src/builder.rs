@@ -469,15 +469,10 @@ impl AgentBuilder {
 /// a durable reply, a test's `Sequence`): building the message draws ids and times from the
 /// sequence, so whether it was shared would change every id after it.
 fn system_head(prompt: &str) -> Arc<[Arc<Msg>]> {
+    static HEADS: std::sync::Mutex<SystemHeads> = std::sync::Mutex::new(SystemHeads::new());
     if towerscope_core::Id::reproducible() {
         return SystemHeads::make(prompt);
     }
-    shared_system_head(prompt)
-}
-
-/// The shared head of `prompt` (see [`system_head`]).
-fn shared_system_head(prompt: &str) -> Arc<[Arc<Msg>]> {
-    static HEADS: std::sync::Mutex<SystemHeads> = std::sync::Mutex::new(SystemHeads::new());
     HEADS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -487,7 +482,7 @@ fn shared_system_head(prompt: &str) -> Arc<[Arc<Msg>]> {
 /// A system head, not kept alive by the cache.
 type WeakHead = std::sync::Weak<[Arc<Msg>]>;
 
-/// The live system heads by prompt (see [`shared_system_head`]).
+/// The live system heads by prompt (see [`system_head`]).
 struct SystemHeads {
     by_prompt: Option<std::collections::HashMap<Box<str>, WeakHead>>,
     /// The size at which dead entries are dropped next: doubles with the live ones, so the
