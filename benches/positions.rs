@@ -19,7 +19,8 @@
 //!
 //! Benchmark ids read `<position>/<style>/<layers>`, for example `on_model_call/erased/5`; the
 //! `on_system_prompt` fold is measured as `on_system_prompt/fold/<transformers>` with `prompt_fn`
-//! transformers that return the prompt unchanged.
+//! transformers that return the prompt unchanged (a boxed future each), and as
+//! `on_system_prompt/map/<transformers>` with `prompt_map` ones (no future boxed).
 //!
 //! What every call pays besides the stack, equally in every style: a `clone()` of a request built
 //! once outside the loop (a real call pays it too), the implementation's answer (a clone of a
@@ -52,7 +53,7 @@ use towerscope_core::{
     EventStream, LayerStack, ModelCallRequest, ModelFuture, ModelOutput, Msg, Next, PermissionDecision,
     PermissionRequest, ReasoningRequest, ReplyInput, ReplyItem, ReplyRequest, SystemPromptFold, TextBlock,
     TextBlockDeltaEvent, ToolCallBlock, ToolInfo, ToolItem, ToolResponse, ToolSchema, ToolStream, event_stream,
-    from_fn, prompt_fn,
+    from_fn, prompt_fn, prompt_map,
 };
 
 /// The layer counts every position is measured with.
@@ -432,7 +433,8 @@ fn positions(c: &mut Criterion) {
     bench_position(c, &rt, "on_reply", answer(reply_items(&ctx), stream_items), reply);
 }
 
-/// The `on_system_prompt` fold with 0, 1, 5 and 10 transformers that return the prompt unchanged.
+/// The `on_system_prompt` fold with 0, 1, 5 and 10 transformers that return the prompt unchanged,
+/// written with `prompt_fn` (`fold`) and with `prompt_map` (`map`).
 fn system_prompt(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
@@ -441,26 +443,31 @@ fn system_prompt(c: &mut Criterion) {
     let prompt = "You are helpful.".to_owned();
     let mut group = c.benchmark_group("on_system_prompt");
     for transformers in LAYER_COUNTS {
-        let mut fold = SystemPromptFold::new();
-        for _ in 0..transformers {
-            fold.push(prompt_fn(|_ctx: &AgentContext, prompt: String| {
-                ready(Ok::<_, AgentError>(prompt))
-            }));
-        }
-        let (fold, ctx, prompt) = (&fold, &ctx, &prompt);
-        group.bench_function(BenchmarkId::new("fold", transformers), |b| {
-            b.to_async(&rt).iter_custom(|iters| async move {
-                let start = Instant::now();
-                for _ in 0..iters {
-                    let prompt = fold
-                        .apply(ctx, prompt.clone())
-                        .await
-                        .expect("an identity fold does not fail");
-                    black_box(prompt);
-                }
-                start.elapsed()
+        for style in ["fold", "map"] {
+            let mut fold = SystemPromptFold::new();
+            for _ in 0..transformers {
+                match style {
+                    "fold" => fold.push(prompt_fn(|_ctx: &AgentContext, prompt: String| {
+                        ready(Ok::<_, AgentError>(prompt))
+                    })),
+                    _ => fold.push(prompt_map(|_ctx: &AgentContext, prompt: String| Ok(prompt))),
+                };
+            }
+            let (fold, ctx, prompt) = (&fold, &ctx, &prompt);
+            group.bench_function(BenchmarkId::new(style, transformers), |b| {
+                b.to_async(&rt).iter_custom(|iters| async move {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        let prompt = fold
+                            .apply(ctx, prompt.clone())
+                            .await
+                            .expect("an identity fold does not fail");
+                        black_box(prompt);
+                    }
+                    start.elapsed()
+                });
             });
-        });
+        }
     }
     group.finish();
 }

@@ -27,7 +27,7 @@ use std::hint::black_box;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use tower::ServiceBuilder;
 use towerscope::agent::{Agent, AgentBuilder, AgentState};
-use towerscope::{Msg, prompt_fn};
+use towerscope::{Msg, prompt_map};
 
 #[path = "support/mod.rs"]
 mod support;
@@ -136,7 +136,7 @@ fn bench(c: &mut Criterion) {
             "compress" => b.on_compress_context(PassThroughLayer),
             "quiet_reply" => b.middleware(QuietLayer::Reply),
             "quiet_reasoning" => b.middleware(QuietLayer::Reasoning),
-            _ => b.on_system_prompt(prompt_fn(|_ctx, prompt| async move { Ok(prompt) })),
+            _ => b.on_system_prompt(prompt_map(|_ctx, prompt| Ok(prompt))),
         }
         .build()
         .expect("the bench agent builds")

@@ -134,9 +134,7 @@ fn main() {
         Some("compress") => builder.on_compress_context(PassThroughLayer),
         Some("quiet_reply") => builder.middleware(QuietLayer::Reply),
         Some("quiet_reasoning") => builder.middleware(QuietLayer::Reasoning),
-        Some("system_prompt") => {
-            builder.on_system_prompt(towerscope::prompt_fn(|_ctx, prompt| async move { Ok(prompt) }))
-        }
+        Some("system_prompt") => builder.on_system_prompt(towerscope::prompt_map(|_ctx, prompt| Ok(prompt))),
         Some(other) => panic!("--first-layer {other}: not a position"),
     };
     if !hints {

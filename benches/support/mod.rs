@@ -11,7 +11,7 @@ use towerscope::agent::toolkit::Tool;
 use towerscope::models::{ScriptedModel, ScriptedResponse};
 use towerscope::{
     ActingLayer, CompressLayer, ErasedLayer, EventKinds, Middleware, ModelCallLayer, PermissionLayer, ReasoningLayer,
-    ReplyLayer, SystemPromptTransformer, prompt_fn,
+    ReplyLayer, SystemPromptTransformer, prompt_map,
 };
 
 /// Add two integers.
@@ -96,7 +96,7 @@ impl Middleware for FullPassThrough {
         Some(ErasedLayer::new(PassThroughLayer))
     }
     fn on_system_prompt(&self) -> Option<Arc<dyn SystemPromptTransformer>> {
-        Some(Arc::new(prompt_fn(|_ctx, prompt| async move { Ok(prompt) })))
+        Some(Arc::new(prompt_map(|_ctx, prompt| Ok(prompt))))
     }
 }
 

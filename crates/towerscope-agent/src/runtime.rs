@@ -105,8 +105,6 @@ impl Runtime {
     }
 
     /// The model input: the system prompt (after the fold), the summary, the context. A
-    /// snapshot: one allocation and a reference-count bump per message.
-    /// The model input: the system prompt (after the fold), the summary, the context. A
     /// snapshot that copies nothing: the context is shared, with the system message in front.
     pub(crate) async fn model_input(&self, ctx: &AgentContext) -> Result<Messages, AgentError> {
         let folded = match &self.system_head {

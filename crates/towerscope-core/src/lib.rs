@@ -71,7 +71,7 @@ pub use position::{
     ReasoningRequest, ReasoningService, ReplyInput, ReplyItem, ReplyLayer, ReplyRequest, ReplyService,
     StructuredSchema, ToolInfo, ToolItem, ToolStream, event_stream,
 };
-pub use system_prompt::{PromptFuture, SystemPromptFold, SystemPromptTransformer, prompt_fn};
+pub use system_prompt::{PromptFuture, SystemPromptFold, SystemPromptTransformer, prompt_fn, prompt_map};
 pub use tool::{ToolChunk, ToolResponse};
 
 /// The types most programs and layer authors need, in one import: messages and events, every
@@ -83,6 +83,6 @@ pub mod prelude {
         CompressRequest, ContentBlock, ErasedLayer, EventStream, Id, Messages, Middleware, ModelCallNext,
         ModelCallRequest, ModelOutput, Msg, Next, PermissionDecision, PermissionNext, PermissionRequest, ReasoningNext,
         ReasoningRequest, ReplyItem, ReplyNext, ReplyRequest, Role, SystemPromptTransformer, ToolCallBlock, ToolChoice,
-        ToolChunk, ToolItem, ToolResponse, ToolStream, from_fn, prompt_fn,
+        ToolChunk, ToolItem, ToolResponse, ToolStream, from_fn, prompt_fn, prompt_map,
     };
 }

@@ -77,7 +77,7 @@ impl DynamicContext {
 
 impl SystemPromptTransformer for DynamicContext {
     fn transform(&self, ctx: &AgentContext, prompt: String) -> PromptFuture {
-        Box::pin(std::future::ready(Ok(self.apply(ctx, &prompt))))
+        PromptFuture::ready(Ok(self.apply(ctx, &prompt)))
     }
 }
 

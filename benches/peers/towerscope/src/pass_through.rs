@@ -8,7 +8,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 use towerscope::{
     ActingLayer, CompressLayer, Middleware, ModelCallLayer, PermissionLayer, ReasoningLayer, ReplyLayer,
-    SystemPromptTransformer, ErasedLayer, prompt_fn,
+    SystemPromptTransformer, ErasedLayer, prompt_map,
 };
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -62,6 +62,6 @@ impl Middleware for FullPassThrough {
         Some(ErasedLayer::new(PassThroughLayer))
     }
     fn on_system_prompt(&self) -> Option<Arc<dyn SystemPromptTransformer>> {
-        Some(Arc::new(prompt_fn(|_ctx, prompt| async move { Ok(prompt) })))
+        Some(Arc::new(prompt_map(|_ctx, prompt| Ok(prompt))))
     }
 }
