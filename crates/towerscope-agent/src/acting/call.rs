@@ -161,7 +161,10 @@ pub(crate) fn execute<'a>(
                     .await;
                     return Ok(());
                 }
-                run_tool(runtime, ctx, call, info, input, emit).await
+                // Boxed: the tool call's future (and the reply's tool batch around it) stays
+                // within the allocator's small sizes, freed and reused at once, while the
+                // tool runs in a box of its own of about 1 KB.
+                Box::pin(run_tool(runtime, ctx, call, info, input, emit)).await
             }
         }
     }
@@ -209,26 +212,31 @@ fn start_event(reply_id: &towerscope_core::Id, call: &ToolCallBlock) -> AgentEve
 }
 
 /// Ends a call with a plain-text result (validation errors, denials, middleware errors).
-async fn finish_with_text(
-    runtime: &Runtime,
-    ctx: &AgentContext,
-    call: &ToolCallBlock,
+///
+/// Boxed: a rare path, kept out of the future of every tool call (and of the reply's tool
+/// batch, which it would otherwise grow past the allocator's small sizes).
+fn finish_with_text<'a>(
+    runtime: &'a Runtime,
+    ctx: &'a AgentContext,
+    call: &'a ToolCallBlock,
     message: String,
     state: ToolResultState,
-    emit: &Emitter,
-) -> Result<(), AgentError> {
-    let reply_id = ctx.reply_id();
-    emit.event(EventType::ToolResultTextDelta, || {
-        ToolResultTextDeltaEvent::new(reply_id, &call.id, &message).into()
+    emit: &'a Emitter,
+) -> futures_util::future::BoxFuture<'a, Result<(), AgentError>> {
+    Box::pin(async move {
+        let reply_id = ctx.reply_id();
+        emit.event(EventType::ToolResultTextDelta, || {
+            ToolResultTextDeltaEvent::new(reply_id, &call.id, &message).into()
+        })
+        .await;
+        let result = ToolResultBlock::new(&call.id, &call.name, ToolOutput::Text(message), state);
+        runtime.lock_state().save_result(&runtime.name, reply_id, result);
+        emit.event(EventType::ToolResultEnd, || {
+            ToolResultEndEvent::new(reply_id, &call.id, state, Map::new()).into()
+        })
+        .await;
+        Ok(())
     })
-    .await;
-    let result = ToolResultBlock::new(&call.id, &call.name, ToolOutput::Text(message), state);
-    runtime.lock_state().save_result(&runtime.name, reply_id, result);
-    emit.event(EventType::ToolResultEnd, || {
-        ToolResultEndEvent::new(reply_id, &call.id, state, Map::new()).into()
-    })
-    .await;
-    Ok(())
 }
 
 /// Runs the `on_acting` position and turns its stream into result events.
@@ -245,17 +253,15 @@ async fn run_tool(
     // The permission request is gone by now: this changes the one copy in place.
     Arc::make_mut(&mut call).state = ToolCallState::Allowed;
     let request = ActingRequest::new(ctx.clone(), Arc::clone(&call), info).with_input(input);
-    let opened = match AssertUnwindSafe(open_acting(runtime, request)).catch_unwind().await {
-        Ok(opened) => opened,
-        Err(payload) => {
-            let message = panic_text("on_acting", &*payload);
+    // The outcome is sorted by a plain function: a value matched in parts here would keep its
+    // room in the tool's future across every later await.
+    let opened = AssertUnwindSafe(open_acting(runtime, request)).catch_unwind().await;
+    let stream = match opened_stream(opened) {
+        Ok(stream) => stream,
+        Err(None) => return Err(AgentError::Interrupted),
+        Err(Some(message)) => {
             return finish_with_text(runtime, ctx, &call, message, ToolResultState::Error, emit).await;
         }
-    };
-    let stream = match opened {
-        Ok(stream) => stream,
-        Err(AgentError::Interrupted) => return Err(AgentError::Interrupted),
-        Err(e) => return finish_with_text(runtime, ctx, &call, e.to_string(), ToolResultState::Error, emit).await,
     };
     let mut stream = AssertUnwindSafe(stream).catch_unwind();
     let mut response: Option<ToolResponse> = None;
@@ -319,10 +325,17 @@ async fn run_tool(
 
 /// Cuts a result over the limit; with an offloader, the cut part is stored first and the
 /// reminder names the file (a store that fails leaves the plain reminder, with a warning).
+///
+/// Only a result that is cut waits here (in a boxed future): the check itself is synchronous,
+/// so the tool call's future does not hold room for the offloader's.
 async fn truncate(runtime: &Runtime, config: &towerscope_core::ContextConfig, result: &mut ToolResultBlock) {
     let Some(split) = compress::split_result(result, &*runtime.counter, config) else {
         return;
     };
+    Box::pin(cut(runtime, result, split)).await;
+}
+
+async fn cut(runtime: &Runtime, result: &mut ToolResultBlock, split: compress::Split) {
     let mut note = String::new();
     if let Some(offloader) = &runtime.offloader {
         let session_id = runtime.lock_state().session_id.clone();
@@ -369,6 +382,19 @@ fn open_acting(
     request: ActingRequest,
 ) -> futures_util::future::BoxFuture<'static, Result<towerscope_core::ToolStream, AgentError>> {
     Box::pin(runtime.positions.acting.clone().oneshot(request))
+}
+
+/// The stream `on_acting` opened; else `None` for an interruption (the reply ends) or the
+/// text of the error result (an error or a panic of the stack).
+fn opened_stream(
+    opened: Result<Result<towerscope_core::ToolStream, AgentError>, Box<dyn Any + Send>>,
+) -> Result<towerscope_core::ToolStream, Option<String>> {
+    match opened {
+        Ok(Ok(stream)) => Ok(stream),
+        Ok(Err(AgentError::Interrupted)) => Err(None),
+        Ok(Err(e)) => Err(Some(e.to_string())),
+        Err(payload) => Err(Some(panic_text("on_acting", &*payload))),
+    }
 }
 
 /// The text of a middleware panic, for the model and the caller.

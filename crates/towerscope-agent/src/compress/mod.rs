@@ -89,7 +89,7 @@ pub use tiktoken::TiktokenCounter;
 pub use tool::{COMPRESS_TOOL, COMPRESSED_TEXT, NOT_COMPRESSED_TEXT};
 pub(crate) use tool::{CompressTool, tool_schema};
 pub use truncate::TRUNCATED_REMINDER;
-pub(crate) use truncate::{finish as finish_truncated, split_result, truncated_reminder};
+pub(crate) use truncate::{Split, finish as finish_truncated, split_result, truncated_reminder};
 
 /// The token count of a round's model input, as the compressor counted it (after compressing,
 /// if it did), kept in the reply's context for the runtime-state hints.
