@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use super::json_repair::parse_within;
+use super::coerce::coerce_to_schema;
+use super::json_repair::{parse_repaired, parse_within};
 use super::validate::{CompiledSchema, ValidationError, validate};
 
 /// Bounds on a tool call's raw arguments, checked before anything parses them, so that a model's
@@ -119,14 +120,25 @@ pub fn parse_input(name: &str, raw: &str, schema: &Value) -> Result<Value, Strin
     })
 }
 
-/// [`parse_input`] with a compiled schema and given limits, as the toolkit runs it.
+/// [`parse_input`] with a compiled schema and given limits, as the toolkit runs it. An input
+/// that already matches a flat object schema (scalar properties, the usual tool) is returned
+/// as parsed: coercion would change nothing and validation would pass.
 pub(crate) fn parse_compiled(
     name: &str,
     raw: &str,
     schema: &CompiledSchema,
     limits: &InputLimits,
 ) -> Result<Value, String> {
-    parse_checked(name, raw, schema.schema(), limits, |input| schema.validate(input))
+    let mut input = parse_repaired(raw, limits)
+        .map_err(|message| format!("Input validation failed for tool '{name}': {message} (at $)"))?;
+    if schema.accepts_as_is(&input) {
+        return Ok(input);
+    }
+    coerce_to_schema(&mut input, schema.schema());
+    schema
+        .validate(&input)
+        .map_err(|e| format!("Input validation failed for tool '{name}': {e}"))?;
+    Ok(input)
 }
 
 fn parse_checked(

@@ -47,21 +47,26 @@ pub fn parse_with_repair(raw: &str, schema: &Value) -> Result<Value, String> {
 
 /// [`parse_with_repair`] within given limits.
 pub(crate) fn parse_within(raw: &str, schema: &Value, limits: &InputLimits) -> Result<Value, String> {
-    limits.check(raw)?;
-    let text = raw.trim();
-    let mut value = if text.is_empty() {
-        Value::Object(Map::new())
-    } else {
-        match serde_json::from_str::<Value>(text) {
-            Ok(value) => value,
-            Err(err) => match repair(text).and_then(|fixed| serde_json::from_str(&fixed).ok()) {
-                Some(value) => value,
-                None => return Err(format!("the input is not valid JSON ({err})")),
-            },
-        }
-    };
+    let mut value = parse_repaired(raw, limits)?;
     coerce_to_schema(&mut value, schema);
     Ok(value)
+}
+
+/// The parsing half of [`parse_within`]: the limits checked, the text parsed or repaired, no
+/// coercion.
+pub(crate) fn parse_repaired(raw: &str, limits: &InputLimits) -> Result<Value, String> {
+    limits.check(raw)?;
+    let text = raw.trim();
+    if text.is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) => Ok(value),
+        Err(err) => match repair(text).and_then(|fixed| serde_json::from_str(&fixed).ok()) {
+            Some(value) => Ok(value),
+            None => Err(format!("the input is not valid JSON ({err})")),
+        },
+    }
 }
 
 /// What a container expects next.

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use regex_lite::Regex;
 use serde_json::Value;
 
+use super::flat::FlatObject;
 use super::{ValidationError, Validator, resolve_ref};
 
 /// Keywords the validator enforces.
@@ -145,6 +146,9 @@ pub struct CompiledSchema {
     pub(super) schema: Arc<Value>,
     /// Compiled regular expressions by their source.
     pub(super) patterns: HashMap<String, Regex>,
+    /// The schema as an object of scalar properties, when it is one: inputs that already
+    /// match it skip coercion and the full validator.
+    flat: Option<FlatObject>,
 }
 
 impl fmt::Debug for CompiledSchema {
@@ -160,7 +164,8 @@ impl CompiledSchema {
     pub fn new(schema: impl Into<Arc<Value>>) -> Result<Self, SchemaError> {
         let schema = schema.into();
         let patterns = walk(&schema, true)?;
-        Ok(Self { schema, patterns })
+        let flat = FlatObject::of(&schema);
+        Ok(Self { schema, patterns, flat })
     }
 
     /// The schema as given.
@@ -171,6 +176,13 @@ impl CompiledSchema {
     /// Validates `instance`, returning the most relevant error (see [`validate`](super::validate)).
     pub fn validate(&self, instance: &Value) -> Result<(), ValidationError> {
         Validator::run(&self.schema, &self.patterns, instance, super::MAX_STEPS).0
+    }
+
+    /// Whether `instance` already is what a flat object schema (scalar properties, see
+    /// `flat.rs`) asks for: then coercion would change nothing and validation would pass.
+    /// `false` says nothing: the instance takes the general path.
+    pub(crate) fn accepts_as_is(&self, instance: &Value) -> bool {
+        self.flat.as_ref().is_some_and(|flat| flat.accepts(instance))
     }
 }
 

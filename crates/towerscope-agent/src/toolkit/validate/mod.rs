@@ -38,6 +38,7 @@ pub(crate) use repr::truncate;
 
 mod canonical;
 mod compile;
+mod flat;
 mod keywords;
 mod objects;
 mod path;
