@@ -65,6 +65,16 @@ use crate::compress::{COMPRESS_TOOL, RoundTokens};
 use crate::hint_config::Hints;
 use crate::runtime::Runtime;
 
+/// The template's text before and after its first `{runtime_state}` (all of it before, when it
+/// has none). Found by its `{`: a substring search would set up a searcher for every hint.
+fn split_template(template: &str) -> (&str, &str) {
+    const PLACEHOLDER: &str = "{runtime_state}";
+    template
+        .match_indices('{')
+        .find(|(i, _)| template[*i..].starts_with(PLACEHOLDER))
+        .map_or((template, ""), |(i, _)| (&template[..i], &template[i + PLACEHOLDER.len()..]))
+}
+
 /// Injects this round's hint, if any, and returns its `HINT_BLOCK` event when `events` are
 /// read (called once per round, by the reply loop, which sends the event). A round with nothing
 /// to tell reads the context back to the newest time it recorded and allocates nothing.
@@ -91,10 +101,7 @@ pub(crate) fn inject(runtime: &Runtime, ctx: &AgentContext, events: bool) -> Opt
         return None;
     }
     // One string: the template around the `<key>value</key>` lines.
-    let (before, after) = cfg
-        .template
-        .split_once("{runtime_state}")
-        .unwrap_or((cfg.template.as_ref(), ""));
+    let (before, after) = split_template(&cfg.template);
     let mut text = String::with_capacity(cfg.template.len() + 128);
     text.push_str(before);
     let mut first = true;
@@ -280,4 +287,18 @@ fn context_length(runtime: &Runtime, ctx: &AgentContext, in_progress: bool) -> O
         ));
     }
     Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_template;
+
+    #[test]
+    fn the_template_splits_at_its_first_placeholder() {
+        assert_eq!(split_template("<s>{runtime_state}</s>"), ("<s>", "</s>"));
+        assert_eq!(split_template("{a} {runtime} {runtime_state}!"), ("{a} {runtime} ", "!"));
+        assert_eq!(split_template("{runtime_state}{runtime_state}"), ("", "{runtime_state}"));
+        assert_eq!(split_template("no placeholder {"), ("no placeholder {", ""));
+        assert_eq!(split_template("é{runtime_state}ü"), ("é", "ü"));
+    }
 }
