@@ -182,7 +182,9 @@ impl CompiledSchema {
     /// `flat.rs`) asks for: then coercion would change nothing and validation would pass.
     /// `false` says nothing: the instance takes the general path.
     pub(crate) fn accepts_as_is(&self, instance: &Value) -> bool {
-        self.flat.as_ref().is_some_and(|flat| flat.accepts(instance))
+        self.flat
+            .as_ref()
+            .is_some_and(|flat| flat.accepts(&self.schema, instance))
     }
 }
 

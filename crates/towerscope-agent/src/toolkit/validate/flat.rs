@@ -63,13 +63,27 @@ fn is_annotation(key: &str) -> bool {
     ANNOTATIONS.contains(&key) || key.starts_with("x-")
 }
 
+/// Past this many properties a schema takes the general path: a member is found by a scan of
+/// the properties, which stays short.
+const MAX_PROPERTIES: usize = 32;
+
+/// One property of a [`FlatObject`]: its type and whether it is required.
+#[derive(Debug, Clone, Copy)]
+struct Property {
+    scalar: Scalar,
+    required: bool,
+}
+
 /// An object schema whose properties are all single scalar types. See the [module docs](self).
+///
+/// It keeps no names (an agent holds one per tool, so it stays one small allocation): the
+/// properties are in the order of the schema's own `properties` map, which the check reads.
 #[derive(Debug, Clone)]
 pub(super) struct FlatObject {
-    /// The properties, in the schema's order.
-    properties: Vec<(String, Scalar)>,
-    /// The required names, in the schema's order.
-    required_names: Vec<String>,
+    /// The schema's properties, in its `properties` map's order.
+    properties: Box<[Property]>,
+    /// How many properties are required.
+    required: usize,
     /// Whether keys outside `properties` are allowed (`additionalProperties` absent or `true`).
     open: bool,
 }
@@ -78,81 +92,89 @@ impl FlatObject {
     /// The flat form of `schema`, or `None` when it has any other keyword or shape.
     pub(super) fn of(schema: &Value) -> Option<Self> {
         let root = schema.as_object()?;
-        let mut properties = Vec::new();
-        let mut required_names = Vec::new();
+        let mut names: Option<&Map<String, Value>> = None;
+        let mut required: &[Value] = &[];
         let mut open = true;
         let mut is_object = false;
         for (key, value) in root {
             match (key.as_str(), value) {
                 ("type", Value::String(t)) if t == "object" => is_object = true,
-                ("properties", Value::Object(props)) => properties = scalar_properties(props)?,
-                ("required", Value::Array(names)) => {
-                    required_names = names
-                        .iter()
-                        .map(|n| n.as_str().map(str::to_owned))
-                        .collect::<Option<_>>()?;
-                }
+                ("properties", Value::Object(props)) if props.len() <= MAX_PROPERTIES => names = Some(props),
+                ("required", Value::Array(list)) => required = list,
                 ("additionalProperties", Value::Bool(allowed)) => open = *allowed,
                 (key, _) if is_annotation(key) || ROOT_ANNOTATIONS.contains(&key) => {}
                 _ => return None,
             }
         }
-        let all_known = required_names.iter().all(|n| properties.iter().any(|(p, _)| p == n));
-        let distinct = required_names
+        if !is_object {
+            return None;
+        }
+        let empty = Map::new();
+        let props = names.unwrap_or(&empty);
+        let is_required = |name: &str| required.iter().any(|r| r.as_str() == Some(name));
+        let properties = props
             .iter()
-            .enumerate()
-            .all(|(i, n)| !required_names[..i].contains(n));
-        if !is_object || !all_known || !distinct {
+            .map(|(name, schema)| {
+                Some(Property {
+                    scalar: scalar_of(schema)?,
+                    required: is_required(name),
+                })
+            })
+            .collect::<Option<Box<[Property]>>>()?;
+        // Every required name a property, each named once: then counting the required members
+        // of an input tells whether all are there.
+        let names_ok = required.iter().enumerate().all(|(i, r)| {
+            r.as_str()
+                .is_some_and(|name| props.contains_key(name) && !required[..i].contains(r))
+        });
+        if !names_ok {
             return None;
         }
         Some(Self {
             properties,
-            required_names,
+            required: required.len(),
             open,
         })
     }
 
-    /// Whether `input` already is what the schema asks for, with nothing to coerce: then the
-    /// validator would accept it as it is.
-    pub(super) fn accepts(&self, input: &Value) -> bool {
-        let Value::Object(members) = input else {
-            return false;
+    /// Whether `input` already is what `schema` (the one this was made from) asks for, with
+    /// nothing to coerce: then the validator would accept it as it is.
+    pub(super) fn accepts(&self, schema: &Value, input: &Value) -> bool {
+        let (Value::Object(members), Some(Value::Object(props))) = (input, schema.get("properties")) else {
+            return matches!(input, Value::Object(m) if m.is_empty() || self.open) && self.required == 0;
         };
         let mut required_seen = 0;
         for (key, value) in members {
-            match self.properties.iter().find(|(name, _)| name == key) {
-                Some((name, scalar)) => {
-                    if !scalar.admits(value) {
+            let found = props
+                .keys()
+                .position(|name| name == key)
+                .and_then(|i| self.properties.get(i));
+            match found {
+                Some(property) => {
+                    if !property.scalar.admits(value) {
                         return false;
                     }
-                    if self.required_names.contains(name) {
-                        required_seen += 1;
-                    }
+                    required_seen += usize::from(property.required);
                 }
                 None if self.open => {}
                 None => return false,
             }
         }
-        required_seen == self.required_names.len()
+        required_seen == self.required
     }
 }
 
-/// The properties, when each is a single scalar type with annotations only.
-fn scalar_properties(props: &Map<String, Value>) -> Option<Vec<(String, Scalar)>> {
-    props
-        .iter()
-        .map(|(name, schema)| {
-            let mut scalar = None;
-            for (key, value) in schema.as_object()? {
-                match (key.as_str(), value) {
-                    ("type", Value::String(t)) => scalar = Some(Scalar::of(t)?),
-                    (key, _) if is_annotation(key) => {}
-                    _ => return None,
-                }
-            }
-            Some((name.clone(), scalar?))
-        })
-        .collect()
+/// The type of a property schema that is a single scalar type with annotations only.
+fn scalar_of(schema: &Value) -> Option<Scalar> {
+    let mut scalar = None;
+    for (key, value) in schema.as_object()? {
+        match (key.as_str(), value) {
+            ("type", Value::String(t)) => scalar = Some(Scalar::of(t)?),
+            (key, _) if is_annotation(key) => {}
+            _ => return None,
+        }
+    }
+    scalar
 }
 
 #[cfg(test)]
@@ -198,6 +220,7 @@ mod tests {
             json!({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}}),
             json!({"type": "object", "properties": {"a": {"type": "string"}}, "minProperties": 1}),
             json!({"type": "object", "anyOf": [{"required": ["a"]}]}),
+            json!({"type": "object", "required": ["a"]}),
         ] {
             assert!(FlatObject::of(&schema).is_none(), "{schema}");
         }
@@ -231,7 +254,7 @@ mod tests {
         for schema in [add(), closed] {
             let flat = FlatObject::of(&schema).unwrap();
             for input in &inputs {
-                if !flat.accepts(input) {
+                if !flat.accepts(&schema, input) {
                     continue;
                 }
                 accepted += 1;
@@ -246,14 +269,29 @@ mod tests {
 
     #[test]
     fn the_check_refuses_what_the_general_path_must_see() {
-        let flat = FlatObject::of(&add()).unwrap();
-        assert!(flat.accepts(&json!({"a": 1, "b": 2})));
-        assert!(!flat.accepts(&json!({"a": 1})), "a required property is missing");
-        assert!(!flat.accepts(&json!({"a": "1", "b": 2})), "a string to coerce");
-        assert!(!flat.accepts(&json!({"a": 1.0, "b": 2})), "an integral float to coerce");
+        let schema = add();
+        let flat = FlatObject::of(&schema).unwrap();
+        assert!(flat.accepts(&schema, &json!({"a": 1, "b": 2})));
+        assert!(
+            !flat.accepts(&schema, &json!({"a": 1})),
+            "a required property is missing"
+        );
+        assert!(!flat.accepts(&schema, &json!({"a": "1", "b": 2})), "a string to coerce");
+        assert!(
+            !flat.accepts(&schema, &json!({"a": 1.0, "b": 2})),
+            "an integral float to coerce"
+        );
         let mut closed = add();
         closed["additionalProperties"] = json!(false);
-        let closed = FlatObject::of(&closed).unwrap();
-        assert!(!closed.accepts(&json!({"a": 1, "b": 2, "c": 3})), "an unknown key");
+        let flat = FlatObject::of(&closed).unwrap();
+        assert!(
+            !flat.accepts(&closed, &json!({"a": 1, "b": 2, "c": 3})),
+            "an unknown key"
+        );
+        let empty = json!({"type": "object"});
+        let flat = FlatObject::of(&empty).unwrap();
+        assert!(flat.accepts(&empty, &json!({})));
+        assert!(flat.accepts(&empty, &json!({"any": [1]})), "no properties, open");
+        assert!(!flat.accepts(&empty, &json!([])));
     }
 }
