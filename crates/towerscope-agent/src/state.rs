@@ -262,25 +262,31 @@ pub(crate) fn has_unfinished(msg: &Msg) -> bool {
     msg.tool_calls().any(|c| !answered.contains(&c.id))
 }
 
-/// The ids of a message's tool results: scanned in place when there are few, hashed when a
-/// model made many calls, so a check stays linear in the message.
+/// How many result ids [`Answered`] keeps in place before it hashes them.
+const FEW_RESULTS: usize = 16;
+
+/// The ids of a message's tool results: kept in place (one scan of the message) when there
+/// are few, hashed when a model made many calls, so a check stays linear in the message.
 enum Answered<'a> {
-    Few(&'a Msg),
+    Few([Option<&'a Id>; FEW_RESULTS]),
     Many(std::collections::HashSet<&'a Id>),
 }
 
 impl<'a> Answered<'a> {
     fn of(msg: &'a Msg) -> Self {
-        if msg.tool_results().nth(16).is_none() {
-            Self::Few(msg)
-        } else {
-            Self::Many(msg.tool_results().map(|r| &r.id).collect())
+        let mut few = [None; FEW_RESULTS];
+        for (i, result) in msg.tool_results().enumerate() {
+            match few.get_mut(i) {
+                Some(slot) => *slot = Some(&result.id),
+                None => return Self::Many(msg.tool_results().map(|r| &r.id).collect()),
+            }
         }
+        Self::Few(few)
     }
 
     fn contains(&self, id: &Id) -> bool {
         match self {
-            Self::Few(msg) => msg.tool_results().any(|r| r.id == *id),
+            Self::Few(ids) => ids.iter().map_while(|r| *r).any(|r| r == id),
             Self::Many(ids) => ids.contains(id),
         }
     }
@@ -300,4 +306,46 @@ pub(crate) fn check_not_parked(state: &AgentState) -> Result<(), AgentError> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use towerscope_core::{ContentBlock, Msg, ToolCallBlock, ToolOutput, ToolResultBlock, ToolResultState};
+
+    use super::{has_unfinished, runnable_calls, unfinished_in};
+
+    /// An assistant message with `calls` tool calls, of which the ones in `answered` have a
+    /// result (results first, in reverse order, so no position lines up by chance).
+    fn message(calls: usize, answered: &[usize]) -> Msg {
+        let mut content: Vec<ContentBlock> = answered
+            .iter()
+            .rev()
+            .map(|i| {
+                ToolResultBlock::new(
+                    format!("c{i}"),
+                    "t",
+                    ToolOutput::Text("ok".into()),
+                    ToolResultState::Success,
+                )
+                .into()
+            })
+            .collect();
+        content.extend((0..calls).map(|i| ContentBlock::from(ToolCallBlock::new(format!("c{i}"), "t", "{}"))));
+        Msg::assistant_blocks("a", content)
+    }
+
+    #[test]
+    fn calls_without_a_result_are_found_among_few_or_many_results() {
+        for calls in [1, 3, 16, 17, 40] {
+            let all: Vec<usize> = (0..calls).collect();
+            assert!(!has_unfinished(&message(calls, &all)), "{calls} calls, all answered");
+            let open = calls / 2;
+            let answered: Vec<usize> = all.iter().copied().filter(|i| *i != open).collect();
+            let msg = message(calls, &answered);
+            assert!(has_unfinished(&msg), "{calls} calls, one open");
+            let ids: Vec<String> = unfinished_in(&msg).iter().map(|c| c.id.to_string()).collect();
+            assert_eq!(ids, [format!("c{open}")]);
+            assert_eq!(runnable_calls(&msg).1.len(), 1);
+        }
+    }
 }
