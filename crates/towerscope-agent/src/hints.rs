@@ -72,7 +72,9 @@ fn split_template(template: &str) -> (&str, &str) {
     template
         .match_indices('{')
         .find(|(i, _)| template[*i..].starts_with(PLACEHOLDER))
-        .map_or((template, ""), |(i, _)| (&template[..i], &template[i + PLACEHOLDER.len()..]))
+        .map_or((template, ""), |(i, _)| {
+            (&template[..i], &template[i + PLACEHOLDER.len()..])
+        })
 }
 
 /// Injects this round's hint, if any, and returns its `HINT_BLOCK` event when `events` are
@@ -296,8 +298,14 @@ mod tests {
     #[test]
     fn the_template_splits_at_its_first_placeholder() {
         assert_eq!(split_template("<s>{runtime_state}</s>"), ("<s>", "</s>"));
-        assert_eq!(split_template("{a} {runtime} {runtime_state}!"), ("{a} {runtime} ", "!"));
-        assert_eq!(split_template("{runtime_state}{runtime_state}"), ("", "{runtime_state}"));
+        assert_eq!(
+            split_template("{a} {runtime} {runtime_state}!"),
+            ("{a} {runtime} ", "!")
+        );
+        assert_eq!(
+            split_template("{runtime_state}{runtime_state}"),
+            ("", "{runtime_state}")
+        );
         assert_eq!(split_template("no placeholder {"), ("no placeholder {", ""));
         assert_eq!(split_template("é{runtime_state}ü"), ("é", "ü"));
     }
