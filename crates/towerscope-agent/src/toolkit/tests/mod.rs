@@ -217,6 +217,50 @@ fn prepare_repairs_and_coerces() {
     );
 }
 
+/// Add two integers (a struct of scalars: its schema is a flat object).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // read through serde only
+struct Add {
+    /// First operand.
+    a: i64,
+    /// Second operand.
+    b: i64,
+    /// A note.
+    #[serde(default)]
+    note: String,
+}
+
+#[test]
+fn an_input_that_fits_a_flat_schema_is_handed_on_and_the_others_are_checked_as_before() {
+    let tool = FunctionTool::new("add", |args: Add| async move { (args.a + args.b).to_string() });
+    let compiled = CompiledSchema::new(tool.input_schema().clone()).unwrap();
+    assert!(
+        compiled.accepts_as_is(&json!({"a": 1, "b": 2})),
+        "the derived schema is flat"
+    );
+    let mut toolkit = Toolkit::new();
+    toolkit.add(tool);
+    let prepare = |input: &str| toolkit.prepare(&call("add", input), &[]).map(|p| p.input);
+    // Fits: passed on as parsed.
+    assert_eq!(prepare(r#"{"a": 1, "b": -2}"#).unwrap(), json!({"a": 1, "b": -2}));
+    // Needs coercion: the general path coerces, as before.
+    assert_eq!(prepare(r#"{"a": "1", "b": 2.0}"#).unwrap(), json!({"a": 1, "b": 2}));
+    // Does not fit: the validator words the error, as before.
+    assert_eq!(
+        prepare(r#"{"a": 1}"#).unwrap_err(),
+        "Input validation failed for tool 'add': 'b' is a required property (at $)"
+    );
+    assert_eq!(
+        prepare(r#"{"a": 1, "b": 2, "c": 3}"#).unwrap_err(),
+        "Input validation failed for tool 'add': Additional properties are not allowed ('c' was unexpected) (at $)"
+    );
+    assert_eq!(
+        prepare(r#"{"a": 1, "b": true}"#).unwrap_err(),
+        "Input validation failed for tool 'add': True is not of type 'integer' (at $.b)"
+    );
+}
+
 #[tokio::test]
 async fn a_call_streams_chunks_then_one_response() {
     let toolkit = grouped();
