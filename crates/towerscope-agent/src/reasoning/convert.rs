@@ -119,7 +119,9 @@ pub(crate) struct ChunkConverter {
     data: Vec<Id>,
     /// Every block id opened during this model call (for a restart).
     opened: Vec<Id>,
-    ids: CallIds,
+    /// The ids as renamed so far in this answer: a copy of `ids_before` made at the first
+    /// streamed tool call (a whole answer, the common case, never needs one).
+    ids: Option<CallIds>,
     ids_before: CallIds,
     partial: Vec<ContentBlock>,
 }
@@ -136,15 +138,16 @@ impl ChunkConverter {
             tools: Vec::new(),
             data: Vec::new(),
             opened: Vec::new(),
-            ids_before: ids.clone(),
-            ids,
+            ids: None,
+            ids_before: ids,
             partial: Vec::new(),
         }
     }
 
-    /// The ids as they were before this answer, to rename a whole answer the same way.
-    pub(crate) fn ids_before(&self) -> CallIds {
-        self.ids_before.clone()
+    /// The ids as they were before this answer, to rename a whole answer the same way; taken
+    /// when the answer is settled (the converter renames nothing after that).
+    pub(crate) fn take_ids_before(&mut self) -> CallIds {
+        std::mem::take(&mut self.ids_before)
     }
 
     /// What was streamed so far, as blocks.
@@ -248,7 +251,8 @@ impl ChunkConverter {
                             let reply_id = &self.reply_id;
                             self.push(out, || ToolCallEndEvent::new(reply_id, ended.id).into());
                         }
-                        let id = self.ids.assign(&call.id);
+                        let before = &self.ids_before;
+                        let id = self.ids.get_or_insert_with(|| before.clone()).assign(&call.id);
                         self.opened.push(id.clone());
                         self.partial.push(ToolCallBlock::new(&id, &call.name, "").into());
                         let reply_id = &self.reply_id;
@@ -326,7 +330,7 @@ impl ChunkConverter {
         self.tools.clear();
         self.data.clear();
         self.partial.clear();
-        self.ids = self.ids_before.clone();
+        self.ids = None;
         std::mem::take(&mut self.opened)
     }
 

@@ -394,7 +394,7 @@ fn finish(
     )?;
     let usage = completed.usage.as_ref().map(|u| u.to_usage()).unwrap_or_default();
     let finished_reason = completed.finished_reason;
-    let ids = answer.converter.ids_before();
+    let ids = answer.converter.take_ids_before();
     answer.settled = true;
     Ok((save(runtime, ctx, completed, &usage, ids), usage, finished_reason))
 }
