@@ -335,6 +335,7 @@ async fn truncate(runtime: &Runtime, config: &towerscope_core::ContextConfig, re
     Box::pin(cut(runtime, result, split)).await;
 }
 
+/// Keeps the part of `result` that fits, offloading the rest first when an offloader is set.
 async fn cut(runtime: &Runtime, result: &mut ToolResultBlock, split: compress::Split) {
     let mut note = String::new();
     if let Some(offloader) = &runtime.offloader {
