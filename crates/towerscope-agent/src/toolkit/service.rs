@@ -10,7 +10,9 @@ use std::task::{Context, Poll};
 
 use futures_core::Stream;
 use serde_json::Map;
-use towerscope_core::{ActingRequest, AgentError, ToolChunk, ToolItem, ToolResponse, ToolResultState, ToolStream};
+use towerscope_core::{
+    ActingRequest, AgentError, ToolCallBlock, ToolChunk, ToolItem, ToolResponse, ToolResultState, ToolStream,
+};
 
 use super::group::ActiveToolGroups;
 use super::{ToolChunkStream, Toolkit};
@@ -58,35 +60,35 @@ impl ToolkitService {
     pub fn run(&self, req: ActingRequest) -> ToolStream {
         let toolkit = &*self.toolkit;
         let (ctx, tool_call, _, input) = req.into_parts();
-        let name = tool_call.name.clone();
+        let name = tool_call.name.as_str();
         let response = ToolResponse {
             content: Vec::new(),
             state: ToolResultState::Success,
             metadata: Map::new(),
             id: tool_call.id.clone(),
         };
-        let Some(entry) = toolkit.entry(&name) else {
+        let Some(entry) = toolkit.entry(name) else {
             let message = format!("ToolNotFoundError: The tool named '{name}' doesn't exist.");
-            return Box::pin(ToolCallStream::failed(name, response, message));
+            return Box::pin(ToolCallStream::failed(tool_call, response, message));
         };
         let input = match input {
             Some(input) => Arc::unwrap_or_clone(input),
             None => match entry.parse(&tool_call.input, toolkit.input_limits()) {
                 Ok(input) => input,
-                Err(message) => return Box::pin(ToolCallStream::failed(name, response, message)),
+                Err(message) => return Box::pin(ToolCallStream::failed(tool_call, response, message)),
             },
         };
-        if let Some(reset) = toolkit.reset_tool(&name) {
+        if let Some(reset) = toolkit.reset_tool(name) {
             let previous = ctx.get::<ActiveToolGroups>();
             let chunk = reset.run(&input, previous.as_ref().map(|p| &*p.0));
             let stream: ToolChunkStream = Box::pin(futures_util::stream::iter([Ok(chunk)]));
-            return Box::pin(ToolCallStream::running(name, response, stream));
+            return Box::pin(ToolCallStream::running(tool_call, response, stream));
         }
         match catch_unwind(AssertUnwindSafe(|| entry.tool.call(input))) {
-            Ok(stream) => Box::pin(ToolCallStream::running(name, response, stream)),
+            Ok(stream) => Box::pin(ToolCallStream::running(tool_call, response, stream)),
             Err(payload) => {
-                let message = panic_message(&name, &*payload);
-                Box::pin(ToolCallStream::failed(name, response, message))
+                let message = panic_message(name, &*payload);
+                Box::pin(ToolCallStream::failed(tool_call, response, message))
             }
         }
     }
@@ -128,8 +130,8 @@ impl tower::Service<ActingRequest> for ToolkitService {
 
 /// One call's stream: the tool's chunks as they come, then the merged response.
 struct ToolCallStream {
-    /// The tool's name, for the panic message.
-    name: String,
+    /// The call (its tool's name, for the panic message), shared with the request: no copy.
+    call: Arc<ToolCallBlock>,
     /// The tool's stream, until it ends, fails or panics.
     inner: Option<ToolChunkStream>,
     /// A chunk to yield before anything else (the error of a call that could not start).
@@ -139,20 +141,20 @@ struct ToolCallStream {
 }
 
 impl ToolCallStream {
-    fn running(name: String, response: ToolResponse, inner: ToolChunkStream) -> Self {
+    fn running(call: Arc<ToolCallBlock>, response: ToolResponse, inner: ToolChunkStream) -> Self {
         Self {
-            name,
+            call,
             inner: Some(inner),
             queued: None,
             response: Some(response),
         }
     }
 
-    fn failed(name: String, mut response: ToolResponse, message: String) -> Self {
+    fn failed(call: Arc<ToolCallBlock>, mut response: ToolResponse, message: String) -> Self {
         let chunk = error_chunk(message);
         response.append_chunk(&chunk);
         Self {
-            name,
+            call,
             inner: None,
             queued: Some(chunk),
             response: Some(response),
@@ -190,7 +192,7 @@ impl Stream for ToolCallStream {
                 return Poll::Ready(this.response.take().map(|r| Ok(ToolItem::Response(r))));
             }
             Err(payload) => {
-                let message = panic_message(&this.name, &*payload);
+                let message = panic_message(&this.call.name, &*payload);
                 this.stop();
                 error_chunk(message)
             }
