@@ -99,12 +99,19 @@ struct CachedSchemas {
 /// (`Arc<Toolkit>`) with the agent.
 pub struct Toolkit {
     entries: Vec<Entry>,
+    /// The entries by name, once there are [`INDEXED_FROM`] or more; empty (no table) below,
+    /// where a lookup compares names.
     index: HashMap<String, usize>,
     groups: Vec<ToolGroup>,
     reset: Option<(Arc<ResetTools>, Entry)>,
     cache: Mutex<Vec<CachedSchemas>>,
     limits: InputLimits,
 }
+
+/// From this many tools on, names are hashed. Below, a lookup compares names: cheaper than
+/// hashing one (SipHash costs hundreds of instructions, and a call looks its tool up several
+/// times), and an agent with a few tools keeps no table.
+const INDEXED_FROM: usize = 9;
 
 impl Toolkit {
     /// An empty toolkit with its `basic` group.
@@ -186,19 +193,23 @@ impl Toolkit {
         if name == RESET_TOOLS {
             tracing::warn!("a tool named '{RESET_TOOLS}' replaces the toolkit's meta tool of the same name");
         }
-        match self.index.get(&name) {
-            Some(&i) => {
+        match self.position(&name) {
+            Some(i) => {
                 tracing::warn!(tool = %name, "a tool of this name was already registered; it is replaced");
                 self.entries[i] = entry;
             }
             None => {
-                self.index.insert(name, self.entries.len());
                 if self.entries.is_empty() {
                     // An agent often has one tool: room for four (the first growth) would be
                     // kept by every agent built with it.
                     self.entries.reserve_exact(1);
                 }
                 self.entries.push(entry);
+                if self.index.is_empty() {
+                    self.reindex();
+                } else {
+                    self.index.insert(name, self.entries.len() - 1);
+                }
             }
         }
         self.clear_cache();
@@ -207,13 +218,33 @@ impl Toolkit {
 
     /// Removes a tool, returning it.
     pub fn remove(&mut self, name: &str) -> Option<Arc<dyn Tool>> {
-        let i = self.index.remove(name)?;
+        let i = self.position(name)?;
         let entry = self.entries.remove(i);
-        for slot in self.index.values_mut().filter(|slot| **slot > i) {
-            *slot -= 1;
-        }
+        self.reindex();
         self.clear_cache();
         Some(entry.tool)
+    }
+
+    /// Where the tool `name` is in `entries`.
+    fn position(&self, name: &str) -> Option<usize> {
+        if self.index.is_empty() {
+            self.entries.iter().position(|e| e.info.name == name)
+        } else {
+            self.index.get(name).copied()
+        }
+    }
+
+    /// Builds the index from `entries` when there are enough of them to hash, else drops it.
+    fn reindex(&mut self) {
+        self.index = if self.entries.len() >= INDEXED_FROM {
+            self.entries
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (e.info.name.clone(), i))
+                .collect()
+        } else {
+            HashMap::new()
+        };
     }
 
     /// Creates a group (inactive at the start), or updates the description and instructions of
@@ -293,13 +324,7 @@ impl Toolkit {
     }
 
     pub(super) fn entry(&self, name: &str) -> Option<&Entry> {
-        // A few tools: comparing names is cheaper than hashing one (SipHash costs hundreds of
-        // instructions per lookup, and a call looks its tool up several times).
-        let found = if self.entries.len() <= 8 {
-            self.entries.iter().find(|e| e.info.name == name)
-        } else {
-            self.index.get(name).and_then(|&i| self.entries.get(i))
-        };
+        let found = self.position(name).and_then(|i| self.entries.get(i));
         match found {
             Some(entry) => Some(entry),
             None if name == RESET_TOOLS => self.reset.as_ref().map(|(_, entry)| entry),
@@ -316,7 +341,7 @@ impl Toolkit {
 
     pub(super) fn reset_tool(&self, name: &str) -> Option<&ResetTools> {
         match &self.reset {
-            Some((reset, _)) if name == RESET_TOOLS && !self.index.contains_key(name) => Some(reset),
+            Some((reset, _)) if name == RESET_TOOLS && self.position(name).is_none() => Some(reset),
             _ => None,
         }
     }
@@ -362,7 +387,7 @@ impl Toolkit {
         let reset = self
             .reset
             .as_ref()
-            .filter(|_| !self.index.contains_key(RESET_TOOLS))
+            .filter(|_| self.position(RESET_TOOLS).is_none())
             .map(|(_, e)| e);
         tools.chain(reset).map(|e| e.schema.clone()).collect()
     }

@@ -161,6 +161,38 @@ fn registry_basics() {
 }
 
 #[test]
+fn tools_are_found_by_name_with_few_or_many_and_after_removals() {
+    let mut toolkit = Toolkit::new();
+    let names: Vec<String> = (0..12).map(|i| format!("t{i}")).collect();
+    for (n, name) in names.iter().enumerate() {
+        toolkit.add(echo(name));
+        // Across the point where names start being hashed, every tool added so far is found.
+        for earlier in &names[..=n] {
+            assert_eq!(
+                toolkit.get(earlier).map(|t| t.name().to_owned()).as_ref(),
+                Some(earlier)
+            );
+        }
+        assert!(toolkit.get("missing").is_none());
+    }
+    // A replacement keeps its place; a removal shifts the ones after it, back below the point.
+    toolkit.add(echo("t3").read_only(true));
+    assert!(toolkit.info("t3").unwrap().read_only);
+    assert_eq!(toolkit.len(), 12);
+    for name in ["t0", "t5", "t11", "t7"] {
+        assert!(toolkit.remove(name).is_some());
+        assert!(toolkit.get(name).is_none());
+    }
+    assert!(toolkit.remove("t0").is_none());
+    let left: Vec<String> = toolkit.tools().map(|t| t.name().to_owned()).collect();
+    assert_eq!(left, ["t1", "t2", "t3", "t4", "t6", "t8", "t9", "t10"]);
+    for name in &left {
+        assert_eq!(toolkit.get(name).map(|t| t.name().to_owned()).as_ref(), Some(name));
+    }
+    assert!(toolkit.prepare(&call("t9", "{}"), &[]).is_ok());
+}
+
+#[test]
 fn prepare_reports_the_reference_errors() {
     let toolkit = grouped();
     assert_eq!(
