@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::coerce::coerce_to_schema;
-use super::json_repair::{parse_repaired, parse_within};
+use super::json_repair::parse_repaired;
 use super::validate::{CompiledSchema, ValidationError, validate};
 
 /// Bounds on a tool call's raw arguments, checked before anything parses them, so that a model's
@@ -115,9 +115,14 @@ impl Default for InputLimits {
 /// Keywords the validator does not enforce are ignored here; the [`Toolkit`](super::Toolkit)
 /// refuses them when a tool is added.
 pub fn parse_input(name: &str, raw: &str, schema: &Value) -> Result<Value, String> {
-    parse_checked(name, raw, schema, &InputLimits::default(), |input| {
-        validate(input, schema)
-    })
+    parse_checked(
+        name,
+        raw,
+        schema,
+        &InputLimits::default(),
+        |_| false,
+        |input| validate(input, schema),
+    )
 }
 
 /// [`parse_input`] with a compiled schema and given limits, as the toolkit runs it. An input
@@ -129,27 +134,32 @@ pub(crate) fn parse_compiled(
     schema: &CompiledSchema,
     limits: &InputLimits,
 ) -> Result<Value, String> {
-    let mut input = parse_repaired(raw, limits)
-        .map_err(|message| format!("Input validation failed for tool '{name}': {message} (at $)"))?;
-    if schema.accepts_as_is(&input) {
-        return Ok(input);
-    }
-    coerce_to_schema(&mut input, schema.schema());
-    schema
-        .validate(&input)
-        .map_err(|e| format!("Input validation failed for tool '{name}': {e}"))?;
-    Ok(input)
+    parse_checked(
+        name,
+        raw,
+        schema.schema(),
+        limits,
+        |input| schema.accepts_as_is(input),
+        |input| schema.validate(input),
+    )
 }
 
+/// Parses (and repairs) `raw`; unless `fits` says it is already what `schema` asks for,
+/// coerces it to `schema` and validates it.
 fn parse_checked(
     name: &str,
     raw: &str,
     schema: &Value,
     limits: &InputLimits,
+    fits: impl FnOnce(&Value) -> bool,
     validate: impl FnOnce(&Value) -> Result<(), ValidationError>,
 ) -> Result<Value, String> {
-    let input = parse_within(raw, schema, limits)
+    let mut input = parse_repaired(raw, limits)
         .map_err(|message| format!("Input validation failed for tool '{name}': {message} (at $)"))?;
+    if fits(&input) {
+        return Ok(input);
+    }
+    coerce_to_schema(&mut input, schema);
     validate(&input).map_err(|e| format!("Input validation failed for tool '{name}': {e}"))?;
     Ok(input)
 }

@@ -42,18 +42,13 @@ use super::coerce::coerce_to_schema;
 /// # Ok::<(), String>(())
 /// ```
 pub fn parse_with_repair(raw: &str, schema: &Value) -> Result<Value, String> {
-    parse_within(raw, schema, &InputLimits::default())
-}
-
-/// [`parse_with_repair`] within given limits.
-pub(crate) fn parse_within(raw: &str, schema: &Value, limits: &InputLimits) -> Result<Value, String> {
-    let mut value = parse_repaired(raw, limits)?;
+    let mut value = parse_repaired(raw, &InputLimits::default())?;
     coerce_to_schema(&mut value, schema);
     Ok(value)
 }
 
-/// The parsing half of [`parse_within`]: the limits checked, the text parsed or repaired, no
-/// coercion.
+/// The parsing half of [`parse_with_repair`]: the limits checked, the text parsed or repaired,
+/// no coercion.
 pub(crate) fn parse_repaired(raw: &str, limits: &InputLimits) -> Result<Value, String> {
     limits.check(raw)?;
     let text = raw.trim();
