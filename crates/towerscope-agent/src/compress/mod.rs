@@ -65,15 +65,14 @@ mod tool;
 mod truncate;
 
 use std::collections::HashSet;
-use std::future::Ready;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
-use futures_util::future::{BoxFuture, Either};
+use futures_util::future::BoxFuture;
 use tower::Service;
 use towerscope_core::{
-    AgentContext, AgentError, CompressRequest, ContentBlock, ContextConfig, HintBlock, Id, Messages, ModelCallRequest,
-    ModelOutput, ModelRef, Msg, SystemPromptFold, ToolSchema,
+    AgentContext, AgentError, CompressRequest, ContentBlock, ContextConfig, ErasedFuture, HintBlock, Id, Messages,
+    ModelCallRequest, ModelOutput, ModelRef, Msg, SystemPromptFold, ToolSchema,
 };
 
 use crate::clock::{Clock, Timezone};
@@ -141,7 +140,7 @@ where
 {
     type Response = ();
     type Error = AgentError;
-    type Future = Either<Ready<Result<(), AgentError>>, BoxFuture<'static, Result<(), AgentError>>>;
+    type Future = ErasedFuture<()>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), AgentError>> {
         Poll::Ready(Ok(()))
@@ -149,13 +148,13 @@ where
 
     fn call(&mut self, req: CompressRequest) -> Self::Future {
         let Some(config) = req.config.or_else(|| self.shared.config.clone()) else {
-            return Either::Left(std::future::ready(Ok(())));
+            return ErasedFuture::ready(Ok(()));
         };
         let shared = Arc::clone(&self.shared);
         let model_call = self.model_call.clone();
-        Either::Right(Box::pin(async move {
-            compress(&shared, model_call, &req.ctx, &config, req.instructions).await
-        }))
+        ErasedFuture::from(Box::pin(
+            async move { compress(&shared, model_call, &req.ctx, &config, req.instructions).await },
+        ) as BoxFuture<'static, _>)
     }
 }
 

@@ -145,7 +145,7 @@ impl Future for NoteUnwrappedFuture {
     type Output = Result<EventStream, AgentError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let answer = std::task::ready!(self.inner.as_mut().poll(cx));
+        let answer = std::task::ready!(Pin::new(&mut self.inner).poll(cx));
         if let (Ok(stream), Some(plan)) = (&answer, &self.plan) {
             plan.answered_reply_stream(stream);
         }
@@ -233,7 +233,7 @@ fn run<'a>(
                             instructions: None,
                             config: None,
                         };
-                        position.clone().oneshot(request).await?;
+                        crate::positions::call_now(position.clone(), request).await?;
                     }
                     // Not `if let`: its scrutinee (an event) would stay in the loop's future.
                     let hint = crate::hints::inject(runtime, &round, emit.wants(EventType::HintBlock));

@@ -8,11 +8,13 @@
 //! behind an `Arc` and clones only the outermost layer (whose inner service is again an
 //! `ErasedService`, so the clone stays shallow) at the start of each call. Each call costs one
 //! boxed future per erased boundary, except where a layer forwards its inner service's future
-//! unchanged: that future is already erased and passes through without a new allocation.
+//! unchanged (that future is already erased and passes through without a new allocation) and
+//! where the service answers with a [`Ready`] future: its result is held as it is, unboxed
+//! (most positions' implementations answer at once, with a stream or a decision).
 
 use std::any::Any;
 use std::fmt;
-use std::future::{Future, poll_fn};
+use std::future::{Future, Ready, poll_fn};
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -23,8 +25,113 @@ use tower_service::Service;
 
 use crate::AgentError;
 
-/// The future of an [`ErasedService`].
-pub type ErasedFuture<Resp> = Pin<Box<dyn Future<Output = Result<Resp, AgentError>> + Send>>;
+/// The future of an [`ErasedService`]: a response known at once, held as it is, or a boxed
+/// future (an error known at once is boxed: errors are rare, and holding one inline would make
+/// every erased future as large as [`AgentError`]).
+///
+/// A layer that forwards its inner erased service's future hands this type on unchanged, and
+/// the boundary above it passes it through without boxing it again. Make one with
+/// [`ErasedFuture::new`], [`ErasedFuture::ready`] or `From` a boxed future.
+///
+/// ```
+/// use towerscope_core::{AgentError, ErasedFuture};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), AgentError> {
+/// let now: ErasedFuture<u32> = ErasedFuture::ready(Ok(1));
+/// let later: ErasedFuture<u32> = ErasedFuture::new(async { Ok(2) });
+/// assert_eq!(now.await? + later.await?, 3);
+/// # Ok(())
+/// # }
+/// ```
+#[must_use = "futures do nothing unless polled"]
+pub struct ErasedFuture<Resp> {
+    state: State<Resp>,
+}
+
+enum State<Resp> {
+    Ready(Option<Resp>),
+    Failed(Option<Box<AgentError>>),
+    Boxed(BoxedFuture<Resp>),
+}
+
+type BoxedFuture<Resp> = Pin<Box<dyn Future<Output = Result<Resp, AgentError>> + Send>>;
+
+impl<Resp> ErasedFuture<Resp> {
+    /// Erases `future`: boxes it, unless it already is an `ErasedFuture` (returned as is) or a
+    /// [`Ready`] future (its result is held unboxed).
+    #[inline(always)]
+    pub fn new<F>(future: F) -> Self
+    where
+        F: Future<Output = Result<Resp, AgentError>> + Send + 'static,
+        Resp: 'static,
+    {
+        let mut slot = Some(future);
+        let any = &mut slot as &mut dyn Any;
+        if let Some(erased) = any.downcast_mut::<Option<ErasedFuture<Resp>>>().and_then(Option::take) {
+            return erased;
+        }
+        if let Some(ready) = any
+            .downcast_mut::<Option<Ready<Result<Resp, AgentError>>>>()
+            .and_then(Option::take)
+        {
+            return Self::ready(ready.into_inner());
+        }
+        match slot {
+            Some(future) => Self::from(Box::pin(future) as BoxedFuture<Resp>),
+            None => Self::ready(Err(AgentError::Middleware(
+                "an erased future was taken twice".to_owned(),
+            ))),
+        }
+    }
+
+    /// A future that answers `result` at its first poll; an `Ok` response is held with no
+    /// allocation.
+    pub fn ready(result: Result<Resp, AgentError>) -> Self {
+        let state = match result {
+            Ok(response) => State::Ready(Some(response)),
+            Err(err) => State::Failed(Some(Box::new(err))),
+        };
+        Self { state }
+    }
+}
+
+impl<Resp> From<Pin<Box<dyn Future<Output = Result<Resp, AgentError>> + Send>>> for ErasedFuture<Resp> {
+    fn from(boxed: Pin<Box<dyn Future<Output = Result<Resp, AgentError>> + Send>>) -> Self {
+        Self {
+            state: State::Boxed(boxed),
+        }
+    }
+}
+
+// The result is only ever moved out, never pinned in place.
+impl<Resp> Unpin for ErasedFuture<Resp> {}
+
+impl<Resp> Future for ErasedFuture<Resp> {
+    type Output = Result<Resp, AgentError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.state {
+            State::Ready(response) => Poll::Ready(response.take().ok_or_else(ended)),
+            State::Failed(err) => Poll::Ready(Err(err.take().map_or_else(ended, |err| *err))),
+            State::Boxed(future) => future.as_mut().poll(cx),
+        }
+    }
+}
+
+fn ended() -> AgentError {
+    AgentError::Middleware("an erased future was polled after it ended".to_owned())
+}
+
+impl<Resp> fmt::Debug for ErasedFuture<Resp> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match self.state {
+            State::Ready(_) | State::Failed(_) => "ready",
+            State::Boxed(_) => "boxed",
+        };
+        f.debug_tuple("ErasedFuture").field(&state).finish()
+    }
+}
 
 trait CallShared<Req, Resp>: Send + Sync {
     fn call_shared(&self, req: Req) -> ErasedFuture<Resp>;
@@ -43,32 +150,13 @@ where
         // no wrapper future. A service that is not ready is polled again, with the caller's
         // waker, inside the returned future.
         match svc.poll_ready(&mut Context::from_waker(Waker::noop())) {
-            Poll::Ready(Ok(())) => erase_future(svc.call(req)),
-            Poll::Ready(Err(err)) => Box::pin(async move { Err(err) }),
-            Poll::Pending => Box::pin(async move {
+            Poll::Ready(Ok(())) => ErasedFuture::new(svc.call(req)),
+            Poll::Ready(Err(err)) => ErasedFuture::ready(Err(err)),
+            Poll::Pending => ErasedFuture::new(async move {
                 poll_fn(|cx| svc.poll_ready(cx)).await?;
                 svc.call(req).await
             }),
         }
-    }
-}
-
-/// Boxes `future`, unless it already is an [`ErasedFuture`] (a layer that forwards its inner
-/// service's future, as pass-through layers do): then it is returned as is, with no allocation.
-fn erase_future<F, Resp>(future: F) -> ErasedFuture<Resp>
-where
-    F: Future<Output = Result<Resp, AgentError>> + Send + 'static,
-    Resp: 'static,
-{
-    let mut slot = Some(future);
-    if let Some(erased) = (&mut slot as &mut dyn Any).downcast_mut::<Option<ErasedFuture<Resp>>>() {
-        if let Some(erased) = erased.take() {
-            return erased;
-        }
-    }
-    match slot {
-        Some(future) => Box::pin(future),
-        None => Box::pin(async { Err(AgentError::Middleware("an erased future was taken twice".to_owned())) }),
     }
 }
 
@@ -271,5 +359,31 @@ mod tests {
         let inner = ErasedService::new(tower::service_fn(|x: u32| async move { Ok::<_, AgentError>(x + 1) }));
         let outer = ErasedService::new(Forward(inner));
         assert_eq!(outer.oneshot(1).await.ok(), Some(2));
+    }
+
+    #[tokio::test]
+    async fn a_ready_answer_is_held_unboxed_and_a_pending_one_is_boxed() {
+        let svc = ErasedService::new(tower::service_fn(|x: u32| {
+            std::future::ready(Ok::<_, AgentError>(x + 1))
+        }));
+        let fut = svc.clone().call(1);
+        assert_eq!(format!("{fut:?}"), "ErasedFuture(\"ready\")");
+        assert_eq!(fut.await.ok(), Some(2));
+
+        let svc = ErasedService::new(tower::service_fn(|x: u32| async move { Ok::<_, AgentError>(x + 1) }));
+        let fut = svc.clone().call(1);
+        assert_eq!(format!("{fut:?}"), "ErasedFuture(\"boxed\")");
+        assert_eq!(fut.await.ok(), Some(2));
+    }
+
+    #[tokio::test]
+    async fn a_ready_future_polled_again_after_its_answer_is_an_error_not_a_panic() {
+        let mut fut = ErasedFuture::ready(Ok(7u32));
+        assert_eq!(
+            std::future::poll_fn(|cx| Pin::new(&mut fut).poll(cx)).await.ok(),
+            Some(7)
+        );
+        let again = std::future::poll_fn(|cx| Pin::new(&mut fut).poll(cx)).await;
+        assert!(matches!(again, Err(AgentError::Middleware(m)) if m.contains("after it ended")));
     }
 }
