@@ -243,15 +243,23 @@ pub(crate) fn unfinished_refs(msg: &Msg) -> Vec<&ToolCallBlock> {
 
 /// What the loop does with the calls of `msg` that have no result: whether one waits for the
 /// user or an external executor, and the ones to run now (allowed ones, and pending ones
-/// unless a call waits), cloned. No list in between: the loop asks after every step.
+/// unless a call waits), cloned, in the message's order. One scan, no list in between: the
+/// loop asks after every step.
 pub(crate) fn runnable_calls(msg: &Msg) -> (bool, Vec<ToolCallBlock>) {
     let answered = Answered::of(msg);
-    let unfinished = || msg.tool_calls().filter(|c| !answered.contains(&c.id));
-    let awaiting = unfinished().any(|c| matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted));
-    let runnable = unfinished()
-        .filter(|c| c.state == ToolCallState::Allowed || (c.state == ToolCallState::Pending && !awaiting))
-        .cloned()
-        .collect();
+    let mut awaiting = false;
+    let mut runnable = Vec::new();
+    for call in msg.tool_calls().filter(|c| !answered.contains(&c.id)) {
+        match call.state {
+            ToolCallState::Asking | ToolCallState::Submitted => awaiting = true,
+            ToolCallState::Allowed | ToolCallState::Pending => runnable.push(call.clone()),
+            ToolCallState::Finished => {}
+        }
+    }
+    if awaiting {
+        // Pending calls wait with the ones that wait (rare: cloned above for nothing).
+        runnable.retain(|c| c.state == ToolCallState::Allowed);
+    }
     (awaiting, runnable)
 }
 
@@ -310,7 +318,9 @@ pub(crate) fn check_not_parked(state: &AgentState) -> Result<(), AgentError> {
 
 #[cfg(test)]
 mod tests {
-    use towerscope_core::{ContentBlock, Msg, ToolCallBlock, ToolOutput, ToolResultBlock, ToolResultState};
+    use towerscope_core::{
+        ContentBlock, Msg, ToolCallBlock, ToolCallState, ToolOutput, ToolResultBlock, ToolResultState,
+    };
 
     use super::{has_unfinished, runnable_calls, unfinished_in};
 
@@ -346,6 +356,30 @@ mod tests {
             let ids: Vec<String> = unfinished_in(&msg).iter().map(|c| c.id.to_string()).collect();
             assert_eq!(ids, [format!("c{open}")]);
             assert_eq!(runnable_calls(&msg).1.len(), 1);
+        }
+    }
+
+    #[test]
+    fn pending_calls_run_with_allowed_ones_in_order_unless_a_call_waits() {
+        let with_states = |states: &[ToolCallState]| {
+            let mut msg = message(states.len(), &[]);
+            for (block, state) in msg.content.iter_mut().zip(states) {
+                if let ContentBlock::ToolCall(call) = block {
+                    call.state = *state;
+                }
+            }
+            msg
+        };
+        let ids = |calls: Vec<ToolCallBlock>| calls.iter().map(|c| c.id.to_string()).collect::<Vec<_>>();
+        use ToolCallState::{Allowed, Asking, Finished, Pending, Submitted};
+
+        let (awaiting, runnable) = runnable_calls(&with_states(&[Pending, Allowed, Finished, Pending]));
+        assert!(!awaiting);
+        assert_eq!(ids(runnable), ["c0", "c1", "c3"]);
+        for waiting in [Asking, Submitted] {
+            let (awaiting, runnable) = runnable_calls(&with_states(&[Pending, Allowed, waiting, Allowed]));
+            assert!(awaiting, "{waiting:?}");
+            assert_eq!(ids(runnable), ["c1", "c3"], "{waiting:?}");
         }
     }
 }

@@ -59,12 +59,39 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Id(Repr);
 
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Eq, PartialOrd, Ord)]
 enum Repr {
     /// A 128-bit id, high and low halves (two `u64`s keep the type at 24 bytes).
     Number(u64, u64),
     /// Any other text.
     Text(Arc<str>),
+}
+
+impl PartialEq for Repr {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Number(hi, lo), Self::Number(other_hi, other_lo)) => hi == other_hi && lo == other_lo,
+            // A tool result's id is usually its call's, shared: the same text is not read twice.
+            (Self::Text(text), Self::Text(other)) => Arc::ptr_eq(text, other) || text == other,
+            _ => false,
+        }
+    }
+}
+
+impl std::hash::Hash for Repr {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        match self {
+            Self::Number(hi, lo) => {
+                state.write_u8(0);
+                hi.hash(state);
+                lo.hash(state);
+            }
+            Self::Text(text) => {
+                state.write_u8(1);
+                text.hash(state);
+            }
+        }
+    }
 }
 
 impl Id {
@@ -644,6 +671,23 @@ mod tests {
     use super::*;
     use std::sync::Mutex;
     use std::sync::atomic::AtomicU64;
+
+    #[test]
+    fn ids_are_equal_by_their_text_or_number_whether_shared_or_not() {
+        use std::hash::BuildHasher;
+        let state = std::collections::hash_map::RandomState::new();
+        let same = |a: &Id, b: &Id| a == b && state.hash_one(a) == state.hash_one(b);
+        let text = Id::from("call_1");
+        assert!(same(&text, &text.clone()));
+        assert!(same(&text, &Id::from("call_1")));
+        assert_ne!(text, Id::from("call_2"));
+        assert_ne!(text, Id::from("call_10"));
+        let number = Id::from_u128(7);
+        assert!(same(&number, &Id::from_u128(7)));
+        assert_ne!(number, Id::from_u128(8));
+        // A number and the text it is written as are one id: parsing keeps the number.
+        assert!(same(&number, &Id::from(number.to_string().as_str())));
+    }
 
     /// Serialises the tests that touch the process-wide factories.
     static GLOBAL: Mutex<()> = Mutex::new(());
