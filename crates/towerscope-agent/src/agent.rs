@@ -134,7 +134,7 @@ impl Agent {
             instructions,
             config: config.map(Arc::new),
         };
-        crate::positions::call_now(self.runtime.positions.compress.clone(), request).await
+        self.runtime.positions.compress.clone().oneshot(request).await
     }
 
     /// Switches the permission mode (kept in the state; the next permission check uses it).

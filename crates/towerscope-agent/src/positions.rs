@@ -30,38 +30,17 @@ use crate::state::AgentState;
 use crate::structured;
 use crate::toolkit::{Toolkit, ToolkitService};
 
-/// Calls `svc` with `req` when it is ready at once (every built position is: the innermost
-/// services and the erased stacks always are), with no [`Oneshot`](tower::util::Oneshot) around
-/// the call; else (a service of the caller's own, not ready, or failed) the way `oneshot` does,
-/// asking again with the task's waker.
-pub(crate) fn call_now<S, Req>(mut svc: S, req: Req) -> CallNow<S, Req>
-where
-    S: Service<Req>,
-{
-    match svc.poll_ready(&mut Context::from_waker(std::task::Waker::noop())) {
-        Poll::Ready(Ok(())) => futures_util::future::Either::Left(svc.call(req)),
-        _ => futures_util::future::Either::Right(tower::ServiceExt::oneshot(svc, req)),
-    }
-}
-
 /// The built `on_model_call` position.
 pub(crate) type ModelCallPosition = Position<CallModel, ModelCallRequest, ModelOutput>;
 
 /// The built `on_compress_context` position.
 pub(crate) type CompressPosition = Position<Compressor<ModelCallPosition>, CompressRequest, ()>;
 
-/// The built `on_acting` position.
-pub(crate) type ActingPosition = Position<RunTool, ActingRequest, ToolStream>;
-
-/// The future of [`call_now`].
-pub(crate) type CallNow<S, Req> =
-    futures_util::future::Either<<S as Service<Req>>::Future, tower::util::Oneshot<S, Req>>;
-
 /// The built per-round positions of one agent: each the innermost service itself when nothing
 /// is installed, or the erased stack around it.
 pub(crate) struct Positions {
     pub(crate) model_call: ModelCallPosition,
-    pub(crate) acting: ActingPosition,
+    pub(crate) acting: Position<RunTool, ActingRequest, ToolStream>,
     pub(crate) permission: Position<DecidePermission, PermissionRequest, PermissionDecision>,
     pub(crate) compress: CompressPosition,
 }

@@ -236,6 +236,65 @@ async fn a_panicking_acting_layer_fails_only_its_call() {
     );
 }
 
+/// A layer whose service panics in `call` itself, before it returns a future (a hand-written
+/// service, not an `async` block).
+#[derive(Clone)]
+struct PanicsInCall<S>(S);
+
+impl<S, Req> tower::Service<Req> for PanicsInCall<S>
+where
+    S: tower::Service<Req>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), S::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, _req: Req) -> S::Future {
+        panic!("call bug")
+    }
+}
+
+#[tokio::test]
+async fn a_layer_panicking_in_call_itself_fails_only_its_tool_call() {
+    for position in ["on_acting", "on_check_permission"] {
+        let model = ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#),
+                ScriptedResponse::text("sorry"),
+            ],
+        );
+        let builder =
+            Agent::builder("a").model(model).tool(FunctionTool::new(
+                "add",
+                |x: Add| async move { (x.a + x.b).to_string() },
+            ));
+        let agent = match position {
+            "on_acting" => builder.on_acting(tower::layer::layer_fn(PanicsInCall)),
+            _ => builder.on_check_permission(tower::layer::layer_fn(PanicsInCall)),
+        }
+        .build()
+        .unwrap();
+        let out = collect(agent.reply_stream(Msg::user("user", "1 + 2?"))).await;
+        assert_eq!(
+            out.final_text().as_deref(),
+            Some("sorry"),
+            "{position}: the reply went on"
+        );
+        let state = agent.state();
+        let result = results(state.context.last().unwrap())[0].clone();
+        assert_eq!(result.state, ToolResultState::Error, "{position}");
+        assert_eq!(
+            result.output.text_content().as_deref(),
+            Some(format!("a middleware on {position} panicked: call bug").as_str())
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_panicking_model_call_layer_ends_the_reply_with_an_error() {
     let model = ScriptedModel::new("m", [ScriptedResponse::text("fine")]);

@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use futures_util::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
+use tower::ServiceExt;
 use towerscope_core::{
     ActingRequest, AgentContext, AgentError, AgentEvent, CustomEvent, MediaBlock, PermissionDecision,
     PermissionRequest, RequireExternalExecutionEvent, RequireUserConfirmEvent, TextBlock, ToolCallBlock, ToolCallState,
@@ -96,12 +97,9 @@ pub(crate) fn execute<'a>(
             PermissionDecision::Allow
         } else {
             let request = PermissionRequest::new(ctx.clone(), Arc::clone(&call), Arc::clone(&info), Arc::clone(&input));
-            let decided = AssertUnwindSafe(crate::positions::call_now(
-                runtime.positions.permission.clone(),
-                request,
-            ))
-            .catch_unwind()
-            .await;
+            let decided = AssertUnwindSafe(runtime.positions.permission.clone().oneshot(request))
+                .catch_unwind()
+                .await;
             match decided {
                 Ok(decision) => decision?,
                 Err(payload) => {
@@ -378,13 +376,13 @@ fn apply_effects(runtime: &Runtime, call: &ToolCallBlock, response: &mut ToolRes
 }
 
 /// Opens the `on_acting` stack. A separate, boxed future: rustc cannot prove `Send` for the
-/// position's future inlined into the tool call's future (a higher-ranked lifetime
+/// `Oneshot` of the position inlined into the tool call's future (a higher-ranked lifetime
 /// limitation), so this costs one allocation per tool call.
 fn open_acting(
     runtime: &Runtime,
     request: ActingRequest,
 ) -> futures_util::future::BoxFuture<'static, Result<towerscope_core::ToolStream, AgentError>> {
-    Box::pin(crate::positions::call_now(runtime.positions.acting.clone(), request))
+    Box::pin(runtime.positions.acting.clone().oneshot(request))
 }
 
 /// The stream `on_acting` opened; else `None` for an interruption (the reply ends) or the

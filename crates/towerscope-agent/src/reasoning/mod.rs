@@ -30,6 +30,7 @@ use std::task::{Context, Poll};
 
 use futures_util::StreamExt;
 use tower::Service;
+use tower::ServiceExt;
 use towerscope_core::{
     AgentContext, AgentError, AgentEvent, ChatResponse, ChatStream, ContentBlock, EventStream, Id, ModelCallEndEvent,
     ModelCallRequest, ModelCallStartEvent, ModelFinishedReason, ModelOutput, Msg, ReasoningRequest,
@@ -256,7 +257,7 @@ pub(crate) fn reason<'a>(
             tools: tool_schemas(runtime),
             tool_choice: req.tool_choice,
         };
-        let call = crate::positions::call_now(runtime.positions.model_call.clone(), request);
+        let call = runtime.positions.model_call.clone().oneshot(request);
         let Some(output) = unless_interrupted(interrupt, &ctx, call).await else {
             return Box::pin(answer.interrupted(emit)).await;
         };

@@ -233,7 +233,7 @@ fn run<'a>(
                             instructions: None,
                             config: None,
                         };
-                        crate::positions::call_now(position.clone(), request).await?;
+                        position.clone().oneshot(request).await?;
                     }
                     // Not `if let`: its scrutinee (an event) would stay in the loop's future.
                     let hint = crate::hints::inject(runtime, &round, emit.wants(EventType::HintBlock));
