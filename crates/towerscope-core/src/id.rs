@@ -59,7 +59,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Id(Repr);
 
-#[derive(Clone, Eq, PartialOrd, Ord)]
+// `Hash` stays derived: equal pointers mean equal text, so it agrees with `eq` below.
+#[allow(clippy::derived_hash_with_manual_eq)]
+#[derive(Clone, Eq, Hash, PartialOrd, Ord)]
 enum Repr {
     /// A 128-bit id, high and low halves (two `u64`s keep the type at 24 bytes).
     Number(u64, u64),
@@ -74,22 +76,6 @@ impl PartialEq for Repr {
             // A tool result's id is usually its call's, shared: the same text is not read twice.
             (Self::Text(text), Self::Text(other)) => Arc::ptr_eq(text, other) || text == other,
             _ => false,
-        }
-    }
-}
-
-impl std::hash::Hash for Repr {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        match self {
-            Self::Number(hi, lo) => {
-                state.write_u8(0);
-                hi.hash(state);
-                lo.hash(state);
-            }
-            Self::Text(text) => {
-                state.write_u8(1);
-                text.hash(state);
-            }
         }
     }
 }

@@ -68,7 +68,6 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
-use futures_util::future::BoxFuture;
 use tower::Service;
 use towerscope_core::{
     AgentContext, AgentError, CompressRequest, ContentBlock, ContextConfig, ErasedFuture, HintBlock, Id, Messages,
@@ -152,9 +151,7 @@ where
         };
         let shared = Arc::clone(&self.shared);
         let model_call = self.model_call.clone();
-        ErasedFuture::from(Box::pin(
-            async move { compress(&shared, model_call, &req.ctx, &config, req.instructions).await },
-        ) as BoxFuture<'static, _>)
+        ErasedFuture::new(async move { compress(&shared, model_call, &req.ctx, &config, req.instructions).await })
     }
 }
 

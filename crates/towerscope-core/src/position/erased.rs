@@ -96,8 +96,8 @@ impl<Resp> ErasedFuture<Resp> {
     }
 }
 
-impl<Resp> From<Pin<Box<dyn Future<Output = Result<Resp, AgentError>> + Send>>> for ErasedFuture<Resp> {
-    fn from(boxed: Pin<Box<dyn Future<Output = Result<Resp, AgentError>> + Send>>) -> Self {
+impl<Resp> From<BoxedFuture<Resp>> for ErasedFuture<Resp> {
+    fn from(boxed: BoxedFuture<Resp>) -> Self {
         Self {
             state: State::Boxed(boxed),
         }
