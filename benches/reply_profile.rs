@@ -16,8 +16,11 @@
 //! events), `--quiet` (the `--middlewares` say they read no events), `--streamed`, `--stream-reader` (read the event stream instead of
 //! `Agent::reply`), `--no-hints` (runtime-state hints off; they are on by default, and each
 //! reply of this scenario starts from a fresh state, so each is a first reply that tells the
-//! time), `--idle N` (instead: the bytes N idle agents hold, sharing one model and one
-//! toolkit, as a service holding many conversations does).
+//! time), `--fresh` (each reply on a newly built agent with its own model and tool, as the peer
+//! scenario's many replies; the build is counted too), `--build-only` (with `--fresh`: only
+//! the builds, so that `--fresh` minus `--build-only` is the cost of an agent's first reply),
+//! `--idle N` (instead: the bytes N idle agents hold, sharing one model and one toolkit, as a
+//! service holding many conversations does).
 
 use std::alloc::System;
 
@@ -100,6 +103,16 @@ fn idle_own(count: usize) {
     });
 }
 
+/// An agent with its own model and tool, as the peer scenario's many replies build one each.
+fn fresh_agent() -> Agent {
+    Agent::builder("bench")
+        .system_prompt("You are a calculator.")
+        .model(script(false))
+        .tool(add_tool())
+        .build()
+        .expect("the agent builds")
+}
+
 fn main() {
     if let Some(count) = arg("--idle").and_then(|n| n.parse().ok()) {
         return idle(count);
@@ -140,6 +153,8 @@ fn main() {
     if !hints {
         builder = builder.hints(towerscope::agent::HintConfig::disabled());
     }
+    let fresh = flag("--fresh");
+    let build_only = flag("--build-only");
     let agent = builder.build().expect("the agent builds");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -148,6 +163,16 @@ fn main() {
     let input = Msg::user("user", "What is 1+2, 3+4 and 5+6?");
     let state = AgentState::new();
     let one = |agent: &Agent| {
+        let built;
+        let agent = if fresh {
+            built = fresh_agent();
+            if build_only {
+                return;
+            }
+            &built
+        } else {
+            agent
+        };
         agent.load_state(state.clone()).expect("idle");
         rt.block_on(async {
             if read_stream {
