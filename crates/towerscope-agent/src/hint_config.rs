@@ -193,6 +193,8 @@ pub(crate) struct Hints {
     /// Shared: agents with the default hints hold one configuration between them.
     pub(crate) config: Arc<HintConfig>,
     pub(crate) recorded: Mutex<Option<(Id, SystemTime)>>,
+    /// Where the template's `{runtime_state}` starts and ends, in bytes.
+    pub(crate) split: (usize, usize),
 }
 
 impl HintConfig {
@@ -207,6 +209,7 @@ impl HintConfig {
 impl Hints {
     pub(crate) fn new(config: Arc<HintConfig>) -> Self {
         Self {
+            split: crate::hints::placeholder_span(&config.template),
             config,
             recorded: Mutex::new(None),
         }

@@ -65,6 +65,19 @@ use crate::compress::{COMPRESS_TOOL, RoundTokens};
 use crate::hint_config::Hints;
 use crate::runtime::Runtime;
 
+/// A line's value: text, or the time (written in the configured timezone).
+enum Value<'a> {
+    Text(&'a str),
+    Time(SystemTime),
+}
+
+/// Where the template's first `{runtime_state}` starts and ends (both at its end, when it has
+/// none): computed once per agent ([`Hints::new`](crate::hint_config::Hints::new)), not per hint.
+pub(crate) fn placeholder_span(template: &str) -> (usize, usize) {
+    let (before, after) = split_template(template);
+    (before.len(), template.len() - after.len())
+}
+
 /// The template's text before and after its first `{runtime_state}` (all of it before, when it
 /// has none). Found by its `{`: a substring search would set up a searcher for every hint.
 fn split_template(template: &str) -> (&str, &str) {
@@ -102,40 +115,54 @@ pub(crate) fn inject(runtime: &Runtime, ctx: &AgentContext, events: bool) -> Opt
     if !inject_time && tasks.is_none() && context_length.is_none() && tool_error.is_none() {
         return None;
     }
-    // One string: the template around the `<key>value</key>` lines.
-    let (before, after) = split_template(&cfg.template);
+    // One string: the template around the `<key>value</key>` lines, written piece by piece
+    // (a `write!` per line went through the formatting machinery for its tags too).
+    // The span was found in this very template, so both slices are in bounds.
+    let before = cfg.template.get(..hints.split.0).unwrap_or_default();
+    let after = cfg.template.get(hints.split.1..).unwrap_or_default();
     let mut text = String::with_capacity(cfg.template.len() + 128);
     text.push_str(before);
     let mut first = true;
-    let mut line = |text: &mut String, key: &str, value: &dyn std::fmt::Display| {
+    let mut line = |text: &mut String, key: &str, value: Value<'_>| {
         if !std::mem::take(&mut first) {
             text.push('\n');
         }
-        let _ = write!(text, "<{key}>{value}</{key}>");
+        text.push('<');
+        text.push_str(key);
+        text.push('>');
+        match value {
+            Value::Text(value) => text.push_str(value),
+            Value::Time(time) => {
+                let _ = write!(text, "{}", cfg.timezone.display(time));
+            }
+        }
+        text.push_str("</");
+        text.push_str(key);
+        text.push('>');
     };
     if inject_time {
-        line(&mut text, "current-time", &cfg.timezone.display(now));
-        line(&mut text, "timezone", &cfg.timezone.name);
+        line(&mut text, "current-time", Value::Time(now));
+        line(&mut text, "timezone", Value::Text(&cfg.timezone.name));
     }
     if let Some((in_progress, pending)) = tasks {
         let tasks = format!(
             "You have {in_progress} in-progress tasks and {pending} pending tasks. Use `TaskList` to view them if you \
              don't know."
         );
-        line(&mut text, "tasks", &tasks);
+        line(&mut text, "tasks", Value::Text(&tasks));
     }
     if let Some(length) = &context_length {
-        line(&mut text, "context-length", length);
+        line(&mut text, "context-length", Value::Text(length));
     }
     if let Some((tool, count)) = tool_error {
         let hint = cfg
             .tool_retries_hint
             .replace("{tool_name}", &tool)
             .replace("{count}", &count.to_string());
-        line(&mut text, "tool-error", &hint);
+        line(&mut text, "tool-error", Value::Text(&hint));
     }
     for (key, value) in &cfg.extra_fields {
-        line(&mut text, key, value);
+        line(&mut text, key, Value::Text(value));
     }
     text.push_str(after);
     // The hint stays in the context for the rest of the conversation: without the room kept
@@ -293,7 +320,7 @@ fn context_length(runtime: &Runtime, ctx: &AgentContext, in_progress: bool) -> O
 
 #[cfg(test)]
 mod tests {
-    use super::split_template;
+    use super::{placeholder_span, split_template};
 
     #[test]
     fn the_template_splits_at_its_first_placeholder() {
@@ -308,5 +335,7 @@ mod tests {
         );
         assert_eq!(split_template("no placeholder {"), ("no placeholder {", ""));
         assert_eq!(split_template("é{runtime_state}ü"), ("é", "ü"));
+        assert_eq!(placeholder_span("é{runtime_state}ü"), (2, 17));
+        assert_eq!(placeholder_span("no placeholder"), (14, 14));
     }
 }
