@@ -2,8 +2,12 @@
 //!
 //! ```text
 //! <peer> single --replies N [--middlewares M] [--warmup W]
-//! <peer> many --n N
+//! <peer> many --n N [--workers W]
+//! <peer> floor --n N [--workers W]
 //! ```
+//!
+//! `--workers` sets the runtime's worker threads (default 2, the scenario's; 0: tokio's
+//! current-thread runtime, everything on the thread that waits for the replies).
 
 use crate::BoxError;
 
@@ -23,11 +27,21 @@ pub enum Mode {
     Many {
         /// Replies (and agents).
         n: usize,
+        /// Worker threads (0: a current-thread runtime).
+        workers: usize,
+    },
+    /// `many`'s runtime with no agent: `n` tasks that only sleep the model's delay once per
+    /// model call (the CPU the runtime itself spends on the scenario, the same for every peer).
+    Floor {
+        /// Tasks.
+        n: usize,
+        /// Worker threads (0: a current-thread runtime).
+        workers: usize,
     },
 }
 
 /// How to call the binary.
-pub const USAGE: &str = "usage: <peer> single --replies N [--middlewares M] [--warmup W]\n       <peer> many --n N";
+pub const USAGE: &str = "usage: <peer> single --replies N [--middlewares M] [--warmup W]\n       <peer> many --n N [--workers W]\n       <peer> floor --n N [--workers W]";
 
 /// Parses the arguments after the program name.
 pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Mode, BoxError> {
@@ -37,6 +51,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Mode, BoxError> {
     let mut middlewares = 0;
     let mut warmup = None;
     let mut n = None;
+    let mut workers = 2;
     while let Some(flag) = args.next() {
         let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
         let number: usize = value
@@ -47,7 +62,8 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Mode, BoxError> {
             ("single", "--replies") => replies = Some(number),
             ("single", "--middlewares") => middlewares = number,
             ("single", "--warmup") => warmup = Some(number),
-            ("many", "--n") => n = Some(number),
+            ("many" | "floor", "--n") => n = Some(number),
+            ("many" | "floor", "--workers") => workers = number,
             _ => return Err(format!("unknown option {flag} for mode {mode}\n{USAGE}").into()),
         }
     }
@@ -66,6 +82,11 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Mode, BoxError> {
         }
         "many" => Ok(Mode::Many {
             n: n.ok_or_else(|| format!("many needs --n\n{USAGE}"))?,
+            workers,
+        }),
+        "floor" => Ok(Mode::Floor {
+            n: n.ok_or_else(|| format!("floor needs --n\n{USAGE}"))?,
+            workers,
         }),
         other => Err(format!("unknown mode {other:?}\n{USAGE}").into()),
     }
@@ -89,7 +110,14 @@ mod tests {
                 warmup: 400
             })
         );
-        assert_eq!(parse(args("many --n 1000")).ok(), Some(Mode::Many { n: 1000 }));
+        assert_eq!(
+            parse(args("many --n 1000")).ok(),
+            Some(Mode::Many { n: 1000, workers: 2 })
+        );
+        assert_eq!(
+            parse(args("floor --n 1000 --workers 0")).ok(),
+            Some(Mode::Floor { n: 1000, workers: 0 })
+        );
     }
 
     #[test]
@@ -98,6 +126,8 @@ mod tests {
         assert!(parse(args("single --replies x")).is_err());
         assert!(parse(args("many --replies 3")).is_err());
         assert!(parse(args("many --n")).is_err());
+        assert!(parse(args("floor")).is_err());
+        assert!(parse(args("single --replies 3 --workers 1")).is_err());
         assert!(parse(args("both")).is_err());
     }
 }

@@ -18,9 +18,11 @@
 //! - `single --replies N --middlewares M [--warmup W]`: replies one at a time on a
 //!   current-thread tokio runtime: per-reply median/p10/p90, allocations and bytes per reply
 //!   (the counting allocator in [`alloc`]) and the live bytes of one idle agent.
-//! - `many --n N`: N replies in flight at once, each on its own agent, the model sleeping 50 ms
-//!   before each answer, on a multi-thread runtime with 2 workers: wall time, peak RSS and CPU
-//!   time per reply.
+//! - `many --n N [--workers W]`: N replies in flight at once, each on its own agent, the model
+//!   sleeping 50 ms before each answer, on a multi-thread runtime with 2 workers (`--workers`
+//!   changes that; 0 is the current-thread runtime): wall time, peak RSS and CPU time per reply.
+//! - `floor --n N [--workers W]`: the same runtime and N tasks that only sleep 50 ms four times,
+//!   with no agent: the CPU per reply that the runtime spends whatever the framework.
 
 pub mod alloc;
 pub mod calls;

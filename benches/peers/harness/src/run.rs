@@ -1,4 +1,5 @@
-//! The two modes: one reply at a time, and many replies in flight.
+//! The modes: one reply at a time, many replies in flight, and the runtime's floor under the
+//! second.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -13,6 +14,9 @@ use crate::{BoxError, FINAL_TEXT, Peer, Setup};
 /// Agents built to measure the live bytes of one idle agent.
 const IDLE_AGENTS: usize = 1000;
 
+/// Model calls per reply in the scenario.
+const MODEL_CALLS: usize = 4;
+
 /// How long the scripted model sleeps before each answer in `many` mode.
 const MANY_MODEL_DELAY: Duration = Duration::from_millis(50);
 
@@ -25,7 +29,8 @@ pub fn main<P: Peer>() -> ExitCode {
             middlewares,
             warmup,
         } => single::<P>(replies, middlewares, warmup),
-        Mode::Many { n } => many::<P>(n),
+        Mode::Many { n, workers } => many::<P>(n, workers),
+        Mode::Floor { n, workers } => floor::<P>(n, workers),
     });
     match result {
         Ok(line) => {
@@ -109,18 +114,29 @@ fn single<P: Peer>(replies: usize, middlewares: usize, warmup: usize) -> Result<
             .fixed("allocs_per_reply", used.allocs as f64 / replies as f64, 1)
             .fixed("bytes_per_reply", used.bytes as f64 / replies as f64, 0)
             .fixed("idle_agent_bytes", idle_bytes, 0)
-            .num("model_calls_per_reply", 4.0)
+            .num("model_calls_per_reply", MODEL_CALLS as f64)
             .num("tool_calls_per_reply", 3.0)
             .finish())
     })
 }
 
-fn many<P: Peer>(n: usize) -> Result<String, BoxError> {
+/// The runtime of `many`: tokio's multi-thread scheduler with `workers` workers (the scenario's
+/// is 2), or its current-thread one for 0.
+fn many_runtime(workers: usize) -> Result<tokio::runtime::Runtime, BoxError> {
+    let mut builder = match workers {
+        0 => tokio::runtime::Builder::new_current_thread(),
+        w => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(w);
+            b
+        }
+    };
+    Ok(builder.enable_all().build()?)
+}
+
+fn many<P: Peer>(n: usize, workers: usize) -> Result<String, BoxError> {
     set_counting(false);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let rt = many_runtime(workers)?;
     let setup = Setup {
         middlewares: 0,
         model_delay: Some(MANY_MODEL_DELAY),
@@ -152,12 +168,47 @@ fn many<P: Peer>(n: usize) -> Result<String, BoxError> {
         }
         Ok(header::<P>("many")
             .num("n", n as f64)
+            .num("workers", workers as f64)
             .fixed("model_delay_ms", MANY_MODEL_DELAY.as_secs_f64() * 1e3, 0)
             .fixed("wall_s", wall_s, 3)
             .fixed("peak_rss_mb", peak_rss_mib()?, 1)
             .fixed("cpu_s", cpu_s, 3)
             .fixed("cpu_us_per_reply", cpu_s * 1e6 / n as f64, 1)
             .fixed("build_s", build_s, 3)
+            .finish())
+    })
+}
+
+/// `many` without the agent: `n` tasks spawned at once, each sleeping the model's delay once
+/// per model call of a reply. What this costs per task is the floor of `many`'s CPU per reply,
+/// spent by the runtime whatever the framework.
+fn floor<P: Peer>(n: usize, workers: usize) -> Result<String, BoxError> {
+    set_counting(false);
+    let rt = many_runtime(workers)?;
+    rt.block_on(async {
+        let cpu_before = cpu_seconds()?;
+        let start = Instant::now();
+        let tasks: Vec<_> = (0..n)
+            .map(|_| {
+                tokio::spawn(async {
+                    for _ in 0..MODEL_CALLS {
+                        tokio::time::sleep(MANY_MODEL_DELAY).await;
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await?;
+        }
+        let wall_s = start.elapsed().as_secs_f64();
+        let cpu_s = cpu_seconds()? - cpu_before;
+        Ok(header::<P>("floor")
+            .num("n", n as f64)
+            .num("workers", workers as f64)
+            .fixed("model_delay_ms", MANY_MODEL_DELAY.as_secs_f64() * 1e3, 0)
+            .fixed("wall_s", wall_s, 3)
+            .fixed("cpu_s", cpu_s, 3)
+            .fixed("cpu_us_per_reply", cpu_s * 1e6 / n as f64, 1)
             .finish())
     })
 }
