@@ -346,10 +346,11 @@ impl AgentBuilder {
                 })
                 .map_err(|e| AgentError::validation(format!("agent '{}': ContextConfig: {e}", self.name)))?;
         }
-        let hints = self.hints.map_or_else(HintConfig::shared_default, Arc::new);
-        hints
-            .validate()
-            .map_err(|e| AgentError::validation(format!("agent '{}': HintConfig: {e}", self.name)))?;
+        let (hints, hint_split) = match self.hints {
+            None => HintConfig::shared_default(),
+            Some(config) => config.validate().map(|span| (Arc::new(config), span)),
+        }
+        .map_err(|e| AgentError::validation(format!("agent '{}': HintConfig: {e}", self.name)))?;
         let toolkit = self.toolkit;
         let mut state = self.state.unwrap_or_else(|| AgentState {
             activated_groups: toolkit.default_active_groups(),
@@ -436,7 +437,7 @@ impl AgentBuilder {
             context,
             counter,
             offloader: self.offloader,
-            hints: hints.enabled.then(|| crate::hint_config::Hints::new(hints)),
+            hints: hints.enabled.then(|| crate::hint_config::Hints::new(hints, hint_split)),
         });
         let reasoning = stacks.reasoning.build(ReasoningStep {
             runtime: Arc::clone(&runtime),

@@ -168,22 +168,31 @@ impl HintConfig {
         self
     }
 
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    /// Checks the configuration; returns where the template's `{runtime_state}` starts and ends,
+    /// in bytes (found once here, not at every hint).
+    pub(crate) fn validate(&self) -> Result<Span, String> {
         if self.tool_retries_limit < 3 {
             return Err(format!(
                 "tool_retries_limit must be at least 3, got {}.",
                 self.tool_retries_limit
             ));
         }
-        if !self.template.contains("{runtime_state}") {
+        let span = crate::hints::placeholder_span(&self.template);
+        if span.0 == span.1 {
             return Err(format!(
                 "The injection template must contain the '{{runtime_state}}' placeholder, got {:?}.",
                 self.template
             ));
         }
-        Ok(())
+        Ok(span)
     }
 }
+
+/// Where a template's `{runtime_state}` starts and ends, in bytes.
+pub(crate) type Span = (usize, usize);
+
+/// A checked configuration, shared, with its template's [`Span`]; or why it is wrong.
+pub(crate) type Checked = Result<(Arc<HintConfig>, Span), String>;
 
 /// The hints of one agent: the configuration, and the time read from the newest hint that
 /// recorded one (by the hint block's id: a hint's text never changes), so a round reads it
@@ -193,23 +202,30 @@ pub(crate) struct Hints {
     /// Shared: agents with the default hints hold one configuration between them.
     pub(crate) config: Arc<HintConfig>,
     pub(crate) recorded: Mutex<Option<(Id, SystemTime)>>,
-    /// Where the template's `{runtime_state}` starts and ends, in bytes.
-    pub(crate) split: (usize, usize),
+    /// Where the template's `{runtime_state}` starts and ends, in bytes
+    /// ([`HintConfig::validate`]'s answer).
+    pub(crate) split: Span,
 }
 
 impl HintConfig {
-    /// The default configuration, built once per process and shared by every agent that keeps
-    /// it: an idle agent holds a pointer, not a copy.
-    pub(crate) fn shared_default() -> Arc<Self> {
-        static DEFAULT: OnceLock<Arc<HintConfig>> = OnceLock::new();
-        Arc::clone(DEFAULT.get_or_init(|| Arc::new(HintConfig::default())))
+    /// The default configuration, built (and checked) once per process and shared by every
+    /// agent that keeps it: an idle agent holds a pointer, not a copy. With it, where its
+    /// template's `{runtime_state}` is (see [`validate`](Self::validate)).
+    pub(crate) fn shared_default() -> Checked {
+        static DEFAULT: OnceLock<Checked> = OnceLock::new();
+        DEFAULT
+            .get_or_init(|| {
+                let config = HintConfig::default();
+                config.validate().map(|span| (Arc::new(config), span))
+            })
+            .clone()
     }
 }
 
 impl Hints {
-    pub(crate) fn new(config: Arc<HintConfig>) -> Self {
+    pub(crate) fn new(config: Arc<HintConfig>, split: Span) -> Self {
         Self {
-            split: crate::hints::placeholder_span(&config.template),
+            split,
             config,
             recorded: Mutex::new(None),
         }

@@ -72,7 +72,8 @@ enum Value<'a> {
 }
 
 /// Where the template's first `{runtime_state}` starts and ends (both at its end, when it has
-/// none): computed once per agent ([`Hints::new`](crate::hint_config::Hints::new)), not per hint.
+/// none): found when the configuration is checked, once per agent (once per process for the
+/// default), not at every hint.
 pub(crate) fn placeholder_span(template: &str) -> (usize, usize) {
     let (before, after) = split_template(template);
     (before.len(), template.len() - after.len())
