@@ -37,7 +37,9 @@ pub(crate) struct Interrupt {
 impl Interrupt {
     /// Asks the running reply to stop.
     pub(crate) fn trigger(&self) {
-        self.requested.store(true, Ordering::Release);
+        // Sequentially consistent with the shield's drop (see there): of the two, at least one
+        // sees the other's store.
+        self.requested.store(true, Ordering::SeqCst);
         self.generation.fetch_add(1, Ordering::AcqRel);
         self.notify.notify_waiters();
     }
@@ -49,7 +51,7 @@ impl Interrupt {
 
     /// Whether an interrupt was requested.
     pub(crate) fn is_requested(&self) -> bool {
-        self.requested.load(Ordering::Acquire)
+        self.requested.load(Ordering::SeqCst)
     }
 
     /// Resolves once an interrupt was requested.
@@ -60,7 +62,7 @@ impl Interrupt {
     /// Resolves once an interrupt was requested and no [`Shield`] is held: the moment the loop
     /// may cancel the work in flight.
     pub(crate) fn requested_unshielded(&self) -> Requested<'_> {
-        Requested::new(self, |i| i.is_requested() && i.shields.load(Ordering::Acquire) == 0)
+        Requested::new(self, |i| i.is_requested() && i.shields.load(Ordering::SeqCst) == 0)
     }
 
     /// Holds off [`requested_unshielded`](Self::requested_unshielded) until the guard drops.
@@ -118,9 +120,17 @@ pub(crate) struct Shield<'a>(&'a Interrupt);
 
 impl Drop for Shield<'_> {
     fn drop(&mut self) {
-        self.0.shields.fetch_sub(1, Ordering::AcqRel);
-        self.0.generation.fetch_add(1, Ordering::AcqRel);
-        self.0.notify.notify_waiters();
+        self.0.shields.fetch_sub(1, Ordering::SeqCst);
+        // A shield going away can only make a wait ready when an interrupt was requested:
+        // without one, notifying would wake the reply's own task for nothing, once per
+        // reasoning step. No wake-up is lost: `trigger` stores its request and this drop its
+        // count in one order (both sequentially consistent), so either this load sees the
+        // request and notifies, or `trigger` comes after the count went down and its own
+        // notification finds it.
+        if self.0.is_requested() {
+            self.0.generation.fetch_add(1, Ordering::AcqRel);
+            self.0.notify.notify_waiters();
+        }
     }
 }
 
@@ -269,7 +279,7 @@ mod tests {
         });
         for _ in 0..3 {
             tokio::time::sleep(Duration::from_secs(1)).await;
-            // A shield that comes and goes notifies the waiter with no request.
+            // A shield that comes and goes, with no request.
             drop(interrupt.shield());
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -278,5 +288,45 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert!(wait.is_finished(), "the interrupt lands");
         assert_eq!(wait.await.ok(), Some(None));
+    }
+
+    /// Counts the wake-ups of the waker it makes.
+    struct CountWakes(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for CountWakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_shield_dropped_with_no_request_wakes_no_waiter_and_with_one_wakes_them() {
+        let interrupt = Interrupt::default();
+        let count = Arc::new(CountWakes(AtomicUsize::new(0)));
+        let waker = Waker::from(Arc::clone(&count));
+        let mut cx = Context::from_waker(&waker);
+        let mut plain = std::pin::pin!(interrupt.requested());
+        let mut unshielded = std::pin::pin!(interrupt.requested_unshielded());
+        assert!(plain.as_mut().poll(&mut cx).is_pending());
+        assert!(unshielded.as_mut().poll(&mut cx).is_pending());
+
+        drop(interrupt.shield());
+        assert_eq!(count.0.load(Ordering::SeqCst), 0, "no request: nothing to wake for");
+
+        let shield = interrupt.shield();
+        interrupt.trigger();
+        assert_eq!(count.0.load(Ordering::SeqCst), 2, "the request wakes both waits");
+        assert!(plain.as_mut().poll(&mut cx).is_ready());
+        assert!(
+            unshielded.as_mut().poll(&mut cx).is_pending(),
+            "held back by the shield"
+        );
+        drop(shield);
+        assert_eq!(
+            count.0.load(Ordering::SeqCst),
+            3,
+            "the shield's drop wakes the held wait"
+        );
+        assert!(unshielded.as_mut().poll(&mut cx).is_ready());
     }
 }

@@ -331,3 +331,50 @@ async fn a_stream_dropped_at_a_closing_event_keeps_the_whole_answer_and_its_usag
     assert_eq!((usage.input_tokens, usage.output_tokens), (50, 7), "{usage:?}");
     the_next_reply_sees(&agent, &model, "alpha beta gamma").await;
 }
+
+/// Counts how often its future is polled.
+struct CountPolls<F> {
+    inner: std::pin::Pin<Box<F>>,
+    polls: usize,
+}
+
+impl<F: std::future::Future> std::future::Future for CountPolls<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        self.polls += 1;
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+/// The interrupt machinery costs no wake-ups: a reply whose model answers after a delay is
+/// polled once to start and once per answer, and never woken by the end of a reasoning step
+/// (which drops its shield) when no interrupt was requested.
+#[tokio::test(start_paused = true)]
+async fn a_reply_is_woken_only_by_its_model_answers() {
+    let delayed = |r: ScriptedResponse| r.whole().delay(Duration::from_millis(50));
+    let model = ScriptedModel::new(
+        "m",
+        [
+            delayed(ScriptedResponse::tool_call("c1", "wait", r#"{"secs": 0}"#)),
+            delayed(ScriptedResponse::tool_call("c2", "wait", r#"{"secs": 0}"#)),
+            delayed(ScriptedResponse::text("done")),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .tool(FunctionTool::new(
+            "wait",
+            |args: Wait| async move { args.secs.to_string() },
+        ))
+        .build()
+        .unwrap();
+    let mut reply = CountPolls {
+        inner: Box::pin(agent.reply(Msg::user("user", "go"))),
+        polls: 0,
+    };
+    let msg = (&mut reply).await.unwrap();
+    assert_eq!(msg.text_content().as_deref(), Some("done"));
+    assert_eq!(model.calls(), 3);
+    assert_eq!(reply.polls, 1 + 3, "one poll to start, one per delayed answer");
+}
