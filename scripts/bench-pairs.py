@@ -12,7 +12,8 @@ lasts longer than a pair cancels out of that pair's ratio.
     python3 scripts/bench-pairs.py --pairs 101 BASE_BINARY NEW_BINARY [--middlewares M]
 
 The binaries are the harness's (`peer-P single --replies R --warmup W --middlewares M`, one
-JSON line per run with `median_us`). The load average before and after is printed.
+JSON line per run with `median_us`), of the same peer or of two peers (one reply of towerscope
+against one of AutoAgents). The load average before and after is printed.
 """
 
 import argparse
@@ -31,7 +32,11 @@ def median_us(binary: str, args: argparse.Namespace) -> float:
     lines = out.strip().splitlines()
     if not lines:
         raise SystemExit(f"{binary} printed nothing")
-    return float(json.loads(lines[-1])["median_us"])
+    line = json.loads(lines[-1])
+    if "median_us" not in line:
+        # A peer without middleware reports `skipped` for `--middlewares M > 0`.
+        raise SystemExit(f"{binary}: no time measured: {line.get('skipped', lines[-1])}")
+    return float(line["median_us"])
 
 
 def main() -> None:
