@@ -66,9 +66,21 @@ use crate::hint_config::Hints;
 use crate::runtime::Runtime;
 
 /// A line's value: text, or the time (written in the configured timezone).
+#[derive(Clone, Copy)]
 enum Value<'a> {
     Text(&'a str),
     Time(SystemTime),
+}
+
+impl Value<'_> {
+    /// The length of the written value: a time is `YYYY-MM-DDTHH:MM:SS` (a year past 9999 only
+    /// makes the text grow once).
+    fn len(self) -> usize {
+        match self {
+            Value::Text(text) => text.len(),
+            Value::Time(_) => "YYYY-MM-DDTHH:MM:SS".len(),
+        }
+    }
 }
 
 /// Where the template's first `{runtime_state}` starts and ends (both at its end, when it has
@@ -116,16 +128,46 @@ pub(crate) fn inject(runtime: &Runtime, ctx: &AgentContext, events: bool) -> Opt
     if !inject_time && tasks.is_none() && context_length.is_none() && tool_error.is_none() {
         return None;
     }
-    // One string: the template around the `<key>value</key>` lines, written piece by piece
-    // (a `write!` per line went through the formatting machinery for its tags too).
-    // The span was found in this very template, so both slices are in bounds.
+    // The lines' values, made first so that the text is allocated once at its length: the
+    // hint stays in the context for the rest of the conversation, with no spare room.
+    let tasks = tasks.map(|(in_progress, pending)| {
+        format!(
+            "You have {in_progress} in-progress tasks and {pending} pending tasks. Use `TaskList` to view them if you \
+             don't know."
+        )
+    });
+    let tool_error = tool_error.map(|(tool, count)| {
+        cfg.tool_retries_hint
+            .replace("{tool_name}", &tool)
+            .replace("{count}", &count.to_string())
+    });
+    let time = inject_time.then_some(("current-time", Value::Time(now)));
+    let timezone = inject_time.then_some(("timezone", Value::Text(&cfg.timezone.name)));
+    let tasks = tasks.as_deref().map(|t| ("tasks", Value::Text(t)));
+    let context_length = context_length.as_deref().map(|l| ("context-length", Value::Text(l)));
+    let tool_error = tool_error.as_deref().map(|h| ("tool-error", Value::Text(h)));
+    let extra = cfg.extra_fields.iter().map(|(k, v)| (k.as_str(), Value::Text(v)));
+    let lines = || {
+        [time, timezone, tasks, context_length, tool_error]
+            .into_iter()
+            .flatten()
+            .chain(extra.clone())
+    };
+    // The template around the `<key>value</key>` lines, written piece by piece (a `write!` per
+    // line went through the formatting machinery for its tags too). The span was found in this
+    // very template, so both slices are in bounds.
     let before = cfg.template.get(..hints.split.0).unwrap_or_default();
     let after = cfg.template.get(hints.split.1..).unwrap_or_default();
-    let mut text = String::with_capacity(cfg.template.len() + 128);
+    let length = before.len()
+        + after.len()
+        + lines()
+            .enumerate()
+            .map(|(i, (key, value))| usize::from(i > 0) + 2 * key.len() + "<></>".len() + value.len())
+            .sum::<usize>();
+    let mut text = String::with_capacity(length);
     text.push_str(before);
-    let mut first = true;
-    let mut line = |text: &mut String, key: &str, value: Value<'_>| {
-        if !std::mem::take(&mut first) {
+    for (i, (key, value)) in lines().enumerate() {
+        if i > 0 {
             text.push('\n');
         }
         text.push('<');
@@ -140,35 +182,8 @@ pub(crate) fn inject(runtime: &Runtime, ctx: &AgentContext, events: bool) -> Opt
         text.push_str("</");
         text.push_str(key);
         text.push('>');
-    };
-    if inject_time {
-        line(&mut text, "current-time", Value::Time(now));
-        line(&mut text, "timezone", Value::Text(&cfg.timezone.name));
-    }
-    if let Some((in_progress, pending)) = tasks {
-        let tasks = format!(
-            "You have {in_progress} in-progress tasks and {pending} pending tasks. Use `TaskList` to view them if you \
-             don't know."
-        );
-        line(&mut text, "tasks", Value::Text(&tasks));
-    }
-    if let Some(length) = &context_length {
-        line(&mut text, "context-length", Value::Text(length));
-    }
-    if let Some((tool, count)) = tool_error {
-        let hint = cfg
-            .tool_retries_hint
-            .replace("{tool_name}", &tool)
-            .replace("{count}", &count.to_string());
-        line(&mut text, "tool-error", Value::Text(&hint));
-    }
-    for (key, value) in &cfg.extra_fields {
-        line(&mut text, key, Value::Text(value));
     }
     text.push_str(after);
-    // The hint stays in the context for the rest of the conversation: without the room kept
-    // for values that were not there.
-    text.shrink_to_fit();
     let block = HintBlock::new(text, Some(cfg.source.to_string()));
     if inject_time {
         *recorded(hints) = Some((block.id.clone(), now));
