@@ -130,22 +130,22 @@ pub(crate) fn inject(runtime: &Runtime, ctx: &AgentContext, events: bool) -> Opt
     }
     // The lines' values, made first so that the text is allocated once at its length: the
     // hint stays in the context for the rest of the conversation, with no spare room.
-    let tasks = tasks.map(|(in_progress, pending)| {
+    let tasks_text = tasks.map(|(in_progress, pending)| {
         format!(
             "You have {in_progress} in-progress tasks and {pending} pending tasks. Use `TaskList` to view them if you \
              don't know."
         )
     });
-    let tool_error = tool_error.map(|(tool, count)| {
+    let tool_error_text = tool_error.map(|(tool, count)| {
         cfg.tool_retries_hint
             .replace("{tool_name}", &tool)
             .replace("{count}", &count.to_string())
     });
     let time = inject_time.then_some(("current-time", Value::Time(now)));
     let timezone = inject_time.then_some(("timezone", Value::Text(&cfg.timezone.name)));
-    let tasks = tasks.as_deref().map(|t| ("tasks", Value::Text(t)));
+    let tasks = tasks_text.as_deref().map(|t| ("tasks", Value::Text(t)));
     let context_length = context_length.as_deref().map(|l| ("context-length", Value::Text(l)));
-    let tool_error = tool_error.as_deref().map(|h| ("tool-error", Value::Text(h)));
+    let tool_error = tool_error_text.as_deref().map(|h| ("tool-error", Value::Text(h)));
     let extra = cfg.extra_fields.iter().map(|(k, v)| (k.as_str(), Value::Text(v)));
     let lines = || {
         [time, timezone, tasks, context_length, tool_error]
