@@ -103,41 +103,31 @@ fn idle_own(count: usize) {
     });
 }
 
-/// An agent with its own model and tool, as the peer scenario's many replies build one each.
-fn fresh_agent() -> Agent {
-    Agent::builder("bench")
-        .system_prompt("You are a calculator.")
-        .model(script(false))
-        .tool(add_tool())
-        .build()
-        .expect("the agent builds")
+/// What the agent is built with, read from the arguments once (a build under `--fresh` must not
+/// count the arguments' allocations).
+struct Setup {
+    streamed: bool,
+    middlewares: usize,
+    quiet: bool,
+    first_layer: Option<String>,
+    hints: bool,
 }
 
-fn main() {
-    if let Some(count) = arg("--idle").and_then(|n| n.parse().ok()) {
-        return idle(count);
-    }
-    if let Some(count) = arg("--idle-own").and_then(|n| n.parse().ok()) {
-        return idle_own(count);
-    }
-    let replies: u64 = arg("--replies").and_then(|n| n.parse().ok()).unwrap_or(2000);
-    let middlewares: usize = arg("--middlewares").and_then(|n| n.parse().ok()).unwrap_or(0);
-    let streamed = flag("--streamed");
-    let read_stream = flag("--stream-reader");
-    let hints = !flag("--no-hints");
-    let model = script(streamed);
+/// The agent `setup` asks for, with its own model and tool (`--fresh` builds one per reply, as
+/// the peer scenario's many replies do).
+fn build_agent(setup: &Setup) -> Agent {
     let mut builder = Agent::builder("bench")
         .system_prompt("You are a calculator.")
-        .model(model)
+        .model(script(setup.streamed))
         .tool(add_tool());
-    for _ in 0..middlewares {
-        builder = if flag("--quiet") {
+    for _ in 0..setup.middlewares {
+        builder = if setup.quiet {
             builder.middleware(QuietPassThrough)
         } else {
             builder.middleware(FullPassThrough)
         };
     }
-    builder = match arg("--first-layer").as_deref() {
+    builder = match setup.first_layer.as_deref() {
         None => builder,
         Some("reply") => builder.on_reply(PassThroughLayer),
         Some("reasoning") => builder.on_reasoning(PassThroughLayer),
@@ -150,12 +140,31 @@ fn main() {
         Some("system_prompt") => builder.on_system_prompt(towerscope::prompt_map(|_ctx, prompt| Ok(prompt))),
         Some(other) => panic!("--first-layer {other}: not a position"),
     };
-    if !hints {
+    if !setup.hints {
         builder = builder.hints(towerscope::agent::HintConfig::disabled());
     }
+    builder.build().expect("the agent builds")
+}
+
+fn main() {
+    if let Some(count) = arg("--idle").and_then(|n| n.parse().ok()) {
+        return idle(count);
+    }
+    if let Some(count) = arg("--idle-own").and_then(|n| n.parse().ok()) {
+        return idle_own(count);
+    }
+    let replies: u64 = arg("--replies").and_then(|n| n.parse().ok()).unwrap_or(2000);
+    let setup = Setup {
+        streamed: flag("--streamed"),
+        middlewares: arg("--middlewares").and_then(|n| n.parse().ok()).unwrap_or(0),
+        quiet: flag("--quiet"),
+        first_layer: arg("--first-layer"),
+        hints: !flag("--no-hints"),
+    };
+    let read_stream = flag("--stream-reader");
     let fresh = flag("--fresh");
     let build_only = flag("--build-only");
-    let agent = builder.build().expect("the agent builds");
+    let agent = build_agent(&setup);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
@@ -165,7 +174,7 @@ fn main() {
     let one = |agent: &Agent| {
         let built;
         let agent = if fresh {
-            built = fresh_agent();
+            built = build_agent(&setup);
             if build_only {
                 return;
             }
@@ -197,10 +206,13 @@ fn main() {
     }
     let stats = region.change();
     println!(
-        "replies={replies} middlewares={middlewares} quiet={} first_layer={} streamed={streamed} stream_reader={read_stream} hints={hints} \
-         allocs_per_reply={:.1} bytes_per_reply={:.0}",
-        flag("--quiet"),
-        arg("--first-layer").unwrap_or_else(|| "-".to_owned()),
+        "replies={replies} middlewares={} quiet={} first_layer={} streamed={} stream_reader={read_stream} hints={} \
+         fresh={fresh} allocs_per_reply={:.1} bytes_per_reply={:.0}",
+        setup.middlewares,
+        setup.quiet,
+        setup.first_layer.as_deref().unwrap_or("-"),
+        setup.streamed,
+        setup.hints,
         (stats.allocations + stats.reallocations) as f64 / replies as f64,
         stats.bytes_allocated as f64 / replies as f64
     );
