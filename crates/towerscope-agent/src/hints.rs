@@ -87,20 +87,10 @@ impl Value<'_> {
 /// none): found when the configuration is checked, once per agent (once per process for the
 /// default), not at every hint.
 pub(crate) fn placeholder_span(template: &str) -> (usize, usize) {
-    let (before, after) = split_template(template);
-    (before.len(), template.len() - after.len())
-}
-
-/// The template's text before and after its first `{runtime_state}` (all of it before, when it
-/// has none). Found by its `{`: a substring search would set up a searcher for every hint.
-fn split_template(template: &str) -> (&str, &str) {
     const PLACEHOLDER: &str = "{runtime_state}";
     template
-        .match_indices('{')
-        .find(|(i, _)| template[*i..].starts_with(PLACEHOLDER))
-        .map_or((template, ""), |(i, _)| {
-            (&template[..i], &template[i + PLACEHOLDER.len()..])
-        })
+        .find(PLACEHOLDER)
+        .map_or((template.len(), template.len()), |i| (i, i + PLACEHOLDER.len()))
 }
 
 /// Injects this round's hint, if any, and returns its `HINT_BLOCK` event when `events` are
@@ -336,21 +326,21 @@ fn context_length(runtime: &Runtime, ctx: &AgentContext, in_progress: bool) -> O
 
 #[cfg(test)]
 mod tests {
-    use super::{placeholder_span, split_template};
+    use super::placeholder_span;
+
+    /// The template's text before and after its first placeholder.
+    fn split(template: &str) -> (&str, &str) {
+        let (start, end) = placeholder_span(template);
+        (&template[..start], &template[end..])
+    }
 
     #[test]
     fn the_template_splits_at_its_first_placeholder() {
-        assert_eq!(split_template("<s>{runtime_state}</s>"), ("<s>", "</s>"));
-        assert_eq!(
-            split_template("{a} {runtime} {runtime_state}!"),
-            ("{a} {runtime} ", "!")
-        );
-        assert_eq!(
-            split_template("{runtime_state}{runtime_state}"),
-            ("", "{runtime_state}")
-        );
-        assert_eq!(split_template("no placeholder {"), ("no placeholder {", ""));
-        assert_eq!(split_template("é{runtime_state}ü"), ("é", "ü"));
+        assert_eq!(split("<s>{runtime_state}</s>"), ("<s>", "</s>"));
+        assert_eq!(split("{a} {runtime} {runtime_state}!"), ("{a} {runtime} ", "!"));
+        assert_eq!(split("{runtime_state}{runtime_state}"), ("", "{runtime_state}"));
+        assert_eq!(split("no placeholder {"), ("no placeholder {", ""));
+        assert_eq!(split("é{runtime_state}ü"), ("é", "ü"));
         assert_eq!(placeholder_span("é{runtime_state}ü"), (2, 17));
         assert_eq!(placeholder_span("no placeholder"), (14, 14));
     }
