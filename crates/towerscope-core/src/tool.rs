@@ -178,6 +178,12 @@ impl ToolResponse {
     /// block, or a block of the other kind, is added as a new block with a new id; base64 that does
     /// not decode is joined as text.
     pub fn append_chunk(&mut self, chunk: &ToolChunk) {
+        if self.content.is_empty() {
+            // Most tools answer with one chunk, and its blocks are the whole result: room for
+            // them alone, not the four blocks a first push reserves (the result is kept in the
+            // conversation as it is). Later chunks grow the vector as usual.
+            self.content.reserve_exact(chunk.content.len());
+        }
         for piece in &chunk.content {
             let index = self.content.iter().position(|block| block.id() == piece.id());
             let merged = match index.and_then(|index| self.content.get_mut(index)) {
@@ -257,15 +263,16 @@ fn merge_piece(target: &mut MediaBlock, piece: &MediaBlock) -> bool {
     }
 }
 
+/// Merges each text block into the text block before it, in place: one pass over the blocks,
+/// no allocation (it runs after every chunk).
 fn merge_consecutive_text(content: &mut Vec<MediaBlock>) {
-    let mut merged: Vec<MediaBlock> = Vec::with_capacity(content.len());
-    for block in content.drain(..) {
-        match (merged.last_mut(), block) {
-            (Some(MediaBlock::Text(last)), MediaBlock::Text(next)) => last.text.push_str(&next.text),
-            (_, block) => merged.push(block),
+    content.dedup_by(|next, last| match (last, next) {
+        (MediaBlock::Text(last), MediaBlock::Text(next)) => {
+            last.text.push_str(&next.text);
+            true
         }
-    }
-    *content = merged;
+        _ => false,
+    });
 }
 
 #[cfg(test)]
@@ -289,6 +296,36 @@ mod tests {
         assert_eq!(response.text_content().as_deref(), Some("abc"));
         assert_eq!(response.content[0].id(), "x");
         assert_eq!(response.state, ToolResultState::Error);
+    }
+
+    #[test]
+    fn a_one_chunk_result_keeps_no_spare_room_and_later_chunks_still_merge() {
+        let mut response = ToolResponse::new(Vec::new());
+        response.append_chunk(&ToolChunk::text("3"));
+        // The result is stored in the conversation as it is: one block, room for one.
+        assert_eq!((response.content.len(), response.content.capacity()), (1, 1));
+
+        // Text pieces across chunks, between data blocks, still fold into one block each.
+        let data = |i: usize| MediaBlock::from(DataBlock::url(format!("https://x/{i}.png"), "image/png"));
+        for i in 0..1_000 {
+            response.append_chunk(&ToolChunk::new(vec![MediaBlock::text("a"), MediaBlock::text("b")]));
+            response.append_chunk(&ToolChunk::new(vec![data(i)]));
+        }
+        assert_eq!(response.content.len(), 2_000);
+        assert_eq!(response.content[0].as_text().map(|t| t.text.as_str()), Some("3ab"));
+        assert_eq!(response.content[2].as_text().map(|t| t.text.as_str()), Some("ab"));
+        assert!(response.content[1_999].as_data().is_some());
+
+        // Pieces of one chunk merge by id first, then the text blocks around them.
+        let mut response = ToolResponse::new(Vec::new());
+        response.append_chunk(&ToolChunk::new(vec![
+            text_with_id("1", "b"),
+            text_with_id("2", "c"),
+            text_with_id("3", "b"),
+        ]));
+        assert_eq!(response.content.len(), 1);
+        assert_eq!(response.content[0].id(), "b");
+        assert_eq!(response.text_content().as_deref(), Some("132"));
     }
 
     #[test]
