@@ -222,22 +222,25 @@ const SCHEMA_MAPS: &[&str] = &[
 
 /// Visits every schema reachable from the root (through keywords and `$ref`s), without
 /// recursion, compiling its patterns; in strict mode, refuses what cannot be enforced.
+///
+/// A schema's place is kept as a step in a [`Trail`] (its parent's step and one key): the JSON
+/// pointer is written only for a refusal, not for every schema visited.
 fn walk(root: &Value, strict: bool) -> Result<HashMap<String, Regex>, SchemaError> {
     let mut patterns = HashMap::new();
     let mut seen: HashSet<*const Value> = HashSet::new();
-    let mut stack: Vec<(&Value, String)> = vec![(root, String::new())];
+    let mut trail = Trail::default();
+    let mut stack: Vec<(&Value, Option<usize>)> = vec![(root, None)];
     while let Some((schema, at)) = stack.pop() {
         if !seen.insert(schema) {
             continue;
         }
         let Value::Object(obj) = schema else { continue };
         for (keyword, value) in obj {
-            let here = || format!("{at}/{}", keyword.replace('~', "~0").replace('/', "~1"));
             let k = keyword.as_str();
             if strict && NOT_ENFORCED.contains(&k) {
                 return Err(SchemaError::UnsupportedKeyword {
                     keyword: keyword.clone(),
-                    at,
+                    at: trail.pointer(at),
                 });
             }
             if !ENFORCED.contains(&k) && !matches!(k, "$defs" | "definitions") {
@@ -245,19 +248,23 @@ fn walk(root: &Value, strict: bool) -> Result<HashMap<String, Regex>, SchemaErro
             }
             match (k, value) {
                 ("$ref", Value::String(reference)) => match resolve_ref(root, reference) {
-                    Some(target) => stack.push((target, reference.trim_start_matches('#').to_owned())),
+                    Some(target) => {
+                        let step = trail.push(None, Key::Pointer(reference.trim_start_matches('#')));
+                        stack.push((target, Some(step)));
+                    }
                     None if strict => {
                         return Err(SchemaError::UnresolvedRef {
                             reference: reference.clone(),
-                            at: here(),
+                            at: trail.pointer_to(at, k),
                         });
                     }
                     None => {}
                 },
                 ("pattern", Value::String(p)) => compile(p, &mut patterns, strict)?,
                 (k, Value::Array(list)) if SCHEMA_LISTS.contains(&k) => {
+                    let here = trail.push(at, Key::Name(k));
                     for (i, sub) in list.iter().enumerate() {
-                        stack.push((sub, format!("{}/{i}", here())));
+                        stack.push((sub, Some(trail.push(Some(here), Key::Index(i)))));
                     }
                 }
                 (k, Value::Object(map)) if SCHEMA_MAPS.contains(&k) => {
@@ -266,19 +273,75 @@ fn walk(root: &Value, strict: bool) -> Result<HashMap<String, Regex>, SchemaErro
                             compile(p, &mut patterns, strict)?;
                         }
                     }
+                    let here = trail.push(at, Key::Name(k));
                     for (name, sub) in map {
-                        stack.push((
-                            sub,
-                            format!("{}/{}", here(), name.replace('~', "~0").replace('/', "~1")),
-                        ));
+                        stack.push((sub, Some(trail.push(Some(here), Key::Name(name)))));
                     }
                 }
-                (k, sub) if ONE_SCHEMA.contains(&k) => stack.push((sub, here())),
+                (k, sub) if ONE_SCHEMA.contains(&k) => stack.push((sub, Some(trail.push(at, Key::Name(k))))),
                 _ => {}
             }
         }
     }
     Ok(patterns)
+}
+
+/// The places of the schemas [`walk`] visits: each a step from its parent's (`None`: the root).
+#[derive(Default)]
+struct Trail<'a> {
+    steps: Vec<(Option<usize>, Key<'a>)>,
+}
+
+/// One step of a place in a schema.
+#[derive(Clone, Copy)]
+enum Key<'a> {
+    /// A keyword or a property name, escaped when written (`~` as `~0`, `/` as `~1`).
+    Name(&'a str),
+    /// An index in a list of schemas.
+    Index(usize),
+    /// A `$ref`'s JSON pointer, written as it is: where the reference leads, from the root.
+    Pointer(&'a str),
+}
+
+impl<'a> Trail<'a> {
+    /// Notes a step from `parent`; its index is the new place.
+    fn push(&mut self, parent: Option<usize>, key: Key<'a>) -> usize {
+        self.steps.push((parent, key));
+        self.steps.len() - 1
+    }
+
+    /// The JSON pointer of the place `at` (`""` for the root).
+    fn pointer(&self, at: Option<usize>) -> String {
+        let mut keys = Vec::new();
+        let mut next = at;
+        while let Some((parent, key)) = next.and_then(|i| self.steps.get(i)) {
+            keys.push(*key);
+            next = *parent;
+        }
+        let mut out = String::new();
+        for key in keys.iter().rev() {
+            match key {
+                Key::Name(name) => {
+                    out.push('/');
+                    out.push_str(&name.replace('~', "~0").replace('/', "~1"));
+                }
+                Key::Index(i) => {
+                    out.push('/');
+                    out.push_str(&i.to_string());
+                }
+                Key::Pointer(pointer) => out.push_str(pointer),
+            }
+        }
+        out
+    }
+
+    /// The JSON pointer of `keyword` in the schema at `at`.
+    fn pointer_to(&self, at: Option<usize>, keyword: &str) -> String {
+        let mut out = self.pointer(at);
+        out.push('/');
+        out.push_str(&keyword.replace('~', "~0").replace('/', "~1"));
+        out
+    }
 }
 
 fn compile(pattern: &str, patterns: &mut HashMap<String, Regex>, strict: bool) -> Result<(), SchemaError> {

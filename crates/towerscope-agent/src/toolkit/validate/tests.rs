@@ -429,3 +429,37 @@ fn unique_big_integers_that_share_a_float_are_not_compared_pairwise() {
     );
     assert!(validate(&json!(1u64 << 60), &json!({"const": 1_152_921_504_606_846_976_f64})).is_ok());
 }
+
+/// Where a refused schema is refused: a JSON pointer through lists, escaped property names and
+/// `$ref` targets (written only for the error: compiling a schema builds no path).
+#[test]
+fn refusals_say_where_as_a_json_pointer() {
+    let at = |schema: Value| match CompiledSchema::new(schema) {
+        Err(SchemaError::UnsupportedKeyword { at, .. } | SchemaError::UnresolvedRef { at, .. }) => at,
+        other => panic!("refused for its keyword or reference, got {other:?}"),
+    };
+    assert_eq!(at(json!({"unevaluatedItems": false})), "");
+    assert_eq!(
+        at(json!({"anyOf": [{"type": "string"}, {"items": {"unevaluatedItems": false}}]})),
+        "/anyOf/1/items"
+    );
+    assert_eq!(
+        at(json!({"properties": {"a/b~c": {"properties": {"x": {"$dynamicRef": "#n"}}}}})),
+        "/properties/a~1b~0c/properties/x"
+    );
+    assert_eq!(
+        at(json!({"$ref": "#/$defs/A", "$defs": {"A": {"not": {"$ref": "#/$defs/Gone"}}}})),
+        "/$defs/A/not/$ref"
+    );
+    assert_eq!(
+        at(json!({"additionalProperties": {"$ref": "#/$defs/A"}, "$defs": {"A": {"unevaluatedProperties": false}}})),
+        "/$defs/A"
+    );
+    // Annotations are not walked, whatever they hold; a schema reached twice is checked once.
+    let fine = json!({
+        "description": {"unevaluatedItems": false},
+        "properties": {"a": {"$ref": "#"}, "b": {"$ref": "#/properties/a"}},
+        "items": [{"pattern": "^a$"}, {"pattern": "^a$"}]
+    });
+    assert!(CompiledSchema::new(fine).is_ok());
+}
