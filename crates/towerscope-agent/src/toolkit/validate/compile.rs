@@ -12,61 +12,65 @@ use serde_json::Value;
 use super::flat::FlatObject;
 use super::{ValidationError, Validator, resolve_ref};
 
-/// Keywords the validator enforces.
-const ENFORCED: &[&str] = &[
-    "type",
-    "enum",
-    "const",
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "minItems",
-    "maxItems",
-    "uniqueItems",
-    "items",
-    "prefixItems",
-    "additionalItems",
-    "contains",
-    "minContains",
-    "maxContains",
-    "minProperties",
-    "maxProperties",
-    "required",
-    "properties",
-    "patternProperties",
-    "additionalProperties",
-    "propertyNames",
-    "dependentRequired",
-    "dependentSchemas",
-    "dependencies",
-    "allOf",
-    "anyOf",
-    "oneOf",
-    "not",
-    "if",
-    "then",
-    "else",
-    "$ref",
-];
+/// What [`walk`] does with a keyword: one `match`, so a schema's keywords are sorted by a few
+/// comparisons each instead of a search through lists of names.
+///
+/// The validator enforces `type`, `enum`, `const`, `minimum`, `maximum`, `exclusiveMinimum`,
+/// `exclusiveMaximum`, `multipleOf`, `minLength`, `maxLength`, `minItems`, `maxItems`,
+/// `uniqueItems`, `minContains`, `maxContains`, `minProperties`, `maxProperties`, `required`,
+/// `dependentRequired` (nothing to walk in those) and the keywords below. Keywords it knows of
+/// nowhere (`description`, `title`, `default`, `examples`, `format`, `$id`, `$schema`,
+/// `$comment`, vendor `x-…` keys, …) are annotations and change nothing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keyword {
+    /// Constrains an instance but is not enforced here: a schema that uses one is refused by
+    /// [`CompiledSchema::new`] rather than half-checked.
+    Unenforced,
+    /// `$ref`.
+    Ref,
+    /// `pattern`.
+    Pattern,
+    /// A list of schemas.
+    List,
+    /// `items`: a list of schemas (older drafts) or one schema.
+    Items,
+    /// A map of names to schemas.
+    Map,
+    /// One schema.
+    One,
+    /// Nothing to walk: a keyword enforced on the instance alone, or an annotation.
+    Leaf,
+}
 
-/// Keywords of the JSON-Schema drafts that constrain an instance but are not enforced here: a
-/// schema that uses one is refused by [`CompiledSchema::new`] rather than half-checked.
-/// Keywords in neither list (`description`, `title`, `default`, `examples`, `format`, `$id`,
-/// `$schema`, `$comment`, `$defs`, vendor `x-…` keys, …) are annotations and change nothing.
-const NOT_ENFORCED: &[&str] = &[
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "$dynamicRef",
-    "$recursiveRef",
-    "extends",
-    "disallow",
-    "divisibleBy",
-];
+impl Keyword {
+    fn of(keyword: &str) -> Self {
+        match keyword {
+            "unevaluatedProperties"
+            | "unevaluatedItems"
+            | "$dynamicRef"
+            | "$recursiveRef"
+            | "extends"
+            | "disallow"
+            | "divisibleBy" => Self::Unenforced,
+            "$ref" => Self::Ref,
+            "pattern" => Self::Pattern,
+            "allOf" | "anyOf" | "oneOf" | "prefixItems" => Self::List,
+            "items" => Self::Items,
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" | "dependencies" => {
+                Self::Map
+            }
+            "additionalProperties"
+            | "additionalItems"
+            | "contains"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "propertyNames" => Self::One,
+            _ => Self::Leaf,
+        }
+    }
+}
 
 /// Why a schema cannot be compiled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,32 +198,6 @@ pub(super) fn lenient_patterns(schema: &Value) -> HashMap<String, Regex> {
     walk(schema, false).unwrap_or_default()
 }
 
-/// Keywords whose value is one schema.
-const ONE_SCHEMA: &[&str] = &[
-    "additionalProperties",
-    "additionalItems",
-    "items",
-    "contains",
-    "not",
-    "if",
-    "then",
-    "else",
-    "propertyNames",
-];
-
-/// Keywords whose value is a list of schemas.
-const SCHEMA_LISTS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
-
-/// Keywords whose value maps names to schemas.
-const SCHEMA_MAPS: &[&str] = &[
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-    "dependencies",
-];
-
 /// Visits every schema reachable from the root (through keywords and `$ref`s), without
 /// recursion, compiling its patterns; in strict mode, refuses what cannot be enforced.
 ///
@@ -237,17 +215,14 @@ fn walk(root: &Value, strict: bool) -> Result<HashMap<String, Regex>, SchemaErro
         let Value::Object(obj) = schema else { continue };
         for (keyword, value) in obj {
             let k = keyword.as_str();
-            if strict && NOT_ENFORCED.contains(&k) {
-                return Err(SchemaError::UnsupportedKeyword {
-                    keyword: keyword.clone(),
-                    at: trail.pointer(at),
-                });
-            }
-            if !ENFORCED.contains(&k) && !matches!(k, "$defs" | "definitions") {
-                continue;
-            }
-            match (k, value) {
-                ("$ref", Value::String(reference)) => match resolve_ref(root, reference) {
+            match (Keyword::of(k), value) {
+                (Keyword::Unenforced, _) if strict => {
+                    return Err(SchemaError::UnsupportedKeyword {
+                        keyword: keyword.clone(),
+                        at: trail.pointer(at),
+                    });
+                }
+                (Keyword::Ref, Value::String(reference)) => match resolve_ref(root, reference) {
                     Some(target) => {
                         let step = trail.push(None, Key::Pointer(reference.trim_start_matches('#')));
                         stack.push((target, Some(step)));
@@ -260,14 +235,14 @@ fn walk(root: &Value, strict: bool) -> Result<HashMap<String, Regex>, SchemaErro
                     }
                     None => {}
                 },
-                ("pattern", Value::String(p)) => compile(p, &mut patterns, strict)?,
-                (k, Value::Array(list)) if SCHEMA_LISTS.contains(&k) => {
+                (Keyword::Pattern, Value::String(p)) => compile(p, &mut patterns, strict)?,
+                (Keyword::List | Keyword::Items, Value::Array(list)) => {
                     let here = trail.push(at, Key::Name(k));
                     for (i, sub) in list.iter().enumerate() {
                         stack.push((sub, Some(trail.push(Some(here), Key::Index(i)))));
                     }
                 }
-                (k, Value::Object(map)) if SCHEMA_MAPS.contains(&k) => {
+                (Keyword::Map, Value::Object(map)) => {
                     if k == "patternProperties" {
                         for p in map.keys() {
                             compile(p, &mut patterns, strict)?;
@@ -278,7 +253,7 @@ fn walk(root: &Value, strict: bool) -> Result<HashMap<String, Regex>, SchemaErro
                         stack.push((sub, Some(trail.push(Some(here), Key::Name(name)))));
                     }
                 }
-                (k, sub) if ONE_SCHEMA.contains(&k) => stack.push((sub, Some(trail.push(at, Key::Name(k))))),
+                (Keyword::One | Keyword::Items, sub) => stack.push((sub, Some(trail.push(at, Key::Name(k))))),
                 _ => {}
             }
         }
