@@ -18,12 +18,15 @@
 //! ([`ActingRequest::set_input`]) has the innermost service parse and validate its text.
 
 use std::any::Any;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
 use futures_util::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
-use tower::ServiceExt;
+use tower::{Service, ServiceExt};
 use towerscope_core::{
     ActingRequest, AgentContext, AgentError, AgentEvent, CustomEvent, MediaBlock, PermissionDecision,
     PermissionRequest, RequireExternalExecutionEvent, RequireUserConfirmEvent, TextBlock, ToolCallBlock, ToolCallState,
@@ -255,7 +258,10 @@ async fn run_tool(
     let request = ActingRequest::new(ctx.clone(), Arc::clone(&call), info).with_input(input);
     // The outcome is sorted by a plain function: a value matched in parts here would keep its
     // room in the tool's future across every later await.
-    let opened = AssertUnwindSafe(open_acting(runtime, request)).catch_unwind().await;
+    let opened = match open_acting_now(runtime, request) {
+        Opening::Done(opened) => opened,
+        Opening::Waiting(future) => AssertUnwindSafe(future).catch_unwind().await,
+    };
     let stream = match opened_stream(opened) {
         Ok(stream) => stream,
         Err(None) => return Err(AgentError::Interrupted),
@@ -375,14 +381,37 @@ fn apply_effects(runtime: &Runtime, call: &ToolCallBlock, response: &mut ToolRes
     }
 }
 
-/// Opens the `on_acting` stack. A separate, boxed future: rustc cannot prove `Send` for the
-/// `Oneshot` of the position inlined into the tool call's future (a higher-ranked lifetime
-/// limitation), so this costs one allocation per tool call.
-fn open_acting(
-    runtime: &Runtime,
-    request: ActingRequest,
-) -> futures_util::future::BoxFuture<'static, Result<towerscope_core::ToolStream, AgentError>> {
-    Box::pin(runtime.positions.acting.clone().oneshot(request))
+/// The opening of the `on_acting` stack: done at once (a panic caught), or a future to await.
+enum Opening {
+    Done(Result<Result<towerscope_core::ToolStream, AgentError>, Box<dyn Any + Send>>),
+    Waiting(futures_util::future::BoxFuture<'static, Result<towerscope_core::ToolStream, AgentError>>),
+}
+
+/// Opens the `on_acting` stack, at once when it is ready and answers at its first poll (the
+/// toolkit does, and so do layers that act before the call): no future is kept for it. A
+/// stack that is not ready, or whose answer is not there yet, is boxed and awaited (inlined
+/// into the tool call's future, its `Oneshot` would not be provably `Send`: a higher-ranked
+/// lifetime limitation of rustc). The first poll uses a waker that does nothing; the boxed
+/// future is polled again with the task's, and a future registers the waker of its latest poll.
+fn open_acting_now(runtime: &Runtime, request: ActingRequest) -> Opening {
+    let mut position = runtime.positions.acting.clone();
+    let mut cx = Context::from_waker(Waker::noop());
+    let first = std::panic::catch_unwind(AssertUnwindSafe(|| match position.poll_ready(&mut cx) {
+        Poll::Ready(Ok(())) => {
+            let mut future = position.call(request);
+            match Pin::new(&mut future).poll(&mut cx) {
+                Poll::Ready(opened) => Ok(opened),
+                Poll::Pending => Err(Box::pin(future) as futures_util::future::BoxFuture<'static, _>),
+            }
+        }
+        Poll::Ready(Err(err)) => Ok(Err(err)),
+        Poll::Pending => Err(Box::pin(position.oneshot(request)) as futures_util::future::BoxFuture<'static, _>),
+    }));
+    match first {
+        Ok(Ok(opened)) => Opening::Done(Ok(opened)),
+        Ok(Err(waiting)) => Opening::Waiting(waiting),
+        Err(payload) => Opening::Done(Err(payload)),
+    }
 }
 
 /// The stream `on_acting` opened; else `None` for an interruption (the reply ends) or the
