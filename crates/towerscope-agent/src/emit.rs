@@ -60,7 +60,18 @@ struct ReadPlan {
     /// streams are alive and not polled yet, by the address of their stream (usually one). A
     /// step takes its request out when first polled, and out it goes when the step is dropped,
     /// so an address here is always that of a live step's stream.
-    reasoning: Mutex<Vec<(usize, ReasoningRequest)>>,
+    reasoning: Mutex<HeldSteps>,
+    /// How many requests `reasoning` holds (changed under its lock): a step dropped after its
+    /// request was taken, the usual case, finds none without taking the lock.
+    held: AtomicUsize,
+}
+
+/// The requests held for unpolled steps: one in place (a reply runs one step at a time), more
+/// only when a layer makes several steps at once.
+#[derive(Debug, Default)]
+struct HeldSteps {
+    first: Option<(usize, ReasoningRequest)>,
+    more: Vec<(usize, ReasoningRequest)>,
 }
 
 /// The address of a stream's allocation (the identity of a live boxed stream).
@@ -83,7 +94,8 @@ impl EventsRead {
                 layers,
                 reply_stream: AtomicUsize::new(0),
                 reply_unwrapped: AtomicBool::new(false),
-                reasoning: Mutex::new(Vec::new()),
+                reasoning: Mutex::new(HeldSteps::default()),
+                held: AtomicUsize::new(0),
             })
         });
         Self { caller, plan }
@@ -133,23 +145,34 @@ impl EventsRead {
         let Some(plan) = &self.plan else {
             return Err(request);
         };
-        plan.reasoning
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((address, request));
+        let mut held = plan.reasoning.lock().unwrap_or_else(PoisonError::into_inner);
+        match held.first {
+            None => held.first = Some((address, request)),
+            Some(_) => held.more.push((address, request)),
+        }
+        plan.held.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 
     /// The request held for the step whose stream is at `address` (taken out).
     pub(crate) fn take_step(&self, address: usize) -> Option<ReasoningRequest> {
-        let mut held = self
-            .plan
-            .as_ref()?
-            .reasoning
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let index = held.iter().position(|(at, _)| *at == address)?;
-        Some(held.swap_remove(index).1)
+        let plan = self.plan.as_ref()?;
+        if plan.held.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut held = plan.reasoning.lock().unwrap_or_else(PoisonError::into_inner);
+        let taken = if held.first.as_ref().is_some_and(|(at, _)| *at == address) {
+            let taken = held.first.take();
+            if !held.more.is_empty() {
+                held.first = Some(held.more.swap_remove(0));
+            }
+            taken
+        } else {
+            let index = held.more.iter().position(|(at, _)| *at == address)?;
+            Some(held.more.swap_remove(index))
+        };
+        plan.held.fetch_sub(1, Ordering::AcqRel);
+        taken.map(|(_, request)| request)
     }
 
     /// The request of the step whose stream the `on_reasoning` stack answered with, when that
@@ -320,6 +343,28 @@ mod tests {
         let wrapped: EventStream = Box::pin(stream);
         assert!(plan.unwrapped_step(&wrapped).is_none());
         assert!(plan.take_step(at).is_some(), "the step still finds its request");
+    }
+
+    #[test]
+    fn steps_made_at_once_each_find_their_own_request_in_any_order() {
+        let plan = plan();
+        let request = |iteration: u32| ReasoningRequest {
+            ctx: AgentContext::new("a", "s", "r").with_iteration(iteration),
+            tool_choice: None,
+        };
+        for (at, iteration) in [(10, 1), (20, 2), (30, 3), (40, 4)] {
+            assert!(plan.hold_step(at, request(iteration)).is_ok());
+        }
+        for (at, iteration) in [(20, 2), (10, 1), (40, 4)] {
+            let taken = plan.take_step(at).map(|r| r.ctx.iteration());
+            assert_eq!(taken, Some(iteration), "the request held for {at}");
+            assert!(plan.take_step(at).is_none(), "taken once only");
+        }
+        assert!(plan.take_step(99).is_none(), "an address never held");
+        assert_eq!(plan.take_step(30).map(|r| r.ctx.iteration()), Some(3));
+        assert!(plan.take_step(30).is_none(), "none left");
+        assert!(plan.hold_step(50, request(5)).is_ok(), "held again once emptied");
+        assert_eq!(plan.take_step(50).map(|r| r.ctx.iteration()), Some(5));
     }
 
     #[test]
