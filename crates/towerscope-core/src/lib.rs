@@ -72,7 +72,7 @@ pub use position::{
     StructuredSchema, ToolInfo, ToolItem, ToolStream, event_stream,
 };
 pub use system_prompt::{PromptFuture, SystemPromptFold, SystemPromptTransformer, prompt_fn, prompt_map};
-pub use tool::{ToolChunk, ToolResponse};
+pub use tool::{ChunkFold, ToolChunk, ToolResponse};
 
 /// The types most programs and layer authors need, in one import: messages and events, every
 /// position's request and response, the `Next` of each position for [`from_fn()`] closures, and

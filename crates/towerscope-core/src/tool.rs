@@ -1,7 +1,8 @@
 //! What tools return: streamed [`ToolChunk`]s, accumulated into a [`ToolResponse`].
 //!
-//! A tool yields chunks; the toolkit folds them into one response with
-//! [`ToolResponse::append_chunk`], as the reference does:
+//! A tool yields chunks; the toolkit folds them into one response with a [`ChunkFold`] (in
+//! time linear in the chunks), by the rules of [`ToolResponse::append_chunk`], as the reference
+//! does:
 //!
 //! * blocks with the same id are merged: text is concatenated, base64 data joined as bytes;
 //! * then consecutive text blocks are merged into one;
@@ -24,6 +25,8 @@
 //! assert_eq!(response.state, ToolResultState::Error);
 //! assert_eq!(response.content.len(), 1);
 //! ```
+
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -177,19 +180,141 @@ impl ToolResponse {
     /// Deviations from the reference, which would raise: a data piece whose id matches a URL data
     /// block, or a block of the other kind, is added as a new block with a new id; base64 that does
     /// not decode is joined as text.
+    ///
+    /// Each call merges the response's text blocks and looks its blocks up afresh, so folding a
+    /// whole stream this way costs the square of its blocks; [`ChunkFold`] folds a stream in time
+    /// linear in its chunks.
     pub fn append_chunk(&mut self, chunk: &ToolChunk) {
-        if self.content.is_empty() {
+        // One chunk: a scan finds its pieces' blocks sooner than an index built for it would.
+        let mut blocks = BlockIndex {
+            by_id: None,
+            index: false,
+        };
+        blocks.fold(self, chunk, true);
+    }
+}
+
+/// Folds a tool's chunks into its response, by the rules of [`ToolResponse::append_chunk`], in
+/// time linear in the chunks: the blocks are looked up by id in an index (once there are more
+/// than a few), and only the blocks a chunk adds are merged with the text before them.
+///
+/// ```
+/// use towerscope_core::message::{MediaBlock, TextBlock};
+/// use towerscope_core::tool::{ChunkFold, ToolChunk, ToolResponse};
+///
+/// let mut fold = ChunkFold::new(ToolResponse::new(Vec::new()));
+/// for piece in ["a", "b", "c"] {
+///     fold.push(&ToolChunk::new(vec![TextBlock::new(piece).with_id("t").into()]));
+/// }
+/// assert_eq!(fold.response().text_content().as_deref(), Some("abc"));
+/// assert_eq!(fold.into_response().content.len(), 1);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ChunkFold {
+    response: ToolResponse,
+    blocks: BlockIndex,
+    /// Whether a chunk was folded (the first one also merges the response's own text blocks).
+    started: bool,
+}
+
+impl ChunkFold {
+    /// Starts from `response` (usually empty).
+    pub fn new(response: ToolResponse) -> Self {
+        Self {
+            response,
+            blocks: BlockIndex {
+                by_id: None,
+                index: true,
+            },
+            started: false,
+        }
+    }
+
+    /// Folds in one chunk.
+    pub fn push(&mut self, chunk: &ToolChunk) {
+        let first = !std::mem::replace(&mut self.started, true);
+        self.blocks.fold(&mut self.response, chunk, first);
+    }
+
+    /// The response so far.
+    pub fn response(&self) -> &ToolResponse {
+        &self.response
+    }
+
+    /// The response.
+    pub fn into_response(self) -> ToolResponse {
+        self.response
+    }
+}
+
+/// How many blocks a response has before [`BlockIndex`] indexes them by id.
+const FEW_BLOCKS: usize = 16;
+
+/// Where a response's blocks are by id: a scan while they are few, a map past that (the first
+/// block with each id) when `index`.
+#[derive(Debug, Clone)]
+struct BlockIndex {
+    by_id: Option<HashMap<Id, usize>>,
+    index: bool,
+}
+
+impl BlockIndex {
+    /// The first block with `id`.
+    fn find(&mut self, content: &[MediaBlock], id: &Id) -> Option<usize> {
+        if self.index && self.by_id.is_none() && content.len() > FEW_BLOCKS {
+            let mut by_id = HashMap::with_capacity(content.len());
+            for (i, block) in content.iter().enumerate() {
+                by_id.entry(block.id().clone()).or_insert(i);
+            }
+            self.by_id = Some(by_id);
+        }
+        match &self.by_id {
+            Some(by_id) => by_id.get(id).copied(),
+            None => content.iter().position(|block| block.id() == id),
+        }
+    }
+
+    /// Notes the block just pushed at `at` (its id is new: it was looked up first).
+    fn pushed(&mut self, content: &[MediaBlock], at: usize) {
+        if let (Some(by_id), Some(block)) = (&mut self.by_id, content.get(at)) {
+            by_id.entry(block.id().clone()).or_insert(at);
+        }
+    }
+
+    /// Notes that the block with `id` moved from `from` to `to`, or is gone (`None`).
+    fn moved(&mut self, id: &Id, from: usize, to: Option<usize>) {
+        let Some(by_id) = &mut self.by_id else { return };
+        if by_id.get(id) == Some(&from) {
+            match to {
+                Some(to) => {
+                    by_id.insert(id.clone(), to);
+                }
+                None => {
+                    by_id.remove(id);
+                }
+            }
+        }
+    }
+
+    /// Folds `chunk` into `response`; `whole` then merges every run of text blocks (at the
+    /// first chunk of a fold, whose response may come with its own), else only the ones `chunk`
+    /// adds.
+    fn fold(&mut self, response: &mut ToolResponse, chunk: &ToolChunk, whole: bool) {
+        let content = &mut response.content;
+        if content.is_empty() {
             // Most tools answer with one chunk, and its blocks are the whole result: room for
             // them alone, not the four blocks a first push reserves (the result is kept in the
             // conversation as it is). Later chunks grow the vector as usual.
-            self.content.reserve_exact(chunk.content.len());
+            content.reserve_exact(chunk.content.len());
         }
+        let before = content.len();
         for piece in &chunk.content {
-            let index = self.content.iter().position(|block| block.id() == piece.id());
-            let merged = match index.and_then(|index| self.content.get_mut(index)) {
+            let index = self.find(content, piece.id());
+            let merged = match index.and_then(|index| content.get_mut(index)) {
                 Some(target) => merge_piece(target, piece),
                 None => {
-                    self.content.push(piece.clone());
+                    content.push(piece.clone());
+                    self.pushed(content, content.len() - 1);
                     true
                 }
             };
@@ -199,21 +324,26 @@ impl ToolResponse {
                     MediaBlock::Text(block) => block.id = new_id(),
                     MediaBlock::Data(block) => block.id = new_id(),
                 }
-                self.content.push(copy);
+                content.push(copy);
+                self.pushed(content, content.len() - 1);
             }
         }
+        // Merging into a block of the same kind changes no neighbour: once a fold has merged
+        // its response's runs of text, only the added blocks can make one, with the block
+        // before them.
+        let from = if whole { 0 } else { before.saturating_sub(1) };
+        merge_text_from(content, from, self);
 
-        if severity(chunk.state) > severity(self.state) {
-            self.state = chunk.state;
+        if severity(chunk.state) > severity(response.state) {
+            response.state = chunk.state;
         }
         for (key, value) in chunk
             .metadata
             .iter()
             .filter(|(key, _)| key.as_str() != MCP_PROGRESS_KEY)
         {
-            self.metadata.insert(key.clone(), value.clone());
+            response.metadata.insert(key.clone(), value.clone());
         }
-        merge_consecutive_text(&mut self.content);
     }
 }
 
@@ -263,16 +393,32 @@ fn merge_piece(target: &mut MediaBlock, piece: &MediaBlock) -> bool {
     }
 }
 
-/// Merges each text block into the text block before it, in place: one pass over the blocks,
-/// no allocation (it runs after every chunk).
-fn merge_consecutive_text(content: &mut Vec<MediaBlock>) {
-    content.dedup_by(|next, last| match (last, next) {
-        (MediaBlock::Text(last), MediaBlock::Text(next)) => {
-            last.text.push_str(&next.text);
-            true
+/// Merges each text block from `from` on into the text block before it (the first kept
+/// keeps its id), in place, telling `blocks` where the others went.
+fn merge_text_from(content: &mut Vec<MediaBlock>, from: usize, blocks: &mut BlockIndex) {
+    if content.len() < 2 {
+        return;
+    }
+    let mut kept = from;
+    for next in from + 1..content.len() {
+        let (head, tail) = content.split_at_mut(next);
+        match (head.get_mut(kept), tail.first()) {
+            (Some(MediaBlock::Text(last)), Some(MediaBlock::Text(text))) => {
+                last.text.push_str(&text.text);
+                blocks.moved(&text.id, next, None);
+            }
+            _ => {
+                kept += 1;
+                if kept != next {
+                    content.swap(kept, next);
+                    if let Some(block) = content.get(kept) {
+                        blocks.moved(block.id(), next, Some(kept));
+                    }
+                }
+            }
         }
-        _ => false,
-    });
+    }
+    content.truncate(kept + 1);
 }
 
 #[cfg(test)]

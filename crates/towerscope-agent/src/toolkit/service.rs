@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use futures_core::Stream;
 use serde_json::Map;
 use towerscope_core::{
-    ActingRequest, AgentError, ToolCallBlock, ToolChunk, ToolItem, ToolResponse, ToolResultState, ToolStream,
+    ActingRequest, AgentError, ChunkFold, ToolCallBlock, ToolChunk, ToolItem, ToolResponse, ToolResultState, ToolStream,
 };
 
 use super::group::ActiveToolGroups;
@@ -25,7 +25,7 @@ use super::{ToolChunkStream, Toolkit};
 /// the request was built without it), with the call's `input` text parsed, repaired, coerced
 /// and validated here as [`Toolkit::prepare`] does, and answers
 /// with a [`ToolStream`] that yields a [`ToolItem::Chunk`] per chunk and then exactly one
-/// [`ToolItem::Response`]: the chunks merged by [`ToolResponse::append_chunk`], with the tool
+/// [`ToolItem::Response`]: the chunks folded by [`ChunkFold`] (the rules of [`ToolResponse::append_chunk`]), with the tool
 /// call's id.
 ///
 /// Nothing the tool does fails the stream: an unknown tool, arguments that do not validate, an `Err` from
@@ -136,8 +136,9 @@ struct ToolCallStream {
     inner: Option<ToolChunkStream>,
     /// A chunk to yield before anything else (the error of a call that could not start).
     queued: Option<ToolChunk>,
-    /// The response being accumulated; taken when it is yielded.
-    response: Option<ToolResponse>,
+    /// The response being accumulated (in time linear in the chunks); taken when it is
+    /// yielded.
+    response: Option<ChunkFold>,
 }
 
 impl ToolCallStream {
@@ -146,13 +147,14 @@ impl ToolCallStream {
             call,
             inner: Some(inner),
             queued: None,
-            response: Some(response),
+            response: Some(ChunkFold::new(response)),
         }
     }
 
-    fn failed(call: Arc<ToolCallBlock>, mut response: ToolResponse, message: String) -> Self {
+    fn failed(call: Arc<ToolCallBlock>, response: ToolResponse, message: String) -> Self {
         let chunk = error_chunk(message);
-        response.append_chunk(&chunk);
+        let mut response = ChunkFold::new(response);
+        response.push(&chunk);
         Self {
             call,
             inner: None,
@@ -178,7 +180,7 @@ impl Stream for ToolCallStream {
             return Poll::Ready(Some(Ok(ToolItem::Chunk(chunk))));
         }
         let Some(inner) = this.inner.as_mut() else {
-            return Poll::Ready(this.response.take().map(|r| Ok(ToolItem::Response(r))));
+            return Poll::Ready(this.response.take().map(|r| Ok(ToolItem::Response(r.into_response()))));
         };
         let chunk = match catch_unwind(AssertUnwindSafe(|| inner.as_mut().poll_next(cx))) {
             Ok(Poll::Pending) => return Poll::Pending,
@@ -189,7 +191,7 @@ impl Stream for ToolCallStream {
             }
             Ok(Poll::Ready(None)) => {
                 this.stop();
-                return Poll::Ready(this.response.take().map(|r| Ok(ToolItem::Response(r))));
+                return Poll::Ready(this.response.take().map(|r| Ok(ToolItem::Response(r.into_response()))));
             }
             Err(payload) => {
                 let message = panic_message(&this.call.name, &*payload);
@@ -198,7 +200,7 @@ impl Stream for ToolCallStream {
             }
         };
         if let Some(response) = this.response.as_mut() {
-            response.append_chunk(&chunk);
+            response.push(&chunk);
         }
         Poll::Ready(Some(Ok(ToolItem::Chunk(chunk))))
     }
