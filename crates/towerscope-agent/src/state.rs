@@ -116,6 +116,22 @@ pub struct AgentState {
     /// token counter (not saved: a restored agent estimates until its next call).
     #[serde(skip)]
     pub(crate) last_call: Option<LastCall>,
+    /// Where the tail message's call last looked up is (see [`CallHint`]).
+    #[serde(skip)]
+    pub(crate) call_hint: CallHint,
+}
+
+/// The place, among the tail message's blocks, of the tool call last looked up by id: the
+/// next lookup tries it and the block after it first (the loop takes a message's calls in
+/// order), so the calls of a message with many are not each found by a scan of all of them.
+/// A hint, not state: checked before it is used, never saved, and no part of equality.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CallHint(usize);
+
+impl PartialEq for CallHint {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl Default for AgentState {
@@ -131,6 +147,7 @@ impl Default for AgentState {
             permission_mode: PermissionMode::default(),
             tasks: Vec::new(),
             last_call: None,
+            call_hint: CallHint::default(),
         }
     }
 }
@@ -193,9 +210,10 @@ impl AgentState {
 
     /// Whether the tail call `id` waits for the user or an external result.
     pub(crate) fn is_call_parked(&self, id: &Id) -> bool {
+        // The state first: comparing ids compares their text.
         self.tail_assistant().is_some_and(|m| {
             m.tool_calls()
-                .any(|c| c.id == *id && matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted))
+                .any(|c| matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted) && c.id == *id)
         })
     }
 
@@ -209,11 +227,19 @@ impl AgentState {
     /// The tool call `id` of the tail assistant message (ids are unique within a reply's
     /// message: the reasoning step renames a model's duplicate ids).
     pub(crate) fn tail_call_mut(&mut self, id: &Id) -> Option<&mut ToolCallBlock> {
-        let has_call = self.tail_assistant()?.tool_calls().any(|c| c.id == *id);
-        if !has_call {
-            return None;
+        let is_call = |block: Option<&ContentBlock>| matches!(block, Some(ContentBlock::ToolCall(c)) if c.id == *id);
+        let content = &self.tail_assistant()?.content;
+        let hint = self.call_hint.0;
+        let index = [hint, hint + 1]
+            .into_iter()
+            .find(|&i| is_call(content.get(i)))
+            .or_else(|| content.iter().position(|block| is_call(Some(block))))?;
+        self.call_hint = CallHint(index);
+        // Found first, copied (if a request holds the message) only then.
+        match self.context.last_mut()?.content.get_mut(index) {
+            Some(ContentBlock::ToolCall(call)) => Some(call),
+            _ => None,
         }
-        self.context.last_mut()?.tool_call_mut(id)
     }
 
     /// Saves a tool result into the reply's message and marks its call finished.
