@@ -13,6 +13,8 @@
 //! the call's arguments already form a complete JSON value and the new piece starts another:
 //! then it is a second call under the same id, renamed like any other.
 
+use std::collections::{HashMap, HashSet};
+
 use towerscope_core::id::new_id;
 use towerscope_core::{
     AgentEvent, ChatResponse, ContentBlock, DataBlock, DataBlockDeltaEvent, DataBlockEndEvent, DataBlockStartEvent,
@@ -22,28 +24,85 @@ use towerscope_core::{
 };
 
 /// Tool-call ids already used in the reply's message, and the renaming of duplicates.
+///
+/// A lookup costs the same however many calls the message has (the ids are hashed past a
+/// few), and renaming starts from the last suffix given to the same id: a model answering with
+/// thousands of calls, all with one id, is not renamed in time growing with their cube.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct CallIds {
-    used: Vec<Id>,
+    /// The ids, while they are few.
+    few: Vec<Id>,
+    /// The ids, once there are more than [`FEW_IDS`].
+    many: Option<HashSet<Id>>,
+    /// For each id renamed, the next suffix to try: `{id}_{n}` below it are all taken (ids are
+    /// never given back, so the smallest free suffix only grows). Made at the first rename.
+    next_suffix: Option<HashMap<Id, u32>>,
 }
+
+/// How many ids [`CallIds`] compares one by one before it hashes them.
+const FEW_IDS: usize = 16;
 
 impl CallIds {
     /// The ids used so far.
     pub(crate) fn new(used: impl IntoIterator<Item = Id>) -> Self {
+        let few: Vec<Id> = used.into_iter().collect();
+        if few.len() <= FEW_IDS {
+            return Self {
+                few,
+                many: None,
+                next_suffix: None,
+            };
+        }
         Self {
-            used: used.into_iter().collect(),
+            few: Vec::new(),
+            many: Some(few.into_iter().collect()),
+            next_suffix: None,
         }
     }
 
-    /// The id a new call with the model's `id` gets: `id` itself, or `{id}_{n}` when taken.
-    pub(crate) fn assign(&mut self, id: &Id) -> Id {
-        let mut assigned = id.clone();
-        let mut n = 2u32;
-        while self.used.contains(&assigned) {
-            assigned = Id::from(format!("{id}_{n}"));
-            n += 1;
+    fn contains(&self, id: &Id) -> bool {
+        match &self.many {
+            Some(many) => many.contains(id),
+            None => self.few.contains(id),
         }
-        self.used.push(assigned.clone());
+    }
+
+    fn insert(&mut self, id: Id) {
+        match &mut self.many {
+            Some(many) => {
+                many.insert(id);
+            }
+            None if self.few.len() < FEW_IDS => self.few.push(id),
+            None => {
+                let mut many: HashSet<Id> = self.few.drain(..).collect();
+                many.insert(id);
+                self.many = Some(many);
+            }
+        }
+    }
+
+    /// The id a new call with the model's `id` gets: `id` itself, or `{id}_{n}` with the
+    /// smallest `n` from 2 that is not taken.
+    pub(crate) fn assign(&mut self, id: &Id) -> Id {
+        if !self.contains(id) {
+            self.insert(id.clone());
+            return id.clone();
+        }
+        let mut n = self
+            .next_suffix
+            .as_ref()
+            .and_then(|next| next.get(id))
+            .copied()
+            .unwrap_or(2);
+        let assigned = loop {
+            let candidate = Id::from(format!("{id}_{n}"));
+            n += 1;
+            if !self.contains(&candidate) {
+                break candidate;
+            }
+        };
+        self.next_suffix.get_or_insert_with(HashMap::new).insert(id.clone(), n);
+        self.insert(assigned.clone());
         assigned
     }
 
@@ -364,6 +423,57 @@ impl ChunkConverter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The renaming as it was first written: a scan of every id used, for every suffix tried.
+    fn assign_by_scans(used: &mut Vec<Id>, id: &Id) -> Id {
+        let mut assigned = id.clone();
+        let mut n = 2u32;
+        while used.contains(&assigned) {
+            assigned = Id::from(format!("{id}_{n}"));
+            n += 1;
+        }
+        used.push(assigned.clone());
+        assigned
+    }
+
+    #[test]
+    fn ids_are_renamed_as_by_scans_whatever_was_taken_before() {
+        // Ids drawn from a few, some already suffixed as a rename would be: a fixed sequence
+        // of pseudo-random picks, long enough to pass from the list to the hashed set.
+        let pool = ["a", "b", "a_2", "a_3", "b_2", "c", "a_5", "b_2_2"];
+        let mut state = 0x2545_f491_u32;
+        let mut pick = || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            Id::from(pool[state as usize % pool.len()])
+        };
+        for before in [0usize, 3, 20] {
+            let taken: Vec<Id> = (0..before).map(|_| pick()).collect();
+            let mut ids = CallIds::new(taken.iter().cloned());
+            let mut used = taken;
+            for _ in 0..200 {
+                let id = pick();
+                assert_eq!(
+                    ids.assign(&id),
+                    assign_by_scans(&mut used, &id),
+                    "{before} taken before"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn thousands_of_calls_with_one_id_are_numbered_in_order() {
+        let mut ids = CallIds::default();
+        let x = Id::from("x");
+        assert_eq!(ids.assign(&x), "x");
+        for n in 2..=5_000 {
+            assert_eq!(ids.assign(&x).to_string(), format!("x_{n}"));
+        }
+        // A model's own id that a rename would have used is renamed in turn.
+        assert_eq!(ids.assign(&Id::from("x_7")), "x_7_2");
+    }
     use towerscope_core::{TextBlock, ThinkingBlock, ToolCallBlock};
 
     fn kinds(events: &[AgentEvent]) -> Vec<String> {
