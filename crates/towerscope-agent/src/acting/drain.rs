@@ -7,23 +7,109 @@
 //! tools that really run at the same time still interleave (each carries its call id), but a
 //! fast tool's result arrives in one piece.
 
+//!
+//! Each stream is polled with a waker of its own, so a poll visits only the streams woken since
+//! the last one (and the one being drained): a batch of N tools that finish one by one costs
+//! about N polls, not N for each of them.
+
+use std::collections::BTreeSet;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Wake, Waker};
 
 use futures_core::Stream;
 
 /// Merges streams, draining each one's ready items before moving to the next.
 pub(crate) struct DrainReady<S> {
-    streams: Vec<S>,
+    /// The streams, in order; `None` once ended (the others keep their places).
+    streams: Vec<Option<S>>,
+    /// Each stream's waker: it notes the stream as woken and wakes the task.
+    wakers: Vec<Waker>,
+    /// How many streams have not ended.
+    live: usize,
     /// The stream to poll first.
     current: usize,
+    woken: Arc<Woken>,
+}
+
+/// The streams woken since they were last polled, and the task to wake for them.
+#[derive(Default)]
+struct Woken {
+    state: Mutex<WokenState>,
+}
+
+#[derive(Default)]
+struct WokenState {
+    indices: BTreeSet<usize>,
+    task: Option<Waker>,
+}
+
+impl Woken {
+    fn lock(&self) -> std::sync::MutexGuard<'_, WokenState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The first woken stream from `from` on, or else from the start; taken out.
+    fn next(&self, from: usize) -> Option<usize> {
+        let mut state = self.lock();
+        let index = state
+            .indices
+            .range(from..)
+            .next()
+            .or_else(|| state.indices.iter().next())
+            .copied()?;
+        state.indices.remove(&index);
+        Some(index)
+    }
+
+    fn mark(&self, index: usize) {
+        self.lock().indices.insert(index);
+    }
+}
+
+/// The waker of one stream.
+struct StreamWaker {
+    index: usize,
+    woken: Arc<Woken>,
+}
+
+impl Wake for StreamWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let task = {
+            let mut state = self.woken.lock();
+            state.indices.insert(self.index);
+            state.task.clone()
+        };
+        if let Some(task) = task {
+            task.wake();
+        }
+    }
 }
 
 impl<S: Stream + Unpin> DrainReady<S> {
     pub(crate) fn new(streams: impl IntoIterator<Item = S>) -> Self {
+        let streams: Vec<Option<S>> = streams.into_iter().map(Some).collect();
+        let woken = Arc::new(Woken::default());
+        // Every stream is polled once to start.
+        woken.lock().indices.extend(0..streams.len());
+        let wakers = (0..streams.len())
+            .map(|index| {
+                Waker::from(Arc::new(StreamWaker {
+                    index,
+                    woken: Arc::clone(&woken),
+                }))
+            })
+            .collect();
         Self {
-            streams: streams.into_iter().collect(),
+            live: streams.len(),
+            streams,
+            wakers,
             current: 0,
+            woken,
         }
     }
 }
@@ -33,30 +119,50 @@ impl<S: Stream + Unpin> Stream for DrainReady<S> {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
         let this = &mut *self;
-        let mut tried = 0;
-        while tried < this.streams.len() {
-            let index = this.current % this.streams.len();
-            match Pin::new(&mut this.streams[index]).poll_next(cx) {
+        {
+            let mut state = this.woken.lock();
+            if !state.task.as_ref().is_some_and(|task| task.will_wake(cx.waker())) {
+                state.task = Some(cx.waker().clone());
+            }
+        }
+        // Each stream that waits is polled at most once per call (one that wakes itself while
+        // polled is polled again at the next call, as the task is woken for it).
+        let mut waited = 0;
+        while this.live > 0 && waited < this.streams.len() {
+            let Some(index) = this.woken.next(this.current) else {
+                return Poll::Pending;
+            };
+            let (Some(Some(stream)), Some(waker)) = (this.streams.get_mut(index), this.wakers.get(index)) else {
+                continue;
+            };
+            match Pin::new(stream).poll_next(&mut Context::from_waker(waker)) {
                 Poll::Ready(Some(item)) => {
+                    // Drained first at the next call: it may have more ready.
                     this.current = index;
+                    this.woken.mark(index);
                     return Poll::Ready(Some(item));
                 }
                 Poll::Ready(None) => {
-                    // Keep the order of the others: the next one slides into this index.
-                    this.streams.remove(index);
-                    this.current = index;
+                    if let Some(slot) = this.streams.get_mut(index) {
+                        *slot = None;
+                    }
+                    this.live -= 1;
+                    this.current = index + 1;
                 }
                 Poll::Pending => {
                     this.current = index + 1;
-                    tried += 1;
+                    waited += 1;
                 }
             }
         }
-        if this.streams.is_empty() {
-            Poll::Ready(None)
-        } else {
-            Poll::Pending
+        if this.live == 0 {
+            return Poll::Ready(None);
         }
+        if !this.woken.lock().indices.is_empty() {
+            // Streams woken while the others were polled: come back for them.
+            cx.waker().wake_by_ref();
+        }
+        Poll::Pending
     }
 }
 
@@ -72,6 +178,50 @@ mod tests {
         let b: BoxStream<'static, &str> = stream::iter(["b1", "b2"]).boxed();
         let merged: Vec<&str> = DrainReady::new([a, b]).collect().await;
         assert_eq!(merged, ["a1", "a2", "a3", "b1", "b2"]);
+    }
+
+    /// A stream that counts its polls and answers once its sender has.
+    fn gated(
+        polls: &Arc<std::sync::atomic::AtomicUsize>,
+    ) -> (tokio::sync::oneshot::Sender<usize>, BoxStream<'static, usize>) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let polls = Arc::clone(polls);
+        let mut rx = Some(rx);
+        let stream = stream::poll_fn(move |cx| {
+            polls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(receiver) = rx.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match Pin::new(receiver).poll(cx) {
+                Poll::Ready(value) => {
+                    rx = None;
+                    Poll::Ready(value.ok())
+                }
+                Poll::Pending => Poll::Pending,
+            }
+        })
+        .boxed();
+        (tx, stream)
+    }
+
+    #[test]
+    fn streams_that_answer_one_by_one_are_each_polled_a_few_times_not_once_per_answer() {
+        const N: usize = 1_000;
+        let polls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (senders, streams): (Vec<_>, Vec<_>) = (0..N).map(|_| gated(&polls)).unzip();
+        let mut merged = DrainReady::new(streams);
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(Pin::new(&mut merged).poll_next(&mut cx).is_pending());
+        // They answer in reverse order, one at a time; each answer comes out alone.
+        for (i, sender) in senders.into_iter().enumerate().rev() {
+            assert!(sender.send(i).is_ok());
+            assert_eq!(Pin::new(&mut merged).poll_next(&mut cx), Poll::Ready(Some(i)));
+        }
+        assert_eq!(Pin::new(&mut merged).poll_next(&mut cx), Poll::Ready(None));
+        // Once to start, once to answer, once to end; polling every waiting stream at each
+        // answer would be about N * N / 2.
+        let polls = polls.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(polls <= 3 * N, "{polls} polls for {N} streams");
     }
 
     #[tokio::test(start_paused = true)]
