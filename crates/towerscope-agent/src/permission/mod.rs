@@ -155,20 +155,49 @@ pub(crate) fn suggested_rule(tool_name: &str) -> PermissionRule {
 /// allow rule for the same tool) is not asked about: it stays pending, and is decided again
 /// when the reply resumes, by then under the rules the user accepted. A call that
 /// [requires confirmation](crate::toolkit::Tool::requires_confirmation) is always asked about.
+///
+/// Only what covers a later ask is kept: the tools an allow rule was suggested for, hashed, so
+/// a batch of many calls that ask is checked in time linear in their number.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct AskedRules(Arc<Mutex<Vec<PermissionRule>>>);
+pub(crate) struct AskedRules(Arc<Mutex<std::collections::HashSet<String>>>);
 
 impl AskedRules {
     /// Whether `call`'s ask repeats an earlier one of the batch; records its rules if not.
     pub(crate) fn repeats(&self, call: &ToolCallBlock, suggested: &[PermissionRule], safety: bool) -> bool {
-        let mut asked = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let covered = asked
-            .iter()
-            .any(|r| r.behavior == PermissionBehavior::Allow && r.tool_name == call.name);
-        if covered && !safety {
+        let mut allowed = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if !safety && allowed.contains(&call.name) {
             return true;
         }
-        asked.extend(suggested.iter().cloned());
+        for rule in suggested.iter().filter(|r| r.behavior == PermissionBehavior::Allow) {
+            if !allowed.contains(&rule.tool_name) {
+                allowed.insert(rule.tool_name.clone());
+            }
+        }
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ask_is_covered_by_an_allow_rule_suggested_earlier_in_the_batch_for_its_tool() {
+        let asked = AskedRules::default();
+        let call = |name: &str| ToolCallBlock::new("c", name, "{}");
+        let rule = |name: &str, behavior| PermissionRule::new(name, behavior, "suggested");
+        assert!(!asked.repeats(&call("rm"), &[rule("rm", PermissionBehavior::Deny)], false));
+        assert!(!asked.repeats(&call("rm"), &[], false), "a deny rule covers nothing");
+        // Calls that must be confirmed are asked about, many times over, whatever was suggested.
+        for _ in 0..10_000 {
+            assert!(!asked.repeats(&call("rm"), &[rule("rm", PermissionBehavior::Allow)], true));
+        }
+        assert!(asked.repeats(&call("rm"), &[], false), "covered by the allow rule");
+        assert!(!asked.repeats(&call("ls"), &[], false), "another tool is not");
+        assert_eq!(
+            asked.0.lock().unwrap_or_else(PoisonError::into_inner).len(),
+            1,
+            "kept once"
+        );
     }
 }
