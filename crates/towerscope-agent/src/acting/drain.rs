@@ -8,9 +8,10 @@
 //! fast tool's result arrives in one piece.
 
 //!
-//! Each stream is polled with a waker of its own, so a poll visits only the streams woken since
-//! the last one (and the one being drained): a batch of N tools that finish one by one costs
-//! about N polls, not N for each of them.
+//! A batch of more than a few streams polls each with a waker of its own, so a poll visits only
+//! the streams woken since the last one (and the one being drained): N tools that finish one by
+//! one cost about N polls, not N for each of them. A few streams share the task's waker and are
+//! each polled at every call, which costs less than the wakers would (no allocation).
 
 use std::collections::BTreeSet;
 use std::pin::Pin;
@@ -19,16 +20,24 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use futures_core::Stream;
 
+/// How many streams share the task's waker; past that, each has its own.
+const FEW_STREAMS: usize = 16;
+
 /// Merges streams, draining each one's ready items before moving to the next.
 pub(crate) struct DrainReady<S> {
     /// The streams, in order; `None` once ended (the others keep their places).
     streams: Vec<Option<S>>,
-    /// Each stream's waker: it notes the stream as woken and wakes the task.
-    wakers: Vec<Waker>,
     /// How many streams have not ended.
     live: usize,
     /// The stream to poll first.
     current: usize,
+    /// Past [`FEW_STREAMS`]: each stream's waker, and the streams they woke.
+    own: Option<OwnWakers>,
+}
+
+struct OwnWakers {
+    /// Each stream's waker: it notes the stream as woken and wakes the task.
+    wakers: Vec<Waker>,
     woken: Arc<Woken>,
 }
 
@@ -93,23 +102,25 @@ impl Wake for StreamWaker {
 impl<S: Stream + Unpin> DrainReady<S> {
     pub(crate) fn new(streams: impl IntoIterator<Item = S>) -> Self {
         let streams: Vec<Option<S>> = streams.into_iter().map(Some).collect();
-        let woken = Arc::new(Woken::default());
-        // Every stream is polled once to start.
-        woken.lock().indices.extend(0..streams.len());
-        let wakers = (0..streams.len())
-            .map(|index| {
-                Waker::from(Arc::new(StreamWaker {
-                    index,
-                    woken: Arc::clone(&woken),
-                }))
-            })
-            .collect();
+        let own = (streams.len() > FEW_STREAMS).then(|| {
+            let woken = Arc::new(Woken::default());
+            // Every stream is polled once to start.
+            woken.lock().indices.extend(0..streams.len());
+            let wakers = (0..streams.len())
+                .map(|index| {
+                    Waker::from(Arc::new(StreamWaker {
+                        index,
+                        woken: Arc::clone(&woken),
+                    }))
+                })
+                .collect();
+            OwnWakers { wakers, woken }
+        });
         Self {
             live: streams.len(),
             streams,
-            wakers,
             current: 0,
-            woken,
+            own,
         }
     }
 }
@@ -119,27 +130,38 @@ impl<S: Stream + Unpin> Stream for DrainReady<S> {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
         let this = &mut *self;
-        {
-            let mut state = this.woken.lock();
+        if let Some(own) = &this.own {
+            let mut state = own.woken.lock();
             if !state.task.as_ref().is_some_and(|task| task.will_wake(cx.waker())) {
                 state.task = Some(cx.waker().clone());
             }
         }
-        // Each stream that waits is polled at most once per call (one that wakes itself while
-        // polled is polled again at the next call, as the task is woken for it).
-        let mut waited = 0;
-        while this.live > 0 && waited < this.streams.len() {
-            let Some(index) = this.woken.next(this.current) else {
-                return Poll::Pending;
+        // Each stream is polled at most once per call but the one being drained (one that
+        // wakes itself while polled is polled again at the next call, as the task is woken).
+        let count = this.streams.len();
+        for _ in 0..count {
+            if this.live == 0 {
+                break;
+            }
+            let index = match &this.own {
+                Some(own) => match own.woken.next(this.current) {
+                    Some(index) => index,
+                    None => return Poll::Pending,
+                },
+                None => this.current % count,
             };
-            let (Some(Some(stream)), Some(waker)) = (this.streams.get_mut(index), this.wakers.get(index)) else {
+            this.current = index + 1;
+            let Some(Some(stream)) = this.streams.get_mut(index) else {
                 continue;
             };
-            match Pin::new(stream).poll_next(&mut Context::from_waker(waker)) {
+            let waker = this.own.as_ref().and_then(|own| own.wakers.get(index));
+            match Pin::new(stream).poll_next(&mut Context::from_waker(waker.unwrap_or(cx.waker()))) {
                 Poll::Ready(Some(item)) => {
                     // Drained first at the next call: it may have more ready.
                     this.current = index;
-                    this.woken.mark(index);
+                    if let Some(own) = &this.own {
+                        own.woken.mark(index);
+                    }
                     return Poll::Ready(Some(item));
                 }
                 Poll::Ready(None) => {
@@ -147,18 +169,18 @@ impl<S: Stream + Unpin> Stream for DrainReady<S> {
                         *slot = None;
                     }
                     this.live -= 1;
-                    this.current = index + 1;
                 }
-                Poll::Pending => {
-                    this.current = index + 1;
-                    waited += 1;
-                }
+                Poll::Pending => {}
             }
         }
         if this.live == 0 {
             return Poll::Ready(None);
         }
-        if !this.woken.lock().indices.is_empty() {
+        if this
+            .own
+            .as_ref()
+            .is_some_and(|own| !own.woken.lock().indices.is_empty())
+        {
             // Streams woken while the others were polled: come back for them.
             cx.waker().wake_by_ref();
         }
