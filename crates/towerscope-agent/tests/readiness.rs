@@ -9,16 +9,18 @@
 //! answering, as a provider waiting for its first byte does.)
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use common::add_tool;
 use futures_util::future::BoxFuture;
 use tower::ServiceBuilder;
 use tower::limit::GlobalConcurrencyLimitLayer;
 use towerscope_agent::Agent;
-use towerscope_agent::toolkit::FunctionTool;
 use towerscope_core::{ActingRequest, AgentError, Msg, ToolResultState, ToolStream};
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 
@@ -134,12 +136,6 @@ where
     }
 }
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Add {
-    a: i64,
-    b: i64,
-}
-
 #[tokio::test]
 async fn an_acting_stack_not_ready_at_once_or_answering_later_still_runs_the_tool() {
     let readiness_polls = Arc::new(AtomicUsize::new(0));
@@ -154,10 +150,7 @@ async fn an_acting_stack_not_ready_at_once_or_answering_later_still_runs_the_too
     );
     let agent = Agent::builder("a")
         .model(model)
-        .tool(FunctionTool::new(
-            "add",
-            |x: Add| async move { (x.a + x.b).to_string() },
-        ))
+        .tool(add_tool())
         .on_acting(tower::layer::layer_fn(move |inner| Late {
             inner,
             readiness_polls: Arc::clone(&ready),

@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{assert_consistent, collect, results};
+use common::{add_tool, assert_consistent, collect, results};
 use futures_util::StreamExt;
 use towerscope_agent::Agent;
 use towerscope_agent::toolkit::FunctionTool;
@@ -153,14 +153,7 @@ async fn thousands_of_calls_with_one_id_each_run_once_under_an_id_of_their_own()
             answer = answer.and_tool_call("c1", "add", format!(r#"{{"a": {i}, "b": 1}}"#));
         }
         let model = ScriptedModel::new("m", [answer, ScriptedResponse::text("done")]).streaming(streaming);
-        let agent = Agent::builder("a")
-            .model(model)
-            .tool(FunctionTool::new(
-                "add",
-                |x: Add| async move { (x.a + x.b).to_string() },
-            ))
-            .build()
-            .unwrap();
+        let agent = Agent::builder("a").model(model).tool(add_tool()).build().unwrap();
         let reply = agent.reply(Msg::user("user", "add them")).await.unwrap();
         assert_eq!(reply.text_content().as_deref(), Some("done"), "streaming {streaming}");
         let state = agent.state();
@@ -234,13 +227,6 @@ async fn observe_after_a_dropped_reply_closes_its_calls() {
     );
 }
 
-/// Add two numbers.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Add {
-    a: i64,
-    b: i64,
-}
-
 #[tokio::test]
 async fn a_panicking_acting_layer_fails_only_its_call() {
     let model = ScriptedModel::new(
@@ -252,10 +238,7 @@ async fn a_panicking_acting_layer_fails_only_its_call() {
     );
     let agent = Agent::builder("a")
         .model(model)
-        .tool(FunctionTool::new(
-            "add",
-            |x: Add| async move { (x.a + x.b).to_string() },
-        ))
+        .tool(add_tool())
         .on_acting(from_fn(|req: ActingRequest, next: ActingNext| async move {
             if req.tool_call().name == "add" {
                 panic!("layer bug");
@@ -307,11 +290,7 @@ async fn a_layer_panicking_in_call_itself_fails_only_its_tool_call() {
                 ScriptedResponse::text("sorry"),
             ],
         );
-        let builder =
-            Agent::builder("a").model(model).tool(FunctionTool::new(
-                "add",
-                |x: Add| async move { (x.a + x.b).to_string() },
-            ));
+        let builder = Agent::builder("a").model(model).tool(add_tool());
         let agent = match position {
             "on_acting" => builder.on_acting(tower::layer::layer_fn(PanicsInCall)),
             _ => builder.on_check_permission(tower::layer::layer_fn(PanicsInCall)),
@@ -490,10 +469,7 @@ async fn a_panicking_permission_layer_fails_only_its_call() {
     );
     let agent = Agent::builder("a")
         .model(model)
-        .tool(FunctionTool::new(
-            "add",
-            |x: Add| async move { (x.a + x.b).to_string() },
-        ))
+        .tool(add_tool())
         .on_check_permission(from_fn(move |req: PermissionRequest, next: PermissionNext| {
             let t = t.clone();
             async move {

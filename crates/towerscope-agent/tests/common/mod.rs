@@ -3,6 +3,7 @@
 
 use futures_util::StreamExt;
 use towerscope_agent::ReplyStream;
+use towerscope_agent::toolkit::FunctionTool;
 use towerscope_core::{AgentError, AgentEvent, ContentBlock, Msg, ReplyItem, ToolResultBlock};
 
 /// Everything a reply produced.
@@ -97,4 +98,18 @@ fn require_env(var: &str, test: &str) -> Option<String> {
             None
         }
     }
+}
+
+/// The arguments of [`add_tool`].
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct Add {
+    /// The first number.
+    pub a: i64,
+    /// The second number.
+    pub b: i64,
+}
+
+/// The `add(a, b)` tool, answering the sum as text.
+pub fn add_tool() -> FunctionTool {
+    FunctionTool::new("add", |x: Add| async move { (x.a + x.b).to_string() })
 }
