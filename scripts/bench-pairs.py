@@ -11,6 +11,11 @@ lasts longer than a pair cancels out of that pair's ratio.
     # the other commit's build, from a worktree, into another target directory
     python3 scripts/bench-pairs.py --pairs 101 BASE_BINARY NEW_BINARY [--middlewares M]
 
+`--base-args` and `--new-args` add options to one side's runs only: the same binary with and
+without one layer on a position is what that layer costs,
+
+    python3 scripts/bench-pairs.py BINARY BINARY --new-args "--layer-on reasoning"
+
 The binaries are the harness's (`peer-P single --replies R --warmup W --middlewares M`, one
 JSON line per run with `median_us`), of the same peer or of two peers (one reply of towerscope
 against one of AutoAgents). The load average before and after is printed.
@@ -19,15 +24,16 @@ against one of AutoAgents). The load average before and after is printed.
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 
 
-def median_us(binary: str, args: argparse.Namespace) -> float:
-    """One run of the harness; its median time per reply in microseconds."""
+def median_us(binary: str, args: argparse.Namespace, extra: str) -> float:
+    """One run of the harness (with the options in `extra`); its median time per reply in µs."""
     out = subprocess.run(
         [binary, "single", "--replies", str(args.replies), "--warmup", str(args.warmup),
-         "--middlewares", str(args.middlewares)],
+         "--middlewares", str(args.middlewares), *shlex.split(extra)],
         capture_output=True, text=True, check=True).stdout
     lines = out.strip().splitlines()
     if not lines:
@@ -47,6 +53,8 @@ def main() -> None:
     parser.add_argument("--middlewares", type=int, default=0)
     parser.add_argument("--replies", type=int, default=5000)
     parser.add_argument("--warmup", type=int, default=500)
+    parser.add_argument("--base-args", default="", help="more options for the base binary's runs")
+    parser.add_argument("--new-args", default="", help="more options for the new binary's runs")
     args = parser.parse_args()
     if args.pairs < 1:
         raise SystemExit("--pairs must be at least 1")
@@ -55,18 +63,20 @@ def main() -> None:
     base, new, ratios = [], [], []
     for i in range(args.pairs):
         if i % 2 == 0:
-            b = median_us(args.base, args)
-            n = median_us(args.new, args)
+            b = median_us(args.base, args, args.base_args)
+            n = median_us(args.new, args, args.new_args)
         else:
-            n = median_us(args.new, args)
-            b = median_us(args.base, args)
+            n = median_us(args.new, args, args.new_args)
+            b = median_us(args.base, args, args.base_args)
         base.append(b)
         new.append(n)
         ratios.append(n / b)
     load_after = os.getloadavg()
 
     q1, _, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else (ratios[0],) * 3
-    print(f"middlewares {args.middlewares}, {args.pairs} pairs of {args.replies} replies")
+    print(f"middlewares {args.middlewares}, {args.pairs} pairs of {args.replies} replies"
+          + (f", base args {args.base_args!r}" if args.base_args else "")
+          + (f", new args {args.new_args!r}" if args.new_args else ""))
     print(f"base: median {statistics.median(base):.2f} µs (min {min(base):.2f}, max {max(base):.2f})")
     print(f"new:  median {statistics.median(new):.2f} µs (min {min(new):.2f}, max {max(new):.2f})")
     print(f"new / base per pair: median {statistics.median(ratios):.3f}, quartiles {q1:.3f}–{q3:.3f}, "

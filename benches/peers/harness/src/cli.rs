@@ -1,13 +1,17 @@
 //! The command line every peer binary accepts.
 //!
 //! ```text
-//! <peer> single --replies N [--middlewares M] [--warmup W]
+//! <peer> single --replies N [--middlewares M] [--warmup W] [--layer-on P]
 //! <peer> many --n N [--workers W]
 //! <peer> floor --n N [--workers W]
 //! ```
 //!
 //! `--workers` sets the runtime's worker threads (default 2, the scenario's; 0: tokio's
 //! current-thread runtime, everything on the thread that waits for the replies).
+//!
+//! `--layer-on P` installs one pass-through layer on the peer's position `P` only (a peer lists
+//! its positions in [`Peer::POSITIONS`](crate::Peer::POSITIONS)): what the first layer on one
+//! position costs, run against the same binary without it (`scripts/bench-pairs.py --new-args`).
 
 use crate::BoxError;
 
@@ -22,6 +26,8 @@ pub enum Mode {
         middlewares: usize,
         /// Untimed replies first.
         warmup: usize,
+        /// The position to install one pass-through layer on, if any.
+        layer_on: Option<String>,
     },
     /// `n` replies in flight at once, each on its own agent.
     Many {
@@ -41,7 +47,7 @@ pub enum Mode {
 }
 
 /// How to call the binary.
-pub const USAGE: &str = "usage: <peer> single --replies N [--middlewares M] [--warmup W]\n       <peer> many --n N [--workers W]\n       <peer> floor --n N [--workers W]";
+pub const USAGE: &str = "usage: <peer> single --replies N [--middlewares M] [--warmup W] [--layer-on P]\n       <peer> many --n N [--workers W]\n       <peer> floor --n N [--workers W]";
 
 /// Parses the arguments after the program name.
 pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Mode, BoxError> {
@@ -52,8 +58,13 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Mode, BoxError> {
     let mut warmup = None;
     let mut n = None;
     let mut workers = 2;
+    let mut layer_on = None;
     while let Some(flag) = args.next() {
         let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+        if (mode.as_str(), flag.as_str()) == ("single", "--layer-on") {
+            layer_on = Some(value);
+            continue;
+        }
         let number: usize = value
             .replace('_', "")
             .parse()
@@ -78,6 +89,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Mode, BoxError> {
                 replies,
                 middlewares,
                 warmup,
+                layer_on,
             })
         }
         "many" => Ok(Mode::Many {
@@ -107,7 +119,17 @@ mod tests {
             Some(Mode::Single {
                 replies: 2000,
                 middlewares: 5,
-                warmup: 400
+                warmup: 400,
+                layer_on: None,
+            })
+        );
+        assert_eq!(
+            parse(args("single --replies 100 --layer-on reasoning")).ok(),
+            Some(Mode::Single {
+                replies: 100,
+                middlewares: 0,
+                warmup: 20,
+                layer_on: Some("reasoning".to_owned()),
             })
         );
         assert_eq!(
@@ -129,5 +151,7 @@ mod tests {
         assert!(parse(args("floor")).is_err());
         assert!(parse(args("single --replies 3 --workers 1")).is_err());
         assert!(parse(args("both")).is_err());
+        assert!(parse(args("many --n 3 --layer-on reply")).is_err());
+        assert!(parse(args("single --replies 3 --layer-on")).is_err());
     }
 }

@@ -60,6 +60,8 @@ pub struct Setup {
     pub middlewares: usize,
     /// How long the scripted model sleeps (tokio time) before each answer.
     pub model_delay: Option<Duration>,
+    /// One pass-through layer on this position only (one of [`Peer::POSITIONS`]).
+    pub layer_on: Option<String>,
 }
 
 /// One framework's agent running the scenario.
@@ -70,6 +72,8 @@ pub trait Peer: Sized + Send + 'static {
     const VERSION: &'static str;
     /// Whether the peer can install `Setup::middlewares` pass-through middlewares.
     const MIDDLEWARE: bool;
+    /// The positions `Setup::layer_on` may name (none unless the peer says).
+    const POSITIONS: &'static [&'static str] = &[];
 
     /// Builds one agent with its own scripted model, tool and [`Calls`].
     fn build(setup: &Setup) -> Result<Self, BoxError>;

@@ -28,7 +28,8 @@ pub fn main<P: Peer>() -> ExitCode {
             replies,
             middlewares,
             warmup,
-        } => single::<P>(replies, middlewares, warmup),
+            layer_on,
+        } => single::<P>(replies, middlewares, warmup, layer_on),
         Mode::Many { n, workers } => many::<P>(n, workers),
         Mode::Floor { n, workers } => floor::<P>(n, workers),
     });
@@ -61,7 +62,12 @@ async fn checked_reply<P: Peer>(agent: &mut P) -> Result<(), BoxError> {
     Ok(())
 }
 
-fn single<P: Peer>(replies: usize, middlewares: usize, warmup: usize) -> Result<String, BoxError> {
+fn single<P: Peer>(
+    replies: usize,
+    middlewares: usize,
+    warmup: usize,
+    layer_on: Option<String>,
+) -> Result<String, BoxError> {
     if middlewares > 0 && !P::MIDDLEWARE {
         return Ok(header::<P>("single")
             .null("middlewares")
@@ -69,10 +75,17 @@ fn single<P: Peer>(replies: usize, middlewares: usize, warmup: usize) -> Result<
             .str("skipped", "this peer has no middleware to install")
             .finish());
     }
+    if let Some(position) = layer_on.as_deref().filter(|p| !P::POSITIONS.contains(p)) {
+        return Ok(header::<P>("single")
+            .str("requested_layer_on", position)
+            .str("skipped", "this peer has no such position")
+            .finish());
+    }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let setup = Setup {
         middlewares,
         model_delay: None,
+        layer_on: layer_on.clone(),
     };
     rt.block_on(async {
         let mut agent = P::build(&setup)?;
@@ -105,6 +118,7 @@ fn single<P: Peer>(replies: usize, middlewares: usize, warmup: usize) -> Result<
         let s = summarize(&samples);
         Ok(header::<P>("single")
             .num("middlewares", middlewares as f64)
+            .str("layer_on", layer_on.as_deref().unwrap_or(""))
             .num("replies", replies as f64)
             .num("warmup", warmup as f64)
             .fixed("median_us", s.median_us, 2)
@@ -140,6 +154,7 @@ fn many<P: Peer>(n: usize, workers: usize) -> Result<String, BoxError> {
     let setup = Setup {
         middlewares: 0,
         model_delay: Some(MANY_MODEL_DELAY),
+        layer_on: None,
     };
     rt.block_on(async {
         let build_start = Instant::now();

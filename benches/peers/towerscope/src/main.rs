@@ -1,9 +1,11 @@
 //! The peer-benchmark scenario on towerscope: an [`Agent`] over a cycling [`ScriptedModel`] and a
 //! [`FunctionTool`] `add`, with `--middlewares M` pass-through middlewares installed one by one,
-//! each hooking every position (like `FullPassThrough` in `benches/react.rs`).
+//! each hooking every position (like `FullPassThrough` in `benches/react.rs`), or with
+//! `--layer-on P` one pass-through on the position `P` only.
 //!
 //! ```sh
 //! cargo run --release -- single --replies 2000 --middlewares 5
+//! cargo run --release -- single --replies 2000 --layer-on reasoning
 //! cargo run --release -- many --n 10000
 //! ```
 //!
@@ -15,9 +17,9 @@ mod pass_through;
 use std::sync::Arc;
 
 use peer_harness::{BoxError, Calls, Peer, QUESTION, SYSTEM_PROMPT, Setup, TOOL_ARGS};
+use towerscope::Msg;
 use towerscope::agent::toolkit::FunctionTool;
 use towerscope::agent::{Agent, AgentState};
-use towerscope::Msg;
 use towerscope::models::{ScriptedModel, ScriptedResponse};
 
 /// Add two integers.
@@ -51,6 +53,7 @@ impl Peer for Towerscope {
     const NAME: &'static str = "towerscope";
     const VERSION: &'static str = "0.1.0 (this worktree)";
     const MIDDLEWARE: bool = true;
+    const POSITIONS: &'static [&'static str] = pass_through::POSITIONS;
 
     fn build(setup: &Setup) -> Result<Self, BoxError> {
         let calls = Arc::new(Calls::new());
@@ -66,6 +69,9 @@ impl Peer for Towerscope {
             .tool(add);
         for _ in 0..setup.middlewares {
             builder = builder.middleware(pass_through::FullPassThrough);
+        }
+        if let Some(position) = &setup.layer_on {
+            builder = builder.middleware(pass_through::OnePosition(position.clone()));
         }
         Ok(Self {
             agent: builder.build()?,

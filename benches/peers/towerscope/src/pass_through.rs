@@ -7,8 +7,8 @@ use std::task::{Context, Poll};
 use tower_layer::Layer;
 use tower_service::Service;
 use towerscope::{
-    ActingLayer, CompressLayer, Middleware, ModelCallLayer, PermissionLayer, ReasoningLayer, ReplyLayer,
-    SystemPromptTransformer, ErasedLayer, prompt_map,
+    ActingLayer, CompressLayer, ErasedLayer, Middleware, ModelCallLayer, PermissionLayer, ReasoningLayer, ReplyLayer,
+    SystemPromptTransformer, prompt_map,
 };
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -63,5 +63,45 @@ impl Middleware for FullPassThrough {
     }
     fn on_system_prompt(&self) -> Option<Arc<dyn SystemPromptTransformer>> {
         Some(Arc::new(prompt_map(|_ctx, prompt| Ok(prompt))))
+    }
+}
+
+/// One pass-through on one position only (`--layer-on P`): the position's name as in
+/// [`POSITIONS`].
+pub(crate) struct OnePosition(pub(crate) String);
+
+/// The positions `--layer-on` may name.
+pub(crate) const POSITIONS: &[&str] = &[
+    "reply",
+    "reasoning",
+    "model_call",
+    "acting",
+    "check_permission",
+    "compress_context",
+    "system_prompt",
+];
+
+impl Middleware for OnePosition {
+    fn on_reply(&self) -> Option<ReplyLayer> {
+        (self.0 == "reply").then(|| ErasedLayer::new(PassThroughLayer))
+    }
+    fn on_reasoning(&self) -> Option<ReasoningLayer> {
+        (self.0 == "reasoning").then(|| ErasedLayer::new(PassThroughLayer))
+    }
+    fn on_model_call(&self) -> Option<ModelCallLayer> {
+        (self.0 == "model_call").then(|| ErasedLayer::new(PassThroughLayer))
+    }
+    fn on_acting(&self) -> Option<ActingLayer> {
+        (self.0 == "acting").then(|| ErasedLayer::new(PassThroughLayer))
+    }
+    fn on_check_permission(&self) -> Option<PermissionLayer> {
+        (self.0 == "check_permission").then(|| ErasedLayer::new(PassThroughLayer))
+    }
+    fn on_compress_context(&self) -> Option<CompressLayer> {
+        (self.0 == "compress_context").then(|| ErasedLayer::new(PassThroughLayer))
+    }
+    fn on_system_prompt(&self) -> Option<Arc<dyn SystemPromptTransformer>> {
+        (self.0 == "system_prompt")
+            .then(|| Arc::new(prompt_map(|_ctx, prompt| Ok(prompt))) as Arc<dyn SystemPromptTransformer>)
     }
 }
