@@ -41,6 +41,7 @@ pub mod model;
 pub mod position;
 pub mod redact;
 pub mod sequence;
+pub mod sse;
 pub mod state;
 pub mod system_prompt;
 pub mod tool;

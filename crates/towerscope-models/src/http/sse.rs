@@ -4,9 +4,9 @@
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use eventsource_stream::{EventStream, EventStreamError};
 use futures_core::Stream;
 use pin_project_lite::pin_project;
+use towerscope_core::sse::{SseStream, SseStreamError};
 use towerscope_core::{AgentError, ChatResponse};
 
 /// What one SSE event means for the stream of chunks.
@@ -36,7 +36,7 @@ pin_project! {
     /// an error.
     pub(crate) struct ChatChunks<S, D> {
         #[pin]
-        events: EventStream<S>,
+        events: SseStream<S>,
         decoder: D,
         done: bool,
     }
@@ -46,7 +46,7 @@ impl<S, D> ChatChunks<S, D> {
     /// Decodes `body` with `decoder`.
     pub(crate) fn new(body: S, decoder: D) -> Self {
         Self {
-            events: EventStream::new(body),
+            events: SseStream::new(body),
             decoder,
             done: false,
         }
@@ -78,9 +78,8 @@ where
                     Ok(Step::Final(response)) => Ok(response),
                     Err(err) => Err(err),
                 },
-                Some(Err(EventStreamError::Transport(err))) => Err(err),
-                Some(Err(EventStreamError::Utf8(err))) => Err(AgentError::decode("the SSE stream", err)),
-                Some(Err(EventStreamError::Parser(err))) => Err(AgentError::decode("the SSE stream", err)),
+                Some(Err(SseStreamError::Transport(err))) => Err(err),
+                Some(Err(SseStreamError::Sse(err))) => Err(AgentError::decode("the SSE stream", err)),
                 None => Err(this.decoder.ended_early()),
             };
             *this.done = true;

@@ -2,11 +2,11 @@
 
 use std::pin::Pin;
 
-use eventsource_stream::Eventsource;
 use futures_core::Stream;
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use towerscope_core::sse::{SseDecoder, SseStream, SseStreamError};
 
 use super::config::CARD_PATH;
 use super::error::RpcError;
@@ -152,11 +152,14 @@ impl A2aClient {
             let item = unwrap_result::<StreamResponse>(value);
             return Ok(Box::pin(futures_util::stream::iter([item])));
         }
-        let events = answer.bytes_stream().eventsource().filter_map(|event| async move {
+        // One event is capped as a whole answer is.
+        let decoder = SseDecoder::with_max_event_bytes(MAX_ANSWER_BYTES);
+        let events = SseStream::with_decoder(answer.bytes_stream(), decoder).filter_map(|event| async move {
             match event {
                 Ok(e) if e.data.is_empty() => None,
                 Ok(e) => Some(decode::<Value>(e.data.as_bytes()).and_then(unwrap_result::<StreamResponse>)),
-                Err(e) => Some(Err(ClientError::Transport(e.to_string()))),
+                Err(SseStreamError::Transport(e)) => Some(Err(ClientError::Transport(e.to_string()))),
+                Err(SseStreamError::Sse(e)) => Some(Err(ClientError::Decode(e.to_string()))),
             }
         });
         Ok(Box::pin(events))
