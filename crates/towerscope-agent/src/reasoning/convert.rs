@@ -124,6 +124,60 @@ struct OpenCall {
     /// The id it goes by (renamed if the model's was taken).
     id: Id,
     scan: JsonScan,
+    /// Replaced by a new call with the same model id in this chunk (its end was sent); dropped
+    /// at the end of the chunk, so that the indexes of the calls after it stay put meanwhile.
+    replaced: bool,
+}
+
+/// The model ids of one chunk's tool calls: compared one by one while few, hashed past
+/// [`FEW_IDS`], so a chunk of thousands of calls is read in time linear in their number.
+enum Seen<'a> {
+    Few(Vec<&'a Id>),
+    Many(HashSet<&'a Id>),
+}
+
+impl<'a> Seen<'a> {
+    fn new() -> Self {
+        Self::Few(Vec::new())
+    }
+
+    fn contains(&self, id: &Id) -> bool {
+        match self {
+            Self::Few(ids) => ids.contains(&id),
+            Self::Many(ids) => ids.contains(id),
+        }
+    }
+
+    fn insert(&mut self, id: &'a Id) {
+        match self {
+            Self::Few(ids) if ids.len() < FEW_IDS => ids.push(id),
+            Self::Few(ids) => {
+                let mut many: HashSet<&Id> = ids.drain(..).collect();
+                many.insert(id);
+                *self = Self::Many(many);
+            }
+            Self::Many(ids) => {
+                ids.insert(id);
+            }
+        }
+    }
+}
+
+/// The latest open call (not replaced) with the model id `id`: a scan from the end while the
+/// open calls are few; past [`FEW_IDS`], an index of them made once per chunk (`index`), which
+/// the chunk keeps up to date as it opens calls.
+fn latest_open(tools: &[OpenCall], index: &mut Option<HashMap<Id, usize>>, id: &Id) -> Option<usize> {
+    if index.is_none() && tools.len() > FEW_IDS {
+        let mut map = HashMap::with_capacity(tools.len());
+        for (i, open) in tools.iter().enumerate().filter(|(_, open)| !open.replaced) {
+            map.insert(open.model_id.clone(), i);
+        }
+        *index = Some(map);
+    }
+    match index {
+        Some(map) => map.get(id).copied(),
+        None => tools.iter().rposition(|open| !open.replaced && open.model_id == *id),
+    }
 }
 
 /// Where streamed JSON text stands: enough to tell when a value is complete, in time linear in
@@ -294,21 +348,24 @@ impl ChunkConverter {
         }
 
         // Tool calls: start if new, then the delta; open calls missing from this chunk end now.
-        let mut seen: Vec<&Id> = Vec::new();
+        let mut seen = Seen::new();
+        let mut index = None;
         for block in &chunk.content {
             if let ContentBlock::ToolCall(call) = block {
                 // A second block with the same id in one chunk is a second call, and so is a
                 // piece that starts new arguments after the open call's arguments are complete.
-                let repeated = seen.contains(&&call.id);
-                let open = self.tools.iter().rposition(|open| open.model_id == call.id);
+                let repeated = seen.contains(&call.id);
+                let open = latest_open(&self.tools, &mut index, &call.id);
                 let continues = open.filter(|&i| !repeated && !self.tools[i].scan.starts_another(&call.input));
-                let index = match (continues, open) {
+                let index_of_call = match (continues, open) {
                     (Some(i), _) => i,
                     (None, replaced) => {
                         if let Some(i) = replaced {
-                            let ended = self.tools.remove(i);
-                            let reply_id = &self.reply_id;
-                            self.push(out, || ToolCallEndEvent::new(reply_id, ended.id).into());
+                            self.tools[i].replaced = true;
+                            let (reply_id, ended) = (&self.reply_id, &self.tools[i].id);
+                            if self.events {
+                                out.push(ToolCallEndEvent::new(reply_id, ended).into());
+                            }
                         }
                         let before = &self.ids_before;
                         let id = self.ids.get_or_insert_with(|| before.clone()).assign(&call.id);
@@ -320,11 +377,16 @@ impl ChunkConverter {
                             model_id: call.id.clone(),
                             id,
                             scan: JsonScan::default(),
+                            replaced: false,
                         });
-                        self.tools.len() - 1
+                        let at = self.tools.len() - 1;
+                        if let Some(map) = &mut index {
+                            map.insert(call.id.clone(), at);
+                        }
+                        at
                     }
                 };
-                let open = &mut self.tools[index];
+                let open = &mut self.tools[index_of_call];
                 open.scan.feed(&call.input);
                 let id = open.id.clone();
                 if let Some(ContentBlock::ToolCall(block)) = self.partial.iter_mut().rev().find(|b| *b.id() == id) {
@@ -332,12 +394,15 @@ impl ChunkConverter {
                 }
                 let reply_id = &self.reply_id;
                 self.push(out, || ToolCallDeltaEvent::new(reply_id, id, &call.input).into());
-                seen.push(&call.id);
+                seen.insert(&call.id);
             }
         }
         let (events, reply_id) = (self.events, &self.reply_id);
         self.tools.retain(|open| {
-            let keep = seen.contains(&&open.model_id);
+            if open.replaced {
+                return false;
+            }
+            let keep = seen.contains(&open.model_id);
             if !keep && events {
                 out.push(ToolCallEndEvent::new(reply_id, &open.id).into());
             }
@@ -557,6 +622,115 @@ mod tests {
                 "TOOL_CALL_END c1",
                 "TOOL_CALL_END c2"
             ]
+        );
+    }
+
+    /// A whole answer of thousands of distinct calls (what the serve paths read, and a retried
+    /// or journaled answer): each opens once, in order, and ends once, in order. The calls of a
+    /// chunk are hashed past a few, so this is linear in their number.
+    #[test]
+    fn a_chunk_of_thousands_of_distinct_calls_opens_and_ends_each_once_in_order() {
+        let calls = 5_000;
+        let response = ChatResponse::new(
+            (0..calls)
+                .map(|i| ContentBlock::ToolCall(ToolCallBlock::new(format!("c{i}"), "f", "{}")))
+                .collect(),
+        );
+        let mut conv = ChunkConverter::new(&Id::from("r"), CallIds::default(), true);
+        let mut out = Vec::new();
+        conv.convert(&response, &mut out);
+        conv.close(&mut out);
+        let mut expected: Vec<String> = (0..calls)
+            .flat_map(|i| [format!("TOOL_CALL_START c{i}"), "TOOL Δ{}".to_owned()])
+            .collect();
+        expected.extend((0..calls).map(|i| format!("TOOL_CALL_END c{i}")));
+        assert_eq!(kinds(&out), expected);
+        let partial = conv.take_partial();
+        assert_eq!(partial.len(), calls);
+        assert_eq!(
+            partial.last().map(|b| b.id().to_string()),
+            Some(format!("c{}", calls - 1))
+        );
+    }
+
+    /// Past a few open calls they are found through an index: a call continued, a call whose id
+    /// comes twice in one chunk (a second call, renamed), a call not in the chunk (ended) and a
+    /// new call are told apart as they are among few.
+    #[test]
+    fn many_open_calls_are_continued_replaced_and_ended_as_few_are() {
+        let mut conv = ChunkConverter::new(&Id::from("r"), CallIds::default(), true);
+        let mut out = Vec::new();
+        // 40 calls opened, their arguments unfinished; a20 comes twice (a second call).
+        let mut first: Vec<ContentBlock> = (0..40)
+            .map(|i| ContentBlock::ToolCall(ToolCallBlock::new(format!("a{i}"), "f", "{")))
+            .collect();
+        first.push(ContentBlock::ToolCall(ToolCallBlock::new("a20", "f", "{")));
+        conv.convert(&ChatResponse::chunk(first), &mut out);
+        let mut expected: Vec<String> = (0..40)
+            .flat_map(|i| [format!("TOOL_CALL_START a{i}"), "TOOL Δ{".to_owned()])
+            .collect();
+        expected.extend(["TOOL_CALL_END a20", "TOOL_CALL_START a20_2", "TOOL Δ{"].map(str::to_owned));
+        assert_eq!(kinds(&out), expected);
+
+        // The next chunk: a5 goes on, then comes twice (a second call); a20 goes on (the
+        // second a20, now a20_2); a39 goes on; b is new. The other open calls end.
+        out.clear();
+        let second = [("a5", "}"), ("a5", "{}"), ("a20", "}"), ("a39", "}"), ("b", "{}")]
+            .map(|(id, input)| ContentBlock::ToolCall(ToolCallBlock::new(id, "f", input)));
+        conv.convert(&ChatResponse::chunk(second.to_vec()), &mut out);
+        let mut expected: Vec<String> = [
+            "TOOL Δ}",
+            "TOOL_CALL_END a5",
+            "TOOL_CALL_START a5_2",
+            "TOOL Δ{}",
+            "TOOL Δ}",
+            "TOOL Δ}",
+            "TOOL_CALL_START b",
+            "TOOL Δ{}",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        expected.extend(
+            (0..39)
+                .filter(|i| *i != 5 && *i != 20)
+                .map(|i| format!("TOOL_CALL_END a{i}")),
+        );
+        assert_eq!(kinds(&out), expected);
+
+        out.clear();
+        conv.close(&mut out);
+        assert_eq!(
+            kinds(&out),
+            [
+                "TOOL_CALL_END a39",
+                "TOOL_CALL_END a20_2",
+                "TOOL_CALL_END a5_2",
+                "TOOL_CALL_END b"
+            ]
+        );
+        let inputs: Vec<(String, String)> = conv
+            .take_partial()
+            .into_iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall(c)
+                    if ["a5", "a5_2", "a20", "a20_2", "a39", "b"].contains(&c.id.to_string().as_str()) =>
+                {
+                    Some((c.id.to_string(), c.input))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            inputs,
+            [
+                ("a5", "{}"),
+                ("a20", "{"),
+                ("a39", "{}"),
+                ("a20_2", "{}"),
+                ("a5_2", "{}"),
+                ("b", "{}")
+            ]
+            .map(|(id, input)| (id.to_owned(), input.to_owned()))
         );
     }
 
