@@ -12,7 +12,7 @@
 //!   message, inside `<system-reminder>` tags (an agent takes no system message as input: its
 //!   system prompt is its own).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -39,7 +39,9 @@ pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeErro
     if !input.resume.is_empty() {
         return confirm(input, tail, &calls);
     }
-    let frontend = |name: &str| input.tools.iter().any(|t| t.name == name);
+    // Hashed once: a run may declare thousands of tools and answer thousands of calls.
+    let frontend_tools: HashSet<&str> = input.tools.iter().map(|t| t.name.as_str()).collect();
+    let frontend = |name: &str| frontend_tools.contains(name);
     let results: Vec<ToolResultBlock> = tail
         .iter()
         .filter(|m| m.role == "tool")
@@ -154,4 +156,49 @@ fn confirm(
         Id::new(),
         results,
     ))))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// Many front-end tools and many of their results in one run: every result, in order, and
+    /// only the ones of front-end tools (each checked against a set made once, not the list).
+    #[test]
+    fn thousands_of_tools_and_results_give_every_front_end_result_in_order() {
+        let (tools, calls) = (20_000, 5_000);
+        let tool_calls: Vec<_> = (0..calls)
+            .map(|i| {
+                // Every tenth call is to a back-end tool, whose result is not the front end's.
+                let name = if i % 10 == 9 {
+                    "backend".to_owned()
+                } else {
+                    format!("t{i}")
+                };
+                json!({"id": format!("c{i}"), "type": "function", "function": {"name": name, "arguments": "{}"}})
+            })
+            .collect();
+        let mut messages = vec![
+            json!({"id": "u", "role": "user", "content": "go"}),
+            json!({"id": "a", "role": "assistant", "toolCalls": tool_calls}),
+        ];
+        messages.extend(
+            (0..calls).map(|i| json!({"id": format!("m{i}"), "role": "tool", "toolCallId": format!("c{i}"), "content": format!("r{i}")})),
+        );
+        let input: RunAgentInput = serde_json::from_value(json!({
+            "threadId": "t",
+            "runId": "r",
+            "messages": messages,
+            "tools": (0..tools).map(|i| json!({"name": format!("t{i}"), "description": "", "parameters": {}})).collect::<Vec<_>>(),
+        }))
+        .expect("a valid run");
+        let Ok(ReplyInput::External(event)) = reply_input(&input) else {
+            panic!("the results resume the reply");
+        };
+        let ids: Vec<String> = event.execution_results.iter().map(|r| r.id.to_string()).collect();
+        let expected: Vec<String> = (0..calls).filter(|i| i % 10 != 9).map(|i| format!("c{i}")).collect();
+        assert_eq!(ids, expected);
+    }
 }
