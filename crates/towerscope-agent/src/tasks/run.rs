@@ -1,6 +1,7 @@
 //! What each task tool does to the list, and the text the model gets back (the reference's,
 //! word for word). `Ok` is a successful result, `Err` an error result.
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
@@ -85,15 +86,48 @@ pub(crate) fn list(tasks: &[Task]) -> Result<String, String> {
 }
 
 /// Records that `blocker` blocks `blocked`, on both tasks.
-fn relate(tasks: &mut [Task], blocker: &str, blocked: &str) {
+/// Relates the task `one` to each of `others` (deduplicated, known ids): `one` blocks them
+/// (`one_blocks`), or they block `one`. A relation already there is not added again. One pass
+/// over the tasks, each list checked against a set: linear in the tasks and the ids, however
+/// many the model sends.
+fn relate(tasks: &mut [Task], one: &str, others: &[String], one_blocks: bool) {
+    let others_set: HashSet<&str> = others.iter().map(String::as_str).collect();
     for task in tasks.iter_mut() {
-        if task.id == blocker && !task.blocks.iter().any(|b| b == blocked) {
-            task.blocks.push(blocked.to_owned());
+        if task.id == one {
+            let list = if one_blocks {
+                &mut task.blocks
+            } else {
+                &mut task.blocked_by
+            };
+            let mut have: HashSet<String> = list.iter().cloned().collect();
+            for other in others {
+                if have.insert(other.clone()) {
+                    list.push(other.clone());
+                }
+            }
         }
-        if task.id == blocked && !task.blocked_by.iter().any(|b| b == blocker) {
-            task.blocked_by.push(blocker.to_owned());
+        if others_set.contains(task.id.as_str()) {
+            let list = if one_blocks {
+                &mut task.blocked_by
+            } else {
+                &mut task.blocks
+            };
+            if !list.iter().any(|b| b == one) {
+                list.push(one.to_owned());
+            }
         }
     }
+}
+
+/// The ids of `candidates` that name a task and are not yet in `present`, once each, in order.
+fn new_relations(tasks: &[Task], present: &[String], candidates: Vec<String>) -> Vec<String> {
+    let known: HashSet<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+    let present: HashSet<&str> = present.iter().map(String::as_str).collect();
+    let mut seen = HashSet::new();
+    candidates
+        .into_iter()
+        .filter(|b| !present.contains(b.as_str()) && known.contains(b.as_str()) && seen.insert(b.clone()))
+        .collect()
 }
 
 /// `TaskUpdate`: changes the fields given, deletes the task with status `deleted`.
@@ -111,29 +145,18 @@ pub(crate) fn update(tasks: &mut Vec<Task>, input: &Value) -> Result<String, Str
         tasks[index].description = description.to_owned();
         updated.push("description");
     }
-    let known: Vec<String> = tasks.iter().map(|t| t.id.clone()).collect();
     if let Some(blocks) = ids(input, "add_blocks") {
-        let new: Vec<String> = blocks
-            .into_iter()
-            .filter(|b| !tasks[index].blocks.contains(b) && known.contains(b))
-            .collect();
+        let new = new_relations(tasks, &tasks[index].blocks, blocks);
         if !new.is_empty() {
             updated.push("add_blocks");
-            for blocked in &new {
-                relate(tasks, &id, blocked);
-            }
+            relate(tasks, &id, &new, true);
         }
     }
     if let Some(blocked_by) = ids(input, "add_blocked_by") {
-        let new: Vec<String> = blocked_by
-            .into_iter()
-            .filter(|b| !tasks[index].blocked_by.contains(b) && known.contains(b))
-            .collect();
+        let new = new_relations(tasks, &tasks[index].blocked_by, blocked_by);
         if !new.is_empty() {
             updated.push("add_blocked_by");
-            for blocker in &new {
-                relate(tasks, blocker, &id);
-            }
+            relate(tasks, &id, &new, false);
         }
     }
     if let Some(status) = text(input, "status").filter(|s| !s.is_empty()) {
@@ -201,6 +224,80 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// The relations as they were added before they were hashed: a list filtered by scans,
+    /// then one scan of the tasks per id (the test's reference).
+    fn update_by_scans(tasks: &mut [Task], id: &str, blocks: &[String], blocked_by: &[String]) {
+        fn relate_one(tasks: &mut [Task], blocker: &str, blocked: &str) {
+            for task in tasks.iter_mut() {
+                if task.id == blocker && !task.blocks.iter().any(|b| b == blocked) {
+                    task.blocks.push(blocked.to_owned());
+                }
+                if task.id == blocked && !task.blocked_by.iter().any(|b| b == blocker) {
+                    task.blocked_by.push(blocker.to_owned());
+                }
+            }
+        }
+        let Some(index) = tasks.iter().rposition(|t| t.id == id) else {
+            return;
+        };
+        let known: Vec<String> = tasks.iter().map(|t| t.id.clone()).collect();
+        let new: Vec<String> = blocks
+            .iter()
+            .filter(|b| !tasks[index].blocks.contains(b) && known.contains(b))
+            .cloned()
+            .collect();
+        for blocked in &new {
+            relate_one(tasks, id, blocked);
+        }
+        let new: Vec<String> = blocked_by
+            .iter()
+            .filter(|b| !tasks[index].blocked_by.contains(b) && known.contains(b))
+            .cloned()
+            .collect();
+        for blocker in &new {
+            relate_one(tasks, blocker, id);
+        }
+    }
+
+    proptest::proptest! {
+        /// Any lists of ids (repeated, unknown, the task's own), on tasks already related in
+        /// any way (ids repeated too): the same relations, in the same order, as by scans.
+        #[test]
+        fn relations_are_added_as_by_scans(
+            ids in proptest::collection::vec(0u8..6, 1..8),
+            existing in proptest::collection::vec((0usize..8, 0u8..7, proptest::bool::ANY), 0..12),
+            target in 0u8..6,
+            blocks in proptest::collection::vec(0u8..7, 0..10),
+            blocked_by in proptest::collection::vec(0u8..7, 0..10),
+        ) {
+            let mut tasks: Vec<Task> = ids.iter().map(|i| Task::new(i.to_string(), "s", "")).collect();
+            for (task, other, blocks) in existing {
+                if let Some(task) = tasks.get_mut(task) {
+                    let list = if blocks { &mut task.blocks } else { &mut task.blocked_by };
+                    list.push(other.to_string());
+                }
+            }
+            let names = |v: &[u8]| v.iter().map(u8::to_string).collect::<Vec<_>>();
+            let (blocks, blocked_by) = (names(&blocks), names(&blocked_by));
+            let mut expected = tasks.clone();
+            update_by_scans(&mut expected, &target.to_string(), &blocks, &blocked_by);
+            let _ = update(&mut tasks, &json!({"task_id": target.to_string(), "add_blocks": blocks, "add_blocked_by": blocked_by}));
+            let relations = |tasks: &[Task]| tasks.iter().map(|t| (t.blocks.clone(), t.blocked_by.clone())).collect::<Vec<_>>();
+            proptest::prop_assert_eq!(relations(&tasks), relations(&expected));
+        }
+    }
+
+    /// Thousands of ids, repeated, against thousands of tasks: each relation once, in order.
+    #[test]
+    fn thousands_of_ids_relate_each_task_once() {
+        let mut tasks: Vec<Task> = (1..=5_000).map(|i| Task::new(i.to_string(), "s", "")).collect();
+        let ids: Vec<String> = (0..50_000).map(|i| (2 + i % 4_999).to_string()).collect();
+        update(&mut tasks, &json!({"task_id": "1", "add_blocks": ids})).unwrap();
+        let expected: Vec<String> = (2..=5_000).map(|i| i.to_string()).collect();
+        assert_eq!(tasks[0].blocks, expected);
+        assert!(tasks[1..].iter().all(|t| t.blocked_by == ["1"]));
+    }
 
     fn three() -> Vec<Task> {
         let mut tasks = Vec::new();
