@@ -78,7 +78,8 @@ impl Answer {
             let index = delta.index.unwrap_or(position as u32);
             let function = delta.function.as_ref();
             let fragment = function.and_then(|f| f.arguments.as_deref()).unwrap_or_default();
-            let call = match self.calls.iter().position(|c| c.index == index) {
+            // From the end: a delta is mostly for the latest call (indexes are unique).
+            let call = match self.calls.iter().rposition(|c| c.index == index) {
                 Some(found) => &mut self.calls[found],
                 None => {
                     let id = match delta.id.as_deref().filter(|id| !id.is_empty()) {
