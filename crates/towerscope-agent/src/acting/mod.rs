@@ -9,9 +9,11 @@
 mod call;
 mod drain;
 
+use std::future::Future;
 use std::sync::Arc;
 
 use futures_util::StreamExt;
+use futures_util::future::Either;
 use towerscope_core::{AgentContext, AgentError, ReplyItem, ToolCallBlock};
 
 use crate::emit::Emitter;
@@ -68,33 +70,62 @@ impl Iterator for Batches {
     }
 }
 
-/// Runs one batch, sending its events to `emit`. A failure of a call's middleware (not of the
-/// tool: that is an error result) fails the batch after every call of a concurrent batch ended,
-/// as the reference gathers them.
+/// Runs one batch, sending its events to `emit`, in a box of its own: a batch's future (a tool
+/// call's checks, its permission and acting stacks) is the largest the loop awaits, and a reply
+/// in flight spends most of its life waiting for the model; inline, every reply would carry its
+/// size. A failure of a call's middleware (not of the tool: that is an error result) fails the
+/// batch after every call of a concurrent batch ended, as the reference gathers them.
+///
+/// The two ways of running a batch are two futures, each boxed on its own: one future for both
+/// would be as large as the larger of their states at once (1,032 bytes, past the allocator's
+/// small sizes), where one call at a time (every sequential batch and every batch of one call)
+/// takes about 600.
+pub(crate) fn run_batch<'a>(
+    runtime: &'a Arc<Runtime>,
+    ctx: &'a AgentContext,
+    concurrent: bool,
+    calls: Vec<ToolCallBlock>,
+    emit: &'a Emitter,
+) -> impl Future<Output = Result<(), AgentError>> + Send + 'a {
+    if !concurrent || calls.len() == 1 {
+        Either::Left(Box::pin(run_in_turn(runtime, ctx, calls, emit)))
+    } else {
+        Either::Right(Box::pin(run_together(runtime, ctx, calls, emit)))
+    }
+}
+
+/// Runs the calls one after the other; stops after a call that waits for the user or an
+/// external executor.
 #[allow(clippy::while_let_loop)] // a `while let` keeps its call in the future (see below)
-pub(crate) async fn run_batch(
+async fn run_in_turn(
     runtime: &Arc<Runtime>,
     ctx: &AgentContext,
-    concurrent: bool,
     calls: Vec<ToolCallBlock>,
     emit: &Emitter,
 ) -> Result<(), AgentError> {
-    if !concurrent || calls.len() == 1 {
-        // Not a `for` loop, and the call taken in a block: a call held across the await would
-        // take room in the batch's future twice (the loop's `Option` and the binding).
-        let mut calls = calls.into_iter();
-        loop {
-            let (id, run) = match calls.next() {
-                Some(call) => (call.id.clone(), call::execute(runtime, ctx, call, None, emit)),
-                None => break,
-            };
-            run.await?;
-            if runtime.lock_state().is_call_parked(&id) {
-                break;
-            }
+    // Not a `for` loop, and the call taken in a block: a call held across the await would
+    // take room in the batch's future twice (the loop's `Option` and the binding).
+    let mut calls = calls.into_iter();
+    loop {
+        let (id, run) = match calls.next() {
+            Some(call) => (call.id.clone(), call::execute(runtime, ctx, call, None, emit)),
+            None => break,
+        };
+        run.await?;
+        if runtime.lock_state().is_call_parked(&id) {
+            break;
         }
-        return Ok(());
     }
+    Ok(())
+}
+
+/// Runs the calls at once, their events merged as they come ([`drain`]).
+async fn run_together(
+    runtime: &Arc<Runtime>,
+    ctx: &AgentContext,
+    calls: Vec<ToolCallBlock>,
+    emit: &Emitter,
+) -> Result<(), AgentError> {
     let reads = emit.reads();
     // Identical confirmation requests of one concurrent batch are asked once.
     let asked = AskedRules::default();

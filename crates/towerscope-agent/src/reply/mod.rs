@@ -282,10 +282,8 @@ fn run<'a>(
                         round.insert(ActiveToolGroups(groups));
                     }
                     for (concurrent, batch) in acting::batches(runtime, calls) {
-                        // Boxed: a batch's future (a tool call's checks, its permission and acting
-                        // stacks) is the largest the loop awaits, and a reply in flight spends most of
-                        // its life waiting for the model; inline, every reply would carry its size.
-                        Box::pin(acting::run_batch(runtime, &round, concurrent, batch, emit)).await?;
+                        // Boxed inside (see `run_batch`).
+                        acting::run_batch(runtime, &round, concurrent, batch, emit).await?;
                         if runtime.lock_state().is_parked() {
                             break;
                         }
