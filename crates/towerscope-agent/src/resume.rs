@@ -1,12 +1,13 @@
 //! Resuming a parked reply (user confirmations, external execution results, interruption) and
 //! closing tool calls that a dropped or interrupted reply left open.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::Map;
 use towerscope_core::event::{ExternalExecutionResultEvent, UserConfirmResultEvent};
 use towerscope_core::{
-    AgentContext, AgentError, MediaBlock, Msg, ReplyEndEvent, ReplyFinishedReason, ToolCallState, ToolOutput,
+    AgentContext, AgentError, Id, MediaBlock, Msg, ReplyEndEvent, ReplyFinishedReason, ToolCallState, ToolOutput,
     ToolResultBlock, ToolResultDataDeltaEvent, ToolResultEndEvent, ToolResultStartEvent, ToolResultState,
     ToolResultTextDeltaEvent,
 };
@@ -106,7 +107,9 @@ pub(crate) async fn confirm(
                 "Agent is not waiting for user confirmation, but received UserConfirmResultEvent.".to_owned(),
             ));
         }
-        if let Some(bad) = ev.confirm_results.iter().find(|r| !asking.contains(&r.tool_call.id)) {
+        // Hashed: thousands of calls may wait, each named by a result.
+        let waiting: HashSet<&Id> = asking.iter().collect();
+        if let Some(bad) = ev.confirm_results.iter().find(|r| !waiting.contains(&r.tool_call.id)) {
             return Err(AgentError::State(format!(
                 "UserConfirmResultEvent names tool call '{}', which is not waiting for confirmation (waiting: {asking:?}).",
                 bad.tool_call.id
@@ -171,7 +174,8 @@ pub(crate) async fn external(
                     .to_owned(),
             ));
         }
-        if let Some(bad) = ev.execution_results.iter().find(|r| !submitted.contains(&r.id)) {
+        let waiting: HashSet<&Id> = submitted.iter().collect();
+        if let Some(bad) = ev.execution_results.iter().find(|r| !waiting.contains(&r.id)) {
             return Err(AgentError::State(format!(
                 "ExternalExecutionResultEvent names tool call '{}', which is not awaiting an external result (awaiting: {submitted:?}).",
                 bad.id

@@ -210,11 +210,26 @@ impl AgentState {
 
     /// Whether the tail call `id` waits for the user or an external result.
     pub(crate) fn is_call_parked(&self, id: &Id) -> bool {
-        // The state first: comparing ids compares their text.
-        self.tail_assistant().is_some_and(|m| {
-            m.tool_calls()
-                .any(|c| matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted) && c.id == *id)
-        })
+        // Where the last call looked up is, then a scan: a sequential batch asks after each of
+        // its calls, which was just looked up, so a batch of many calls stays linear.
+        let content = match self.tail_assistant() {
+            Some(m) => &m.content,
+            None => return false,
+        };
+        let hint = self.call_hint.0;
+        let parked = |block: &ContentBlock| {
+            matches!(block, ContentBlock::ToolCall(c)
+                if matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted) && c.id == *id)
+        };
+        let is_call = |block: &ContentBlock| matches!(block, ContentBlock::ToolCall(c) if c.id == *id);
+        match [hint, hint + 1]
+            .into_iter()
+            .filter_map(|i| content.get(i))
+            .find(|b| is_call(b))
+        {
+            Some(block) => parked(block),
+            None => content.iter().any(parked),
+        }
     }
 
     /// Sets the state of tool call `id` in the tail assistant message.

@@ -287,3 +287,74 @@ async fn a_dropped_reply_leaves_no_call_without_result() {
     let closed = context.iter().flat_map(|m| m.tool_results()).next().unwrap();
     assert_eq!(closed.state, ToolResultState::Interrupted);
 }
+
+/// A sequential batch stops at the first call that waits for the user: the calls before it
+/// ran once each, in order; the one after it did not run. With a thousand calls before it, the
+/// check after each call (is it parked?) finds the call where the last lookup left off.
+#[tokio::test]
+async fn a_sequential_batch_stops_at_the_call_that_asks_after_a_thousand_that_ran() {
+    use std::sync::{Arc, Mutex};
+    use towerscope_core::{PermissionBehavior, PermissionRule};
+
+    /// Append a line to the log.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Line {
+        /// The line.
+        n: u32,
+    }
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let written = Arc::clone(&log);
+    let append = FunctionTool::new("append", move |a: Line| {
+        written.lock().unwrap().push(a.n);
+        async move { "ok".to_owned() }
+    })
+    .concurrency_safe(false);
+    let delete = delete_tool().concurrency_safe(false);
+    let calls = 1_000u32;
+    let mut answer = ScriptedResponse::tool_call("a0", "append", r#"{"n": 0}"#);
+    for n in 1..calls {
+        answer = answer.and_tool_call(format!("a{n}"), "append", format!(r#"{{"n": {n}}}"#));
+    }
+    answer = answer
+        .and_tool_call("d", "delete", r#"{"path": "/tmp/x"}"#)
+        .and_tool_call("after", "append", r#"{"n": 99999}"#);
+    let model = ScriptedModel::new("m", [answer, ScriptedResponse::text("done")]);
+    let agent = Agent::builder("a")
+        .model(model)
+        .tool(append)
+        .tool(delete)
+        .default_permission(PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .build()
+        .unwrap();
+    let mut state = AgentState::new();
+    state
+        .permission_rules
+        .push(PermissionRule::new("append", PermissionBehavior::Allow, "user"));
+    agent.load_state(state).unwrap();
+
+    let out = collect(agent.reply_stream(Msg::user("user", "go"))).await;
+    assert_eq!(
+        *log.lock().unwrap(),
+        (0..calls).collect::<Vec<_>>(),
+        "each call before it ran once, in order"
+    );
+    assert_eq!(out.kinds().last(), Some(&"REQUIRE_USER_CONFIRM"));
+    assert_eq!(parked_call(&out).id.to_string(), "d");
+    let state = agent.state();
+    let msg = state.context.last().unwrap();
+    assert_eq!(msg.tool_results().count(), calls as usize);
+    let states: Vec<(String, ToolCallState)> = msg
+        .tool_calls()
+        .skip(calls as usize)
+        .map(|c| (c.id.to_string(), c.state))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("d".to_owned(), ToolCallState::Asking),
+            ("after".to_owned(), ToolCallState::Pending)
+        ]
+    );
+}
