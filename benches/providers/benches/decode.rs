@@ -7,6 +7,13 @@
 //!
 //! Two framings of the same body: one event per read (as servers flush them), and 1,460-byte
 //! segments. Throughput is in chunks (data events) per second.
+//!
+//! Then how each grows with its input (one timing each, not criterion: the slower side takes
+//! seconds): one content delta of 1 to 4 MiB read in 16 KiB pieces, and 2,500 to 10,000
+//! small deltas in one read. Linear, the time doubles with the size; async-openai's SSE
+//! framing (eventsource-stream, which towerscope used until it was replaced by
+//! `towerscope_core::sse`) parses its buffer from the start at every read and copies the rest
+//! of it after every line.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
@@ -14,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
 use criterion::{Criterion, Throughput};
-use provider_bench::{CHUNKS, async_openai, segments, towerscope, transcript};
+use provider_bench::{CHUNKS, async_openai, large, segments, towerscope, transcript};
 
 /// Counts allocations (a reallocation counts as one).
 struct Counting;
@@ -100,4 +107,26 @@ fn main() {
     bench(&mut criterion, &framings);
     criterion.final_summary();
     report(&framings);
+    report_large();
+}
+
+/// One decode of each large body by each decoder, in milliseconds.
+fn report_large() {
+    println!("\n| decoder | body | ms |");
+    println!("|---|---|---|");
+    let bodies = [
+        ("one delta of 1 MiB, 16 KiB reads", large(1 << 20, true)),
+        ("one delta of 2 MiB, 16 KiB reads", large(2 << 20, true)),
+        ("one delta of 4 MiB, 16 KiB reads", large(4 << 20, true)),
+        ("2,500 small deltas in one read", large(2_500, false)),
+        ("5,000 small deltas in one read", large(5_000, false)),
+        ("10,000 small deltas in one read", large(10_000, false)),
+    ];
+    for (body, pieces) in &bodies {
+        for (name, decode) in DECODERS {
+            let start = Instant::now();
+            black_box(decode(black_box(pieces)));
+            println!("| {name} | {body} | {:.1} |", start.elapsed().as_secs_f64() * 1e3);
+        }
+    }
 }

@@ -30,15 +30,34 @@ pub fn transcript() -> Vec<Vec<u8>> {
         }
         format!("data: {chunk}\n\n").into_bytes()
     };
-    let delta = |delta: serde_json::Value, finish: Option<&str>| {
-        json!([{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}])
-    };
-    let words = ["The ", "weather ", "in ", "Paris ", "is ", "\"sunny\" ", "(21 °C), ", "with ", "a ", "light\n", "breeze; ", "Zürich ", "is ", "cloudy. "];
-    let mut out = vec![event(delta(json!({"role": "assistant", "content": "", "refusal": null}), None), None)];
+    let delta = |delta: serde_json::Value, finish: Option<&str>| json!([{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]);
+    let words = [
+        "The ",
+        "weather ",
+        "in ",
+        "Paris ",
+        "is ",
+        "\"sunny\" ",
+        "(21 °C), ",
+        "with ",
+        "a ",
+        "light\n",
+        "breeze; ",
+        "Zürich ",
+        "is ",
+        "cloudy. ",
+    ];
+    let mut out = vec![event(
+        delta(json!({"role": "assistant", "content": "", "refusal": null}), None),
+        None,
+    )];
     for i in 0..715 {
         out.push(event(delta(json!({"content": words[i % words.len()]}), None), None));
     }
-    for (index, (call, city)) in [("call_bench_paris", "Paris"), ("call_bench_zurich", "Zürich")].into_iter().enumerate() {
+    for (index, (call, city)) in [("call_bench_paris", "Paris"), ("call_bench_zurich", "Zürich")]
+        .into_iter()
+        .enumerate()
+    {
         let first = json!({"tool_calls": [{"index": index, "id": call, "type": "function", "function": {"name": "get_weather", "arguments": ""}}]});
         out.push(event(delta(first, None), None));
         let arguments = format!(
@@ -47,8 +66,16 @@ pub fn transcript() -> Vec<Vec<u8>> {
         );
         let chars: Vec<char> = arguments.chars().collect();
         for i in 0..140 {
-            let fragment: String = chars[i * chars.len() / 140..(i + 1) * chars.len() / 140].iter().collect();
-            out.push(event(delta(json!({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}), None), None));
+            let fragment: String = chars[i * chars.len() / 140..(i + 1) * chars.len() / 140]
+                .iter()
+                .collect();
+            out.push(event(
+                delta(
+                    json!({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}),
+                    None,
+                ),
+                None,
+            ));
         }
     }
     out.push(event(delta(json!({}), Some("tool_calls")), None));
@@ -58,6 +85,35 @@ pub fn transcript() -> Vec<Vec<u8>> {
     out.push(event(json!([]), Some(usage)));
     out.push(b"data: [DONE]\n\n".to_vec());
     out
+}
+
+/// A body whose cost shows how a decoder grows with its input: `content` bytes of answer text
+/// in one content delta (`one_delta`: one SSE line, read in 16 KiB pieces as TLS records come),
+/// or `content` deltas of 10 bytes (events of about 140 bytes) all in one read (a buffering
+/// proxy, a recorded body); then the finish reason and `[DONE]`.
+pub fn large(content: usize, one_delta: bool) -> Vec<Vec<u8>> {
+    let event = |delta: serde_json::Value, finish: Option<&str>| {
+        let chunk = json!({
+            "id": "chatcmpl-large", "object": "chat.completion.chunk", "created": 1731000000, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        });
+        format!("data: {chunk}\n\n").into_bytes()
+    };
+    let mut body = Vec::new();
+    if one_delta {
+        body.extend(event(json!({"content": "x".repeat(content)}), None));
+    } else {
+        for _ in 0..content {
+            body.extend(event(json!({"content": "xxxxxxxxxx"}), None));
+        }
+    }
+    body.extend(event(json!({}), Some("stop")));
+    body.extend(b"data: [DONE]\n\n");
+    if one_delta {
+        body.chunks(16 * 1024).map(<[u8]>::to_vec).collect()
+    } else {
+        vec![body]
+    }
 }
 
 /// The body cut into pieces of `size` bytes (segments, rather than events).
@@ -93,7 +149,9 @@ pub fn async_openai(pieces: &[Vec<u8>]) -> usize {
     let mut done = false;
     let mut parsed = 0;
     count(eventsource_stream::EventStream::new(body), |event| {
-        let Ok(event) = event else { panic!("the body is well formed") };
+        let Ok(event) = event else {
+            panic!("the body is well formed")
+        };
         if done || event.data == "[DONE]" || event.event == "keepalive" {
             done = true;
             return;
@@ -119,5 +177,14 @@ mod tests {
         // carry none), then the complete response.
         assert_eq!(towerscope(&events), 715 + 282 + 1);
         assert_eq!(towerscope(&segments(&events, 1460)), 715 + 282 + 1);
+    }
+
+    #[test]
+    fn both_decoders_read_the_large_bodies() {
+        // One delta, then the complete response; the finish event carries no delta.
+        assert_eq!(towerscope(&large(100_000, true)), 2);
+        assert_eq!(async_openai(&large(100_000, true)), 2);
+        assert_eq!(towerscope(&large(100, false)), 101);
+        assert_eq!(async_openai(&large(100, false)), 101);
     }
 }
