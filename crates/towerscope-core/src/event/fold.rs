@@ -1,5 +1,7 @@
 //! Folding a reply's event stream back into its message ([`Msg::append_event`]).
 
+use std::collections::HashSet;
+
 use super::block::source_of;
 use super::{AgentEvent, CustomEvent};
 use crate::id::Id;
@@ -7,6 +9,9 @@ use crate::message::{
     ContentBlock, DataBlock, DataSource, HintBlock, MediaBlock, Msg, TextBlock, ThinkingBlock, ToolCallBlock,
     ToolCallState, ToolOutput, ToolResultBlock, ToolResultState, base64,
 };
+
+/// How many discarded block ids a restart compares one by one before it hashes them.
+const FEW_DISCARDED: usize = 16;
 
 impl Msg {
     /// Applies one event of this message's reply, rebuilding the message from the stream as the
@@ -254,7 +259,15 @@ impl Msg {
             return;
         };
         let ids: Vec<&str> = ids.iter().filter_map(serde_json::Value::as_str).collect();
-        self.content.retain(|b| !ids.iter().any(|id| b.id() == id));
+        if ids.len() <= FEW_DISCARDED {
+            self.content.retain(|b| !ids.iter().any(|id| b.id() == id));
+        } else {
+            // A restarted answer of many blocks: hashed, so the fold stays linear in them (an
+            // id read from its text equals a block's id exactly when the block's id equals the
+            // text).
+            let ids: HashSet<Id> = ids.into_iter().map(Id::from).collect();
+            self.content.retain(|b| !ids.contains(b.id()));
+        }
     }
 
     fn text_block_mut(&mut self, id: &Id) -> Option<&mut TextBlock> {

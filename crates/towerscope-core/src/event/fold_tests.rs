@@ -5,6 +5,7 @@
 use serde_json::{Map, json};
 
 use super::*;
+use crate::id::Id;
 use crate::message::{
     BlockKind, ContentBlock, DataSource, ErrorInfo, MediaBlock, Msg, PermissionBehavior, PermissionRule,
     ReplyFinishedReason, Role, ToolCallBlock, ToolCallState, ToolOutput, ToolResultBlock, ToolResultState, Usage,
@@ -321,4 +322,46 @@ fn a_raw_string_result_becomes_blocks_when_more_arrives() {
     assert_eq!(blocks.len(), 3, "{:?}", result.output);
     assert!(matches!(&blocks[0], MediaBlock::Text(t) if t.text == "partial output"));
     assert!(matches!(&blocks[2], MediaBlock::Text(t) if t.text == "tail"));
+}
+
+/// A restart discards the blocks it names, by text or numeric id, whether it names few (compared
+/// one by one) or many (hashed): the same blocks go, the others stay in order.
+#[test]
+fn a_restart_discards_the_blocks_it_names_few_or_many() {
+    for (blocks, discarded) in [(10usize, 4usize), (60, 40)] {
+        let mut msg = reply("r1");
+        // Every other block has a generated (numeric) id, the others a text id.
+        let ids: Vec<Id> = (0..blocks)
+            .map(|i| {
+                if i % 2 == 0 {
+                    Id::new()
+                } else {
+                    Id::from(format!("tx{i}"))
+                }
+            })
+            .collect();
+        for id in &ids {
+            msg.append_event(&TextBlockStartEvent::new("r1", id).into());
+            msg.append_event(&TextBlockDeltaEvent::new("r1", id, "x").into());
+        }
+        // Discard every block at an index divisible by 3 until `discarded` are named, plus an
+        // id no block has and one for another reply's event below.
+        let named: Vec<&Id> = ids.iter().step_by(3).take(discarded).collect();
+        let mut value = Map::new();
+        value.insert("reply_id".into(), "r1".into());
+        let mut list: Vec<serde_json::Value> = named.iter().map(|id| id.to_string().into()).collect();
+        list.push("no-such-block".into());
+        value.insert("discarded_block_ids".into(), list.into());
+        let other = {
+            let mut value = value.clone();
+            value.insert("reply_id".into(), "r2".into());
+            CustomEvent::new(crate::RESTART_EVENT, value)
+        };
+        msg.append_event(&other.into());
+        assert_eq!(msg.content.len(), blocks, "another reply's restart discards nothing");
+        msg.append_event(&CustomEvent::new(crate::RESTART_EVENT, value).into());
+        let kept: Vec<&Id> = msg.content.iter().map(ContentBlock::id).collect();
+        let expected: Vec<&Id> = ids.iter().filter(|id| !named.contains(id)).collect();
+        assert_eq!(kept, expected, "{blocks} blocks, {} named", named.len());
+    }
 }
