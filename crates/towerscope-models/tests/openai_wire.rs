@@ -533,3 +533,60 @@ fn the_builder_reads_the_environment_only_when_asked() {
         .unwrap_err();
     assert!(err.to_string().contains("invalid header name 'bad header'"), "{err}");
 }
+
+/// An answer past `max_answer_bytes` fails with an error naming the limit, whole or streamed
+/// (a server streaming deltas without end holds at most that much), and one at the limit is
+/// read in full.
+#[tokio::test]
+async fn an_answer_past_its_byte_limit_fails_whole_or_streamed() {
+    let limited = |server: &MockServer, stream: bool, limit: usize| {
+        OpenAiChatModel::builder("gpt-4o")
+            .base_url(format!("{}/v1", server.base))
+            .api_key(KEY)
+            .from_env(false)
+            .stream(stream)
+            .max_answer_bytes(limit)
+            .build()
+            .unwrap()
+    };
+    let completion = json!({
+        "id": "chatcmpl-whole", "object": "chat.completion", "created": 1731000000, "model": "gpt-4o",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "x".repeat(4000)}}],
+    })
+    .to_string();
+    // Whole: a fixed-length body (refused before it is read) and one sent until the connection
+    // closes (refused as it passes the limit).
+    for reply in [
+        Reply::json(200, &completion),
+        Reply::json(200, &completion).until_close(),
+    ] {
+        let server = MockServer::start(vec![reply]).await;
+        let err = agent(limited(&server, false, 1024))
+            .reply(Msg::user("user", "Hi"))
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(err, AgentError::Decode { .. }), "{err:?}");
+        assert!(err.to_string().contains("larger than 1024 bytes"), "{err}");
+    }
+    let server = MockServer::start(vec![Reply::json(200, &completion)]).await;
+    let answer = agent(limited(&server, false, completion.len()))
+        .reply(Msg::user("user", "Hi"))
+        .await
+        .unwrap();
+    assert_eq!(
+        answer.text_content().map(|t| t.len()),
+        Some(4000),
+        "an answer at the limit is read in full"
+    );
+
+    // Streamed: the transcript is 1,704 bytes; 1 KB of it passes through, then the error.
+    let server = MockServer::start(vec![Reply::sse(pieces(ANSWER.as_bytes(), 64))]).await;
+    let reply = collect(agent(limited(&server, true, 1024)).reply_stream(Msg::user("user", "Hi"))).await;
+    let err = reply.error.as_ref().unwrap();
+    assert!(matches!(err, AgentError::Decode { .. }), "{err:?}");
+    assert!(err.to_string().contains("larger than 1024 bytes"), "{err}");
+    let server = MockServer::start(vec![Reply::sse(pieces(ANSWER.as_bytes(), 64))]).await;
+    let reply = collect(agent(limited(&server, true, ANSWER.len())).reply_stream(Msg::user("user", "Hi"))).await;
+    assert!(reply.error.is_none(), "{:?}", reply.error);
+}

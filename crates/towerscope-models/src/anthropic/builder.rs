@@ -44,6 +44,7 @@ pub struct AnthropicChatModelBuilder {
     provider: String,
     connect_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
+    max_answer_bytes: usize,
     transport: Option<HttpService>,
     from_env: bool,
 }
@@ -80,6 +81,7 @@ impl AnthropicChatModelBuilder {
             provider: "anthropic".to_owned(),
             connect_timeout: Some(DEFAULT_CONNECT_TIMEOUT),
             read_timeout: None,
+            max_answer_bytes: crate::http::target::DEFAULT_MAX_ANSWER_BYTES,
             transport: None,
             from_env: true,
         }
@@ -200,6 +202,14 @@ impl AnthropicChatModelBuilder {
         self
     }
 
+    /// The most bytes an answer's body may have (default 64 MiB): a whole JSON answer, or all the
+    /// events of a streamed one. Past it the call fails with [`AgentError::Decode`] naming the
+    /// limit, instead of holding whatever a server sends.
+    pub fn max_answer_bytes(mut self, limit: usize) -> Self {
+        self.max_answer_bytes = limit;
+        self
+    }
+
     /// The HTTP transport instead of the default client (see [`crate::http`]); the timeouts
     /// above then do not apply.
     pub fn http_service(mut self, transport: HttpService) -> Self {
@@ -265,7 +275,8 @@ impl AnthropicChatModelBuilder {
             headers,
             transport,
             self.read_timeout,
-        )?;
+        )?
+        .with_max_answer_bytes(self.max_answer_bytes);
         // The limit sent is the one tracing reports.
         let mut params = self.params;
         params.max_tokens = Some(max_tokens);

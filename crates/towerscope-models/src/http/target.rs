@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use futures_core::Stream;
-use futures_util::TryStreamExt;
+use futures_util::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, Url};
 use tower::ServiceExt;
@@ -18,6 +18,10 @@ use super::transport::HttpService;
 /// The most of an error body read.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
+/// The default limit on an answer's body (a whole JSON answer, or all the events of a streamed
+/// one): 64 MiB. See the builders' `max_answer_bytes`.
+pub(crate) const DEFAULT_MAX_ANSWER_BYTES: usize = 64 << 20;
+
 /// A provider's endpoint: URL, headers (credentials marked sensitive), transport and names.
 #[derive(Clone)]
 pub(crate) struct HttpTarget {
@@ -29,6 +33,8 @@ pub(crate) struct HttpTarget {
     pub(crate) headers: HeaderMap,
     pub(crate) transport: HttpService,
     pub(crate) read_timeout: Option<Duration>,
+    /// The most bytes an answer's body may have; past it the answer fails.
+    pub(crate) max_answer_bytes: usize,
 }
 
 impl fmt::Debug for HttpTarget {
@@ -70,7 +76,25 @@ impl HttpTarget {
             headers,
             transport,
             read_timeout,
+            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
         })
+    }
+
+    /// The same target with another limit on an answer's body.
+    pub(crate) fn with_max_answer_bytes(mut self, limit: usize) -> Self {
+        self.max_answer_bytes = limit;
+        self
+    }
+
+    /// The error of an answer whose body passed [`max_answer_bytes`](Self::max_answer_bytes).
+    fn too_large(&self) -> AgentError {
+        AgentError::decode(
+            format!("the answer of {}", self.endpoint),
+            format!(
+                "it is larger than {} bytes (the provider builder's max_answer_bytes)",
+                self.max_answer_bytes
+            ),
+        )
     }
 
     /// The host, for `server.address`.
@@ -130,13 +154,27 @@ impl HttpTarget {
         )
     }
 
-    /// The whole body of a successful response.
-    pub(crate) async fn read(&self, response: reqwest::Response) -> Result<Vec<u8>, AgentError> {
-        let bytes = response
-            .bytes()
+    /// The whole body of a successful response, at most
+    /// [`max_answer_bytes`](Self::max_answer_bytes) of it.
+    pub(crate) async fn read(&self, mut response: reqwest::Response) -> Result<Vec<u8>, AgentError> {
+        if response
+            .content_length()
+            .is_some_and(|n| n > self.max_answer_bytes as u64)
+        {
+            return Err(self.too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
             .await
-            .map_err(|e| transport_error(&e, &self.site(), true))?;
-        Ok(bytes.to_vec())
+            .map_err(|e| transport_error(&e, &self.site(), true))?
+        {
+            if body.len() + chunk.len() > self.max_answer_bytes {
+                return Err(self.too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
     }
 
     /// At most [`MAX_ERROR_BODY`] bytes of an error body (whatever could be read).
@@ -173,7 +211,9 @@ impl HttpTarget {
         Ok(ModelOutput::Complete(whole(&self.names(), &body)?))
     }
 
-    /// The body as a stream of byte chunks, transport failures mapped to the agent's errors.
+    /// The body as a stream of byte chunks, transport failures mapped to the agent's errors; an
+    /// error item once the body passes [`max_answer_bytes`](Self::max_answer_bytes) (the
+    /// decoder ends the stream at its first error).
     pub(crate) fn body_stream(
         &self,
         response: reqwest::Response,
@@ -182,14 +222,24 @@ impl HttpTarget {
         let model = self.model.clone();
         let endpoint = self.endpoint.clone();
         let read_timeout = self.read_timeout;
-        response.bytes_stream().map_err(move |e| {
-            let site = CallSite {
-                provider: &provider,
-                model: &model,
-                endpoint: &endpoint,
-                read_timeout,
-            };
-            transport_error(&e, &site, true)
+        let limit = self.max_answer_bytes;
+        let too_large = self.too_large();
+        let mut total = 0usize;
+        response.bytes_stream().map(move |item| {
+            let bytes = item.map_err(|e| {
+                let site = CallSite {
+                    provider: &provider,
+                    model: &model,
+                    endpoint: &endpoint,
+                    read_timeout,
+                };
+                transport_error(&e, &site, true)
+            })?;
+            total = total.saturating_add(bytes.len());
+            if total > limit {
+                return Err(too_large.clone());
+            }
+            Ok(bytes)
         })
     }
 }
