@@ -12,6 +12,9 @@ use super::{Backoff, Retry, RetryPolicy};
 /// Calls the model again when a call fails with a retryable error. See the
 /// [module docs](super).
 ///
+/// The longest retry-after hint [`RetryLayer`] waits for unless told otherwise.
+pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
 /// Clones share the configuration and the retry budget.
 #[derive(Clone)]
 pub struct RetryLayer {
@@ -27,7 +30,7 @@ impl RetryLayer {
             config: Arc::new(RetryConfig {
                 max_attempts: max_attempts.max(1),
                 backoff: Backoff::default(),
-                max_retry_after: None,
+                max_retry_after: Some(DEFAULT_MAX_RETRY_AFTER),
                 predicate: None,
                 budget: Some(Arc::new(TpsBudget::default())),
             }),
@@ -46,7 +49,9 @@ impl RetryLayer {
     }
 
     /// Gives up (returns the error, for a fallback to act on) when the provider's retry-after
-    /// hint is longer than `max`; by default any hint is honoured.
+    /// hint is longer than `max` (default 60 s, as OpenAI's own clients: a server or proxy
+    /// answering "retry after a day" does not hold the call for a day; `Duration::MAX` honours
+    /// any hint).
     #[must_use]
     pub fn max_retry_after(mut self, max: Duration) -> Self {
         self.config().max_retry_after = Some(max);

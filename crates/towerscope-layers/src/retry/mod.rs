@@ -71,7 +71,7 @@ mod service;
 
 pub use backoff::Backoff;
 pub use future::ResponseFuture;
-pub use layer::RetryLayer;
+pub use layer::{DEFAULT_MAX_RETRY_AFTER, RetryLayer};
 pub use policy::{RetryPolicy, SharedBudget};
 pub use service::Retry;
 

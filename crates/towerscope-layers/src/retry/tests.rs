@@ -77,6 +77,37 @@ async fn honours_the_retry_after_hint() {
     let out = describe(svc.oneshot(model_request(&model)).await).await;
     assert_eq!(out, ["err:rate limited: 429 (retry after 60s)"]);
     assert_eq!(start.elapsed(), Duration::ZERO);
+
+    // By default a minute is waited for, an hour is not; `Duration::MAX` waits for anything.
+    for (hint, max, waited) in [
+        (60, None, Some(60)),
+        (3600, None, None),
+        (3600, Some(Duration::MAX), Some(3600)),
+    ] {
+        let limited = AgentError::rate_limited("429", Some(Duration::from_secs(hint)));
+        let model = ScriptedModel::new(
+            "m",
+            [ScriptedResponse::error(limited), ScriptedResponse::text("ok").whole()],
+        );
+        let layer = max.map_or_else(|| no_jitter(2), |max| no_jitter(2).max_retry_after(max));
+        let svc = ServiceBuilder::new().layer(layer).service(model_service());
+        let start = Instant::now();
+        let out = describe(svc.oneshot(model_request(&model)).await).await;
+        match waited {
+            Some(secs) => {
+                assert_eq!(out, ["last:ok"], "hint {hint}s");
+                assert_eq!(start.elapsed(), Duration::from_secs(secs));
+            }
+            None => {
+                assert_eq!(
+                    out,
+                    [format!("err:rate limited: 429 (retry after {hint}s)")],
+                    "hint {hint}s"
+                );
+                assert_eq!(start.elapsed(), Duration::ZERO);
+            }
+        }
+    }
 }
 
 #[tokio::test(start_paused = true)]
