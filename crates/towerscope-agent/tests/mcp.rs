@@ -238,3 +238,29 @@ async fn enabled_and_disabled_tools_filter_what_is_added() {
     let err = toolkit.add_mcp_server(both).await.unwrap_err();
     assert!(err.to_string().contains("both enabled and disabled"), "{err}");
 }
+
+/// A server that answers every page of a listing with a cursor to another: the listing fails
+/// after `MAX_PAGES` pages with an error that says so, instead of going on (and growing) for
+/// ever; the same for prompts, resources and templates.
+#[tokio::test]
+async fn a_server_that_pages_for_ever_fails_the_listing_after_max_pages() {
+    use towerscope_agent::mcp::{MAX_PAGES, McpClient};
+    let Some(env) = env() else { return };
+    let script = std::path::Path::new(&env.script).with_file_name("endless_pages.py");
+    let server = McpServer::stdio("endless", env.python.clone(), [script.display().to_string()]);
+    let client = McpClient::connect(&server).await.unwrap();
+    let failures = [
+        client.list_tools().await.err(),
+        client.list_prompts().await.err(),
+        client.list_resources().await.err(),
+        client.list_resource_templates().await.err(),
+    ];
+    for (what, err) in ["tools", "prompts", "resources", "resource templates"].iter().zip(failures) {
+        let err = err.unwrap().to_string();
+        assert!(
+            err.contains(&format!("listing {what} failed"))
+                && err.contains(&format!("answered {MAX_PAGES} pages, each with a cursor to another")),
+            "{err}"
+        );
+    }
+}

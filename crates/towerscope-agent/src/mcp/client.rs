@@ -7,13 +7,16 @@ use std::time::Duration;
 
 use rmcp::ClientHandler;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, NumberOrString, ProgressNotificationParam,
-    ProgressToken, ServerResult, Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, NumberOrString, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ServerResult, Tool,
 };
 use rmcp::service::{MaybeSendFuture, NotificationContext, PeerRequestOptions, RoleClient, RunningService, ServiceExt};
 use rmcp::transport::TokioChildProcess;
 use tokio::sync::mpsc;
 use towerscope_core::AgentError;
+
+/// The most pages an MCP listing follows (tools, prompts, resources, templates).
+pub const MAX_PAGES: usize = 1_000;
 
 use super::http::HttpTarget;
 use super::{McpServer, McpTransport};
@@ -179,14 +182,38 @@ impl McpClient {
             .and_then(|info| info.instructions.clone())
     }
 
-    /// The server's tools (every page).
+    /// The server's tools (every page, at most [`MAX_PAGES`]).
     pub async fn list_tools(&self) -> Result<Vec<Tool>, AgentError> {
-        self.inner
-            .service
-            .peer()
-            .list_all_tools()
-            .await
-            .map_err(|e| AgentError::State(format!("MCP server '{}': listing tools failed: {e}", self.inner.server)))
+        self.all_pages("listing tools", |cursor| async move {
+            let page = PaginatedRequestParams::default().with_cursor(cursor);
+            let listed = self.peer().list_tools(Some(page)).await?;
+            Ok((listed.tools, listed.next_cursor))
+        })
+        .await
+    }
+
+    /// Every page of a listing, following the server's cursors: at most [`MAX_PAGES`] of them,
+    /// so a server that answers every page with another cursor fails the listing instead of
+    /// keeping it going (and growing) for ever.
+    pub(super) async fn all_pages<'a, T, F, Fut>(&'a self, what: &str, mut page: F) -> Result<Vec<T>, AgentError>
+    where
+        F: FnMut(Option<String>) -> Fut,
+        Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), rmcp::ServiceError>> + 'a,
+    {
+        let mut items = Vec::new();
+        let mut cursor = None;
+        for _ in 0..MAX_PAGES {
+            let (listed, next) = page(cursor.take()).await.map_err(|e| self.failed(what, e))?;
+            items.extend(listed);
+            match next {
+                Some(next) => cursor = Some(next),
+                None => return Ok(items),
+            }
+        }
+        Err(self.failed(
+            what,
+            format!("the server answered {MAX_PAGES} pages, each with a cursor to another"),
+        ))
     }
 
     /// Calls a tool; progress notifications of the call go to `progress`.

@@ -70,7 +70,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-pub use client::McpClient;
+pub use client::{MAX_PAGES, McpClient};
 pub use prompts::{McpPrompt, McpPromptArgument, McpRenderedPrompt};
 pub use resources::{McpResource, McpResourceContent, McpResourceTemplate};
 pub use tool::McpTool;

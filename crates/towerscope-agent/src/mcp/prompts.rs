@@ -51,10 +51,12 @@ impl McpClient {
     /// does not offer the capability), returned as [`AgentError::State`].
     pub async fn list_prompts(&self) -> Result<Vec<McpPrompt>, AgentError> {
         let listed = self
-            .peer()
-            .list_all_prompts()
-            .await
-            .map_err(|e| self.failed("listing prompts", e))?;
+            .all_pages("listing prompts", |cursor| async move {
+                let page = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+                let listed = self.peer().list_prompts(Some(page)).await?;
+                Ok((listed.prompts, listed.next_cursor))
+            })
+            .await?;
         Ok(listed
             .into_iter()
             .map(|p| McpPrompt {

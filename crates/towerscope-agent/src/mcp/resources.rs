@@ -60,10 +60,12 @@ impl McpClient {
     /// (it does not offer the capability), returned as [`AgentError::State`].
     pub async fn list_resources(&self) -> Result<Vec<McpResource>, AgentError> {
         let listed = self
-            .peer()
-            .list_all_resources()
-            .await
-            .map_err(|e| self.failed("listing resources", e))?;
+            .all_pages("listing resources", |cursor| async move {
+                let page = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+                let listed = self.peer().list_resources(Some(page)).await?;
+                Ok((listed.resources, listed.next_cursor))
+            })
+            .await?;
         Ok(listed
             .into_iter()
             .map(|r| McpResource {
@@ -80,10 +82,12 @@ impl McpClient {
     /// The server's resource templates (every page).
     pub async fn list_resource_templates(&self) -> Result<Vec<McpResourceTemplate>, AgentError> {
         let listed = self
-            .peer()
-            .list_all_resource_templates()
-            .await
-            .map_err(|e| self.failed("listing resource templates", e))?;
+            .all_pages("listing resource templates", |cursor| async move {
+                let page = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+                let listed = self.peer().list_resource_templates(Some(page)).await?;
+                Ok((listed.resource_templates, listed.next_cursor))
+            })
+            .await?;
         Ok(listed
             .into_iter()
             .map(|t| McpResourceTemplate {
