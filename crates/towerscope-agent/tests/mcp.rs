@@ -255,7 +255,10 @@ async fn a_server_that_pages_for_ever_fails_the_listing_after_max_pages() {
         client.list_resources().await.err(),
         client.list_resource_templates().await.err(),
     ];
-    for (what, err) in ["tools", "prompts", "resources", "resource templates"].iter().zip(failures) {
+    for (what, err) in ["tools", "prompts", "resources", "resource templates"]
+        .iter()
+        .zip(failures)
+    {
         let err = err.unwrap().to_string();
         assert!(
             err.contains(&format!("listing {what} failed"))

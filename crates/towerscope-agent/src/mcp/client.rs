@@ -21,7 +21,12 @@ pub const MAX_PAGES: usize = 1_000;
 use super::http::HttpTarget;
 use super::{McpServer, McpTransport};
 
-type ProgressSender = mpsc::UnboundedSender<ProgressNotificationParam>;
+type ProgressSender = mpsc::Sender<ProgressNotificationParam>;
+
+/// How many progress notifications of one call wait for the reply's reader. A server that sends
+/// them faster than the reader takes them loses the ones past this (progress is a running
+/// figure: a later one says what an earlier one did), instead of filling memory.
+pub(crate) const PROGRESS_BUFFER: usize = 256;
 
 /// Where progress notifications go: the calls waiting for them by token, and the few that came
 /// before their call was registered (the SDK assigns the token as it sends the request).
@@ -40,7 +45,8 @@ struct Route {
 impl Route {
     fn send(&mut self, params: ProgressNotificationParam) {
         self.last = Some((params.progress, params.total));
-        let _ = self.tx.send(params);
+        // Full: the reader is behind; this notification is dropped (see `PROGRESS_BUFFER`).
+        let _ = self.tx.try_send(params);
     }
 
     /// Whether the last notification said there is more to come (`progress < total`).
@@ -279,5 +285,35 @@ impl McpClient {
 
     fn routes(&self) -> std::sync::MutexGuard<'_, Routes> {
         self.inner.progress.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server flooding a call with progress while its reader is behind: at most
+    /// `PROGRESS_BUFFER` wait, the rest are dropped, and the route still knows the latest.
+    #[test]
+    fn a_flood_of_progress_waits_in_a_bounded_buffer() {
+        let (tx, mut rx) = mpsc::channel(PROGRESS_BUFFER);
+        let mut route = Route { tx, last: None };
+        let token = ProgressToken(NumberOrString::Number(1));
+        for n in 0..PROGRESS_BUFFER * 4 {
+            let mut params = ProgressNotificationParam::new(token.clone(), n as f64);
+            params.total = Some((PROGRESS_BUFFER * 4) as f64);
+            route.send(params);
+        }
+        let mut waiting = Vec::new();
+        while let Ok(params) = rx.try_recv() {
+            waiting.push(params.progress);
+        }
+        let first: Vec<f64> = (0..PROGRESS_BUFFER).map(|n| n as f64).collect();
+        assert_eq!(waiting, first, "the first ones wait, in order; the rest were dropped");
+        assert_eq!(
+            route.last,
+            Some(((PROGRESS_BUFFER * 4 - 1) as f64, Some((PROGRESS_BUFFER * 4) as f64)))
+        );
+        assert!(route.expects_more());
     }
 }
