@@ -178,3 +178,33 @@ async fn a_remote_agent_whose_card_does_not_stream_is_asked_with_send_message() 
         .count();
     assert_eq!(deltas, 1, "the whole answer as one delta");
 }
+
+/// A remote agent streaming more than the client's 16 MiB cap in many small updates (each
+/// under the per-event cap): the reply fails with an error naming the cap instead of growing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_answer_past_16_mib_in_small_pieces_fails_the_reply() {
+    let base = serve_echo(A2aConfig::new("far")).await;
+    let far = RemoteAgent::connect(&base).await.unwrap();
+    let items: Vec<_> = far.reply_stream(Msg::user("user", "flood").into()).collect().await;
+    let streamed: usize = items
+        .iter()
+        .filter_map(|i| match i {
+            Ok(ReplyItem::Event(AgentEvent::TextBlockDelta(d))) => Some(d.delta.len()),
+            _ => None,
+        })
+        .sum();
+    let kinds: Vec<String> = items
+        .iter()
+        .map(|i| match i {
+            Ok(ReplyItem::Event(e)) => e.event_type().as_str().to_owned(),
+            Ok(ReplyItem::Final(_)) => "FINAL".to_owned(),
+            Err(e) => format!("ERR {}", e.to_string().chars().take(300).collect::<String>()),
+        })
+        .collect();
+    assert!(
+        streamed > 15 << 20 && streamed <= 16 << 20,
+        "{streamed} bytes streamed before the cap: {kinds:?}"
+    );
+    let err = items.last().unwrap().as_ref().err().unwrap().to_string();
+    assert!(err.contains("the answer is larger than 16777216 bytes"), "{err}");
+}

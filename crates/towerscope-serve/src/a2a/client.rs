@@ -16,7 +16,7 @@ use super::wire::{
 };
 
 /// The largest answer body read (16 MiB); a larger one fails with [`ClientError::Decode`].
-const MAX_ANSWER_BYTES: usize = 16 << 20;
+pub(crate) const MAX_ANSWER_BYTES: usize = 16 << 20;
 
 /// What can go wrong talking to a remote agent.
 #[derive(Debug, Clone, PartialEq)]

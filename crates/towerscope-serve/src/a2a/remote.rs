@@ -14,7 +14,7 @@ use towerscope_core::{
 use towerscope_team::Participant;
 use towerscope_team::hub::Broadcaster;
 
-use super::client::{A2aClient, ClientError, UpdateStream, user_message};
+use super::client::{A2aClient, ClientError, MAX_ANSWER_BYTES, UpdateStream, user_message};
 use super::wire::{SendMessageResponse, StreamResponse, Task, TaskState};
 
 /// A remote A2A agent taking part in a conversation here: in a `MsgHub`, a pipeline, a console.
@@ -244,6 +244,17 @@ impl Reply {
             StreamResponse::ArtifactUpdate(u) => {
                 self.track(&u.task_id, &u.context_id);
                 let piece = u.artifact.text();
+                if u.append && self.text.len().saturating_add(piece.len()) > MAX_ANSWER_BYTES {
+                    // Each event is capped; so is their sum, or a remote agent streaming without
+                    // end would grow the answer without end.
+                    self.done = true;
+                    self.upstream = None;
+                    self.out.push_back(Err(AgentError::Validation(format!(
+                        "remote agent `{}`: the answer is larger than {MAX_ANSWER_BYTES} bytes",
+                        self.agent.name
+                    ))));
+                    return;
+                }
                 if u.append {
                     self.delta(&piece);
                 } else if piece.starts_with(&self.text) {

@@ -93,8 +93,9 @@ pub(crate) async fn serve(config: A2aConfig) -> String {
     base
 }
 
-/// An agent for any context that echoes what it was last told (`heard: <text>`), and takes a
-/// minute when told something containing `slowly`.
+/// An agent for any context that echoes what it was last told (`heard: <text>`), takes a
+/// minute when told something containing `slowly`, and answers 17 MiB in 64 KiB words, 5 ms
+/// apart, when told something containing `flood`.
 pub(crate) fn echo_agent(_context: &str) -> Result<Agent, AgentError> {
     let model = ScriptedModel::new("m", []).respond_with(|req| {
         let last = req
@@ -103,6 +104,11 @@ pub(crate) fn echo_agent(_context: &str) -> Result<Agent, AgentError> {
             .rev()
             .find_map(|m| m.text_content())
             .unwrap_or_default();
+        if last.contains("flood") {
+            let word = format!("{} ", "x".repeat((64 << 10) - 1));
+            // Paced, so that the server's stream keeps up and sends each piece as it comes.
+            return Some(ScriptedResponse::text(word.repeat(17 * 16)).chunk_delay(Duration::from_millis(5)));
+        }
         let answer = ScriptedResponse::text(format!("heard: {last}"));
         Some(if last.contains("slowly") {
             answer.delay(Duration::from_secs(60))
