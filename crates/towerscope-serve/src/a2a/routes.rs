@@ -271,6 +271,13 @@ mod tests {
 
         let resync = results.iter().rposition(|r| r.get("task").is_some()).unwrap();
         assert!(resync > 0, "the whole task was sent again after the first");
+        // The pieces so far are one text part in it (stored so), not a part per piece.
+        assert_eq!(
+            results[resync]["task"]["artifacts"][0]["parts"]
+                .as_array()
+                .map(Vec::len),
+            Some(1)
+        );
         let mut text: String = results[resync]["task"]["artifacts"][0]["parts"]
             .as_array()
             .unwrap()

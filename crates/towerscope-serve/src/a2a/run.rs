@@ -140,7 +140,17 @@ pub(crate) fn publish_artifact(tasks: &Tasks, id: &str, artifact_id: &str, text:
     let _ = tasks.with_task(id, |t| {
         let part = Part::text(text);
         match t.task.artifacts.iter_mut().find(|a| a.artifact_id == artifact_id) {
-            Some(a) if append => a.parts.push(part.clone()),
+            // The stored answer keeps one text part: a part per streamed piece (a few characters
+            // each) would make the task, its GetTask and the snapshot a lagging subscriber gets
+            // many times larger than the text.
+            Some(a) if append => match a.parts.last_mut() {
+                Some(last) if last.is_plain_text() => {
+                    if let Some(stored) = last.text.as_mut() {
+                        stored.push_str(text);
+                    }
+                }
+                _ => a.parts.push(part.clone()),
+            },
             Some(a) => a.parts = vec![part.clone()],
             None => t.task.artifacts.push(Artifact {
                 artifact_id: artifact_id.to_owned(),

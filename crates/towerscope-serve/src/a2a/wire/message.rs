@@ -47,6 +47,17 @@ pub struct Part {
 }
 
 impl Part {
+    /// Whether this is text and nothing else (what [`Part::text`] makes).
+    pub fn is_plain_text(&self) -> bool {
+        self.text.is_some()
+            && self.raw.is_none()
+            && self.url.is_none()
+            && self.data.is_none()
+            && self.metadata.is_none()
+            && self.filename.is_none()
+            && self.media_type.is_none()
+    }
+
     /// A text part.
     pub fn text(text: impl Into<String>) -> Self {
         Self {
