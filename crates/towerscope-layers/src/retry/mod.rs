@@ -13,8 +13,8 @@
 //!   and retries withdraw, so a provider that keeps failing is not hammered.
 //!
 //! It waits the error's [`retry_after`](towerscope_core::AgentError::retry_after) hint when there
-//! is one (or gives up when the hint exceeds [`RetryLayer::max_retry_after`], so a fallback can
-//! act), and the [`Backoff`] delay otherwise.
+//! is one (or gives up when the hint exceeds [`RetryLayer::max_retry_after`], 60 s by default, so a
+//! fallback can act), and the [`Backoff`] delay otherwise.
 //!
 //! Failures in the middle of a stream are retried too, with the rule of
 //! [`fallback`](crate::fallback): silently when nothing was delivered yet, after a
