@@ -25,6 +25,9 @@ pub(crate) struct Started {
     pub(crate) id: String,
     pub(crate) task: Task,
     pub(crate) updates: broadcast::Receiver<StreamResponse>,
+    /// The pace of the reply this message started, for a stream to hold (dropping it lets the
+    /// reply run free); `None` when no reply was started.
+    pub(crate) pace: Option<run::PaceGuard>,
 }
 
 /// Starts the task a message asks for: continues the task it names (or its context's task
@@ -67,8 +70,14 @@ pub(crate) fn start(tasks: &Arc<Tasks>, request: SendMessageRequest) -> Result<S
     let _ = tasks.with_task(&id, |t| {
         t.task.history[0].task_id = Some(id.clone());
     });
-    run::spawn(Arc::clone(tasks), id.clone(), agent, input);
-    Ok(Started { id, task, updates })
+    let (pace, guard) = run::pace();
+    run::spawn(Arc::clone(tasks), id.clone(), agent, input, Some(pace));
+    Ok(Started {
+        id,
+        task,
+        updates,
+        pace: Some(guard),
+    })
 }
 
 /// Answers the task `task_id` waiting for input with `message`.
@@ -106,11 +115,13 @@ fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Sta
         t.task.status.state = TaskState::Working;
         Ok((t.agent.clone(), input, t.task.clone(), updates))
     })??;
-    run::spawn(Arc::clone(tasks), task_id.to_owned(), agent, input);
+    let (pace, guard) = run::pace();
+    run::spawn(Arc::clone(tasks), task_id.to_owned(), agent, input, Some(pace));
     Ok(Started {
         id: task_id.to_owned(),
         task,
         updates,
+        pace: Some(guard),
     })
 }
 
@@ -120,6 +131,7 @@ pub(crate) fn subscribe(tasks: &Tasks, id: &str) -> Result<Started, RpcError> {
         id: id.to_owned(),
         task: t.task.clone(),
         updates: t.updates.subscribe(),
+        pace: None,
     })
 }
 
@@ -164,7 +176,7 @@ pub(crate) async fn cancel(tasks: &Arc<Tasks>, id: &str) -> Result<Task, RpcErro
     })??;
     if let Some(parked) = parked {
         let input = ReplyInput::from(UserInterruptEvent::new(parked.reply_id));
-        run::spawn(Arc::clone(tasks), id.to_owned(), agent.clone(), input);
+        run::spawn(Arc::clone(tasks), id.to_owned(), agent.clone(), input, None);
     }
     let stopped = async {
         loop {

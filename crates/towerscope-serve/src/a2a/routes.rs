@@ -19,6 +19,7 @@ use super::error::RpcError;
 use super::legacy;
 use super::methods::{self, Started};
 use super::rpc;
+use super::run;
 use super::tasks::Tasks;
 use super::wire::{CancelTaskRequest, GetTaskRequest, SendMessageRequest, SendMessageResponse, StreamResponse};
 
@@ -155,6 +156,7 @@ fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started, legacy: bool)
         id: task_id,
         task,
         updates,
+        pace,
     } = started;
     struct St {
         tasks: Arc<Tasks>,
@@ -162,6 +164,8 @@ fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started, legacy: bool)
         task_id: String,
         first: Option<StreamResponse>,
         updates: tokio::sync::broadcast::Receiver<StreamResponse>,
+        /// Held while the client reads: the reply goes no further ahead than the stream follows.
+        pace: Option<run::PaceGuard>,
         done: bool,
         legacy: bool,
     }
@@ -171,6 +175,7 @@ fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started, legacy: bool)
         task_id,
         first: Some(StreamResponse::Task(task)),
         updates,
+        pace,
         done: false,
         legacy,
     };
@@ -181,7 +186,12 @@ fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started, legacy: bool)
         let item = match st.first.take() {
             Some(first) => first,
             None => match st.updates.recv().await {
-                Ok(update) => update,
+                Ok(update) => {
+                    if let Some(pace) = &st.pace {
+                        pace.taken();
+                    }
+                    update
+                }
                 // Fell behind: the whole task instead of what was missed, then what follows it.
                 Err(RecvError::Lagged(_)) => {
                     let (updates, task) = st.tasks.resubscribe(&st.task_id).ok()?;
@@ -219,7 +229,6 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::a2a::run;
     use crate::a2a::tasks::Limits;
     use crate::a2a::wire::{Message, Role, TaskState};
     use towerscope_agent::Agent;
@@ -258,6 +267,7 @@ mod tests {
                 id: id.clone(),
                 task,
                 updates,
+                pace: None,
             },
             false,
         );
@@ -291,6 +301,48 @@ mod tests {
         }
         let expected: String = (0..410).map(|i| format!("{i},")).collect();
         assert_eq!(text, expected, "nothing missed, nothing repeated");
+        assert_eq!(
+            results.last().unwrap()["statusUpdate"]["status"]["state"],
+            "TASK_STATE_COMPLETED"
+        );
+    }
+
+    /// A model faster than the client: the reply publishes no further ahead than the stream
+    /// follows, so a client that starts reading late still gets every piece as an update,
+    /// never the whole task again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_streamed_reply_goes_at_its_clients_pace() {
+        let words = 2_000;
+        let answer: String = (0..words).map(|i| format!("w{i} ")).collect();
+        let script = answer.clone();
+        let agent = move || {
+            Agent::builder("a")
+                .model(ScriptedModel::new(
+                    "m",
+                    [ScriptedResponse::text(script.clone()).streamed()],
+                ))
+                .build()
+        };
+        let tasks = Arc::new(Tasks::new(Arc::new(move |_: &str| agent()), Limits::default()));
+        let request: SendMessageRequest = serde_json::from_value(serde_json::json!({
+            "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "go"}]}
+        }))
+        .unwrap();
+        let started = methods::start(&tasks, request).unwrap();
+        let response = stream_response(Arc::clone(&tasks), Value::from(1), started, false);
+        // The client reads nothing for a while: unpaced, the reply would publish every piece
+        // (far more than the update channel keeps) before it starts.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let results = results(response).await;
+        let snapshots = results.iter().filter(|r| r.get("task").is_some()).count();
+        assert_eq!(snapshots, 1, "only the first event is the whole task");
+        let streamed: String = results
+            .iter()
+            .filter_map(|r| r.get("artifactUpdate"))
+            .filter(|u| u["append"] == true)
+            .map(|u| u["artifact"]["parts"][0]["text"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(streamed.split_whitespace().count(), words);
         assert_eq!(
             results.last().unwrap()["statusUpdate"]["status"]["state"],
             "TASK_STATE_COMPLETED"

@@ -12,24 +12,75 @@
 //! ```
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use serde_json::json;
+use tokio::sync::Semaphore;
 use towerscope_agent::Agent;
 use towerscope_core::{AgentEvent, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, ToolCallBlock};
 
-use super::tasks::{Parked, TaskEntry, Tasks};
+use super::tasks::{Parked, TaskEntry, Tasks, UPDATES};
 use super::wire::{
     Artifact, Message, Part, Role, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus,
     TaskStatusUpdateEvent, now_rfc3339,
 };
 
-/// Spawns the reply of task `id` to `input` on the runtime.
-pub(crate) fn spawn(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput) {
-    tokio::spawn(run(tasks, id, agent, input));
+/// Spawns the reply of task `id` to `input` on the runtime; with `pace`, the reply's text goes
+/// no further ahead of the streamed request than the stream can follow (see [`pace`]).
+pub(crate) fn spawn(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pace: Option<Pace>) {
+    tokio::spawn(run(tasks, id, agent, input, pace));
 }
 
-async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput) {
+/// How many pieces of text the reply of a streamed request may publish ahead of what the
+/// request's stream has taken: half the task's update channel, so that the stream does not fall
+/// behind it (and get the whole task again instead of the pieces) when the model is faster
+/// than the client.
+const AHEAD: usize = UPDATES / 2;
+
+/// How long the reply waits for a stream that takes nothing before it stops waiting for it (a
+/// client that stopped reading does not hold the task for ever; it falls behind instead).
+const PACE_WAIT: Duration = Duration::from_secs(30);
+
+/// The reply's side of a streamed request's pace.
+pub(crate) struct Pace(Arc<Semaphore>);
+
+/// The stream's side: each update it takes lets the reply publish one more; dropped (the
+/// request is not streamed, or its client went away), the reply stops waiting.
+pub(crate) struct PaceGuard(Arc<Semaphore>);
+
+/// A reply's pace and the guard its streamed request holds.
+pub(crate) fn pace() -> (Pace, PaceGuard) {
+    let permits = Arc::new(Semaphore::new(AHEAD));
+    (Pace(Arc::clone(&permits)), PaceGuard(permits))
+}
+
+impl Pace {
+    /// Waits until the stream is less than [`AHEAD`] pieces behind; at most [`PACE_WAIT`], after
+    /// which the reply no longer waits for this stream.
+    async fn wait(&self) {
+        match tokio::time::timeout(PACE_WAIT, self.0.acquire()).await {
+            Ok(Ok(permit)) => permit.forget(),
+            Ok(Err(_closed)) => {}
+            Err(_elapsed) => self.0.close(),
+        }
+    }
+}
+
+impl PaceGuard {
+    /// The stream took one update.
+    pub(crate) fn taken(&self) {
+        self.0.add_permits(1);
+    }
+}
+
+impl Drop for PaceGuard {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pace: Option<Pace>) {
     let new_message = !input.is_resume();
     let Ok((canceled, round)) = tasks.with_task(&id, |t| {
         t.rounds += 1;
@@ -51,6 +102,9 @@ async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput) {
     while let Some(item) = stream.next().await {
         match item {
             Ok(ReplyItem::Event(AgentEvent::TextBlockDelta(e))) if !e.delta.is_empty() => {
+                if let Some(pace) = &pace {
+                    pace.wait().await;
+                }
                 publish_artifact(&tasks, &id, &artifact_id, &e.delta, true, false);
             }
             Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e))) => {

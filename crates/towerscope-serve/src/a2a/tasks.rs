@@ -82,7 +82,7 @@ pub(crate) struct Tasks {
 
 /// Capacity of a task's update channel; a subscriber that falls further behind gets the whole
 /// task instead of the updates it missed.
-const UPDATES: usize = 256;
+pub(crate) const UPDATES: usize = 256;
 
 impl Tasks {
     pub(crate) fn new(factory: Arc<dyn AgentFactory>, limits: Limits) -> Self {

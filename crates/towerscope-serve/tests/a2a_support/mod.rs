@@ -94,8 +94,8 @@ pub(crate) async fn serve(config: A2aConfig) -> String {
 }
 
 /// An agent for any context that echoes what it was last told (`heard: <text>`), takes a
-/// minute when told something containing `slowly`, and answers 17 MiB in 64 KiB words, 5 ms
-/// apart, when told something containing `flood`.
+/// minute when told something containing `slowly`, and answers 17 MiB in 64 KiB words, as fast
+/// as it can, when told something containing `flood`.
 pub(crate) fn echo_agent(_context: &str) -> Result<Agent, AgentError> {
     let model = ScriptedModel::new("m", []).respond_with(|req| {
         let last = req
@@ -106,8 +106,7 @@ pub(crate) fn echo_agent(_context: &str) -> Result<Agent, AgentError> {
             .unwrap_or_default();
         if last.contains("flood") {
             let word = format!("{} ", "x".repeat((64 << 10) - 1));
-            // Paced, so that the server's stream keeps up and sends each piece as it comes.
-            return Some(ScriptedResponse::text(word.repeat(17 * 16)).chunk_delay(Duration::from_millis(5)));
+            return Some(ScriptedResponse::text(word.repeat(17 * 16)));
         }
         let answer = ScriptedResponse::text(format!("heard: {last}"));
         Some(if last.contains("slowly") {
