@@ -348,4 +348,29 @@ mod tests {
             "TASK_STATE_COMPLETED"
         );
     }
+
+    /// A message that is not streamed lets its reply run free: nobody reads its pieces, so
+    /// nothing may hold the reply back.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_reply_not_streamed_runs_free() {
+        let answer: String = (0..2_000).map(|i| format!("w{i} ")).collect();
+        let agent = move || {
+            Agent::builder("a")
+                .model(ScriptedModel::new(
+                    "m",
+                    [ScriptedResponse::text(answer.clone()).streamed()],
+                ))
+                .build()
+        };
+        let tasks = Arc::new(Tasks::new(Arc::new(move |_: &str| agent()), Limits::default()));
+        let params = serde_json::json!({
+            "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "go"}]}
+        });
+        // Paced with nobody taking the pieces, the reply would stop at 128 for 30 s.
+        let task = tokio::time::timeout(std::time::Duration::from_secs(10), send(&tasks, params))
+            .await
+            .expect("the reply was not held back")
+            .unwrap();
+        assert_eq!(task["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    }
 }
