@@ -13,7 +13,9 @@
 //! the call's arguments already form a complete JSON value and the new piece starts another:
 //! then it is a second call under the same id, renamed like any other.
 
+use std::borrow::Borrow;
 use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
 
 use towerscope_core::id::new_id;
 use towerscope_core::{
@@ -30,62 +32,83 @@ use towerscope_core::{
 /// thousands of calls, all with one id, is not renamed in time growing with their cube.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct CallIds {
-    /// The ids, while they are few.
-    few: Vec<Id>,
-    /// The ids, once there are more than [`FEW_IDS`].
-    many: Option<HashSet<Id>>,
+    /// The ids.
+    used: FewSet<Id>,
     /// For each id renamed, the next suffix to try: `{id}_{n}` below it are all taken (ids are
     /// never given back, so the smallest free suffix only grows). Made at the first rename.
     next_suffix: Option<HashMap<Id, u32>>,
 }
 
-/// How many ids [`CallIds`] compares one by one before it hashes them.
+/// How many items a [`FewSet`] compares one by one before it hashes them.
 const FEW_IDS: usize = 16;
+
+/// A set of ids compared one by one while they are few (no allocation for a hash table, no
+/// hashing: what a reply's calls and a chunk's calls usually are), hashed past [`FEW_IDS`], so
+/// thousands of them are still checked in time linear in their number.
+#[derive(Debug, Clone)]
+enum FewSet<T> {
+    Few(Vec<T>),
+    Many(HashSet<T>),
+}
+
+impl<T> Default for FewSet<T> {
+    fn default() -> Self {
+        Self::Few(Vec::new())
+    }
+}
+
+impl<T: Eq + Hash> FewSet<T> {
+    fn contains<Q>(&self, item: &Q) -> bool
+    where
+        T: Borrow<Q>,
+        Q: Eq + Hash + ?Sized,
+    {
+        match self {
+            Self::Few(items) => items.iter().any(|i| i.borrow() == item),
+            Self::Many(items) => items.contains(item),
+        }
+    }
+
+    fn insert(&mut self, item: T) {
+        match self {
+            Self::Few(items) if items.len() < FEW_IDS => items.push(item),
+            Self::Few(items) => {
+                let mut many: HashSet<T> = items.drain(..).collect();
+                many.insert(item);
+                *self = Self::Many(many);
+            }
+            Self::Many(items) => {
+                items.insert(item);
+            }
+        }
+    }
+}
+
+impl<T: Eq + Hash> FromIterator<T> for FewSet<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(items: I) -> Self {
+        let items: Vec<T> = items.into_iter().collect();
+        if items.len() <= FEW_IDS {
+            Self::Few(items)
+        } else {
+            Self::Many(items.into_iter().collect())
+        }
+    }
+}
 
 impl CallIds {
     /// The ids used so far.
     pub(crate) fn new(used: impl IntoIterator<Item = Id>) -> Self {
-        let few: Vec<Id> = used.into_iter().collect();
-        if few.len() <= FEW_IDS {
-            return Self {
-                few,
-                many: None,
-                next_suffix: None,
-            };
-        }
         Self {
-            few: Vec::new(),
-            many: Some(few.into_iter().collect()),
+            used: used.into_iter().collect(),
             next_suffix: None,
-        }
-    }
-
-    fn contains(&self, id: &Id) -> bool {
-        match &self.many {
-            Some(many) => many.contains(id),
-            None => self.few.contains(id),
-        }
-    }
-
-    fn insert(&mut self, id: Id) {
-        match &mut self.many {
-            Some(many) => {
-                many.insert(id);
-            }
-            None if self.few.len() < FEW_IDS => self.few.push(id),
-            None => {
-                let mut many: HashSet<Id> = self.few.drain(..).collect();
-                many.insert(id);
-                self.many = Some(many);
-            }
         }
     }
 
     /// The id a new call with the model's `id` gets: `id` itself, or `{id}_{n}` with the
     /// smallest `n` from 2 that is not taken.
     pub(crate) fn assign(&mut self, id: &Id) -> Id {
-        if !self.contains(id) {
-            self.insert(id.clone());
+        if !self.used.contains(id) {
+            self.used.insert(id.clone());
             return id.clone();
         }
         let mut n = self
@@ -97,12 +120,12 @@ impl CallIds {
         let assigned = loop {
             let candidate = Id::from(format!("{id}_{n}"));
             n += 1;
-            if !self.contains(&candidate) {
+            if !self.used.contains(&candidate) {
                 break candidate;
             }
         };
         self.next_suffix.get_or_insert_with(HashMap::new).insert(id.clone(), n);
-        self.insert(assigned.clone());
+        self.used.insert(assigned.clone());
         assigned
     }
 
@@ -127,40 +150,6 @@ struct OpenCall {
     /// Replaced by a new call with the same model id in this chunk (its end was sent); dropped
     /// at the end of the chunk, so that the indexes of the calls after it stay put meanwhile.
     replaced: bool,
-}
-
-/// The model ids of one chunk's tool calls: compared one by one while few, hashed past
-/// [`FEW_IDS`], so a chunk of thousands of calls is read in time linear in their number.
-enum Seen<'a> {
-    Few(Vec<&'a Id>),
-    Many(HashSet<&'a Id>),
-}
-
-impl<'a> Seen<'a> {
-    fn new() -> Self {
-        Self::Few(Vec::new())
-    }
-
-    fn contains(&self, id: &Id) -> bool {
-        match self {
-            Self::Few(ids) => ids.contains(&id),
-            Self::Many(ids) => ids.contains(id),
-        }
-    }
-
-    fn insert(&mut self, id: &'a Id) {
-        match self {
-            Self::Few(ids) if ids.len() < FEW_IDS => ids.push(id),
-            Self::Few(ids) => {
-                let mut many: HashSet<&Id> = ids.drain(..).collect();
-                many.insert(id);
-                *self = Self::Many(many);
-            }
-            Self::Many(ids) => {
-                ids.insert(id);
-            }
-        }
-    }
 }
 
 /// The latest open call (not replaced) with the model id `id`: a scan from the end while the
@@ -348,7 +337,8 @@ impl ChunkConverter {
         }
 
         // Tool calls: start if new, then the delta; open calls missing from this chunk end now.
-        let mut seen = Seen::new();
+        // The model ids of the chunk's calls.
+        let mut seen: FewSet<&Id> = FewSet::default();
         let mut index = None;
         for block in &chunk.content {
             if let ContentBlock::ToolCall(call) = block {
