@@ -210,26 +210,12 @@ impl AgentState {
 
     /// Whether the tail call `id` waits for the user or an external result.
     pub(crate) fn is_call_parked(&self, id: &Id) -> bool {
-        // Where the last call looked up is, then a scan: a sequential batch asks after each of
-        // its calls, which was just looked up, so a batch of many calls stays linear.
-        let content = match self.tail_assistant() {
-            Some(m) => &m.content,
-            None => return false,
+        let Some(index) = self.tail_call_index(id) else {
+            return false;
         };
-        let hint = self.call_hint.0;
-        let parked = |block: &ContentBlock| {
-            matches!(block, ContentBlock::ToolCall(c)
-                if matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted) && c.id == *id)
-        };
-        let is_call = |block: &ContentBlock| matches!(block, ContentBlock::ToolCall(c) if c.id == *id);
-        match [hint, hint + 1]
-            .into_iter()
-            .filter_map(|i| content.get(i))
-            .find(|b| is_call(b))
-        {
-            Some(block) => parked(block),
-            None => content.iter().any(parked),
-        }
+        self.tail_assistant().and_then(|m| m.content.get(index)).is_some_and(|block| {
+            matches!(block, ContentBlock::ToolCall(c) if matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted))
+        })
     }
 
     /// Sets the state of tool call `id` in the tail assistant message.
@@ -242,19 +228,26 @@ impl AgentState {
     /// The tool call `id` of the tail assistant message (ids are unique within a reply's
     /// message: the reasoning step renames a model's duplicate ids).
     pub(crate) fn tail_call_mut(&mut self, id: &Id) -> Option<&mut ToolCallBlock> {
-        let is_call = |block: Option<&ContentBlock>| matches!(block, Some(ContentBlock::ToolCall(c)) if c.id == *id);
-        let content = &self.tail_assistant()?.content;
-        let hint = self.call_hint.0;
-        let index = [hint, hint + 1]
-            .into_iter()
-            .find(|&i| is_call(content.get(i)))
-            .or_else(|| content.iter().position(|block| is_call(Some(block))))?;
+        let index = self.tail_call_index(id)?;
         self.call_hint = CallHint(index);
         // Found first, copied (if a request holds the message) only then.
         match self.context.last_mut()?.content.get_mut(index) {
             Some(ContentBlock::ToolCall(call)) => Some(call),
             _ => None,
         }
+    }
+
+    /// Where the tool call `id` is among the tail assistant message's blocks: where the last
+    /// call looked up is, or the block after it (the loop takes a message's calls in order, and
+    /// a sequential batch asks about each call right after it was looked up), else a scan.
+    fn tail_call_index(&self, id: &Id) -> Option<usize> {
+        let content = &self.tail_assistant()?.content;
+        let is_call = |i: usize| matches!(content.get(i), Some(ContentBlock::ToolCall(c)) if c.id == *id);
+        let hint = self.call_hint.0;
+        [hint, hint + 1]
+            .into_iter()
+            .find(|&i| is_call(i))
+            .or_else(|| (0..content.len()).find(|&i| is_call(i)))
     }
 
     /// Saves a tool result into the reply's message and marks its call finished.
