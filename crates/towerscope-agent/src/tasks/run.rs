@@ -85,8 +85,7 @@ pub(crate) fn list(tasks: &[Task]) -> Result<String, String> {
     Ok(lines.join("\n"))
 }
 
-/// Records that `blocker` blocks `blocked`, on both tasks.
-/// Relates the task `one` to each of `others` (deduplicated, known ids): `one` blocks them
+/// Relates the task `one` to each of `others` (known ids, each once): `one` blocks them
 /// (`one_blocks`), or they block `one`. A relation already there is not added again. One pass
 /// over the tasks, each list checked against a set: linear in the tasks and the ids, however
 /// many the model sends.
@@ -99,12 +98,13 @@ fn relate(tasks: &mut [Task], one: &str, others: &[String], one_blocks: bool) {
             } else {
                 &mut task.blocked_by
             };
-            let mut have: HashSet<String> = list.iter().cloned().collect();
-            for other in others {
-                if have.insert(other.clone()) {
-                    list.push(other.clone());
-                }
-            }
+            let present: HashSet<&str> = list.iter().map(String::as_str).collect();
+            let added: Vec<String> = others
+                .iter()
+                .filter(|other| !present.contains(other.as_str()))
+                .cloned()
+                .collect();
+            list.extend(added);
         }
         if others_set.contains(task.id.as_str()) {
             let list = if one_blocks {
@@ -119,14 +119,13 @@ fn relate(tasks: &mut [Task], one: &str, others: &[String], one_blocks: bool) {
     }
 }
 
-/// The ids of `candidates` that name a task and are not yet in `present`, once each, in order.
-fn new_relations(tasks: &[Task], present: &[String], candidates: Vec<String>) -> Vec<String> {
-    let known: HashSet<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+/// The ids of `candidates` that are `known` tasks and not yet in `present`, once each, in order.
+fn new_relations(known: &HashSet<String>, present: &[String], candidates: Vec<String>) -> Vec<String> {
     let present: HashSet<&str> = present.iter().map(String::as_str).collect();
     let mut seen = HashSet::new();
     candidates
         .into_iter()
-        .filter(|b| !present.contains(b.as_str()) && known.contains(b.as_str()) && seen.insert(b.clone()))
+        .filter(|b| !present.contains(b.as_str()) && known.contains(b) && seen.insert(b.clone()))
         .collect()
 }
 
@@ -145,15 +144,22 @@ pub(crate) fn update(tasks: &mut Vec<Task>, input: &Value) -> Result<String, Str
         tasks[index].description = description.to_owned();
         updated.push("description");
     }
-    if let Some(blocks) = ids(input, "add_blocks") {
-        let new = new_relations(tasks, &tasks[index].blocks, blocks);
+    let (blocks, blocked_by) = (ids(input, "add_blocks"), ids(input, "add_blocked_by"));
+    // The task ids, read once for both lists (the model may name thousands), and only for them.
+    let known: HashSet<String> = if blocks.is_some() || blocked_by.is_some() {
+        tasks.iter().map(|t| t.id.clone()).collect()
+    } else {
+        HashSet::new()
+    };
+    if let Some(blocks) = blocks {
+        let new = new_relations(&known, &tasks[index].blocks, blocks);
         if !new.is_empty() {
             updated.push("add_blocks");
             relate(tasks, &id, &new, true);
         }
     }
-    if let Some(blocked_by) = ids(input, "add_blocked_by") {
-        let new = new_relations(tasks, &tasks[index].blocked_by, blocked_by);
+    if let Some(blocked_by) = blocked_by {
+        let new = new_relations(&known, &tasks[index].blocked_by, blocked_by);
         if !new.is_empty() {
             updated.push("add_blocked_by");
             relate(tasks, &id, &new, false);
