@@ -10,9 +10,6 @@ use crate::message::{
     ToolCallState, ToolOutput, ToolResultBlock, ToolResultState, base64,
 };
 
-/// How many discarded block ids a restart compares one by one before it hashes them.
-const FEW_DISCARDED: usize = 16;
-
 impl Msg {
     /// Applies one event of this message's reply, rebuilding the message from the stream as the
     /// reference's `Msg.append_event` does.
@@ -258,16 +255,11 @@ impl Msg {
         else {
             return;
         };
-        let ids: Vec<&str> = ids.iter().filter_map(serde_json::Value::as_str).collect();
-        if ids.len() <= FEW_DISCARDED {
-            self.content.retain(|b| !ids.iter().any(|id| b.id() == id));
-        } else {
-            // A restarted answer of many blocks: hashed, so the fold stays linear in them (an
-            // id read from its text equals a block's id exactly when the block's id equals the
-            // text).
-            let ids: HashSet<Id> = ids.into_iter().map(Id::from).collect();
-            self.content.retain(|b| !ids.contains(b.id()));
-        }
+        // Hashed: a restarted answer may have had thousands of blocks (and a restart is rare,
+        // so the set costs nothing that matters). An id read from its text equals a block's id
+        // exactly when the block's id equals the text.
+        let ids: HashSet<Id> = ids.iter().filter_map(serde_json::Value::as_str).map(Id::from).collect();
+        self.content.retain(|b| !ids.contains(b.id()));
     }
 
     fn text_block_mut(&mut self, id: &Id) -> Option<&mut TextBlock> {

@@ -324,8 +324,8 @@ fn a_raw_string_result_becomes_blocks_when_more_arrives() {
     assert!(matches!(&blocks[2], MediaBlock::Text(t) if t.text == "tail"));
 }
 
-/// A restart discards the blocks it names, by text or numeric id, whether it names few (compared
-/// one by one) or many (hashed): the same blocks go, the others stay in order.
+/// A restart discards the blocks it names, by text or numeric id, whether it names few or many:
+/// the same blocks go, the others stay in order.
 #[test]
 fn a_restart_discards_the_blocks_it_names_few_or_many() {
     for (blocks, discarded) in [(10usize, 4usize), (60, 40)] {
