@@ -102,7 +102,13 @@ pub struct SseDecoder {
     last_id: String,
     max_event_bytes: usize,
     failed: Option<SseError>,
+    /// Bytes looked at to find line ends (the tests check each is looked at once).
+    #[cfg(test)]
+    examined: usize,
 }
+
+/// A UTF-8 byte-order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 impl Default for SseDecoder {
     fn default() -> Self {
@@ -134,6 +140,8 @@ impl SseDecoder {
             last_id: String::new(),
             max_event_bytes: limit,
             failed: None,
+            #[cfg(test)]
+            examined: 0,
         }
     }
 
@@ -151,13 +159,6 @@ impl SseDecoder {
             self.start = 0;
         }
         self.buf.extend_from_slice(bytes);
-        if !self.bom_checked && self.buf.len() >= 3 {
-            self.bom_checked = true;
-            if self.buf.starts_with(b"\xEF\xBB\xBF") {
-                self.start = 3;
-                self.scanned = 3;
-            }
-        }
     }
 
     /// The next complete event, if the bytes pushed so far complete one.
@@ -167,11 +168,18 @@ impl SseDecoder {
         if let Some(err) = &self.failed {
             return Err(err.clone());
         }
-        if !self.bom_checked && self.buf.len() < 3 && b"\xEF\xBB\xBF".starts_with(&self.buf) {
-            // Too few bytes to tell a byte-order mark from a line.
-            return Ok(None);
+        if !self.bom_checked {
+            // Nothing was read yet (`start` is 0): skip a byte-order mark once it can be told
+            // from the first line.
+            if self.buf.len() < BOM.len() && BOM.starts_with(&self.buf) {
+                return Ok(None);
+            }
+            self.bom_checked = true;
+            if self.buf.starts_with(BOM) {
+                self.start = BOM.len();
+                self.scanned = BOM.len();
+            }
         }
-        self.bom_checked = true;
         loop {
             if self.after_cr && self.start < self.buf.len() {
                 self.after_cr = false;
@@ -181,7 +189,12 @@ impl SseDecoder {
                 }
             }
             let unread = &self.buf[self.scanned..];
-            let Some(end) = unread.iter().position(|&b| b == b'\n' || b == b'\r') else {
+            let found = unread.iter().position(|&b| b == b'\n' || b == b'\r');
+            #[cfg(test)]
+            {
+                self.examined += found.map_or(unread.len(), |end| end + 1);
+            }
+            let Some(end) = found else {
                 self.scanned = self.buf.len();
                 let pending = self.buf.len() - self.start + self.data.len();
                 if pending > self.max_event_bytes {
@@ -472,10 +485,14 @@ mod tests {
         // moved while no line ends.
         let mut decoder = SseDecoder::new();
         decoder.push(b"data: ");
-        for _ in 0..(1 << 20) {
+        for pushed in "data: x".len()..="data: ".len() + (1 << 20) {
             decoder.push(b"x");
             assert_eq!(decoder.next_event(), Ok(None));
-            assert_eq!(decoder.scanned, decoder.buf.len());
+            assert!(
+                decoder.examined <= pushed,
+                "{} bytes looked at after {pushed}",
+                decoder.examined
+            );
         }
         decoder.push(b"\n\n");
         assert_eq!(decoder.next_event().map(|e| e.map(|e| e.data.len())), Ok(Some(1 << 20)));
@@ -484,6 +501,7 @@ mod tests {
         decoder.push(&b"data: e\n\n".repeat(10_000));
         let ptr = decoder.buf.as_ptr();
         assert_eq!(decode_all(&mut decoder).map(|v| v.len()), Ok(10_000));
+        assert!(decoder.examined <= 9 * 10_000, "{} bytes looked at", decoder.examined);
         assert_eq!(decoder.buf.as_ptr(), ptr, "no line moved the buffer");
         assert_eq!(decoder.start, decoder.buf.len());
         decoder.push(b"data: last\n\n");
