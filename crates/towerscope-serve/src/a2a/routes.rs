@@ -307,27 +307,33 @@ mod tests {
         );
     }
 
+    /// Tasks whose agents answer `words` words, streamed one by one as fast as they come.
+    fn tasks_answering(words: usize) -> Arc<Tasks> {
+        let answer: String = (0..words).map(|i| format!("w{i} ")).collect();
+        let agent = move || {
+            Agent::builder("a")
+                .model(ScriptedModel::new(
+                    "m",
+                    [ScriptedResponse::text(answer.clone()).streamed()],
+                ))
+                .build()
+        };
+        Arc::new(Tasks::new(Arc::new(move |_: &str| agent()), Limits::default()))
+    }
+
+    /// The parameters of a message asking for something.
+    fn go() -> Value {
+        serde_json::json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "go"}]}})
+    }
+
     /// A model faster than the client: the reply publishes no further ahead than the stream
     /// follows, so a client that starts reading late still gets every piece as an update,
     /// never the whole task again.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_streamed_reply_goes_at_its_clients_pace() {
         let words = 2_000;
-        let answer: String = (0..words).map(|i| format!("w{i} ")).collect();
-        let script = answer.clone();
-        let agent = move || {
-            Agent::builder("a")
-                .model(ScriptedModel::new(
-                    "m",
-                    [ScriptedResponse::text(script.clone()).streamed()],
-                ))
-                .build()
-        };
-        let tasks = Arc::new(Tasks::new(Arc::new(move |_: &str| agent()), Limits::default()));
-        let request: SendMessageRequest = serde_json::from_value(serde_json::json!({
-            "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "go"}]}
-        }))
-        .unwrap();
+        let tasks = tasks_answering(words);
+        let request: SendMessageRequest = serde_json::from_value(go()).unwrap();
         let started = methods::start(&tasks, request).unwrap();
         let response = stream_response(Arc::clone(&tasks), Value::from(1), started, false);
         // The client reads nothing for a while: unpaced, the reply would publish every piece
@@ -353,19 +359,8 @@ mod tests {
     /// nothing may hold the reply back.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_reply_not_streamed_runs_free() {
-        let answer: String = (0..2_000).map(|i| format!("w{i} ")).collect();
-        let agent = move || {
-            Agent::builder("a")
-                .model(ScriptedModel::new(
-                    "m",
-                    [ScriptedResponse::text(answer.clone()).streamed()],
-                ))
-                .build()
-        };
-        let tasks = Arc::new(Tasks::new(Arc::new(move |_: &str| agent()), Limits::default()));
-        let params = serde_json::json!({
-            "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "go"}]}
-        });
+        let tasks = tasks_answering(2_000);
+        let params = go();
         // Paced with nobody taking the pieces, the reply would stop at 128 for 30 s.
         let task = tokio::time::timeout(std::time::Duration::from_secs(10), send(&tasks, params))
             .await

@@ -198,11 +198,7 @@ pub(crate) fn publish_artifact(tasks: &Tasks, id: &str, artifact_id: &str, text:
             // each) would make the task, its GetTask and the snapshot a lagging subscriber gets
             // many times larger than the text.
             Some(a) if append => match a.parts.last_mut() {
-                Some(last) if last.is_plain_text() => {
-                    if let Some(stored) = last.text.as_mut() {
-                        stored.push_str(text);
-                    }
-                }
+                Some(last) if last.is_plain_text() => last.text.get_or_insert_default().push_str(text),
                 _ => a.parts.push(part.clone()),
             },
             Some(a) => a.parts = vec![part.clone()],
