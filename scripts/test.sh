@@ -100,8 +100,9 @@ status=0
 cargo nextest run --workspace --all-features -E 'not binary(soak)' "$@" || status=$?
 cargo test --workspace --all-features --doc "$@" || status=$?
 # The soak (tests/soak.rs: 10,000 replies against a hostile model) on its own, so its counts
-# are printed; skipped when the run was narrowed with arguments.
+# are printed; skipped when the run was narrowed with arguments. Built with the features above,
+# so it reuses their build instead of building the crates again with other features.
 if [ "$#" -eq 0 ]; then
-    cargo nextest run -p towerscope --test soak --no-capture || status=$?
+    cargo nextest run --workspace --all-features -E 'binary(soak)' --no-capture || status=$?
 fi
 exit "$status"
