@@ -390,6 +390,47 @@ async fn past_the_task_limit_new_messages_are_refused_until_one_ends() {
     assert_eq!(answer.answer_text(), CHAT_ANSWER);
 }
 
+/// Sends five 100 kB messages to a server with `limits`; the ids of their tasks, oldest first.
+async fn five_large_tasks(limits: Limits) -> (A2aClient, Vec<String>) {
+    let base = serve(A2aConfig::new("helper").limits(limits)).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let text = format!("Hi {}", "x".repeat(100_000));
+        let answer = client.send(user(&text, &format!("chat-b{i}"))).await.unwrap();
+        assert_eq!(answer.answer_text(), CHAT_ANSWER);
+        ids.push(answer.task().unwrap().id.clone());
+    }
+    (client, ids)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ended_tasks_are_forgotten_oldest_first_past_their_byte_budget() {
+    // Each ended task is about 100 kB of JSON. With 250 kB kept, a new message first forgets
+    // the oldest ended tasks until 250 kB or less remain: after five, the first two are gone.
+    let limits = Limits {
+        max_ended_task_bytes: 250_000,
+        ..Limits::default()
+    };
+    let (client, ids) = five_large_tasks(limits).await;
+    for id in &ids[..2] {
+        let gone = client.get_task(id).await.unwrap_err();
+        let ClientError::Rpc(e) = gone else { panic!("{gone:?}") };
+        assert_eq!(e.code, RpcError::TASK_NOT_FOUND, "{}", e.message);
+    }
+    for id in &ids[2..] {
+        let task = client.get_task(id).await.unwrap();
+        assert_eq!(task.status.state, TaskState::Completed);
+        assert!(task.history[0].text().starts_with("Hi xxx"), "the input is kept whole");
+    }
+
+    // The default budget keeps them all (the count limit alone would too).
+    let (client, ids) = five_large_tasks(Limits::default()).await;
+    for id in &ids {
+        assert_eq!(client.get_task(id).await.unwrap().status.state, TaskState::Completed);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_denies_the_waiting_tool_call_and_the_tool_does_not_run() {
     let base = serve(A2aConfig::new("helper")).await;

@@ -3,7 +3,8 @@
 //! One mutex guards both maps; it is never held across an await. A context's agent comes from
 //! the [`AgentFactory`] the first time the context is seen and is kept while it is among the
 //! latest [`Limits::max_contexts`] contexts: evicting one loses nothing the factory's
-//! `SessionStore` keeps. Stopped tasks are forgotten oldest first past [`Limits::max_tasks`].
+//! `SessionStore` keeps. Ended tasks are forgotten oldest first past [`Limits::max_tasks`], or
+//! past [`Limits::max_ended_task_bytes`] of them.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -23,6 +24,11 @@ pub struct Limits {
     /// first, and a new message is refused while this many have not ended (working, or waiting
     /// for input).
     pub max_tasks: usize,
+    /// Bytes of ended tasks kept for `GetTask`, counted as their JSON when they ended (default
+    /// 256 MiB): past this, ended tasks are forgotten oldest first when a new message comes, so
+    /// that clients sending large messages, or an agent giving large answers, cannot make the
+    /// server hold `max_tasks` of them. Tasks that have not ended are not counted.
+    pub max_ended_task_bytes: usize,
     /// Contexts whose agent is kept in memory (default 1,000); an evicted context's agent is
     /// built again by the factory, from its session store.
     pub max_contexts: usize,
@@ -34,6 +40,7 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             max_tasks: 10_000,
+            max_ended_task_bytes: 256 << 20,
             max_contexts: 1_000,
             max_body_bytes: 1 << 20,
         }
@@ -58,6 +65,9 @@ pub(crate) struct TaskEntry {
     pub(crate) cancel_requested: bool,
     /// The reply rounds run so far (names each round's artifact).
     pub(crate) rounds: u32,
+    /// The length of the task's JSON when it ended, once it has (counted in
+    /// `Inner::ended_bytes`).
+    ended_bytes: Option<usize>,
 }
 
 struct ContextEntry {
@@ -71,6 +81,8 @@ struct Inner {
     task_order: VecDeque<String>,
     contexts: HashMap<String, ContextEntry>,
     context_order: VecDeque<String>,
+    /// The sum of the ended tasks' `ended_bytes`.
+    ended_bytes: usize,
 }
 
 /// The tasks and contexts of one A2A endpoint.
@@ -170,7 +182,11 @@ impl Tasks {
                 "context `{context}` is busy with task `{last}`; wait for it, or cancel it"
             )));
         }
-        evict_tasks(&mut inner, self.limits.max_tasks.saturating_sub(1));
+        evict_tasks(
+            &mut inner,
+            self.limits.max_tasks.saturating_sub(1),
+            self.limits.max_ended_task_bytes,
+        );
         if inner.tasks.len() >= self.limits.max_tasks {
             return Err(RpcError::new(
                 RpcError::INTERNAL_ERROR,
@@ -189,6 +205,7 @@ impl Tasks {
                 updates,
                 cancel_requested: false,
                 rounds: 0,
+                ended_bytes: None,
             },
         );
         inner.task_order.push_back(id.clone());
@@ -198,14 +215,19 @@ impl Tasks {
         Ok((id, task, rx))
     }
 
-    /// Runs `f` on the task `id`, or fails with task-not-found.
+    /// Runs `f` on the task `id`, or fails with task-not-found. A task that `f` ended is
+    /// measured here, the one place tasks change.
     pub(crate) fn with_task<R>(&self, id: &str, f: impl FnOnce(&mut TaskEntry) -> R) -> Result<R, RpcError> {
         let mut inner = self.lock();
-        inner
-            .tasks
-            .get_mut(id)
-            .map(f)
-            .ok_or_else(|| RpcError::task_not_found(id))
+        let inner = &mut *inner;
+        let entry = inner.tasks.get_mut(id).ok_or_else(|| RpcError::task_not_found(id))?;
+        let out = f(entry);
+        if entry.ended_bytes.is_none() && entry.task.status.state.is_terminal() {
+            let bytes = json_len(&entry.task);
+            entry.ended_bytes = Some(bytes);
+            inner.ended_bytes = inner.ended_bytes.saturating_add(bytes);
+        }
+        Ok(out)
     }
 
     /// A new subscription to the task `id` and the task as it is, taken together (updates are
@@ -227,19 +249,41 @@ impl Tasks {
     }
 }
 
-/// Forgets the oldest stopped tasks past `max`; running and waiting ones are kept.
-fn evict_tasks(inner: &mut Inner, max: usize) {
+/// Forgets the oldest ended tasks while there are more than `max` tasks or the ended ones
+/// take more than `max_bytes`; running and waiting ones are kept.
+fn evict_tasks(inner: &mut Inner, max: usize, max_bytes: usize) {
     let mut tries = inner.task_order.len();
-    while inner.tasks.len() > max && tries > 0 {
+    while (inner.tasks.len() > max || inner.ended_bytes > max_bytes) && tries > 0 {
         tries -= 1;
         let Some(id) = inner.task_order.pop_front() else { break };
         let terminal = inner.tasks.get(&id).is_none_or(|t| t.task.status.state.is_terminal());
         if terminal {
-            inner.tasks.remove(&id);
+            if let Some(bytes) = inner.tasks.remove(&id).and_then(|t| t.ended_bytes) {
+                inner.ended_bytes = inner.ended_bytes.saturating_sub(bytes);
+            }
         } else {
             inner.task_order.push_back(id);
         }
     }
+}
+
+/// The length of `task`'s JSON, counted without building it.
+fn json_len(task: &Task) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // The wire types are plain data and always serialize; were one to fail, what it wrote
+    // before is what is counted.
+    let _ = serde_json::to_writer(&mut count, task);
+    count.0
 }
 
 /// Drops the oldest contexts' agents past `max`, except those whose last task has not ended.
