@@ -147,6 +147,8 @@ struct OpenCall {
     /// The id it goes by (renamed if the model's was taken).
     id: Id,
     scan: JsonScan,
+    /// Where its block is in the converter's `partial`.
+    at: usize,
     /// Replaced by a new call with the same model id in this chunk (its end was sent); dropped
     /// at the end of the chunk, so that the indexes of the calls after it stay put meanwhile.
     replaced: bool,
@@ -214,17 +216,23 @@ impl JsonScan {
 pub(crate) struct ChunkConverter {
     reply_id: Id,
     events: bool,
-    thinking: Option<Id>,
-    text: Option<Id>,
+    /// The open thinking block, its id and where it is in `partial`.
+    thinking: Option<(Id, usize)>,
+    /// The open text block, its id and where it is in `partial`.
+    text: Option<(Id, usize)>,
     /// Open tool calls.
     tools: Vec<OpenCall>,
-    data: Vec<Id>,
+    /// Open data blocks, their ids and where they are in `partial`.
+    data: Vec<(Id, usize)>,
     /// Every block id opened during this model call (for a restart).
     opened: Vec<Id>,
     /// The ids as renamed so far in this answer: a copy of `ids_before` made at the first
     /// streamed tool call (a whole answer, the common case, never needs one).
     ids: Option<CallIds>,
     ids_before: CallIds,
+    /// The blocks streamed so far. They are only appended to (or all cleared with the open
+    /// blocks), so an open block keeps its place: found there, not searched for, however many
+    /// blocks came after it.
     partial: Vec<ContentBlock>,
 }
 
@@ -278,25 +286,26 @@ impl ChunkConverter {
                     _ => None,
                 })
                 .collect();
-            let id = match &self.thinking {
-                Some(id) => id.clone(),
+            let (id, at) = match &self.thinking {
+                Some((id, at)) => (id.clone(), *at),
                 None => {
                     let id = new_id();
                     self.opened.push(id.clone());
-                    self.thinking = Some(id.clone());
+                    let at = self.partial.len();
+                    self.thinking = Some((id.clone(), at));
                     self.partial.push(ThinkingBlock::new("").with_id(&id).into());
                     let reply_id = &self.reply_id;
                     self.push(out, || ThinkingBlockStartEvent::new(reply_id, &id).into());
-                    id
+                    (id, at)
                 }
             };
-            if let Some(ContentBlock::Thinking(block)) = self.partial.iter_mut().rev().find(|b| *b.id() == id) {
+            if let Some(ContentBlock::Thinking(block)) = self.partial.get_mut(at) {
                 block.thinking.push_str(&thinking);
             }
             let reply_id = &self.reply_id;
             self.push(out, || ThinkingBlockDeltaEvent::new(reply_id, id, thinking).into());
         } else if !has_data {
-            if let Some(id) = self.thinking.take() {
+            if let Some((id, _)) = self.thinking.take() {
                 let reply_id = &self.reply_id;
                 self.push(out, || ThinkingBlockEndEvent::new(reply_id, id).into());
             }
@@ -312,25 +321,26 @@ impl ChunkConverter {
                     _ => None,
                 })
                 .collect();
-            let id = match &self.text {
-                Some(id) => id.clone(),
+            let (id, at) = match &self.text {
+                Some((id, at)) => (id.clone(), *at),
                 None => {
                     let id = new_id();
                     self.opened.push(id.clone());
-                    self.text = Some(id.clone());
+                    let at = self.partial.len();
+                    self.text = Some((id.clone(), at));
                     self.partial.push(TextBlock::new("").with_id(&id).into());
                     let reply_id = &self.reply_id;
                     self.push(out, || TextBlockStartEvent::new(reply_id, &id).into());
-                    id
+                    (id, at)
                 }
             };
-            if let Some(ContentBlock::Text(block)) = self.partial.iter_mut().rev().find(|b| *b.id() == id) {
+            if let Some(ContentBlock::Text(block)) = self.partial.get_mut(at) {
                 block.text.push_str(&text);
             }
             let reply_id = &self.reply_id;
             self.push(out, || TextBlockDeltaEvent::new(reply_id, id, text).into());
         } else if !has_data {
-            if let Some(id) = self.text.take() {
+            if let Some((id, _)) = self.text.take() {
                 let reply_id = &self.reply_id;
                 self.push(out, || TextBlockEndEvent::new(reply_id, id).into());
             }
@@ -360,6 +370,7 @@ impl ChunkConverter {
                         let before = &self.ids_before;
                         let id = self.ids.get_or_insert_with(|| before.clone()).assign(&call.id);
                         self.opened.push(id.clone());
+                        let at = self.partial.len();
                         self.partial.push(ToolCallBlock::new(&id, &call.name, "").into());
                         let reply_id = &self.reply_id;
                         self.push(out, || ToolCallStartEvent::new(reply_id, &id, &call.name).into());
@@ -367,6 +378,7 @@ impl ChunkConverter {
                             model_id: call.id.clone(),
                             id,
                             scan: JsonScan::default(),
+                            at,
                             replaced: false,
                         });
                         let at = self.tools.len() - 1;
@@ -378,8 +390,8 @@ impl ChunkConverter {
                 };
                 let open = &mut self.tools[index_of_call];
                 open.scan.feed(&call.input);
-                let id = open.id.clone();
-                if let Some(ContentBlock::ToolCall(block)) = self.partial.iter_mut().rev().find(|b| *b.id() == id) {
+                let (id, at) = (open.id.clone(), open.at);
+                if let Some(ContentBlock::ToolCall(block)) = self.partial.get_mut(at) {
                     block.input.push_str(&call.input);
                 }
                 let reply_id = &self.reply_id;
@@ -403,20 +415,26 @@ impl ChunkConverter {
         for block in &chunk.content {
             if let ContentBlock::Data(d) = block {
                 if let DataSource::Base64 { data, media_type } = &d.source {
-                    if !self.data.contains(&d.id) {
-                        self.data.push(d.id.clone());
-                        self.opened.push(d.id.clone());
-                        let mut stored = DataBlock::base64("", media_type.as_str()).with_id(&d.id);
-                        stored.name.clone_from(&d.name);
-                        self.partial.push(stored.into());
-                        let reply_id = &self.reply_id;
-                        self.push(out, || {
-                            let mut start = DataBlockStartEvent::new(reply_id, &d.id, media_type.as_str());
-                            start.name.clone_from(&d.name);
-                            start.into()
-                        });
-                    }
-                    if let Some(ContentBlock::Data(stored)) = self.partial.iter_mut().rev().find(|b| *b.id() == d.id) {
+                    let open = self.data.iter().find(|(id, _)| *id == d.id).map(|&(_, at)| at);
+                    let at = match open {
+                        Some(at) => at,
+                        None => {
+                            let at = self.partial.len();
+                            self.data.push((d.id.clone(), at));
+                            self.opened.push(d.id.clone());
+                            let mut stored = DataBlock::base64("", media_type.as_str()).with_id(&d.id);
+                            stored.name.clone_from(&d.name);
+                            self.partial.push(stored.into());
+                            let reply_id = &self.reply_id;
+                            self.push(out, || {
+                                let mut start = DataBlockStartEvent::new(reply_id, &d.id, media_type.as_str());
+                                start.name.clone_from(&d.name);
+                                start.into()
+                            });
+                            at
+                        }
+                    };
+                    if let Some(ContentBlock::Data(stored)) = self.partial.get_mut(at) {
                         stored.append_base64(data);
                     }
                     let reply_id = &self.reply_id;
@@ -452,12 +470,12 @@ impl ChunkConverter {
     pub(crate) fn close(&mut self, out: &mut Vec<AgentEvent>) {
         let reply_id = &self.reply_id;
         let events = self.events;
-        if let Some(id) = self.text.take() {
+        if let Some((id, _)) = self.text.take() {
             if events {
                 out.push(TextBlockEndEvent::new(reply_id, id).into());
             }
         }
-        if let Some(id) = self.thinking.take() {
+        if let Some((id, _)) = self.thinking.take() {
             if events {
                 out.push(ThinkingBlockEndEvent::new(reply_id, id).into());
             }
@@ -467,7 +485,7 @@ impl ChunkConverter {
                 out.push(ToolCallEndEvent::new(reply_id, open.id).into());
             }
         }
-        for id in self.data.drain(..) {
+        for (id, _) in self.data.drain(..) {
             if events {
                 out.push(DataBlockEndEvent::new(reply_id, id).into());
             }
@@ -641,6 +659,56 @@ mod tests {
             partial.last().map(|b| b.id().to_string()),
             Some(format!("c{}", calls - 1))
         );
+    }
+
+    /// Text opened before thousands of calls, and the calls, all continued in the next chunk:
+    /// each piece lands in its own block (found at its place in the answer, not searched for
+    /// from the end past the blocks after it).
+    #[test]
+    fn blocks_continued_after_thousands_of_others_get_their_pieces() {
+        let calls = 3_000;
+        let chunk_of = |text: &str, input: &str| {
+            let mut blocks = vec![ContentBlock::Text(TextBlock::new(text))];
+            blocks.extend((0..calls).map(|i| ContentBlock::ToolCall(ToolCallBlock::new(format!("c{i}"), "f", input))));
+            ChatResponse::chunk(blocks)
+        };
+        let mut conv = ChunkConverter::new(&Id::from("r"), CallIds::default(), false);
+        let mut out = Vec::new();
+        conv.convert(&chunk_of("Adding ", "{\"a\": "), &mut out);
+        conv.convert(&chunk_of("them.", "1}"), &mut out);
+        conv.close(&mut out);
+        let partial = conv.take_partial();
+        assert_eq!(partial.len(), calls + 1);
+        assert!(matches!(&partial[0], ContentBlock::Text(t) if t.text == "Adding them."));
+        for (i, block) in partial[1..].iter().enumerate() {
+            let ContentBlock::ToolCall(call) = block else {
+                panic!("{block:?}")
+            };
+            assert_eq!(
+                (call.id.to_string(), call.input.as_str()),
+                (format!("c{i}"), "{\"a\": 1}")
+            );
+        }
+    }
+
+    /// A data block with the id of an open tool call: the call's later pieces still go to the
+    /// call (a search by id from the end found the data block, and dropped them).
+    #[test]
+    fn a_data_block_sharing_a_calls_id_takes_none_of_its_pieces() {
+        let call = |input: &str| ContentBlock::ToolCall(ToolCallBlock::new("x", "f", input));
+        let data = ContentBlock::Data(DataBlock::base64("aGk=", "text/plain").with_id("x"));
+        let mut conv = ChunkConverter::new(&Id::from("r"), CallIds::default(), false);
+        let mut out = Vec::new();
+        conv.convert(&ChatResponse::chunk(vec![call("{\"a\":")]), &mut out);
+        conv.convert(&ChatResponse::chunk(vec![call(" 1"), data]), &mut out);
+        conv.convert(&ChatResponse::chunk(vec![call("}")]), &mut out);
+        conv.close(&mut out);
+        let partial = conv.take_partial();
+        assert!(
+            matches!(&partial[0], ContentBlock::ToolCall(c) if c.input == "{\"a\": 1}"),
+            "{partial:?}"
+        );
+        assert!(matches!(&partial[1], ContentBlock::Data(_)), "{partial:?}");
     }
 
     /// Past a few open calls they are found through an index: a call continued, a call whose id
