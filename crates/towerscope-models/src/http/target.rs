@@ -88,13 +88,7 @@ impl HttpTarget {
 
     /// The error of an answer whose body passed [`max_answer_bytes`](Self::max_answer_bytes).
     fn too_large(&self) -> AgentError {
-        AgentError::decode(
-            format!("the answer of {}", self.endpoint),
-            format!(
-                "it is larger than {} bytes (the provider builder's max_answer_bytes)",
-                self.max_answer_bytes
-            ),
-        )
+        too_large(&self.endpoint, self.max_answer_bytes)
     }
 
     /// The host, for `server.address`.
@@ -223,7 +217,6 @@ impl HttpTarget {
         let endpoint = self.endpoint.clone();
         let read_timeout = self.read_timeout;
         let limit = self.max_answer_bytes;
-        let too_large = self.too_large();
         let mut total = 0usize;
         response.bytes_stream().map(move |item| {
             let bytes = item.map_err(|e| {
@@ -237,7 +230,7 @@ impl HttpTarget {
             })?;
             total = total.saturating_add(bytes.len());
             if total > limit {
-                return Err(too_large.clone());
+                return Err(too_large(&endpoint, limit));
             }
             Ok(bytes)
         })
@@ -282,4 +275,12 @@ fn endpoint_of(url: &Url) -> String {
         Some(port) => format!("{}://{host}:{port}{}", url.scheme(), url.path()),
         None => format!("{}://{host}{}", url.scheme(), url.path()),
     }
+}
+
+/// The error of an answer from `endpoint` whose body passed `limit` bytes (made only then).
+fn too_large(endpoint: &str, limit: usize) -> AgentError {
+    AgentError::decode(
+        format!("the answer of {endpoint}"),
+        format!("it is larger than {limit} bytes (the provider builder's max_answer_bytes)"),
+    )
 }
