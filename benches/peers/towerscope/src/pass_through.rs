@@ -81,27 +81,33 @@ pub(crate) const POSITIONS: &[&str] = &[
     "system_prompt",
 ];
 
+impl OnePosition {
+    /// `layer` (from [`FullPassThrough`]) if `position` is the one chosen.
+    fn only<T>(&self, position: &str, layer: Option<T>) -> Option<T> {
+        layer.filter(|_| self.0 == position)
+    }
+}
+
 impl Middleware for OnePosition {
     fn on_reply(&self) -> Option<ReplyLayer> {
-        (self.0 == "reply").then(|| ErasedLayer::new(PassThroughLayer))
+        self.only("reply", FullPassThrough.on_reply())
     }
     fn on_reasoning(&self) -> Option<ReasoningLayer> {
-        (self.0 == "reasoning").then(|| ErasedLayer::new(PassThroughLayer))
+        self.only("reasoning", FullPassThrough.on_reasoning())
     }
     fn on_model_call(&self) -> Option<ModelCallLayer> {
-        (self.0 == "model_call").then(|| ErasedLayer::new(PassThroughLayer))
+        self.only("model_call", FullPassThrough.on_model_call())
     }
     fn on_acting(&self) -> Option<ActingLayer> {
-        (self.0 == "acting").then(|| ErasedLayer::new(PassThroughLayer))
+        self.only("acting", FullPassThrough.on_acting())
     }
     fn on_check_permission(&self) -> Option<PermissionLayer> {
-        (self.0 == "check_permission").then(|| ErasedLayer::new(PassThroughLayer))
+        self.only("check_permission", FullPassThrough.on_check_permission())
     }
     fn on_compress_context(&self) -> Option<CompressLayer> {
-        (self.0 == "compress_context").then(|| ErasedLayer::new(PassThroughLayer))
+        self.only("compress_context", FullPassThrough.on_compress_context())
     }
     fn on_system_prompt(&self) -> Option<Arc<dyn SystemPromptTransformer>> {
-        (self.0 == "system_prompt")
-            .then(|| Arc::new(prompt_map(|_ctx, prompt| Ok(prompt))) as Arc<dyn SystemPromptTransformer>)
+        self.only("system_prompt", FullPassThrough.on_system_prompt())
     }
 }
