@@ -9,12 +9,13 @@ use towerscope_core::AgentError;
 use super::policy::{RetryConfig, SharedBudget};
 use super::{Backoff, Retry, RetryPolicy};
 
+/// The longest retry-after hint [`RetryLayer`] waits for unless told otherwise
+/// ([`RetryLayer::max_retry_after`]).
+pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
 /// Calls the model again when a call fails with a retryable error. See the
 /// [module docs](super).
 ///
-/// The longest retry-after hint [`RetryLayer`] waits for unless told otherwise.
-pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
-
 /// Clones share the configuration and the retry budget.
 #[derive(Clone)]
 pub struct RetryLayer {
