@@ -15,11 +15,11 @@ use rmcp::transport::TokioChildProcess;
 use tokio::sync::mpsc;
 use towerscope_core::AgentError;
 
-/// The most pages an MCP listing follows (tools, prompts, resources, templates).
-pub const MAX_PAGES: usize = 1_000;
-
 use super::http::HttpTarget;
 use super::{McpServer, McpTransport};
+
+/// The most pages an MCP listing follows (tools, prompts, resources, templates).
+pub const MAX_PAGES: usize = 1_000;
 
 type ProgressSender = mpsc::Sender<ProgressNotificationParam>;
 
@@ -190,26 +190,27 @@ impl McpClient {
 
     /// The server's tools (every page, at most [`MAX_PAGES`]).
     pub async fn list_tools(&self) -> Result<Vec<Tool>, AgentError> {
-        self.all_pages("listing tools", |cursor| async move {
-            let page = PaginatedRequestParams::default().with_cursor(cursor);
+        self.all_pages("listing tools", |page| async move {
             let listed = self.peer().list_tools(Some(page)).await?;
             Ok((listed.tools, listed.next_cursor))
         })
         .await
     }
 
-    /// Every page of a listing, following the server's cursors: at most [`MAX_PAGES`] of them,
-    /// so a server that answers every page with another cursor fails the listing instead of
-    /// keeping it going (and growing) for ever.
+    /// Every page of a listing (`page` asks for the one its parameters name and returns its
+    /// items and the next cursor), following the server's cursors: at most [`MAX_PAGES`] of
+    /// them, so a server that answers every page with another cursor fails the listing instead
+    /// of keeping it going (and growing) for ever.
     pub(super) async fn all_pages<'a, T, F, Fut>(&'a self, what: &str, mut page: F) -> Result<Vec<T>, AgentError>
     where
-        F: FnMut(Option<String>) -> Fut,
+        F: FnMut(PaginatedRequestParams) -> Fut,
         Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), rmcp::ServiceError>> + 'a,
     {
         let mut items = Vec::new();
         let mut cursor = None;
         for _ in 0..MAX_PAGES {
-            let (listed, next) = page(cursor.take()).await.map_err(|e| self.failed(what, e))?;
+            let params = PaginatedRequestParams::default().with_cursor(cursor.take());
+            let (listed, next) = page(params).await.map_err(|e| self.failed(what, e))?;
             items.extend(listed);
             match next {
                 Some(next) => cursor = Some(next),

@@ -51,8 +51,7 @@ impl McpClient {
     /// does not offer the capability), returned as [`AgentError::State`].
     pub async fn list_prompts(&self) -> Result<Vec<McpPrompt>, AgentError> {
         let listed = self
-            .all_pages("listing prompts", |cursor| async move {
-                let page = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+            .all_pages("listing prompts", |page| async move {
                 let listed = self.peer().list_prompts(Some(page)).await?;
                 Ok((listed.prompts, listed.next_cursor))
             })

@@ -60,8 +60,7 @@ impl McpClient {
     /// (it does not offer the capability), returned as [`AgentError::State`].
     pub async fn list_resources(&self) -> Result<Vec<McpResource>, AgentError> {
         let listed = self
-            .all_pages("listing resources", |cursor| async move {
-                let page = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+            .all_pages("listing resources", |page| async move {
                 let listed = self.peer().list_resources(Some(page)).await?;
                 Ok((listed.resources, listed.next_cursor))
             })
@@ -82,8 +81,7 @@ impl McpClient {
     /// The server's resource templates (every page).
     pub async fn list_resource_templates(&self) -> Result<Vec<McpResourceTemplate>, AgentError> {
         let listed = self
-            .all_pages("listing resource templates", |cursor| async move {
-                let page = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+            .all_pages("listing resource templates", |page| async move {
                 let listed = self.peer().list_resource_templates(Some(page)).await?;
                 Ok((listed.resource_templates, listed.next_cursor))
             })
