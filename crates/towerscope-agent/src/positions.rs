@@ -175,7 +175,7 @@ impl Service<ActingRequest> for RunTool {
     }
 
     fn call(&mut self, req: ActingRequest) -> Self::Future {
-        if req.input().is_none() {
+        if !req.input_known() {
             // A layer replaced the arguments: the context records the call that runs, as the
             // reference's live tool call does.
             let call = req.tool_call();

@@ -13,9 +13,12 @@
 //!   first `ToolResponse` is the result; items after it are ignored (and logged), and an error
 //!   after it turns the result into that error (a layer rejecting a result after seeing it).
 //!
-//! The arguments are parsed once, here, and handed to `on_acting` with the call
-//! ([`ActingRequest::with_input`]); a layer that replaces them
-//! ([`ActingRequest::set_input`]) has the innermost service parse and validate its text.
+//! The arguments are checked once, here, and handed to `on_acting` with the call: parsed
+//! ([`ActingRequest::with_input`]), or, for a tool whose permission checks ignore them and a
+//! text its schema accepts as it is, as the checked text ([`ActingRequest::with_checked_input`]),
+//! which a typed tool reads without a parse into a `Value` and which is parsed only for a layer
+//! that asks. A layer that replaces them ([`ActingRequest::set_input`]) has the innermost
+//! service parse and validate its text.
 
 use std::any::Any;
 use std::future::Future;
@@ -84,10 +87,10 @@ pub(crate) fn execute<'a>(
             } else {
                 Vec::new()
             };
-            runtime.toolkit.prepare(&call, &groups).map(|p| (p.info, p.input))
+            runtime.toolkit.check(&call, &groups)
         };
         let (info, input) = match prepared {
-            Ok((info, input)) => (info, Arc::new(input)),
+            Ok((info, input)) => (info, input.map(Arc::new)),
             Err(message) => {
                 emit.event(EventType::ToolResultStart, || start_event(reply_id, &call))
                     .await;
@@ -99,7 +102,12 @@ pub(crate) fn execute<'a>(
         let decision = if is_builtin {
             PermissionDecision::Allow
         } else {
-            let request = PermissionRequest::new(ctx.clone(), Arc::clone(&call), Arc::clone(&info), Arc::clone(&input));
+            let request = match &input {
+                Some(input) => {
+                    PermissionRequest::new(ctx.clone(), Arc::clone(&call), Arc::clone(&info), Arc::clone(input))
+                }
+                None => PermissionRequest::with_checked_input(ctx.clone(), Arc::clone(&call), Arc::clone(&info)),
+            };
             let decided = AssertUnwindSafe(runtime.positions.permission.clone().oneshot(request))
                 .catch_unwind()
                 .await;
@@ -115,11 +123,11 @@ pub(crate) fn execute<'a>(
         };
         match decision {
             PermissionDecision::Ask { suggested_rules } => {
+                // A tool whose checks read the arguments had them parsed (`Toolkit::check`).
                 let safety = || {
-                    runtime
-                        .toolkit
-                        .get(&call.name)
-                        .is_some_and(|t| t.requires_confirmation(&input))
+                    runtime.toolkit.get(&call.name).is_some_and(|t| {
+                        t.decides_on_input() && input.as_ref().is_some_and(|input| t.requires_confirmation(input))
+                    })
                 };
                 if asked.is_some_and(|a| a.repeats(&call, &suggested_rules, safety())) {
                     // An earlier call of the batch asks the same: this one waits, undecided.
@@ -178,7 +186,7 @@ pub(crate) fn compress_tool_offered(runtime: &Runtime) -> bool {
     runtime.context.as_ref().is_some_and(|c| c.compression_tool)
 }
 
-fn prepare_compress(call: &ToolCallBlock) -> Result<(Arc<ToolInfo>, Value), String> {
+fn prepare_compress(call: &ToolCallBlock) -> Result<(Arc<ToolInfo>, Option<Value>), String> {
     let input = crate::toolkit::parse_input(&call.name, &call.input, &serde_json::json!({"type": "object"}))?;
     let schema = compress::tool_schema();
     let info = ToolInfo {
@@ -188,10 +196,10 @@ fn prepare_compress(call: &ToolCallBlock) -> Result<(Arc<ToolInfo>, Value), Stri
         read_only: false,
         external: false,
     };
-    Ok((Arc::new(info), input))
+    Ok((Arc::new(info), Some(input)))
 }
 
-fn prepare_structured(runtime: &Runtime, call: &ToolCallBlock) -> Result<(Arc<ToolInfo>, Value), String> {
+fn prepare_structured(runtime: &Runtime, call: &ToolCallBlock) -> Result<(Arc<ToolInfo>, Option<Value>), String> {
     let schema = structured::mounted(&runtime.lock_state().reply_context);
     let Some(schema) = schema else {
         return Err(format!(
@@ -207,7 +215,7 @@ fn prepare_structured(runtime: &Runtime, call: &ToolCallBlock) -> Result<(Arc<To
         read_only: true,
         external: false,
     };
-    Ok((Arc::new(info), input))
+    Ok((Arc::new(info), Some(input)))
 }
 
 fn start_event(reply_id: &towerscope_core::Id, call: &ToolCallBlock) -> AgentEvent {
@@ -248,14 +256,18 @@ async fn run_tool(
     ctx: &AgentContext,
     call: Arc<ToolCallBlock>,
     info: Arc<ToolInfo>,
-    input: Arc<Value>,
+    input: Option<Arc<Value>>,
     emit: &Emitter,
 ) -> Result<(), AgentError> {
     let reply_id = ctx.reply_id();
     let mut call = call;
     // The permission request is gone by now: this changes the one copy in place.
     Arc::make_mut(&mut call).state = ToolCallState::Allowed;
-    let request = ActingRequest::new(ctx.clone(), Arc::clone(&call), info).with_input(input);
+    let request = ActingRequest::new(ctx.clone(), Arc::clone(&call), info);
+    let request = match input {
+        Some(input) => request.with_input(input),
+        None => request.with_checked_input(),
+    };
     // The outcome is sorted by a plain function: a value matched in parts here would keep its
     // room in the tool's future across every later await.
     let opened = match open_acting_now(runtime, request) {

@@ -89,7 +89,11 @@ pub(crate) fn decide(
         state.permission_mode
     };
     let tool = toolkit.get(name);
-    let read_only = req.tool().read_only || tool.as_ref().is_some_and(|t| t.read_only_call(req.input()));
+    // The checks that read the arguments, of a tool that says they do: the others keep their
+    // defaults (`Tool::decides_on_input`) and are not called, so arguments checked as text are
+    // not parsed for them.
+    let deciding = tool.as_ref().filter(|t| t.decides_on_input());
+    let read_only = req.tool().read_only || deciding.is_some_and(|t| t.read_only_call(req.input()));
     if read_only {
         return PermissionDecision::Allow;
     }
@@ -99,7 +103,7 @@ pub(crate) fn decide(
         };
     }
     let mut asked = None;
-    if let Some(tool) = &tool {
+    if let Some(tool) = deciding {
         if mode != PermissionMode::Bypass && tool.requires_confirmation(req.input()) {
             return ask(mode, name, None);
         }

@@ -17,6 +17,10 @@ use super::schema::{args_schema, strip_titles};
 use super::{IntoToolResult, Tool, ToolChunkStream, ToolError};
 
 type CallFn = Box<dyn Fn(Value) -> ToolChunkStream + Send + Sync>;
+/// Runs the function with arguments read from text ([`Tool::call_text`]); `None` for text its
+/// type does not read (the agent then parses the text and calls [`CallFn`], whose error is
+/// the one reported).
+type TextCallFn = Box<dyn Fn(&str) -> Option<ToolChunkStream> + Send + Sync>;
 type PermissionFn = Box<dyn Fn(&Value) -> Option<PermissionDecision> + Send + Sync>;
 
 /// A tool made of an async function whose argument is a typed struct.
@@ -57,6 +61,9 @@ pub struct FunctionTool {
     confirm: Option<ConfirmFn>,
     permission: Option<PermissionFn>,
     call: CallFn,
+    /// The typed function's reading of its arguments from text (none for a hand-written
+    /// schema, whose function takes a [`Value`]).
+    call_text: Option<TextCallFn>,
 }
 
 /// Says whether a call must always be confirmed.
@@ -74,13 +81,23 @@ impl FunctionTool {
         let name = name.into();
         let (schema, description) = args_schema::<Args>();
         let tool = name.clone();
+        let f = Arc::new(f);
+        let text_f = Arc::clone(&f);
         let call = move |input: Value| -> ToolChunkStream {
             match serde_json::from_value::<Args>(input) {
                 Ok(args) => Box::pin(Once { fut: Some(f(args)) }),
                 Err(err) => failed(&tool, &err),
             }
         };
-        Self::from_parts(name, description.unwrap_or_default(), schema, Box::new(call))
+        let call_text = move |text: &str| -> Option<ToolChunkStream> {
+            let args = serde_json::from_str::<Args>(text).ok()?;
+            Some(Box::pin(Once {
+                fut: Some(text_f(args)),
+            }))
+        };
+        let mut tool = Self::from_parts(name, description.unwrap_or_default(), schema, Box::new(call));
+        tool.call_text = Some(Box::new(call_text));
+        tool
     }
 
     /// A tool with a hand-written input schema, running `f` with the validated arguments.
@@ -137,13 +154,21 @@ impl FunctionTool {
         let name = name.into();
         let (schema, description) = args_schema::<Args>();
         let tool = name.clone();
+        let f = Arc::new(f);
+        let text_f = Arc::clone(&f);
         let call = move |input: Value| -> ToolChunkStream {
             match serde_json::from_value::<Args>(input) {
                 Ok(args) => Box::pin(f(args).map(IntoToolResult::into_tool_result)),
                 Err(err) => failed(&tool, &err),
             }
         };
-        Self::from_parts(name, description.unwrap_or_default(), schema, Box::new(call))
+        let call_text = move |text: &str| -> Option<ToolChunkStream> {
+            let args = serde_json::from_str::<Args>(text).ok()?;
+            Some(Box::pin(text_f(args).map(IntoToolResult::into_tool_result)))
+        };
+        let mut tool = Self::from_parts(name, description.unwrap_or_default(), schema, Box::new(call));
+        tool.call_text = Some(Box::new(call_text));
+        tool
     }
 
     fn from_parts(name: String, description: String, schema: Arc<Value>, call: CallFn) -> Self {
@@ -157,6 +182,7 @@ impl FunctionTool {
             confirm: None,
             permission: None,
             call,
+            call_text: None,
         }
     }
 
@@ -255,6 +281,18 @@ impl Tool for FunctionTool {
 
     fn requires_confirmation(&self, input: &Value) -> bool {
         self.confirm.as_ref().is_some_and(|check| check(input))
+    }
+
+    /// `false` unless a confirmation or permission check was given: see
+    /// [`Tool::decides_on_input`].
+    fn decides_on_input(&self) -> bool {
+        self.confirm.is_some() || self.permission.is_some()
+    }
+
+    /// The arguments' type deserialized from `text` (a typed function; `None` for a
+    /// hand-written schema).
+    fn call_text(&self, text: &str) -> Option<ToolChunkStream> {
+        self.call_text.as_ref().and_then(|call| call(text))
     }
 
     fn call(&self, input: Value) -> ToolChunkStream {

@@ -29,6 +29,9 @@ pub(super) struct Entry {
     compiled: Arc<CompiledSchema>,
     /// Index into `Toolkit::groups` (0 is `basic`).
     group: usize,
+    /// Whether the permission checks ignore the arguments (`!Tool::decides_on_input`, asked
+    /// once): then a call whose text the schema accepts as it is needs no parse to be decided.
+    text_suffices: bool,
 }
 
 impl Entry {
@@ -40,12 +43,14 @@ impl Entry {
         })?;
         let info = Arc::new(tool.info());
         let schema = ToolSchema::new(tool.name(), tool.description(), shared);
+        let text_suffices = !tool.decides_on_input();
         Ok(Self {
             tool,
             info,
             schema,
             compiled: Arc::new(compiled),
             group,
+            text_suffices,
         })
     }
 
@@ -407,6 +412,39 @@ impl Toolkit {
     /// * `Input validation failed for tool '{name}': {message} (at {json_path})`, where the message
     ///   may also say that the input is over the toolkit's [`InputLimits`]
     pub fn prepare(&self, call: &ToolCallBlock, active_groups: &[String]) -> Result<PreparedCall, String> {
+        let entry = self.callable(call, active_groups)?;
+        let input = parse_compiled(&call.name, &call.input, &entry.compiled, &self.limits)?;
+        Ok(PreparedCall {
+            tool: Arc::clone(&entry.tool),
+            info: Arc::clone(&entry.info),
+            input,
+        })
+    }
+
+    /// [`prepare`](Self::prepare) as the agent runs it: the parse is left out (`None`) when the
+    /// call's text already is what the tool's schema asks for, as it is, and the tool's
+    /// permission checks ignore the arguments ([`Tool::decides_on_input`]). The tool then
+    /// gets the text ([`Tool::call_text`]), and a layer asking for the arguments their parse.
+    pub(crate) fn check(
+        &self,
+        call: &ToolCallBlock,
+        active_groups: &[String],
+    ) -> Result<(Arc<ToolInfo>, Option<Value>), String> {
+        let entry = self.callable(call, active_groups)?;
+        let text = call.input.as_str();
+        // Text accepted as it is nests one level (see `FlatObject::accepts_text`): its size is
+        // the only limit left to check.
+        let within_limits = text.len() <= self.limits.max_bytes() && self.limits.max_depth() >= 1;
+        if entry.text_suffices && within_limits && entry.compiled.accepts_text_as_is(text) {
+            return Ok((Arc::clone(&entry.info), None));
+        }
+        let input = parse_compiled(&call.name, text, &entry.compiled, &self.limits)?;
+        Ok((Arc::clone(&entry.info), Some(input)))
+    }
+
+    /// The entry of the tool `call` names, if it exists and its group is active; otherwise the
+    /// error result of [`prepare`](Self::prepare).
+    fn callable(&self, call: &ToolCallBlock, active_groups: &[String]) -> Result<&Entry, String> {
         let name = call.name.as_str();
         let Some(entry) = self.entry(name) else {
             let name = truncate(name, MAX_NAME_SHOWN);
@@ -419,12 +457,7 @@ impl Toolkit {
                  activate the group by calling the '{RESET_TOOLS}' tool."
             ));
         }
-        let input = parse_compiled(name, &call.input, &entry.compiled, &self.limits)?;
-        Ok(PreparedCall {
-            tool: Arc::clone(&entry.tool),
-            info: Arc::clone(&entry.info),
-            input,
-        })
+        Ok(entry)
     }
 }
 

@@ -20,8 +20,10 @@ use super::{ToolChunkStream, Toolkit};
 /// Runs tool calls: a [`tower::Service`] of `on_acting` over a shared [`Toolkit`].
 ///
 /// For each [`ActingRequest`] it looks the tool up by the call's name, runs it with the
-/// request's [`input`](ActingRequest::input) (parsed and validated once, before the permission
-/// check), or, when there is none (a layer called [`set_input`](ActingRequest::set_input), or
+/// call's checked text when the request holds it unparsed and the tool reads text
+/// ([`Tool::call_text`](super::Tool::call_text)), or with the request's
+/// [`input`](ActingRequest::input) (parsed and validated once, before the permission check),
+/// or, when there is none (a layer called [`set_input`](ActingRequest::set_input), or
 /// the request was built without it), with the call's `input` text parsed, repaired, coerced
 /// and validated here as [`Toolkit::prepare`] does, and answers
 /// with a [`ToolStream`] that yields a [`ToolItem::Chunk`] per chunk and then exactly one
@@ -59,6 +61,9 @@ impl ToolkitService {
     /// The stream of one call (what [`call`](tower::Service::call) resolves to).
     pub fn run(&self, req: ActingRequest) -> ToolStream {
         let toolkit = &*self.toolkit;
+        if let Some(stream) = self.run_text(&req) {
+            return stream;
+        }
         let (ctx, tool_call, _, input) = req.into_parts();
         let name = tool_call.name.as_str();
         let response = ToolResponse {
@@ -89,6 +94,36 @@ impl ToolkitService {
             Err(payload) => {
                 let message = panic_message(name, &*payload);
                 Box::pin(ToolCallStream::failed(tool_call, response, message))
+            }
+        }
+    }
+}
+
+impl ToolkitService {
+    /// The stream of a call whose arguments the request holds as checked text nobody parsed
+    /// ([`ActingRequest::unparsed_input`]), run by a tool that reads text
+    /// ([`Tool::call_text`](super::Tool::call_text)); `None` sends the call the general way.
+    fn run_text(&self, req: &ActingRequest) -> Option<ToolStream> {
+        let text = req.unparsed_input()?;
+        let tool_call = req.tool_call();
+        let entry = self.toolkit.entry(&tool_call.name)?;
+        let response = ToolResponse {
+            content: Vec::new(),
+            state: ToolResultState::Success,
+            metadata: Map::new(),
+            id: tool_call.id.clone(),
+        };
+        match catch_unwind(AssertUnwindSafe(|| entry.tool.call_text(text))) {
+            Ok(stream) => stream.map(|stream| -> ToolStream {
+                Box::pin(ToolCallStream::running(Arc::clone(tool_call), response, stream))
+            }),
+            Err(payload) => {
+                let message = panic_message(&tool_call.name, &*payload);
+                Some(Box::pin(ToolCallStream::failed(
+                    Arc::clone(tool_call),
+                    response,
+                    message,
+                )))
             }
         }
     }

@@ -115,6 +115,33 @@ pub trait Tool: Send + Sync + 'static {
         None
     }
 
+    /// Whether [`read_only_call`](Self::read_only_call),
+    /// [`requires_confirmation`](Self::requires_confirmation) or
+    /// [`check_permission`](Self::check_permission) look at the arguments (default: `true`).
+    ///
+    /// Say `false` only when the three keep their defaults (a [`FunctionTool`](super::FunctionTool)
+    /// says `false` unless it was given a confirmation or permission check): the agent then
+    /// calls none of them, and a call whose text already is what the schema asks for, as it is
+    /// (an object schema of scalar properties), is checked and run without its parse into a
+    /// [`Value`] (see [`call_text`](Self::call_text)). Asked once, when the tool is added.
+    fn decides_on_input(&self) -> bool {
+        true
+    }
+
+    /// Runs the tool with its arguments as JSON text that already is what the schema asks for,
+    /// as it is (an object of the right scalar types, nothing to repair or coerce), so the
+    /// tool may read them without the agent's parse into a [`Value`] (default: `None`, which
+    /// has the agent parse the text and [`call`](Self::call) the tool).
+    ///
+    /// `None` also when the tool cannot read this text after all: the agent then parses it and
+    /// calls [`call`](Self::call), so a tool answers the same either way. A
+    /// [`FunctionTool`](super::FunctionTool) built from a typed function deserializes its
+    /// arguments' type from the text.
+    fn call_text(&self, text: &str) -> Option<ToolChunkStream> {
+        let _ = text;
+        None
+    }
+
     /// Runs the tool. Errors (an `Err` item) end the call with an error result for the model;
     /// so does a panic, which the toolkit catches.
     fn call(&self, input: Value) -> ToolChunkStream;
@@ -175,6 +202,14 @@ impl<T: Tool + ?Sized> Tool for Arc<T> {
 
     fn check_permission(&self, input: &Value) -> Option<PermissionDecision> {
         (**self).check_permission(input)
+    }
+
+    fn decides_on_input(&self) -> bool {
+        (**self).decides_on_input()
+    }
+
+    fn call_text(&self, text: &str) -> Option<ToolChunkStream> {
+        (**self).call_text(text)
     }
 
     fn call(&self, input: Value) -> ToolChunkStream {

@@ -1,9 +1,42 @@
 //! The requests of the two per-tool-call positions, `on_check_permission` and `on_acting`, and
 //! what they share: [`ToolInfo`] and the [`PermissionDecision`].
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
 
 use crate::{AgentContext, PermissionRule, ToolCallBlock};
+
+/// A call's arguments as a request holds them: parsed, or the call's text, checked and
+/// parsed only when somebody asks.
+///
+/// The agent's toolkit checks most calls' text without making a [`Value`] of it (a tool
+/// whose schema is an object of scalar properties, and a text that already is what it asks
+/// for); the parse is then made only for a layer or a permission check that reads it.
+#[derive(Debug, Clone)]
+enum Arguments {
+    /// The parse, handed over.
+    Parsed(Arc<Value>),
+    /// The call's text is what the tool's schema asks for as it is: its plain JSON parse,
+    /// made when first asked.
+    Checked(OnceLock<Arc<Value>>),
+}
+
+impl Arguments {
+    /// The parse of `text` (the call's `input`, which this was made for).
+    fn get(&self, text: &str) -> &Arc<Value> {
+        match self {
+            Self::Parsed(input) => input,
+            // Checked text is a JSON object; a caller that promised wrongly reads `null`.
+            Self::Checked(once) => once.get_or_init(|| Arc::new(serde_json::from_str(text).unwrap_or(Value::Null))),
+        }
+    }
+
+    /// Whether the text is held checked and not parsed yet.
+    fn unparsed(&self) -> bool {
+        matches!(self, Self::Checked(once) if once.get().is_none())
+    }
+}
 
 /// What the agent knows of a tool, for middleware (tracing records the description).
 #[derive(Debug, Clone, PartialEq)]
@@ -88,8 +121,8 @@ pub struct ActingRequest {
     pub ctx: AgentContext,
     tool_call: Arc<ToolCallBlock>,
     tool: Arc<ToolInfo>,
-    /// The parse of `tool_call.input`; `None` until parsed, and again after `set_input`.
-    input: Option<Arc<serde_json::Value>>,
+    /// The arguments of `tool_call.input`, when known; `None` again after `set_input`.
+    input: Option<Arguments>,
 }
 
 impl ActingRequest {
@@ -110,8 +143,54 @@ impl ActingRequest {
     /// They must be the parse of `tool_call().input`: the tool receives them as they are. To
     /// give the tool other arguments, use [`set_input`](Self::set_input), which is checked.
     pub fn with_input(mut self, input: impl Into<Arc<serde_json::Value>>) -> Self {
-        self.input = Some(input.into());
+        self.input = Some(Arguments::Parsed(input.into()));
         self
+    }
+
+    /// Says that the call's `input` text is already what the tool's schema asks for, as it is:
+    /// a JSON object that needs no repair or coercion and validates (the agent checks this
+    /// without parsing the text into a [`Value`]). [`input`](Self::input) then parses it as
+    /// plain JSON when first asked, which gives what the toolkit's checks would have given, and
+    /// the innermost service hands a tool that reads its arguments from text
+    /// ([`unparsed_input`](Self::unparsed_input)) the text itself.
+    ///
+    /// A text that does not parse (a broken promise) reads as `null`.
+    ///
+    /// ```
+    /// use towerscope_core::{ActingRequest, AgentContext, ToolCallBlock, ToolInfo};
+    ///
+    /// let call = ToolCallBlock::new("c1", "add", r#"{"a": 1, "b": 2}"#);
+    /// let tool = ToolInfo {
+    ///     name: "add".into(),
+    ///     description: "Add two integers.".into(),
+    ///     concurrency_safe: true,
+    ///     read_only: true,
+    ///     external: false,
+    /// };
+    /// let req = ActingRequest::new(AgentContext::new("a", "s", "r"), call, tool).with_checked_input();
+    /// assert_eq!(req.unparsed_input(), Some(r#"{"a": 1, "b": 2}"#));
+    /// assert_eq!(req.input(), Some(&serde_json::json!({"a": 1, "b": 2}))); // parsed when asked
+    /// assert_eq!(req.unparsed_input(), None);
+    /// ```
+    pub fn with_checked_input(mut self) -> Self {
+        self.input = Some(Arguments::Checked(OnceLock::new()));
+        self
+    }
+
+    /// Whether the arguments are known (parsed, or checked as text), without parsing them:
+    /// `false` after [`set_input`](Self::set_input) and for a request built with neither
+    /// [`with_input`](Self::with_input) nor [`with_checked_input`](Self::with_checked_input).
+    pub fn input_known(&self) -> bool {
+        self.input.is_some()
+    }
+
+    /// The call's text, when the request holds it checked
+    /// ([`with_checked_input`](Self::with_checked_input)) and nobody has parsed it yet.
+    pub fn unparsed_input(&self) -> Option<&str> {
+        self.input
+            .as_ref()
+            .filter(|input| input.unparsed())
+            .map(|_| self.tool_call.input.as_str())
     }
 
     /// The tool call as the model made it (its `input` is the raw JSON text of the arguments,
@@ -128,13 +207,16 @@ impl ActingRequest {
     /// The parsed, repaired, coerced and validated arguments the tool will receive, when they
     /// are known: `None` after [`set_input`](Self::set_input) (the innermost service parses the
     /// new text) and for a request built without [`with_input`](Self::with_input).
+    ///
+    /// Checked text ([`with_checked_input`](Self::with_checked_input)) is parsed at the first
+    /// call.
     pub fn input(&self) -> Option<&serde_json::Value> {
-        self.input.as_deref()
+        self.input_arc().map(|input| &**input)
     }
 
     /// The parsed arguments, shared, when they are known (see [`input`](Self::input)).
     pub fn input_arc(&self) -> Option<&Arc<serde_json::Value>> {
-        self.input.as_ref()
+        self.input.as_ref().map(|input| input.get(&self.tool_call.input))
     }
 
     /// Takes the request apart, for the innermost service: the context, the tool call, the tool,
@@ -147,7 +229,11 @@ impl ActingRequest {
         Arc<ToolInfo>,
         Option<Arc<serde_json::Value>>,
     ) {
-        (self.ctx, self.tool_call, self.tool, self.input)
+        let input = self
+            .input
+            .as_ref()
+            .map(|input| Arc::clone(input.get(&self.tool_call.input)));
+        (self.ctx, self.tool_call, self.tool, input)
     }
 
     /// Replaces the call's arguments with `raw` JSON text: what the tool receives. The innermost
@@ -211,7 +297,7 @@ pub struct PermissionRequest {
     pub ctx: AgentContext,
     tool_call: Arc<ToolCallBlock>,
     tool: Arc<ToolInfo>,
-    input: Arc<serde_json::Value>,
+    input: Arguments,
 }
 
 impl PermissionRequest {
@@ -226,7 +312,39 @@ impl PermissionRequest {
             ctx,
             tool_call: tool_call.into(),
             tool: tool.into(),
-            input: input.into(),
+            input: Arguments::Parsed(input.into()),
+        }
+    }
+
+    /// A request to decide on `tool_call` of `tool`, whose `input` text is already what the
+    /// tool's schema asks for, as it is: [`input`](Self::input) parses it as plain JSON when
+    /// first asked (see [`ActingRequest::with_checked_input`]; a text that does not parse reads
+    /// as `null`).
+    ///
+    /// ```
+    /// use towerscope_core::{AgentContext, PermissionRequest, ToolCallBlock, ToolInfo};
+    ///
+    /// let call = ToolCallBlock::new("c1", "rm", r#"{"path": "/"}"#);
+    /// let tool = ToolInfo {
+    ///     name: "rm".into(),
+    ///     description: "Remove a file.".into(),
+    ///     concurrency_safe: false,
+    ///     read_only: false,
+    ///     external: false,
+    /// };
+    /// let req = PermissionRequest::with_checked_input(AgentContext::new("a", "s", "r"), call, tool);
+    /// assert_eq!(req.input()["path"], "/");
+    /// ```
+    pub fn with_checked_input(
+        ctx: AgentContext,
+        tool_call: impl Into<Arc<ToolCallBlock>>,
+        tool: impl Into<Arc<ToolInfo>>,
+    ) -> Self {
+        Self {
+            ctx,
+            tool_call: tool_call.into(),
+            tool: tool.into(),
+            input: Arguments::Checked(OnceLock::new()),
         }
     }
 
@@ -240,9 +358,10 @@ impl PermissionRequest {
         &self.tool
     }
 
-    /// The parsed, repaired, coerced and validated arguments the tool will receive.
+    /// The parsed, repaired, coerced and validated arguments the tool will receive (checked
+    /// text is parsed at the first call: see [`with_checked_input`](Self::with_checked_input)).
     pub fn input(&self) -> &Arc<serde_json::Value> {
-        &self.input
+        self.input.get(&self.tool_call.input)
     }
 }
 

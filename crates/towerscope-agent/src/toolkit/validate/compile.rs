@@ -186,9 +186,13 @@ impl CompiledSchema {
     /// `flat.rs`) asks for: then coercion would change nothing and validation would pass.
     /// `false` says nothing: the instance takes the general path.
     pub(crate) fn accepts_as_is(&self, instance: &Value) -> bool {
-        self.flat
-            .as_ref()
-            .is_some_and(|flat| flat.accepts(&self.schema, instance))
+        self.flat.as_ref().is_some_and(|flat| flat.accepts(instance))
+    }
+
+    /// [`accepts_as_is`](Self::accepts_as_is) of the parse of `text`, found without making
+    /// the parse (see `flat.rs`). `false` says nothing.
+    pub(crate) fn accepts_text_as_is(&self, text: &str) -> bool {
+        self.flat.as_ref().is_some_and(|flat| flat.accepts_text(text))
     }
 }
 

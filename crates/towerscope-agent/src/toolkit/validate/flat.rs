@@ -7,7 +7,15 @@
 //! value of another type, an unknown key where none is allowed) takes the general path, which
 //! coerces and validates as before and words the error; so this check only ever skips work whose
 //! outcome it knows.
+//!
+//! [`FlatObject::accepts_text`] gives the same answer for a call's text, read once without
+//! making a [`Value`] of it: a tool that reads its arguments from text then needs no parse at
+//! all (see `Tool::call_text`).
 
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
 /// A scalar JSON-Schema type, checked strictly: an `integer` is a number written without a
@@ -67,20 +75,18 @@ fn is_annotation(key: &str) -> bool {
 /// the properties, which stays short.
 const MAX_PROPERTIES: usize = 32;
 
-/// One property of a [`FlatObject`]: its type and whether it is required.
-#[derive(Debug, Clone, Copy)]
+/// One property of a [`FlatObject`]: its name, its type and whether it is required.
+#[derive(Debug, Clone)]
 struct Property {
+    name: Box<str>,
     scalar: Scalar,
     required: bool,
 }
 
 /// An object schema whose properties are all single scalar types. See the [module docs](self).
-///
-/// It keeps no names (an agent holds one per tool, so it stays one small allocation): the
-/// properties are in the order of the schema's own `properties` map, which the check reads.
 #[derive(Debug, Clone)]
 pub(super) struct FlatObject {
-    /// The schema's properties, in its `properties` map's order.
+    /// The schema's properties.
     properties: Box<[Property]>,
     /// How many properties are required.
     required: usize,
@@ -116,6 +122,7 @@ impl FlatObject {
             .iter()
             .map(|(name, schema)| {
                 Some(Property {
+                    name: name.as_str().into(),
                     scalar: scalar_of(schema)?,
                     required: is_required(name),
                 })
@@ -137,19 +144,20 @@ impl FlatObject {
         })
     }
 
-    /// Whether `input` already is what `schema` (the one this was made from) asks for, with
-    /// nothing to coerce: then the validator would accept it as it is.
-    pub(super) fn accepts(&self, schema: &Value, input: &Value) -> bool {
-        let (Value::Object(members), Some(Value::Object(props))) = (input, schema.get("properties")) else {
-            return matches!(input, Value::Object(m) if m.is_empty() || self.open) && self.required == 0;
+    /// The property named `key`, and its place.
+    fn property(&self, key: &str) -> Option<(usize, &Property)> {
+        self.properties.iter().enumerate().find(|(_, p)| *p.name == *key)
+    }
+
+    /// Whether `input` already is what the schema this was made from asks for, with nothing
+    /// to coerce: then the validator would accept it as it is.
+    pub(super) fn accepts(&self, input: &Value) -> bool {
+        let Value::Object(members) = input else {
+            return false;
         };
         let mut required_seen = 0;
         for (key, value) in members {
-            let found = props
-                .keys()
-                .position(|name| name == key)
-                .and_then(|i| self.properties.get(i));
-            match found {
+            match self.property(key).map(|(_, p)| p) {
                 Some(property) => {
                     if !property.scalar.admits(value) {
                         return false;
@@ -161,6 +169,190 @@ impl FlatObject {
             }
         }
         required_seen == self.required
+    }
+
+    /// Whether [`accepts`](Self::accepts) accepts the parse of `text`, found without making
+    /// the parse: the text is read once and keys without escapes are not copied. Refused as
+    /// well, for the general path to decide: a text that names a property twice (its parse
+    /// keeps the last value), a key outside the properties whose value is an array or an
+    /// object (so an accepted text nests one level: the input limits' depth holds), and a text
+    /// that is not a single JSON value. So `true` means the text parses, as it is, to an input
+    /// `accepts` accepts.
+    pub(super) fn accepts_text(&self, text: &str) -> bool {
+        let mut de = serde_json::Deserializer::from_str(text);
+        matches!(Members(self).deserialize(&mut de), Ok(true)) && de.end().is_ok()
+    }
+}
+
+/// The check of [`FlatObject::accepts_text`]: an object's members against the properties.
+struct Members<'a>(&'a FlatObject);
+
+impl<'de> DeserializeSeed<'de> for Members<'_> {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Members<'_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        // At most `MAX_PROPERTIES` (32) properties: one bit each.
+        let mut seen = 0u64;
+        let mut required_seen = 0;
+        while let Some(key) = map.next_key_seed(Key)? {
+            match self.0.property(&key) {
+                Some((i, property)) => {
+                    let bit = 1u64.checked_shl(u32::try_from(i).unwrap_or(u32::MAX)).unwrap_or(0);
+                    if bit == 0 || seen & bit != 0 {
+                        return Ok(false);
+                    }
+                    seen |= bit;
+                    if !map.next_value_seed(property.scalar)? {
+                        return Ok(false);
+                    }
+                    required_seen += usize::from(property.required);
+                }
+                None if self.0.open => {
+                    if !map.next_value_seed(AnyScalar)? {
+                        return Ok(false);
+                    }
+                }
+                None => return Ok(false),
+            }
+        }
+        Ok(required_seen == self.0.required)
+    }
+}
+
+/// An object's key, borrowed from the text when it has no escapes.
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_borrowed_str<E>(self, key: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(key))
+    }
+
+    fn visit_str<E>(self, key: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(key.to_owned()))
+    }
+
+    fn visit_string<E>(self, key: String) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(key))
+    }
+}
+
+/// The value of a key outside the properties: any scalar (`null` included) passes; an array or
+/// an object fails its visit, which refuses the text.
+struct AnyScalar;
+
+impl<'de> DeserializeSeed<'de> for AnyScalar {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for AnyScalar {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a scalar")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+        Ok(true)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok(true)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok(true)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok(true)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
+        Ok(true)
+    }
+
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(true)
+    }
+}
+
+/// A member's value: whether it has the property's type (as [`Scalar::admits`] says of its
+/// parse). Arrays and objects are not scalars: their visit fails, which refuses the text.
+impl<'de> DeserializeSeed<'de> for Scalar {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Scalar {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a scalar")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+        Ok(self == Self::Boolean)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok(matches!(self, Self::Integer | Self::Number))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok(matches!(self, Self::Integer | Self::Number))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok(self == Self::Number)
+    }
+
+    fn visit_borrowed_str<E>(self, _: &'de str) -> Result<bool, E> {
+        Ok(self == Self::String)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
+        Ok(self == Self::String)
+    }
+
+    fn visit_string<E>(self, _: String) -> Result<bool, E> {
+        Ok(self == Self::String)
+    }
+
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(false)
     }
 }
 
@@ -254,7 +446,7 @@ mod tests {
         for schema in [add(), closed] {
             let flat = FlatObject::of(&schema).unwrap();
             for input in &inputs {
-                if !flat.accepts(&schema, input) {
+                if !flat.accepts(input) {
                     continue;
                 }
                 accepted += 1;
@@ -271,27 +463,129 @@ mod tests {
     fn the_check_refuses_what_the_general_path_must_see() {
         let schema = add();
         let flat = FlatObject::of(&schema).unwrap();
-        assert!(flat.accepts(&schema, &json!({"a": 1, "b": 2})));
-        assert!(
-            !flat.accepts(&schema, &json!({"a": 1})),
-            "a required property is missing"
-        );
-        assert!(!flat.accepts(&schema, &json!({"a": "1", "b": 2})), "a string to coerce");
-        assert!(
-            !flat.accepts(&schema, &json!({"a": 1.0, "b": 2})),
-            "an integral float to coerce"
-        );
+        assert!(flat.accepts(&json!({"a": 1, "b": 2})));
+        assert!(!flat.accepts(&json!({"a": 1})), "a required property is missing");
+        assert!(!flat.accepts(&json!({"a": "1", "b": 2})), "a string to coerce");
+        assert!(!flat.accepts(&json!({"a": 1.0, "b": 2})), "an integral float to coerce");
         let mut closed = add();
         closed["additionalProperties"] = json!(false);
         let flat = FlatObject::of(&closed).unwrap();
-        assert!(
-            !flat.accepts(&closed, &json!({"a": 1, "b": 2, "c": 3})),
-            "an unknown key"
-        );
+        assert!(!flat.accepts(&json!({"a": 1, "b": 2, "c": 3})), "an unknown key");
         let empty = json!({"type": "object"});
         let flat = FlatObject::of(&empty).unwrap();
-        assert!(flat.accepts(&empty, &json!({})));
-        assert!(flat.accepts(&empty, &json!({"any": [1]})), "no properties, open");
-        assert!(!flat.accepts(&empty, &json!([])));
+        assert!(flat.accepts(&json!({})));
+        assert!(flat.accepts(&json!({"any": [1]})), "no properties, open");
+        assert!(!flat.accepts(&json!([])));
+    }
+
+    /// The text check answers what the value check answers of the text's parse, except where
+    /// it leaves the decision to the general path on purpose (a property named twice, an
+    /// array or object under an unknown key).
+    #[test]
+    fn the_text_check_agrees_with_the_check_of_the_parse() {
+        let closed = {
+            let mut s = add();
+            s["additionalProperties"] = json!(false);
+            s
+        };
+        let texts = [
+            r#"{"a": 1, "b": 2}"#,
+            r#"  {"b":2,"a":1}  "#,
+            r#"{"a": 1, "b": -2, "note": "n", "x": 1.5, "on": true}"#,
+            r#"{"a": 1, "b": 2, "x": 3}"#,
+            r#"{"a": 1, "b": 2, "extra": "e", "more": null}"#,
+            r#"{"\u0061": 1, "b": 2}"#,
+            r#"{"a": 1, "b": 2, "note": "with \"quotes\" and \u00e9"}"#,
+            r#"{"a": 1.0, "b": 2}"#,
+            r#"{"a": 1e2, "b": 2}"#,
+            r#"{"a": "1", "b": 2}"#,
+            r#"{"a": 1}"#,
+            r#"{"a": 1, "b": 2, "note": 3}"#,
+            r#"{"a": 1, "b": 2, "on": "true"}"#,
+            r#"{"a": null, "b": 2}"#,
+            r#"{"a": 18446744073709551615, "b": 2}"#,
+            r#"{"a": 18446744073709551616, "b": 2}"#,
+            r#"{"a": -9223372036854775808, "b": 2}"#,
+            r#"[1, 2]"#,
+            r#""a""#,
+            "",
+            "{}",
+            r#"{"a": 1, "b": 2} {"a": 1}"#,
+            r#"{"a": 1, "b": 2"#,
+            r#"{"a": 1, "b": 2,}"#,
+            r#"{"a": [1], "b": 2}"#,
+            r#"{"a": {"b": 1}, "b": 2}"#,
+        ];
+        let mut accepted = 0;
+        for schema in [add(), closed] {
+            let flat = FlatObject::of(&schema).unwrap();
+            for text in texts {
+                let parsed = serde_json::from_str::<Value>(text).ok();
+                let expected = parsed.as_ref().is_some_and(|input| flat.accepts(input));
+                assert_eq!(flat.accepts_text(text), expected, "{text} against {schema}");
+                accepted += usize::from(expected);
+            }
+        }
+        assert_eq!(accepted, 17, "open: 9 texts, closed: 8");
+
+        // Left to the general path: a property named twice (the parse keeps the last value),
+        // and an unknown key holding an array or an object (which may nest past the limits).
+        let open = add();
+        let flat = FlatObject::of(&open).unwrap();
+        for text in [
+            r#"{"a": 1, "b": 2, "a": 3}"#,
+            r#"{"a": "x", "b": 2, "a": 3}"#,
+            r#"{"a": 1, "b": 2, "extra": [1]}"#,
+            r#"{"a": 1, "b": 2, "extra": {"deep": [[[]]]}}"#,
+        ] {
+            assert!(!flat.accepts_text(text), "{text}");
+        }
+        let input = serde_json::from_str::<Value>(r#"{"a": 1, "b": 2, "extra": [1]}"#).unwrap();
+        assert!(
+            flat.accepts(&input),
+            "the value check takes it; the general path will too"
+        );
+    }
+
+    proptest::proptest! {
+        /// Objects of the schema's keys and others, with values of every type, in any order
+        /// and with repeats: the text check never accepts what the check of the parse refuses,
+        /// and accepts everything it accepts that names no key twice and nests nothing under an
+        /// unknown key.
+        #[test]
+        fn the_text_check_never_accepts_what_the_parse_check_refuses(
+            members in proptest::collection::vec(
+                (
+                    proptest::sample::select(vec!["a", "b", "note", "x", "on", "extra"]),
+                    proptest::sample::select(vec![
+                        "1", "-7", "2.5", "1.0", "1e3", "true", "false", "null", r#""s""#, r#""1""#,
+                        "[]", "[1]", r#"{"k": 1}"#, "18446744073709551615",
+                    ]),
+                ),
+                0..8,
+            ),
+            closed in proptest::bool::ANY,
+        ) {
+            let mut schema = add();
+            if closed {
+                schema["additionalProperties"] = json!(false);
+            }
+            let flat = FlatObject::of(&schema).unwrap();
+            let text = format!(
+                "{{{}}}",
+                members.iter().map(|(k, v)| format!("\"{k}\": {v}")).collect::<Vec<_>>().join(", ")
+            );
+            let parsed: Value = serde_json::from_str(&text).unwrap();
+            let by_value = flat.accepts(&parsed);
+            let by_text = flat.accepts_text(&text);
+            proptest::prop_assert!(!by_text || by_value, "{} accepted as text only", text);
+            let mut keys: Vec<&str> = members.iter().map(|(k, _)| *k).collect();
+            keys.sort_unstable();
+            let repeats = keys.windows(2).any(|w| w[0] == w[1]);
+            let nested_unknown = members.iter().any(|(k, v)| *k == "extra" && (v.starts_with('[') || v.starts_with('{')));
+            if !repeats && !nested_unknown {
+                proptest::prop_assert_eq!(by_text, by_value, "{}", text);
+            }
+        }
     }
 }

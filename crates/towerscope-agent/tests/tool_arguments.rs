@@ -1,0 +1,157 @@
+//! Arguments a tool's schema accepts as they are: a typed tool reads them from the call's text,
+//! with no parse into a `serde_json::Value` on the way, and every reader of the arguments (a
+//! permission layer, an acting layer, a tool taking a `Value`) still gets their parse.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use towerscope_agent::toolkit::FunctionTool;
+use towerscope_agent::{Agent, HintConfig};
+use towerscope_core::{ActingNext, ActingRequest, Msg, PermissionNext, PermissionRequest, from_fn};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+use common::results;
+
+/// Add two numbers.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Add {
+    a: i64,
+    b: i64,
+}
+
+fn add() -> FunctionTool {
+    FunctionTool::new("add", |args: Add| async move { (args.a + args.b).to_string() })
+}
+
+/// A tool taking its arguments as a `Value`: it has no way to read text.
+fn echo() -> FunctionTool {
+    let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
+    FunctionTool::with_schema("echo", "Repeat the text.", schema, |input: Value| async move {
+        input["text"].as_str().unwrap_or("(none)").to_owned()
+    })
+}
+
+/// What an acting layer saw of one call: whether the text was still unparsed, then the parse.
+type Seen = Arc<Mutex<Vec<(String, bool, Value)>>>;
+
+#[tokio::test]
+async fn arguments_taken_as_they_are_reach_the_tool_unparsed_and_every_reader_still_gets_their_parse() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#),
+            // A string where an integer is wanted: coerced, so parsed before the checks.
+            ScriptedResponse::tool_call("c2", "add", r#"{"a": "3", "b": 4}"#),
+            ScriptedResponse::tool_call("c3", "echo", r#"{"text": "hi"}"#),
+            ScriptedResponse::tool_call("c4", "add", r#"{"a": 5, "b": 6}"#),
+            ScriptedResponse::text("done"),
+        ],
+    );
+    let permission_saw: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let acting_saw: Seen = Arc::default();
+    let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
+        .model(model)
+        .tool(add())
+        .tool(echo())
+        .on_check_permission(from_fn({
+            let saw = Arc::clone(&permission_saw);
+            move |req: PermissionRequest, next: PermissionNext| {
+                // Only the last call's arguments are read here: the others stay unparsed.
+                if req.tool_call().id == "c4" {
+                    saw.lock().unwrap().push((**req.input()).clone());
+                }
+                next.run(req)
+            }
+        }))
+        .on_acting(from_fn({
+            let saw = Arc::clone(&acting_saw);
+            move |req: ActingRequest, next: ActingNext| {
+                let unparsed = req.unparsed_input().is_some();
+                let input = req.input().cloned().unwrap_or(Value::Null);
+                assert!(req.unparsed_input().is_none(), "parsed once asked");
+                saw.lock()
+                    .unwrap()
+                    .push((req.tool_call().id.to_string(), unparsed, input));
+                next.run(req)
+            }
+        }))
+        .build()
+        .unwrap();
+    let answer = agent.reply(Msg::user("user", "sums?")).await.unwrap();
+    assert_eq!(answer.text_content().as_deref(), Some("done"));
+
+    assert_eq!(*permission_saw.lock().unwrap(), [json!({"a": 5, "b": 6})]);
+    assert_eq!(
+        *acting_saw.lock().unwrap(),
+        [
+            ("c1".to_owned(), true, json!({"a": 1, "b": 2})),
+            ("c2".to_owned(), false, json!({"a": 3, "b": 4})),
+            ("c3".to_owned(), true, json!({"text": "hi"})),
+            ("c4".to_owned(), true, json!({"a": 5, "b": 6})),
+        ]
+    );
+    let context = agent.state().context;
+    let outputs: Vec<String> = context
+        .iter()
+        .flat_map(|m| {
+            results(m)
+                .into_iter()
+                .map(|r| r.output.text_content().unwrap_or_default())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(outputs, ["3", "7", "hi", "11"]);
+}
+
+#[tokio::test]
+async fn a_typed_tool_reads_unparsed_arguments_when_no_layer_asks_for_them() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "add", r#"{"b": 40, "a": 2, "note": "ignored"}"#),
+            ScriptedResponse::tool_call("c2", "add", r#"{"a": 1}"#),
+            ScriptedResponse::text("done"),
+        ],
+    );
+    let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
+        .model(model)
+        .tool(add())
+        .on_acting(from_fn({
+            let seen = Arc::clone(&seen);
+            move |req: ActingRequest, next: ActingNext| {
+                seen.lock().unwrap().push(req.unparsed_input().map(str::to_owned));
+                next.run(req)
+            }
+        }))
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "sums?")).await.unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [Some(r#"{"b": 40, "a": 2, "note": "ignored"}"#.to_owned())],
+        "the second call's missing argument is refused before on_acting"
+    );
+    let context = agent.state().context;
+    let outputs: Vec<String> = context
+        .iter()
+        .flat_map(|m| {
+            results(m)
+                .into_iter()
+                .map(|r| r.output.text_content().unwrap_or_default())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(outputs.len(), 2);
+    assert_eq!(outputs[0], "42");
+    assert!(
+        outputs[1].starts_with("Input validation failed for tool 'add'"),
+        "{}",
+        outputs[1]
+    );
+}
