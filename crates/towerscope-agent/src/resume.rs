@@ -1,7 +1,7 @@
 //! Resuming a parked reply (user confirmations, external execution results, interruption) and
 //! closing tool calls that a dropped or interrupted reply left open.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::Map;
@@ -100,7 +100,7 @@ pub(crate) async fn confirm(
             .unfinished_calls()
             .into_iter()
             .filter(|c| c.state == ToolCallState::Asking)
-            .map(|c| c.id)
+            .map(|c| (c.id, c.name))
             .collect();
         if asking.is_empty() {
             return Err(AgentError::State(
@@ -108,12 +108,26 @@ pub(crate) async fn confirm(
             ));
         }
         // Hashed: thousands of calls may wait, each named by a result.
-        let waiting: HashSet<&Id> = asking.iter().collect();
-        if let Some(bad) = ev.confirm_results.iter().find(|r| !waiting.contains(&r.tool_call.id)) {
-            return Err(AgentError::State(format!(
-                "UserConfirmResultEvent names tool call '{}', which is not waiting for confirmation (waiting: {asking:?}).",
-                bad.tool_call.id
-            )));
+        let waiting: HashMap<&Id, &str> = asking.iter().map(|(id, name)| (id, name.as_str())).collect();
+        for result in &ev.confirm_results {
+            let call = &result.tool_call;
+            let Some(&name) = waiting.get(&call.id) else {
+                let ids: Vec<&Id> = asking.iter().map(|(id, _)| id).collect();
+                return Err(AgentError::State(format!(
+                    "UserConfirmResultEvent names tool call '{}', which is not waiting for confirmation (waiting: {ids:?}).",
+                    call.id
+                )));
+            };
+            // The permission was asked for this tool: a confirmation may edit the arguments, not
+            // make the call another tool's (which would run it past that tool's rules).
+            if call.name != name {
+                return Err(AgentError::State(format!(
+                    "UserConfirmResultEvent gives tool call '{}' the tool '{}', but it calls '{name}': a confirmation \
+                     may change a call's arguments, not its tool.",
+                    call.id,
+                    crate::toolkit::truncate_name(&call.name)
+                )));
+            }
         }
     }
     for result in &ev.confirm_results {
@@ -122,7 +136,6 @@ pub(crate) async fn confirm(
             let mut state = runtime.lock_state();
             if let Some(c) = state.tail_call_mut(&call.id) {
                 c.state = ToolCallState::Allowed;
-                c.name.clone_from(&call.name);
                 c.input.clone_from(&call.input);
             }
             if let Some(rules) = &result.rules {

@@ -92,6 +92,62 @@ async fn ask_parks_then_confirmation_resumes_with_edited_arguments() {
     assert_consistent(&agent.state().context);
 }
 
+/// The reference copies the confirmation's tool name into the call; here a confirmation may
+/// edit the arguments only. A client answering an ask (over AG-UI, say) cannot turn the call
+/// it was asked about into a call of another tool, which the permission rules never saw.
+#[tokio::test]
+async fn a_confirmation_that_names_another_tool_is_refused_and_runs_nothing() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#),
+            ScriptedResponse::text("done"),
+        ],
+    );
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let wipe = {
+        let runs = std::sync::Arc::clone(&runs);
+        FunctionTool::new("wipe", move |a: Delete| {
+            runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move { format!("wiped {}", a.path) }
+        })
+    };
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .tool(delete_tool())
+        .tool(wipe)
+        .default_permission(PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .build()
+        .unwrap();
+    let first = collect(agent.reply_stream(Msg::user("user", "clean up"))).await;
+    let call = parked_call(&first);
+    let mut renamed = call.clone();
+    renamed.name = "wipe".into();
+    let reply_id = first.final_msg.unwrap().id;
+    let confirm = UserConfirmResultEvent::new(reply_id.clone(), vec![ConfirmResult::new(true, renamed)]);
+    let err = agent.reply(confirm).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid agent state: UserConfirmResultEvent gives tool call 'c1' the tool 'wipe', but it calls 'delete': a \
+         confirmation may change a call's arguments, not its tool."
+    );
+    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // Nothing was lost: the call still waits, and the confirmation the user meant runs it.
+    assert_eq!(
+        agent.state().context.last().unwrap().tool_calls().next().unwrap().state,
+        ToolCallState::Asking
+    );
+    let confirm = UserConfirmResultEvent::new(reply_id, vec![ConfirmResult::new(true, call)]);
+    let done = collect(agent.reply_stream(confirm)).await;
+    let AgentEvent::ToolResultTextDelta(delta) = &done.events[1] else {
+        panic!()
+    };
+    assert_eq!(delta.delta, "deleted /tmp/a");
+    assert_eq!(done.final_text().as_deref(), Some("done"));
+}
+
 #[tokio::test]
 async fn a_denied_call_gets_the_reference_text_and_the_loop_goes_on() {
     let model = ScriptedModel::new(

@@ -101,6 +101,11 @@ pub use json_repair::parse_with_repair;
 pub use registry::{PreparedCall, Toolkit};
 pub use result::{IntoToolResult, Json};
 pub use schema::strip_titles;
+
+/// A tool name as error messages repeat it: cut to 256 bytes with a marker.
+pub(crate) fn truncate_name(name: &str) -> std::borrow::Cow<'_, str> {
+    validate::truncate(name, 256)
+}
 pub use service::ToolkitService;
 pub use tool::{Tool, ToolChunkStream, ToolError};
 pub(crate) use validate::truncate;
