@@ -110,10 +110,11 @@ fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Sta
         message.task_id = Some(task_id.to_owned());
         message.context_id = Some(t.task.context_id.clone());
         t.task.history.push(message);
-        let updates = t.updates.subscribe();
+        let agent = t.agent()?;
+        let updates = t.subscribe();
         // Working from now on (the runner publishes the update); the next message is refused.
         t.task.status.state = TaskState::Working;
-        Ok((t.agent.clone(), input, t.task.clone(), updates))
+        Ok((agent, input, t.task.clone(), updates))
     })??;
     let (pace, guard) = run::pace();
     run::spawn(Arc::clone(tasks), task_id.to_owned(), agent, input, Some(pace));
@@ -130,7 +131,7 @@ pub(crate) fn subscribe(tasks: &Tasks, id: &str) -> Result<Started, RpcError> {
     tasks.with_task(id, |t| Started {
         id: id.to_owned(),
         task: t.task.clone(),
-        updates: t.updates.subscribe(),
+        updates: t.subscribe(),
         pace: None,
     })
 }
@@ -162,6 +163,7 @@ pub(crate) async fn cancel(tasks: &Arc<Tasks>, id: &str) -> Result<Task, RpcErro
                 format!("task `{id}` has already ended ({state:?})"),
             ));
         }
+        let agent = t.agent()?;
         t.cancel_requested = true;
         let parked = if state == TaskState::InputRequired {
             t.parked.take()
@@ -172,7 +174,7 @@ pub(crate) async fn cancel(tasks: &Arc<Tasks>, id: &str) -> Result<Task, RpcErro
             // Nothing to interrupt: the task just ends.
             run::publish_status(t, TaskState::Canceled, None);
         }
-        Ok((t.agent.clone(), parked, t.updates.subscribe()))
+        Ok((agent, parked, t.subscribe()))
     })??;
     if let Some(parked) = parked {
         let input = ReplyInput::from(UserInterruptEvent::new(parked.reply_id));

@@ -219,7 +219,7 @@ pub(crate) fn publish_artifact(tasks: &Tasks, id: &str, artifact_id: &str, text:
             append,
             last_chunk,
         };
-        let _ = t.updates.send(StreamResponse::ArtifactUpdate(event));
+        t.publish(StreamResponse::ArtifactUpdate(event));
     });
 }
 
@@ -247,5 +247,5 @@ pub(crate) fn publish_status(t: &mut TaskEntry, state: TaskState, message: Optio
         context_id: t.task.context_id.clone(),
         status: t.task.status.clone(),
     };
-    let _ = t.updates.send(StreamResponse::StatusUpdate(event));
+    t.publish(StreamResponse::StatusUpdate(event));
 }

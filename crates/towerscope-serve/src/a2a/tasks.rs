@@ -59,15 +59,43 @@ pub(crate) struct Parked {
 
 pub(crate) struct TaskEntry {
     pub(crate) task: Task,
-    pub(crate) agent: Agent,
+    /// The context's agent, while the task may still need it (until it ends).
+    agent: Option<Agent>,
     pub(crate) parked: Option<Parked>,
-    pub(crate) updates: broadcast::Sender<StreamResponse>,
+    /// The task's updates, until it ends: the channel's buffer (`UPDATES` slots, allocated
+    /// when it is made) and the agent are released then, so an ended task kept for `GetTask`
+    /// holds its task and little else.
+    updates: Option<broadcast::Sender<StreamResponse>>,
     pub(crate) cancel_requested: bool,
     /// The reply rounds run so far (names each round's artifact).
     pub(crate) rounds: u32,
     /// The length of the task's JSON when it ended, once it has (counted in
     /// `Inner::ended_bytes`).
     ended_bytes: Option<usize>,
+}
+
+impl TaskEntry {
+    /// A subscription to the task's updates; closed at once for a task that has ended.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<StreamResponse> {
+        match &self.updates {
+            Some(updates) => updates.subscribe(),
+            None => broadcast::channel(1).1,
+        }
+    }
+
+    /// Publishes `update` to the task's subscribers (none once it has ended).
+    pub(crate) fn publish(&self, update: StreamResponse) {
+        if let Some(updates) = &self.updates {
+            let _ = updates.send(update);
+        }
+    }
+
+    /// The agent replying in this task; an error once the task has ended.
+    pub(crate) fn agent(&self) -> Result<Agent, RpcError> {
+        self.agent.clone().ok_or_else(|| {
+            RpcError::invalid_params(format!("task `{}` has ended; its agent is released", self.task.id))
+        })
+    }
 }
 
 struct ContextEntry {
@@ -200,9 +228,9 @@ impl Tasks {
             id.clone(),
             TaskEntry {
                 task: task.clone(),
-                agent,
+                agent: Some(agent),
                 parked: None,
-                updates,
+                updates: Some(updates),
                 cancel_requested: false,
                 rounds: 0,
                 ended_bytes: None,
@@ -226,6 +254,10 @@ impl Tasks {
             let bytes = json_len(&entry.task);
             entry.ended_bytes = Some(bytes);
             inner.ended_bytes = inner.ended_bytes.saturating_add(bytes);
+            // Subscribers keep what was published (the end included), then see the channel
+            // closed; later ones get the task alone.
+            entry.updates = None;
+            entry.agent = None;
         }
         Ok(out)
     }
@@ -234,7 +266,7 @@ impl Tasks {
     /// published under the same lock), so that the task and the updates after it miss nothing
     /// and repeat nothing.
     pub(crate) fn resubscribe(&self, id: &str) -> Result<(broadcast::Receiver<StreamResponse>, Task), RpcError> {
-        self.with_task(id, |t| (t.updates.subscribe(), t.task.clone()))
+        self.with_task(id, |t| (t.subscribe(), t.task.clone()))
     }
 
     /// A copy of the task `id`, its history cut to the latest `history_length` messages.
@@ -305,5 +337,57 @@ fn evict_contexts(inner: &mut Inner, max: usize) {
         } else {
             inner.contexts.remove(&ctx);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use tokio::sync::broadcast::error::TryRecvError;
+    use towerscope_core::AgentError;
+    use towerscope_models::ScriptedModel;
+
+    use super::super::run::publish_status;
+    use super::*;
+
+    /// A task that ends lets go of its update channel (whose slots are allocated when it is
+    /// made) and of its agent: thousands of ended tasks kept for `GetTask` hold their tasks,
+    /// not a channel and a conversation each. Subscribers still get the end.
+    #[tokio::test]
+    async fn an_ended_task_keeps_neither_its_channel_nor_its_agent_and_subscribers_get_its_end() {
+        let factory =
+            |_: &str| -> Result<Agent, AgentError> { Agent::builder("a").model(ScriptedModel::new("m", [])).build() };
+        let tasks = Tasks::new(Arc::new(factory), Limits::default());
+        let agent = tasks.agent_for("ctx").unwrap();
+        let (id, _, mut early) = tasks.insert("ctx", agent, Message::default()).unwrap();
+        tasks
+            .with_task(&id, |t| {
+                publish_status(t, TaskState::Working, None);
+                assert!(t.updates.is_some() && t.agent.is_some(), "kept while it works");
+            })
+            .unwrap();
+        tasks
+            .with_task(&id, |t| publish_status(t, TaskState::Completed, None))
+            .unwrap();
+        tasks
+            .with_task(&id, |t| {
+                assert!(t.updates.is_none(), "the channel is released");
+                assert!(t.agent.is_none(), "the agent is released");
+                assert!(t.agent().is_err());
+            })
+            .unwrap();
+        // The early subscriber gets both updates, then the closed channel.
+        let states: Vec<TaskState> = std::iter::from_fn(|| match early.try_recv() {
+            Ok(StreamResponse::StatusUpdate(u)) => Some(u.status.state),
+            _ => None,
+        })
+        .collect();
+        assert_eq!(states, [TaskState::Working, TaskState::Completed]);
+        assert!(matches!(early.try_recv(), Err(TryRecvError::Closed)));
+        // A late one gets the task as it ended, and a channel already closed.
+        let (mut late, task) = tasks.resubscribe(&id).unwrap();
+        assert_eq!(task.status.state, TaskState::Completed);
+        assert!(matches!(late.try_recv(), Err(TryRecvError::Closed)));
     }
 }
