@@ -28,6 +28,11 @@ use super::store::{Expect, SessionStore, StoreFuture, Stored, conflict, satisfie
 ///   [`AgentError::Conflict`]. Loads take no lock (a rename is atomic). The lock files stay:
 ///   deleting a lock file while another process waits on it would let two writers in.
 /// - The file holds the [`SessionDocument`] JSON with its `revision` first.
+/// - **Names and case**: letters keep their case in file names (the reference's names), so on
+///   a file system that ignores case (macOS and Windows by default) ids that differ only in
+///   case, `Bob` and `bob`, name the same file and share a session. There, use ids that differ
+///   otherwise (uuids do), or `RedisStore` (feature `redis`). A key longer
+///   than [`MAX_ENCODED_LEN`](super::MAX_ENCODED_LEN) once encoded is refused when it is made.
 ///
 /// Blocking file I/O runs on tokio's blocking pool (`spawn_blocking`), so the store needs a
 /// tokio runtime.

@@ -9,6 +9,7 @@ use towerscope_core::{
 };
 
 use super::*;
+use crate::session::MAX_ENCODED_LEN;
 use crate::state::AgentState;
 
 fn temp_dir() -> PathBuf {
@@ -132,6 +133,38 @@ async fn hostile_ids_stay_inside_the_directory_and_list_back() {
     assert!(!store.delete(&keys[2]).await.unwrap());
     assert!(store.list("a_b").await.unwrap().is_empty());
     fs::remove_dir_all(&root).unwrap();
+}
+
+/// The longest keys accepted make names the file system takes (the temporary file's too),
+/// and one byte more is refused when the key is made, before any reply runs.
+#[tokio::test]
+async fn the_longest_keys_save_and_load_and_longer_ones_are_refused_up_front() {
+    let dir = temp_dir();
+    let store = JsonFileStore::new(&dir);
+    let doc = SessionDocument::new(rich_state());
+    // 128 plain bytes each: 128 + 1 + 71 = 200 encoded, at the limit.
+    let plain = SessionKey::new("u".repeat(128), "s".repeat(71)).unwrap();
+    // Escaped bytes take three: 66 bytes of Japanese (22 characters) are 198, plus "_" and "x".
+    let escaped = SessionKey::new("x", "日本語の会話の記録です日本語の会話の記録です").unwrap();
+    for key in [&plain, &escaped] {
+        assert!(key.file_stem().len() <= MAX_ENCODED_LEN);
+        assert_eq!(store.save(key, &doc, Expect::Absent).await.unwrap(), 1);
+        assert_eq!(store.save(key, &doc, Expect::Revision(1)).await.unwrap(), 2);
+        assert_eq!(store.load(key).await.unwrap().unwrap().document, doc);
+    }
+    for (user, session) in [
+        ("u".repeat(128), "s".repeat(72)),
+        ("u".repeat(128), "s".repeat(128)),
+        (
+            "x".to_owned(),
+            "日本語の会話の記録です日本語の会話の記録です。".to_owned(),
+        ),
+    ] {
+        let err = SessionKey::new(user, session).unwrap_err();
+        assert!(!err.is_retryable(), "{err}");
+        assert!(err.to_string().contains("at most 200 bytes"), "{err}");
+    }
+    fs::remove_dir_all(&dir).unwrap();
 }
 
 #[tokio::test]
