@@ -85,7 +85,7 @@ impl PendingInput {
                     ));
                 }
                 let mut event: UserConfirmResultEvent =
-                    serde_json::from_value(answer).map_err(|e| bad(e.to_string()))?;
+                    serde_json::from_value(answer).map_err(|e| bad(shape_of(&e)))?;
                 event.reply_id = request.reply_id.clone();
                 Ok(event.into())
             }
@@ -99,7 +99,7 @@ impl PendingInput {
                 }
                 let answer = with_reply_id(answer, &request.reply_id);
                 let event: ExternalExecutionResultEvent =
-                    serde_json::from_value(answer).map_err(|e| bad(e.to_string()))?;
+                    serde_json::from_value(answer).map_err(|e| bad(shape_of(&e)))?;
                 Ok(event.into())
             }
             other => Err(DurableError::BadAnswer {
@@ -108,6 +108,35 @@ impl PendingInput {
             }),
         }
     }
+}
+
+/// What was wrong with an answer's shape, without what it held: the parse error with every
+/// quoted or backquoted part (a string value, an unknown field's or variant's name, which may
+/// be message content) written `…`. The error is logged, and content stays out of logs.
+fn shape_of(err: &serde_json::Error) -> String {
+    let text = err.to_string();
+    let mut out = String::with_capacity(text.len());
+    let mut open: Option<char> = None;
+    for c in text.chars() {
+        match open {
+            Some(quote) if c == quote => {
+                out.push('…');
+                out.push(c);
+                open = None;
+            }
+            Some(_) => {}
+            None => {
+                out.push(c);
+                if c == '"' || c == '`' {
+                    open = Some(c);
+                }
+            }
+        }
+    }
+    if open.is_some() {
+        out.push('…');
+    }
+    out
 }
 
 /// The answer with the parked reply's id: an answer answers the reply it was asked by, whatever
@@ -142,6 +171,14 @@ mod tests {
             Ok(ReplyInput::External(event)) => assert_eq!(event.execution_results[0].name, "lookup"),
             other => panic!("{other:?}"),
         }
+        // What the answer held stays out of the error, which is logged.
+        let err = pending
+            .answer(json!({"execution_results": "balance is $5,000"}))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "not an answer to the pending external execution: invalid type: string \"…\", expected a sequence"
+        );
         let err = pending.answer(json!({"results": "42"})).unwrap_err();
         assert!(
             matches!(
