@@ -330,3 +330,84 @@ async fn a_whole_answer_replays_with_its_body() {
         "a whole body is read to its end: {file}"
     );
 }
+
+/// Record mode empties the file only when it has something to write: a run that records
+/// nothing (no key, a test that fails first) leaves the old recording whole, and one that
+/// records replaces it.
+#[tokio::test]
+async fn record_mode_keeps_the_old_recording_until_it_writes_a_new_one() {
+    let path = cassette_path("kept");
+    let server = MockServer::start(vec![Reply::sse(pieces(OPENAI_ANSWER.as_bytes(), 64))]).await;
+    let first = Cassette::builder(&path).mode(CassetteMode::Record).open().unwrap();
+    run(Provider::OpenAi, &server.base, &first, 1).await;
+    let recorded = std::fs::read_to_string(&path).unwrap();
+    assert!(!recorded.is_empty());
+
+    let idle = Cassette::builder(&path).mode(CassetteMode::Record).open().unwrap();
+    drop(idle);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        recorded,
+        "nothing recorded, nothing lost"
+    );
+
+    let server = MockServer::start(vec![Reply::sse(pieces(OPENAI_ANSWER.as_bytes(), 16))]).await;
+    let again = Cassette::builder(&path).mode(CassetteMode::Record).open().unwrap();
+    run(Provider::OpenAi, &server.base, &again, 1).await;
+    let replaced = std::fs::read_to_string(&path).unwrap();
+    assert_ne!(replaced, recorded, "chunked differently");
+    assert_eq!(
+        Cassette::builder(&path)
+            .mode(CassetteMode::Replay)
+            .open()
+            .unwrap()
+            .len(),
+        1,
+        "one interaction: the old one is gone"
+    );
+}
+
+/// A file with an interaction numbered twice (two recorders on one file, a hand edit) is
+/// refused instead of losing one; numbers at their end refuse to go on; and a file whose last
+/// newline was lost still takes new interactions on lines of their own.
+#[tokio::test]
+async fn broken_numbering_is_refused_and_a_missing_last_newline_is_mended() {
+    let path = cassette_path("numbering");
+    let server = MockServer::start(vec![Reply::sse(pieces(OPENAI_ANSWER.as_bytes(), 64))]).await;
+    let first = Cassette::builder(&path).mode(CassetteMode::Record).open().unwrap();
+    run(Provider::OpenAi, &server.base, &first, 1).await;
+    let text = std::fs::read_to_string(&path).unwrap();
+
+    let doubled = cassette_path("doubled");
+    std::fs::write(&doubled, format!("{text}{text}")).unwrap();
+    let err = Cassette::builder(&doubled)
+        .mode(CassetteMode::Replay)
+        .open()
+        .unwrap_err();
+    assert!(err.to_string().contains("interaction 1 is recorded twice"), "{err}");
+
+    let last = cassette_path("last");
+    std::fs::write(&last, text.replace("\"n\":1", &format!("\"n\":{}", u32::MAX))).unwrap();
+    let err = Cassette::builder(&last)
+        .mode(CassetteMode::RecordMissing)
+        .open()
+        .unwrap_err();
+    assert!(err.to_string().contains("interaction numbers are used up"), "{err}");
+
+    let unended = cassette_path("unended");
+    std::fs::write(&unended, text.trim_end()).unwrap();
+    let server = MockServer::start(vec![Reply::sse(pieces(OPENAI_ANSWER.as_bytes(), 64))]).await;
+    let more = Cassette::builder(&unended)
+        .mode(CassetteMode::RecordMissing)
+        .open()
+        .unwrap();
+    // Another question: not in the cassette, so recorded after the first.
+    let model = Provider::OpenAi.chat_model(&server.base, &more);
+    more.scope(async {
+        let agent = Agent::builder("Friday").model_ref(model).build().unwrap();
+        agent.reply(Msg::user("user", "Something else?")).await.unwrap();
+    })
+    .await;
+    let reread = Cassette::builder(&unended).mode(CassetteMode::Replay).open().unwrap();
+    assert_eq!(reread.len(), 2, "both interactions read back");
+}

@@ -140,7 +140,12 @@ pub(crate) fn read(path: &Path) -> Result<Vec<Interaction>, AgentError> {
             |why: String| AgentError::validation(format!("cassette {} line {}: {why}", path.display(), index + 1));
         let line: Line = serde_json::from_str(raw).map_err(|e| bad(e.to_string()))?;
         let (request, outcome) = building.entry(line.n).or_default();
+        // Two interactions numbered alike (two recorders on one file, a hand edit) would
+        // silently lose one: refused.
+        let twice = || bad(format!("interaction {} is recorded twice (two lines start it)", line.n));
         match line.item {
+            Item::Request(_) if request.is_some() => return Err(twice()),
+            Item::Failed(_) | Item::Response(_) if outcome.is_some() => return Err(twice()),
             Item::Request(r) => *request = Some(r),
             Item::Failed(why) => *outcome = Some(Outcome::Failed(why)),
             Item::Response(head) => {
@@ -199,9 +204,26 @@ pub(crate) fn append(path: &Path, interaction: &Interaction) -> Result<(), Agent
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .read(true)
         .open(path)
         .map_err(failed)?;
+    // A file edited by hand may have lost its last newline: the new lines start on their own.
+    if ends_without_newline(&mut file).map_err(failed)? {
+        out.insert(0, '\n');
+    }
     file.write_all(out.as_bytes()).map_err(failed)
+}
+
+/// Whether `file` is not empty and its last byte is not a newline.
+fn ends_without_newline(file: &mut std::fs::File) -> std::io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    if file.metadata()?.len() == 0 {
+        return Ok(false);
+    }
+    file.seek(SeekFrom::End(-1))?;
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last)?;
+    Ok(last[0] != b'\n')
 }
 
 /// Empties the file, creating it and its directory if missing.

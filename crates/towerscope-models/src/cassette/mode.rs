@@ -13,13 +13,15 @@ pub const MODE_VAR: &str = "TOWERSCOPE_CASSETTE";
 /// What a cassette does with a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CassetteMode {
-    /// Every request goes to the server and is recorded; the file starts empty.
+    /// Every request goes to the server and is recorded; the file is emptied when the first
+    /// interaction is written, so a run that records nothing keeps the old recording.
     Record,
     /// Every request is answered from the file; one the file does not hold is an error, and
     /// nothing is ever sent. The default.
     Replay,
     /// Requests the file holds are answered from it; new ones go to the server and are
-    /// appended.
+    /// appended. One cassette records to a file at a time: two recording at once number their
+    /// interactions alike, and the file is then refused when it is read.
     RecordMissing,
 }
 

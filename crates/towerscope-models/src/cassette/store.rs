@@ -37,6 +37,9 @@ struct State {
     unplayed: HashMap<RequestKey, VecDeque<usize>>,
     /// The number of the next recorded interaction.
     next: u32,
+    /// Whether the file is to be emptied before the first interaction is written (record
+    /// mode: an old recording stays whole until a new one has something to write).
+    empty_first: bool,
 }
 
 /// A recorded interaction, its key, and whether it was replayed or recorded in this run.
@@ -76,24 +79,35 @@ impl CassetteBuilder {
     }
 
     /// Opens the cassette: in replay and record-missing mode the file is read (in replay it
-    /// must exist); in record mode it is emptied, or created with its directory.
+    /// must exist); in record mode it is emptied when the first interaction is written
+    /// (created with its directory if missing), so a run that records nothing (a missing API
+    /// key, say) leaves the old recording as it was.
     pub fn open(self) -> Result<Cassette, AgentError> {
         let mode = match self.mode {
             Some(mode) => mode,
             None => CassetteMode::from_env()?,
         };
         let recorded = match mode {
-            CassetteMode::Record => {
-                file::truncate(&self.path)?;
-                Vec::new()
-            }
+            CassetteMode::Record => Vec::new(),
             CassetteMode::RecordMissing if !self.path.exists() => {
                 file::truncate(&self.path)?;
                 Vec::new()
             }
             CassetteMode::Replay | CassetteMode::RecordMissing => file::read(&self.path)?,
         };
-        let next = recorded.iter().map(|i| i.n).max().unwrap_or(0) + 1;
+        let next = recorded
+            .iter()
+            .map(|i| i.n)
+            .max()
+            .unwrap_or(0)
+            .checked_add(1)
+            .ok_or_else(|| {
+                AgentError::validation(format!(
+                    "cassette {}: interaction numbers are used up (one is {}); record it again",
+                    self.path.display(),
+                    u32::MAX
+                ))
+            })?;
         let mut unplayed: HashMap<RequestKey, VecDeque<usize>> = HashMap::new();
         let recorded = recorded
             .into_iter()
@@ -117,6 +131,7 @@ impl CassetteBuilder {
                     recorded,
                     unplayed,
                     next,
+                    empty_first: mode == CassetteMode::Record,
                 }),
             }),
         })
@@ -213,13 +228,24 @@ impl Cassette {
     pub(crate) fn begin(&self) -> u32 {
         let mut state = self.lock();
         let n = state.next;
-        state.next += 1;
+        // At `u32::MAX` the numbers are used up: the file refuses to open again (`open`).
+        state.next = state.next.saturating_add(1);
         n
     }
 
     /// Writes a finished interaction; a failure to write is logged, the caller's response
     /// goes on.
     pub(crate) fn finish(&self, interaction: Interaction) {
+        {
+            let mut state = self.lock();
+            if state.empty_first {
+                if let Err(err) = file::truncate(&self.shared.path) {
+                    tracing::error!(cassette = %self.shared.path.display(), error = %err, "could not record an interaction");
+                    return;
+                }
+                state.empty_first = false;
+            }
+        }
         if let Err(err) = file::append(&self.shared.path, &interaction) {
             tracing::error!(cassette = %self.shared.path.display(), error = %err, "could not record an interaction");
             return;
