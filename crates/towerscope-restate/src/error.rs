@@ -20,7 +20,13 @@ use towerscope_core::AgentError;
 #[non_exhaustive]
 pub enum DurableError {
     /// The journal holds a step that this agent would not take here: the journal was written by
-    /// an agent with other tools, schemas or prompts. The reply ends; nothing is replayed wrongly.
+    /// an agent with other tools or tool schemas, or the step is of another kind or sends
+    /// another number of messages. The reply ends; nothing is replayed wrongly.
+    ///
+    /// Prompts and message content are not compared (a prompt may hold the time, or text a
+    /// transformer makes fresh at each call): an agent whose system prompt changed replays the
+    /// answers recorded for the old one. Finish or cancel replies in flight before deploying a
+    /// changed prompt.
     #[error(
         "the journal of this reply was written by a different agent: step {step} recorded {recorded}, this agent \
          asks for {found}; finish or cancel such replies with the agent that started them before deploying a changed one"

@@ -18,7 +18,9 @@
 //! journal and calls no model and runs no tool. Ids and timestamps inside a reply come from the
 //! journal ([`replay`]), so a replay rebuilds the same messages and events. A journal written
 //! by a different agent (a tool removed, a schema changed) ends the reply with
-//! [`DurableError::JournalMismatch`]: nothing is replayed wrongly.
+//! [`DurableError::JournalMismatch`]: nothing is replayed wrongly. Prompts and message
+//! content are not compared: a changed system prompt replays the answers recorded for the old
+//! one (see the error's docs).
 //!
 //! Retries divide the work: a `RetryLayer`/`FallbackLayer` inside the step retries attempts
 //! within one step (journaled once, when one succeeds); a step whose work still fails with a
