@@ -208,3 +208,44 @@ async fn a_remote_answer_past_16_mib_in_small_pieces_fails_the_reply() {
     let err = items.last().unwrap().as_ref().err().unwrap().to_string();
     assert!(err.contains("the answer is larger than 16777216 bytes"), "{err}");
 }
+
+/// A request that fails loses nothing: what the remote agent heard in the meantime goes with
+/// its next reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_agent_whose_request_fails_sends_what_it_heard_with_the_next_one() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use axum::response::IntoResponse;
+
+    let fail = Arc::new(AtomicBool::new(false));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = A2aConfig::new("far")
+        .routes(Arc::new(support::echo_agent))
+        .layer(axum::middleware::from_fn({
+            let fail = Arc::clone(&fail);
+            move |req: axum::extract::Request, next: axum::middleware::Next| {
+                let fail = Arc::clone(&fail);
+                async move {
+                    if req.method() == axum::http::Method::POST && fail.swap(false, Ordering::SeqCst) {
+                        return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+                    }
+                    next.run(req).await
+                }
+            }
+        }));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let far = RemoteAgent::connect(&base).await.unwrap();
+    far.observe(vec![Msg::assistant("alice", "Tabs.")]).unwrap();
+    fail.store(true, Ordering::SeqCst);
+    let err = far.reply(Msg::user("user", "one").into()).await.unwrap_err();
+    assert!(err.to_string().contains("remote agent `far`"), "{err}");
+    far.observe(vec![Msg::assistant("bob", "Spaces.")]).unwrap();
+    let answer = far.reply(Msg::user("user", "two").into()).await.unwrap();
+    assert_eq!(
+        answer.text_content().as_deref(),
+        Some("heard: alice: Tabs.\nbob: Spaces.\ntwo")
+    );
+}

@@ -124,31 +124,53 @@ impl Participant for RemoteAgent {
             );
             return Box::pin(stream::iter([Err(error)]));
         };
-        let (text, context, task) = {
+        let (observed, text, context, task) = {
             let mut conv = self.lock();
-            let mut lines: Vec<String> = conv
-                .observed
-                .drain(..)
+            let observed = std::mem::take(&mut conv.observed);
+            let mut lines: Vec<String> = observed
+                .iter()
                 .filter_map(|m| m.text_content().map(|t| format!("{}: {t}", m.name)))
                 .collect();
             lines.extend(msgs.iter().filter_map(|m| m.text_content()));
-            (lines.join("\n"), conv.context_id.clone(), conv.open_task.take())
+            (
+                observed,
+                lines.join("\n"),
+                conv.context_id.clone(),
+                conv.open_task.take(),
+            )
         };
         let agent = self.clone();
         let first = async move {
             let message = user_message(&text, context.as_deref(), task.as_deref());
             let streaming = agent.client.card().capabilities.streaming;
-            let upstream: UpdateStream = if streaming {
-                agent.client.stream(message).await?
-            } else {
+            let opened: Result<UpdateStream, ClientError> = async {
+                if streaming {
+                    return agent.client.stream(message).await;
+                }
                 let answer = agent.client.send(message).await?;
                 let item = match answer {
                     SendMessageResponse::Task(t) => StreamResponse::Task(t),
                     SendMessageResponse::Message(m) => StreamResponse::Message(m),
                 };
-                Box::pin(stream::iter([Ok(item)]))
-            };
-            Ok::<_, ClientError>((agent, upstream))
+                Ok(Box::pin(stream::iter([Ok(item)])) as UpdateStream)
+            }
+            .await;
+            match opened {
+                Ok(upstream) => Ok((agent, upstream)),
+                Err(e) => {
+                    // The request failed: what the agent observed goes with the next reply
+                    // (before what it observes meanwhile), and so does the task it left open. A
+                    // request that reached the remote agent before failing sends it twice, which
+                    // loses nothing.
+                    let mut conv = agent.lock();
+                    let since = std::mem::replace(&mut conv.observed, observed);
+                    conv.observed.extend(since);
+                    if conv.open_task.is_none() {
+                        conv.open_task = task;
+                    }
+                    Err(e)
+                }
+            }
         };
         let name = self.name.clone();
         Box::pin(stream::once(first).flat_map(move |opened| match opened {
