@@ -97,7 +97,8 @@ impl RouterBuilder {
         }
     }
 
-    /// The largest request body accepted, in bytes (default 1 MiB); larger ones get 413.
+    /// The largest request body accepted on every route, A2A's included, in bytes (default
+    /// 1 MiB); larger ones get 413.
     pub fn body_limit(mut self, bytes: usize) -> Self {
         self.body_limit = bytes;
         self
@@ -132,8 +133,8 @@ impl RouterBuilder {
         self
     }
 
-    /// How long an event stream may stay silent before a `: keep-alive` comment goes out
-    /// (default 15 s; `None` sends none). Proxies close connections idle for longer than their
+    /// How long an event stream (AG-UI's or A2A's) may stay silent before a `: keep-alive`
+    /// comment goes out (default 15 s; `None` sends none). Proxies close connections idle for longer than their
     /// timeout, which a long model call or tool would otherwise reach.
     pub fn keep_alive(mut self, period: Option<Duration>) -> Self {
         self.keep_alive = period;
@@ -160,8 +161,12 @@ impl RouterBuilder {
 
     /// The router.
     pub fn build(self) -> Router {
+        // The router's limit and keep-alive hold for A2A too (its endpoint reads the body
+        // itself, past `DefaultBodyLimit`).
+        let mut a2a = self.a2a_config().keep_alive(self.keep_alive);
+        a2a.limits.max_body_bytes = a2a.limits.max_body_bytes.min(self.body_limit);
         let mut router = crate::agui::routes(Arc::clone(&self.factory), self.body_limit, self.keep_alive)
-            .merge(self.a2a_config().routes(Arc::clone(&self.factory)));
+            .merge(a2a.routes(Arc::clone(&self.factory)));
         if self.page {
             router = router.route("/", get(|| async { Html(PAGE) }));
         }

@@ -302,3 +302,43 @@ async fn a_silent_stream_sends_keep_alive_comments_the_client_ignores() {
     let events = events(&sse);
     assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");
 }
+
+/// A2A's endpoint reads its body itself: the router's body limit and keep-alive hold there
+/// as they do for AG-UI.
+#[tokio::test(start_paused = true)]
+async fn the_routers_body_limit_and_keep_alive_hold_for_a2a_too() {
+    async fn a2a(router: &axum::Router, body: String) -> (StatusCode, String) {
+        let request = Request::post(towerscope_serve::a2a::RPC_PATH)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body))
+            .unwrap();
+        let response = router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        (status, String::from_utf8(bytes.to_vec()).unwrap())
+    }
+    let message = |text: &str| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": {
+            "messageId": "m1", "role": "ROLE_USER", "contextId": "c1", "parts": [{"text": text}]}}})
+        .to_string()
+    };
+
+    let model = model();
+    let router = RouterBuilder::new(factory(model.clone(), session_dir("a2a-limit")))
+        .body_limit(1024)
+        .build();
+    let (status, _) = a2a(&router, message(&"a".repeat(4096))).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(model.calls(), 0);
+
+    // 40 s of silence: a comment at 15 s and at 30 s; none when the router sends none.
+    for (keep_alive, comments) in [(Some(std::time::Duration::from_secs(15)), 2), (None, 0)] {
+        let router = RouterBuilder::new(factory(model.clone(), session_dir("a2a-keep-alive")))
+            .keep_alive(keep_alive)
+            .build();
+        let (status, sse) = a2a(&router, message("wait for it")).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(sse.matches(": keep-alive\n\n").count(), comments, "{sse}");
+        assert!(sse.contains("Done waiting."), "{sse}");
+    }
+}

@@ -38,6 +38,7 @@ pub struct A2aConfig {
     pub(crate) url: Option<String>,
     pub(crate) skills: Vec<AgentSkill>,
     pub(crate) limits: Limits,
+    pub(crate) keep_alive: Option<std::time::Duration>,
 }
 
 impl Default for A2aConfig {
@@ -56,6 +57,7 @@ impl A2aConfig {
             url: None,
             skills: Vec::new(),
             limits: Limits::default(),
+            keep_alive: Some(crate::DEFAULT_KEEP_ALIVE),
         }
     }
 
@@ -87,10 +89,22 @@ impl A2aConfig {
         self
     }
 
-    /// Memory and body limits.
+    /// Memory and body limits. Served by a [`RouterBuilder`](crate::RouterBuilder), a body
+    /// is held to the smaller of [`Limits::max_body_bytes`] and the router's
+    /// [`body_limit`](crate::RouterBuilder::body_limit).
     #[must_use]
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// How long a streamed answer may stay silent before a `: keep-alive` comment goes out
+    /// (default 15 s, [`DEFAULT_KEEP_ALIVE`](crate::DEFAULT_KEEP_ALIVE); `None` sends none).
+    /// A [`RouterBuilder`](crate::RouterBuilder) sets its own
+    /// [`keep_alive`](crate::RouterBuilder::keep_alive) here.
+    #[must_use]
+    pub fn keep_alive(mut self, period: Option<std::time::Duration>) -> Self {
+        self.keep_alive = period;
         self
     }
 

@@ -106,8 +106,10 @@ impl A2aConfig {
     /// by this config. Merge them into an app, or nest them under a prefix (then set
     /// [`url`](Self::url)).
     pub fn routes(self, factory: Arc<dyn AgentFactory>) -> Router {
+        let mut tasks = tasks::Tasks::new(factory, self.limits);
+        tasks.keep_alive = self.keep_alive;
         let shared = routes::Shared {
-            tasks: Arc::new(tasks::Tasks::new(factory, self.limits)),
+            tasks: Arc::new(tasks),
             config: Arc::new(self),
         };
         Router::new()

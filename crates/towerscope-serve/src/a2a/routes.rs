@@ -10,7 +10,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures_util::stream::{self, Stream};
+use futures_util::stream;
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
@@ -158,6 +158,7 @@ fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started, legacy: bool)
         updates,
         pace,
     } = started;
+    let keep_alive = tasks.keep_alive;
     struct St {
         tasks: Arc<Tasks>,
         rpc_id: Value,
@@ -217,11 +218,14 @@ fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started, legacy: bool)
         let data = data.to_string();
         Some((Ok::<_, Infallible>(Event::default().data(data)), st))
     });
-    sse(events)
-}
-
-fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
-    Sse::new(events).keep_alive(KeepAlive::default()).into_response()
+    let sse = Sse::new(events);
+    match keep_alive {
+        // The comment AG-UI's streams send; no period (or a zero one) sends none.
+        Some(period) if !period.is_zero() => sse
+            .keep_alive(KeepAlive::new().interval(period).text("keep-alive"))
+            .into_response(),
+        _ => sse.into_response(),
+    }
 }
 
 #[cfg(test)]

@@ -117,6 +117,8 @@ struct Inner {
 pub(crate) struct Tasks {
     factory: Arc<dyn AgentFactory>,
     pub(crate) limits: Limits,
+    /// The keep-alive period of streamed answers (`A2aConfig::keep_alive`).
+    pub(crate) keep_alive: Option<std::time::Duration>,
     inner: Mutex<Inner>,
 }
 
@@ -129,6 +131,7 @@ impl Tasks {
         Self {
             factory,
             limits,
+            keep_alive: Some(crate::DEFAULT_KEEP_ALIVE),
             inner: Mutex::new(Inner::default()),
         }
     }
