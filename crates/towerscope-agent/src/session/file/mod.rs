@@ -87,11 +87,20 @@ impl JsonFileStore {
         fs::create_dir_all(&*self.dir).map_err(|e| self.failed(e))?;
         let _lock = self.lock(key)?;
         let path = self.path_of(key);
-        let found = current_revision(&path).map_err(|e| self.failed(e))?;
+        let found = current_revision(&path).map_err(|e| match e.kind() {
+            // A file that is not a session is not a passing failure: retrying cannot help.
+            io::ErrorKind::InvalidData => AgentError::validation(format!(
+                "session {key}: its file {} is not a session document: {e}",
+                path.display()
+            )),
+            _ => self.failed(e),
+        })?;
         if !satisfies(expect, found) {
             return Err(conflict(key, expect, found));
         }
-        let revision = found.unwrap_or(0) + 1;
+        let revision = found.unwrap_or(0).checked_add(1).ok_or_else(|| {
+            AgentError::validation(format!("session {key}: its revision cannot grow past {}", u64::MAX))
+        })?;
         replace::replace(&path, &with_revision(body, revision)).map_err(|e| self.failed(e))?;
         Ok(revision)
     }

@@ -198,6 +198,24 @@ async fn a_missing_store_is_empty_and_a_broken_file_is_a_clear_error() {
     fs::write(store.path_of(&key), b"{\"version\":1,\"agent\":").unwrap();
     let err = store.load(&key).await.unwrap_err();
     assert!(err.to_string().contains("could not decode session document"), "{err}");
+    // Saving over it, even unconditionally, is refused for good (not as a passing failure),
+    // and the broken file stays for someone to look at.
+    let doc = SessionDocument::new(AgentState::new());
+    for expect in [Expect::Any, Expect::Revision(0)] {
+        let err = store.save(&key, &doc, expect).await.unwrap_err();
+        assert!(!err.is_retryable(), "{err}");
+        assert!(err.to_string().contains("is not a session document"), "{err}");
+    }
+    assert_eq!(fs::read(store.path_of(&key)).unwrap(), b"{\"version\":1,\"agent\":");
+    // A revision at its end cannot grow.
+    let full = SessionKey::new("u", "full").unwrap();
+    fs::write(
+        store.path_of(&full),
+        with_revision(br#"{"version":1,"agent":{}}"#, u64::MAX),
+    )
+    .unwrap();
+    let err = store.save(&full, &doc, Expect::Any).await.unwrap_err();
+    assert!(err.to_string().contains("cannot grow"), "{err}");
     fs::remove_dir_all(&dir).unwrap();
 }
 
