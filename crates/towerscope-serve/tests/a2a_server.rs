@@ -521,3 +521,36 @@ async fn a_client_that_disconnects_mid_stream_leaves_the_task_to_finish() {
     assert_eq!(state, TaskState::Completed);
     assert_eq!(client.get_task(&task.id).await.unwrap().answer_text(), CHAT_ANSWER);
 }
+
+/// A message sent again with its id (a client retrying after a lost answer) gets the task it
+/// went to, as it is now: no second reply runs, and a "yes" sent again is not a new message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_sent_again_gets_its_task_and_runs_nothing_twice() {
+    let base = serve(A2aConfig::new("helper")).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let first = user("Hi", "chat-dup");
+    let answer = client.send(first.clone()).await.unwrap();
+    let task = answer.task().unwrap().clone();
+    assert_eq!(task.answer_text(), CHAT_ANSWER);
+    let again = client.send(first).await.unwrap();
+    let same = again.task().unwrap();
+    assert_eq!(same.id, task.id, "the task the message went to");
+    assert_eq!(same.answer_text(), CHAT_ANSWER);
+    assert_eq!(same.history.len(), 2, "the message is in the history once");
+    // The script moved on once: the next new message gets its second answer.
+    let next = client.send(user("Still there?", "chat-dup")).await.unwrap();
+    assert_eq!(next.answer_text(), CHAT_SECOND);
+
+    // The "yes" that answered a question, sent again once the task has ended.
+    let parked = client.send(user("Delete /tmp/a", "confirm-dup")).await.unwrap();
+    let task = parked.task().unwrap().clone();
+    assert_eq!(task.status.state, TaskState::InputRequired);
+    let yes = user("yes", "confirm-dup");
+    let done = client.send(yes.clone()).await.unwrap();
+    assert_eq!(done.task().unwrap().status.state, TaskState::Completed);
+    let retried = client.send(yes).await.unwrap();
+    let retried = retried.task().unwrap();
+    assert_eq!(retried.id, task.id, "not a new task");
+    assert_eq!(retried.status.state, TaskState::Completed);
+    assert_eq!(retried.history.len(), done.task().unwrap().history.len());
+}

@@ -50,6 +50,11 @@ pub(crate) fn start(tasks: &Arc<Tasks>, request: SendMessageRequest) -> Result<S
     }
     if message.message_id.is_empty() {
         message.message_id = towerscope_core::id::new_id().to_string();
+    } else if let Some(task_id) = sent_before(tasks, &message) {
+        // The same message again (a retry after a lost answer): its task as it is now, and
+        // what follows, as `SubscribeToTask` answers; nothing runs twice, and a "yes" sent
+        // again does not approve a call asked about since.
+        return subscribe(tasks, &task_id);
     }
     let open = match (&message.task_id, &message.context_id) {
         (Some(task), _) => Some(task.clone()),
@@ -66,7 +71,9 @@ pub(crate) fn start(tasks: &Arc<Tasks>, request: SendMessageRequest) -> Result<S
         .unwrap_or_else(|| towerscope_core::id::new_id().to_string());
     let agent = tasks.agent_for(&context)?;
     message.context_id = Some(context.clone());
+    let message_id = message.message_id.clone();
     let (id, task, updates) = tasks.insert(&context, agent.clone(), message)?;
+    tasks.remember_message(&context, &message_id, &id);
     let _ = tasks.with_task(&id, |t| {
         t.task.history[0].task_id = Some(id.clone());
     });
@@ -80,8 +87,20 @@ pub(crate) fn start(tasks: &Arc<Tasks>, request: SendMessageRequest) -> Result<S
     })
 }
 
+/// The task a message with this id went to before, found through its context (given, or the
+/// task's it names).
+fn sent_before(tasks: &Tasks, message: &Message) -> Option<String> {
+    let context = match (&message.context_id, &message.task_id) {
+        (Some(context), _) => context.clone(),
+        (None, Some(task)) => tasks.with_task(task, |t| t.task.context_id.clone()).ok()?,
+        (None, None) => return None,
+    };
+    tasks.task_of_message(&context, &message.message_id)
+}
+
 /// Answers the task `task_id` waiting for input with `message`.
 fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Started, RpcError> {
+    let message_id = message.message_id.clone();
     let (agent, input, task, updates) = tasks.with_task(task_id, |t| {
         if let Some(context) = &message.context_id
             && *context != t.task.context_id
@@ -106,16 +125,17 @@ fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Sta
                 "task `{task_id}` {what}; only a task waiting for input takes another message"
             )));
         };
+        let agent = t.agent()?;
         let input = answer::resume(&parked, &message);
         message.task_id = Some(task_id.to_owned());
         message.context_id = Some(t.task.context_id.clone());
         t.task.history.push(message);
-        let agent = t.agent()?;
         let updates = t.subscribe();
         // Working from now on (the runner publishes the update); the next message is refused.
         t.task.status.state = TaskState::Working;
         Ok((agent, input, t.task.clone(), updates))
     })??;
+    tasks.remember_message(&task.context_id, &message_id, task_id);
     let (pace, guard) = run::pace();
     run::spawn(Arc::clone(tasks), task_id.to_owned(), agent, input, Some(pace));
     Ok(Started {

@@ -101,7 +101,13 @@ impl TaskEntry {
 struct ContextEntry {
     agent: Agent,
     last_task: Option<String>,
+    /// The latest messages' ids and the tasks they went to (at most `RECENT_MESSAGES`): a
+    /// message sent again (a client's retry) is answered with its task, not run twice.
+    recent: VecDeque<(String, String)>,
 }
+
+/// How many message ids a context remembers.
+const RECENT_MESSAGES: usize = 64;
 
 #[derive(Default)]
 struct Inner {
@@ -159,11 +165,30 @@ impl Tasks {
             ContextEntry {
                 agent: agent.clone(),
                 last_task: None,
+                recent: VecDeque::new(),
             },
         );
         inner.context_order.push_back(context.to_owned());
         evict_contexts(&mut inner, self.limits.max_contexts);
         Ok(agent)
+    }
+
+    /// The task a message `message_id` sent to `context` earlier went to, if the context
+    /// remembers it.
+    pub(crate) fn task_of_message(&self, context: &str, message_id: &str) -> Option<String> {
+        let inner = self.lock();
+        let recent = &inner.contexts.get(context)?.recent;
+        recent.iter().find(|(m, _)| m == message_id).map(|(_, t)| t.clone())
+    }
+
+    /// Remembers that the message `message_id` sent to `context` went to the task `task_id`.
+    pub(crate) fn remember_message(&self, context: &str, message_id: &str, task_id: &str) {
+        if let Some(c) = self.lock().contexts.get_mut(context) {
+            if c.recent.len() == RECENT_MESSAGES {
+                c.recent.pop_front();
+            }
+            c.recent.push_back((message_id.to_owned(), task_id.to_owned()));
+        }
     }
 
     /// The task the context's last message left waiting for input, if any; an error if that
