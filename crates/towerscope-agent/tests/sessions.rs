@@ -383,3 +383,62 @@ async fn a_dropped_stream_is_saved_and_the_next_agent_closes_its_open_calls() {
     assert_consistent(&next.state().context);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A session deleted and made again starts its revisions over. An agent that saved the old
+/// one at the same revision does not take the new one for its own: it loads it, and its next
+/// save keeps what the other agent said instead of writing over it.
+#[tokio::test]
+async fn a_session_made_again_is_loaded_not_overwritten_by_an_agent_that_saved_the_old_one() {
+    let (store, dir) = temp_store();
+    let key = SessionKey::new("alice", "conv-9").unwrap();
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::text("Old."),
+            ScriptedResponse::text("New."),
+            ScriptedResponse::text("Both."),
+        ],
+    );
+    let agent = |model: &ScriptedModel| {
+        Agent::builder("a")
+            .model(model.clone())
+            .session(store.clone(), "alice", "conv-9")
+            .build()
+            .unwrap()
+    };
+    let old = agent(&model);
+    old.reply(Msg::user("user", "Old conversation.")).await.unwrap();
+    assert_eq!(store.load(&key).await.unwrap().unwrap().revision, 1);
+    assert!(store.delete(&key).await.unwrap());
+    let new = agent(&model);
+    new.reply(Msg::user("user", "New conversation.")).await.unwrap();
+    assert_eq!(
+        store.load(&key).await.unwrap().unwrap().revision,
+        1,
+        "made again: revision 1"
+    );
+
+    old.reply(Msg::user("user", "Still there?")).await.unwrap();
+    let seen: Vec<_> = model.requests()[2]
+        .messages
+        .iter()
+        .skip(1)
+        .filter_map(|m| m.text_content())
+        .collect();
+    assert_eq!(
+        seen,
+        ["New conversation.", "New.", "Still there?"],
+        "the new session, loaded"
+    );
+    let stored = store.load(&key).await.unwrap().unwrap();
+    assert_eq!(stored.revision, 2);
+    let texts: Vec<_> = stored
+        .document
+        .agent
+        .context
+        .iter()
+        .filter_map(|m| m.text_content())
+        .collect();
+    assert_eq!(texts, ["New conversation.", "New.", "Still there?", "Both."]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

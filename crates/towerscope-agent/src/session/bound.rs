@@ -61,7 +61,13 @@ impl Bound {
         let stored = self.store.load(&self.key).await?;
         let session_id = self.session_id();
         match stored {
-            Some(stored) if Some(stored.revision) == *revision => {}
+            // The revision this agent saved or loaded last, and its conversation: nothing to
+            // load. A session deleted (or expired) and made again starts its revisions over, so
+            // the revision alone could match another conversation's, whose save this agent's
+            // would then overwrite without a conflict.
+            Some(stored)
+                if Some(stored.revision) == *revision
+                    && same_conversation(&stored.document.agent, &self.lock_state()) => {}
             Some(stored) => {
                 let SessionDocument { mut agent, modules } = stored.document;
                 self.modules
@@ -161,6 +167,14 @@ impl Bound {
             }
         });
     }
+}
+
+/// Whether `stored` is the conversation `held` is: the same messages at its end (message ids
+/// are drawn at random, so another conversation does not end with the same one) and as many.
+fn same_conversation(stored: &AgentState, held: &AgentState) -> bool {
+    stored.context.len() == held.context.len()
+        && stored.context.last().map(|m| &m.id) == held.context.last().map(|m| &m.id)
+        && stored.summary.len() == held.summary.len()
 }
 
 fn in_session(key: &SessionKey, err: AgentError) -> AgentError {
