@@ -249,3 +249,34 @@ async fn a_remote_agent_whose_request_fails_sends_what_it_heard_with_the_next_on
         Some("heard: alice: Tabs.\nbob: Spaces.\ntwo")
     );
 }
+
+/// An agent that takes the request and never answers fails the reply once it has been silent
+/// for the client's read timeout, instead of holding it for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_agent_that_never_answers_fails_the_reply_after_the_read_timeout() {
+    use towerscope_serve::a2a::A2aClient;
+
+    assert_eq!(towerscope_serve::a2a::CLIENT_READ_TIMEOUT, Duration::from_secs(600));
+    let base = serve_echo(A2aConfig::new("far")).await;
+    let mut card = A2aClient::connect(&base).await.unwrap().card().clone();
+    // The card's endpoint is a listener that accepts and then says nothing.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/a2a", silent.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    for interface in &mut card.supported_interfaces {
+        interface.url.clone_from(&url);
+    }
+    let client = A2aClient::from_card(card)
+        .unwrap()
+        .with_timeouts(Duration::from_secs(1), Some(Duration::from_millis(300)))
+        .unwrap();
+    let far = RemoteAgent::new(client);
+    // Without the timeout this waits for ever (and the test runner ends it as hung).
+    let err = far.reply(Msg::user("user", "hello?").into()).await.unwrap_err();
+    assert!(err.to_string().contains("could not reach the A2A agent"), "{err}");
+}

@@ -1,6 +1,7 @@
 //! [`A2aClient`]: speaks A2A v1.0 (JSON-RPC) to any agent, ours or another framework's.
 
 use std::pin::Pin;
+use std::time::Duration;
 
 use futures_core::Stream;
 use futures_util::StreamExt;
@@ -17,6 +18,15 @@ use super::wire::{
 
 /// The largest answer body read (16 MiB); a larger one fails with [`ClientError::Decode`].
 pub(crate) const MAX_ANSWER_BYTES: usize = 16 << 20;
+
+/// How long connecting to a remote agent may take by default (10 s).
+pub const CLIENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a remote agent may stay silent by default while it answers (10 minutes): past this
+/// the request or the stream fails with [`ClientError::Transport`], so an agent that accepts a
+/// request and never answers cannot hold a reply for ever. A streamed answer's keep-alive
+/// comments count as speaking.
+pub const CLIENT_READ_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// What can go wrong talking to a remote agent.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,6 +100,16 @@ impl A2aClient {
     fn with_client(http: reqwest::Client, card: AgentCard) -> Result<Self, ClientError> {
         let url = card.jsonrpc_url().ok_or(ClientError::NoJsonRpc)?.to_owned();
         Ok(Self { http, card, url })
+    }
+
+    /// This client with other timeouts: how long connecting may take, and how long the agent
+    /// may stay silent while it answers (`None`: for ever). The defaults are
+    /// [`CLIENT_CONNECT_TIMEOUT`] and [`CLIENT_READ_TIMEOUT`].
+    pub fn with_timeouts(self, connect: Duration, read: Option<Duration>) -> Result<Self, ClientError> {
+        Ok(Self {
+            http: http_client_with(connect, read)?,
+            ..self
+        })
     }
 
     /// The agent's card.
@@ -213,14 +233,21 @@ fn request(message: Message) -> SendMessageRequest {
 }
 
 fn http_client() -> Result<reqwest::Client, ClientError> {
+    http_client_with(CLIENT_CONNECT_TIMEOUT, Some(CLIENT_READ_TIMEOUT))
+}
+
+fn http_client_with(connect: Duration, read: Option<Duration>) -> Result<reqwest::Client, ClientError> {
     // reqwest panics without a process-wide crypto provider; install ring's when none is (another
     // part of the program may have chosen one).
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         let _ = rustls::crypto::ring::default_provider().install_default();
     }
-    reqwest::Client::builder()
-        .build()
-        .map_err(|e| ClientError::Transport(e.to_string()))
+    let builder = reqwest::Client::builder().connect_timeout(connect);
+    let builder = match read {
+        Some(read) => builder.read_timeout(read),
+        None => builder,
+    };
+    builder.build().map_err(|e| ClientError::Transport(e.to_string()))
 }
 
 fn envelope(method: &str, params: &impl serde::Serialize) -> Value {

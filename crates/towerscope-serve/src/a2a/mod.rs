@@ -86,7 +86,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::routing::{get, post};
 
-pub use client::{A2aClient, ClientError, UpdateStream};
+pub use client::{A2aClient, CLIENT_CONNECT_TIMEOUT, CLIENT_READ_TIMEOUT, ClientError, UpdateStream};
 pub use config::{A2aConfig, CARD_PATH, RPC_PATH};
 pub use error::RpcError;
 pub use remote::RemoteAgent;
