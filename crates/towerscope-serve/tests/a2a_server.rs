@@ -554,3 +554,65 @@ async fn a_message_sent_again_gets_its_task_and_runs_nothing_twice() {
     assert_eq!(retried.status.state, TaskState::Completed);
     assert_eq!(retried.history.len(), done.task().unwrap().history.len());
 }
+
+/// Tasks parked for input by clients that never answer cannot fill the server for good: once
+/// they have waited longer than `max_input_wait`, a message that finds the server full has
+/// them canceled, and the next message finds room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_waiting_for_input_too_long_are_canceled_to_make_room() {
+    let limits = Limits {
+        max_tasks: 2,
+        max_input_wait: std::time::Duration::from_millis(100),
+        ..Limits::default()
+    };
+    let base = serve(A2aConfig::new("helper").limits(limits)).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let mut parked = Vec::new();
+    for context in ["confirm-w1", "confirm-w2"] {
+        let task = client
+            .send(user("Delete /tmp/a", context))
+            .await
+            .unwrap()
+            .task()
+            .unwrap()
+            .clone();
+        assert_eq!(task.status.state, TaskState::InputRequired);
+        parked.push(task.id);
+    }
+    // Waiting, but not for long yet: refused, and nothing is canceled.
+    let refused = client.send(user("Hi", "chat-w3")).await.unwrap_err();
+    assert!(refused.to_string().contains("limit"), "{refused}");
+    assert_eq!(
+        client.get_task(&parked[0]).await.unwrap().status.state,
+        TaskState::InputRequired
+    );
+
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    let mut answer = None;
+    for _ in 0..100 {
+        match client.send(user("Hi", "chat-w3")).await {
+            Ok(a) => {
+                answer = Some(a);
+                break;
+            }
+            Err(e) => {
+                assert!(e.to_string().contains("limit"), "{e}");
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    }
+    assert_eq!(answer.expect("room was made").answer_text(), CHAT_ANSWER);
+    for id in &parked {
+        let task = client.get_task(id).await;
+        // Canceled, or already forgotten to make room.
+        if let Ok(task) = task {
+            assert_eq!(task.status.state, TaskState::Canceled, "{id}");
+        }
+    }
+    // The canceled task's context takes a new message (its parked reply was interrupted,
+    // not left waiting): a new task, answered by the script's next answer.
+    let again = client.send(user("Go on", "confirm-w1")).await.unwrap();
+    let again = again.task().unwrap();
+    assert_ne!(again.id, parked[0]);
+    assert_eq!(again.status.state, TaskState::Completed);
+}

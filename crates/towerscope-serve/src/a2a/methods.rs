@@ -5,13 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::broadcast::{self, error::RecvError};
+use towerscope_agent::Agent;
 use towerscope_core::ReplyInput;
 use towerscope_core::event::UserInterruptEvent;
 
 use super::answer;
 use super::error::RpcError;
 use super::run;
-use super::tasks::Tasks;
+use super::tasks::{Parked, TaskEntry, Tasks};
 use super::wire::{Message, Role, SendMessageRequest, StreamResponse, Task, TaskState};
 
 /// The longest id a client may choose (a context, a task, a message).
@@ -72,7 +73,18 @@ pub(crate) fn start(tasks: &Arc<Tasks>, request: SendMessageRequest) -> Result<S
     let agent = tasks.agent_for(&context)?;
     message.context_id = Some(context.clone());
     let message_id = message.message_id.clone();
-    let (id, task, updates) = tasks.insert(&context, agent.clone(), message)?;
+    let inserted = tasks.insert(&context, agent.clone(), message);
+    if inserted.is_err() {
+        // Full: the tasks that have waited for input too long make room for the next message.
+        for id in tasks.waited_too_long() {
+            if let Ok((agent, Some(parked))) = tasks.with_task(&id, begin_cancel).and_then(|r| r) {
+                tracing::info!(task = %id, "an A2A task waited for input too long and is canceled to make room");
+                let input = ReplyInput::from(UserInterruptEvent::new(parked.reply_id));
+                run::spawn(Arc::clone(tasks), id, agent, input, None);
+            }
+        }
+    }
+    let (id, task, updates) = inserted?;
     tasks.remember_message(&context, &message_id, &id);
     let _ = tasks.with_task(&id, |t| {
         t.task.history[0].task_id = Some(id.clone());
@@ -172,29 +184,37 @@ pub(crate) async fn wait_stopped(tasks: &Tasks, id: &str, updates: &mut broadcas
     }
 }
 
+/// Marks the task canceled: one waiting for input gives up its parked reply (to interrupt) or
+/// ends at once when there is none; a working one is interrupted by the caller. An error for a
+/// task that has ended.
+fn begin_cancel(t: &mut TaskEntry) -> Result<(Agent, Option<Parked>), RpcError> {
+    let state = t.task.status.state;
+    if state.is_terminal() {
+        return Err(RpcError::new(
+            RpcError::TASK_NOT_CANCELABLE,
+            format!("task `{}` has already ended ({state:?})", t.task.id),
+        ));
+    }
+    let agent = t.agent()?;
+    t.cancel_requested = true;
+    let parked = if state == TaskState::InputRequired {
+        t.parked.take()
+    } else {
+        None
+    };
+    if state == TaskState::InputRequired && parked.is_none() {
+        // Nothing to interrupt: the task just ends.
+        run::publish_status(t, TaskState::Canceled, None);
+    }
+    Ok((agent, parked))
+}
+
 /// `CancelTask`: interrupts a working task, or ends one waiting for input; waits (bounded) for
 /// the reply to stop and answers with the task.
 pub(crate) async fn cancel(tasks: &Arc<Tasks>, id: &str) -> Result<Task, RpcError> {
     let (agent, parked, mut updates) = tasks.with_task(id, |t| {
-        let state = t.task.status.state;
-        if state.is_terminal() {
-            return Err(RpcError::new(
-                RpcError::TASK_NOT_CANCELABLE,
-                format!("task `{id}` has already ended ({state:?})"),
-            ));
-        }
-        let agent = t.agent()?;
-        t.cancel_requested = true;
-        let parked = if state == TaskState::InputRequired {
-            t.parked.take()
-        } else {
-            None
-        };
-        if state == TaskState::InputRequired && parked.is_none() {
-            // Nothing to interrupt: the task just ends.
-            run::publish_status(t, TaskState::Canceled, None);
-        }
-        Ok((agent, parked, t.subscribe()))
+        let (agent, parked) = begin_cancel(t)?;
+        Ok::<_, RpcError>((agent, parked, t.subscribe()))
     })??;
     if let Some(parked) = parked {
         let input = ReplyInput::from(UserInterruptEvent::new(parked.reply_id));

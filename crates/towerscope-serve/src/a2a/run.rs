@@ -242,6 +242,7 @@ pub(crate) fn publish_status(t: &mut TaskEntry, state: TaskState, message: Optio
         message,
         timestamp: Some(now_rfc3339()),
     };
+    t.waiting_since = (state == TaskState::InputRequired).then(std::time::Instant::now);
     let event = TaskStatusUpdateEvent {
         task_id: t.task.id.clone(),
         context_id: t.task.context_id.clone(),

@@ -34,6 +34,13 @@ pub struct Limits {
     pub max_contexts: usize,
     /// The largest request body in bytes (default 1 MiB); larger ones get HTTP 413.
     pub max_body_bytes: usize,
+    /// How long a task may wait for input (a confirmation, an external result) before it may
+    /// be canceled to make room (default 1 hour): when a new message finds the server holding
+    /// [`max_tasks`](Self::max_tasks) tasks, those that have waited longer are canceled (their
+    /// replies interrupted, as `CancelTask` does) and the message is refused as before; the
+    /// next one finds room. Clients that park tasks and never answer cannot fill the server
+    /// for longer than this.
+    pub max_input_wait: std::time::Duration,
 }
 
 impl Default for Limits {
@@ -43,6 +50,7 @@ impl Default for Limits {
             max_ended_task_bytes: 256 << 20,
             max_contexts: 1_000,
             max_body_bytes: 1 << 20,
+            max_input_wait: std::time::Duration::from_secs(3600),
         }
     }
 }
@@ -69,6 +77,8 @@ pub(crate) struct TaskEntry {
     pub(crate) cancel_requested: bool,
     /// The reply rounds run so far (names each round's artifact).
     pub(crate) rounds: u32,
+    /// Since when the task waits for input (set with its status).
+    pub(crate) waiting_since: Option<std::time::Instant>,
     /// The length of the task's JSON when it ended, once it has (counted in
     /// `Inner::ended_bytes`).
     ended_bytes: Option<usize>,
@@ -261,6 +271,7 @@ impl Tasks {
                 updates: Some(updates),
                 cancel_requested: false,
                 rounds: 0,
+                waiting_since: None,
                 ended_bytes: None,
             },
         );
@@ -288,6 +299,25 @@ impl Tasks {
             entry.agent = None;
         }
         Ok(out)
+    }
+
+    /// The tasks that have waited for input longer than [`Limits::max_input_wait`] and are not
+    /// being canceled yet, oldest first.
+    pub(crate) fn waited_too_long(&self) -> Vec<String> {
+        let inner = self.lock();
+        let max = self.limits.max_input_wait;
+        inner
+            .task_order
+            .iter()
+            .filter(|id| {
+                inner.tasks.get(*id).is_some_and(|t| {
+                    t.task.status.state == TaskState::InputRequired
+                        && !t.cancel_requested
+                        && t.waiting_since.is_some_and(|since| since.elapsed() > max)
+                })
+            })
+            .cloned()
+            .collect()
     }
 
     /// A new subscription to the task `id` and the task as it is, taken together (updates are
