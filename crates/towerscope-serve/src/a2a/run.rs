@@ -18,6 +18,7 @@ use futures_util::StreamExt;
 use serde_json::json;
 use tokio::sync::Semaphore;
 use towerscope_agent::Agent;
+use towerscope_core::event::UserInterruptEvent;
 use towerscope_core::{AgentEvent, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, ToolCallBlock};
 
 use super::tasks::{Parked, TaskEntry, Tasks, UPDATES};
@@ -126,8 +127,27 @@ async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pac
     match (failed, last) {
         (false, Some(msg)) if msg.finished_reason.is_none() => {
             let question = question(&msg, parked.as_ref());
-            let _ = tasks.with_task(&id, |t| t.parked = parked);
-            set_status(&tasks, &id, TaskState::InputRequired, Some(question));
+            let reply_id = parked.as_ref().map(|p| p.reply_id.clone());
+            // Parked, unless a cancellation came while the reply ran (it could not interrupt a
+            // reply that was parking): decided and published under one lock, so that a
+            // `CancelTask` either comes first and is seen here, or finds the task waiting.
+            let canceled = tasks
+                .with_task(&id, |t| {
+                    if t.cancel_requested {
+                        return true;
+                    }
+                    t.parked = parked;
+                    publish_status(t, TaskState::InputRequired, Some(question));
+                    false
+                })
+                .unwrap_or(false);
+            if canceled {
+                if let Some(reply_id) = reply_id {
+                    let mut closing = agent.reply_stream(ReplyInput::from(UserInterruptEvent::new(reply_id)));
+                    while closing.next().await.is_some() {}
+                }
+                set_status(&tasks, &id, TaskState::Canceled, None);
+            }
         }
         (false, Some(msg)) => match msg.finished_reason {
             Some(ReplyFinishedReason::Interrupted) => set_status(&tasks, &id, TaskState::Canceled, None),

@@ -448,4 +448,58 @@ mod tests {
         assert_eq!(task.status.state, TaskState::Completed);
         assert!(matches!(late.try_recv(), Err(TryRecvError::Closed)));
     }
+
+    /// A cancellation that comes while the reply runs, and that the reply does not see before
+    /// it parks (the agent was not running when it was interrupted), still cancels the task:
+    /// the run interrupts the parked reply instead of leaving the task waiting.
+    #[tokio::test(start_paused = true)]
+    async fn a_reply_that_parks_after_its_task_was_canceled_is_interrupted() {
+        use std::time::Duration;
+
+        use towerscope_agent::toolkit::FunctionTool;
+        use towerscope_core::{PermissionDecision, ReplyInput, ToolCallState};
+        use towerscope_models::ScriptedResponse;
+
+        use super::super::run;
+        use super::super::wire::{Message, Role};
+
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        struct Path {
+            path: String,
+        }
+        let factory = |_: &str| -> Result<Agent, AgentError> {
+            let model = ScriptedModel::new(
+                "m",
+                [ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#)
+                    .delay(Duration::from_millis(100))],
+            );
+            Agent::builder("a")
+                .model(model)
+                .tool(FunctionTool::new("delete", |p: Path| async move { p.path }))
+                .default_permission(PermissionDecision::Ask {
+                    suggested_rules: vec![],
+                })
+                .build()
+        };
+        let tasks = Arc::new(Tasks::new(Arc::new(factory), Limits::default()));
+        let agent = tasks.agent_for("ctx").unwrap();
+        let message = Message::new_text(Role::User, "Delete /tmp/a");
+        let (id, _, _) = tasks.insert("ctx", agent.clone(), message.clone()).unwrap();
+        let input = ReplyInput::from(towerscope_core::Msg::user("user", "Delete /tmp/a"));
+        run::spawn(Arc::clone(&tasks), id.clone(), agent.clone(), input, None);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // The cancellation is asked while the model answers, and nothing interrupts the reply.
+        tasks.with_task(&id, |t| t.cancel_requested = true).unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let state = tasks.with_task(&id, |t| t.task.status.state).unwrap();
+        assert_eq!(state, TaskState::Canceled);
+        // The agent's parked call was closed by the interruption: it takes a new message.
+        let calls = agent
+            .state()
+            .context
+            .iter()
+            .flat_map(|m| m.tool_calls().map(|c| c.state).collect::<Vec<_>>())
+            .collect::<Vec<_>>();
+        assert!(!calls.contains(&ToolCallState::Asking), "{calls:?}");
+    }
 }
