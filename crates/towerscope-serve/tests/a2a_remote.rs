@@ -280,3 +280,30 @@ async fn a_remote_agent_that_never_answers_fails_the_reply_after_the_read_timeou
     let err = far.reply(Msg::user("user", "hello?").into()).await.unwrap_err();
     assert!(err.to_string().contains("could not reach the A2A agent"), "{err}");
 }
+
+/// Interrupted before its remote task is known (here an agent whose card does not stream, so
+/// the answer comes whole, a minute later): the reply ends at once as interrupted, and an
+/// interrupt with no reply in progress says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupting_a_remote_agent_before_its_task_is_known_ends_the_reply() {
+    let base = serve_echo(A2aConfig::new("far")).await;
+    let mut card = towerscope_serve::a2a::A2aClient::connect(&base)
+        .await
+        .unwrap()
+        .card()
+        .clone();
+    card.capabilities.streaming = false;
+    let far = RemoteAgent::new(towerscope_serve::a2a::A2aClient::from_card(card).unwrap());
+    assert!(!far.interrupt(), "no reply in progress");
+    let stream = far.reply_stream(Msg::user("user", "answer slowly").into());
+    let reply = tokio::spawn(async move { stream.collect::<Vec<_>>().await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(far.interrupt(), "a reply is in progress");
+    // Without the interrupt, the answer takes a minute (and the test runner ends the test).
+    let items = reply.await.unwrap();
+    let Some(Ok(ReplyItem::Final(last))) = items.last() else {
+        panic!("{items:?}")
+    };
+    assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Interrupted));
+    assert!(!far.interrupt(), "the reply has ended");
+}

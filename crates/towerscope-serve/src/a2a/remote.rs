@@ -55,6 +55,8 @@ pub struct RemoteAgent {
     client: A2aClient,
     state: Arc<Mutex<Conversation>>,
     broadcaster: Broadcaster,
+    /// Wakes a reply whose request is still on its way when it is interrupted.
+    interrupted: Arc<tokio::sync::Notify>,
 }
 
 #[derive(Debug, Default)]
@@ -64,6 +66,11 @@ struct Conversation {
     open_task: Option<String>,
     /// The remote task of the reply in progress (for `interrupt`).
     running_task: Option<String>,
+    /// Whether a reply is in progress.
+    replying: bool,
+    /// An interrupt came before the reply's remote task was known: it is canceled as soon as
+    /// it is (or the request is given up while it is on its way).
+    interrupt_pending: bool,
     observed: Vec<Msg>,
 }
 
@@ -80,6 +87,7 @@ impl RemoteAgent {
             client,
             state: Arc::default(),
             broadcaster: Broadcaster::new(),
+            interrupted: Arc::default(),
         }
     }
 
@@ -126,6 +134,8 @@ impl Participant for RemoteAgent {
         };
         let (observed, text, context, task) = {
             let mut conv = self.lock();
+            conv.replying = true;
+            conv.interrupt_pending = false;
             let observed = std::mem::take(&mut conv.observed);
             let mut lines: Vec<String> = observed
                 .iter()
@@ -143,34 +153,48 @@ impl Participant for RemoteAgent {
         let first = async move {
             let message = user_message(&text, context.as_deref(), task.as_deref());
             let streaming = agent.client.card().capabilities.streaming;
-            let opened: Result<UpdateStream, ClientError> = async {
-                if streaming {
-                    return agent.client.stream(message).await;
-                }
-                let answer = agent.client.send(message).await?;
-                let item = match answer {
-                    SendMessageResponse::Task(t) => StreamResponse::Task(t),
-                    SendMessageResponse::Message(m) => StreamResponse::Message(m),
-                };
-                Ok(Box::pin(stream::iter([Ok(item)])) as UpdateStream)
-            }
-            .await;
-            match opened {
-                Ok(upstream) => Ok((agent, upstream)),
-                Err(e) => {
-                    // The request failed: what the agent observed goes with the next reply
-                    // (before what it observes meanwhile), and so does the task it left open. A
-                    // request that reached the remote agent before failing sends it twice, which
-                    // loses nothing.
-                    let mut conv = agent.lock();
-                    let since = std::mem::replace(&mut conv.observed, observed);
-                    conv.observed.extend(since);
-                    if conv.open_task.is_none() {
-                        conv.open_task = task;
+            // An interrupt while the request is on its way gives it up (the remote task, if
+            // the request reached it, is not known yet: it goes on there).
+            let notify = Arc::clone(&agent.interrupted);
+            let interrupted = notify.notified();
+            tokio::pin!(interrupted);
+            interrupted.as_mut().enable();
+            let pending = agent.lock().interrupt_pending;
+            let opened: Result<Option<UpdateStream>, ClientError> = {
+                let opening = async {
+                    if streaming {
+                        return agent.client.stream(message).await;
                     }
-                    Err(e)
+                    let answer = agent.client.send(message).await?;
+                    let item = match answer {
+                        SendMessageResponse::Task(t) => StreamResponse::Task(t),
+                        SendMessageResponse::Message(m) => StreamResponse::Message(m),
+                    };
+                    Ok(Box::pin(stream::iter([Ok(item)])) as UpdateStream)
+                };
+                if pending {
+                    Ok(None)
+                } else {
+                    tokio::select! {
+                        opened = opening => opened.map(Some),
+                        () = &mut interrupted => Ok(None),
+                    }
                 }
+            };
+            if !matches!(opened, Ok(Some(_))) {
+                // The request failed or was given up: what the agent observed goes with the next
+                // reply (before what it observes meanwhile), and so does the task it left open.
+                // A request that reached the remote agent first sends it twice, which loses
+                // nothing.
+                let mut conv = agent.lock();
+                let since = std::mem::replace(&mut conv.observed, observed);
+                conv.observed.extend(since);
+                if conv.open_task.is_none() {
+                    conv.open_task = task;
+                }
+                conv.replying = false;
             }
+            opened.map(|upstream| (agent, upstream))
         };
         let name = self.name.clone();
         Box::pin(stream::once(first).flat_map(move |opened| match opened {
@@ -178,16 +202,20 @@ impl Participant for RemoteAgent {
                 let reply_id = towerscope_core::id::new_id();
                 let session: Id = agent.context_id().map(Id::from).unwrap_or_default();
                 let start = ReplyStartEvent::new(session.clone(), reply_id.clone(), name.as_str());
-                let reply = Reply {
+                let given_up = upstream.is_none();
+                let mut reply = Reply {
                     agent,
                     reply_id,
                     session,
                     block: None,
                     text: String::new(),
                     out: VecDeque::from([Ok(ReplyItem::Event(AgentEvent::ReplyStart(start)))]),
-                    upstream: Some(upstream),
+                    upstream,
                     done: false,
                 };
+                if given_up {
+                    reply.end(TaskState::Canceled, None);
+                }
                 stream::unfold(reply, Reply::next).left_stream()
             }
             Err(e) => {
@@ -206,20 +234,24 @@ impl Participant for RemoteAgent {
         Some(&self.broadcaster)
     }
 
+    /// Cancels the reply's remote task; before the task is known (the request on its way, or
+    /// an agent whose card does not stream and answers whole), gives the request up, and
+    /// cancels the task as soon as an update names it. `false` when no reply is in progress.
     fn interrupt(&self) -> bool {
-        let Some(task) = self.lock().running_task.clone() else {
-            return false;
-        };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return false;
-        };
-        let client = self.client.clone();
-        runtime.spawn(async move {
-            if let Err(e) = client.cancel_task(&task).await {
-                tracing::warn!(error = %e, "canceling a remote A2A task failed");
+        let task = {
+            let mut conv = self.lock();
+            match conv.running_task.clone() {
+                Some(task) => task,
+                None if conv.replying => {
+                    conv.interrupt_pending = true;
+                    drop(conv);
+                    self.interrupted.notify_waiters();
+                    return true;
+                }
+                None => return false,
             }
-        });
-        true
+        };
+        cancel_remote(&self.client, task)
     }
 }
 
@@ -237,6 +269,7 @@ impl Reply {
                 Some(Ok(update)) => self.apply(update),
                 Some(Err(e)) => {
                     self.done = true;
+                    self.agent.lock().replying = false;
                     self.out.push_back(Err(AgentError::Validation(format!(
                         "remote agent `{}`: {e}",
                         self.agent.name
@@ -310,6 +343,10 @@ impl Reply {
         if !context.is_empty() {
             conv.context_id = Some(context.to_owned());
         }
+        if std::mem::take(&mut conv.interrupt_pending) {
+            drop(conv);
+            cancel_remote(&self.agent.client, task.to_owned());
+        }
     }
 
     fn delta(&mut self, piece: &str) {
@@ -350,7 +387,12 @@ impl Reply {
             let end = TextBlockEndEvent::new(self.reply_id.clone(), block);
             self.out.push_back(Ok(ReplyItem::Event(AgentEvent::TextBlockEnd(end))));
         }
-        self.agent.lock().running_task = None;
+        {
+            let mut conv = self.agent.lock();
+            conv.running_task = None;
+            conv.replying = false;
+            conv.interrupt_pending = false;
+        }
         let reason = match state {
             TaskState::Completed | TaskState::InputRequired | TaskState::AuthRequired => ReplyFinishedReason::Completed,
             TaskState::Canceled => ReplyFinishedReason::Interrupted,
@@ -376,4 +418,19 @@ impl Reply {
         self.done = true;
         self.upstream = None;
     }
+}
+
+/// Asks the remote agent to cancel `task`, from a task of its own; `false` outside a tokio
+/// runtime (nothing is sent).
+fn cancel_remote(client: &A2aClient, task: String) -> bool {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return false;
+    };
+    let client = client.clone();
+    runtime.spawn(async move {
+        if let Err(e) = client.cancel_task(&task).await {
+            tracing::warn!(error = %e, "canceling a remote A2A task failed");
+        }
+    });
+    true
 }
