@@ -442,3 +442,37 @@ async fn a_session_made_again_is_loaded_not_overwritten_by_an_agent_that_saved_t
     assert_eq!(texts, ["New conversation.", "New.", "Still there?", "Both."]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Messages an agent observes between replies are not saved until its next reply, and that
+/// reply keeps them: the session it loads is the one it saved, which its state goes on from.
+#[tokio::test]
+async fn messages_observed_between_replies_are_kept_and_saved_with_the_next_one() {
+    let (store, dir) = temp_store();
+    let key = SessionKey::new("alice", "conv-10").unwrap();
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("One."), ScriptedResponse::text("Two.")]);
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .session(store.clone(), "alice", "conv-10")
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "First.")).await.unwrap();
+    agent.observe([Msg::assistant("bob", "Bob says hi.")]).unwrap();
+    agent.reply(Msg::user("user", "Second.")).await.unwrap();
+    let seen: Vec<_> = model.requests()[1]
+        .messages
+        .iter()
+        .skip(1)
+        .filter_map(|m| m.text_content())
+        .collect();
+    assert_eq!(seen, ["First.", "One.", "Bob says hi.", "Second."]);
+    let stored = store.load(&key).await.unwrap().unwrap();
+    let texts: Vec<_> = stored
+        .document
+        .agent
+        .context
+        .iter()
+        .filter_map(|m| m.text_content())
+        .collect();
+    assert_eq!(texts, ["First.", "One.", "Bob says hi.", "Second.", "Two."]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
