@@ -307,3 +307,76 @@ async fn interrupting_a_remote_agent_before_its_task_is_known_ends_the_reply() {
     assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Interrupted));
     assert!(!far.interrupt(), "the reply has ended");
 }
+
+/// A remote task the remote agent no longer knows (it restarted) is not sent again and again:
+/// the refusal drops it, and the next reply starts a new task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_task_the_remote_agent_refuses_is_dropped_not_sent_again() {
+    use std::sync::Arc;
+
+    use towerscope_agent::toolkit::FunctionTool;
+    use towerscope_core::{AgentError, PermissionDecision};
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Path {
+        path: String,
+    }
+    fn factory(_: &str) -> Result<Agent, AgentError> {
+        let model = ScriptedModel::new(
+            "m",
+            [ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#)],
+        );
+        Agent::builder("asker")
+            .model(model)
+            .tool(FunctionTool::new("delete", |p: Path| async move { p.path }))
+            .default_permission(PermissionDecision::Ask {
+                suggested_rules: vec![],
+            })
+            .build()
+    }
+    async fn start(listener: tokio::net::TcpListener) -> tokio::task::JoinHandle<std::io::Result<()>> {
+        let app = A2aConfig::new("asker").routes(Arc::new(factory));
+        tokio::spawn(async move { axum::serve(listener, app).await })
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let server = start(listener).await;
+    // Asked whole (`SendMessage`), where a refusal is the request's error; a streamed request
+    // gets it as the stream's first item.
+    let mut card = towerscope_serve::a2a::A2aClient::connect(&format!("http://{address}"))
+        .await
+        .unwrap()
+        .card()
+        .clone();
+    card.capabilities.streaming = false;
+    let far = RemoteAgent::new(towerscope_serve::a2a::A2aClient::from_card(card).unwrap());
+    let asked = far.reply(Msg::user("user", "Delete /tmp/a").into()).await.unwrap();
+    assert_eq!(asked.finished_reason, Some(ReplyFinishedReason::Completed), "{asked:?}");
+
+    // The remote agent restarts and forgets its tasks: the answer to the open task is refused.
+    server.abort();
+    let _ = server.await;
+    let server = start(tokio::net::TcpListener::bind(address).await.unwrap()).await;
+    let err = far.reply(Msg::user("user", "yes").into()).await.unwrap_err();
+    assert!(err.to_string().contains("refused"), "{err}");
+    // The next reply starts a new task instead of sending the forgotten one again.
+    let again = far.reply(Msg::user("user", "Delete /tmp/a").into()).await.unwrap();
+    assert_eq!(again.finished_reason, Some(ReplyFinishedReason::Completed), "{again:?}");
+    server.abort();
+}
+
+/// What a remote agent hears between its turns is kept to the latest 256 messages (they go in
+/// one request, which servers cap).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_agent_keeps_the_latest_messages_it_heard() {
+    let base = serve_echo(A2aConfig::new("far")).await;
+    let far = RemoteAgent::connect(&base).await.unwrap();
+    far.observe((0..300).map(|i| Msg::assistant("bob", format!("m{i}"))).collect())
+        .unwrap();
+    let answer = far.reply(Msg::user("user", "and?").into()).await.unwrap();
+    let text = answer.text_content().unwrap();
+    let heard: Vec<&str> = text.trim_start_matches("heard: ").lines().collect();
+    assert_eq!(heard.len(), 257, "256 heard, and the question");
+    assert_eq!(heard[0], "bob: m44");
+    assert_eq!(heard[256], "and?");
+}

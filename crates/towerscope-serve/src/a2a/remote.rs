@@ -182,14 +182,17 @@ impl Participant for RemoteAgent {
                 }
             };
             if !matches!(opened, Ok(Some(_))) {
-                // The request failed or was given up: what the agent observed goes with the next
-                // reply (before what it observes meanwhile), and so does the task it left open.
-                // A request that reached the remote agent first sends it twice, which loses
-                // nothing.
+                // The request did not get through: what the agent observed goes with the next
+                // reply (before what it observes meanwhile; a request that reached the remote
+                // agent first sends it twice, which loses nothing). So does the task it left
+                // open, unless the remote agent refused the request (the task may be gone
+                // there: sending it again would fail every later reply).
+                let refused = matches!(&opened, Err(ClientError::Rpc(_) | ClientError::Http(400..=499)));
                 let mut conv = agent.lock();
                 let since = std::mem::replace(&mut conv.observed, observed);
                 conv.observed.extend(since);
-                if conv.open_task.is_none() {
+                keep_latest(&mut conv.observed);
+                if conv.open_task.is_none() && !refused {
                     conv.open_task = task;
                 }
                 conv.replying = false;
@@ -226,7 +229,9 @@ impl Participant for RemoteAgent {
     }
 
     fn observe(&self, msgs: Vec<Msg>) -> Result<(), AgentError> {
-        self.lock().observed.extend(msgs);
+        let mut conv = self.lock();
+        conv.observed.extend(msgs);
+        keep_latest(&mut conv.observed);
         Ok(())
     }
 
@@ -433,4 +438,16 @@ fn cancel_remote(client: &A2aClient, task: String) -> bool {
         }
     });
     true
+}
+
+/// How many observed messages a remote agent keeps for its next turn: the latest (they go in
+/// one request, which a server caps; ours at 1 MiB).
+const MAX_OBSERVED: usize = 256;
+
+/// Drops the oldest observed messages past [`MAX_OBSERVED`].
+fn keep_latest(observed: &mut Vec<Msg>) {
+    let over = observed.len().saturating_sub(MAX_OBSERVED);
+    if over > 0 {
+        observed.drain(..over);
+    }
 }
