@@ -111,29 +111,36 @@ impl PendingInput {
 }
 
 /// What was wrong with an answer's shape, without what it held: the parse error with every
-/// quoted or backquoted part (a string value, an unknown field's or variant's name, which may
-/// be message content) written `…`. The error is logged, and content stays out of logs.
+/// quoted value (serde writes them with their quotes escaped) written `…`, and everything from
+/// the first backquote on (serde writes field and variant names, which the answer chose, with
+/// nothing escaped) cut to `…`. The error is logged, and content stays out of logs.
 fn shape_of(err: &serde_json::Error) -> String {
     let text = err.to_string();
     let mut out = String::with_capacity(text.len());
-    let mut open: Option<char> = None;
-    for c in text.chars() {
-        match open {
-            Some(quote) if c == quote => {
+    let mut chars = text.chars();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '\\') => {
+                chars.next();
+            }
+            (true, '"') => {
+                out.push_str("…\"");
+                quoted = false;
+            }
+            (true, _) => {}
+            (false, '`') => {
                 out.push('…');
-                out.push(c);
-                open = None;
+                return out;
             }
-            Some(_) => {}
-            None => {
-                out.push(c);
-                if c == '"' || c == '`' {
-                    open = Some(c);
-                }
+            (false, '"') => {
+                out.push('"');
+                quoted = true;
             }
+            (false, c) => out.push(c),
         }
     }
-    if open.is_some() {
+    if quoted {
         out.push('…');
     }
     out
@@ -179,6 +186,18 @@ mod tests {
             err.to_string(),
             "not an answer to the pending external execution: invalid type: string \"…\", expected a sequence"
         );
+        // An escaped quote does not end the hidden part, and a field name is not shown.
+        let err = pending
+            .answer(json!({"execution_results": "ok\" acct 1234-5678"}))
+            .unwrap_err();
+        assert!(!err.to_string().contains("1234"), "{err}");
+        let err = pending
+            .answer(json!({"execution_results": [{
+                "type": "tool_result", "id": "x", "name": "n", "state": "weird`secret", "output": [],
+            }]}))
+            .unwrap_err();
+        assert!(err.to_string().contains("unknown variant …"), "{err}");
+        assert!(!err.to_string().contains("secret"), "{err}");
         let err = pending.answer(json!({"results": "42"})).unwrap_err();
         assert!(
             matches!(
