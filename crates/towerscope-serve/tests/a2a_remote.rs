@@ -334,13 +334,19 @@ async fn a_remote_task_the_remote_agent_refuses_is_dropped_not_sent_again() {
             })
             .build()
     }
-    async fn start(listener: tokio::net::TcpListener) -> tokio::task::JoinHandle<std::io::Result<()>> {
-        let app = A2aConfig::new("asker").routes(Arc::new(factory));
-        tokio::spawn(async move { axum::serve(listener, app).await })
-    }
+    // The server's routes can be swapped for fresh ones: a restart that forgets every task.
+    let routes = || A2aConfig::new("asker").routes(Arc::new(factory));
+    let current = Arc::new(std::sync::Mutex::new(routes()));
+    let app = axum::Router::new().fallback_service(tower::service_fn({
+        let current = Arc::clone(&current);
+        move |req: axum::extract::Request| {
+            let router = current.lock().unwrap().clone();
+            async move { tower::ServiceExt::oneshot(router, req).await }
+        }
+    }));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let server = start(listener).await;
+    tokio::spawn(async move { axum::serve(listener, app).await });
     // Asked whole (`SendMessage`), where a refusal is the request's error; a streamed request
     // gets it as the stream's first item.
     let mut card = towerscope_serve::a2a::A2aClient::connect(&format!("http://{address}"))
@@ -354,15 +360,12 @@ async fn a_remote_task_the_remote_agent_refuses_is_dropped_not_sent_again() {
     assert_eq!(asked.finished_reason, Some(ReplyFinishedReason::Completed), "{asked:?}");
 
     // The remote agent restarts and forgets its tasks: the answer to the open task is refused.
-    server.abort();
-    let _ = server.await;
-    let server = start(tokio::net::TcpListener::bind(address).await.unwrap()).await;
+    *current.lock().unwrap() = routes();
     let err = far.reply(Msg::user("user", "yes").into()).await.unwrap_err();
     assert!(err.to_string().contains("refused"), "{err}");
     // The next reply starts a new task instead of sending the forgotten one again.
     let again = far.reply(Msg::user("user", "Delete /tmp/a").into()).await.unwrap();
     assert_eq!(again.finished_reason, Some(ReplyFinishedReason::Completed), "{again:?}");
-    server.abort();
 }
 
 /// What a remote agent hears between its turns is kept to the latest 256 messages (they go in

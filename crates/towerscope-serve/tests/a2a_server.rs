@@ -541,6 +541,13 @@ async fn a_message_sent_again_gets_its_task_and_runs_nothing_twice() {
     let next = client.send(user("Still there?", "chat-dup")).await.unwrap();
     assert_eq!(next.answer_text(), CHAT_SECOND);
 
+    // Two copies sent at once start one task.
+    let twins = user("Hi", "chat-twins");
+    let (one, two) = tokio::join!(client.send(twins.clone()), client.send(twins));
+    let (one, two) = (one.unwrap(), two.unwrap());
+    assert_eq!(one.task().unwrap().id, two.task().unwrap().id);
+    assert_eq!(two.answer_text(), CHAT_ANSWER);
+
     // The "yes" that answered a question, sent again once the task has ended.
     let parked = client.send(user("Delete /tmp/a", "confirm-dup")).await.unwrap();
     let task = parked.task().unwrap().clone();

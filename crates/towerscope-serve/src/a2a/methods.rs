@@ -12,7 +12,7 @@ use towerscope_core::event::UserInterruptEvent;
 use super::answer;
 use super::error::RpcError;
 use super::run;
-use super::tasks::{Parked, TaskEntry, Tasks};
+use super::tasks::{Inserted, Parked, TaskEntry, Tasks};
 use super::wire::{Message, Role, SendMessageRequest, StreamResponse, Task, TaskState};
 
 /// The longest id a client may choose (a context, a task, a message).
@@ -59,7 +59,14 @@ pub(crate) fn start(tasks: &Arc<Tasks>, request: SendMessageRequest) -> Result<S
     }
     let open = match (&message.task_id, &message.context_id) {
         (Some(task), _) => Some(task.clone()),
-        (None, Some(context)) => tasks.open_task_of(context)?,
+        (None, Some(context)) => match tasks.open_task_of(context) {
+            Ok(open) => open,
+            // Busy with this very message, sent twice at once: its task.
+            Err(busy) => match tasks.task_of_message(context, &message.message_id) {
+                Some(task_id) => return subscribe(tasks, &task_id),
+                None => return Err(busy),
+            },
+        },
         (None, None) => None,
     };
     if let Some(task_id) = open {
@@ -72,20 +79,15 @@ pub(crate) fn start(tasks: &Arc<Tasks>, request: SendMessageRequest) -> Result<S
         .unwrap_or_else(|| towerscope_core::id::new_id().to_string());
     let agent = tasks.agent_for(&context)?;
     message.context_id = Some(context.clone());
-    let message_id = message.message_id.clone();
     let inserted = tasks.insert(&context, agent.clone(), message);
-    if inserted.is_err() {
-        // Full: the tasks that have waited for input too long make room for the next message.
-        for id in tasks.waited_too_long() {
-            if let Ok((agent, Some(parked))) = tasks.with_task(&id, begin_cancel).and_then(|r| r) {
-                tracing::info!(task = %id, "an A2A task waited for input too long and is canceled to make room");
-                let input = ReplyInput::from(UserInterruptEvent::new(parked.reply_id));
-                run::spawn(Arc::clone(tasks), id, agent, input, None);
-            }
-        }
+    if inserted.is_err() && tasks.is_full() {
+        make_room(tasks);
     }
-    let (id, task, updates) = inserted?;
-    tasks.remember_message(&context, &message_id, &id);
+    let (id, task, updates) = match inserted? {
+        Inserted::New(id, task, updates) => (id, *task, updates),
+        // Sent at the same time as its copy, which started the task.
+        Inserted::Sent(task_id) => return subscribe(tasks, &task_id),
+    };
     let _ = tasks.with_task(&id, |t| {
         t.task.history[0].task_id = Some(id.clone());
     });
@@ -97,6 +99,26 @@ pub(crate) fn start(tasks: &Arc<Tasks>, request: SendMessageRequest) -> Result<S
         updates,
         pace: Some(guard),
     })
+}
+
+/// Cancels the tasks that have waited for input longer than `Limits::max_input_wait`, so that
+/// the next message finds room. Each is checked again under the task's lock: one answered
+/// meanwhile is left alone.
+fn make_room(tasks: &Arc<Tasks>) {
+    let max = tasks.limits.max_input_wait;
+    for id in tasks.waited_too_long() {
+        let canceled = tasks.with_task(&id, |t| {
+            let expired = t.task.status.state == TaskState::InputRequired
+                && !t.cancel_requested
+                && t.waiting_since.is_some_and(|since| since.elapsed() > max);
+            if expired { begin_cancel(t).ok() } else { None }
+        });
+        if let Ok(Some((agent, Some(parked)))) = canceled {
+            tracing::info!(task = %id, "an A2A task waited for input too long and is canceled to make room");
+            let input = ReplyInput::from(UserInterruptEvent::new(parked.reply_id));
+            run::spawn(Arc::clone(tasks), id, agent, input, None);
+        }
+    }
 }
 
 /// The task a message with this id went to before, found through its context (given, or the

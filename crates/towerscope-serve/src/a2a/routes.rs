@@ -259,6 +259,8 @@ mod tests {
         let tasks = Arc::new(Tasks::new(Arc::new(move |_: &str| agent()), Limits::default()));
         let (id, task, updates) = tasks
             .insert("ctx", agent().unwrap(), Message::new_text(Role::User, "hi"))
+            .unwrap()
+            .into_new()
             .unwrap();
         // 400 pieces before the subscriber reads any: more than the channel keeps.
         for i in 0..400 {

@@ -119,6 +119,33 @@ struct ContextEntry {
 /// How many message ids a context remembers.
 const RECENT_MESSAGES: usize = 64;
 
+/// What [`Tasks::insert`] did.
+pub(crate) enum Inserted {
+    /// A new task: its id, the task, and a subscription to its updates.
+    New(String, Box<Task>, broadcast::Receiver<StreamResponse>),
+    /// The message was sent before: the task it went to.
+    Sent(String),
+}
+
+#[cfg(test)]
+impl Inserted {
+    /// The new task's id, the task and the subscription; `None` for a message sent before.
+    pub(crate) fn into_new(self) -> Option<(String, Task, broadcast::Receiver<StreamResponse>)> {
+        match self {
+            Self::New(id, task, updates) => Some((id, *task, updates)),
+            Self::Sent(_) => None,
+        }
+    }
+}
+
+/// Remembers one more message id of a context, forgetting the oldest past `RECENT_MESSAGES`.
+fn remember(recent: &mut VecDeque<(String, String)>, message_id: &str, task_id: &str) {
+    if recent.len() == RECENT_MESSAGES {
+        recent.pop_front();
+    }
+    recent.push_back((message_id.to_owned(), task_id.to_owned()));
+}
+
 #[derive(Default)]
 struct Inner {
     tasks: HashMap<String, TaskEntry>,
@@ -194,10 +221,7 @@ impl Tasks {
     /// Remembers that the message `message_id` sent to `context` went to the task `task_id`.
     pub(crate) fn remember_message(&self, context: &str, message_id: &str, task_id: &str) {
         if let Some(c) = self.lock().contexts.get_mut(context) {
-            if c.recent.len() == RECENT_MESSAGES {
-                c.recent.pop_front();
-            }
-            c.recent.push_back((message_id.to_owned(), task_id.to_owned()));
+            remember(&mut c.recent, message_id, task_id);
         }
     }
 
@@ -217,14 +241,12 @@ impl Tasks {
         }
     }
 
-    /// Registers a new task for `message` in `context`, subscribed before anything can happen.
+    /// Registers a new task for `message` in `context`, subscribed before anything can happen,
+    /// and remembers the message's id; when the context remembers the id already (the same
+    /// message sent again), registers nothing and names the task it went to. Checked and
+    /// remembered under one lock, so two copies of a message sent at once start one task.
     /// Fails when [`Limits::max_tasks`] tasks have not ended (none can be forgotten).
-    pub(crate) fn insert(
-        &self,
-        context: &str,
-        agent: Agent,
-        message: Message,
-    ) -> Result<(String, Task, broadcast::Receiver<StreamResponse>), RpcError> {
+    pub(crate) fn insert(&self, context: &str, agent: Agent, message: Message) -> Result<Inserted, RpcError> {
         let id = towerscope_core::id::new_id().to_string();
         let task = Task {
             id: id.clone(),
@@ -239,6 +261,15 @@ impl Tasks {
         };
         let (updates, rx) = broadcast::channel(UPDATES);
         let mut inner = self.lock();
+        let sent = inner.contexts.get(context).and_then(|c| {
+            c.recent
+                .iter()
+                .find(|(m, _)| *m == task.history[0].message_id)
+                .map(|(_, t)| t.clone())
+        });
+        if let Some(task_id) = sent {
+            return Ok(Inserted::Sent(task_id));
+        }
         // Checked again under the lock: two messages racing on one context start one reply.
         let last = inner.contexts.get(context).and_then(|c| c.last_task.as_ref());
         if let Some(last) = last
@@ -278,8 +309,14 @@ impl Tasks {
         inner.task_order.push_back(id.clone());
         if let Some(c) = inner.contexts.get_mut(context) {
             c.last_task = Some(id.clone());
+            remember(&mut c.recent, &task.history[0].message_id, &id);
         }
-        Ok((id, task, rx))
+        Ok(Inserted::New(id, Box::new(task), rx))
+    }
+
+    /// Whether the server holds [`Limits::max_tasks`] tasks.
+    pub(crate) fn is_full(&self) -> bool {
+        self.lock().tasks.len() >= self.limits.max_tasks
     }
 
     /// Runs `f` on the task `id`, or fails with task-not-found. A task that `f` ended is
@@ -418,7 +455,11 @@ mod tests {
             |_: &str| -> Result<Agent, AgentError> { Agent::builder("a").model(ScriptedModel::new("m", [])).build() };
         let tasks = Tasks::new(Arc::new(factory), Limits::default());
         let agent = tasks.agent_for("ctx").unwrap();
-        let (id, _, mut early) = tasks.insert("ctx", agent, Message::default()).unwrap();
+        let (id, _, mut early) = tasks
+            .insert("ctx", agent, Message::default())
+            .unwrap()
+            .into_new()
+            .unwrap();
         tasks
             .with_task(&id, |t| {
                 publish_status(t, TaskState::Working, None);
@@ -484,7 +525,11 @@ mod tests {
         let tasks = Arc::new(Tasks::new(Arc::new(factory), Limits::default()));
         let agent = tasks.agent_for("ctx").unwrap();
         let message = Message::new_text(Role::User, "Delete /tmp/a");
-        let (id, _, _) = tasks.insert("ctx", agent.clone(), message.clone()).unwrap();
+        let (id, _, _) = tasks
+            .insert("ctx", agent.clone(), message.clone())
+            .unwrap()
+            .into_new()
+            .unwrap();
         let input = ReplyInput::from(towerscope_core::Msg::user("user", "Delete /tmp/a"));
         run::spawn(Arc::clone(&tasks), id.clone(), agent.clone(), input, None);
         tokio::time::sleep(Duration::from_millis(50)).await;
