@@ -8,11 +8,6 @@ use towerscope_core::AgentError;
 /// The longest user or session id accepted, in bytes.
 pub const MAX_ID_LEN: usize = 128;
 
-/// The longest key accepted once encoded (`{user_id}_{session_id}`, each id escaped as the
-/// [`SessionKey`] docs say), in bytes: the file store's names add up to 38 bytes to it (its
-/// temporary files), and most file systems allow 255.
-pub const MAX_ENCODED_LEN: usize = 200;
-
 /// A session of a user: what a [`SessionStore`](super::SessionStore) saves and loads under.
 ///
 /// The user id may be empty (a session of nobody in particular, as the reference allows); the
@@ -37,9 +32,8 @@ pub struct SessionKey {
 
 impl SessionKey {
     /// The session `session_id` of user `user_id` (empty for none). Fails on an empty session
-    /// id, on ids longer than [`MAX_ID_LEN`] bytes, and on a key longer than
-    /// [`MAX_ENCODED_LEN`] bytes once encoded (an escaped byte takes three: 67 bytes of
-    /// Japanese text are 201): a store could not name its file.
+    /// id and on ids longer than [`MAX_ID_LEN`] bytes. (A file store also bounds the key once
+    /// encoded: see [`MAX_FILE_KEY_LEN`](super::MAX_FILE_KEY_LEN).)
     pub fn new(user_id: impl Into<String>, session_id: impl Into<String>) -> Result<Self, AgentError> {
         let (user_id, session_id) = (user_id.into(), session_id.into());
         if session_id.is_empty() {
@@ -53,18 +47,10 @@ impl SessionKey {
                 )));
             }
         }
-        let key = Self {
+        Ok(Self {
             user_id: user_id.into(),
             session_id: session_id.into(),
-        };
-        let encoded = key.file_stem().len();
-        if encoded > MAX_ENCODED_LEN {
-            return Err(AgentError::validation(format!(
-                "the session key is {encoded} bytes once encoded, too long: at most {MAX_ENCODED_LEN} bytes (each \
-                 byte outside A-Z a-z 0-9 - . takes three)"
-            )));
-        }
-        Ok(key)
+        })
     }
 
     /// The user id (empty for none).

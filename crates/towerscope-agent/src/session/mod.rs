@@ -101,8 +101,8 @@ mod store;
 mod stream;
 
 pub use document::{SESSION_FORMAT_VERSION, SessionDocument};
-pub use file::JsonFileStore;
-pub use key::{MAX_ENCODED_LEN, MAX_ID_LEN, SessionKey};
+pub use file::{JsonFileStore, MAX_FILE_KEY_LEN};
+pub use key::{MAX_ID_LEN, SessionKey};
 pub use layer::SessionLayer;
 #[cfg(feature = "redis")]
 pub use redis::RedisStore;

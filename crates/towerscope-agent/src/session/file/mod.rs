@@ -14,6 +14,12 @@ use super::document::{read, write};
 use super::key::{SessionKey, decode, encode};
 use super::store::{Expect, SessionStore, StoreFuture, Stored, conflict, satisfies};
 
+/// The longest key a [`JsonFileStore`] takes once encoded (`{user_id}_{session_id}`, each id
+/// escaped as the [`SessionKey`] docs say; an escaped byte takes three), in bytes: its
+/// temporary files add up to 38 bytes to the name, and most file systems allow 255. A longer
+/// key fails its load, the first thing a reply does, before anything runs.
+pub const MAX_FILE_KEY_LEN: usize = 217;
+
 /// Sessions as JSON files in one directory: `{user_id}_{session_id}.json`, or
 /// `{session_id}.json` without a user id (the reference's `JSONSession` names; ids are encoded,
 /// see [`SessionKey`]). Nothing to install; the directory is created on the first save.
@@ -32,7 +38,7 @@ use super::store::{Expect, SessionStore, StoreFuture, Stored, conflict, satisfie
 ///   a file system that ignores case (macOS and Windows by default) ids that differ only in
 ///   case, `Bob` and `bob`, name the same file and share a session. There, use ids that differ
 ///   otherwise (uuids do), or `RedisStore` (feature `redis`). A key longer
-///   than [`MAX_ENCODED_LEN`](super::MAX_ENCODED_LEN) once encoded is refused when it is made.
+///   than [`MAX_FILE_KEY_LEN`] once encoded is refused.
 ///
 /// Blocking file I/O runs on tokio's blocking pool (`spawn_blocking`), so the store needs a
 /// tokio runtime.
@@ -69,7 +75,21 @@ impl JsonFileStore {
         AgentError::unavailable(format!("session store {}", self.dir.display()), e)
     }
 
+    /// Refuses a key whose file names would be too long for the file system (a lasting error:
+    /// retrying cannot help).
+    fn fits(key: &SessionKey) -> Result<(), AgentError> {
+        let length = key.file_stem().len();
+        if length > MAX_FILE_KEY_LEN {
+            return Err(AgentError::validation(format!(
+                "session {key}: its file name would be {length} bytes, more than the {MAX_FILE_KEY_LEN} a file \
+                 store takes (each byte outside A-Z a-z 0-9 - . takes three); use shorter ids"
+            )));
+        }
+        Ok(())
+    }
+
     fn load_now(&self, key: &SessionKey) -> Result<Option<Stored>, AgentError> {
+        Self::fits(key)?;
         let bytes = match fs::read(self.path_of(key)) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -84,6 +104,7 @@ impl JsonFileStore {
 
     /// Saves under the session's lock; `body` is the document JSON without a revision.
     fn save_now(&self, key: &SessionKey, body: &[u8], expect: Expect) -> Result<u64, AgentError> {
+        Self::fits(key)?;
         fs::create_dir_all(&*self.dir).map_err(|e| self.failed(e))?;
         let _lock = self.lock(key)?;
         let path = self.path_of(key);
@@ -106,6 +127,7 @@ impl JsonFileStore {
     }
 
     fn delete_now(&self, key: &SessionKey) -> Result<bool, AgentError> {
+        Self::fits(key)?;
         if !self.dir.exists() {
             return Ok(false);
         }

@@ -9,7 +9,7 @@ use towerscope_core::{
 };
 
 use super::*;
-use crate::session::MAX_ENCODED_LEN;
+
 use crate::state::AgentState;
 
 fn temp_dir() -> PathBuf {
@@ -135,34 +135,38 @@ async fn hostile_ids_stay_inside_the_directory_and_list_back() {
     fs::remove_dir_all(&root).unwrap();
 }
 
-/// The longest keys accepted make names the file system takes (the temporary file's too),
-/// and one byte more is refused when the key is made, before any reply runs.
+/// The longest keys the store takes make names the file system takes (the temporary file's
+/// too); one byte more is refused at the load, the first thing a reply does, as a lasting
+/// error, and nothing is written.
 #[tokio::test]
-async fn the_longest_keys_save_and_load_and_longer_ones_are_refused_up_front() {
+async fn the_longest_keys_save_and_load_and_longer_ones_are_refused_at_the_load() {
     let dir = temp_dir();
     let store = JsonFileStore::new(&dir);
     let doc = SessionDocument::new(rich_state());
-    // 128 plain bytes each: 128 + 1 + 71 = 200 encoded, at the limit.
-    let plain = SessionKey::new("u".repeat(128), "s".repeat(71)).unwrap();
-    // Escaped bytes take three: 66 bytes of Japanese (22 characters) are 198, plus "_" and "x".
-    let escaped = SessionKey::new("x", "日本語の会話の記録です日本語の会話の記録です").unwrap();
+    // 128 plain bytes each: 128 + 1 + 88 = 217 encoded, at the limit.
+    let plain = SessionKey::new("u".repeat(128), "s".repeat(88)).unwrap();
+    // Escaped bytes take three: 72 bytes of Japanese (24 characters) are 216, plus "x_".
+    let escaped = SessionKey::new("", "x日本語の会話の記録です日本語の会話の記録です記録").unwrap();
     for key in [&plain, &escaped] {
-        assert!(key.file_stem().len() <= MAX_ENCODED_LEN);
+        assert!(key.file_stem().len() <= MAX_FILE_KEY_LEN, "{}", key.file_stem().len());
         assert_eq!(store.save(key, &doc, Expect::Absent).await.unwrap(), 1);
         assert_eq!(store.save(key, &doc, Expect::Revision(1)).await.unwrap(), 2);
         assert_eq!(store.load(key).await.unwrap().unwrap().document, doc);
     }
     for (user, session) in [
-        ("u".repeat(128), "s".repeat(72)),
+        ("u".repeat(128), "s".repeat(89)),
         ("u".repeat(128), "s".repeat(128)),
         (
-            "x".to_owned(),
-            "日本語の会話の記録です日本語の会話の記録です。".to_owned(),
+            String::new(),
+            "x日本語の会話の記録です日本語の会話の記録です記録。".to_owned(),
         ),
     ] {
-        let err = SessionKey::new(user, session).unwrap_err();
+        let key = SessionKey::new(user, session).unwrap();
+        let err = store.load(&key).await.unwrap_err();
         assert!(!err.is_retryable(), "{err}");
-        assert!(err.to_string().contains("at most 200 bytes"), "{err}");
+        assert!(err.to_string().contains("more than the 217"), "{err}");
+        assert!(store.save(&key, &doc, Expect::Absent).await.is_err());
+        assert!(!store.path_of(&key).exists());
     }
     fs::remove_dir_all(&dir).unwrap();
 }
