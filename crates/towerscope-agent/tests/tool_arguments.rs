@@ -155,3 +155,76 @@ async fn a_typed_tool_reads_unparsed_arguments_when_no_layer_asks_for_them() {
         outputs[1]
     );
 }
+
+/// A tool that says which way it was called: from the call's text, or from a parsed value.
+struct Which {
+    schema: Value,
+}
+
+impl towerscope_agent::toolkit::Tool for Which {
+    fn name(&self) -> &str {
+        "which"
+    }
+    fn description(&self) -> &str {
+        "Says how it got its arguments."
+    }
+    fn input_schema(&self) -> &Value {
+        &self.schema
+    }
+    fn decides_on_input(&self) -> bool {
+        false
+    }
+    fn call_text(&self, text: &str) -> Option<towerscope_agent::toolkit::ToolChunkStream> {
+        let chunk = towerscope_core::ToolChunk::text(format!("text {text}"));
+        Some(Box::pin(futures_util::stream::iter([Ok(chunk)])))
+    }
+    fn call(&self, input: Value) -> towerscope_agent::toolkit::ToolChunkStream {
+        let chunk = towerscope_core::ToolChunk::text(format!("value {input}"));
+        Box::pin(futures_util::stream::iter([Ok(chunk)]))
+    }
+}
+
+/// The text goes to the tool as the model wrote it when the schema takes it as it is, and no
+/// layer asked for the arguments; otherwise the tool gets the parse (repaired and coerced, or
+/// made for a layer that asked).
+#[tokio::test]
+async fn the_tool_gets_the_text_only_when_nothing_needed_its_parse() {
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let run = |asks: bool| {
+        let schema = schema.clone();
+        async move {
+            let model = ScriptedModel::new(
+                "m",
+                [
+                    ScriptedResponse::tool_call("c1", "which", r#"{"n": 1}"#),
+                    ScriptedResponse::tool_call("c2", "which", r#"{"n": "2"}"#),
+                    ScriptedResponse::text("done"),
+                ],
+            );
+            let mut builder = Agent::builder("a")
+                .hints(HintConfig::disabled())
+                .model(model)
+                .tool(Which { schema });
+            if asks {
+                builder = builder.on_acting(from_fn(|req: ActingRequest, next: ActingNext| {
+                    let _ = req.input();
+                    next.run(req)
+                }));
+            }
+            let agent = builder.build().unwrap();
+            agent.reply(Msg::user("user", "which?")).await.unwrap();
+            let context = agent.state().context;
+            context
+                .iter()
+                .flat_map(|m| {
+                    results(m)
+                        .into_iter()
+                        .map(|r| r.output.text_content().unwrap_or_default())
+                        .collect::<Vec<_>>()
+                })
+                .collect::<Vec<String>>()
+        }
+    };
+    assert_eq!(run(false).await, [r#"text {"n": 1}"#, r#"value {"n":2}"#]);
+    assert_eq!(run(true).await, [r#"value {"n":1}"#, r#"value {"n":2}"#]);
+}

@@ -154,7 +154,11 @@ impl ActingRequest {
     /// the innermost service hands a tool that reads its arguments from text
     /// ([`unparsed_input`](Self::unparsed_input)) the text itself.
     ///
-    /// A text that does not parse (a broken promise) reads as `null`.
+    /// The innermost service takes the promise as it is: it does not check the text again, so
+    /// a text that is not what the schema asks for reaches a tool that reads text unvalidated,
+    /// and one that does not parse reads as `null`. Only the agent, which has checked the
+    /// text, should make this promise; a layer changes arguments with
+    /// [`set_input`](Self::set_input), which is checked.
     ///
     /// ```
     /// use towerscope_core::{ActingRequest, AgentContext, ToolCallBlock, ToolInfo};
