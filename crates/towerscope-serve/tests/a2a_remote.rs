@@ -89,30 +89,60 @@ async fn a_remote_agent_takes_its_turn_in_a_pipeline_and_hears_a_hub() {
     assert_eq!(context.last().map(String::as_str), Some("heard: alice: Tabs."));
 }
 
+/// Interrupted once its request is out (the stream has started), the reply's remote task is
+/// canceled: it would otherwise answer a minute later.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupting_a_remote_agent_cancels_its_remote_task() {
     let base = serve_echo(A2aConfig::new("far")).await;
     let far = RemoteAgent::connect(&base).await.unwrap();
-    let stream = far.reply_stream(Msg::user("user", "answer slowly").into());
-    let reply = tokio::spawn(async move { stream.collect::<Vec<_>>().await });
-    // Interrupt once the remote task exists.
-    let mut interrupted = false;
-    for _ in 0..200 {
-        if far.interrupt() {
-            interrupted = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(interrupted, "the reply had a remote task to cancel");
-    let items = tokio::time::timeout(Duration::from_secs(20), reply)
+    let mut stream = far.reply_stream(Msg::user("user", "answer slowly").into());
+    // The first item comes once the request is out and the remote agent answered its headers.
+    let first = stream.next().await.unwrap().unwrap();
+    assert!(
+        matches!(first, ReplyItem::Event(AgentEvent::ReplyStart(_))),
+        "{first:?}"
+    );
+    assert!(far.interrupt(), "a reply is in progress");
+    let items = tokio::time::timeout(Duration::from_secs(20), stream.collect::<Vec<_>>())
         .await
-        .unwrap()
-        .unwrap();
+        .expect("the remote task was canceled: no minute-long answer");
     let Some(Ok(ReplyItem::Final(last))) = items.last() else {
         panic!("{items:?}")
     };
     assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Interrupted));
+    // And the next reply is not held up by the old task.
+    let next = far.reply(Msg::user("user", "hello").into()).await.unwrap();
+    assert_eq!(next.text_content().as_deref(), Some("heard: hello"));
+    assert!(!far.interrupt(), "no reply in progress");
+}
+
+/// Interrupted before its request went out, a reply sends nothing, ends interrupted, and the
+/// messages it would have carried go with the next one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupting_a_remote_agent_before_its_request_goes_out_sends_nothing() {
+    let base = serve_echo(A2aConfig::new("far")).await;
+    let far = RemoteAgent::connect(&base).await.unwrap();
+    far.observe(vec![Msg::assistant("bob", "Bob was here.")]).unwrap();
+    let stream = far.reply_stream(Msg::user("user", "never sent").into());
+    assert!(far.interrupt());
+    let items: Vec<_> = stream.collect().await;
+    let Some(Ok(ReplyItem::Final(last))) = items.last() else {
+        panic!("{items:?}")
+    };
+    assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Interrupted));
+    let next = far.reply(Msg::user("user", "hello").into()).await.unwrap();
+    assert_eq!(next.text_content().as_deref(), Some("heard: bob: Bob was here.\nhello"));
+}
+
+/// A reply stream dropped before its end leaves no reply in progress.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_reply_stream_leaves_no_reply_in_progress() {
+    let base = serve_echo(A2aConfig::new("far")).await;
+    let far = RemoteAgent::connect(&base).await.unwrap();
+    let mut stream = far.reply_stream(Msg::user("user", "hi").into());
+    let _ = stream.next().await;
+    drop(stream);
+    assert!(!far.interrupt());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -382,4 +412,11 @@ async fn a_remote_agent_keeps_the_latest_messages_it_heard() {
     assert_eq!(heard.len(), 257, "256 heard, and the question");
     assert_eq!(heard[0], "bob: m44");
     assert_eq!(heard[256], "and?");
+
+    // And to 512 KiB of text: a message larger than that alone is not kept, so it cannot make
+    // every later request too large for the server.
+    far.observe(vec![Msg::assistant("bob", "x".repeat(600 << 10))]).unwrap();
+    far.observe(vec![Msg::assistant("bob", "small")]).unwrap();
+    let answer = far.reply(Msg::user("user", "still?").into()).await.unwrap();
+    assert_eq!(answer.text_content().as_deref(), Some("heard: bob: small\nstill?"));
 }

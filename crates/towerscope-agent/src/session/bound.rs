@@ -171,10 +171,13 @@ impl Bound {
 
 /// Whether `held` is the conversation `stored` is, or goes on from it (messages observed since
 /// the save, or a turn whose save failed): `stored`'s last message is at the same place in
-/// `held`. Message ids are drawn at random, so a conversation made again does not have it.
+/// `held`. Message ids are drawn at random, so a conversation made again does not have it. An
+/// empty stored conversation is the held one only when that is empty too. (A turn that
+/// compressed the context and then failed to save is reloaded: its messages are not at the
+/// same places.)
 fn same_conversation(stored: &AgentState, held: &AgentState) -> bool {
     match stored.context.len().checked_sub(1) {
-        None => true,
+        None => held.context.is_empty(),
         Some(last) => held.context.get(last).map(|m| &m.id) == stored.context.last().map(|m| &m.id),
     }
 }

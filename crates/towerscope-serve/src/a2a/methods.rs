@@ -135,7 +135,7 @@ fn sent_before(tasks: &Tasks, message: &Message) -> Option<String> {
 /// Answers the task `task_id` waiting for input with `message`.
 fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Started, RpcError> {
     let message_id = message.message_id.clone();
-    let (agent, input, task, updates) = tasks.with_task(task_id, |t| {
+    let answered = tasks.answer_task(task_id, &message_id, |t| {
         if let Some(context) = &message.context_id
             && *context != t.task.context_id
         {
@@ -168,8 +168,11 @@ fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Sta
         // Working from now on (the runner publishes the update); the next message is refused.
         t.task.status.state = TaskState::Working;
         Ok((agent, input, t.task.clone(), updates))
-    })??;
-    tasks.remember_message(&task.context_id, &message_id, task_id);
+    })?;
+    let Some((agent, input, task, updates)) = answered else {
+        // A copy of this message, sent at once, answered the task: its task.
+        return subscribe(tasks, task_id);
+    };
     let (pace, guard) = run::pace();
     run::spawn(Arc::clone(tasks), task_id.to_owned(), agent, input, Some(pace));
     Ok(Started {

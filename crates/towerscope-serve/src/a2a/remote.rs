@@ -118,6 +118,21 @@ struct Reply {
     out: VecDeque<Result<ReplyItem, AgentError>>,
     upstream: Option<UpdateStream>,
     done: bool,
+    /// What the request carried (the messages heard, the open task), until an update shows
+    /// that the remote agent took it: a stream whose first item is an error gives it back.
+    unsent: Option<(Vec<Msg>, Option<String>)>,
+}
+
+impl Drop for Reply {
+    /// A reply stream dropped before its end: no reply is in progress any more.
+    fn drop(&mut self) {
+        if !self.done {
+            let mut conv = self.agent.lock();
+            conv.replying = false;
+            conv.running_task = None;
+            conv.interrupt_pending = false;
+        }
+    }
 }
 
 impl Participant for RemoteAgent {
@@ -136,6 +151,7 @@ impl Participant for RemoteAgent {
             let mut conv = self.lock();
             conv.replying = true;
             conv.interrupt_pending = false;
+            conv.running_task = None;
             let observed = std::mem::take(&mut conv.observed);
             let mut lines: Vec<String> = observed
                 .iter()
@@ -153,8 +169,10 @@ impl Participant for RemoteAgent {
         let first = async move {
             let message = user_message(&text, context.as_deref(), task.as_deref());
             let streaming = agent.client.card().capabilities.streaming;
-            // An interrupt while the request is on its way gives it up (the remote task, if
-            // the request reached it, is not known yet: it goes on there).
+            // An interrupt before the request goes out gives it up. One while it is on its way
+            // waits for the stream's first update, which names the task to cancel (`track`);
+            // an agent whose card does not stream names it only with its whole answer, so its
+            // request is given up (its task goes on there, unknown to us).
             let notify = Arc::clone(&agent.interrupted);
             let interrupted = notify.notified();
             tokio::pin!(interrupted);
@@ -174,6 +192,8 @@ impl Participant for RemoteAgent {
                 };
                 if pending {
                     Ok(None)
+                } else if streaming {
+                    opening.await.map(Some)
                 } else {
                     tokio::select! {
                         opened = opening => opened.map(Some),
@@ -181,27 +201,21 @@ impl Participant for RemoteAgent {
                     }
                 }
             };
-            if !matches!(opened, Ok(Some(_))) {
-                // The request did not get through: what the agent observed goes with the next
-                // reply (before what it observes meanwhile; a request that reached the remote
-                // agent first sends it twice, which loses nothing). So does the task it left
-                // open, unless the remote agent refused the request (the task may be gone
-                // there: sending it again would fail every later reply).
-                let refused = matches!(&opened, Err(ClientError::Rpc(_) | ClientError::Http(400..=499)));
-                let mut conv = agent.lock();
-                let since = std::mem::replace(&mut conv.observed, observed);
-                conv.observed.extend(since);
-                keep_latest(&mut conv.observed);
-                if conv.open_task.is_none() && !refused {
-                    conv.open_task = task;
+            match opened {
+                Ok(Some(upstream)) => Ok((agent, Some(upstream), Some((observed, task)))),
+                Ok(None) => {
+                    restore(&agent, observed, task, None);
+                    Ok((agent, None, None))
                 }
-                conv.replying = false;
+                Err(e) => {
+                    restore(&agent, observed, task, Some(&e));
+                    Err(e)
+                }
             }
-            opened.map(|upstream| (agent, upstream))
         };
         let name = self.name.clone();
         Box::pin(stream::once(first).flat_map(move |opened| match opened {
-            Ok((agent, upstream)) => {
+            Ok((agent, upstream, unsent)) => {
                 let reply_id = towerscope_core::id::new_id();
                 let session: Id = agent.context_id().map(Id::from).unwrap_or_default();
                 let start = ReplyStartEvent::new(session.clone(), reply_id.clone(), name.as_str());
@@ -215,6 +229,7 @@ impl Participant for RemoteAgent {
                     out: VecDeque::from([Ok(ReplyItem::Event(AgentEvent::ReplyStart(start)))]),
                     upstream,
                     done: false,
+                    unsent,
                 };
                 if given_up {
                     reply.end(TaskState::Canceled, None);
@@ -239,9 +254,12 @@ impl Participant for RemoteAgent {
         Some(&self.broadcaster)
     }
 
-    /// Cancels the reply's remote task; before the task is known (the request on its way, or
-    /// an agent whose card does not stream and answers whole), gives the request up, and
-    /// cancels the task as soon as an update names it. `false` when no reply is in progress.
+    /// Cancels the reply's remote task. Before the task is known: a request not sent yet is
+    /// given up; one on its way to a streaming agent has the task canceled as soon as the
+    /// stream's first update names it; one to an agent whose card does not stream (it names
+    /// the task only with its whole answer) is given up here, and its task goes on there.
+    /// `false` when no reply is in progress. A `RemoteAgent` (and its clones, which share its
+    /// conversation) replies one reply at a time.
     fn interrupt(&self) -> bool {
         let task = {
             let mut conv = self.lock();
@@ -271,10 +289,21 @@ impl Reply {
             }
             let upstream = self.upstream.as_mut()?;
             match upstream.next().await {
-                Some(Ok(update)) => self.apply(update),
+                Some(Ok(update)) => {
+                    self.unsent = None;
+                    self.apply(update);
+                }
                 Some(Err(e)) => {
                     self.done = true;
-                    self.agent.lock().replying = false;
+                    match self.unsent.take() {
+                        // Refused before any update (a streamed refusal comes as the first item).
+                        Some((observed, task)) => restore(&self.agent, observed, task, Some(&e)),
+                        None => {
+                            let mut conv = self.agent.lock();
+                            conv.replying = false;
+                            conv.running_task = None;
+                        }
+                    }
                     self.out.push_back(Err(AgentError::Validation(format!(
                         "remote agent `{}`: {e}",
                         self.agent.name
@@ -309,6 +338,13 @@ impl Reply {
                     // end would grow the answer without end.
                     self.done = true;
                     self.upstream = None;
+                    {
+                        let mut conv = self.agent.lock();
+                        conv.replying = false;
+                        conv.running_task = None;
+                    }
+                    // Nobody reads the rest: the remote task is canceled.
+                    cancel_remote(&self.agent.client, u.task_id);
                     self.out.push_back(Err(AgentError::Validation(format!(
                         "remote agent `{}`: the answer is larger than {MAX_ANSWER_BYTES} bytes",
                         self.agent.name
@@ -444,10 +480,49 @@ fn cancel_remote(client: &A2aClient, task: String) -> bool {
 /// one request, which a server caps; ours at 1 MiB).
 const MAX_OBSERVED: usize = 256;
 
-/// Drops the oldest observed messages past [`MAX_OBSERVED`].
+/// How many bytes of text those messages may hold: the latest that fit (a message larger
+/// than this alone is dropped).
+const MAX_OBSERVED_BYTES: usize = 512 << 10;
+
+/// Drops the oldest observed messages past [`MAX_OBSERVED`] and [`MAX_OBSERVED_BYTES`].
 fn keep_latest(observed: &mut Vec<Msg>) {
     let over = observed.len().saturating_sub(MAX_OBSERVED);
-    if over > 0 {
-        observed.drain(..over);
+    observed.drain(..over);
+    let mut bytes = 0usize;
+    let mut keep_from = observed.len();
+    for (i, m) in observed.iter().enumerate().rev() {
+        bytes = bytes.saturating_add(m.text_content().map_or(0, |t| t.len()));
+        if bytes > MAX_OBSERVED_BYTES {
+            break;
+        }
+        keep_from = i;
     }
+    observed.drain(..keep_from);
+}
+
+/// Puts back what a request that did not get through carried (`error`: how it failed; `None`:
+/// given up): the messages heard go with the next reply, before those heard since (a request
+/// that reached the remote agent first sends them twice, which loses nothing), unless they made
+/// the request too large; the open task too, unless the remote agent refused the request (the
+/// task may be gone there: sending it again would fail every later reply). A passing refusal
+/// (408, 429) keeps it.
+fn restore(agent: &RemoteAgent, observed: Vec<Msg>, task: Option<String>, error: Option<&ClientError>) {
+    let too_large = matches!(error, Some(ClientError::Http(413)));
+    let refused = match error {
+        Some(ClientError::Rpc(_)) => true,
+        Some(ClientError::Http(status)) => (400..500).contains(status) && !matches!(status, 408 | 429),
+        _ => false,
+    };
+    let mut conv = agent.lock();
+    if !too_large {
+        let since = std::mem::replace(&mut conv.observed, observed);
+        conv.observed.extend(since);
+        keep_latest(&mut conv.observed);
+    }
+    if conv.open_task.is_none() && !refused {
+        conv.open_task = task;
+    }
+    conv.replying = false;
+    conv.running_task = None;
+    conv.interrupt_pending = false;
 }

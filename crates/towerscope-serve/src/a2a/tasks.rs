@@ -218,13 +218,6 @@ impl Tasks {
         recent.iter().find(|(m, _)| m == message_id).map(|(_, t)| t.clone())
     }
 
-    /// Remembers that the message `message_id` sent to `context` went to the task `task_id`.
-    pub(crate) fn remember_message(&self, context: &str, message_id: &str, task_id: &str) {
-        if let Some(c) = self.lock().contexts.get_mut(context) {
-            remember(&mut c.recent, message_id, task_id);
-        }
-    }
-
     /// The task the context's last message left waiting for input, if any; an error if that
     /// task is still running (one reply at a time per context).
     pub(crate) fn open_task_of(&self, context: &str) -> Result<Option<String>, RpcError> {
@@ -355,6 +348,32 @@ impl Tasks {
             })
             .cloned()
             .collect()
+    }
+
+    /// Runs `f` on the task `id` for a message `message_id` that answers it, and remembers the
+    /// message when `f` succeeds; under one lock, so that a copy of the message sent at once
+    /// finds it remembered (`Ok(None)`: sent before) instead of racing it.
+    pub(crate) fn answer_task<R>(
+        &self,
+        id: &str,
+        message_id: &str,
+        f: impl FnOnce(&mut TaskEntry) -> Result<R, RpcError>,
+    ) -> Result<Option<R>, RpcError> {
+        let mut inner = self.lock();
+        let inner = &mut *inner;
+        let entry = inner.tasks.get_mut(id).ok_or_else(|| RpcError::task_not_found(id))?;
+        let context = inner.contexts.get_mut(&entry.task.context_id);
+        if context
+            .as_ref()
+            .is_some_and(|c| c.recent.iter().any(|(m, _)| m == message_id))
+        {
+            return Ok(None);
+        }
+        let out = f(entry)?;
+        if let Some(c) = context {
+            remember(&mut c.recent, message_id, id);
+        }
+        Ok(Some(out))
     }
 
     /// A new subscription to the task `id` and the task as it is, taken together (updates are
