@@ -134,15 +134,45 @@ async fn interrupting_a_remote_agent_before_its_request_goes_out_sends_nothing()
     assert_eq!(next.text_content().as_deref(), Some("heard: bob: Bob was here.\nhello"));
 }
 
-/// A reply stream dropped before its end leaves no reply in progress.
+/// A reply stream dropped before its end leaves no reply in progress, and its remote task is
+/// canceled: left running, it would keep the remote context busy and refuse the next reply.
+/// A stream dropped before it was ever read sends nothing and keeps what it would have carried.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dropped_reply_stream_leaves_no_reply_in_progress() {
+async fn a_dropped_reply_stream_cancels_its_remote_task_and_loses_nothing() {
     let base = serve_echo(A2aConfig::new("far")).await;
     let far = RemoteAgent::connect(&base).await.unwrap();
-    let mut stream = far.reply_stream(Msg::user("user", "hi").into());
+    let mut stream = far.reply_stream(Msg::user("user", "answer slowly").into());
     let _ = stream.next().await;
     drop(stream);
+    assert!(!far.interrupt(), "no reply in progress");
+    // The slow task was canceled: the context takes the next message (retried while the
+    // cancellation lands, which a busy context refuses).
+    let mut next = None;
+    for _ in 0..100 {
+        match far.reply(Msg::user("user", "hello").into()).await {
+            Ok(msg) => {
+                next = Some(msg);
+                break;
+            }
+            Err(e) => {
+                assert!(e.to_string().contains("busy"), "{e}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+    assert_eq!(
+        next.expect("the context was freed").text_content().as_deref(),
+        Some("heard: hello")
+    );
+
+    far.observe(vec![Msg::assistant("bob", "Bob was here.")]).unwrap();
+    drop(far.reply_stream(Msg::user("user", "never read").into()));
     assert!(!far.interrupt());
+    let answer = far.reply(Msg::user("user", "and now?").into()).await.unwrap();
+    assert_eq!(
+        answer.text_content().as_deref(),
+        Some("heard: bob: Bob was here.\nand now?")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -415,8 +445,17 @@ async fn a_remote_agent_keeps_the_latest_messages_it_heard() {
 
     // And to 512 KiB of text: a message larger than that alone is not kept, so it cannot make
     // every later request too large for the server.
+    far.observe(vec![Msg::assistant("bob", "older")]).unwrap();
     far.observe(vec![Msg::assistant("bob", "x".repeat(600 << 10))]).unwrap();
     far.observe(vec![Msg::assistant("bob", "small")]).unwrap();
     let answer = far.reply(Msg::user("user", "still?").into()).await.unwrap();
-    assert_eq!(answer.text_content().as_deref(), Some("heard: bob: small\nstill?"));
+    assert_eq!(
+        answer.text_content().as_deref(),
+        Some("heard: bob: older\nbob: small\nstill?")
+    );
+    // The large one last: the older ones stay.
+    far.observe(vec![Msg::assistant("bob", "first")]).unwrap();
+    far.observe(vec![Msg::assistant("bob", "y".repeat(600 << 10))]).unwrap();
+    let answer = far.reply(Msg::user("user", "and?").into()).await.unwrap();
+    assert_eq!(answer.text_content().as_deref(), Some("heard: bob: first\nand?"));
 }

@@ -71,7 +71,21 @@ struct Conversation {
     /// An interrupt came before the reply's remote task was known: it is canceled as soon as
     /// it is (or the request is given up while it is on its way).
     interrupt_pending: bool,
+    /// How many replies have started: a reply changes the flags above only while it is the
+    /// latest (an old stream dropped late leaves the new reply's alone).
+    generation: u64,
     observed: Vec<Msg>,
+}
+
+impl Conversation {
+    /// Reply `generation` is over: if it is the latest, no reply is in progress.
+    fn finish(&mut self, generation: u64) {
+        if self.generation == generation {
+            self.replying = false;
+            self.running_task = None;
+            self.interrupt_pending = false;
+        }
+    }
 }
 
 impl RemoteAgent {
@@ -121,16 +135,69 @@ struct Reply {
     /// What the request carried (the messages heard, the open task), until an update shows
     /// that the remote agent took it: a stream whose first item is an error gives it back.
     unsent: Option<(Vec<Msg>, Option<String>)>,
+    /// Which reply this is (see `Conversation::generation`).
+    generation: u64,
+    /// The remote task, once an update named it.
+    task: Option<String>,
 }
 
 impl Drop for Reply {
-    /// A reply stream dropped before its end: no reply is in progress any more.
+    /// A reply stream dropped before its end: the reply is over here, and its remote task is
+    /// canceled (left running, it would keep the remote context busy). A task no update named
+    /// yet is canceled once the stream's first update names it, read from a task of its own.
     fn drop(&mut self) {
-        if !self.done {
-            let mut conv = self.agent.lock();
-            conv.replying = false;
-            conv.running_task = None;
-            conv.interrupt_pending = false;
+        if self.done {
+            return;
+        }
+        self.agent.lock().finish(self.generation);
+        if let Some(task) = self.task.take() {
+            cancel_remote(&self.agent.client, task);
+        } else if let (Some(mut upstream), Ok(runtime)) = (self.upstream.take(), tokio::runtime::Handle::try_current())
+        {
+            let client = self.agent.client.clone();
+            runtime.spawn(async move {
+                while let Some(Ok(update)) = upstream.next().await {
+                    if let Some(task) = task_of(&update) {
+                        if let Err(e) = client.cancel_task(&task).await {
+                            tracing::warn!(error = %e, "canceling a remote A2A task failed");
+                        }
+                        return;
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// The task an update names, if any.
+fn task_of(update: &StreamResponse) -> Option<String> {
+    match update {
+        StreamResponse::Task(t) => Some(t.id.clone()),
+        StreamResponse::StatusUpdate(u) => Some(u.task_id.clone()),
+        StreamResponse::ArtifactUpdate(u) => Some(u.task_id.clone()),
+        StreamResponse::Message(_) => None,
+    }
+}
+
+/// What a request takes from the conversation (the messages heard, the open task), given back
+/// if the request is dropped before it got through (its stream dropped, or never polled).
+struct Unsent {
+    agent: RemoteAgent,
+    generation: u64,
+    carried: Option<(Vec<Msg>, Option<String>)>,
+}
+
+impl Unsent {
+    /// What the request carried, now that it is accounted for.
+    fn take(&mut self) -> (Vec<Msg>, Option<String>) {
+        self.carried.take().unwrap_or_default()
+    }
+}
+
+impl Drop for Unsent {
+    fn drop(&mut self) {
+        if let Some((observed, task)) = self.carried.take() {
+            restore(&self.agent, observed, task, None, self.generation);
         }
     }
 }
@@ -147,8 +214,9 @@ impl Participant for RemoteAgent {
             );
             return Box::pin(stream::iter([Err(error)]));
         };
-        let (observed, text, context, task) = {
+        let (observed, text, context, task, generation) = {
             let mut conv = self.lock();
+            conv.generation = conv.generation.wrapping_add(1);
             conv.replying = true;
             conv.interrupt_pending = false;
             conv.running_task = None;
@@ -163,11 +231,17 @@ impl Participant for RemoteAgent {
                 lines.join("\n"),
                 conv.context_id.clone(),
                 conv.open_task.take(),
+                conv.generation,
             )
         };
         let agent = self.clone();
+        let message = user_message(&text, context.as_deref(), task.as_deref());
+        let mut unsent = Unsent {
+            agent: self.clone(),
+            generation,
+            carried: Some((observed, task)),
+        };
         let first = async move {
-            let message = user_message(&text, context.as_deref(), task.as_deref());
             let streaming = agent.client.card().capabilities.streaming;
             // An interrupt before the request goes out gives it up. One while it is on its way
             // waits for the stream's first update, which names the task to cancel (`track`);
@@ -201,14 +275,15 @@ impl Participant for RemoteAgent {
                     }
                 }
             };
+            let (observed, task) = unsent.take();
             match opened {
                 Ok(Some(upstream)) => Ok((agent, Some(upstream), Some((observed, task)))),
                 Ok(None) => {
-                    restore(&agent, observed, task, None);
+                    restore(&agent, observed, task, None, generation);
                     Ok((agent, None, None))
                 }
                 Err(e) => {
-                    restore(&agent, observed, task, Some(&e));
+                    restore(&agent, observed, task, Some(&e), generation);
                     Err(e)
                 }
             }
@@ -230,6 +305,8 @@ impl Participant for RemoteAgent {
                     upstream,
                     done: false,
                     unsent,
+                    generation,
+                    task: None,
                 };
                 if given_up {
                     reply.end(TaskState::Canceled, None);
@@ -297,12 +374,8 @@ impl Reply {
                     self.done = true;
                     match self.unsent.take() {
                         // Refused before any update (a streamed refusal comes as the first item).
-                        Some((observed, task)) => restore(&self.agent, observed, task, Some(&e)),
-                        None => {
-                            let mut conv = self.agent.lock();
-                            conv.replying = false;
-                            conv.running_task = None;
-                        }
+                        Some((observed, task)) => restore(&self.agent, observed, task, Some(&e), self.generation),
+                        None => self.agent.lock().finish(self.generation),
                     }
                     self.out.push_back(Err(AgentError::Validation(format!(
                         "remote agent `{}`: {e}",
@@ -338,11 +411,8 @@ impl Reply {
                     // end would grow the answer without end.
                     self.done = true;
                     self.upstream = None;
-                    {
-                        let mut conv = self.agent.lock();
-                        conv.replying = false;
-                        conv.running_task = None;
-                    }
+                    self.agent.lock().finish(self.generation);
+                    self.task = None;
                     // Nobody reads the rest: the remote task is canceled.
                     cancel_remote(&self.agent.client, u.task_id);
                     self.out.push_back(Err(AgentError::Validation(format!(
@@ -378,11 +448,19 @@ impl Reply {
         }
     }
 
-    fn track(&self, task: &str, context: &str) {
+    fn track(&mut self, task: &str, context: &str) {
+        if self.task.as_deref() != Some(task) {
+            self.task = Some(task.to_owned());
+        }
         let mut conv = self.agent.lock();
-        conv.running_task = Some(task.to_owned());
         if !context.is_empty() {
             conv.context_id = Some(context.to_owned());
+        }
+        if conv.generation != self.generation {
+            return;
+        }
+        if conv.running_task.as_deref() != Some(task) {
+            conv.running_task = Some(task.to_owned());
         }
         if std::mem::take(&mut conv.interrupt_pending) {
             drop(conv);
@@ -428,12 +506,7 @@ impl Reply {
             let end = TextBlockEndEvent::new(self.reply_id.clone(), block);
             self.out.push_back(Ok(ReplyItem::Event(AgentEvent::TextBlockEnd(end))));
         }
-        {
-            let mut conv = self.agent.lock();
-            conv.running_task = None;
-            conv.replying = false;
-            conv.interrupt_pending = false;
-        }
+        self.agent.lock().finish(self.generation);
         let reason = match state {
             TaskState::Completed | TaskState::InputRequired | TaskState::AuthRequired => ReplyFinishedReason::Completed,
             TaskState::Canceled => ReplyFinishedReason::Interrupted,
@@ -484,20 +557,30 @@ const MAX_OBSERVED: usize = 256;
 /// than this alone is dropped).
 const MAX_OBSERVED_BYTES: usize = 512 << 10;
 
-/// Drops the oldest observed messages past [`MAX_OBSERVED`] and [`MAX_OBSERVED_BYTES`].
+/// Drops the oldest observed messages past [`MAX_OBSERVED`] and [`MAX_OBSERVED_BYTES`]: the
+/// latest that fit are kept, newest first; a message larger than the bytes alone is dropped,
+/// and the older ones still count.
 fn keep_latest(observed: &mut Vec<Msg>) {
     let over = observed.len().saturating_sub(MAX_OBSERVED);
     observed.drain(..over);
+    let sizes: Vec<usize> = observed
+        .iter()
+        .map(|m| m.text_content().map_or(0, |t| t.len()))
+        .collect();
+    let mut keep = vec![false; sizes.len()];
     let mut bytes = 0usize;
-    let mut keep_from = observed.len();
-    for (i, m) in observed.iter().enumerate().rev() {
-        bytes = bytes.saturating_add(m.text_content().map_or(0, |t| t.len()));
-        if bytes > MAX_OBSERVED_BYTES {
+    for (i, size) in sizes.iter().enumerate().rev() {
+        if *size > MAX_OBSERVED_BYTES {
+            continue;
+        }
+        if bytes + size > MAX_OBSERVED_BYTES {
             break;
         }
-        keep_from = i;
+        bytes += size;
+        keep[i] = true;
     }
-    observed.drain(..keep_from);
+    let mut kept = keep.into_iter();
+    observed.retain(|_| kept.next().unwrap_or(false));
 }
 
 /// Puts back what a request that did not get through carried (`error`: how it failed; `None`:
@@ -506,7 +589,13 @@ fn keep_latest(observed: &mut Vec<Msg>) {
 /// the request too large; the open task too, unless the remote agent refused the request (the
 /// task may be gone there: sending it again would fail every later reply). A passing refusal
 /// (408, 429) keeps it.
-fn restore(agent: &RemoteAgent, observed: Vec<Msg>, task: Option<String>, error: Option<&ClientError>) {
+fn restore(
+    agent: &RemoteAgent,
+    observed: Vec<Msg>,
+    task: Option<String>,
+    error: Option<&ClientError>,
+    generation: u64,
+) {
     let too_large = matches!(error, Some(ClientError::Http(413)));
     let refused = match error {
         Some(ClientError::Rpc(_)) => true,
@@ -522,7 +611,5 @@ fn restore(agent: &RemoteAgent, observed: Vec<Msg>, task: Option<String>, error:
     if conv.open_task.is_none() && !refused {
         conv.open_task = task;
     }
-    conv.replying = false;
-    conv.running_task = None;
-    conv.interrupt_pending = false;
+    conv.finish(generation);
 }
