@@ -459,3 +459,75 @@ async fn a_remote_agent_keeps_the_latest_messages_it_heard() {
     let answer = far.reply(Msg::user("user", "and?").into()).await.unwrap();
     assert_eq!(answer.text_content().as_deref(), Some("heard: bob: first\nand?"));
 }
+
+/// A reply dropped right after it started, whose remote task asked a question: the question
+/// stays open, and the next reply answers it (it is not canceled).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_reply_whose_remote_task_asks_keeps_the_question_open() {
+    use std::sync::Arc;
+
+    use towerscope_agent::toolkit::FunctionTool;
+    use towerscope_core::{AgentError, PermissionDecision};
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Path {
+        path: String,
+    }
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    fn factory(_: &str) -> Result<Agent, AgentError> {
+        let model = ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#),
+                ScriptedResponse::text("Deleted."),
+            ],
+        );
+        Agent::builder("asker")
+            .model(model)
+            .tool(FunctionTool::new("delete", |p: Path| async move {
+                RUNS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                p.path
+            }))
+            .default_permission(PermissionDecision::Ask {
+                suggested_rules: vec![],
+            })
+            .build()
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = A2aConfig::new("asker").routes(Arc::new(factory));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    // Asked whole: the one update is the task, waiting for the answer.
+    let mut card = towerscope_serve::a2a::A2aClient::connect(&base)
+        .await
+        .unwrap()
+        .card()
+        .clone();
+    card.capabilities.streaming = false;
+    let far = RemoteAgent::new(towerscope_serve::a2a::A2aClient::from_card(card).unwrap());
+    let mut stream = far.reply_stream(Msg::user("user", "Delete /tmp/a").into());
+    let first = stream.next().await.unwrap().unwrap();
+    assert!(
+        matches!(first, ReplyItem::Event(AgentEvent::ReplyStart(_))),
+        "{first:?}"
+    );
+    drop(stream);
+    // The dropped stream's task is read from a task of its own: give it a moment.
+    let mut answer = None;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if let Ok(a) = far.reply(Msg::user("user", "yes").into()).await {
+            answer = Some(a);
+            break;
+        }
+    }
+    assert_eq!(
+        answer.expect("the question was answered").text_content().as_deref(),
+        Some("Deleted.")
+    );
+    assert_eq!(
+        RUNS.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the \"yes\" confirmed the call"
+    );
+}

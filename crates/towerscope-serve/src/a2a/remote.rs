@@ -142,45 +142,74 @@ struct Reply {
 }
 
 impl Drop for Reply {
-    /// A reply stream dropped before its end: the reply is over here, and its remote task is
-    /// canceled (left running, it would keep the remote context busy). A task no update named
-    /// yet is canceled once the stream's first update names it, read from a task of its own.
+    /// A reply stream dropped before its end: the reply is over here, and its remote task, if
+    /// it still runs, is canceled (left running, it would keep the remote context busy; the
+    /// cancellation may land after the next reply is sent, which the remote agent then refuses
+    /// as busy). When no update named the task yet, the stream's first item is read from a task
+    /// of its own, for at most [`DROPPED_READ`]: a running task is canceled, one waiting for
+    /// input stays the open task (the next reply answers it), and an error gives back what the
+    /// request carried.
     fn drop(&mut self) {
         if self.done {
             return;
         }
         self.agent.lock().finish(self.generation);
+        let unsent = self.unsent.take();
         if let Some(task) = self.task.take() {
             cancel_remote(&self.agent.client, task);
-        } else if let (Some(mut upstream), Ok(runtime)) = (self.upstream.take(), tokio::runtime::Handle::try_current())
-        {
-            let client = self.agent.client.clone();
-            runtime.spawn(async move {
-                while let Some(Ok(update)) = upstream.next().await {
-                    if let Some(task) = task_of(&update) {
-                        if let Err(e) = client.cancel_task(&task).await {
+            return;
+        }
+        let (Some(mut upstream), Ok(runtime)) = (self.upstream.take(), tokio::runtime::Handle::try_current()) else {
+            return;
+        };
+        let agent = self.agent.clone();
+        let generation = self.generation;
+        runtime.spawn(async move {
+            let first = tokio::time::timeout(DROPPED_READ, upstream.next()).await;
+            match first {
+                Ok(Some(Ok(update))) => match task_state(&update) {
+                    Some((task, TaskState::InputRequired)) => {
+                        let mut conv = agent.lock();
+                        if conv.open_task.is_none() {
+                            conv.open_task = Some(task);
+                        }
+                    }
+                    Some((task, state)) if !state.is_stopped() => {
+                        if let Err(e) = agent.client.cancel_task(&task).await {
                             tracing::warn!(error = %e, "canceling a remote A2A task failed");
                         }
-                        return;
+                    }
+                    _ => {}
+                },
+                Ok(Some(Err(e))) => {
+                    if let Some((observed, task)) = unsent {
+                        restore(&agent, observed, task, Some(&e), generation);
                     }
                 }
-            });
-        }
+                Ok(None) | Err(_) => {}
+            }
+        });
     }
 }
 
-/// The task an update names, if any.
-fn task_of(update: &StreamResponse) -> Option<String> {
+/// How long a dropped reply's stream is read for the task to cancel (see `Drop for Reply`).
+const DROPPED_READ: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The task an update names and the state it reports, if any.
+fn task_state(update: &StreamResponse) -> Option<(String, TaskState)> {
     match update {
-        StreamResponse::Task(t) => Some(t.id.clone()),
-        StreamResponse::StatusUpdate(u) => Some(u.task_id.clone()),
-        StreamResponse::ArtifactUpdate(u) => Some(u.task_id.clone()),
+        StreamResponse::Task(t) => Some((t.id.clone(), t.status.state)),
+        StreamResponse::StatusUpdate(u) => Some((u.task_id.clone(), u.status.state)),
+        StreamResponse::ArtifactUpdate(u) => Some((u.task_id.clone(), TaskState::Working)),
         StreamResponse::Message(_) => None,
     }
 }
 
 /// What a request takes from the conversation (the messages heard, the open task), given back
-/// if the request is dropped before it got through (its stream dropped, or never polled).
+/// if the request is dropped before it got through (its stream dropped, or never polled). A
+/// request dropped on its way may have reached the remote agent already: an open task given
+/// back is then one the remote agent has resumed, and the next reply's answer to it is
+/// refused (which drops it).
 struct Unsent {
     agent: RemoteAgent,
     generation: u64,
