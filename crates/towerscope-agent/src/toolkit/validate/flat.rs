@@ -214,13 +214,13 @@ impl<'de> Visitor<'de> for Members<'_> {
                         return Ok(false);
                     }
                     seen |= bit;
-                    if !map.next_value_seed(property.scalar)? {
+                    if !map.next_value_seed(Admits(Some(property.scalar)))? {
                         return Ok(false);
                     }
                     required_seen += usize::from(property.required);
                 }
                 None if self.0.open => {
-                    if !map.next_value_seed(AnyScalar)? {
+                    if !map.next_value_seed(Admits(None))? {
                         return Ok(false);
                     }
                 }
@@ -262,11 +262,18 @@ impl<'de> Visitor<'de> for Key {
     }
 }
 
-/// The value of a key outside the properties: any scalar (`null` included) passes; an array or
-/// an object fails its visit, which refuses the text.
-struct AnyScalar;
+/// A member's value against the type it must have: a property's (as [`Scalar::admits`] says
+/// of its parse), or, for a key outside the properties (`None`), any scalar, `null` included.
+/// Arrays and objects are not scalars: their visit fails, which refuses the text.
+struct Admits(Option<Scalar>);
 
-impl<'de> DeserializeSeed<'de> for AnyScalar {
+impl Admits {
+    fn is(&self, scalar: Scalar) -> bool {
+        self.0.is_none_or(|wanted| wanted == scalar)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Admits {
     type Value = bool;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
@@ -274,7 +281,7 @@ impl<'de> DeserializeSeed<'de> for AnyScalar {
     }
 }
 
-impl<'de> Visitor<'de> for AnyScalar {
+impl<'de> Visitor<'de> for Admits {
     type Value = bool;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -282,77 +289,28 @@ impl<'de> Visitor<'de> for AnyScalar {
     }
 
     fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
-        Ok(true)
+        Ok(self.is(Scalar::Boolean))
     }
 
     fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-        Ok(true)
+        Ok(self.is(Scalar::Integer) || self.is(Scalar::Number))
     }
 
     fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-        Ok(true)
+        Ok(self.is(Scalar::Integer) || self.is(Scalar::Number))
     }
 
     fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-        Ok(true)
+        Ok(self.is(Scalar::Number))
     }
 
+    // `visit_borrowed_str` and `visit_string` forward here.
     fn visit_str<E>(self, _: &str) -> Result<bool, E> {
-        Ok(true)
+        Ok(self.is(Scalar::String))
     }
 
     fn visit_unit<E>(self) -> Result<bool, E> {
-        Ok(true)
-    }
-}
-
-/// A member's value: whether it has the property's type (as [`Scalar::admits`] says of its
-/// parse). Arrays and objects are not scalars: their visit fails, which refuses the text.
-impl<'de> DeserializeSeed<'de> for Scalar {
-    type Value = bool;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Scalar {
-    type Value = bool;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a scalar")
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
-        Ok(self == Self::Boolean)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-        Ok(matches!(self, Self::Integer | Self::Number))
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-        Ok(matches!(self, Self::Integer | Self::Number))
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-        Ok(self == Self::Number)
-    }
-
-    fn visit_borrowed_str<E>(self, _: &'de str) -> Result<bool, E> {
-        Ok(self == Self::String)
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
-        Ok(self == Self::String)
-    }
-
-    fn visit_string<E>(self, _: String) -> Result<bool, E> {
-        Ok(self == Self::String)
-    }
-
-    fn visit_unit<E>(self) -> Result<bool, E> {
-        Ok(false)
+        Ok(self.0.is_none())
     }
 }
 
