@@ -51,12 +51,9 @@ pub(crate) fn start(tasks: &Arc<Tasks>, request: SendMessageRequest) -> Result<S
     }
     if message.message_id.is_empty() {
         message.message_id = towerscope_core::id::new_id().to_string();
-    } else if let Some(task_id) = sent_before(tasks, &message) {
-        // The same message again (a retry after a lost answer): its task as it is now, and
-        // what follows, as `SubscribeToTask` answers; nothing runs twice, and a "yes" sent
-        // again does not approve a call asked about since.
-        return subscribe(tasks, &task_id);
     }
+    // A message sent before is found where it would run: `Tasks::insert` for a new task,
+    // `Tasks::answer_task` for a waiting one, and below for a context busy with it.
     let open = match (&message.task_id, &message.context_id) {
         (Some(task), _) => Some(task.clone()),
         (None, Some(context)) => match tasks.open_task_of(context) {
@@ -108,10 +105,11 @@ fn make_room(tasks: &Arc<Tasks>) {
     let max = tasks.limits.max_input_wait;
     for id in tasks.waited_too_long() {
         let canceled = tasks.with_task(&id, |t| {
-            let expired = t.task.status.state == TaskState::InputRequired
-                && !t.cancel_requested
-                && t.waiting_since.is_some_and(|since| since.elapsed() > max);
-            if expired { begin_cancel(t).ok() } else { None }
+            if t.waited_too_long(max) {
+                begin_cancel(t).ok()
+            } else {
+                None
+            }
         });
         if let Ok(Some((agent, Some(parked)))) = canceled {
             tracing::info!(task = %id, "an A2A task waited for input too long and is canceled to make room");
@@ -119,17 +117,6 @@ fn make_room(tasks: &Arc<Tasks>) {
             run::spawn(Arc::clone(tasks), id, agent, input, None);
         }
     }
-}
-
-/// The task a message with this id went to before, found through its context (given, or the
-/// task's it names).
-fn sent_before(tasks: &Tasks, message: &Message) -> Option<String> {
-    let context = match (&message.context_id, &message.task_id) {
-        (Some(context), _) => context.clone(),
-        (None, Some(task)) => tasks.with_task(task, |t| t.task.context_id.clone()).ok()?,
-        (None, None) => return None,
-    };
-    tasks.task_of_message(&context, &message.message_id)
 }
 
 /// Answers the task `task_id` waiting for input with `message`.
@@ -169,9 +156,12 @@ fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Sta
         t.task.status.state = TaskState::Working;
         Ok((agent, input, t.task.clone(), updates))
     })?;
-    let Some((agent, input, task, updates)) = answered else {
-        // A copy of this message, sent at once, answered the task: its task.
-        return subscribe(tasks, task_id);
+    let (agent, input, task, updates) = match answered {
+        Ok(answered) => answered,
+        // The same message again (a retry after a lost answer, or a copy sent at once): its
+        // task as it is now, and what follows, as `SubscribeToTask` answers; nothing runs
+        // twice, and a "yes" sent again does not approve a call asked about since.
+        Err(sent_to) => return subscribe(tasks, &sent_to),
     };
     let (pace, guard) = run::pace();
     run::spawn(Arc::clone(tasks), task_id.to_owned(), agent, input, Some(pace));

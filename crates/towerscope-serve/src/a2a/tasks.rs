@@ -100,6 +100,13 @@ impl TaskEntry {
         }
     }
 
+    /// Whether the task waits for input, has for longer than `max`, and is not being canceled.
+    pub(crate) fn waited_too_long(&self, max: std::time::Duration) -> bool {
+        self.task.status.state == TaskState::InputRequired
+            && !self.cancel_requested
+            && self.waiting_since.is_some_and(|since| since.elapsed() > max)
+    }
+
     /// The agent replying in this task; an error once the task has ended.
     pub(crate) fn agent(&self) -> Result<Agent, RpcError> {
         self.agent.clone().ok_or_else(|| {
@@ -339,41 +346,36 @@ impl Tasks {
         inner
             .task_order
             .iter()
-            .filter(|id| {
-                inner.tasks.get(*id).is_some_and(|t| {
-                    t.task.status.state == TaskState::InputRequired
-                        && !t.cancel_requested
-                        && t.waiting_since.is_some_and(|since| since.elapsed() > max)
-                })
-            })
+            .filter(|id| inner.tasks.get(*id).is_some_and(|t| t.waited_too_long(max)))
             .cloned()
             .collect()
     }
 
     /// Runs `f` on the task `id` for a message `message_id` that answers it, and remembers the
-    /// message when `f` succeeds; under one lock, so that a copy of the message sent at once
-    /// finds it remembered (`Ok(None)`: sent before) instead of racing it.
+    /// message when `f` succeeds. A message the task's context remembers (sent before, or a
+    /// copy sent at once) runs nothing: `Err` names the task it went to. Checked and
+    /// remembered under one lock, so that copies do not race.
     pub(crate) fn answer_task<R>(
         &self,
         id: &str,
         message_id: &str,
         f: impl FnOnce(&mut TaskEntry) -> Result<R, RpcError>,
-    ) -> Result<Option<R>, RpcError> {
+    ) -> Result<Result<R, String>, RpcError> {
         let mut inner = self.lock();
         let inner = &mut *inner;
         let entry = inner.tasks.get_mut(id).ok_or_else(|| RpcError::task_not_found(id))?;
         let context = inner.contexts.get_mut(&entry.task.context_id);
-        if context
+        let sent = context
             .as_ref()
-            .is_some_and(|c| c.recent.iter().any(|(m, _)| m == message_id))
-        {
-            return Ok(None);
+            .and_then(|c| c.recent.iter().find(|(m, _)| m == message_id).map(|(_, t)| t.clone()));
+        if let Some(task) = sent {
+            return Ok(Err(task));
         }
         let out = f(entry)?;
         if let Some(c) = context {
             remember(&mut c.recent, message_id, id);
         }
-        Ok(Some(out))
+        Ok(Ok(out))
     }
 
     /// A new subscription to the task `id` and the task as it is, taken together (updates are
