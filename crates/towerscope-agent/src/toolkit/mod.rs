@@ -102,9 +102,13 @@ pub use registry::{PreparedCall, Toolkit};
 pub use result::{IntoToolResult, Json};
 pub use schema::strip_titles;
 
-/// A tool name as error messages repeat it: cut to 256 bytes with a marker.
+/// How much of a tool's name error messages repeat (an unknown tool's, or one a confirmation
+/// names).
+const MAX_NAME_SHOWN: usize = 256;
+
+/// A tool name as error messages repeat it: cut to [`MAX_NAME_SHOWN`] bytes with a marker.
 pub(crate) fn truncate_name(name: &str) -> std::borrow::Cow<'_, str> {
-    validate::truncate(name, 256)
+    validate::truncate(name, MAX_NAME_SHOWN)
 }
 pub use service::ToolkitService;
 pub use tool::{Tool, ToolChunkStream, ToolError};

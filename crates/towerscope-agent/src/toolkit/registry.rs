@@ -10,11 +10,7 @@ use towerscope_core::{ToolCallBlock, ToolInfo, ToolSchema};
 use super::add_error::{AddToolError, ToolSchemaError, UnknownGroupError};
 use super::group::{BASIC_GROUP, RESET_TOOLS, ResetTools, ToolGroup};
 use super::input::parse_compiled;
-use super::validate::truncate;
 use super::{CompiledSchema, InputLimits, Tool};
-
-/// How much of an unknown tool's name the error result repeats.
-const MAX_NAME_SHOWN: usize = 256;
 
 /// How many distinct active-group lists [`Toolkit::schemas`] remembers.
 const SCHEMA_CACHE_SIZE: usize = 16;
@@ -447,7 +443,7 @@ impl Toolkit {
     fn callable(&self, call: &ToolCallBlock, active_groups: &[String]) -> Result<&Entry, String> {
         let name = call.name.as_str();
         let Some(entry) = self.entry(name) else {
-            let name = truncate(name, MAX_NAME_SHOWN);
+            let name = super::truncate_name(name);
             return Err(format!("ToolNotFoundError: The tool named '{name}' doesn't exist."));
         };
         let group = &self.groups[entry.group].name;
