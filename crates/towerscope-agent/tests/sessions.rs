@@ -32,6 +32,16 @@ fn fastrand_u32() -> u32 {
     RandomState::new().hash_one(std::time::SystemTime::now()) as u32
 }
 
+/// The texts of the messages the model's call `n` received after the system prompt.
+fn sent_texts(model: &ScriptedModel, n: usize) -> Vec<String> {
+    model.requests()[n]
+        .messages
+        .iter()
+        .skip(1)
+        .filter_map(|m| m.text_content())
+        .collect()
+}
+
 /// Delete a file.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Delete {
@@ -87,12 +97,7 @@ async fn a_conversation_continues_in_a_new_agent_on_the_same_session() {
         .reply(Msg::user("user", "Which colour do I like?"))
         .await
         .unwrap();
-    let seen: Vec<_> = model.requests()[1]
-        .messages
-        .iter()
-        .skip(1)
-        .filter_map(|m| m.text_content())
-        .collect();
+    let seen = sent_texts(&model, 1);
     assert_eq!(
         seen,
         ["My favourite colour is blue.", "Noted.", "Which colour do I like?"]
@@ -419,12 +424,7 @@ async fn a_session_made_again_is_loaded_not_overwritten_by_an_agent_that_saved_t
     );
 
     old.reply(Msg::user("user", "Still there?")).await.unwrap();
-    let seen: Vec<_> = model.requests()[2]
-        .messages
-        .iter()
-        .skip(1)
-        .filter_map(|m| m.text_content())
-        .collect();
+    let seen = sent_texts(&model, 2);
     assert_eq!(
         seen,
         ["New conversation.", "New.", "Still there?"],
@@ -458,12 +458,7 @@ async fn messages_observed_between_replies_are_kept_and_saved_with_the_next_one(
     agent.reply(Msg::user("user", "First.")).await.unwrap();
     agent.observe([Msg::assistant("bob", "Bob says hi.")]).unwrap();
     agent.reply(Msg::user("user", "Second.")).await.unwrap();
-    let seen: Vec<_> = model.requests()[1]
-        .messages
-        .iter()
-        .skip(1)
-        .filter_map(|m| m.text_content())
-        .collect();
+    let seen = sent_texts(&model, 1);
     assert_eq!(seen, ["First.", "One.", "Bob says hi.", "Second."]);
     let stored = store.load(&key).await.unwrap().unwrap();
     let texts: Vec<_> = stored

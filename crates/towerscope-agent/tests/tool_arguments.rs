@@ -34,6 +34,20 @@ fn echo() -> FunctionTool {
     })
 }
 
+/// The texts of the tool results in the agent's context, in order.
+fn result_texts(agent: &Agent) -> Vec<String> {
+    let context = agent.state().context;
+    context
+        .iter()
+        .flat_map(|m| {
+            results(m)
+                .into_iter()
+                .map(|r| r.output.text_content().unwrap_or_default())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// What an acting layer saw of one call: whether the text was still unparsed, then the parse.
 type Seen = Arc<Mutex<Vec<(String, bool, Value)>>>;
 
@@ -94,16 +108,7 @@ async fn arguments_taken_as_they_are_reach_the_tool_unparsed_and_every_reader_st
             ("c4".to_owned(), true, json!({"a": 5, "b": 6})),
         ]
     );
-    let context = agent.state().context;
-    let outputs: Vec<String> = context
-        .iter()
-        .flat_map(|m| {
-            results(m)
-                .into_iter()
-                .map(|r| r.output.text_content().unwrap_or_default())
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let outputs = result_texts(&agent);
     assert_eq!(outputs, ["3", "7", "hi", "11"]);
 }
 
@@ -137,16 +142,7 @@ async fn a_typed_tool_reads_unparsed_arguments_when_no_layer_asks_for_them() {
         [Some(r#"{"b": 40, "a": 2, "note": "ignored"}"#.to_owned())],
         "the second call's missing argument is refused before on_acting"
     );
-    let context = agent.state().context;
-    let outputs: Vec<String> = context
-        .iter()
-        .flat_map(|m| {
-            results(m)
-                .into_iter()
-                .map(|r| r.output.text_content().unwrap_or_default())
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let outputs = result_texts(&agent);
     assert_eq!(outputs.len(), 2);
     assert_eq!(outputs[0], "42");
     assert!(
@@ -213,16 +209,7 @@ async fn the_tool_gets_the_text_only_when_nothing_needed_its_parse() {
             }
             let agent = builder.build().unwrap();
             agent.reply(Msg::user("user", "which?")).await.unwrap();
-            let context = agent.state().context;
-            context
-                .iter()
-                .flat_map(|m| {
-                    results(m)
-                        .into_iter()
-                        .map(|r| r.output.text_content().unwrap_or_default())
-                        .collect::<Vec<_>>()
-                })
-                .collect::<Vec<String>>()
+            result_texts(&agent)
         }
     };
     assert_eq!(run(false).await, [r#"text {"n": 1}"#, r#"value {"n":2}"#]);

@@ -18,6 +18,51 @@ use towerscope_team::Participant;
 use towerscope_team::hub::{Broadcaster, MsgHub};
 use towerscope_team::pipeline::SequentialPipeline;
 
+/// A client of the agent at `base` that asks it as if its card did not stream: each answer
+/// comes whole (`SendMessage`).
+async fn asked_whole(base: &str) -> RemoteAgent {
+    let mut card = towerscope_serve::a2a::A2aClient::connect(base)
+        .await
+        .unwrap()
+        .card()
+        .clone();
+    card.capabilities.streaming = false;
+    RemoteAgent::new(towerscope_serve::a2a::A2aClient::from_card(card).unwrap())
+}
+
+/// How many times the `asker` agents' `delete` tool ran.
+static ASKER_RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Deletes a path.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Path {
+    path: String,
+}
+
+/// An agent that asks before calling `delete`, then answers "Deleted.".
+fn asker(_context: &str) -> Result<Agent, towerscope_core::AgentError> {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#),
+            ScriptedResponse::text("Deleted."),
+        ],
+    );
+    Agent::builder("asker")
+        .model(model)
+        .tool(towerscope_agent::toolkit::FunctionTool::new(
+            "delete",
+            |p: Path| async move {
+                ASKER_RUNS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                p.path
+            },
+        ))
+        .default_permission(towerscope_core::PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .build()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_agent_streams_its_reply_as_events_and_keeps_one_session() {
     let base = serve_echo(A2aConfig::new("far")).await;
@@ -215,13 +260,7 @@ async fn a_remote_agent_is_a_tool_of_our_agent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_agent_whose_card_does_not_stream_is_asked_with_send_message() {
     let base = serve_echo(A2aConfig::new("far")).await;
-    let mut card = towerscope_serve::a2a::A2aClient::connect(&base)
-        .await
-        .unwrap()
-        .card()
-        .clone();
-    card.capabilities.streaming = false;
-    let far = RemoteAgent::new(towerscope_serve::a2a::A2aClient::from_card(card).unwrap());
+    let far = asked_whole(&base).await;
     let items: Vec<ReplyItem> = far
         .reply_stream(Msg::user("user", "whole").into())
         .map(Result::unwrap)
@@ -347,13 +386,7 @@ async fn a_remote_agent_that_never_answers_fails_the_reply_after_the_read_timeou
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupting_a_remote_agent_before_its_task_is_known_ends_the_reply() {
     let base = serve_echo(A2aConfig::new("far")).await;
-    let mut card = towerscope_serve::a2a::A2aClient::connect(&base)
-        .await
-        .unwrap()
-        .card()
-        .clone();
-    card.capabilities.streaming = false;
-    let far = RemoteAgent::new(towerscope_serve::a2a::A2aClient::from_card(card).unwrap());
+    let far = asked_whole(&base).await;
     assert!(!far.interrupt(), "no reply in progress");
     let stream = far.reply_stream(Msg::user("user", "answer slowly").into());
     let reply = tokio::spawn(async move { stream.collect::<Vec<_>>().await });
@@ -374,28 +407,8 @@ async fn interrupting_a_remote_agent_before_its_task_is_known_ends_the_reply() {
 async fn a_remote_task_the_remote_agent_refuses_is_dropped_not_sent_again() {
     use std::sync::Arc;
 
-    use towerscope_agent::toolkit::FunctionTool;
-    use towerscope_core::{AgentError, PermissionDecision};
-
-    #[derive(serde::Deserialize, schemars::JsonSchema)]
-    struct Path {
-        path: String,
-    }
-    fn factory(_: &str) -> Result<Agent, AgentError> {
-        let model = ScriptedModel::new(
-            "m",
-            [ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#)],
-        );
-        Agent::builder("asker")
-            .model(model)
-            .tool(FunctionTool::new("delete", |p: Path| async move { p.path }))
-            .default_permission(PermissionDecision::Ask {
-                suggested_rules: vec![],
-            })
-            .build()
-    }
     // The server's routes can be swapped for fresh ones: a restart that forgets every task.
-    let routes = || A2aConfig::new("asker").routes(Arc::new(factory));
+    let routes = || A2aConfig::new("asker").routes(Arc::new(asker));
     let current = Arc::new(std::sync::Mutex::new(routes()));
     let app = axum::Router::new().fallback_service(tower::service_fn({
         let current = Arc::clone(&current);
@@ -409,13 +422,7 @@ async fn a_remote_task_the_remote_agent_refuses_is_dropped_not_sent_again() {
     tokio::spawn(async move { axum::serve(listener, app).await });
     // Asked whole (`SendMessage`), where a refusal is the request's error; a streamed request
     // gets it as the stream's first item.
-    let mut card = towerscope_serve::a2a::A2aClient::connect(&format!("http://{address}"))
-        .await
-        .unwrap()
-        .card()
-        .clone();
-    card.capabilities.streaming = false;
-    let far = RemoteAgent::new(towerscope_serve::a2a::A2aClient::from_card(card).unwrap());
+    let far = asked_whole(&format!("http://{address}")).await;
     let asked = far.reply(Msg::user("user", "Delete /tmp/a").into()).await.unwrap();
     assert_eq!(asked.finished_reason, Some(ReplyFinishedReason::Completed), "{asked:?}");
 
@@ -466,45 +473,13 @@ async fn a_remote_agent_keeps_the_latest_messages_it_heard() {
 async fn a_dropped_reply_whose_remote_task_asks_keeps_the_question_open() {
     use std::sync::Arc;
 
-    use towerscope_agent::toolkit::FunctionTool;
-    use towerscope_core::{AgentError, PermissionDecision};
-
-    #[derive(serde::Deserialize, schemars::JsonSchema)]
-    struct Path {
-        path: String,
-    }
-    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    fn factory(_: &str) -> Result<Agent, AgentError> {
-        let model = ScriptedModel::new(
-            "m",
-            [
-                ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#),
-                ScriptedResponse::text("Deleted."),
-            ],
-        );
-        Agent::builder("asker")
-            .model(model)
-            .tool(FunctionTool::new("delete", |p: Path| async move {
-                RUNS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                p.path
-            }))
-            .default_permission(PermissionDecision::Ask {
-                suggested_rules: vec![],
-            })
-            .build()
-    }
+    let runs = ASKER_RUNS.load(std::sync::atomic::Ordering::SeqCst);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let app = A2aConfig::new("asker").routes(Arc::new(factory));
+    let app = A2aConfig::new("asker").routes(Arc::new(asker));
     tokio::spawn(async move { axum::serve(listener, app).await });
     // Asked whole: the one update is the task, waiting for the answer.
-    let mut card = towerscope_serve::a2a::A2aClient::connect(&base)
-        .await
-        .unwrap()
-        .card()
-        .clone();
-    card.capabilities.streaming = false;
-    let far = RemoteAgent::new(towerscope_serve::a2a::A2aClient::from_card(card).unwrap());
+    let far = asked_whole(&base).await;
     let mut stream = far.reply_stream(Msg::user("user", "Delete /tmp/a").into());
     let first = stream.next().await.unwrap().unwrap();
     assert!(
@@ -526,7 +501,7 @@ async fn a_dropped_reply_whose_remote_task_asks_keeps_the_question_open() {
         Some("Deleted.")
     );
     assert_eq!(
-        RUNS.load(std::sync::atomic::Ordering::SeqCst),
+        ASKER_RUNS.load(std::sync::atomic::Ordering::SeqCst) - runs,
         1,
         "the \"yes\" confirmed the call"
     );
