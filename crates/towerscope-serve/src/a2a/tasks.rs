@@ -320,21 +320,13 @@ impl Tasks {
     }
 
     /// Runs `f` on the task `id`, or fails with task-not-found. A task that `f` ended is
-    /// measured here, the one place tasks change.
+    /// settled here (and in [`answer_task`](Self::answer_task)), the places tasks change.
     pub(crate) fn with_task<R>(&self, id: &str, f: impl FnOnce(&mut TaskEntry) -> R) -> Result<R, RpcError> {
         let mut inner = self.lock();
         let inner = &mut *inner;
         let entry = inner.tasks.get_mut(id).ok_or_else(|| RpcError::task_not_found(id))?;
         let out = f(entry);
-        if entry.ended_bytes.is_none() && entry.task.status.state.is_terminal() {
-            let bytes = json_len(&entry.task);
-            entry.ended_bytes = Some(bytes);
-            inner.ended_bytes = inner.ended_bytes.saturating_add(bytes);
-            // Subscribers keep what was published (the end included), then see the channel
-            // closed; later ones get the task alone.
-            entry.updates = None;
-            entry.agent = None;
-        }
+        settle(&mut inner.ended_bytes, entry);
         Ok(out)
     }
 
@@ -371,7 +363,9 @@ impl Tasks {
         if let Some(task) = sent {
             return Ok(Err(task));
         }
-        let out = f(entry)?;
+        let out = f(entry);
+        settle(&mut inner.ended_bytes, entry);
+        let out = out?;
         if let Some(c) = context {
             remember(&mut c.recent, message_id, id);
         }
@@ -394,6 +388,19 @@ impl Tasks {
             task.history.drain(..skip);
         }
         Ok(task)
+    }
+}
+
+/// A task that has just ended is measured (its JSON's length, counted in `ended_bytes`) and
+/// lets go of its update channel and its agent: subscribers keep what was published (the end
+/// included), then see the channel closed; later ones get the task alone.
+fn settle(ended_bytes: &mut usize, entry: &mut TaskEntry) {
+    if entry.ended_bytes.is_none() && entry.task.status.state.is_terminal() {
+        let bytes = json_len(&entry.task);
+        entry.ended_bytes = Some(bytes);
+        *ended_bytes = ended_bytes.saturating_add(bytes);
+        entry.updates = None;
+        entry.agent = None;
     }
 }
 
