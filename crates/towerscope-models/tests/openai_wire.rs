@@ -590,3 +590,121 @@ async fn an_answer_past_its_byte_limit_fails_whole_or_streamed() {
     let reply = collect(agent(limited(&server, true, ANSWER.len())).reply_stream(Msg::user("user", "Hi"))).await;
     assert!(reply.error.is_none(), "{:?}", reply.error);
 }
+
+/// Decodes SSE `data:` events (`[DONE]` included) in memory, as the model reads a body.
+async fn decoded(events: &[String]) -> Vec<Result<towerscope_core::ChatResponse, AgentError>> {
+    use futures_util::StreamExt;
+    let body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    let body = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(body.into_bytes())]);
+    towerscope_models::openai::decode_stream(body).collect().await
+}
+
+/// The (id, name, arguments) of each tool call block of `response`.
+fn call_blocks(response: &towerscope_core::ChatResponse) -> Vec<(String, String, String)> {
+    response
+        .tool_calls()
+        .map(|c| (c.id.to_string(), c.name.clone(), c.input.clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn calls_a_server_gives_one_index_or_none_are_one_call_per_id() {
+    // Ollama gives every call index 0; older builds and some proxies give none.
+    for index in [Some(0), None] {
+        let chunk = |call: serde_json::Value| {
+            let mut call = call;
+            if let Some(index) = index {
+                call["index"] = json!(index);
+            }
+            json!({"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}).to_string()
+        };
+        let events = [
+            chunk(json!({"id": "call_a", "type": "function", "function": {"name": "read", "arguments": "{\"p\": "}})),
+            chunk(json!({"function": {"arguments": "\"a\"}"}})),
+            chunk(
+                json!({"id": "call_b", "type": "function", "function": {"name": "read", "arguments": "{\"p\": \"b\"}"}}),
+            ),
+            json!({"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+                .to_string(),
+            "[DONE]".to_owned(),
+        ];
+        let items = decoded(&events).await;
+        let responses: Vec<_> = items.iter().map(|i| i.as_ref().unwrap()).collect();
+        let (last, chunks) = responses.split_last().unwrap();
+        assert!(last.is_last);
+        let call = |id: &str, name: &str, input: &str| (id.to_owned(), name.to_owned(), input.to_owned());
+        assert_eq!(
+            call_blocks(last),
+            [
+                call("call_a", "read", r#"{"p": "a"}"#),
+                call("call_b", "read", r#"{"p": "b"}"#)
+            ],
+            "index {index:?}"
+        );
+        // The name comes with a call's first chunk; merging the chunks keeps it.
+        let streamed: Vec<_> = chunks.iter().flat_map(|c| call_blocks(c)).collect();
+        assert_eq!(
+            streamed,
+            [
+                call("call_a", "read", r#"{"p": "#),
+                call("call_a", "", r#""a"}"#),
+                call("call_b", "read", r#"{"p": "b"}"#)
+            ]
+        );
+        let mut merged = chunks[0].clone();
+        for c in &chunks[1..] {
+            merged.append_chat_response(c);
+        }
+        assert_eq!(call_blocks(&merged), call_blocks(last));
+    }
+}
+
+#[tokio::test]
+async fn arguments_sent_as_an_object_are_taken_as_their_json() {
+    let events = [
+        json!({"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+        ]}, "finish_reason": "tool_calls"}]})
+        .to_string(),
+        "[DONE]".to_owned(),
+    ];
+    let items = decoded(&events).await;
+    let last = items.last().unwrap().as_ref().unwrap();
+    assert_eq!(
+        call_blocks(last),
+        [(
+            "call_a".to_owned(),
+            "get_weather".to_owned(),
+            r#"{"city":"Paris"}"#.to_owned()
+        )]
+    );
+
+    // Whole, through the agent: the tool runs with them.
+    let completion = |message: serde_json::Value| {
+        json!({"id": "chatcmpl-w", "object": "chat.completion", "model": "m",
+               "choices": [{"index": 0, "finish_reason": "stop", "message": message}]})
+        .to_string()
+    };
+    let server = MockServer::start(vec![
+        Reply::json(
+            200,
+            &completion(json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+            ]})),
+        ),
+        Reply::json(200, &completion(json!({"role": "assistant", "content": "Sunny."}))),
+    ])
+    .await;
+    let model = OpenAiChatModel::builder("gpt-4o")
+        .base_url(format!("{}/v1", server.base))
+        .api_key(KEY)
+        .from_env(false)
+        .stream(false)
+        .build()
+        .unwrap();
+    let answer = agent(model).reply(Msg::user("user", "Weather?")).await.unwrap();
+    assert_eq!(answer.text_content().as_deref(), Some("Sunny."));
+    let second = server.requests()[1].json();
+    let (messages, _) = support::without_hints(&second["messages"]);
+    assert_eq!(messages[3]["content"], r#"{"celsius":21,"city":"Paris","sky":"sunny"}"#);
+}

@@ -3,12 +3,16 @@
 //!
 //! A stream's chunks carry the deltas of this event only: reasoning as a thinking block, content
 //! (and a refusal) as a text block, and each tool call delta as a tool call block with the call's
-//! id and name (known from its first delta) and the arguments fragment. Blocks of one kind share
+//! id and the arguments fragment; the call's name is in the chunk that brought it (its first,
+//! usually), later chunks of the call carry an empty name. A delta belongs to the latest call of
+//! its `index` unless it names another call id (servers that give every call index 0, or none,
+//! still make one call per id); arguments sent as a JSON object are taken as its text. Blocks of one kind share
 //! their id across chunks, so chunks accumulate with
 //! [`ChatResponse::append_chat_response`]. At `[DONE]` comes the complete response: thinking,
 //! text, then the tool calls in the order they started; the usage (with cached prompt tokens);
 //! the response id; and in `metadata` the response `model` and the `finish_reason`.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use serde_json::{Map, Value};
@@ -23,7 +27,6 @@ use crate::http::sse::{Step, StreamDecoder};
 /// A tool call being assembled from its deltas.
 #[derive(Debug)]
 struct Call {
-    index: u32,
     id: Id,
     name: String,
     arguments: String,
@@ -37,6 +40,8 @@ struct Answer {
     thinking: Option<(Id, String)>,
     text: Option<(Id, String)>,
     calls: Vec<Call>,
+    /// The latest call of each index.
+    by_index: HashMap<u32, usize>,
     usage: Option<ChatUsage>,
     finish_reason: Option<String>,
 }
@@ -74,36 +79,51 @@ impl Answer {
                 out.push(blocks::text(piece, id));
             }
         }
+        let whole = chunk.is_none();
         for (position, delta) in message.tool_calls.iter().flatten().enumerate() {
             let index = delta.index.unwrap_or(position as u32);
             let function = delta.function.as_ref();
             let fragment = function.and_then(|f| f.arguments.as_deref()).unwrap_or_default();
-            // From the end: a delta is mostly for the latest call (indexes are unique).
-            let call = match self.calls.iter().rposition(|c| c.index == index) {
-                Some(found) => &mut self.calls[found],
+            let wire_id = delta.id.as_deref().filter(|id| !id.is_empty());
+            // A delta continues the latest call of its index, unless it names another call:
+            // some servers give every call index 0, or none. A whole message lists whole calls.
+            let open = if whole {
+                None
+            } else {
+                self.by_index.get(&index).copied()
+            };
+            let continues = open.filter(|&at| wire_id.is_none_or(|id| self.calls[at].id == *id));
+            let (at, new) = match continues {
+                Some(at) => (at, false),
                 None => {
-                    let id = match delta.id.as_deref().filter(|id| !id.is_empty()) {
+                    let id = match wire_id {
                         Some(id) => call_id(id),
                         None => generated_call_id(index),
                     };
                     self.calls.push(Call {
-                        index,
                         id,
                         name: String::new(),
                         arguments: String::new(),
                     });
-                    let last = self.calls.len() - 1;
-                    &mut self.calls[last]
+                    let at = self.calls.len() - 1;
+                    self.by_index.insert(index, at);
+                    (at, true)
                 }
             };
+            let call = &mut self.calls[at];
+            // The name goes out in the chunk that brings it (usually the call's first); later
+            // chunks of the call carry an empty name, which merging keeps from the first.
+            let mut named = false;
             if call.name.is_empty() {
                 if let Some(name) = function.and_then(|f| f.name.as_deref()) {
                     call.name.push_str(name);
+                    named = true;
                 }
             }
             call.arguments.push_str(fragment);
             if let Some(out) = chunk.as_deref_mut() {
-                out.push(ToolCallBlock::new(call.id.clone(), call.name.clone(), fragment).into());
+                let name = if new || named { call.name.as_str() } else { "" };
+                out.push(ToolCallBlock::new(call.id.clone(), name, fragment).into());
             }
         }
     }

@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use serde::de::{self, IgnoredAny, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use crate::http::text::Text;
+use crate::http::text::{JsonText, Text};
 
 /// A streamed chunk (`chat.completion.chunk`) or a complete response (`chat.completion`); an
 /// `error` object instead when the server failed (some servers send it inside a 200 stream).
@@ -122,8 +122,9 @@ pub(super) struct ToolCallWire<'a> {
 pub(super) struct FunctionWire<'a> {
     #[serde(default)]
     pub(super) name: Option<Text<'a>>,
+    /// A string of JSON; some compatible servers send the object itself.
     #[serde(default)]
-    pub(super) arguments: Option<Text<'a>>,
+    pub(super) arguments: Option<JsonText<'a>>,
 }
 
 /// Token usage (`stream_options.include_usage` sends it in a last chunk without choices).
