@@ -320,3 +320,59 @@ fn the_builder_checks_its_settings() {
         .unwrap();
     assert_eq!(model.endpoint(), "http://127.0.0.1:9/v1/messages");
 }
+
+/// Decodes SSE events `(name, data)` in memory, as the model reads a body.
+async fn decoded(events: &[(&str, serde_json::Value)]) -> Vec<Result<towerscope_core::ChatResponse, AgentError>> {
+    use futures_util::StreamExt;
+    let body: String = events
+        .iter()
+        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+        .collect();
+    let body = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(body.into_bytes())]);
+    towerscope_models::anthropic::decode_stream(body).collect().await
+}
+
+#[tokio::test]
+async fn a_tool_call_is_named_at_its_start_and_counts_that_overflow_saturate() {
+    let delta = |json: &str| json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": json}});
+    let items = decoded(&[
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_1", "model": "claude", "usage": {
+                "input_tokens": u64::MAX, "cache_read_input_tokens": 1, "output_tokens": 0}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}}),
+        ),
+        ("content_block_delta", delta("{\"city\": ")),
+        ("content_block_delta", delta("\"Paris\"}")),
+        ("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
+        ),
+        ("message_stop", json!({"type": "message_stop"})),
+    ])
+    .await;
+    let responses: Vec<_> = items.iter().map(|i| i.as_ref().unwrap()).collect();
+    let (last, chunks) = responses.split_last().unwrap();
+    let calls = |r: &towerscope_core::ChatResponse| -> Vec<(String, String)> {
+        r.tool_calls().map(|c| (c.name.clone(), c.input.clone())).collect()
+    };
+    // The name comes with the block's start; the fragments' chunks leave it to merging.
+    let streamed: Vec<_> = chunks.iter().flat_map(|c| calls(c)).collect();
+    let pair = |name: &str, input: &str| (name.to_owned(), input.to_owned());
+    assert_eq!(
+        streamed,
+        [pair("get_weather", ""), pair("", "{\"city\": "), pair("", "\"Paris\"}")]
+    );
+    let mut merged = chunks[0].clone();
+    for c in &chunks[1..] {
+        merged.append_chat_response(c);
+    }
+    assert_eq!(calls(&merged), [pair("get_weather", r#"{"city": "Paris"}"#)]);
+    assert_eq!(calls(last), calls(&merged));
+    // A count past u64 (the sum of the input and cache counts) saturates, not panics or wraps.
+    assert_eq!(last.usage.as_ref().map(|u| u.input_tokens), Some(u64::MAX));
+}

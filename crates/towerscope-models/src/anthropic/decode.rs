@@ -3,7 +3,8 @@
 //!
 //! Each `content_block_delta` is one chunk: `text_delta` as text, `thinking_delta` as thinking,
 //! `input_json_delta` as a fragment of a tool call (announced with its id and name at its
-//! `content_block_start`). Signatures (`signature_delta`) are not chunks: they are kept for the
+//! `content_block_start`; the fragments' chunks carry the id and an empty name, which merging
+//! leaves as the start's). Signatures (`signature_delta`) are not chunks: they are kept for the
 //! complete response, whose thinking blocks carry them in `extra["signature"]` (redacted
 //! thinking in `extra["redacted_thinking_data"]`), as the API needs them back. `ping` is
 //! skipped; an `error` event is an error; `message_stop` ends the stream with the complete
@@ -163,7 +164,11 @@ impl Answer {
 
     /// Adds a delta to its block; returns the chunk it makes, if any.
     fn delta(&mut self, index: u32, delta: &DeltaWire<'_>) -> Option<ContentBlock> {
-        let found = self.blocks.iter().position(|(i, _)| *i == index);
+        // The latest block first: deltas come for the block last started.
+        let found = match self.blocks.last() {
+            Some((last, _)) if *last == index => Some(self.blocks.len() - 1),
+            _ => self.blocks.iter().position(|(i, _)| *i == index),
+        };
         let position = match found {
             Some(position) => position,
             None => {
@@ -204,10 +209,11 @@ impl Answer {
                 signature.push_str(delta.signature.as_deref().unwrap_or_default());
                 None
             }
-            (Block::ToolUse { id, name, input }, Some("input_json_delta")) => {
+            (Block::ToolUse { id, input, .. }, Some("input_json_delta")) => {
                 let piece = delta.partial_json.as_deref().filter(|t| !t.is_empty())?;
                 input.push_str(piece);
-                Some(ToolCallBlock::new(id.clone(), name.clone(), piece).into())
+                // The name went out with the block's start; merging keeps it.
+                Some(ToolCallBlock::new(id.clone(), "", piece).into())
             }
             _ => None,
         }
@@ -244,7 +250,9 @@ impl Answer {
             response.id = id;
         }
         let mut usage = ChatUsage::new(
-            self.input_tokens + self.cache_read + self.cache_creation,
+            self.input_tokens
+                .saturating_add(self.cache_read)
+                .saturating_add(self.cache_creation),
             self.output_tokens,
         )
         .with_time(started.elapsed().as_secs_f64());

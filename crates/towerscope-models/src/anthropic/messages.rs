@@ -150,7 +150,7 @@ pub(super) fn format<'a>(messages: impl IntoIterator<Item = &'a Msg>) -> Result<
             Role::User => {
                 for block in &msg.content {
                     match block {
-                        ContentBlock::Text(t) if !t.text.is_empty() => out.push("user", text(&t.text)),
+                        ContentBlock::Text(t) if has_text(&t.text) => out.push("user", text(&t.text)),
                         ContentBlock::Data(d) => out.push("user", data(d)?),
                         _ => {}
                     }
@@ -159,7 +159,7 @@ pub(super) fn format<'a>(messages: impl IntoIterator<Item = &'a Msg>) -> Result<
             Role::Assistant => {
                 for block in &msg.content {
                     match block {
-                        ContentBlock::Text(t) if !t.text.is_empty() => out.push("assistant", text(&t.text)),
+                        ContentBlock::Text(t) if has_text(&t.text) => out.push("assistant", text(&t.text)),
                         ContentBlock::Thinking(t) => {
                             if let Some(block) = thinking(t) {
                                 out.push("assistant", block);
@@ -168,7 +168,8 @@ pub(super) fn format<'a>(messages: impl IntoIterator<Item = &'a Msg>) -> Result<
                         ContentBlock::ToolCall(call) => out.push("assistant", tool_use(call)),
                         ContentBlock::ToolResult(result) => out.push("user", tool_result(result)?),
                         ContentBlock::Hint(hint) => match &hint.hint {
-                            HintContent::Text(hint) => out.push("user", text(hint)),
+                            HintContent::Text(hint) if has_text(hint) => out.push("user", text(hint)),
+                            HintContent::Text(_) => {}
                             HintContent::Blocks(blocks) => {
                                 for block in media(blocks)? {
                                     out.push("user", block);
@@ -182,6 +183,13 @@ pub(super) fn format<'a>(messages: impl IntoIterator<Item = &'a Msg>) -> Result<
         }
     }
     Ok(out)
+}
+
+/// Whether a text may be sent as a text block: the API refuses blocks of whitespace only (and
+/// the whole request with them), which other models write (`"\n\n"` before a tool call) and an
+/// answer from a fallback model brings into the conversation.
+fn has_text(text: &str) -> bool {
+    !text.trim().is_empty()
 }
 
 fn text(text: &str) -> WireBlock<'_> {
@@ -237,7 +245,7 @@ fn media(blocks: &[MediaBlock]) -> Result<Vec<WireBlock<'_>>, AgentError> {
     let mut out = Vec::with_capacity(blocks.len());
     for block in blocks {
         match block {
-            MediaBlock::Text(t) if !t.text.is_empty() => out.push(text(&t.text)),
+            MediaBlock::Text(t) if has_text(&t.text) => out.push(text(&t.text)),
             MediaBlock::Text(_) => {}
             MediaBlock::Data(d) => out.push(data(d)?),
         }
@@ -348,5 +356,42 @@ mod tests {
         let audio = Msg::new("u", Role::User, vec![ContentBlock::data_base64("UklG", "audio/wav")]).unwrap();
         let err = format(&[audio]).unwrap_err();
         assert!(err.to_string().contains("(audio/wav) cannot be sent"), "{err}");
+    }
+
+    #[test]
+    fn text_of_whitespace_only_is_not_sent() {
+        // Another model's "\n\n" before a tool call, a blank user message, an empty hint: the
+        // API refuses a text block without non-whitespace text, and the whole request with it.
+        let reply = Msg::assistant_blocks(
+            "bot",
+            vec![
+                ContentBlock::text("\n\n"),
+                ContentBlock::tool_call("toolu_1", "get_weather", r#"{"city":"Paris"}"#),
+                ContentBlock::tool_result("toolu_1", "get_weather", "sunny", ToolResultState::Success),
+                ContentBlock::hint(" ", None),
+                ContentBlock::text("Sunny."),
+            ],
+        );
+        let messages = [
+            Msg::system("s", "You are brief."),
+            Msg::user("alice", "Weather?"),
+            Msg::user("alice", " "),
+            reply,
+        ];
+        let formatted = format(&messages).unwrap();
+        assert_eq!(formatted.system, ["You are brief."]);
+        assert_eq!(
+            serde_json::to_value(&formatted.messages).unwrap(),
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "Weather?"}]},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}
+                ]},
+                {"role": "assistant", "content": [{"type": "text", "text": "Sunny."}]}
+            ])
+        );
     }
 }
