@@ -325,13 +325,17 @@ fn tool_call(call: &ToolCallBlock) -> WireToolCall<'_> {
         kind: "function",
         function: WireFunction {
             name: &call.name,
-            arguments: if call.input.trim().is_empty() {
-                "{}"
-            } else {
-                &call.input
-            },
+            arguments: if is_json_object(&call.input) { &call.input } else { "{}" },
         },
     }
+}
+
+/// Whether `arguments` are a JSON object. Empty arguments, and broken ones (a call cut short;
+/// the agent answered it with an error result), go back as `{}`: servers that parse the
+/// history (vLLM, SGLang, llama.cpp) refuse the whole request otherwise, and every later turn
+/// of the conversation with it.
+fn is_json_object(arguments: &str) -> bool {
+    arguments.trim_start().starts_with('{') && serde_json::from_str::<serde::de::IgnoredAny>(arguments).is_ok()
 }
 
 fn hint_message(hint: &HintBlock) -> Result<WireMessage<'_>, AgentError> {
@@ -406,6 +410,31 @@ mod tests {
                 {"role": "user", "content": "<system-reminder>be brief</system-reminder>"},
                 {"role": "assistant", "name": "Friday", "content": "Sunny at noon."}
             ])
+        );
+    }
+
+    #[test]
+    fn broken_arguments_go_back_as_an_empty_object() {
+        // A call cut short (`finish_reason: length`, a dropped stream) that the agent answered
+        // with an error: the history must still parse on servers that read it.
+        for broken in [r#"{"city": "Par"#, "[1, 2]", "null", r#"{"a": 1} trailing"#, "  "] {
+            let reply = Msg::assistant_blocks(
+                "Friday",
+                vec![
+                    ContentBlock::tool_call("call_1", "get_weather", broken),
+                    ContentBlock::tool_result("call_1", "get_weather", "invalid arguments", ToolResultState::Error),
+                ],
+            );
+            let value = wire(&[Msg::user("alice", "Weather?"), reply]);
+            assert_eq!(value[1]["tool_calls"][0]["function"]["arguments"], "{}", "{broken}");
+        }
+        let kept = Msg::assistant_blocks(
+            "F",
+            vec![ContentBlock::tool_call("c", "f", r#" {"a": [1, {"b": null}]}"#)],
+        );
+        assert_eq!(
+            wire(&[kept])[0]["tool_calls"][0]["function"]["arguments"],
+            r#" {"a": [1, {"b": null}]}"#
         );
     }
 
