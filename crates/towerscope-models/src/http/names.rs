@@ -27,12 +27,98 @@ impl Names {
         ProviderError::from_body(&self.provider, None, None, data).into_agent_error(&self.model, &self.endpoint)
     }
 
-    /// JSON that could not be read, quoting its start.
+    /// JSON that could not be read. A JSON object is not quoted, nor are the values serde's
+    /// message would quote: they may hold the conversation (a delta of the answer, the prompt a
+    /// server echoes), and errors are logged and shown without the user's opt-in. A body that
+    /// is no JSON object at all (an HTML page from a proxy) is quoted from its start.
     pub(crate) fn decode_error(&self, what: &str, err: &serde_json::Error, data: &str) -> AgentError {
-        let snippet: String = data.chars().take(200).collect();
-        AgentError::decode(
-            format!("{} {what} from {}", self.provider, self.endpoint),
-            format!("{err}: {snippet}"),
-        )
+        let detail = if data.trim_start().starts_with('{') {
+            format!(
+                "{} (the {}-byte JSON is not quoted: it may hold the conversation)",
+                without_quoted(&err.to_string()),
+                data.len()
+            )
+        } else {
+            let snippet: String = data.chars().take(200).collect();
+            format!("{err}: {snippet}")
+        };
+        AgentError::decode(format!("{} {what} from {}", self.provider, self.endpoint), detail)
+    }
+}
+
+/// `message` with what it quotes (`"…"`, escapes included, and `` `…` ``) left out: serde's
+/// messages quote the values they refused (`invalid type: string "…"`, `unknown variant `…``).
+fn without_quoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut chars = message.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                out.push_str("\"…\"");
+                let mut escaped = false;
+                for c in chars.by_ref() {
+                    match c {
+                        '\\' if !escaped => escaped = true,
+                        '"' if !escaped => break,
+                        _ => escaped = false,
+                    }
+                }
+            }
+            '`' => {
+                out.push_str("`…`");
+                chars.by_ref().find(|&c| c == '`');
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decode_error_quotes_no_value_of_a_json_body() {
+        let names = Names::decoded("openai");
+        let chunk = r#"{"choices":[{"delta":{"content":"PATIENT \"SSN\" 123"}}],"usage":{"prompt_tokens":"PATIENT"}}"#;
+        let err = serde_json::from_str::<serde_json::Value>(chunk)
+            .and_then(|_| serde_json::from_str::<Usage>(r#"{"prompt_tokens": "PATIENT \"x\" SSN"}"#))
+            .err()
+            .map(|e| names.decode_error("stream chunk", &e, chunk));
+        let text = err.map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            text.contains("invalid type: string \"…\", expected u64 at line 1"),
+            "{text}"
+        );
+        assert!(!text.contains("PATIENT") && !text.contains("SSN"), "{text}");
+
+        let err = serde_json::from_str::<Kind>(r#""SECRET""#)
+            .err()
+            .map(|e| names.decode_error("event", &e, "{}"));
+        let text = err.map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            text.contains("unknown variant `…`") && !text.contains("SECRET"),
+            "{text}"
+        );
+
+        // A body that is no JSON object (a proxy's page) is quoted from its start.
+        let page = "<html>maintenance</html>";
+        let err = serde_json::from_str::<serde_json::Value>(page)
+            .err()
+            .map(|e| names.decode_error("body", &e, page));
+        assert!(err.is_some_and(|e| e.to_string().contains(page)));
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Usage {
+        prompt_tokens: u64,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    enum Kind {
+        #[allow(dead_code)]
+        Text,
     }
 }
