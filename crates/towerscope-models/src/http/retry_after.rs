@@ -39,7 +39,13 @@ fn http_date(value: &str) -> Option<u64> {
     let year: u64 = parts.next()?.parse().ok()?;
     let mut hms = parts.next()?.split(':').map(|p| p.parse::<u64>().ok());
     let (h, m, s) = (hms.next()??, hms.next()??, hms.next()??);
-    if parts.next()? != "GMT" || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 || year < 1970 {
+    if parts.next()? != "GMT"
+        || !(1..=31).contains(&day)
+        || h > 23
+        || m > 59
+        || s > 60
+        || !(1970..=9999).contains(&year)
+    {
         return None;
     }
     // Days from the civil date (Howard Hinnant's algorithm), in unsigned arithmetic from 1970.
@@ -98,5 +104,15 @@ mod tests {
         assert_eq!(http_date("Tue, 29 Feb 2028 12:00:00 GMT"), Some(1_835_438_400));
         assert_eq!(http_date("Sun, 06 Nov 1994 08:49:37 CET"), None);
         assert_eq!(http_date("Sun, 32 Nov 1994 08:49:37 GMT"), None);
+        // A year of more than four digits (the form has four) is no date, not an overflow.
+        assert_eq!(http_date("Sun, 06 Nov 999999999999 08:49:37 GMT"), None);
+        assert_eq!(
+            retry_after(&headers(&[(
+                "retry-after",
+                "Sun, 06 Nov 18446744073709551615 08:49:37 GMT"
+            )])),
+            None
+        );
+        assert!(http_date("Fri, 31 Dec 9999 23:59:60 GMT").is_some());
     }
 }
