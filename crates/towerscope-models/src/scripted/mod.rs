@@ -223,22 +223,26 @@ impl ScriptedModel {
     }
 
     fn next_response(&self, request: &ModelCallRequest) -> Result<Picked, AgentError> {
-        let mut s = self.lock();
-        s.calls += 1;
-        if s.record {
-            let recorded = RecordedRequest {
-                model: request.model.model_name().to_owned(),
-                messages: request.messages.clone(),
-                tools: Arc::clone(&request.tools),
-                tool_choice: request.tool_choice.clone(),
-                reply_id: request.ctx.reply_id().clone(),
-                iteration: request.ctx.iteration(),
-            };
-            s.requests.push(recorded);
+        {
+            let mut s = self.lock();
+            s.calls += 1;
+            if s.record {
+                let recorded = RecordedRequest {
+                    model: request.model.model_name().to_owned(),
+                    messages: request.messages.clone(),
+                    tools: Arc::clone(&request.tools),
+                    tool_choice: request.tool_choice.clone(),
+                    reply_id: request.ctx.reply_id().clone(),
+                    iteration: request.ctx.iteration(),
+                };
+                s.requests.push(recorded);
+            }
         }
+        // Outside the lock: the responder may ask this model (a clone of it) what it was sent.
         if let Some(response) = self.responder.as_ref().and_then(|respond| respond(request)) {
             return Ok(Picked::Owned(response));
         }
+        let mut s = self.lock();
         if s.queue.is_empty() {
             if let Some((cycle, next)) = &mut s.cycle {
                 if *next < cycle.len() {

@@ -119,3 +119,37 @@ fn split_words_keeps_whitespace() {
     assert_eq!(split_words(""), vec![""]);
     assert_eq!(split_words(" lead"), vec![" ", "lead"]);
 }
+
+#[test]
+fn a_responder_may_ask_its_model_what_it_was_sent() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let probe = ScriptedModel::new("m", [ScriptedResponse::text("from the script")]);
+    let seen = Arc::new(AtomicUsize::new(0));
+    let model = probe.clone().respond_with({
+        let seen = Arc::clone(&seen);
+        move |_req| {
+            // A clone of the model shares its script: asking it used to lock the script twice.
+            seen.store(probe.calls(), Ordering::SeqCst);
+            None
+        }
+    });
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let answered = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .map_err(|e| AgentError::Model {
+                model: None,
+                message: e.to_string(),
+                retryable: false,
+                source: None,
+            })
+            .and_then(|runtime| runtime.block_on(collect(&model)));
+        let _ = tx.send(answered.map(|chunks| chunks.last().and_then(ChatResponse::text)));
+    });
+    let answered = rx.recv_timeout(Duration::from_secs(10));
+    assert!(
+        matches!(&answered, Ok(Ok(Some(text))) if text == "from the script"),
+        "the responder's model answered: {answered:?}"
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 1);
+}
