@@ -708,3 +708,28 @@ async fn arguments_sent_as_an_object_are_taken_as_their_json() {
     let (messages, _) = support::without_hints(&second["messages"]);
     assert_eq!(messages[3]["content"], r#"{"celsius":21,"city":"Paris","sky":"sunny"}"#);
 }
+
+#[test]
+fn a_base_url_with_credentials_is_refused_without_showing_them() {
+    let builder = OpenAiChatModel::builder("gpt-4o")
+        .base_url("http://alice:s3cret@127.0.0.1:9/v1")
+        .from_env(false);
+    let shown = format!("{builder:?}");
+    assert!(
+        !shown.contains("s3cret") && shown.contains("http://***@127.0.0.1:9/v1"),
+        "{shown}"
+    );
+    let err = builder.build().unwrap_err();
+    assert!(matches!(err, AgentError::Validation(_)), "{err:?}");
+    let text = format!("{err} {err:?}");
+    assert!(
+        text.contains("user name or password") && !text.contains("s3cret"),
+        "{text}"
+    );
+    let err = OpenAiChatModel::builder("m")
+        .base_url("http://alice:s3cret@[::1")
+        .from_env(false)
+        .build()
+        .unwrap_err();
+    assert!(!err.to_string().contains("s3cret"), "{err}");
+}

@@ -54,7 +54,10 @@ impl fmt::Debug for AnthropicChatModelBuilder {
         f.debug_struct("AnthropicChatModelBuilder")
             .field("model", &self.model)
             .field("api_key", &self.api_key)
-            .field("base_url", &self.base_url)
+            .field(
+                "base_url",
+                &self.base_url.as_deref().map(crate::http::target::shown_url),
+            )
             .field("params", &self.params)
             .finish_non_exhaustive()
     }
@@ -94,7 +97,8 @@ impl AnthropicChatModelBuilder {
     }
 
     /// The base URL the `/v1/messages` path is added to (default: `ANTHROPIC_BASE_URL`, then
-    /// [`DEFAULT_BASE_URL`]).
+    /// [`DEFAULT_BASE_URL`]). A URL with a user name or password (`http://user:pass@host`) is
+    /// refused at `build`: give credentials with [`header`](Self::header).
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
         self.base_url = Some(url.into());
         self

@@ -59,8 +59,17 @@ impl HttpTarget {
         read_timeout: Option<Duration>,
     ) -> Result<Self, AgentError> {
         let joined = format!("{}{path}", base.trim_end_matches('/'));
-        let url = Url::parse(&joined)
-            .map_err(|e| AgentError::validation(format!("invalid {provider} base URL '{base}': {e}")))?;
+        // The URL is not quoted: it may hold credentials.
+        let url =
+            Url::parse(&joined).map_err(|e| AgentError::validation(format!("invalid {provider} base URL ({e})")))?;
+        if !url.username().is_empty() || url.password().is_some() {
+            // reqwest sends a URL's credentials only for requests made with its builder, which
+            // these are not; they would show in transport errors.
+            return Err(AgentError::validation(format!(
+                "the {provider} base URL holds a user name or password, which would not be sent: give the \
+                 credentials as a header (`.header(\"authorization\", ...)`) instead"
+            )));
+        }
         if !matches!(url.scheme(), "http" | "https") {
             return Err(AgentError::validation(format!(
                 "the {provider} base URL must be http or https, found '{}'",
@@ -277,10 +286,33 @@ fn endpoint_of(url: &Url) -> String {
     }
 }
 
+/// `url` as it may be shown (`Debug`): with any user name and password replaced by `***`.
+pub(crate) fn shown_url(url: &str) -> std::borrow::Cow<'_, str> {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let authority_end = url[start..].find(['/', '?', '#']).map_or(url.len(), |i| start + i);
+    match url[start..authority_end].rfind('@') {
+        Some(at) => format!("{}***{}", &url[..start], &url[start + at..]).into(),
+        None => url.into(),
+    }
+}
+
 /// The error of an answer from `endpoint` whose body passed `limit` bytes (made only then).
 fn too_large(endpoint: &str, limit: usize) -> AgentError {
     AgentError::decode(
         format!("the answer of {endpoint}"),
         format!("it is larger than {limit} bytes (the provider builder's max_answer_bytes)"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_is_shown_without_its_credentials() {
+        assert_eq!(shown_url("http://alice:s3cret@host:8080/v1"), "http://***@host:8080/v1");
+        assert_eq!(shown_url("https://tok@host/v1?x=a@b"), "https://***@host/v1?x=a@b");
+        assert_eq!(shown_url("http://host/v1/a@b"), "http://host/v1/a@b");
+        assert_eq!(shown_url("not a url"), "not a url");
+    }
 }

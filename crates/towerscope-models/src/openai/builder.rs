@@ -49,7 +49,10 @@ impl fmt::Debug for OpenAiChatModelBuilder {
         f.debug_struct("OpenAiChatModelBuilder")
             .field("model", &self.model)
             .field("api_key", &self.api_key)
-            .field("base_url", &self.base_url)
+            .field(
+                "base_url",
+                &self.base_url.as_deref().map(crate::http::target::shown_url),
+            )
             .field("params", &self.params)
             .finish_non_exhaustive()
     }
@@ -91,6 +94,8 @@ impl OpenAiChatModelBuilder {
 
     /// The base URL the `/chat/completions` path is added to (default: `OPENAI_BASE_URL`, then
     /// [`DEFAULT_BASE_URL`]). Any OpenAI-compatible server: `http://127.0.0.1:8080/v1`.
+    /// A URL with a user name or password (`http://user:pass@host`) is refused at `build`:
+    /// give credentials with [`header`](Self::header).
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
         self.base_url = Some(url.into());
         self
