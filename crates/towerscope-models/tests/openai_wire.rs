@@ -733,3 +733,65 @@ fn a_base_url_with_credentials_is_refused_without_showing_them() {
         .unwrap_err();
     assert!(!err.to_string().contains("s3cret"), "{err}");
 }
+
+#[tokio::test]
+async fn a_silent_server_times_out_and_one_sending_only_pings_meets_the_layer_deadlines() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use towerscope_layers::TimeoutLayer;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut silent = Vec::new();
+        for pings in [false, true] {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let mut request = vec![0u8; 64 * 1024];
+            let _ = socket.read(&mut request).await;
+            if !pings {
+                // Accepts the request and says nothing.
+                silent.push(socket);
+                continue;
+            }
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+            let _ = socket.write_all(head.as_bytes()).await;
+            tokio::spawn(async move {
+                // A keep-alive comment every 50 ms, forever: bytes, never a chunk of an answer.
+                while socket.write_all(b"8\r\n: ping\n\n\r\n").await.is_ok() {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            });
+        }
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        drop(silent);
+    });
+    let model = || {
+        OpenAiChatModel::builder("gpt-4o")
+            .base_url(&base)
+            .api_key(KEY)
+            .from_env(false)
+            .read_timeout(Some(Duration::from_millis(300)))
+            .build()
+            .unwrap()
+    };
+    let silent = tokio::time::timeout(Duration::from_secs(20), agent(model()).reply(Msg::user("user", "Hi")))
+        .await
+        .expect("the read timeout ends the call");
+    let err = silent.unwrap_err();
+    assert!(matches!(err, AgentError::Timeout { .. }), "{err:?}");
+
+    let pinging = Agent::builder("Friday")
+        .model(model())
+        .on_model_call(
+            TimeoutLayer::none()
+                .first_chunk(Duration::from_millis(500))
+                .idle(Duration::from_millis(500)),
+        )
+        .build()
+        .unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(20), pinging.reply(Msg::user("user", "Hi")))
+        .await
+        .expect("the first-chunk deadline ends the call")
+        .unwrap_err();
+    assert!(matches!(err, AgentError::Timeout { .. }), "{err:?}");
+}

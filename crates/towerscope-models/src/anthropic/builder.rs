@@ -83,7 +83,7 @@ impl AnthropicChatModelBuilder {
             },
             provider: "anthropic".to_owned(),
             connect_timeout: Some(DEFAULT_CONNECT_TIMEOUT),
-            read_timeout: None,
+            read_timeout: Some(crate::http::DEFAULT_READ_TIMEOUT),
             max_answer_bytes: crate::http::target::DEFAULT_MAX_ANSWER_BYTES,
             transport: None,
             from_env: true,
@@ -200,7 +200,9 @@ impl AnthropicChatModelBuilder {
     }
 
     /// The read timeout of the default client: the most time without a byte of the response,
-    /// its headers included (default `None`: no limit).
+    /// its headers included (default [`DEFAULT_READ_TIMEOUT`](crate::http::DEFAULT_READ_TIMEOUT),
+    /// 10 minutes; `None`: no limit). Keep-alive comments and pings are bytes: a server that
+    /// sends only those is stopped by `TimeoutLayer`'s first-chunk and idle deadlines.
     pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.read_timeout = timeout;
         self

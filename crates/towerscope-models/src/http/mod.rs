@@ -53,4 +53,4 @@ mod transport;
 pub use api_key::ApiKey;
 pub use error::ProviderError;
 pub use reqwest;
-pub use transport::{HttpService, http_client, http_service};
+pub use transport::{DEFAULT_READ_TIMEOUT, HttpService, http_client, http_service};

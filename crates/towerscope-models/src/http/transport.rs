@@ -23,6 +23,10 @@ where
     BoxCloneSyncService::new(service.map_err(Into::into))
 }
 
+/// The providers' default read timeout: 10 minutes without a byte of the answer (a server that
+/// accepted the request and went silent; a whole answer that takes longer needs a longer one).
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// A reqwest client with these timeouts, speaking HTTPS through rustls.
 ///
 /// rustls needs a process-wide crypto provider; when none is installed yet, this installs
@@ -37,7 +41,9 @@ where
 ///
 /// - `connect_timeout`: for opening the TCP and TLS connection;
 /// - `read_timeout`: for each read of the response, its headers included, so it bounds the wait
-///   for the first byte and the silence between two streamed chunks.
+///   for the first byte and the silence between two reads. A keep-alive comment or a `ping`
+///   event is a read: a server that sends only those is not stopped by it (`TimeoutLayer`'s
+///   first-chunk and idle deadlines count the answer's chunks, and are).
 pub fn http_client(
     connect_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
