@@ -173,8 +173,14 @@ fn run<'a>(
         match &req.input {
             ReplyInput::Messages(msgs) => start(runtime, &req, msgs, emit).await?,
             ReplyInput::Interrupt(_) => return Box::pin(resume::interrupt(runtime, &ctx, emit)).await,
-            ReplyInput::Confirm(ev) => Box::pin(resume::confirm(runtime, &ctx, ev, emit)).await?,
-            ReplyInput::External(ev) => Box::pin(resume::external(runtime, &ctx, ev, emit)).await?,
+            ReplyInput::Confirm(ev) => {
+                Box::pin(resume::confirm(runtime, &ctx, ev, emit)).await?;
+                count_round_if_complete(runtime, &ctx);
+            }
+            ReplyInput::External(ev) => {
+                Box::pin(resume::external(runtime, &ctx, ev, emit)).await?;
+                count_round_if_complete(runtime, &ctx);
+            }
         }
 
         let mut made_progress = true;
@@ -290,12 +296,21 @@ fn run<'a>(
                     }
                 }
             }
-            let mut state = runtime.lock_state();
-            let unfinished = state.reply_msg(ctx.reply_id()).is_some_and(has_unfinished);
-            if !unfinished {
-                state.reply_context.cur_iter += 1;
-            }
+            count_round_if_complete(runtime, &ctx);
         }
+    }
+}
+
+/// Counts a reasoning-and-acting round towards `max_iters` once every call of the reply has
+/// its result: after each step, as the reference does, and also after a resume whose results
+/// (denials, results from outside) complete the round that parked. The reference never counts
+/// such a round, so a model that calls an external tool every round, answered by an automatic
+/// resumer (a team's leader, a front end running its tools), was never stopped.
+fn count_round_if_complete(runtime: &Runtime, ctx: &AgentContext) {
+    let mut state = runtime.lock_state();
+    let unfinished = state.reply_msg(ctx.reply_id()).is_some_and(has_unfinished);
+    if !unfinished {
+        state.reply_context.cur_iter += 1;
     }
 }
 
