@@ -620,7 +620,8 @@ async fn calls_a_server_gives_one_index_or_none_are_one_call_per_id() {
         };
         let events = [
             chunk(json!({"id": "call_a", "type": "function", "function": {"name": "read", "arguments": "{\"p\": "}})),
-            chunk(json!({"function": {"arguments": "\"a\"}"}})),
+            // A continuation under another id (some proxies make one per chunk) but no name.
+            chunk(json!({"id": "chunk_2", "function": {"arguments": "\"a\"}"}})),
             chunk(
                 json!({"id": "call_b", "type": "function", "function": {"name": "read", "arguments": "{\"p\": \"b\"}"}}),
             ),

@@ -5,8 +5,9 @@
 //! (and a refusal) as a text block, and each tool call delta as a tool call block with the call's
 //! id and the arguments fragment; the call's name is in the chunk that brought it (its first,
 //! usually), later chunks of the call carry an empty name. A delta belongs to the latest call of
-//! its `index` unless it names another call id (servers that give every call index 0, or none,
-//! still make one call per id); arguments sent as a JSON object are taken as its text. Blocks of one kind share
+//! its `index` unless it starts another call, with a name and another id (servers that give
+//! every call index 0, or none, still make one call per id); arguments sent as a JSON object are
+//! taken as its text. Blocks of one kind share
 //! their id across chunks, so chunks accumulate with
 //! [`ChatResponse::append_chat_response`]. At `[DONE]` comes the complete response: thinking,
 //! text, then the tool calls in the order they started; the usage (with cached prompt tokens);
@@ -85,14 +86,16 @@ impl Answer {
             let function = delta.function.as_ref();
             let fragment = function.and_then(|f| f.arguments.as_deref()).unwrap_or_default();
             let wire_id = delta.id.as_deref().filter(|id| !id.is_empty());
-            // A delta continues the latest call of its index, unless it names another call:
-            // some servers give every call index 0, or none. A whole message lists whole calls.
+            // A delta continues the latest call of its index, unless it starts another call (a
+            // name and another id): some servers give every call index 0, or none. A whole
+            // message lists whole calls.
             let open = if whole {
                 None
             } else {
                 self.by_index.get(&index).copied()
             };
-            let continues = open.filter(|&at| wire_id.is_none_or(|id| self.calls[at].id == *id));
+            let starts = function.is_some_and(|f| f.name.as_deref().is_some_and(|n| !n.is_empty()));
+            let continues = open.filter(|&at| !starts || wire_id.is_none_or(|id| self.calls[at].id == *id));
             let (at, new) = match continues {
                 Some(at) => (at, false),
                 None => {
