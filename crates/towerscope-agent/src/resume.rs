@@ -175,9 +175,10 @@ pub(crate) async fn confirm(
     Ok(())
 }
 
-/// `ExternalExecutionResultEvent`: each result's output as deltas, then its end event. The event
-/// is checked whole first (each result names an awaiting call, under its tool, once): a bad one
-/// changes nothing and the reply stays parked.
+/// `ExternalExecutionResultEvent`: each result's output as deltas, then its end event; the
+/// result is stored cut to `tool_result_limit`, as a local tool's is. The event is checked
+/// whole first (each result names an awaiting call, under its tool, once): a bad one changes
+/// nothing and the reply stays parked.
 pub(crate) async fn external(
     runtime: &Arc<Runtime>,
     ctx: &AgentContext,
@@ -249,9 +250,12 @@ pub(crate) async fn external(
                 }
             }
         }
-        runtime
-            .lock_state()
-            .save_result(&runtime.name, reply_id, result.clone());
+        // Stored as a local result is: cut to the limit (the events above carry it whole).
+        let mut stored = result.clone();
+        if let Some(config) = &runtime.context {
+            crate::acting::truncate(runtime, config, &mut stored).await;
+        }
+        runtime.lock_state().save_result(&runtime.name, reply_id, stored);
         emit.event(EventType::ToolResultEnd, || {
             ToolResultEndEvent::new(reply_id, &result.id, result.state, result.metadata.clone()).into()
         })

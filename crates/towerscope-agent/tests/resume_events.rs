@@ -7,11 +7,13 @@ mod common;
 
 use common::{assert_consistent, collect};
 use serde_json::Value;
-use towerscope_agent::Agent;
+use towerscope_agent::compress::TRUNCATED_REMINDER;
 use towerscope_agent::toolkit::{FunctionTool, Tool, ToolChunkStream};
+use towerscope_agent::{Agent, AgentBuilder};
 use towerscope_core::event::{ConfirmResult, ExternalExecutionResultEvent, UserConfirmResultEvent};
 use towerscope_core::{
-    AgentError, AgentEvent, Msg, PermissionDecision, ToolCallBlock, ToolCallState, ToolResultBlock, ToolResultState,
+    AgentError, AgentEvent, ContextConfig, Msg, PermissionDecision, ToolCallBlock, ToolCallState, ToolResultBlock,
+    ToolResultState,
 };
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 
@@ -41,11 +43,13 @@ impl Tool for RemoteSearch {
 
 /// An agent with the external `search` tool, parked on call `c1`; returns the reply id.
 async fn parked_on_search(model: &ScriptedModel) -> (Agent, towerscope_core::Id) {
-    let agent = Agent::builder("a")
-        .model(model.clone())
-        .tool(RemoteSearch)
-        .build()
-        .unwrap();
+    parked(Agent::builder("a").model(model.clone())).await
+}
+
+/// The agent `builder` makes with the external `search` tool, parked on call `c1`; returns the
+/// reply id.
+async fn parked(builder: AgentBuilder) -> (Agent, towerscope_core::Id) {
+    let agent = builder.tool(RemoteSearch).build().unwrap();
     let first = collect(agent.reply_stream(Msg::user("user", "holidays?"))).await;
     assert_eq!(first.kinds().last(), Some(&"REQUIRE_EXTERNAL_EXECUTION"));
     (agent, first.final_msg.unwrap().id)
@@ -205,4 +209,51 @@ async fn a_confirmation_answering_one_call_twice_is_refused_and_adds_no_rule() {
     assert_consistent(&context);
     let stored = context.iter().flat_map(common::results).next().unwrap();
     assert_eq!(stored.state, ToolResultState::Denied);
+}
+
+/// Search locally (the external tool's twin).
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Query {
+    /// The query.
+    #[allow(dead_code)]
+    q: String,
+}
+
+#[tokio::test]
+async fn a_long_external_result_is_cut_to_the_tool_result_limit_as_a_local_one() {
+    let long: String = (0..100_000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+    let config = ContextConfig::new().tool_result_limit(100);
+    let model = search_model();
+    let (agent, reply_id) = parked(Agent::builder("a").model(model.clone()).context(config.clone())).await;
+    let out =
+        collect(agent.reply_stream(ExternalExecutionResultEvent::new(reply_id, vec![search_result(&long)]))).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+    let state = agent.state();
+    let stored = state.context.iter().flat_map(common::results).next().unwrap();
+    let text = stored.output.text_content().unwrap();
+    assert!(text.ends_with(TRUNCATED_REMINDER), "the local path's reminder");
+    let kept = text.strip_suffix(TRUNCATED_REMINDER).unwrap();
+    assert!(kept.len() <= 400 && long.starts_with(kept), "{} bytes kept", kept.len());
+    // The model received the cut result.
+    let seen = model.requests()[1].messages.last().unwrap().clone();
+    assert_eq!(common::results(&seen)[0].output.text_content().as_deref(), Some(&*text));
+
+    // A local tool answering the same text is stored with the same cut.
+    let text_of_local = {
+        let answer = long.clone();
+        let local = Agent::builder("a")
+            .model(search_model())
+            .context(config)
+            .tool(FunctionTool::new("search", move |_: Query| {
+                let answer = answer.clone();
+                async move { answer }
+            }))
+            .build()
+            .unwrap();
+        local.reply(Msg::user("user", "holidays?")).await.unwrap();
+        let state = local.state();
+        let stored = state.context.iter().flat_map(common::results).next().unwrap();
+        stored.output.text_content().unwrap()
+    };
+    assert_eq!(text, text_of_local);
 }
