@@ -100,12 +100,15 @@ impl Agent {
     /// Replaces the agent's state (a saved one, or a fresh [`AgentState::new`]). Fails while a
     /// reply is in progress.
     pub fn load_state(&self, state: AgentState) -> Result<(), AgentError> {
+        let mut held = self.runtime.lock_state();
+        // Read under the state lock (see `observe`): a reply starting now cannot have changed
+        // the state yet, and one that started before is seen.
         if self.busy.load(Ordering::Acquire) {
             return Err(AgentError::State(
                 "cannot load a state while the agent is replying; wait for the reply to finish".to_owned(),
             ));
         }
-        *self.runtime.lock_state() = state;
+        *held = state;
         Ok(())
     }
 
@@ -220,6 +223,8 @@ impl Agent {
 
     /// Starts a reply whose caller reads the events `caller_reads`.
     fn start(&self, input: ReplyInput, schema: Option<Arc<StructuredSchema>>, caller_reads: EventKinds) -> ReplyStream {
+        // Marked busy before the reply first takes the state lock: `observe` and `load_state`
+        // read the flag under that lock, so they either see this reply or finish before it.
         if self.busy.swap(true, Ordering::AcqRel) {
             return ReplyStream::failed(AgentError::State(
                 "the agent is already replying; wait for the current reply to finish or drop its stream".to_owned(),

@@ -47,13 +47,16 @@ pub(crate) fn observe_now(runtime: &Runtime, busy: &AtomicBool, msgs: Vec<Msg>) 
     for m in &msgs {
         validate_input(m)?;
     }
-    if busy.load(Ordering::Acquire) {
-        return Err(AgentError::State(
-            "cannot observe messages while the agent is replying; observe them after the reply ends".to_owned(),
-        ));
-    }
     {
         let mut state = runtime.lock_state();
+        // Read under the state lock: a reply marks the agent busy before it first takes that
+        // lock, so a reply that started before this point is seen here, and one that starts
+        // after changes nothing until these messages are stored.
+        if busy.load(Ordering::Acquire) {
+            return Err(AgentError::State(
+                "cannot observe messages while the agent is replying; observe them after the reply ends".to_owned(),
+            ));
+        }
         crate::state::check_not_parked(&state)?;
         crate::resume::close_dangling_calls(&runtime.name, &mut state);
         state.context.extend(msgs.iter().cloned());
@@ -127,5 +130,70 @@ fn deliver_all(runtime: &Runtime, busy: &AtomicBool) -> Option<Refused> {
                 e => Refused::Failed(e),
             });
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::atomic::Ordering;
+    use std::sync::{Arc, Barrier};
+    use std::time::Duration;
+
+    use towerscope_core::{AgentError, ContentBlock, Middleware, Msg, ObserveHook, ToolCallBlock, ToolCallState};
+    use towerscope_models::ScriptedModel;
+
+    use crate::Agent;
+
+    /// Meets the test once `observe` has run its hooks (and is about to look at the agent).
+    #[derive(Clone)]
+    struct Meet(Arc<Barrier>);
+
+    impl ObserveHook for Meet {
+        fn pre_observe(&self, _: &str, msgs: Vec<Msg>) -> Result<Vec<Msg>, AgentError> {
+            self.0.wait();
+            Ok(msgs)
+        }
+    }
+
+    impl Middleware for Meet {
+        fn on_observe(&self) -> Option<Arc<dyn ObserveHook>> {
+            Some(Arc::new(self.clone()))
+        }
+    }
+
+    /// `observe` waits for the state while a reply starts and runs a tool: it must see that
+    /// reply, not close its running call or add a message in the middle of it.
+    #[test]
+    fn a_reply_that_starts_while_observe_waits_for_the_state_is_left_alone() {
+        let meet = Meet(Arc::new(Barrier::new(2)));
+        let agent = Agent::builder("a")
+            .model(ScriptedModel::new("m", []))
+            .middleware(meet.clone())
+            .build()
+            .unwrap();
+        let mut state = agent.runtime.lock_state();
+        let observer = std::thread::spawn({
+            let agent = agent.clone();
+            move || agent.observe([Msg::user("bob", "by the way")])
+        });
+        meet.0.wait();
+        // Time for `observe` to reach the state lock (no assertion on time: with the busy flag
+        // read under that lock, the outcome is the same either way).
+        std::thread::sleep(Duration::from_millis(50));
+        // A reply starts (its busy flag first, as `Agent::start` does) and runs a tool.
+        agent.busy.store(true, Ordering::Release);
+        let mut call = ToolCallBlock::new("c1", "t", "{}");
+        call.state = ToolCallState::Allowed;
+        state.context.push(Msg::user("user", "go"));
+        state
+            .context
+            .push(Msg::assistant_blocks("a", vec![ContentBlock::ToolCall(call)]));
+        let running = state.clone();
+        drop(state);
+
+        let observed = observer.join().unwrap();
+        assert!(matches!(observed, Err(AgentError::State(_))), "{observed:?}");
+        assert_eq!(agent.state(), running, "the running call is open and nothing was added");
     }
 }

@@ -86,7 +86,8 @@ pub(crate) async fn end_interrupted(runtime: &Arc<Runtime>, ctx: &AgentContext, 
 }
 
 /// `UserConfirmResultEvent`: confirmed calls become allowed (with the user's edits and rules),
-/// denied ones get a denied result.
+/// denied ones get a denied result. The event is checked whole first (each answer names a
+/// waiting call, under its tool, once): a bad one changes nothing and the reply stays parked.
 pub(crate) async fn confirm(
     runtime: &Arc<Runtime>,
     ctx: &AgentContext,
@@ -109,6 +110,7 @@ pub(crate) async fn confirm(
         }
         // Hashed: thousands of calls may wait, each named by a result.
         let waiting: HashMap<&Id, &str> = asking.iter().map(|(id, name)| (id, name.as_str())).collect();
+        let mut answered: HashSet<&Id> = HashSet::with_capacity(ev.confirm_results.len());
         for result in &ev.confirm_results {
             let call = &result.tool_call;
             let Some(&name) = waiting.get(&call.id) else {
@@ -126,6 +128,14 @@ pub(crate) async fn confirm(
                      may change a call's arguments, not its tool.",
                     call.id,
                     crate::toolkit::truncate_name(&call.name)
+                )));
+            }
+            // One answer per call: a second would store a second result (or undo a denial).
+            if !answered.insert(&call.id) {
+                return Err(AgentError::State(format!(
+                    "UserConfirmResultEvent answers tool call '{}' more than once; send one confirmation or denial \
+                     per call.",
+                    call.id
                 )));
             }
         }
@@ -165,7 +175,10 @@ pub(crate) async fn confirm(
     Ok(())
 }
 
-/// `ExternalExecutionResultEvent`: each result's output as deltas, then its end event.
+/// `ExternalExecutionResultEvent`: each result's output as deltas, then its end event; the
+/// result is stored cut to `tool_result_limit`, as a local tool's is. The event is checked
+/// whole first (each result names an awaiting call, under its tool, once): a bad one changes
+/// nothing and the reply stays parked.
 pub(crate) async fn external(
     runtime: &Arc<Runtime>,
     ctx: &AgentContext,
@@ -179,7 +192,7 @@ pub(crate) async fn external(
             .unfinished_calls()
             .into_iter()
             .filter(|c| c.state == ToolCallState::Submitted)
-            .map(|c| c.id)
+            .map(|c| (c.id, c.name))
             .collect();
         if submitted.is_empty() {
             return Err(AgentError::State(
@@ -187,12 +200,34 @@ pub(crate) async fn external(
                     .to_owned(),
             ));
         }
-        let waiting: HashSet<&Id> = submitted.iter().collect();
-        if let Some(bad) = ev.execution_results.iter().find(|r| !waiting.contains(&r.id)) {
-            return Err(AgentError::State(format!(
-                "ExternalExecutionResultEvent names tool call '{}', which is not awaiting an external result (awaiting: {submitted:?}).",
-                bad.id
-            )));
+        // Hashed: thousands of calls may wait, each named by a result.
+        let waiting: HashMap<&Id, &str> = submitted.iter().map(|(id, name)| (id, name.as_str())).collect();
+        let mut answered: HashSet<&Id> = HashSet::with_capacity(ev.execution_results.len());
+        for result in &ev.execution_results {
+            let Some(&name) = waiting.get(&result.id) else {
+                let ids: Vec<&Id> = submitted.iter().map(|(id, _)| id).collect();
+                return Err(AgentError::State(format!(
+                    "ExternalExecutionResultEvent names tool call '{}', which is not awaiting an external result \
+                     (awaiting: {ids:?}).",
+                    result.id
+                )));
+            };
+            if result.name != name {
+                return Err(AgentError::State(format!(
+                    "ExternalExecutionResultEvent gives tool call '{}' a result of the tool '{}', but it calls \
+                     '{name}': a result must name its call's tool.",
+                    result.id,
+                    crate::toolkit::truncate_name(&result.name)
+                )));
+            }
+            // One result per call: providers reject a conversation where a call has two.
+            if !answered.insert(&result.id) {
+                return Err(AgentError::State(format!(
+                    "ExternalExecutionResultEvent gives tool call '{}' more than one result; send exactly one \
+                     result per call.",
+                    result.id
+                )));
+            }
         }
     }
     for result in &ev.execution_results {
@@ -215,9 +250,12 @@ pub(crate) async fn external(
                 }
             }
         }
-        runtime
-            .lock_state()
-            .save_result(&runtime.name, reply_id, result.clone());
+        // Stored as a local result is: cut to the limit (the events above carry it whole).
+        let mut stored = result.clone();
+        if let Some(config) = &runtime.context {
+            crate::acting::truncate(runtime, config, &mut stored).await;
+        }
+        runtime.lock_state().save_result(&runtime.name, reply_id, stored);
         emit.event(EventType::ToolResultEnd, || {
             ToolResultEndEvent::new(reply_id, &result.id, result.state, result.metadata.clone()).into()
         })

@@ -389,6 +389,54 @@ async fn a_dropped_stream_is_saved_and_the_next_agent_closes_its_open_calls() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A stream dropped in the middle of an answer: the stored session holds the part that was
+/// streamed, as the agent in this process does, so a process resuming the session sees the
+/// same conversation.
+#[tokio::test(start_paused = true)]
+async fn a_stream_dropped_mid_answer_is_saved_with_the_streamed_part() {
+    let (store, dir) = temp_store();
+    // One chunk, then an hour before the next: the answer is in progress when the stream goes.
+    let model = ScriptedModel::new(
+        "m",
+        [ScriptedResponse::text("first words and the rest").chunk_delay(Duration::from_secs(3600))],
+    )
+    .streaming(true);
+    let agent = Agent::builder("a")
+        .model(model)
+        .session(store.clone(), "u", "s")
+        .build()
+        .unwrap();
+    let mut stream = agent.reply_stream(Msg::user("user", "go"));
+    while let Some(item) = stream.next().await {
+        if let Ok(ReplyItem::Event(AgentEvent::TextBlockDelta(_))) = item {
+            break;
+        }
+    }
+    drop(stream);
+    let held = agent.state().context;
+    assert_eq!(
+        held.last().and_then(|m| m.text_content()).as_deref(),
+        Some("first "),
+        "the agent keeps the streamed part"
+    );
+    // The save runs in a task of its own; wait for it.
+    let key = SessionKey::new("u", "s").unwrap();
+    let mut saved = None;
+    for _ in 0..200 {
+        saved = store.load(&key).await.unwrap();
+        if saved.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let saved = saved.expect("the dropped reply was saved");
+    assert_eq!(
+        saved.document.agent.context, held,
+        "the store holds what the agent holds"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A session deleted and made again starts its revisions over. An agent that saved the old
 /// one at the same revision does not take the new one for its own: it loads it, and its next
 /// save keeps what the other agent said instead of writing over it.

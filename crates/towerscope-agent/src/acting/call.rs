@@ -343,10 +343,11 @@ async fn run_tool(
 
 /// Cuts a result over the limit; with an offloader, the cut part is stored first and the
 /// reminder names the file (a store that fails leaves the plain reminder, with a warning).
+/// Local results and external ones (resumed from an `ExternalExecutionResultEvent`) alike.
 ///
 /// Only a result that is cut waits here (in a boxed future): the check itself is synchronous,
 /// so the tool call's future does not hold room for the offloader's.
-async fn truncate(runtime: &Runtime, config: &towerscope_core::ContextConfig, result: &mut ToolResultBlock) {
+pub(crate) async fn truncate(runtime: &Runtime, config: &towerscope_core::ContextConfig, result: &mut ToolResultBlock) {
     let Some(split) = compress::split_result(result, &*runtime.counter, config) else {
         return;
     };

@@ -46,38 +46,37 @@ pub(crate) struct Split {
 }
 
 /// Splits `result` at the limit; `None` when it fits. [`finish`] then sets the kept part.
+///
+/// Linear in the result's blocks: each is copied once to be counted, and the counter sees
+/// each a few times (see [`block_at_limit`]), however many blocks the result has.
 pub(crate) fn split_result(
     result: &ToolResultBlock,
     counter: &dyn TokenCounter,
     config: &ContextConfig,
 ) -> Option<Split> {
     let limit = config.tool_result_limit;
-    let blocks: Vec<MediaBlock> = match &result.output {
-        ToolOutput::Text(t) => vec![MediaBlock::Text(TextBlock::new(t.clone()))],
-        ToolOutput::Blocks(b) => b.clone(),
+    let text;
+    let blocks: &[MediaBlock] = match &result.output {
+        ToolOutput::Text(t) => {
+            text = [MediaBlock::Text(TextBlock::new(t.clone()))];
+            &text
+        }
+        ToolOutput::Blocks(b) => b,
     };
-    let count = |bs: &[MediaBlock]| -> u64 {
-        let wrapped: Vec<ContentBlock> = bs.iter().map(|b| b.clone().into()).collect();
-        counter.count_blocks(&mut wrapped.iter())
-    };
-    if count(&blocks) <= limit {
+    // Wrapped once: the counter reads content blocks, and counts prefixes of these.
+    let wrapped: Vec<ContentBlock> = blocks.iter().map(|b| b.clone().into()).collect();
+    let count = |n: usize| counter.count_blocks(&mut wrapped[..n].iter());
+    if blocks.is_empty() || count(blocks.len()) <= limit {
         return None;
     }
-    // The last index whose prefix stays under the limit (the reference scans down from the end).
-    let mut boundary = 0;
-    for i in (1..blocks.len()).rev() {
-        if count(&blocks[..i]) < limit {
-            boundary = i;
-            break;
-        }
-    }
+    let boundary = block_at_limit(&wrapped, counter, limit);
     let mut kept: Vec<MediaBlock> = blocks[..boundary].to_vec();
     let mut cut_any = boundary + 1 < blocks.len();
     let mut omitted: Vec<MediaBlock> = Vec::new();
     match &blocks[boundary] {
         MediaBlock::Text(t) => {
-            let before = count(&kept);
-            let with = count(&blocks[..=boundary]);
+            let before = count(boundary);
+            let with = count(boundary + 1);
             let delta = with.saturating_sub(before);
             let budget = limit.saturating_sub(before);
             let keep_bytes = if delta == 0 {
@@ -114,6 +113,45 @@ pub(crate) fn split_result(
     Some(Split { kept, omitted })
 }
 
+/// The block at the limit: the last index `i` in `1..blocks.len()` whose prefix `blocks[..i]`
+/// counts under `limit`, or 0 (the reference scans down from the end for it). `blocks` as a
+/// whole is over the limit.
+///
+/// One pass adds up the blocks' counts one by one, up to the first prefix that reaches the
+/// limit; the counter then confirms that prefix, and the one before it, as a whole. A counter
+/// need not add up over blocks (the estimate rounds the whole text): when it does not confirm,
+/// the prefixes are searched by halves. Either way the counter sees each block a few times
+/// (a logarithmic number after a failed check), never once per prefix.
+fn block_at_limit(blocks: &[ContentBlock], counter: &dyn TokenCounter, limit: u64) -> usize {
+    let n = blocks.len();
+    // Whether the prefix of `i` blocks reaches the limit (the whole one is over it).
+    let reaches = |i: usize| i >= n || counter.count_blocks(&mut blocks[..i].iter()) >= limit;
+    // The first prefix that reaches it, by the blocks' counts added up.
+    let mut sum = 0u64;
+    let mut first = n;
+    for (i, block) in blocks.iter().enumerate() {
+        sum = sum.saturating_add(counter.count_blocks(&mut std::iter::once(block)));
+        if sum >= limit {
+            first = i + 1;
+            break;
+        }
+    }
+    if !(reaches(first) && (first == 1 || !reaches(first - 1))) {
+        // Prefix counts grow with the prefix: the first that reaches the limit is in 1..=n.
+        let (mut low, mut high) = (1, n);
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if reaches(mid) {
+                high = mid;
+            } else {
+                low = mid + 1;
+            }
+        }
+        first = low;
+    }
+    first - 1
+}
+
 /// Sets the kept part of a split result, ending with `reminder`.
 pub(crate) fn finish(result: &mut ToolResultBlock, kept: Vec<MediaBlock>, reminder: &str) {
     let mut kept = kept;
@@ -132,10 +170,13 @@ pub(crate) fn finish(result: &mut ToolResultBlock, kept: Vec<MediaBlock>, remind
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
     use super::*;
     use crate::compress::EstimateCounter;
-    use towerscope_core::ToolResultState;
+    use towerscope_core::{DataBlock, ToolResultState, ToolSchema};
 
     #[test]
     fn a_long_text_result_is_cut_to_the_limit_with_the_marker() {
@@ -155,5 +196,132 @@ mod tests {
 
         let mut short = ToolResultBlock::new("c2", "t", ToolOutput::Text("ok".into()), ToolResultState::Success);
         assert!(!truncate_result(&mut short, &EstimateCounter, &config));
+    }
+
+    /// Blocks of texts `a`, `b`, `c` (50, 30 and 100 tokens), an image, then `d`.
+    fn mixed_result() -> ToolResultBlock {
+        let blocks = vec![
+            MediaBlock::Text(TextBlock::new("a".repeat(200)).with_id("ta")),
+            MediaBlock::Text(TextBlock::new("b".repeat(120)).with_id("tb")),
+            MediaBlock::Text(TextBlock::new("c".repeat(400)).with_id("tc")),
+            MediaBlock::Data(DataBlock::base64("AAAA", "image/png").with_id("img")),
+            MediaBlock::Text(TextBlock::new("d".repeat(40)).with_id("td")),
+        ];
+        ToolResultBlock::new("c1", "t", ToolOutput::Blocks(blocks), ToolResultState::Success)
+    }
+
+    #[test]
+    fn whole_blocks_are_kept_then_the_text_at_the_limit_is_cut_in_proportion() {
+        let config = ContextConfig::new().tool_result_limit(100);
+        let result = mixed_result();
+        let split = split_result(&result, &EstimateCounter, &config).unwrap();
+        // 50 + 30 tokens fit; `c` (100 tokens) gets the 20 left: a fifth of its 400 bytes,
+        // joined to the text before it.
+        let kept: Vec<(String, String)> = split
+            .kept
+            .iter()
+            .map(|b| (b.id().to_string(), b.as_text().unwrap().text.clone()))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                ("ta".to_owned(), "a".repeat(200)),
+                ("tb".to_owned(), format!("{}{}", "b".repeat(120), "c".repeat(80)))
+            ]
+        );
+        let ToolOutput::Blocks(omitted) = &split.omitted.output else {
+            panic!("the omitted part is blocks")
+        };
+        let ids: Vec<String> = omitted.iter().map(|b| b.id().to_string()).collect();
+        assert_eq!(ids, ["tc", "img", "td"]);
+        assert_eq!(omitted[0].as_text().unwrap().text, "c".repeat(320));
+
+        // A data block at the limit is dropped, with everything after it.
+        let config = ContextConfig::new().tool_result_limit(500);
+        let split = split_result(&result, &EstimateCounter, &config).unwrap();
+        let kept: Vec<String> = split.kept.iter().map(|b| b.id().to_string()).collect();
+        assert_eq!(kept, ["ta", "tb", "tc"]);
+        let ToolOutput::Blocks(omitted) = &split.omitted.output else {
+            panic!("the omitted part is blocks")
+        };
+        let ids: Vec<String> = omitted.iter().map(|b| b.id().to_string()).collect();
+        assert_eq!(ids, ["img", "td"]);
+    }
+
+    /// The reference's search: every prefix, from the longest down, until one is under the limit.
+    fn scanned_from_the_end(blocks: &[ContentBlock], counter: &dyn TokenCounter, limit: u64) -> usize {
+        (1..blocks.len())
+            .rev()
+            .find(|&i| counter.count_blocks(&mut blocks[..i].iter()) < limit)
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn the_block_at_the_limit_is_the_one_the_reference_finds_when_counts_do_not_add_up() {
+        // The estimate rounds the whole text: forty 1-byte blocks count 0 each but 10 together,
+        // so adding up the blocks' counts misses the limit, and the search by halves finds it.
+        let mut seed = 7u64;
+        let mut next = move |below: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % below
+        };
+        for case in 0..200 {
+            let blocks: Vec<ContentBlock> = (0..1 + next(60))
+                .map(|_| match next(20) {
+                    0 => ContentBlock::data_base64("AAAA", "image/png"),
+                    k if k < 12 => ContentBlock::text("x".repeat(1 + next(3) as usize)),
+                    _ => ContentBlock::text("y".repeat(next(80) as usize)),
+                })
+                .collect();
+            let whole = EstimateCounter.count_blocks(&mut blocks.iter());
+            let limit = next(whole + 1);
+            if whole <= limit {
+                continue;
+            }
+            assert_eq!(
+                block_at_limit(&blocks, &EstimateCounter, limit),
+                scanned_from_the_end(&blocks, &EstimateCounter, limit),
+                "case {case}: limit {limit} of {whole}"
+            );
+        }
+    }
+
+    /// Counts one token per block and how many blocks it was shown.
+    #[derive(Default)]
+    struct VisitCounter {
+        visited: AtomicU64,
+    }
+
+    impl TokenCounter for VisitCounter {
+        fn count_blocks(&self, blocks: &mut dyn Iterator<Item = &ContentBlock>) -> u64 {
+            let n = blocks.count() as u64;
+            self.visited.fetch_add(n, Ordering::Relaxed);
+            n
+        }
+
+        fn count_tools(&self, _: &[ToolSchema]) -> u64 {
+            0
+        }
+    }
+
+    #[test]
+    fn a_result_of_thousands_of_blocks_is_cut_in_one_pass() {
+        let n = 4_000;
+        let blocks = (0..n)
+            .map(|_| MediaBlock::Data(DataBlock::base64("AAAA", "image/png")))
+            .collect();
+        let mut result = ToolResultBlock::new("c1", "t", ToolOutput::Blocks(blocks), ToolResultState::Success);
+        let counter = VisitCounter::default();
+        let config = ContextConfig::new().tool_result_limit(100);
+        assert!(truncate_result(&mut result, &counter, &config));
+        let visited = counter.visited.load(Ordering::Relaxed);
+        assert!(visited <= 10 * n, "{visited} blocks counted for {n}");
+        // 99 images fit under the limit; the 100th is dropped with the rest.
+        let ToolOutput::Blocks(kept) = &result.output else {
+            panic!("the cut result is blocks")
+        };
+        assert_eq!(kept.len(), 100);
+        assert!(kept[..99].iter().all(|b| matches!(b, MediaBlock::Data(_))));
+        assert_eq!(kept[99].as_text().map(|t| t.text.as_str()), Some(TRUNCATED_REMINDER));
     }
 }

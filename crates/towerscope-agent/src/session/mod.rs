@@ -24,8 +24,8 @@
 //! - **When it saves**: when the reply's stream ends, whatever the end (completed, parked for
 //!   a confirmation or an external tool, interrupted, failed), before the stream itself ends;
 //!   a failed save is the stream's last item. A stream dropped before its end (the client went
-//!   away) is saved from a task of its own, as it was at that moment (the next reply closes its
-//!   open tool calls, as in one process). A reply that fails to load, or whose `on_reply` stack
+//!   away) is saved from a task of its own, as it was at that moment, with the part of an answer
+//!   that was streamed (the next reply closes its open tool calls, as in one process). A reply that fails to load, or whose `on_reply` stack
 //!   fails before the loop starts, changes nothing and saves nothing.
 //! - **Lost updates**: a save expects the revision that was loaded ([`Expect`]); when another
 //!   process saved the session in between, the save fails with

@@ -14,7 +14,8 @@ use super::store::StoreFuture;
 /// A reply's items, then the save of its session: when the reply's stream ends (completed,
 /// parked for the user or an external tool, interrupted, failed) the session is saved before
 /// this stream ends; a failed save (a [`Conflict`](AgentError::Conflict), an unreachable
-/// store) is its last item. Dropped before its end, it saves from a task of its own.
+/// store) is its last item. Dropped before its end, it drops the reply's stream (which stores
+/// the part of an answer that was streamed), then saves from a task of its own.
 pub struct SessionStream {
     inner: EventStream,
     phase: Phase,
@@ -61,6 +62,12 @@ impl Stream for SessionStream {
 
 impl Drop for SessionStream {
     fn drop(&mut self) {
+        // The reply's stream goes first: what it stores as it is dropped (the reasoning step
+        // keeps the part of an answer that was streamed) belongs in the save.
+        drop(std::mem::replace(
+            &mut self.inner,
+            Box::pin(futures_util::stream::empty()),
+        ));
         match std::mem::replace(&mut self.phase, Phase::Done) {
             Phase::Streaming => Arc::clone(&self.bound).save_detached(),
             Phase::Saving(save) => match tokio::runtime::Handle::try_current() {
