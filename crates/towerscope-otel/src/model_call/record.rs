@@ -132,7 +132,10 @@ impl ChatRecord {
             let reason = content::finish_reason(response);
             if span.is_recording() {
                 span.set(KeyValue::new(GEN_AI_RESPONSE_ID, response.id.to_string()));
-                span.set(KeyValue::new(GEN_AI_RESPONSE_FINISH_REASONS, string_array([reason])));
+                span.set(KeyValue::new(
+                    GEN_AI_RESPONSE_FINISH_REASONS,
+                    string_array([reason.to_owned()]),
+                ));
                 if let Some(model) = response_model {
                     span.set(KeyValue::new(GEN_AI_RESPONSE_MODEL, model.to_owned()));
                 }
