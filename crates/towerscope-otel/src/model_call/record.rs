@@ -188,7 +188,8 @@ impl ChatRecord {
         }
     }
 
-    /// The user interrupted the call: an OK span with the `interrupted` finish reason.
+    /// The user interrupted the call: an OK span with the `interrupted` finish reason, and the
+    /// call's duration (without `error.type`).
     fn interrupted(&mut self) {
         if self.done {
             return;
@@ -230,23 +231,16 @@ impl ChatRecord {
 
     /// The stream (or the call's future) was dropped before the final chunk.
     pub(crate) fn dropped(&mut self) {
+        if self.reply.is_interrupted() {
+            // The user interrupted the reply: a normal end, as in the reference (its model
+            // turns the cancellation into an interrupted response), with its duration.
+            self.interrupted();
+            return;
+        }
         if self.done {
             return;
         }
         self.done = true;
-        if self.reply.is_interrupted() {
-            // The user interrupted the reply: a normal end, as in the reference (its model
-            // turns the cancellation into an interrupted response).
-            if let Some(span) = &mut self.span {
-                span.set(KeyValue::new(
-                    GEN_AI_RESPONSE_FINISH_REASONS,
-                    string_array(["interrupted"]),
-                ));
-                span.ok();
-                span.end();
-            }
-            return;
-        }
         if let Some(span) = &mut self.span {
             span.cancel("model stream");
             span.end();
