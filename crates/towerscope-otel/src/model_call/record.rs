@@ -63,20 +63,23 @@ impl ChatRecord {
                 attributes.push(KeyValue::new(SERVER_ADDRESS, address.to_owned()));
             }
             request_parameters(req, &mut attributes);
-            if config.capture_content {
-                let (instructions, input) = content::model_input(&req.messages);
-                if let Some(instructions) = instructions {
-                    attributes.push(KeyValue::new(GEN_AI_SYSTEM_INSTRUCTIONS, instructions));
-                }
-                attributes.push(KeyValue::new(GEN_AI_INPUT_MESSAGES, input));
-                if let Some(definitions) = config.tool_definitions.get(&req.tools, req.tool_choice.as_ref()) {
-                    attributes.push(KeyValue::new(GEN_AI_TOOL_DEFINITIONS, definitions));
-                }
-            }
             let builder = SpanBuilder::from_name(format!("{OPERATION_CHAT} {name}"))
                 .with_kind(SpanKind::Client)
                 .with_attributes(attributes);
-            OpenSpan::start(tracer, builder, &parent_of(&req.ctx))
+            let span = OpenSpan::start(tracer, builder, &parent_of(&req.ctx));
+            // The content only once the sampler kept the span: serialising and redacting every
+            // message of a long conversation is the costliest part of a span.
+            if config.capture_content && span.is_recording() {
+                let (instructions, input) = content::model_input(&req.messages);
+                if let Some(instructions) = instructions {
+                    span.set(KeyValue::new(GEN_AI_SYSTEM_INSTRUCTIONS, instructions));
+                }
+                span.set(KeyValue::new(GEN_AI_INPUT_MESSAGES, input));
+                if let Some(definitions) = config.tool_definitions.get(&req.tools, req.tool_choice.as_ref()) {
+                    span.set(KeyValue::new(GEN_AI_TOOL_DEFINITIONS, definitions));
+                }
+            }
+            span
         });
         Self {
             span,

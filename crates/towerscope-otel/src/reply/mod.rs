@@ -174,12 +174,6 @@ fn start(tracer: &SdkTracer, config: &Config, req: &ReplyRequest) -> ReplyRecord
         KeyValue::new(GEN_AI_CONVERSATION_ID, conversation.clone()),
     ];
     match &req.input {
-        ReplyInput::Messages(msgs) if config.capture_content => {
-            attributes.push(KeyValue::new(
-                GEN_AI_INPUT_MESSAGES,
-                content::input_messages(msgs.iter()),
-            ));
-        }
         ReplyInput::Confirm(_) => {
             attributes.push(KeyValue::new(AGENTSCOPE_INCOMING_EVENT_TYPE, "user_confirm_result"));
         }
@@ -189,12 +183,21 @@ fn start(tracer: &SdkTracer, config: &Config, req: &ReplyRequest) -> ReplyRecord
                 "external_execution_result",
             ));
         }
-        _ => {}
+        ReplyInput::Messages(_) | ReplyInput::Interrupt(_) => {}
     }
     let builder = SpanBuilder::from_name(format!("{OPERATION_INVOKE_AGENT} {}", ctx.agent_name()))
         .with_kind(SpanKind::Internal)
         .with_attributes(attributes);
     let span = OpenSpan::start(tracer, builder, &OtelContext::current());
+    // The content only once the sampler kept the span (it is the costly part).
+    if let ReplyInput::Messages(msgs) = &req.input {
+        if config.capture_content && span.is_recording() {
+            span.set(KeyValue::new(
+                GEN_AI_INPUT_MESSAGES,
+                content::input_messages(msgs.iter()),
+            ));
+        }
+    }
     if let ReplyInput::External(event) = &req.input {
         for result in &event.execution_results {
             external_result_span(tracer, span.context(), result, &conversation, config.capture_content);
@@ -213,7 +216,7 @@ fn external_result_span(
     capture: bool,
 ) {
     let now = SystemTime::now();
-    let mut attributes = vec![
+    let attributes = vec![
         KeyValue::new(GEN_AI_OPERATION_NAME, OPERATION_EXECUTE_TOOL),
         KeyValue::new(GEN_AI_TOOL_CALL_ID, result.id.to_string()),
         KeyValue::new(GEN_AI_TOOL_NAME, result.name.clone()),
@@ -221,17 +224,17 @@ fn external_result_span(
         KeyValue::new(AGENTSCOPE_IS_EXTERNAL_EXECUTION, true),
         KeyValue::new(GEN_AI_CONVERSATION_ID, conversation.to_owned()),
     ];
-    if capture {
-        attributes.push(KeyValue::new(
-            GEN_AI_TOOL_CALL_RESULT,
-            content::external_result(&result.output),
-        ));
-    }
     let builder = SpanBuilder::from_name(format!("{OPERATION_EXECUTE_TOOL} {}", result.name))
         .with_kind(SpanKind::Internal)
         .with_start_time(now)
         .with_attributes(attributes);
     let mut span = tracer.build_with_context(builder, parent);
+    if capture && span.is_recording() {
+        span.set_attribute(KeyValue::new(
+            GEN_AI_TOOL_CALL_RESULT,
+            content::external_result(&result.output),
+        ));
+    }
     span.end_with_timestamp(now);
 }
 
