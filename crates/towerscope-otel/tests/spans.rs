@@ -92,6 +92,7 @@ async fn span_tree_and_attributes_without_content() {
     // invoke_agent
     assert_eq!(str_attr(root, "gen_ai.operation.name").as_deref(), Some("invoke_agent"));
     assert_eq!(str_attr(root, "gen_ai.agent.name").as_deref(), Some("calculator"));
+    assert_eq!(str_attr(root, "gen_ai.provider.name").as_deref(), Some("openai"));
     assert_eq!(
         str_attr(root, "gen_ai.agent.description").as_deref(),
         Some("No description available")
@@ -328,6 +329,11 @@ async fn whole_answers_record_response_model_cache_tokens_and_host() {
     assert_eq!(
         str_attr(root, "gen_ai.agent.description").as_deref(),
         Some("Says hello")
+    );
+    assert_eq!(
+        str_attr(root, "gen_ai.provider.name").as_deref(),
+        Some("anthropic"),
+        "the invoke_agent span names the provider of the agent's model"
     );
 }
 

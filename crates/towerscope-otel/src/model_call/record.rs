@@ -14,7 +14,7 @@ use crate::provider::Instruments;
 use crate::reply::conversation_id;
 use crate::reply::usage_int;
 use crate::semconv::*;
-use crate::span::{CANCELLED, OpenSpan, parent_of, string_array};
+use crate::span::{CANCELLED, OpenSpan, ReplyProvider, ReplySpan, parent_of, string_array};
 
 /// One model call being recorded: its chat span (when tracing), its metric attributes (when
 /// metering), and when it started.
@@ -67,6 +67,11 @@ impl ChatRecord {
                 .with_kind(SpanKind::Client)
                 .with_attributes(attributes);
             let span = OpenSpan::start(tracer, builder, &parent_of(&req.ctx));
+            let mut extensions = req.ctx.extensions();
+            if extensions.get::<ReplySpan>().is_some() {
+                extensions.get_or_insert_with(|| ReplyProvider(Arc::from(provider)));
+            }
+            drop(extensions);
             // The content only once the sampler kept the span: serialising and redacting every
             // message of a long conversation is the costliest part of a span.
             if config.capture_content && span.is_recording() {

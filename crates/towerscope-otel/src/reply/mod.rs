@@ -7,6 +7,10 @@
 //! `execute_tool` spans of the same reply find their parent. It ends when the reply's
 //! [`EventStream`] ends, fails, or is dropped ([`ReplySpanStream`]).
 //!
+//! The agent's model is not part of the reply's request: `gen_ai.provider.name` is the provider of
+//! the reply's first `chat` span (which leaves it in the same extensions), set when the span ends,
+//! and absent from a reply that called no model.
+//!
 //! On the resume of a parked reply with external execution results, one zero-length
 //! `execute_tool {tool}` span per result is recorded first, under the new `invoke_agent` span
 //! (`agentscope.agent.is_external_execution = true`): it marks when the result arrived.
@@ -204,7 +208,7 @@ fn start(tracer: &SdkTracer, config: &Config, req: &ReplyRequest) -> ReplyRecord
         }
     }
     ctx.insert(ReplySpan(span.context().clone()));
-    ReplyRecord::new(span, config.capture_content, ctx.reply_id().to_string())
+    ReplyRecord::new(span, config.capture_content, ctx.clone())
 }
 
 /// The zero-length `execute_tool` span of an external execution result.
