@@ -56,3 +56,64 @@ pub async fn describe(out: Result<ModelOutput, AgentError>) -> Vec<String> {
         Ok(ModelOutput::Stream(s)) => s.map(one).collect().await,
     }
 }
+
+/// The events logged on the current thread while the guard of [`capture_logs`] lives, one line
+/// each: the target, then every field as `name=value`.
+#[derive(Debug, Clone, Default)]
+pub struct Logs(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Logs {
+    /// The lines logged so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.0.lock().map(|lines| lines.clone()).unwrap_or_default()
+    }
+}
+
+/// Captures what is logged on the current thread (a `current_thread` test runtime) until the
+/// guard is dropped.
+pub fn capture_logs() -> (Logs, tracing::subscriber::DefaultGuard) {
+    let logs = Logs::default();
+    let guard = tracing::subscriber::set_default(Capture(logs.clone()));
+    (logs, guard)
+}
+
+struct Capture(Logs);
+
+impl tracing::Subscriber for Capture {
+    fn register_callsite(&self, _: &'static tracing::Metadata<'static>) -> tracing::subscriber::Interest {
+        tracing::subscriber::Interest::always()
+    }
+
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut line = event.metadata().target().to_owned();
+        event.record(&mut Line(&mut line));
+        if let Ok(mut lines) = (self.0).0.lock() {
+            lines.push(line);
+        }
+    }
+
+    fn enter(&self, _: &tracing::span::Id) {}
+
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+struct Line<'a>(&'a mut String);
+
+impl tracing::field::Visit for Line<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        use std::fmt::Write;
+        let _ = write!(self.0, " {}={value:?}", field.name());
+    }
+}

@@ -225,3 +225,57 @@ async fn a_stream_without_its_final_chunk_is_retried_and_falls_back() {
     let out = collect(agent.reply_stream(Msg::user("user", "Hello?"))).await;
     assert_eq!(out.final_text().as_deref(), Some("from the backup"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_restart_event_names_the_error_by_its_kind_never_by_its_text() {
+    let leaky = || AgentError::Http {
+        status: 502,
+        endpoint: "https://llm-gw.internal/v1".into(),
+        message: "echo: SECRET_PROMPT".into(),
+        retry_after: None,
+    };
+    let primary = ScriptedModel::new(
+        "primary",
+        [ScriptedResponse::text("The primary was writing").fail_mid_stream(1, leaky())],
+    );
+    let backup = ScriptedModel::new("backup", [ScriptedResponse::text("The backup answers.")]);
+    let with_fallback = Agent::builder("assistant")
+        .model(primary)
+        .on_model_call(FallbackLayer::to(backup))
+        .build()
+        .unwrap();
+    let flaky = ScriptedModel::new(
+        "flaky",
+        [
+            ScriptedResponse::text("The first try").fail_mid_stream(1, leaky()),
+            ScriptedResponse::text("The second try."),
+        ],
+    );
+    let with_retry = Agent::builder("assistant")
+        .model(flaky)
+        .on_model_call(retry(2))
+        .build()
+        .unwrap();
+
+    for (agent, expected) in [
+        (
+            with_fallback,
+            "model primary failed mid-stream (http_error 502); restarting on fallback model backup",
+        ),
+        (
+            with_retry,
+            "attempt 1 of model flaky failed mid-stream (http_error 502); retrying",
+        ),
+    ] {
+        let out = collect(agent.reply_stream(Msg::user("user", "Go"))).await;
+        assert!(out.error.is_none(), "{:?}", out.error);
+        let restarts = out.custom(RESTART_EVENT);
+        assert_eq!(restarts.len(), 1);
+        let event = format!("{:?}", restarts[0].value);
+        assert_eq!(restarts[0].value["reason"], expected);
+        assert!(
+            !event.contains("SECRET_PROMPT") && !event.contains("llm-gw.internal"),
+            "{event}"
+        );
+    }
+}

@@ -55,6 +55,10 @@
 //! The leading system message(s) of a model call go to `gen_ai.system_instructions` (as parts),
 //! the rest to `gen_ai.input.messages`. A tool's result is its text when it holds only text.
 //!
+//! Content is serialised and redacted only for spans that record: a span starts with the
+//! attributes a sampler may look at, and gets its content once the sampler kept it, so traces
+//! the sampler drops cost no more with capture on than off.
+//!
 //! # Errors
 //!
 //! A failed span has the ERROR status, `error.type` (a low-cardinality name:

@@ -6,6 +6,8 @@
 //! parent of whatever inner layers create while they run, and is never left current across an
 //! await point the consumer controls.
 
+use std::sync::Arc;
+
 use crate::failure::Failure;
 use crate::semconv::{ERROR_TYPE, EXCEPTION_EVENT, EXCEPTION_MESSAGE, EXCEPTION_TYPE};
 use opentelemetry::trace::{SpanBuilder, Status, TraceContextExt, Tracer};
@@ -25,6 +27,12 @@ pub(crate) struct ReplySpan(pub(crate) Context);
 pub(crate) fn parent_of(ctx: &towerscope_core::AgentContext) -> Context {
     ctx.get::<ReplySpan>().map_or_else(Context::current, |span| span.0)
 }
+
+/// The provider of the reply's first model call, left in the reply's `AgentContext` extensions
+/// by the chat span for the invoke_agent span: that one starts before any model is called, and
+/// records `gen_ai.provider.name` when it ends.
+#[derive(Debug, Clone)]
+pub(crate) struct ReplyProvider(pub(crate) Arc<str>);
 
 /// A string-array attribute value (`gen_ai.response.finish_reasons`, stop sequences).
 pub(crate) fn string_array<I, T>(items: I) -> opentelemetry::Value

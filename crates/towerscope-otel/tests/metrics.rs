@@ -4,6 +4,7 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
@@ -154,4 +155,44 @@ async fn failed_calls_carry_their_error_type_and_metrics_need_no_tracer() {
     let (_, duration) = &metrics["gen_ai.client.operation.duration"];
     assert_eq!(duration[0].attributes["error.type"], "rate_limited");
     assert!(!metrics.contains_key("gen_ai.client.token.usage"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupted_stream_records_its_duration() {
+    let (meter_provider, metric_exporter) = meter();
+    let model = ScriptedModel::new(
+        "m",
+        [ScriptedResponse::text("a long answer that is never read to its end").chunk_delay(Duration::from_secs(1))],
+    );
+    let agent = Agent::builder("a")
+        .model(model)
+        .middleware(TracingMiddleware::builder().meter_provider(&meter_provider).build())
+        .build()
+        .unwrap();
+    let running = tokio::spawn({
+        let agent = agent.clone();
+        async move { collect(agent.reply_stream(Msg::user("user", "hi"))).await }
+    });
+    // Two chunks have arrived; the stream is running.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(agent.interrupt());
+    let reply = running.await.unwrap();
+    assert!(
+        reply
+            .events
+            .iter()
+            .any(|e| matches!(e, towerscope_core::AgentEvent::TextBlockDelta(_))),
+        "the stream was running"
+    );
+
+    let metrics = histograms(&meter_provider, &metric_exporter);
+    let (_, duration) = &metrics["gen_ai.client.operation.duration"];
+    assert_eq!(duration.len(), 1, "{duration:?}");
+    assert_eq!(duration[0].count, 1);
+    assert!(
+        !duration[0].attributes.contains_key("error.type"),
+        "an interruption is not a failure: {duration:?}"
+    );
+    let (_, first_chunk) = &metrics["gen_ai.client.operation.time_to_first_chunk"];
+    assert_eq!(first_chunk[0].count, 1);
 }

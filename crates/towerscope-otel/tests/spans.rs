@@ -92,6 +92,7 @@ async fn span_tree_and_attributes_without_content() {
     // invoke_agent
     assert_eq!(str_attr(root, "gen_ai.operation.name").as_deref(), Some("invoke_agent"));
     assert_eq!(str_attr(root, "gen_ai.agent.name").as_deref(), Some("calculator"));
+    assert_eq!(str_attr(root, "gen_ai.provider.name").as_deref(), Some("openai"));
     assert_eq!(
         str_attr(root, "gen_ai.agent.description").as_deref(),
         Some("No description available")
@@ -328,6 +329,57 @@ async fn whole_answers_record_response_model_cache_tokens_and_host() {
     assert_eq!(
         str_attr(root, "gen_ai.agent.description").as_deref(),
         Some("Says hello")
+    );
+    assert_eq!(
+        str_attr(root, "gen_ai.provider.name").as_deref(),
+        Some("anthropic"),
+        "the invoke_agent span names the provider of the agent's model"
+    );
+}
+
+/// A model whose answer was cut at its token limit, as the provider decoders report it.
+#[derive(Debug)]
+struct TruncatingModel;
+
+impl ChatModel for TruncatingModel {
+    fn model_name(&self) -> &str {
+        "gpt-test"
+    }
+
+    fn call(&self, _request: ModelCallRequest) -> ModelFuture {
+        let mut response = ChatResponse::new(vec![ContentBlock::text("The answer was cut sh")]);
+        response.metadata.insert("finish_reason".into(), "length".into());
+        response
+            .metadata
+            .insert("provider_finish_reason".into(), "max_tokens".into());
+        Box::pin(std::future::ready(Ok(ModelOutput::Complete(response))))
+    }
+}
+
+#[tokio::test]
+async fn the_providers_finish_reason_is_recorded() {
+    let (provider, exporter) = in_memory();
+    let agent = Agent::builder("writer")
+        .model(TruncatingModel)
+        .middleware(
+            TracingMiddleware::builder()
+                .tracer_provider(&provider)
+                .capture_content(true)
+                .build(),
+        )
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "Write a long story")).await.unwrap();
+
+    let spans = spans(&exporter);
+    let chat = one(&spans, "chat gpt-test");
+    assert_eq!(
+        attr(chat, "gen_ai.response.finish_reasons"),
+        Some(string_array(&["length"]))
+    );
+    assert_eq!(
+        json_attr(chat, "gen_ai.output.messages")[0]["finish_reason"],
+        json!("length")
     );
 }
 

@@ -16,9 +16,11 @@
 
 mod attempt;
 mod future;
+mod outline;
 mod stream;
 
 pub(crate) use future::AttemptsFuture;
+pub(crate) use outline::Outline;
 
 use std::time::Duration;
 
@@ -39,6 +41,7 @@ pub(crate) trait Recovery: Send + 'static {
     fn succeeded(&mut self) {}
 
     /// The reason sent with the restart marker when output of the failed attempt is discarded.
+    /// It reaches clients: it names the error by its [`Outline`] only, never its text.
     fn restart_reason(&self, failed: &ModelCallRequest, error: &AgentError, next: &ModelCallRequest) -> String;
 }
 

@@ -5,6 +5,7 @@ use tower_layer::Layer;
 use towerscope_core::{AgentError, ChatModel, ModelRef};
 
 use super::Fallback;
+use crate::attempts::Outline;
 
 /// Decides whether an error is worth acting on (falling back, retrying).
 pub type ErrorPredicate = Arc<dyn Fn(&AgentError) -> bool + Send + Sync>;
@@ -93,7 +94,8 @@ impl crate::attempts::Recovery for FallbackPolicy {
             target: "towerscope::fallback",
             failed = failed.model.model_name(),
             next = model.model_name(),
-            error = %error,
+            error.kind = error.kind(),
+            http.status = Outline(error).status(),
             "model call failed; falling back",
         );
         let mut request = failed.clone();
@@ -108,8 +110,9 @@ impl crate::attempts::Recovery for FallbackPolicy {
         next: &towerscope_core::ModelCallRequest,
     ) -> String {
         format!(
-            "model {} failed mid-stream ({error}); restarting on fallback model {}",
+            "model {} failed mid-stream ({}); restarting on fallback model {}",
             failed.model.model_name(),
+            Outline(error),
             next.model.model_name()
         )
     }

@@ -15,6 +15,11 @@
 //!   blocks to discard, and the stored message (and one rebuilt with `Msg::append_event`) holds
 //!   only the fallback's output.
 //!
+//! The marker's reason reaches the client and the layer's log line is read by operators: both
+//! name the error by its [`kind`](towerscope_core::AgentError::kind) only (with an HTTP error's
+//! status, a timeout's deadline), never by its text, which can echo the prompt
+//! (`model primary failed mid-stream (http_error 502); restarting on fallback model backup`).
+//!
 //! As in the reference, the `MODEL_CALL_START` event still names the agent's primary model.
 //!
 //! # Order

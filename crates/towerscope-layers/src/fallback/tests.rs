@@ -7,7 +7,7 @@ use towerscope_core::{AgentError, ModelRef};
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 
 use super::*;
-use crate::testing::{describe, model_request, model_service};
+use crate::testing::{capture_logs, describe, model_request, model_service};
 
 fn fallback(models: &[&ScriptedModel]) -> FallbackLayer {
     FallbackLayer::new(models.iter().map(|m| Arc::new((*m).clone()) as ModelRef))
@@ -95,12 +95,60 @@ async fn a_stream_failing_after_chunks_restarts_with_a_marker() {
         [
             "text:the ",
             "text:primary ",
-            "restart:model primary failed mid-stream (model stream broke: reset); restarting on fallback model backup",
+            "restart:model primary failed mid-stream (stream_error); restarting on fallback model backup",
             "text:backup ",
             "text:answer",
             "last:backup answer",
         ]
     );
+}
+
+/// A provider error echoing the prompt, from an internal gateway.
+fn leaky_http_error() -> AgentError {
+    AgentError::Http {
+        status: 502,
+        endpoint: "https://llm-gw.internal/v1".into(),
+        message: "echo: SECRET_PROMPT".into(),
+        retry_after: None,
+    }
+}
+
+#[tokio::test]
+async fn the_restart_reason_and_the_logs_never_carry_the_error_text() {
+    let primary = ScriptedModel::new(
+        "primary",
+        [
+            ScriptedResponse::text("a b").fail_mid_stream(1, leaky_http_error()),
+            ScriptedResponse::text("c d").fail_mid_stream(1, AgentError::model_retryable("SECRET_PROMPT")),
+        ],
+    );
+    let backup = ScriptedModel::new("backup", [ScriptedResponse::text("e f"), ScriptedResponse::text("g h")]);
+    let svc = ServiceBuilder::new()
+        .layer(fallback(&[&backup]))
+        .service(model_service());
+    let (logs, _guard) = capture_logs();
+    let http = describe(svc.clone().oneshot(model_request(&primary)).await).await;
+    let model = describe(svc.oneshot(model_request(&primary)).await).await;
+    assert_eq!(
+        http[1],
+        "restart:model primary failed mid-stream (http_error 502); restarting on fallback model backup"
+    );
+    assert_eq!(
+        model[1],
+        "restart:model primary failed mid-stream (model_error); restarting on fallback model backup"
+    );
+    let logs = logs.lines();
+    assert_eq!(logs.len(), 2, "one line per fallback: {logs:?}");
+    assert!(
+        logs[0].contains("error.kind=\"http_error\"") && logs[0].contains("http.status=502"),
+        "{logs:?}"
+    );
+    for line in http.iter().chain(&model).chain(&logs) {
+        assert!(
+            !line.contains("SECRET_PROMPT") && !line.contains("llm-gw.internal"),
+            "{line}"
+        );
+    }
 }
 
 #[tokio::test]

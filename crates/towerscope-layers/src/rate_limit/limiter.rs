@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Waker};
+use std::time::Duration;
 
 use tokio::time::Instant;
 use towerscope_core::AgentError;
@@ -42,16 +43,26 @@ struct Waiter {
     waker: Option<Waker>,
 }
 
+/// How far ahead "never" is: thirty years, as for tokio's own timers.
+const NEVER: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// `t + d`, or a time that never comes when the sum overflows an [`Instant`]: an interval or
+/// window of `Duration::MAX` means "never again", not a panic (while the state is locked).
+fn plus(t: Instant, d: Duration) -> Instant {
+    // `t + NEVER` overflows no platform's `Instant`; `t` is only the last resort of the types.
+    t.checked_add(d).or_else(|| t.checked_add(NEVER)).unwrap_or(t)
+}
+
 impl State {
     fn prune(&mut self, now: Instant, limits: &RateLimits) {
         if let Some((n, window)) = limits.requests {
-            while self.starts.front().is_some_and(|s| *s + window <= now) || self.starts.len() > n as usize {
+            while self.starts.front().is_some_and(|s| plus(*s, window) <= now) || self.starts.len() > n as usize {
                 self.starts.pop_front();
             }
         }
         if let Some((_, window)) = limits.tokens {
             while let Some((t, n)) = self.tokens.front().copied() {
-                if t + window > now {
+                if plus(t, window) > now {
                     break;
                 }
                 self.token_sum -= n;
@@ -72,13 +83,13 @@ impl State {
             }
         };
         if let (Some(interval), Some(last)) = (limits.min_interval, self.last_start) {
-            later(last + interval, Binding::Interval(interval));
+            later(plus(last, interval), Binding::Interval(interval));
         }
         if let Some((n, window)) = limits.requests {
             let n = n as usize;
             if self.starts.len() >= n {
                 later(
-                    self.starts[self.starts.len() - n] + window,
+                    plus(self.starts[self.starts.len() - n], window),
                     Binding::Requests(n as u32, window),
                 );
             }
@@ -91,7 +102,7 @@ impl State {
                 }
                 sum -= n;
                 if sum < limit {
-                    later(*t + window, Binding::Tokens(limit, window));
+                    later(plus(*t, window), Binding::Tokens(limit, window));
                 }
             }
         }

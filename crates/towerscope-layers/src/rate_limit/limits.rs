@@ -4,6 +4,10 @@ use std::time::Duration;
 /// The limits of a [`RateLimiter`](super::RateLimiter): any combination of a minimum interval
 /// between calls, a number of calls per window, and a number of tokens per window.
 ///
+/// An interval or window too long to fall on a clock (`Duration::MAX`) never ends: the calls
+/// over the limit wait for ever (in [fail-fast](Self::fail_fast) mode, are refused with a retry
+/// hint of thirty years).
+///
 /// ```
 /// use std::time::Duration;
 /// use towerscope_layers::rate_limit::RateLimits;

@@ -184,3 +184,38 @@ async fn a_dropped_waiter_leaves_the_queue() {
     assert_eq!(order, ["r0", "r2"]);
     assert_eq!(secs(&log), [0, 1]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_interval_or_window_of_duration_max_means_never_again() {
+    // Fail fast: the second call is refused, with a hint too long for any retry.
+    let log = Log::default();
+    let layer = RateLimitLayer::new(RateLimits::new().min_interval(Duration::MAX).fail_fast());
+    let svc = ServiceBuilder::new()
+        .layer(layer)
+        .service(recording(log.clone(), Instant::now(), 0));
+    svc.clone().oneshot(request(0)).await.unwrap();
+    let err = svc.clone().oneshot(request(1)).await.unwrap_err();
+    assert!(matches!(err, AgentError::RateLimited { .. }), "{err}");
+    assert!(err.retry_after().unwrap() > Duration::from_secs(86_400 * 365), "{err}");
+
+    // Waiting: the second call waits (for ever) and the limiter keeps working.
+    for limits in [
+        RateLimits::new().min_interval(Duration::MAX),
+        RateLimits::new().requests_per(1, Duration::MAX),
+        RateLimits::new().tokens_per(10, Duration::MAX),
+    ] {
+        let log = Log::default();
+        let layer = RateLimitLayer::new(limits);
+        let svc = ServiceBuilder::new()
+            .layer(layer.clone())
+            .service(recording(log.clone(), Instant::now(), 10));
+        svc.clone().oneshot(request(0)).await.unwrap();
+        let second = tokio::time::timeout(Duration::from_secs(86_400), svc.clone().oneshot(request(1))).await;
+        assert!(second.is_err(), "{limits:?}: the second call must still wait");
+        assert_eq!(layer.limiter().waiting(), 0, "the abandoned call left the queue");
+        assert_eq!(log.lock().unwrap().len(), 1);
+        if limits.tokens.is_some() {
+            assert_eq!(layer.limiter().tokens_in_window(), 10);
+        }
+    }
+}

@@ -20,6 +20,11 @@
 //! [`fallback`](crate::fallback): silently when nothing was delivered yet, after a
 //! [`ChatResponse::restart`](towerscope_core::ChatResponse::restart) marker otherwise.
 //!
+//! The marker's reason and the layer's log lines name the error by its
+//! [`kind`](towerscope_core::AgentError::kind) only (with an HTTP error's status, a timeout's
+//! deadline), never by its text, which can echo the prompt:
+//! `attempt 1 of model m failed mid-stream (http_error 502); retrying`.
+//!
 //! # Why not `tower::retry::Retry`
 //!
 //! `tower::retry::Retry` only sees the future that opens the call: with a streaming model it

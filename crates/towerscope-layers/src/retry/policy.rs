@@ -8,7 +8,7 @@ use tower::retry::budget::Budget;
 use towerscope_core::{AgentError, ModelCallRequest, ModelOutput};
 
 use super::Backoff;
-use crate::attempts::Recovery;
+use crate::attempts::{Outline, Recovery};
 use crate::fallback::ErrorPredicate;
 
 /// A budget shared by the clones of a retry layer.
@@ -63,7 +63,7 @@ impl RetryPolicy {
             if hint > max {
                 tracing::warn!(
                     target: "towerscope::retry",
-                    model, ?hint, ?max, %error,
+                    model, ?hint, ?max, error.kind = error.kind(), http.status = Outline(error).status(),
                     "not retrying: the provider asks to wait longer than max_retry_after",
                 );
                 return None;
@@ -71,7 +71,11 @@ impl RetryPolicy {
         }
         if let Some(budget) = &config.budget {
             if !budget.withdraw() {
-                tracing::warn!(target: "towerscope::retry", model, %error, "not retrying: retry budget exhausted");
+                tracing::warn!(
+                    target: "towerscope::retry",
+                    model, error.kind = error.kind(), http.status = Outline(error).status(),
+                    "not retrying: retry budget exhausted",
+                );
                 return None;
             }
         }
@@ -79,7 +83,7 @@ impl RetryPolicy {
         self.attempts += 1;
         tracing::info!(
             target: "towerscope::retry",
-            model, attempt = self.attempts, ?delay, %error,
+            model, attempt = self.attempts, ?delay, error.kind = error.kind(), http.status = Outline(error).status(),
             "retrying model call",
         );
         Some(delay)
@@ -113,9 +117,10 @@ impl Recovery for RetryPolicy {
 
     fn restart_reason(&self, failed: &ModelCallRequest, error: &AgentError, _next: &ModelCallRequest) -> String {
         format!(
-            "attempt {} of model {} failed mid-stream ({error}); retrying",
+            "attempt {} of model {} failed mid-stream ({}); retrying",
             self.attempts - 1,
-            failed.model.model_name()
+            failed.model.model_name(),
+            Outline(error)
         )
     }
 }

@@ -11,7 +11,7 @@ use towerscope_core::AgentError;
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 
 use super::*;
-use crate::testing::{describe, model_request, model_service};
+use crate::testing::{capture_logs, describe, model_request, model_service};
 
 fn no_jitter(max_attempts: u32) -> RetryLayer {
     RetryLayer::new(max_attempts)
@@ -140,12 +140,79 @@ async fn mid_stream_failures_are_retried_with_a_restart_marker() {
         out,
         [
             "text:first ",
-            "restart:attempt 1 of model m failed mid-stream (model stream broke: reset); retrying",
+            "restart:attempt 1 of model m failed mid-stream (stream_error); retrying",
             // The second attempt failed before delivering anything: no second marker.
             "text:third ",
             "text:try",
             "last:third try",
         ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_restart_reason_and_the_logs_never_carry_the_error_text() {
+    let http = AgentError::Http {
+        status: 502,
+        endpoint: "https://llm-gw.internal/v1".into(),
+        message: "echo: SECRET_PROMPT".into(),
+        retry_after: None,
+    };
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::text("a b").fail_mid_stream(1, http),
+            ScriptedResponse::text("c d").fail_mid_stream(1, AgentError::Stream("SECRET_PROMPT".into())),
+            ScriptedResponse::text("e f"),
+        ],
+    );
+    let svc = ServiceBuilder::new().layer(no_jitter(3)).service(model_service());
+    let (logs, _guard) = capture_logs();
+    let out = describe(svc.oneshot(model_request(&model)).await).await;
+    assert_eq!(
+        out,
+        [
+            "text:a ",
+            "restart:attempt 1 of model m failed mid-stream (http_error 502); retrying",
+            "text:c ",
+            "restart:attempt 2 of model m failed mid-stream (stream_error); retrying",
+            "text:e ",
+            "text:f",
+            "last:e f",
+        ]
+    );
+    let logs = logs.lines();
+    assert_eq!(logs.len(), 2, "one line per retry: {logs:?}");
+    assert!(
+        logs[0].contains("error.kind=\"http_error\"") && logs[0].contains("http.status=502"),
+        "{logs:?}"
+    );
+    for line in out.iter().chain(&logs) {
+        assert!(
+            !line.contains("SECRET_PROMPT") && !line.contains("llm-gw.internal"),
+            "{line}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_logs_of_a_refused_retry_never_carry_the_error_text() {
+    let limited = AgentError::Http {
+        status: 429,
+        endpoint: "https://llm-gw.internal/v1".into(),
+        message: "echo: SECRET_PROMPT".into(),
+        retry_after: Some(Duration::from_secs(60)),
+    };
+    let model = ScriptedModel::new("m", [ScriptedResponse::error(limited)]);
+    let layer = no_jitter(3).max_retry_after(Duration::from_secs(1));
+    let svc = ServiceBuilder::new().layer(layer).service(model_service());
+    let (logs, _guard) = capture_logs();
+    describe(svc.oneshot(model_request(&model)).await).await;
+    let logs = logs.lines();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    assert!(logs[0].contains("http.status=429"), "{logs:?}");
+    assert!(
+        !logs[0].contains("SECRET_PROMPT") && !logs[0].contains("llm-gw.internal"),
+        "{logs:?}"
     );
 }
 

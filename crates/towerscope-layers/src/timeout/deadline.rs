@@ -36,6 +36,9 @@ fn earliest(a: Option<Next>, b: Option<Next>) -> Option<Next> {
 }
 
 /// One call's start, deadlines and target.
+///
+/// A deadline too far ahead for an [`Instant`] (`Duration::MAX`, a natural "no deadline") is no
+/// deadline.
 #[derive(Debug, Clone)]
 pub(crate) struct Clock {
     start: Instant,
@@ -57,9 +60,8 @@ impl Clock {
     }
 
     fn call(&self) -> Option<Next> {
-        self.deadlines
-            .call
-            .map(|after| (self.start + after, TimeoutKind::Call, after))
+        let after = self.deadlines.call?;
+        Some((self.start.checked_add(after)?, TimeoutKind::Call, after))
     }
 
     /// The deadline before the first chunk (or the complete answer) arrives.
@@ -67,13 +69,16 @@ impl Clock {
         let first = self
             .deadlines
             .first_chunk
-            .map(|after| (self.start + after, TimeoutKind::FirstChunk, after));
+            .and_then(|after| Some((self.start.checked_add(after)?, TimeoutKind::FirstChunk, after)));
         earliest(self.call(), first)
     }
 
     /// The deadline after a chunk arrived at `now`.
     pub(crate) fn after_chunk(&self, now: Instant) -> Option<Next> {
-        let idle = self.deadlines.idle.map(|after| (now + after, TimeoutKind::Idle, after));
+        let idle = self
+            .deadlines
+            .idle
+            .and_then(|after| Some((now.checked_add(after)?, TimeoutKind::Idle, after)));
         earliest(self.call(), idle)
     }
 

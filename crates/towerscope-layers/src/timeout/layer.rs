@@ -8,7 +8,8 @@ use super::deadline::Deadlines;
 /// Bounds the calls of a position in time. See the [module docs](super).
 ///
 /// Each deadline is optional: [`new`](Self::new) sets the deadline of the whole call,
-/// [`first_chunk`](Self::first_chunk) and [`idle`](Self::idle) those of a streamed answer.
+/// [`first_chunk`](Self::first_chunk) and [`idle`](Self::idle) those of a streamed answer. A
+/// deadline too far ahead to fall on a clock (`Duration::MAX`) is no deadline.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TimeoutLayer {
     deadlines: Deadlines,

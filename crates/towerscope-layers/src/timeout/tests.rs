@@ -111,3 +111,30 @@ async fn inner_errors_pass_through() {
     let (items, _) = run(TimeoutLayer::new(Duration::from_secs(1)), failing).await;
     assert!(matches!(&items[0], Err(AgentError::Model { .. })));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_deadline_of_duration_max_is_no_deadline() {
+    let slow = ScriptedResponse::text("a b")
+        .delay(Duration::from_secs(3600))
+        .chunk_delay(Duration::from_secs(3600));
+    let never = TimeoutLayer::new(Duration::MAX)
+        .first_chunk(Duration::MAX)
+        .idle(Duration::MAX);
+    let (items, elapsed) = run(never, slow).await;
+    assert_eq!(items.len(), 3, "{items:?}");
+    assert!(items.iter().all(Result::is_ok), "{items:?}");
+    assert_eq!(
+        elapsed,
+        Duration::from_secs(4 * 3600),
+        "an hour to open, an hour per chunk"
+    );
+
+    // The other deadlines still apply.
+    let stalls = ScriptedResponse::text("a b").chunk_delay(Duration::from_secs(1));
+    let layer = TimeoutLayer::new(Duration::MAX).idle(Duration::from_millis(900));
+    let (items, _) = run(layer, stalls).await;
+    assert_eq!(
+        timeout_kind(&items),
+        Some((TimeoutKind::Idle, Duration::from_millis(900)))
+    );
+}

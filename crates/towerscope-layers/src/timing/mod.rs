@@ -9,13 +9,14 @@
 //!   measures;
 //! - `first_item`: until the first streamed item (chunk, event, tool chunk);
 //! - `total`: until the last item (the `is_last` chunk, the final tool response, the final
-//!   message; see [`PositionItem`](crate::position::PositionItem)) or the end of the stream, or
-//!   the answer for a complete response.
+//!   message; see [`PositionItem`](crate::position::PositionItem)), the first error item or the
+//!   end of the stream, or the answer for a complete response.
 //!
 //! Samples go to the [`Timings`] handle (per position: count, errors, open/first-item/total
 //! aggregates with min and max, the last [`Timings::DEFAULT_CAPACITY`] samples) and to a
-//! `tracing` debug event with target `towerscope::timing`. A stream dropped before its last item
-//! is recorded as [`Outcome::Dropped`].
+//! `tracing` debug event with target `towerscope::timing`. A stream that yields an error item is
+//! recorded as [`Outcome::Error`] when that item passes (consumers drop a stream at its first
+//! error); one dropped before its last item otherwise is recorded as [`Outcome::Dropped`].
 //!
 //! Streamed answers are wrapped in a [`TimingStream`] and boxed again (the positions' stream
 //! types are boxed trait objects anyway); complete answers cost no allocation besides the

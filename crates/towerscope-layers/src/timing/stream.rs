@@ -10,23 +10,19 @@ use crate::position::PositionItem;
 
 pin_project! {
     /// A streamed answer under [`Timing`](super::Timing): records the time to the first item, and
-    /// the time to the last item (or the end of the stream, or its drop).
+    /// the time to the last item, the first error item (consumers stop there) or the end of the
+    /// stream, or its drop.
     #[derive(Debug)]
     pub struct TimingStream<St> {
         #[pin]
         inner: St,
         recorder: Recorder,
-        failed: bool,
     }
 }
 
 impl<St> TimingStream<St> {
     pub(crate) fn new(inner: St, recorder: Recorder) -> Self {
-        Self {
-            inner,
-            recorder,
-            failed: false,
-        }
+        Self { inner, recorder }
     }
 }
 
@@ -41,17 +37,19 @@ where
         let this = self.project();
         let item = ready!(this.inner.poll_next(cx));
         match &item {
-            Some(result) => {
+            Some(Ok(item)) => {
                 this.recorder.item();
-                *this.failed |= result.is_err();
-                if result.as_ref().is_ok_and(PositionItem::is_last) {
-                    this.recorder
-                        .finish(if *this.failed { Outcome::Error } else { Outcome::Ok });
+                if item.is_last() {
+                    this.recorder.finish(Outcome::Ok);
                 }
             }
-            None => this
-                .recorder
-                .finish(if *this.failed { Outcome::Error } else { Outcome::Ok }),
+            // Consumers (the agent, retry and fallback) drop a stream at its first error: record
+            // the error now, not the drop that follows.
+            Some(Err(_)) => {
+                this.recorder.item();
+                this.recorder.finish(Outcome::Error);
+            }
+            None => this.recorder.finish(Outcome::Ok),
         }
         Poll::Ready(item)
     }

@@ -118,6 +118,37 @@ async fn errors_and_dropped_streams_are_counted() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_stream_dropped_at_its_first_error_is_an_error() {
+    let model = ScriptedModel::new(
+        "m",
+        [ScriptedResponse::text("x y")
+            .chunk_delay(Duration::from_millis(10))
+            .fail_mid_stream(1, AgentError::Stream("cut".into()))],
+    );
+    let layer = TimingLayer::new();
+    let svc = ServiceBuilder::new().layer(layer.clone()).service(model_service());
+    let ModelOutput::Stream(mut stream) = svc.oneshot(model_request(&model)).await.unwrap() else {
+        panic!("expected a stream")
+    };
+    // As the agent and the retry and fallback layers do: stop at the first error, drop the stream.
+    while let Some(chunk) = stream.next().await {
+        if chunk.is_err() {
+            break;
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    drop(stream);
+    let stats = layer.timings().stats(PositionKind::ModelCall);
+    assert_eq!((stats.count, stats.errors, stats.dropped), (1, 1, 0));
+    assert_eq!(stats.recent[0].outcome, Outcome::Error);
+    assert_eq!(
+        stats.recent[0].total,
+        Duration::from_millis(20),
+        "until the error, not the drop"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn one_layer_serves_several_positions_and_the_ring_is_bounded() {
     let layer = TimingLayer::with_timings(Timings::with_capacity(2));
     let mut acting = ServiceBuilder::new()

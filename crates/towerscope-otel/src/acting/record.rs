@@ -35,17 +35,19 @@ impl ToolRecord {
         if !tool.description.is_empty() {
             attributes.push(KeyValue::new(GEN_AI_TOOL_DESCRIPTION, tool.description.clone()));
         }
-        if config.capture_content {
-            attributes.push(KeyValue::new(
+        let builder = SpanBuilder::from_name(format!("{OPERATION_EXECUTE_TOOL} {}", tool.name))
+            .with_kind(SpanKind::Internal)
+            .with_attributes(attributes);
+        let span = OpenSpan::start(tracer, builder, &parent_of(&req.ctx));
+        // The content only once the sampler kept the span.
+        if config.capture_content && span.is_recording() {
+            span.set(KeyValue::new(
                 GEN_AI_TOOL_CALL_ARGUMENTS,
                 content::tool_arguments(&req.tool_call().input),
             ));
         }
-        let builder = SpanBuilder::from_name(format!("{OPERATION_EXECUTE_TOOL} {}", tool.name))
-            .with_kind(SpanKind::Internal)
-            .with_attributes(attributes);
         Self {
-            span: OpenSpan::start(tracer, builder, &parent_of(&req.ctx)),
+            span,
             capture: config.capture_content,
             reply: req.ctx.clone(),
         }

@@ -185,14 +185,19 @@ pub(crate) fn model_input(msgs: &towerscope_core::Messages) -> (Option<String>, 
     (instructions, input_messages(msgs.iter().skip(system)))
 }
 
-/// The finish reason of a model answer: `interrupted`, `tool_call` or `stop`.
-pub(crate) fn finish_reason(response: &ChatResponse) -> &'static str {
+/// The finish reason of a model answer: `interrupted` when the user cut it short; otherwise the
+/// provider's, which the decoders put in `metadata["finish_reason"]` in the conventions' words
+/// (`stop`, `length`, `tool_call`, `content_filter`); without one, `tool_call` or `stop` from
+/// the answer's blocks.
+pub(crate) fn finish_reason(response: &ChatResponse) -> &str {
     if response.finished_reason == ModelFinishedReason::Interrupted {
-        "interrupted"
-    } else if response.tool_calls().next().is_some() {
-        "tool_call"
-    } else {
-        "stop"
+        return "interrupted";
+    }
+    let reported = response.metadata.get("finish_reason").and_then(|r| r.as_str());
+    match reported {
+        Some(reason) if !reason.is_empty() => reason,
+        _ if response.tool_calls().next().is_some() => "tool_call",
+        _ => "stop",
     }
 }
 
@@ -301,6 +306,18 @@ mod tests {
             input,
             "a request's shared messages read the same"
         );
+    }
+
+    #[test]
+    fn the_providers_finish_reason_wins_over_the_derived_one() {
+        let mut response = ChatResponse::new(vec![ContentBlock::text("cut sh")]);
+        assert_eq!(finish_reason(&response), "stop");
+        response.metadata.insert("finish_reason".into(), "length".into());
+        assert_eq!(finish_reason(&response), "length");
+        response.metadata.insert("finish_reason".into(), "".into());
+        assert_eq!(finish_reason(&response), "stop", "an empty reason is no reason");
+        let calls = ChatResponse::new(vec![ContentBlock::tool_call("c1", "add", "{}")]);
+        assert_eq!(finish_reason(&calls), "tool_call");
     }
 
     #[test]

@@ -11,6 +11,11 @@
 //!   or is dropped ([`ChatSpanStream`]);
 //! - with ERROR, `error.type` and an `exception` event when the call fails.
 //!
+//! The finish reason (`gen_ai.response.finish_reasons`, and in `gen_ai.output.messages`) is the
+//! provider's, as the decoders report it in the response's `metadata["finish_reason"]` (`stop`,
+//! `length`, `tool_call`, `content_filter`); for a model that reports none, `tool_call` when the
+//! answer calls tools and `stop` otherwise; `interrupted` when the user interrupted the call.
+//!
 //! One span per call: with retries or a fallback installed inside this layer, one span covers all
 //! attempts; installed outside them, one span per attempt.
 //!

@@ -14,7 +14,7 @@ use crate::provider::Instruments;
 use crate::reply::conversation_id;
 use crate::reply::usage_int;
 use crate::semconv::*;
-use crate::span::{CANCELLED, OpenSpan, parent_of, string_array};
+use crate::span::{CANCELLED, OpenSpan, ReplyProvider, ReplySpan, parent_of, string_array};
 
 /// One model call being recorded: its chat span (when tracing), its metric attributes (when
 /// metering), and when it started.
@@ -63,20 +63,28 @@ impl ChatRecord {
                 attributes.push(KeyValue::new(SERVER_ADDRESS, address.to_owned()));
             }
             request_parameters(req, &mut attributes);
-            if config.capture_content {
-                let (instructions, input) = content::model_input(&req.messages);
-                if let Some(instructions) = instructions {
-                    attributes.push(KeyValue::new(GEN_AI_SYSTEM_INSTRUCTIONS, instructions));
-                }
-                attributes.push(KeyValue::new(GEN_AI_INPUT_MESSAGES, input));
-                if let Some(definitions) = config.tool_definitions.get(&req.tools, req.tool_choice.as_ref()) {
-                    attributes.push(KeyValue::new(GEN_AI_TOOL_DEFINITIONS, definitions));
-                }
-            }
             let builder = SpanBuilder::from_name(format!("{OPERATION_CHAT} {name}"))
                 .with_kind(SpanKind::Client)
                 .with_attributes(attributes);
-            OpenSpan::start(tracer, builder, &parent_of(&req.ctx))
+            let span = OpenSpan::start(tracer, builder, &parent_of(&req.ctx));
+            let mut extensions = req.ctx.extensions();
+            if extensions.get::<ReplySpan>().is_some() {
+                extensions.get_or_insert_with(|| ReplyProvider(Arc::from(provider)));
+            }
+            drop(extensions);
+            // The content only once the sampler kept the span: serialising and redacting every
+            // message of a long conversation is the costliest part of a span.
+            if config.capture_content && span.is_recording() {
+                let (instructions, input) = content::model_input(&req.messages);
+                if let Some(instructions) = instructions {
+                    span.set(KeyValue::new(GEN_AI_SYSTEM_INSTRUCTIONS, instructions));
+                }
+                span.set(KeyValue::new(GEN_AI_INPUT_MESSAGES, input));
+                if let Some(definitions) = config.tool_definitions.get(&req.tools, req.tool_choice.as_ref()) {
+                    span.set(KeyValue::new(GEN_AI_TOOL_DEFINITIONS, definitions));
+                }
+            }
+            span
         });
         Self {
             span,
@@ -132,7 +140,10 @@ impl ChatRecord {
             let reason = content::finish_reason(response);
             if span.is_recording() {
                 span.set(KeyValue::new(GEN_AI_RESPONSE_ID, response.id.to_string()));
-                span.set(KeyValue::new(GEN_AI_RESPONSE_FINISH_REASONS, string_array([reason])));
+                span.set(KeyValue::new(
+                    GEN_AI_RESPONSE_FINISH_REASONS,
+                    string_array([reason.to_owned()]),
+                ));
                 if let Some(model) = response_model {
                     span.set(KeyValue::new(GEN_AI_RESPONSE_MODEL, model.to_owned()));
                 }
@@ -185,7 +196,8 @@ impl ChatRecord {
         }
     }
 
-    /// The user interrupted the call: an OK span with the `interrupted` finish reason.
+    /// The user interrupted the call: an OK span with the `interrupted` finish reason, and the
+    /// call's duration (without `error.type`).
     fn interrupted(&mut self) {
         if self.done {
             return;
@@ -227,23 +239,16 @@ impl ChatRecord {
 
     /// The stream (or the call's future) was dropped before the final chunk.
     pub(crate) fn dropped(&mut self) {
+        if self.reply.is_interrupted() {
+            // The user interrupted the reply: a normal end, as in the reference (its model
+            // turns the cancellation into an interrupted response), with its duration.
+            self.interrupted();
+            return;
+        }
         if self.done {
             return;
         }
         self.done = true;
-        if self.reply.is_interrupted() {
-            // The user interrupted the reply: a normal end, as in the reference (its model
-            // turns the cancellation into an interrupted response).
-            if let Some(span) = &mut self.span {
-                span.set(KeyValue::new(
-                    GEN_AI_RESPONSE_FINISH_REASONS,
-                    string_array(["interrupted"]),
-                ));
-                span.ok();
-                span.end();
-            }
-            return;
-        }
         if let Some(span) = &mut self.span {
             span.cancel("model stream");
             span.end();

@@ -7,6 +7,10 @@
 //! `execute_tool` spans of the same reply find their parent. It ends when the reply's
 //! [`EventStream`] ends, fails, or is dropped ([`ReplySpanStream`]).
 //!
+//! The agent's model is not part of the reply's request: `gen_ai.provider.name` is the provider of
+//! the reply's first `chat` span (which leaves it in the same extensions), set when the span ends,
+//! and absent from a reply that called no model.
+//!
 //! On the resume of a parked reply with external execution results, one zero-length
 //! `execute_tool {tool}` span per result is recorded first, under the new `invoke_agent` span
 //! (`agentscope.agent.is_external_execution = true`): it marks when the result arrived.
@@ -174,12 +178,6 @@ fn start(tracer: &SdkTracer, config: &Config, req: &ReplyRequest) -> ReplyRecord
         KeyValue::new(GEN_AI_CONVERSATION_ID, conversation.clone()),
     ];
     match &req.input {
-        ReplyInput::Messages(msgs) if config.capture_content => {
-            attributes.push(KeyValue::new(
-                GEN_AI_INPUT_MESSAGES,
-                content::input_messages(msgs.iter()),
-            ));
-        }
         ReplyInput::Confirm(_) => {
             attributes.push(KeyValue::new(AGENTSCOPE_INCOMING_EVENT_TYPE, "user_confirm_result"));
         }
@@ -189,19 +187,28 @@ fn start(tracer: &SdkTracer, config: &Config, req: &ReplyRequest) -> ReplyRecord
                 "external_execution_result",
             ));
         }
-        _ => {}
+        ReplyInput::Messages(_) | ReplyInput::Interrupt(_) => {}
     }
     let builder = SpanBuilder::from_name(format!("{OPERATION_INVOKE_AGENT} {}", ctx.agent_name()))
         .with_kind(SpanKind::Internal)
         .with_attributes(attributes);
     let span = OpenSpan::start(tracer, builder, &OtelContext::current());
+    // The content only once the sampler kept the span (it is the costly part).
+    if let ReplyInput::Messages(msgs) = &req.input {
+        if config.capture_content && span.is_recording() {
+            span.set(KeyValue::new(
+                GEN_AI_INPUT_MESSAGES,
+                content::input_messages(msgs.iter()),
+            ));
+        }
+    }
     if let ReplyInput::External(event) = &req.input {
         for result in &event.execution_results {
             external_result_span(tracer, span.context(), result, &conversation, config.capture_content);
         }
     }
     ctx.insert(ReplySpan(span.context().clone()));
-    ReplyRecord::new(span, config.capture_content, ctx.reply_id().to_string())
+    ReplyRecord::new(span, config.capture_content, ctx.clone())
 }
 
 /// The zero-length `execute_tool` span of an external execution result.
@@ -213,7 +220,7 @@ fn external_result_span(
     capture: bool,
 ) {
     let now = SystemTime::now();
-    let mut attributes = vec![
+    let attributes = vec![
         KeyValue::new(GEN_AI_OPERATION_NAME, OPERATION_EXECUTE_TOOL),
         KeyValue::new(GEN_AI_TOOL_CALL_ID, result.id.to_string()),
         KeyValue::new(GEN_AI_TOOL_NAME, result.name.clone()),
@@ -221,17 +228,17 @@ fn external_result_span(
         KeyValue::new(AGENTSCOPE_IS_EXTERNAL_EXECUTION, true),
         KeyValue::new(GEN_AI_CONVERSATION_ID, conversation.to_owned()),
     ];
-    if capture {
-        attributes.push(KeyValue::new(
-            GEN_AI_TOOL_CALL_RESULT,
-            content::external_result(&result.output),
-        ));
-    }
     let builder = SpanBuilder::from_name(format!("{OPERATION_EXECUTE_TOOL} {}", result.name))
         .with_kind(SpanKind::Internal)
         .with_start_time(now)
         .with_attributes(attributes);
     let mut span = tracer.build_with_context(builder, parent);
+    if capture && span.is_recording() {
+        span.set_attribute(KeyValue::new(
+            GEN_AI_TOOL_CALL_RESULT,
+            content::external_result(&result.output),
+        ));
+    }
     span.end_with_timestamp(now);
 }
 

@@ -1,19 +1,21 @@
 //! What the invoke_agent span learns from the reply's items, and how it ends.
 
 use opentelemetry::{Context, KeyValue};
-use towerscope_core::{AgentError, AgentEvent, ReplyFinishedReason, ReplyItem, Usage};
+use towerscope_core::{AgentContext, AgentError, AgentEvent, ReplyFinishedReason, ReplyItem, Usage};
 
 use crate::content;
 use crate::failure::Failure;
 use crate::json;
 use crate::semconv::*;
-use crate::span::{OpenSpan, string_array};
+use crate::span::{OpenSpan, ReplyProvider, string_array};
 
 /// The open invoke_agent span and what the reply told it so far.
 #[derive(Debug)]
 pub(crate) struct ReplyRecord {
     span: OpenSpan,
     capture: bool,
+    /// The reply's context, where the chat span leaves the provider of the first model call.
+    ctx: AgentContext,
     reply_id: String,
     hitl_pending: Vec<String>,
     external_pending: Vec<String>,
@@ -27,11 +29,12 @@ pub(crate) struct ReplyRecord {
 }
 
 impl ReplyRecord {
-    pub(crate) fn new(span: OpenSpan, capture: bool, reply_id: String) -> Self {
+    pub(crate) fn new(span: OpenSpan, capture: bool, ctx: AgentContext) -> Self {
         Self {
             span,
             capture,
-            reply_id,
+            reply_id: ctx.reply_id().to_string(),
+            ctx,
             hitl_pending: Vec::new(),
             external_pending: Vec::new(),
             finished_reason: None,
@@ -107,6 +110,9 @@ impl ReplyRecord {
         }
         let span = &self.span;
         span.set(KeyValue::new(AGENTSCOPE_REPLY_ID, std::mem::take(&mut self.reply_id)));
+        if let Some(ReplyProvider(provider)) = self.ctx.get::<ReplyProvider>() {
+            span.set(KeyValue::new(GEN_AI_PROVIDER_NAME, provider));
+        }
         for (key, names) in [
             (AGENTSCOPE_HITL_PENDING_TOOLS, &self.hitl_pending),
             (AGENTSCOPE_EXTERNAL_PENDING_TOOLS, &self.external_pending),
