@@ -2,11 +2,12 @@
 //! reference's 2.x team pipeline).
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use futures_util::StreamExt;
 use towerscope_agent::{Agent, AgentBuilder};
-use towerscope_core::event::ExternalExecutionResultEvent;
+use towerscope_core::event::{ExternalExecutionResultEvent, UserInterruptEvent};
 use towerscope_core::{
     AgentError, AgentEvent, EventStream, Id, Msg, ReplyInput, ReplyItem, StructuredSchema, ToolCallBlock,
     ToolResultBlock, ToolResultState,
@@ -60,10 +61,13 @@ impl fmt::Debug for TeamMember {
 /// leader called, and the leader goes on. Members never hear each other.
 ///
 /// The stream carries the leader's and the members' events; [`stream`](Self::stream) tags
-/// them with the speaker. Differences from the reference: members keep their context across
-/// the leader's replies (the reference clears it by default), and a member that parks for the
-/// user is not supported yet (its waiting message comes back to the leader as an error result,
-/// and it stays parked).
+/// them with the speaker. [`interrupt`](Participant::interrupt) stops the whole team: the
+/// running members are interrupted, tasks not started yet never start, and the leader's reply
+/// ends interrupted (its open assignments get interrupted results) without another model call.
+///
+/// Differences from the reference: members keep their context across the leader's replies
+/// (the reference clears it by default), and a member that parks for the user is not supported
+/// yet (its waiting message comes back to the leader as an error result, and it stays parked).
 ///
 /// # Example
 ///
@@ -98,6 +102,34 @@ impl fmt::Debug for TeamMember {
 pub struct TeamPipeline {
     leader: Agent,
     members: Arc<[TeamMember]>,
+    runs: Arc<Runs>,
+}
+
+/// The stop flags of the team's runs in progress, which [`TeamPipeline::interrupt`] raises:
+/// while members work the leader is parked, not replying, so interrupting the agents alone
+/// would not stop the run from resuming the leader or starting the next task.
+#[derive(Default)]
+struct Runs(Mutex<Vec<Weak<AtomicBool>>>);
+
+impl Runs {
+    /// The stop flag of a new run (its run holds it while it is in progress).
+    fn start(&self) -> Arc<AtomicBool> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        runs.retain(|run| run.strong_count() > 0);
+        runs.push(Arc::downgrade(&stop));
+        stop
+    }
+
+    /// Stops every run in progress; whether there was one.
+    fn stop(&self) -> bool {
+        let runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let live: Vec<Arc<AtomicBool>> = runs.iter().filter_map(Weak::upgrade).collect();
+        for stop in &live {
+            stop.store(true, Ordering::SeqCst);
+        }
+        !live.is_empty()
+    }
 }
 
 impl TeamPipeline {
@@ -120,7 +152,11 @@ impl TeamPipeline {
                 leader.name()
             )));
         }
-        Ok(Self { leader, members })
+        Ok(Self {
+            leader,
+            members,
+            runs: Arc::default(),
+        })
     }
 
     /// The leader.
@@ -161,6 +197,7 @@ impl TeamPipeline {
             members: Arc::clone(&self.members),
             phase: Phase::Leader(Box::pin(leader)),
             assignments: Vec::new(),
+            stop: Some(self.runs.start()),
         };
         futures_util::stream::unfold(run, TeamRun::next)
     }
@@ -184,6 +221,8 @@ struct TeamRun {
     members: Arc<[TeamMember]>,
     phase: Phase,
     assignments: Vec<ToolCallBlock>,
+    /// Raised by [`TeamPipeline::interrupt`]; `None` once the run is over.
+    stop: Option<Arc<AtomicBool>>,
 }
 
 impl TeamRun {
@@ -202,18 +241,23 @@ impl TeamRun {
                         Some(Ok(ReplyItem::Final(msg)))
                             if msg.finished_reason.is_none() && !self.assignments.is_empty() =>
                         {
-                            self.phase = self.assign(msg.id.clone());
+                            self.phase = if self.stopped() {
+                                self.assignments.clear();
+                                self.resume_leader(UserInterruptEvent::new(msg.id.clone()).into())
+                            } else {
+                                self.assign(msg.id.clone())
+                            };
                         }
                         Some(Ok(item @ ReplyItem::Final(_))) => {
-                            self.phase = Phase::Done;
+                            self.finish();
                             return Some(((Tagged::new(leader, Ok(item)), true), self));
                         }
                         Some(Ok(event)) => return Some(((Tagged::new(leader, Ok(event)), false), self)),
                         Some(Err(e)) => {
-                            self.phase = Phase::Done;
+                            self.finish();
                             return Some(((Tagged::new(leader, Err(e)), true), self));
                         }
-                        None => self.phase = Phase::Done,
+                        None => self.finish(),
                     }
                 }
                 Phase::Members {
@@ -223,9 +267,15 @@ impl TeamRun {
                     leader_reply,
                 } => {
                     let Some((k, item)) = merged.next().await else {
+                        let leader_reply = leader_reply.clone();
                         let results: Vec<ToolResultBlock> = results.drain(..).flatten().collect();
-                        let resume = ExternalExecutionResultEvent::new(leader_reply.clone(), results);
-                        self.phase = Phase::Leader(Box::pin(self.leader.reply_stream(resume)));
+                        // Interrupted: the leader's reply ends, its assignments interrupted.
+                        let resume: ReplyInput = if self.stopped() {
+                            UserInterruptEvent::new(leader_reply).into()
+                        } else {
+                            ExternalExecutionResultEvent::new(leader_reply, results).into()
+                        };
+                        self.phase = self.resume_leader(resume);
                         continue;
                     };
                     let (call, member) = &calls[k];
@@ -253,8 +303,30 @@ impl TeamRun {
         }
     }
 
+    /// Whether the team was interrupted during this run.
+    fn stopped(&self) -> bool {
+        self.stop.as_ref().is_some_and(|stop| stop.load(Ordering::SeqCst))
+    }
+
+    /// The run is over: nothing more to stream, nothing left to interrupt.
+    fn finish(&mut self) {
+        self.phase = Phase::Done;
+        self.stop = None;
+    }
+
+    /// Resumes the parked leader with `input`. An interrupt that came after the caller looked
+    /// (when the leader was not replying yet) reaches the leader's new reply.
+    fn resume_leader(&self, input: ReplyInput) -> Phase {
+        let stream = self.leader.reply_stream(input);
+        if self.stopped() {
+            self.leader.interrupt();
+        }
+        Phase::Leader(Box::pin(stream))
+    }
+
     /// Starts the members on the leader's assignments: concurrently across members, in call
-    /// order for one member. An assignment naming no member gets an error result at once.
+    /// order for one member. An assignment naming no member gets an error result at once. Once
+    /// the team is interrupted, no further task starts.
     fn assign(&mut self, leader_reply: Id) -> Phase {
         let assignments = std::mem::take(&mut self.assignments);
         let mut calls = Vec::new();
@@ -283,14 +355,20 @@ impl TeamRun {
             }
         }
         let leader: Arc<str> = Arc::from(self.leader.name());
+        let stop = self.stop.clone().unwrap_or_default();
         let streams = groups.into_iter().map(|(member, group)| {
             let participant = Arc::clone(&self.members[member].participant);
             let leader = Arc::clone(&leader);
+            let (before, after) = (Arc::clone(&stop), Arc::clone(&stop));
             futures_util::stream::iter(group)
+                .take_while(move |_| std::future::ready(!before.load(Ordering::SeqCst)))
                 .map(move |(k, prompt)| {
-                    participant
-                        .reply_stream(Msg::user(Arc::clone(&leader), prompt).into())
-                        .map(move |item| (k, item))
+                    let stream = participant.reply_stream(Msg::user(Arc::clone(&leader), prompt).into());
+                    // An interrupt between the check above and the start reaches the task.
+                    if after.load(Ordering::SeqCst) {
+                        participant.interrupt();
+                    }
+                    stream.map(move |item| (k, item))
                 })
                 .flatten()
         });
@@ -327,10 +405,14 @@ impl Participant for TeamPipeline {
         self.leader.observe_when_free(msgs).map(|_| ())
     }
 
+    /// Stops the runs in progress (no task starts and the leader is not called again; see
+    /// [`TeamPipeline`]), then interrupts every member that is replying, and the leader.
     fn interrupt(&self) -> bool {
+        let runs = self.runs.stop();
         // Every member, not only up to the first running one.
         let members = self.members.iter().filter(|m| m.participant.interrupt()).count();
-        self.leader.interrupt() || members > 0
+        let leader = self.leader.interrupt();
+        runs || members > 0 || leader
     }
 }
 
