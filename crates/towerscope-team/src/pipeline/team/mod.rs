@@ -1,0 +1,218 @@
+//! [`TeamPipeline`]: a leader assigns tasks to members through an external tool (the
+//! reference's 2.x team pipeline).
+
+mod run;
+
+use std::fmt;
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use towerscope_agent::{Agent, AgentBuilder};
+use towerscope_core::{AgentError, EventStream, Msg, ReplyInput, ReplyItem, StructuredSchema};
+
+use self::run::{Runs, TeamRun};
+use super::assign::AssignTool;
+use super::merge::{MergedStream, Tagged};
+use crate::Participant;
+
+/// A member of a team: a participant, and what the leader reads to decide when to give it a
+/// task.
+#[derive(Clone)]
+pub struct TeamMember {
+    pub(super) participant: Arc<dyn Participant>,
+    pub(super) description: String,
+}
+
+impl TeamMember {
+    /// `participant`, described to the leader as `description` (what it is good at, what it
+    /// returns).
+    pub fn new(participant: impl Participant, description: impl Into<String>) -> Self {
+        Self::shared(Arc::new(participant), description)
+    }
+
+    /// A shared participant.
+    pub fn shared(participant: Arc<dyn Participant>, description: impl Into<String>) -> Self {
+        Self {
+            participant,
+            description: description.into(),
+        }
+    }
+}
+
+impl fmt::Debug for TeamMember {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TeamMember")
+            .field("name", &self.participant.name())
+            .field("description", &self.description)
+            .finish()
+    }
+}
+
+/// A leader agent that gives tasks to members by calling the external tool
+/// [`TeamAssign`](super::ASSIGN_TOOL) `{"member": .., "prompt": ..}`.
+///
+/// The leader's reply parks on its assignments (`REQUIRE_EXTERNAL_EXECUTION`, which the
+/// pipeline keeps to itself); the pipeline runs each assigned member on its prompt, in the
+/// member's own context (it sees only the prompt), concurrently across members and one after
+/// another for one member; each member's final reply comes back to the leader as the result
+/// of its call (`success`, or `interrupted`/`error` as the reply ended), in the order the
+/// leader called, and the leader goes on. Members never hear each other.
+///
+/// The stream carries the leader's and the members' events; [`stream`](Self::stream) tags
+/// them with the speaker. [`interrupt`](Participant::interrupt) stops the whole team: the
+/// running members are interrupted, tasks not started yet never start, and the leader's reply
+/// ends interrupted (its open assignments get interrupted results) without another model call.
+///
+/// Differences from the reference: members keep their context across the leader's replies
+/// (the reference clears it by default), and a member that parks for the user is not supported
+/// yet (its waiting message comes back to the leader as an error result, and it stays parked).
+///
+/// # Example
+///
+/// ```
+/// use towerscope_agent::Agent;
+/// use towerscope_core::Msg;
+/// use towerscope_models::{ScriptedModel, ScriptedResponse};
+/// use towerscope_team::pipeline::{TeamMember, TeamPipeline};
+/// use towerscope_team::Participant;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), towerscope_core::AgentError> {
+/// let leader_model = ScriptedModel::new("m", [
+///     ScriptedResponse::tool_call("a1", "TeamAssign", r#"{"member": "poet", "prompt": "A haiku on rain."}"#),
+///     ScriptedResponse::text("Here is the poet's haiku."),
+/// ]);
+/// let poet = Agent::builder("poet")
+///     .model(ScriptedModel::new("m", [ScriptedResponse::text("Soft rain on the roof")]))
+///     .build()?;
+/// let team = TeamPipeline::new(
+///     Agent::builder("lead").model(leader_model.clone()),
+///     [TeamMember::new(poet, "Writes short poems.")],
+/// )?;
+/// let answer = team.reply(Msg::user("user", "I want a haiku.").into()).await?;
+/// assert_eq!(answer.text_content().as_deref(), Some("Here is the poet's haiku."));
+/// // The poet's reply came back to the leader as the result of its call.
+/// let result = leader_model.requests()[1].messages.last().cloned().unwrap();
+/// assert_eq!(result.tool_results().next().and_then(|r| r.output.text_content()).as_deref(), Some("Soft rain on the roof"));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct TeamPipeline {
+    leader: Agent,
+    members: Arc<[TeamMember]>,
+    runs: Arc<Runs>,
+}
+
+impl TeamPipeline {
+    /// Builds the leader with the assignment tool, for these members. Fails when two members
+    /// share a name, or one has the leader's.
+    pub fn new(leader: AgentBuilder, members: impl IntoIterator<Item = TeamMember>) -> Result<Self, AgentError> {
+        let members: Arc<[TeamMember]> = members.into_iter().collect();
+        let names: Vec<&str> = members.iter().map(|m| m.participant.name()).collect();
+        for (i, name) in names.iter().enumerate() {
+            if names[..i].contains(name) {
+                return Err(AgentError::validation(format!(
+                    "two team members are named '{name}'; the leader assigns tasks by name, so names must be distinct"
+                )));
+            }
+        }
+        let leader = leader.tool(AssignTool::new(&members)).build()?;
+        if names.contains(&leader.name()) {
+            return Err(AgentError::validation(format!(
+                "a team member has the leader's name '{}'; give it another",
+                leader.name()
+            )));
+        }
+        Ok(Self {
+            leader,
+            members,
+            runs: Arc::default(),
+        })
+    }
+
+    /// The leader.
+    pub fn leader(&self) -> &Agent {
+        &self.leader
+    }
+
+    /// The members' names.
+    pub fn members(&self) -> Vec<String> {
+        self.members.iter().map(|m| m.participant.name().to_owned()).collect()
+    }
+
+    /// Runs the team and streams the leader's and the members' items, tagged with the speaker
+    /// (members' final messages included).
+    pub fn stream(&self, input: ReplyInput) -> MergedStream {
+        Box::pin(self.run(input, None).map(|(tagged, _)| tagged))
+    }
+
+    /// Runs the team as [`reply_stream`](Participant::reply_stream) does, with the leader's
+    /// reply bound to produce structured output of `schema` (the final message carries it), as
+    /// [`Agent::reply_stream_structured`] does; a resuming input keeps the parked reply's
+    /// schema.
+    pub fn reply_stream_structured(&self, input: ReplyInput, schema: StructuredSchema) -> EventStream {
+        own_items(self.run(input, Some(schema)))
+    }
+
+    fn run(
+        &self,
+        input: ReplyInput,
+        schema: Option<StructuredSchema>,
+    ) -> impl futures_core::Stream<Item = (Tagged, bool)> + Send + 'static {
+        let leader = match schema {
+            Some(schema) => self.leader.reply_stream_structured(input, schema),
+            None => self.leader.reply_stream(input),
+        };
+        let run = TeamRun::new(
+            self.leader.clone(),
+            Arc::clone(&self.members),
+            Box::pin(leader),
+            self.runs.start(),
+        );
+        futures_util::stream::unfold(run, TeamRun::next)
+    }
+}
+
+/// The leader's and the members' events, and only the leader's final message.
+fn own_items(run: impl futures_core::Stream<Item = (Tagged, bool)> + Send + 'static) -> EventStream {
+    Box::pin(run.filter_map(|(tagged, own)| {
+        std::future::ready(match tagged.item {
+            Ok(ReplyItem::Final(_)) if !own => None,
+            item => Some(item),
+        })
+    }))
+}
+
+impl Participant for TeamPipeline {
+    fn name(&self) -> &str {
+        self.leader.name()
+    }
+
+    fn reply_stream(&self, input: ReplyInput) -> EventStream {
+        own_items(self.run(input, None))
+    }
+
+    /// The leader observes (members only ever see their tasks).
+    fn observe(&self, msgs: Vec<Msg>) -> Result<(), AgentError> {
+        self.leader.observe_when_free(msgs).map(|_| ())
+    }
+
+    /// Stops the runs in progress (no task starts and the leader is not called again; see
+    /// [`TeamPipeline`]), then interrupts every member that is replying, and the leader.
+    fn interrupt(&self) -> bool {
+        let runs = self.runs.stop();
+        // Every member, not only up to the first running one.
+        let members = self.members.iter().filter(|m| m.participant.interrupt()).count();
+        let leader = self.leader.interrupt();
+        runs || members > 0 || leader
+    }
+}
+
+impl fmt::Debug for TeamPipeline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TeamPipeline")
+            .field("leader", &self.leader.name())
+            .field("members", &self.members())
+            .finish()
+    }
+}
