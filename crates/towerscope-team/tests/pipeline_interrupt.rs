@@ -12,7 +12,7 @@ use towerscope_agent::Agent;
 use towerscope_core::{AgentEvent, EventStream, Msg, ReplyFinishedReason, ReplyItem};
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 use towerscope_team::Participant;
-use towerscope_team::pipeline::{GoalPipeline, TeamMember, TeamPipeline};
+use towerscope_team::pipeline::{FanoutPipeline, GoalPipeline, TeamMember, TeamPipeline};
 
 /// An agent whose model answers `text` after ten seconds, and its model.
 fn slow(name: &str, text: &str) -> (Agent, ScriptedModel) {
@@ -130,4 +130,20 @@ async fn an_interrupted_goal_team_ends_interrupted_without_a_check() {
     );
     assert_eq!(verifier_model.calls(), 0, "an interrupted run is not checked");
     assert_eq!(started, ["lead", "worker"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupted_fanout_says_so_in_its_combined_message() {
+    let (a, _) = slow("a", "A.");
+    let (b, _) = slow("b", "B.");
+    let panel = FanoutPipeline::new([a, b]);
+    let stream = panel.reply_stream(Msg::user("host", "Go.").into());
+    let (last, _) = interrupt_once_started(stream, "b", || panel.interrupt()).await;
+    assert_eq!(&*last.name, "fanout");
+    assert_eq!(
+        last.finished_reason,
+        Some(ReplyFinishedReason::Interrupted),
+        "{}",
+        line(&last)
+    );
 }

@@ -28,7 +28,8 @@ struct Round {
 /// [`replies`](Self::replies) returns the messages; [`stream`](Self::stream) streams the
 /// members' items as they arrive, tagged with their speaker. As a [`Participant`] the
 /// pipeline streams the members' events and ends with one message under its own name that
-/// holds each reply's text as `name: text` (and its data), in participant order. A member that
+/// holds each reply's text as `name: text` (and its data), in participant order; its finished
+/// reason is `interrupted` when a member was interrupted, `completed` otherwise. A member that
 /// parks for the user parks the pipeline: the stream ends with that member's waiting message,
 /// the resuming input goes to it, and the combined message comes once every member finished.
 ///
@@ -135,7 +136,8 @@ impl FanoutPipeline {
     }
 }
 
-/// The message of a finished round: each reply's shared text as `name: text`, and its data.
+/// The message of a finished round: each reply's shared text as `name: text`, and its data;
+/// interrupted when a member's reply was.
 fn combine(name: &Arc<str>, finals: &[Msg]) -> Msg {
     let mut content = Vec::new();
     for reply in finals {
@@ -151,8 +153,15 @@ fn combine(name: &Arc<str>, finals: &[Msg]) -> Msg {
             }
         }
     }
+    let interrupted = finals
+        .iter()
+        .any(|m| m.finished_reason == Some(ReplyFinishedReason::Interrupted));
     let mut msg = Msg::assistant_blocks(Arc::clone(name), content);
-    msg.finished_reason = Some(ReplyFinishedReason::Completed);
+    msg.finished_reason = Some(if interrupted {
+        ReplyFinishedReason::Interrupted
+    } else {
+        ReplyFinishedReason::Completed
+    });
     msg.finished_at = Some(now_timestamp());
     msg
 }
