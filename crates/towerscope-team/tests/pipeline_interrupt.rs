@@ -12,7 +12,7 @@ use towerscope_agent::Agent;
 use towerscope_core::{AgentEvent, EventStream, Msg, ReplyFinishedReason, ReplyItem};
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 use towerscope_team::Participant;
-use towerscope_team::pipeline::{FanoutPipeline, GoalPipeline, TeamMember, TeamPipeline};
+use towerscope_team::pipeline::{FanoutPipeline, GoalPipeline, SequentialPipeline, TeamMember, TeamPipeline};
 
 /// An agent whose model answers `text` after ten seconds, and its model.
 fn slow(name: &str, text: &str) -> (Agent, ScriptedModel) {
@@ -140,6 +140,24 @@ async fn an_interrupted_fanout_says_so_in_its_combined_message() {
     let stream = panel.reply_stream(Msg::user("host", "Go.").into());
     let (last, _) = interrupt_once_started(stream, "b", || panel.interrupt()).await;
     assert_eq!(&*last.name, "fanout");
+    assert_eq!(
+        last.finished_reason,
+        Some(ReplyFinishedReason::Interrupted),
+        "{}",
+        line(&last)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupted_row_starts_no_further_member() {
+    let (first, _) = slow("first", "1.");
+    let (second, second_model) = slow("second", "2.");
+    let row = SequentialPipeline::new([first, second]);
+    let stream = row.reply_stream(Msg::user("host", "Go.").into());
+    let (last, started) = interrupt_once_started(stream, "first", || row.interrupt()).await;
+    assert_eq!(started, ["first"], "the next member does not start");
+    assert_eq!(second_model.calls(), 0);
+    assert_eq!(&*last.name, "first");
     assert_eq!(
         last.finished_reason,
         Some(ReplyFinishedReason::Interrupted),

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::StreamExt;
-use towerscope_core::{AgentError, EventStream, Id, Msg, ReplyInput, ReplyItem};
+use towerscope_core::{AgentError, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem};
 
 use super::merge::{MergedStream, Tagged};
 use super::resumed_reply;
@@ -24,8 +24,10 @@ struct Parked {
 ///
 /// As a [`Participant`], its stream carries every member's events and ends with the last
 /// member's final message. A member that parks for the user parks the pipeline: its final
-/// message ends the stream, and the resuming input (a confirmation, external results, an
-/// interrupt for that reply) resumes that member, after which the rest of the row runs.
+/// message ends the stream, and the resuming input (a confirmation or external results for
+/// that reply) resumes that member, after which the rest of the row runs. An interrupted member
+/// ([`interrupt`](Participant::interrupt), or a `UserInterruptEvent` for its parked reply) ends
+/// the row: its interrupted message is the pipeline's, and the members after it do not run.
 /// [`stream`](Self::stream) tags every item, members' final messages included, with the
 /// speaker's name.
 ///
@@ -188,8 +190,13 @@ impl Run {
         }
     }
 
-    /// Moves on after a member's final message; returns whether it ends the pipeline.
+    /// Moves on after a member's final message; returns whether it ends the pipeline (the last
+    /// member's, an interrupted one's, or a parked one's).
     fn finish_member(&mut self, msg: &Msg) -> bool {
+        if msg.finished_reason == Some(ReplyFinishedReason::Interrupted) {
+            self.done = true;
+            return true;
+        }
         if msg.finished_reason.is_none() {
             *self.parked.lock().unwrap_or_else(PoisonError::into_inner) = Some(Parked {
                 reply_id: msg.id.clone(),
