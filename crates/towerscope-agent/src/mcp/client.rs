@@ -70,6 +70,23 @@ const EARLY_NOTIFICATIONS: usize = 64;
 
 type ProgressRoutes = Arc<Mutex<Routes>>;
 
+/// A call's progress route, removed when the call ends, however it ends: with its result, or
+/// dropped (its reply interrupted, its stream dropped).
+struct RouteGuard<'a> {
+    routes: &'a ProgressRoutes,
+    key: String,
+}
+
+impl Drop for RouteGuard<'_> {
+    fn drop(&mut self) {
+        self.routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .calls
+            .remove(&self.key);
+    }
+}
+
 /// Routes the server's progress notifications to the call that asked for them.
 #[derive(Clone, Default)]
 pub(crate) struct Handler {
@@ -266,6 +283,10 @@ impl McpClient {
             .await
             .map_err(|e| e.to_string())?;
         let key = token_key(&handle.progress_token);
+        let _route = RouteGuard {
+            routes: &self.inner.progress,
+            key: key.clone(),
+        };
         {
             let mut routes = self.routes();
             let mut route = Route {
@@ -295,7 +316,6 @@ impl McpClient {
         while self.routes().calls.get(&key).is_some_and(Route::expects_more) && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        self.routes().calls.remove(&key);
         match result? {
             ServerResult::CallToolResult(result) => Ok(result),
             _ => Err("the server answered the tool call with something else than a tool result".to_owned()),
@@ -346,6 +366,40 @@ impl McpClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stdio server that answers the initialisation (request id 0, the SDK's first) and
+    /// then never answers again.
+    fn goes_quiet() -> McpServer {
+        let init = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26","capabilities":{"tools":{}},"serverInfo":{"name":"quiet","version":"0"}}}"#;
+        let script = format!("read -r _; printf '%s\\n' '{init}'; exec sleep 60");
+        McpServer::stdio("quiet", "sh", ["-c".to_owned(), script]).no_timeout()
+    }
+
+    /// A call dropped while it waits for the server (its reply interrupted, its stream
+    /// dropped) takes its progress route with it, instead of leaving it, and the sender to a
+    /// reader that is gone, in the client for as long as the connection lives.
+    #[tokio::test]
+    async fn a_dropped_call_leaves_no_progress_route_behind() {
+        let client = McpClient::connect(&goes_quiet())
+            .await
+            .expect("the quiet server initialises");
+        let (tx, _rx) = mpsc::channel(PROGRESS_BUFFER);
+        let mut call = Box::pin(client.call("wait", serde_json::Map::new(), tx));
+        let registered = async {
+            while client.routes().calls.is_empty() {
+                tokio::select! {
+                    _ = &mut call => panic!("the quiet server answered"),
+                    () = tokio::time::sleep(Duration::from_millis(10)) => {}
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), registered)
+            .await
+            .expect("the call registers its route once sent");
+        assert_eq!(client.routes().calls.len(), 1, "the call waits, its route open");
+        drop(call);
+        assert!(client.routes().calls.is_empty(), "the dropped call's route is gone");
+    }
 
     /// A server flooding a call with progress while its reader is behind: at most
     /// `PROGRESS_BUFFER` wait, the rest are dropped, and the route still knows the latest.
