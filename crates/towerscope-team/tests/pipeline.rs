@@ -120,9 +120,9 @@ struct Delete {
     path: String,
 }
 
-#[tokio::test]
-async fn a_member_parked_for_the_user_parks_the_row_and_the_resume_reaches_it() {
-    let cleaner = Agent::builder("cleaner")
+/// An agent that asks before it deletes `/tmp/x`, then says so.
+fn asking_cleaner() -> Agent {
+    Agent::builder("cleaner")
         .model(ScriptedModel::new(
             "m",
             [
@@ -137,15 +137,23 @@ async fn a_member_parked_for_the_user_parks_the_row_and_the_resume_reaches_it() 
             suggested_rules: vec![],
         })
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// The cleaner, then a reporter of what it did, and the reporter's model.
+fn cleaning_row() -> (SequentialPipeline, ScriptedModel) {
     let reporter_model = says("Report: one file deleted.");
     let reporter = Agent::builder("reporter")
         .model(reporter_model.clone())
         .build()
         .unwrap();
-    let row = SequentialPipeline::new([cleaner, reporter]);
+    (SequentialPipeline::new([asking_cleaner(), reporter]), reporter_model)
+}
 
-    let mut stream = row.reply_stream(Msg::user("user", "clean up").into());
+/// Runs `pipeline` on a new message until it parks: the confirmation it waits for (allowing
+/// the call), and the waiting message.
+async fn park(pipeline: &dyn Participant) -> (UserConfirmResultEvent, Msg) {
+    let mut stream = pipeline.reply_stream(Msg::user("user", "clean up").into());
     let mut asked = None;
     let mut parked = None;
     while let Some(item) = stream.next().await {
@@ -156,13 +164,27 @@ async fn a_member_parked_for_the_user_parks_the_row_and_the_resume_reaches_it() 
         }
     }
     let (asked, parked) = (asked.unwrap(), parked.unwrap());
-    assert_eq!(parked.finished_reason, None, "the row waits for the user");
-    assert_eq!(reporter_model.calls(), 0, "the rest of the row has not run");
-
+    assert_eq!(parked.finished_reason, None, "the pipeline waits for the user");
     let confirm = UserConfirmResultEvent::new(
         parked.id.clone(),
         vec![ConfirmResult::new(true, asked.tool_calls[0].clone())],
     );
+    (confirm, parked)
+}
+
+/// `confirm` with its call's id replaced by `nope`, which nothing waits on.
+fn mistyped(confirm: &UserConfirmResultEvent) -> UserConfirmResultEvent {
+    let mut call = confirm.confirm_results[0].tool_call.clone();
+    call.id = "nope".into();
+    UserConfirmResultEvent::new(confirm.reply_id.clone(), vec![ConfirmResult::new(true, call)])
+}
+
+#[tokio::test]
+async fn a_member_parked_for_the_user_parks_the_row_and_the_resume_reaches_it() {
+    let (row, reporter_model) = cleaning_row();
+    let (confirm, parked) = park(&row).await;
+    assert_eq!(reporter_model.calls(), 0, "the rest of the row has not run");
+
     let out = row.reply(confirm.into()).await.unwrap();
     assert_eq!(line(&out), "reporter: Report: one file deleted.");
     assert_eq!(last_seen(&reporter_model), "cleaner: Deleted /tmp/x.");
@@ -174,6 +196,35 @@ async fn a_member_parked_for_the_user_parks_the_row_and_the_resume_reaches_it() 
             .contains("no participant of pipeline 'sequential' is waiting on reply"),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn a_rejected_or_dropped_resume_leaves_the_row_waiting_for_the_right_one() {
+    let (row, _) = cleaning_row();
+    let (confirm, _) = park(&row).await;
+
+    let err = row.reply(mistyped(&confirm).into()).await.unwrap_err();
+    assert!(err.to_string().contains("nope"), "the member refuses it: {err}");
+    drop(row.reply_stream(confirm.clone().into()));
+
+    let out = row.reply(confirm.into()).await.unwrap();
+    assert_eq!(line(&out), "reporter: Report: one file deleted.");
+}
+
+#[tokio::test]
+async fn a_rejected_or_dropped_resume_leaves_the_fanout_waiting_for_the_right_one() {
+    let panel = FanoutPipeline::new([
+        asking_cleaner(),
+        Agent::builder("bo").model(says("Fine.")).build().unwrap(),
+    ]);
+    let (confirm, _) = park(&panel).await;
+
+    let err = panel.reply(mistyped(&confirm).into()).await.unwrap_err();
+    assert!(err.to_string().contains("nope"), "the member refuses it: {err}");
+    drop(panel.reply_stream(confirm.clone().into()));
+
+    let out = panel.reply(confirm.into()).await.unwrap();
+    assert_eq!(line(&out), "fanout: cleaner: Deleted /tmp/x.\nbo: Fine.");
 }
 
 #[tokio::test(start_paused = true)]

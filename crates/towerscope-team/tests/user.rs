@@ -107,6 +107,18 @@ async fn interrupt_gives_up_the_read_and_the_next_reply_gets_the_next_answer() {
 }
 
 #[tokio::test]
+async fn a_reply_stream_dropped_before_it_is_read_leaves_the_person_free() {
+    let (input, person) = ChannelInput::new();
+    let user = UserAgent::new("ann").with_input(input);
+    person.send_text("hi").unwrap();
+    drop(user.reply_stream(Msg::user("bot", "Anyone?").into()));
+    assert!(!user.interrupt(), "no reply is waiting for the person");
+
+    let next = user.reply(Msg::user("bot", "Hello?").into()).await.unwrap();
+    assert_eq!(next.text_content().as_deref(), Some("hi"), "the answer is still there");
+}
+
+#[tokio::test]
 async fn the_end_of_input_and_resume_events_are_errors_that_say_why() {
     let (input, person) = ChannelInput::new();
     let user = UserAgent::new("ann").with_input(input);

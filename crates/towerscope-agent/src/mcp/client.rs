@@ -5,15 +5,18 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rmcp::ClientHandler;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, NumberOrString, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ServerResult, Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ListToolsRequest, NumberOrString,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerResult, Tool,
 };
-use rmcp::service::{MaybeSendFuture, NotificationContext, PeerRequestOptions, RoleClient, RunningService, ServiceExt};
+use rmcp::service::{
+    ClientInitializeError, MaybeSendFuture, NotificationContext, PeerRequestOptions, RoleClient, RunningService,
+    ServiceExt,
+};
 use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ServiceError};
 use tokio::sync::mpsc;
-use towerscope_core::AgentError;
+use towerscope_core::{AgentError, TimeoutKind};
 
 use super::http::HttpTarget;
 use super::{McpServer, McpTransport};
@@ -66,6 +69,23 @@ const LATE_YIELDS: usize = 8;
 const EARLY_NOTIFICATIONS: usize = 64;
 
 type ProgressRoutes = Arc<Mutex<Routes>>;
+
+/// A call's progress route, removed when the call ends, however it ends: with its result, or
+/// dropped (its reply interrupted, its stream dropped).
+struct RouteGuard<'a> {
+    routes: &'a ProgressRoutes,
+    key: String,
+}
+
+impl Drop for RouteGuard<'_> {
+    fn drop(&mut self) {
+        self.routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .calls
+            .remove(&self.key);
+    }
+}
 
 /// Routes the server's progress notifications to the call that asked for them.
 #[derive(Clone, Default)]
@@ -129,8 +149,34 @@ fn connect_error(server: &str, e: impl fmt::Display) -> AgentError {
     ))
 }
 
+/// A request that got no answer within `after`.
+fn timed_out(server: &str, what: &str, after: Duration) -> AgentError {
+    AgentError::Timeout {
+        what: format!("MCP server '{server}': {what}"),
+        kind: TimeoutKind::Call,
+        after: Some(after),
+    }
+}
+
+/// Starts the session (`serving`: the SDK's initialisation over a transport) within the
+/// server's timeout. A server that never answers fails here, and its transport (a stdio
+/// server's process) is dropped with the initialisation.
+async fn initialise<F>(server: &McpServer, serving: F) -> Result<RunningService<RoleClient, Handler>, AgentError>
+where
+    F: Future<Output = Result<RunningService<RoleClient, Handler>, ClientInitializeError>>,
+{
+    let served = match server.timeout {
+        Some(after) => tokio::time::timeout(after, serving)
+            .await
+            .map_err(|_| timed_out(&server.name, "initialising the session", after))?,
+        None => serving.await,
+    };
+    served.map_err(|e| connect_error(&server.name, e))
+}
+
 impl McpClient {
-    /// Connects (starting the process of a stdio server) and initialises the session.
+    /// Connects (starting the process of a stdio server) and initialises the session, within
+    /// the server's [`timeout`](McpServer::timeout()).
     pub async fn connect(server: &McpServer) -> Result<Self, AgentError> {
         server.check_settings()?;
         let handler = Handler::default();
@@ -140,10 +186,7 @@ impl McpClient {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args).envs(env).kill_on_drop(true);
                 let transport = TokioChildProcess::new(cmd).map_err(|e| connect_error(&server.name, e))?;
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|e| connect_error(&server.name, e))?
+                initialise(server, handler.serve(transport)).await?
             }
             McpTransport::Http {
                 url,
@@ -159,10 +202,7 @@ impl McpClient {
                     root_certificates,
                 }
                 .transport()?;
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|e| connect_error(&server.name, e))?
+                initialise(server, handler.serve(transport)).await?
             }
         };
         Ok(Self {
@@ -190,9 +230,13 @@ impl McpClient {
 
     /// The server's tools (every page, at most [`MAX_PAGES`]).
     pub async fn list_tools(&self) -> Result<Vec<Tool>, AgentError> {
-        self.all_pages("listing tools", |page| async move {
-            let listed = self.peer().list_tools(Some(page)).await?;
-            Ok((listed.tools, listed.next_cursor))
+        const WHAT: &str = "listing tools";
+        self.all_pages(WHAT, |page| async move {
+            let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(page));
+            match self.request(WHAT, request).await? {
+                ServerResult::ListToolsResult(listed) => Ok((listed.tools, listed.next_cursor)),
+                _ => Err(self.unexpected(WHAT)),
+            }
         })
         .await
     }
@@ -204,13 +248,13 @@ impl McpClient {
     pub(super) async fn all_pages<'a, T, F, Fut>(&'a self, what: &str, mut page: F) -> Result<Vec<T>, AgentError>
     where
         F: FnMut(PaginatedRequestParams) -> Fut,
-        Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), rmcp::ServiceError>> + 'a,
+        Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), AgentError>> + 'a,
     {
         let mut items = Vec::new();
         let mut cursor = None;
         for _ in 0..MAX_PAGES {
             let params = PaginatedRequestParams::default().with_cursor(cursor.take());
-            let (listed, next) = page(params).await.map_err(|e| self.failed(what, e))?;
+            let (listed, next) = page(params).await?;
             items.extend(listed);
             match next {
                 Some(next) => cursor = Some(next),
@@ -232,17 +276,17 @@ impl McpClient {
     ) -> Result<CallToolResult, String> {
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let mut options = PeerRequestOptions::no_options();
-        options.timeout = self.inner.timeout;
         // The SDK gives the request its progress token as it sends it.
         let handle = self
-            .inner
-            .service
             .peer()
-            .send_request_with_option(request, options)
+            .send_request_with_option(request, self.options())
             .await
             .map_err(|e| e.to_string())?;
         let key = token_key(&handle.progress_token);
+        let _route = RouteGuard {
+            routes: &self.inner.progress,
+            key: key.clone(),
+        };
         {
             let mut routes = self.routes();
             let mut route = Route {
@@ -259,7 +303,12 @@ impl McpClient {
             }
             routes.calls.insert(key.clone(), route);
         }
-        let result = handle.await_response().await;
+        let result = handle.await_response().await.map_err(|e| match e {
+            ServiceError::Timeout { timeout } => {
+                timed_out(&self.inner.server, &format!("calling '{name}'"), timeout).to_string()
+            }
+            e => e.to_string(),
+        });
         for _ in 0..LATE_YIELDS {
             tokio::task::yield_now().await;
         }
@@ -267,16 +316,41 @@ impl McpClient {
         while self.routes().calls.get(&key).is_some_and(Route::expects_more) && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        self.routes().calls.remove(&key);
-        match result.map_err(|e| e.to_string())? {
+        match result? {
             ServerResult::CallToolResult(result) => Ok(result),
             _ => Err("the server answered the tool call with something else than a tool result".to_owned()),
         }
     }
 
-    /// The session, for the resource and prompt requests.
-    pub(super) fn peer(&self) -> &rmcp::Peer<RoleClient> {
+    /// The session.
+    fn peer(&self) -> &rmcp::Peer<RoleClient> {
         self.inner.service.peer()
+    }
+
+    /// The options of every request: the server's timeout.
+    fn options(&self) -> PeerRequestOptions {
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = self.inner.timeout;
+        options
+    }
+
+    /// Sends `request` (`what` says what it asks, for errors) and waits for the server's
+    /// answer, at most the server's timeout.
+    pub(super) async fn request(&self, what: &str, request: ClientRequest) -> Result<ServerResult, AgentError> {
+        let handle = self
+            .peer()
+            .send_request_with_option(request, self.options())
+            .await
+            .map_err(|e| self.failed(what, e))?;
+        handle.await_response().await.map_err(|e| match e {
+            ServiceError::Timeout { timeout } => timed_out(&self.inner.server, what, timeout),
+            e => self.failed(what, e),
+        })
+    }
+
+    /// The error of a server that answered `what` with another kind of result.
+    pub(super) fn unexpected(&self, what: &str) -> AgentError {
+        self.failed(what, "the server answered with another kind of result")
     }
 
     /// The error of a failed request: what was asked, and the server's answer.
@@ -292,6 +366,40 @@ impl McpClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stdio server that answers the initialisation (request id 0, the SDK's first) and
+    /// then never answers again.
+    fn goes_quiet() -> McpServer {
+        let init = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26","capabilities":{"tools":{}},"serverInfo":{"name":"quiet","version":"0"}}}"#;
+        let script = format!("read -r _; printf '%s\\n' '{init}'; exec sleep 60");
+        McpServer::stdio("quiet", "sh", ["-c".to_owned(), script]).no_timeout()
+    }
+
+    /// A call dropped while it waits for the server (its reply interrupted, its stream
+    /// dropped) takes its progress route with it, instead of leaving it, and the sender to a
+    /// reader that is gone, in the client for as long as the connection lives.
+    #[tokio::test]
+    async fn a_dropped_call_leaves_no_progress_route_behind() {
+        let client = McpClient::connect(&goes_quiet())
+            .await
+            .expect("the quiet server initialises");
+        let (tx, _rx) = mpsc::channel(PROGRESS_BUFFER);
+        let mut call = Box::pin(client.call("wait", serde_json::Map::new(), tx));
+        let registered = async {
+            while client.routes().calls.is_empty() {
+                tokio::select! {
+                    _ = &mut call => panic!("the quiet server answered"),
+                    () = tokio::time::sleep(Duration::from_millis(10)) => {}
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), registered)
+            .await
+            .expect("the call registers its route once sent");
+        assert_eq!(client.routes().calls.len(), 1, "the call waits, its route open");
+        drop(call);
+        assert!(client.routes().calls.is_empty(), "the dropped call's route is gone");
+    }
 
     /// A server flooding a call with progress while its reader is behind: at most
     /// `PROGRESS_BUFFER` wait, the rest are dropped, and the route still knows the latest.

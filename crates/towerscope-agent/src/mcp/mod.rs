@@ -8,6 +8,10 @@
 //! active, with [`McpServer::active`]). Each tool is named `mcp__{server}__{tool}` as in the
 //! reference (characters other than letters, digits, `_` and `-` become `_`).
 //!
+//! - **Timeouts**: every request, connecting included, fails after
+//!   [`McpServer::timeout()`] ([`DEFAULT_TIMEOUT`], a minute, unless set) with
+//!   [`AgentError::Timeout`](towerscope_core::AgentError::Timeout) naming the server and the
+//!   request; a timed-out tool call becomes an error result.
 //! - **Calls**: arguments are validated against the server's schema like any tool's; the
 //!   result's text becomes text blocks, images and audio data blocks, other content its JSON.
 //!   A result the server marks as an error, and a failed call
@@ -77,6 +81,12 @@ pub use tool::McpTool;
 
 use crate::toolkit::ToolSchemaError;
 
+/// How long a request to an MCP server may take unless [`McpServer::timeout()`] says otherwise:
+/// one minute, the default request timeout of the MCP TypeScript SDK. It bounds connecting
+/// (starting and initialising the session) as well as each listing, read, prompt and tool
+/// call, so a server that stops answering fails the request instead of hanging the agent.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// How to reach an MCP server, and how its tools join a toolkit.
 #[derive(Debug, Clone)]
 pub struct McpServer {
@@ -89,7 +99,10 @@ pub struct McpServer {
     pub description: Option<String>,
     /// Whether the server's group is active from the start (default `false`).
     pub active: bool,
-    /// How long a call may take before it fails (default: no limit).
+    /// How long each request to the server may take before it fails: starting and
+    /// initialising the session, each page of a listing, a read, a prompt, a tool call
+    /// (default [`DEFAULT_TIMEOUT`]; `None`: no limit, so a server that never answers hangs
+    /// whatever waits for it).
     pub timeout: Option<Duration>,
     /// Only these tools (names on the server) are added, when set (reference `enable_tools`).
     pub enable_tools: Option<Vec<String>>,
@@ -192,7 +205,7 @@ impl McpServer {
             transport,
             description: None,
             active: false,
-            timeout: None,
+            timeout: Some(DEFAULT_TIMEOUT),
             misplaced: Vec::new(),
             enable_tools: None,
             disable_tools: Vec::new(),
@@ -332,10 +345,19 @@ impl McpServer {
         self
     }
 
-    /// Sets how long a call may take.
+    /// Sets how long each request to the server may take, connecting included (default
+    /// [`DEFAULT_TIMEOUT`]).
     #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Lets requests to the server take as long as they take: for a tool that may run longer
+    /// than any timeout (and a server trusted to answer).
+    #[must_use]
+    pub fn no_timeout(mut self) -> Self {
+        self.timeout = None;
         self
     }
 }

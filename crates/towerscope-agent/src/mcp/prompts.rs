@@ -1,7 +1,10 @@
 //! Prompts of an MCP server: [`McpClient::list_prompts`] and [`McpClient::get_prompt`], which
 //! renders one into towerscope messages.
 
-use rmcp::model::{ContentBlock as McpContent, GetPromptRequestParams, Role as McpRole};
+use rmcp::model::{
+    ClientRequest, ContentBlock as McpContent, GetPromptRequest, GetPromptRequestParams, ListPromptsRequest,
+    Role as McpRole, ServerResult,
+};
 use serde_json::{Map, Value};
 use towerscope_core::{AgentError, ContentBlock, DataBlock, Msg, Role, TextBlock};
 
@@ -50,10 +53,14 @@ impl McpClient {
     /// The server's prompts (every page). A server without prompts answers with an error (it
     /// does not offer the capability), returned as [`AgentError::State`].
     pub async fn list_prompts(&self) -> Result<Vec<McpPrompt>, AgentError> {
+        const WHAT: &str = "listing prompts";
         let listed = self
-            .all_pages("listing prompts", |page| async move {
-                let listed = self.peer().list_prompts(Some(page)).await?;
-                Ok((listed.prompts, listed.next_cursor))
+            .all_pages(WHAT, |page| async move {
+                let request = ClientRequest::ListPromptsRequest(ListPromptsRequest::with_param(page));
+                match self.request(WHAT, request).await? {
+                    ServerResult::ListPromptsResult(listed) => Ok((listed.prompts, listed.next_cursor)),
+                    _ => Err(self.unexpected(WHAT)),
+                }
             })
             .await?;
         Ok(listed
@@ -96,11 +103,14 @@ impl McpClient {
         if !arguments.is_empty() {
             params = params.with_arguments(arguments);
         }
-        let rendered = self
-            .peer()
-            .get_prompt(params)
-            .await
-            .map_err(|e| self.failed(&format!("rendering the prompt '{name}'"), e))?;
+        let what = format!("rendering the prompt '{name}'");
+        let rendered = match self
+            .request(&what, ClientRequest::GetPromptRequest(GetPromptRequest::new(params)))
+            .await?
+        {
+            ServerResult::GetPromptResult(rendered) => rendered,
+            _ => return Err(self.unexpected(&what)),
+        };
         let speaker = self.server();
         let messages = rendered
             .messages

@@ -1,7 +1,10 @@
 //! Resources of an MCP server: [`McpClient::list_resources`],
 //! [`McpClient::list_resource_templates`], [`McpClient::read_resource`].
 
-use rmcp::model::{ReadResourceRequestParams, ResourceContents};
+use rmcp::model::{
+    ClientRequest, ListResourceTemplatesRequest, ListResourcesRequest, ReadResourceRequest, ReadResourceRequestParams,
+    ResourceContents, ServerResult,
+};
 use towerscope_core::{AgentError, DataBlock, MediaBlock, TextBlock};
 
 use super::McpClient;
@@ -59,10 +62,14 @@ impl McpClient {
     /// The server's resources (every page). A server without resources answers with an error
     /// (it does not offer the capability), returned as [`AgentError::State`].
     pub async fn list_resources(&self) -> Result<Vec<McpResource>, AgentError> {
+        const WHAT: &str = "listing resources";
         let listed = self
-            .all_pages("listing resources", |page| async move {
-                let listed = self.peer().list_resources(Some(page)).await?;
-                Ok((listed.resources, listed.next_cursor))
+            .all_pages(WHAT, |page| async move {
+                let request = ClientRequest::ListResourcesRequest(ListResourcesRequest::with_param(page));
+                match self.request(WHAT, request).await? {
+                    ServerResult::ListResourcesResult(listed) => Ok((listed.resources, listed.next_cursor)),
+                    _ => Err(self.unexpected(WHAT)),
+                }
             })
             .await?;
         Ok(listed
@@ -80,10 +87,17 @@ impl McpClient {
 
     /// The server's resource templates (every page).
     pub async fn list_resource_templates(&self) -> Result<Vec<McpResourceTemplate>, AgentError> {
+        const WHAT: &str = "listing resource templates";
         let listed = self
-            .all_pages("listing resource templates", |page| async move {
-                let listed = self.peer().list_resource_templates(Some(page)).await?;
-                Ok((listed.resource_templates, listed.next_cursor))
+            .all_pages(WHAT, |page| async move {
+                let request =
+                    ClientRequest::ListResourceTemplatesRequest(ListResourceTemplatesRequest::with_param(page));
+                match self.request(WHAT, request).await? {
+                    ServerResult::ListResourceTemplatesResult(listed) => {
+                        Ok((listed.resource_templates, listed.next_cursor))
+                    }
+                    _ => Err(self.unexpected(WHAT)),
+                }
             })
             .await?;
         Ok(listed
@@ -101,11 +115,12 @@ impl McpClient {
     /// Reads the resource at `uri` (listed, or a filled-in template). An unknown URI is the
     /// server's error, returned as [`AgentError::State`] with the server's message.
     pub async fn read_resource(&self, uri: &str) -> Result<Vec<McpResourceContent>, AgentError> {
-        let read = self
-            .peer()
-            .read_resource(ReadResourceRequestParams::new(uri))
-            .await
-            .map_err(|e| self.failed(&format!("reading the resource '{uri}'"), e))?;
+        let what = format!("reading the resource '{uri}'");
+        let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(ReadResourceRequestParams::new(uri)));
+        let read = match self.request(&what, request).await? {
+            ServerResult::ReadResourceResult(read) => read,
+            _ => return Err(self.unexpected(&what)),
+        };
         Ok(read.contents.into_iter().map(resource_content).collect())
     }
 }

@@ -28,7 +28,8 @@ struct Round {
 /// [`replies`](Self::replies) returns the messages; [`stream`](Self::stream) streams the
 /// members' items as they arrive, tagged with their speaker. As a [`Participant`] the
 /// pipeline streams the members' events and ends with one message under its own name that
-/// holds each reply's text as `name: text` (and its data), in participant order. A member that
+/// holds each reply's text as `name: text` (and its data), in participant order; its finished
+/// reason is `interrupted` when a member was interrupted, `completed` otherwise. A member that
 /// parks for the user parks the pipeline: the stream ends with that member's waiting message,
 /// the resuming input goes to it, and the combined message comes once every member finished.
 ///
@@ -105,8 +106,9 @@ impl FanoutPipeline {
         )
     }
 
-    /// The streams of this call, by member index, and the round they belong to.
-    fn open(&self, input: ReplyInput) -> Result<(Vec<(usize, EventStream)>, Round), AgentError> {
+    /// The streams of this call, by member index, the round they belong to, and the parked
+    /// member a resume is for (with its waiting message).
+    fn open(&self, input: ReplyInput) -> Result<Opened, AgentError> {
         let Some(reply_id) = resumed_reply(&input) else {
             let streams = self
                 .members
@@ -118,7 +120,7 @@ impl FanoutPipeline {
                 finals: vec![None; self.members.len()],
                 parked: Vec::new(),
             };
-            return Ok((streams, round));
+            return Ok((streams, round, None));
         };
         let mut slot = self.round.lock().unwrap_or_else(PoisonError::into_inner);
         let member = slot
@@ -130,12 +132,22 @@ impl FanoutPipeline {
                 self.name
             )));
         };
-        round.parked.retain(|(m, _)| *m != member);
-        Ok((vec![(member, self.members[member].reply_stream(input))], round))
+        let position = round.parked.iter().position(|(m, _)| *m == member);
+        let resuming = position.map(|p| round.parked.remove(p));
+        Ok((
+            vec![(member, self.members[member].reply_stream(input))],
+            round,
+            resuming,
+        ))
     }
 }
 
-/// The message of a finished round: each reply's shared text as `name: text`, and its data.
+/// What [`FanoutPipeline::open`] opens: the members' streams, their round, the parked member
+/// being resumed.
+type Opened = (Vec<(usize, EventStream)>, Round, Option<(usize, Msg)>);
+
+/// The message of a finished round: each reply's shared text as `name: text`, and its data;
+/// interrupted when a member's reply was.
 fn combine(name: &Arc<str>, finals: &[Msg]) -> Msg {
     let mut content = Vec::new();
     for reply in finals {
@@ -151,8 +163,15 @@ fn combine(name: &Arc<str>, finals: &[Msg]) -> Msg {
             }
         }
     }
+    let interrupted = finals
+        .iter()
+        .any(|m| m.finished_reason == Some(ReplyFinishedReason::Interrupted));
     let mut msg = Msg::assistant_blocks(Arc::clone(name), content);
-    msg.finished_reason = Some(ReplyFinishedReason::Completed);
+    msg.finished_reason = Some(if interrupted {
+        ReplyFinishedReason::Interrupted
+    } else {
+        ReplyFinishedReason::Completed
+    });
     msg.finished_at = Some(now_timestamp());
     msg
 }
@@ -163,7 +182,7 @@ impl Participant for FanoutPipeline {
     }
 
     fn reply_stream(&self, input: ReplyInput) -> EventStream {
-        let (streams, round) = match self.open(input) {
+        let (streams, round, resuming) = match self.open(input) {
             Ok(opened) => opened,
             Err(e) => return Box::pin(futures_util::stream::iter([Err(e)])),
         };
@@ -173,6 +192,7 @@ impl Participant for FanoutPipeline {
             slot: Arc::clone(&self.round),
             merged: Some(Box::pin(merged)),
             round: Some(round),
+            resuming,
         };
         Box::pin(futures_util::stream::unfold(run, FanoutRun::next))
     }
@@ -196,6 +216,8 @@ struct FanoutRun {
     slot: Arc<Mutex<Option<Round>>>,
     merged: Option<Indexed>,
     round: Option<Round>,
+    /// The parked member this call resumes, with its waiting message, until it answers.
+    resuming: Option<(usize, Msg)>,
 }
 
 impl FanoutRun {
@@ -205,6 +227,9 @@ impl FanoutRun {
                 self.merged = None;
                 break;
             };
+            if matches!(item, Ok(ReplyItem::Final(_))) {
+                self.resuming = None;
+            }
             let round = self.round.as_mut()?;
             match item {
                 Ok(ReplyItem::Final(msg)) if msg.finished_reason.is_none() => round.parked.push((i, msg)),
@@ -212,6 +237,7 @@ impl FanoutRun {
                 Ok(event) => return Some((Ok(event), self)),
                 Err(e) => {
                     self.merged = None;
+                    self.put_back();
                     self.round = None;
                     return Some((Err(e), self));
                 }
@@ -228,6 +254,32 @@ impl FanoutRun {
         let waiting = round.parked.iter().min_by_key(|(m, _)| *m).map(|(_, w)| w.clone())?;
         *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(round);
         Some((Ok(ReplyItem::Final(waiting)), self))
+    }
+}
+
+impl FanoutRun {
+    /// A resume that did not reach its answer (the member refused it, or the stream was
+    /// dropped): the round goes back to the pipeline with the member waiting again, so the
+    /// user can resume it. A new round that failed has nothing to put back.
+    fn put_back(&mut self) {
+        let Some(resumed) = self.resuming.take() else {
+            return;
+        };
+        let Some(mut round) = self.round.take() else {
+            return;
+        };
+        round.parked.push(resumed);
+        // A round parked since (another call) keeps its own record.
+        self.slot
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert(round);
+    }
+}
+
+impl Drop for FanoutRun {
+    fn drop(&mut self) {
+        self.put_back();
     }
 }
 

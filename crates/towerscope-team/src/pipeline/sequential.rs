@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::StreamExt;
-use towerscope_core::{AgentError, EventStream, Id, Msg, ReplyInput, ReplyItem};
+use towerscope_core::{AgentError, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem};
 
 use super::merge::{MergedStream, Tagged};
 use super::resumed_reply;
@@ -18,14 +18,43 @@ struct Parked {
     member: usize,
 }
 
+/// The record of a parked member while a resume runs: put back unless the member answers, so
+/// a resume the member refused (a confirmation naming an unknown call) or a stream dropped
+/// before the answer leaves the pipeline waiting, and the user can resume it again.
+struct Resuming {
+    slot: Arc<Mutex<Option<Parked>>>,
+    parked: Option<Parked>,
+}
+
+impl Resuming {
+    /// The member answered: the record is done with.
+    fn answered(mut self) {
+        self.parked = None;
+    }
+}
+
+impl Drop for Resuming {
+    fn drop(&mut self) {
+        if let Some(parked) = self.parked.take() {
+            // A member that parked again since (another resume) keeps the newer record.
+            self.slot
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get_or_insert(parked);
+        }
+    }
+}
+
 /// Participants in a row: the first answers the input, each next one answers the previous
 /// one's reply (its [`shared_copy`](crate::shared_copy)), and the last reply is the pipeline's
 /// (the reference's `sequential_pipeline`).
 ///
 /// As a [`Participant`], its stream carries every member's events and ends with the last
 /// member's final message. A member that parks for the user parks the pipeline: its final
-/// message ends the stream, and the resuming input (a confirmation, external results, an
-/// interrupt for that reply) resumes that member, after which the rest of the row runs.
+/// message ends the stream, and the resuming input (a confirmation or external results for
+/// that reply) resumes that member, after which the rest of the row runs. An interrupted member
+/// ([`interrupt`](Participant::interrupt), or a `UserInterruptEvent` for its parked reply) ends
+/// the row: its interrupted message is the pipeline's, and the members after it do not run.
 /// [`stream`](Self::stream) tags every item, members' final messages included, with the
 /// speaker's name.
 ///
@@ -104,11 +133,13 @@ impl SequentialPipeline {
             index: 0,
             done: false,
             pending_error: None,
+            resuming: None,
         };
         let run = match start {
-            Ok((index, stream)) => Run {
+            Ok((index, stream, resuming)) => Run {
                 index,
                 current: Some(stream),
+                resuming,
                 ..run
             },
             Err(e) => Run {
@@ -119,7 +150,9 @@ impl SequentialPipeline {
         futures_util::stream::unfold(run, Run::next)
     }
 
-    fn start(&self, input: ReplyInput) -> Result<(usize, EventStream), AgentError> {
+    /// The member that answers `input`, its stream, and the record to put back if it is a
+    /// resume that fails.
+    fn start(&self, input: ReplyInput) -> Result<(usize, EventStream, Option<Resuming>), AgentError> {
         if self.members.is_empty() {
             return Err(AgentError::validation(format!(
                 "pipeline '{}' has no participants",
@@ -127,11 +160,18 @@ impl SequentialPipeline {
             )));
         }
         let Some(reply_id) = resumed_reply(&input) else {
-            return Ok((0, self.members[0].reply_stream(input)));
+            return Ok((0, self.members[0].reply_stream(input), None));
         };
         let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
         match parked.take() {
-            Some(p) if &p.reply_id == reply_id => Ok((p.member, self.members[p.member].reply_stream(input))),
+            Some(p) if &p.reply_id == reply_id => {
+                let member = p.member;
+                let resuming = Resuming {
+                    slot: Arc::clone(&self.parked),
+                    parked: Some(p),
+                };
+                Ok((member, self.members[member].reply_stream(input), Some(resuming)))
+            }
             other => {
                 *parked = other;
                 Err(AgentError::State(format!(
@@ -150,6 +190,8 @@ struct Run {
     index: usize,
     done: bool,
     pending_error: Option<Tagged>,
+    /// The resumed member's record until it answers.
+    resuming: Option<Resuming>,
 }
 
 impl Run {
@@ -169,11 +211,15 @@ impl Run {
         };
         match item {
             Some(Ok(ReplyItem::Final(msg))) => {
+                if let Some(resuming) = self.resuming.take() {
+                    resuming.answered();
+                }
                 let last = self.finish_member(&msg);
                 Some(((tag(Ok(ReplyItem::Final(msg))), last), self))
             }
             Some(Err(e)) => {
                 self.done = true;
+                self.resuming = None; // a refused resume: the member still waits
                 Some(((tag(Err(e)), true), self))
             }
             Some(Ok(event)) => Some(((tag(Ok(event)), false), self)),
@@ -188,8 +234,13 @@ impl Run {
         }
     }
 
-    /// Moves on after a member's final message; returns whether it ends the pipeline.
+    /// Moves on after a member's final message; returns whether it ends the pipeline (the last
+    /// member's, an interrupted one's, or a parked one's).
     fn finish_member(&mut self, msg: &Msg) -> bool {
+        if msg.finished_reason == Some(ReplyFinishedReason::Interrupted) {
+            self.done = true;
+            return true;
+        }
         if msg.finished_reason.is_none() {
             *self.parked.lock().unwrap_or_else(PoisonError::into_inner) = Some(Parked {
                 reply_id: msg.id.clone(),

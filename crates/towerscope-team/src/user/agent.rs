@@ -168,6 +168,8 @@ impl UserAgent {
                 self.name
             )));
         }
+        // Held by the stream from now: dropping it, even before it is read, frees the agent.
+        let replying = Replying(Arc::clone(&self.shared));
         self.shared
             .observed
             .lock()
@@ -179,7 +181,7 @@ impl UserAgent {
             structured,
         };
         let reply = async move {
-            let _replying = Replying(Arc::clone(&this.shared));
+            let _replying = replying;
             let mut interrupted = std::pin::pin!(this.shared.interrupt.notified());
             interrupted.as_mut().enable();
             if this.shared.interrupt_requested.swap(false, Ordering::AcqRel) {
@@ -245,7 +247,8 @@ impl UserAgent {
     }
 }
 
-/// Marks the user agent as waiting for the person until the read ends or is dropped.
+/// Marks the user agent as waiting for the person until the reply's stream ends or is dropped
+/// (read or not).
 struct Replying(Arc<Shared>);
 
 impl Drop for Replying {

@@ -1,18 +1,17 @@
 //! [`TeamPipeline`]: a leader assigns tasks to members through an external tool (the
 //! reference's 2.x team pipeline).
 
+mod run;
+
 use std::fmt;
 use std::sync::Arc;
 
 use futures_util::StreamExt;
 use towerscope_agent::{Agent, AgentBuilder};
-use towerscope_core::event::ExternalExecutionResultEvent;
-use towerscope_core::{
-    AgentError, AgentEvent, EventStream, Id, Msg, ReplyInput, ReplyItem, StructuredSchema, ToolCallBlock,
-    ToolResultBlock, ToolResultState,
-};
+use towerscope_core::{AgentError, EventStream, Msg, ReplyInput, ReplyItem, StructuredSchema};
 
-use super::assign::{ASSIGN_TOOL, AssignTool, parse_assignment, result_of};
+use self::run::{Runs, TeamRun};
+use super::assign::AssignTool;
 use super::merge::{MergedStream, Tagged};
 use crate::Participant;
 
@@ -50,7 +49,7 @@ impl fmt::Debug for TeamMember {
 }
 
 /// A leader agent that gives tasks to members by calling the external tool
-/// [`TeamAssign`](ASSIGN_TOOL) `{"member": .., "prompt": ..}`.
+/// [`TeamAssign`](super::ASSIGN_TOOL) `{"member": .., "prompt": ..}`.
 ///
 /// The leader's reply parks on its assignments (`REQUIRE_EXTERNAL_EXECUTION`, which the
 /// pipeline keeps to itself); the pipeline runs each assigned member on its prompt, in the
@@ -60,10 +59,13 @@ impl fmt::Debug for TeamMember {
 /// leader called, and the leader goes on. Members never hear each other.
 ///
 /// The stream carries the leader's and the members' events; [`stream`](Self::stream) tags
-/// them with the speaker. Differences from the reference: members keep their context across
-/// the leader's replies (the reference clears it by default), and a member that parks for the
-/// user is not supported yet (its waiting message comes back to the leader as an error result,
-/// and it stays parked).
+/// them with the speaker. [`interrupt`](Participant::interrupt) stops the whole team: the
+/// running members are interrupted, tasks not started yet never start, and the leader's reply
+/// ends interrupted (its open assignments get interrupted results) without another model call.
+///
+/// Differences from the reference: members keep their context across the leader's replies
+/// (the reference clears it by default), and a member that parks for the user is not supported
+/// yet (its waiting message comes back to the leader as an error result, and it stays parked).
 ///
 /// # Example
 ///
@@ -98,6 +100,7 @@ impl fmt::Debug for TeamMember {
 pub struct TeamPipeline {
     leader: Agent,
     members: Arc<[TeamMember]>,
+    runs: Arc<Runs>,
 }
 
 impl TeamPipeline {
@@ -120,7 +123,11 @@ impl TeamPipeline {
                 leader.name()
             )));
         }
-        Ok(Self { leader, members })
+        Ok(Self {
+            leader,
+            members,
+            runs: Arc::default(),
+        })
     }
 
     /// The leader.
@@ -156,150 +163,13 @@ impl TeamPipeline {
             Some(schema) => self.leader.reply_stream_structured(input, schema),
             None => self.leader.reply_stream(input),
         };
-        let run = TeamRun {
-            leader: self.leader.clone(),
-            members: Arc::clone(&self.members),
-            phase: Phase::Leader(Box::pin(leader)),
-            assignments: Vec::new(),
-        };
+        let run = TeamRun::new(
+            self.leader.clone(),
+            Arc::clone(&self.members),
+            Box::pin(leader),
+            self.runs.start(),
+        );
         futures_util::stream::unfold(run, TeamRun::next)
-    }
-}
-
-type Assigned = std::pin::Pin<Box<dyn futures_core::Stream<Item = (usize, Result<ReplyItem, AgentError>)> + Send>>;
-
-enum Phase {
-    Leader(EventStream),
-    Members {
-        merged: Assigned,
-        calls: Vec<(ToolCallBlock, Option<usize>)>,
-        results: Vec<Option<ToolResultBlock>>,
-        leader_reply: Id,
-    },
-    Done,
-}
-
-struct TeamRun {
-    leader: Agent,
-    members: Arc<[TeamMember]>,
-    phase: Phase,
-    assignments: Vec<ToolCallBlock>,
-}
-
-impl TeamRun {
-    async fn next(mut self) -> Option<((Tagged, bool), Self)> {
-        loop {
-            match &mut self.phase {
-                Phase::Done => return None,
-                Phase::Leader(stream) => {
-                    let leader = Arc::<str>::from(self.leader.name());
-                    match stream.next().await {
-                        Some(Ok(ReplyItem::Event(AgentEvent::RequireExternalExecution(e))))
-                            if e.tool_calls.iter().all(|c| c.name == ASSIGN_TOOL) =>
-                        {
-                            self.assignments.extend(e.tool_calls);
-                        }
-                        Some(Ok(ReplyItem::Final(msg)))
-                            if msg.finished_reason.is_none() && !self.assignments.is_empty() =>
-                        {
-                            self.phase = self.assign(msg.id.clone());
-                        }
-                        Some(Ok(item @ ReplyItem::Final(_))) => {
-                            self.phase = Phase::Done;
-                            return Some(((Tagged::new(leader, Ok(item)), true), self));
-                        }
-                        Some(Ok(event)) => return Some(((Tagged::new(leader, Ok(event)), false), self)),
-                        Some(Err(e)) => {
-                            self.phase = Phase::Done;
-                            return Some(((Tagged::new(leader, Err(e)), true), self));
-                        }
-                        None => self.phase = Phase::Done,
-                    }
-                }
-                Phase::Members {
-                    merged,
-                    calls,
-                    results,
-                    leader_reply,
-                } => {
-                    let Some((k, item)) = merged.next().await else {
-                        let results: Vec<ToolResultBlock> = results.drain(..).flatten().collect();
-                        let resume = ExternalExecutionResultEvent::new(leader_reply.clone(), results);
-                        self.phase = Phase::Leader(Box::pin(self.leader.reply_stream(resume)));
-                        continue;
-                    };
-                    let (call, member) = &calls[k];
-                    let name = member.map_or(Arc::from("team"), |m| {
-                        Arc::<str>::from(self.members[m].participant.name())
-                    });
-                    match item {
-                        Ok(ReplyItem::Final(msg)) => {
-                            results[k] = Some(result_of(call, &msg));
-                            return Some(((Tagged::new(name, Ok(ReplyItem::Final(msg))), false), self));
-                        }
-                        Ok(event) => return Some(((Tagged::new(name, Ok(event)), false), self)),
-                        Err(e) => {
-                            let text = format!("The member '{name}' failed: {e}");
-                            results[k] = Some(ToolResultBlock::new(
-                                &call.id,
-                                ASSIGN_TOOL,
-                                text,
-                                ToolResultState::Error,
-                            ));
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// Starts the members on the leader's assignments: concurrently across members, in call
-    /// order for one member. An assignment naming no member gets an error result at once.
-    fn assign(&mut self, leader_reply: Id) -> Phase {
-        let assignments = std::mem::take(&mut self.assignments);
-        let mut calls = Vec::new();
-        let mut results = Vec::new();
-        let mut groups: Vec<(usize, Vec<(usize, String)>)> = Vec::new();
-        for call in assignments {
-            let k = calls.len();
-            match parse_assignment(&call, &self.members) {
-                Ok((member, prompt)) => {
-                    match groups.iter_mut().find(|(m, _)| *m == member) {
-                        Some((_, group)) => group.push((k, prompt)),
-                        None => groups.push((member, vec![(k, prompt)])),
-                    }
-                    calls.push((call, Some(member)));
-                    results.push(None);
-                }
-                Err(text) => {
-                    results.push(Some(ToolResultBlock::new(
-                        &call.id,
-                        ASSIGN_TOOL,
-                        text,
-                        ToolResultState::Error,
-                    )));
-                    calls.push((call, None));
-                }
-            }
-        }
-        let leader: Arc<str> = Arc::from(self.leader.name());
-        let streams = groups.into_iter().map(|(member, group)| {
-            let participant = Arc::clone(&self.members[member].participant);
-            let leader = Arc::clone(&leader);
-            futures_util::stream::iter(group)
-                .map(move |(k, prompt)| {
-                    participant
-                        .reply_stream(Msg::user(Arc::clone(&leader), prompt).into())
-                        .map(move |item| (k, item))
-                })
-                .flatten()
-        });
-        Phase::Members {
-            merged: Box::pin(futures_util::stream::select_all(streams)),
-            calls,
-            results,
-            leader_reply,
-        }
     }
 }
 
@@ -327,10 +197,14 @@ impl Participant for TeamPipeline {
         self.leader.observe_when_free(msgs).map(|_| ())
     }
 
+    /// Stops the runs in progress (no task starts and the leader is not called again; see
+    /// [`TeamPipeline`]), then interrupts every member that is replying, and the leader.
     fn interrupt(&self) -> bool {
+        let runs = self.runs.stop();
         // Every member, not only up to the first running one.
         let members = self.members.iter().filter(|m| m.participant.interrupt()).count();
-        self.leader.interrupt() || members > 0
+        let leader = self.leader.interrupt();
+        runs || members > 0 || leader
     }
 }
 

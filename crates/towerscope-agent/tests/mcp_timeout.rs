@@ -1,0 +1,90 @@
+//! MCP servers that do not answer: connecting, listing, reading and rendering fail once the
+//! server's timeout passes, with a timeout error that names the server, instead of hanging the
+//! agent. The servers are shell one-liners (`sh`, `sleep`), so these tests need no MCP setup.
+#![cfg(feature = "mcp")]
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use towerscope_agent::mcp::{DEFAULT_TIMEOUT, McpClient, McpServer};
+use towerscope_agent::toolkit::Toolkit;
+use towerscope_core::AgentError;
+
+/// Longer than any of these tests takes when the timeouts work.
+const HANG: Duration = Duration::from_secs(10);
+
+/// A server that answers the initialisation (request id 0, the SDK's first) and then reads
+/// nothing more and never answers.
+fn goes_quiet() -> McpServer {
+    let init = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26","capabilities":{"tools":{},"prompts":{},"resources":{}},"serverInfo":{"name":"quiet","version":"0"}}}"#;
+    let script = format!("read -r _; printf '%s\\n' '{init}'; exec sleep 60");
+    McpServer::stdio("quiet", "sh", ["-c".to_owned(), script])
+}
+
+/// Asserts `err` is a timeout after `after` that names the server and what was asked.
+fn assert_timed_out(err: &AgentError, server: &str, what: &str, after: Duration) {
+    assert!(
+        matches!(err, AgentError::Timeout { after: Some(a), .. } if *a == after),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("MCP server '{server}'")) && text.contains(what),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_fails_the_connection_after_the_timeout() {
+    let after = Duration::from_millis(200);
+    let server = McpServer::stdio("mute", "sleep", ["60"]).timeout(after);
+    let mut toolkit = Toolkit::new();
+    let added = tokio::time::timeout(HANG, toolkit.add_mcp_server(server)).await;
+    let err = added.expect("connecting gives up by itself").unwrap_err();
+    assert_timed_out(&err, "mute", "initialising the session", after);
+}
+
+#[tokio::test]
+async fn a_server_that_goes_quiet_fails_each_request_after_the_timeout() {
+    let after = Duration::from_millis(300);
+    let server = goes_quiet().timeout(after);
+    let mut toolkit = Toolkit::new();
+    let added = tokio::time::timeout(HANG, toolkit.add_mcp_server(server.clone())).await;
+    let err = added.expect("listing the tools gives up by itself").unwrap_err();
+    assert_timed_out(&err, "quiet", "listing tools", after);
+
+    let requests = async {
+        let client = McpClient::connect(&server).await.unwrap();
+        [
+            ("listing prompts", client.list_prompts().await.err()),
+            ("listing resources", client.list_resources().await.err()),
+            (
+                "listing resource templates",
+                client.list_resource_templates().await.err(),
+            ),
+            (
+                "reading the resource 'x://y'",
+                client.read_resource("x://y").await.err(),
+            ),
+            (
+                "rendering the prompt 'p'",
+                client.get_prompt("p", [("k", "v")]).await.err(),
+            ),
+        ]
+    };
+    let failures = tokio::time::timeout(HANG, requests)
+        .await
+        .expect("every request gives up by itself");
+    for (what, err) in failures {
+        assert_timed_out(&err.unwrap(), "quiet", what, after);
+    }
+}
+
+#[test]
+fn requests_have_a_finite_timeout_unless_told_otherwise() {
+    assert_eq!(DEFAULT_TIMEOUT, Duration::from_secs(60));
+    let server = McpServer::http("docs", "http://127.0.0.1:1/mcp");
+    assert_eq!(server.timeout, Some(DEFAULT_TIMEOUT));
+    let server = McpServer::stdio("local", "server", ["--stdio"]).no_timeout();
+    assert_eq!(server.timeout, None);
+}

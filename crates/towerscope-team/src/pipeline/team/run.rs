@@ -1,0 +1,237 @@
+//! One run of the team pipeline: the leader replies, the members work on its assignments,
+//! their answers go back to the leader, until the leader's reply ends (or the team is
+//! interrupted).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use futures_util::StreamExt;
+use towerscope_agent::Agent;
+use towerscope_core::event::{ExternalExecutionResultEvent, UserInterruptEvent};
+use towerscope_core::{
+    AgentError, AgentEvent, EventStream, Id, Msg, ReplyInput, ReplyItem, ToolCallBlock, ToolResultBlock,
+    ToolResultState,
+};
+
+use super::TeamMember;
+use crate::pipeline::assign::{ASSIGN_TOOL, parse_assignment, result_of};
+use crate::pipeline::merge::Tagged;
+
+/// The stop flags of the team's runs in progress, which the pipeline's `interrupt` raises:
+/// while members work the leader is parked, not replying, so interrupting the agents alone
+/// would not stop the run from resuming the leader or starting the next task.
+#[derive(Default)]
+pub(super) struct Runs(Mutex<Vec<Weak<AtomicBool>>>);
+
+impl Runs {
+    /// The stop flag of a new run (its run holds it while it is in progress).
+    pub(super) fn start(&self) -> Arc<AtomicBool> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        runs.retain(|run| run.strong_count() > 0);
+        runs.push(Arc::downgrade(&stop));
+        stop
+    }
+
+    /// Stops every run in progress; whether there was one.
+    pub(super) fn stop(&self) -> bool {
+        let runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let live: Vec<Arc<AtomicBool>> = runs.iter().filter_map(Weak::upgrade).collect();
+        for stop in &live {
+            stop.store(true, Ordering::SeqCst);
+        }
+        !live.is_empty()
+    }
+}
+
+type Assigned = std::pin::Pin<Box<dyn futures_core::Stream<Item = (usize, Result<ReplyItem, AgentError>)> + Send>>;
+
+enum Phase {
+    Leader(EventStream),
+    Members {
+        merged: Assigned,
+        calls: Vec<(ToolCallBlock, Option<usize>)>,
+        results: Vec<Option<ToolResultBlock>>,
+        leader_reply: Id,
+    },
+    Done,
+}
+
+/// The state of one run, from which [`TeamRun::next`] unfolds the run's stream.
+pub(super) struct TeamRun {
+    leader: Agent,
+    members: Arc<[TeamMember]>,
+    phase: Phase,
+    assignments: Vec<ToolCallBlock>,
+    /// Raised by the pipeline's `interrupt`; `None` once the run is over.
+    stop: Option<Arc<AtomicBool>>,
+}
+
+impl TeamRun {
+    /// A run of `leader`'s reply `stream` with `members`, stopped when `stop` is raised.
+    pub(super) fn new(leader: Agent, members: Arc<[TeamMember]>, stream: EventStream, stop: Arc<AtomicBool>) -> Self {
+        Self {
+            leader,
+            members,
+            phase: Phase::Leader(stream),
+            assignments: Vec::new(),
+            stop: Some(stop),
+        }
+    }
+
+    /// The run's next item, tagged with its speaker, and whether it is the run's own final
+    /// item (the leader's last).
+    pub(super) async fn next(mut self) -> Option<((Tagged, bool), Self)> {
+        loop {
+            match &mut self.phase {
+                Phase::Done => return None,
+                Phase::Leader(stream) => {
+                    let leader = Arc::<str>::from(self.leader.name());
+                    match stream.next().await {
+                        Some(Ok(ReplyItem::Event(AgentEvent::RequireExternalExecution(e))))
+                            if e.tool_calls.iter().all(|c| c.name == ASSIGN_TOOL) =>
+                        {
+                            self.assignments.extend(e.tool_calls);
+                        }
+                        Some(Ok(ReplyItem::Final(msg)))
+                            if msg.finished_reason.is_none() && !self.assignments.is_empty() =>
+                        {
+                            self.phase = if self.stopped() {
+                                self.assignments.clear();
+                                self.resume_leader(UserInterruptEvent::new(msg.id.clone()).into())
+                            } else {
+                                self.assign(msg.id.clone())
+                            };
+                        }
+                        Some(Ok(item @ ReplyItem::Final(_))) => {
+                            self.finish();
+                            return Some(((Tagged::new(leader, Ok(item)), true), self));
+                        }
+                        Some(Ok(event)) => return Some(((Tagged::new(leader, Ok(event)), false), self)),
+                        Some(Err(e)) => {
+                            self.finish();
+                            return Some(((Tagged::new(leader, Err(e)), true), self));
+                        }
+                        None => self.finish(),
+                    }
+                }
+                Phase::Members {
+                    merged,
+                    calls,
+                    results,
+                    leader_reply,
+                } => {
+                    let Some((k, item)) = merged.next().await else {
+                        let leader_reply = leader_reply.clone();
+                        let results: Vec<ToolResultBlock> = results.drain(..).flatten().collect();
+                        // Interrupted: the leader's reply ends, its assignments interrupted.
+                        let resume: ReplyInput = if self.stopped() {
+                            UserInterruptEvent::new(leader_reply).into()
+                        } else {
+                            ExternalExecutionResultEvent::new(leader_reply, results).into()
+                        };
+                        self.phase = self.resume_leader(resume);
+                        continue;
+                    };
+                    let (call, member) = &calls[k];
+                    let name = member.map_or(Arc::from("team"), |m| {
+                        Arc::<str>::from(self.members[m].participant.name())
+                    });
+                    match item {
+                        Ok(ReplyItem::Final(msg)) => {
+                            results[k] = Some(result_of(call, &msg));
+                            return Some(((Tagged::new(name, Ok(ReplyItem::Final(msg))), false), self));
+                        }
+                        Ok(event) => return Some(((Tagged::new(name, Ok(event)), false), self)),
+                        Err(e) => {
+                            let text = format!("The member '{name}' failed: {e}");
+                            results[k] = Some(ToolResultBlock::new(
+                                &call.id,
+                                ASSIGN_TOOL,
+                                text,
+                                ToolResultState::Error,
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether the team was interrupted during this run.
+    fn stopped(&self) -> bool {
+        self.stop.as_ref().is_some_and(|stop| stop.load(Ordering::SeqCst))
+    }
+
+    /// The run is over: nothing more to stream, nothing left to interrupt.
+    fn finish(&mut self) {
+        self.phase = Phase::Done;
+        self.stop = None;
+    }
+
+    /// Resumes the parked leader with `input`. An interrupt that came after the caller looked
+    /// (when the leader was not replying yet) reaches the leader's new reply.
+    fn resume_leader(&self, input: ReplyInput) -> Phase {
+        let stream = self.leader.reply_stream(input);
+        if self.stopped() {
+            self.leader.interrupt();
+        }
+        Phase::Leader(Box::pin(stream))
+    }
+
+    /// Starts the members on the leader's assignments: concurrently across members, in call
+    /// order for one member. An assignment naming no member gets an error result at once. Once
+    /// the team is interrupted, no further task starts.
+    fn assign(&mut self, leader_reply: Id) -> Phase {
+        let assignments = std::mem::take(&mut self.assignments);
+        let mut calls = Vec::new();
+        let mut results = Vec::new();
+        let mut groups: Vec<(usize, Vec<(usize, String)>)> = Vec::new();
+        for call in assignments {
+            let k = calls.len();
+            match parse_assignment(&call, &self.members) {
+                Ok((member, prompt)) => {
+                    match groups.iter_mut().find(|(m, _)| *m == member) {
+                        Some((_, group)) => group.push((k, prompt)),
+                        None => groups.push((member, vec![(k, prompt)])),
+                    }
+                    calls.push((call, Some(member)));
+                    results.push(None);
+                }
+                Err(text) => {
+                    results.push(Some(ToolResultBlock::new(
+                        &call.id,
+                        ASSIGN_TOOL,
+                        text,
+                        ToolResultState::Error,
+                    )));
+                    calls.push((call, None));
+                }
+            }
+        }
+        let leader: Arc<str> = Arc::from(self.leader.name());
+        let stop = self.stop.clone().unwrap_or_default();
+        let streams = groups.into_iter().map(|(member, group)| {
+            let participant = Arc::clone(&self.members[member].participant);
+            let leader = Arc::clone(&leader);
+            let (before, after) = (Arc::clone(&stop), Arc::clone(&stop));
+            futures_util::stream::iter(group)
+                .take_while(move |_| std::future::ready(!before.load(Ordering::SeqCst)))
+                .map(move |(k, prompt)| {
+                    let stream = participant.reply_stream(Msg::user(Arc::clone(&leader), prompt).into());
+                    // An interrupt between the check above and the start reaches the task.
+                    if after.load(Ordering::SeqCst) {
+                        participant.interrupt();
+                    }
+                    stream.map(move |item| (k, item))
+                })
+                .flatten()
+        });
+        Phase::Members {
+            merged: Box::pin(futures_util::stream::select_all(streams)),
+            calls,
+            results,
+            leader_reply,
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! Interrupting a pipeline: its reply ends as interrupted, nothing more starts after the
+//! interrupt (no leader call, no queued task, no next member), and the final message says so.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::line;
+use futures_util::StreamExt;
+use towerscope_agent::Agent;
+use towerscope_core::{AgentEvent, EventStream, Msg, ReplyFinishedReason, ReplyItem};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+use towerscope_team::Participant;
+use towerscope_team::pipeline::{FanoutPipeline, GoalPipeline, SequentialPipeline, TeamMember, TeamPipeline};
+
+/// An agent whose model answers `text` after ten seconds, and its model.
+fn slow(name: &str, text: &str) -> (Agent, ScriptedModel) {
+    let answer = |t: &str| ScriptedResponse::text(t).delay(Duration::from_secs(10));
+    let model = ScriptedModel::new("m", [answer(text), answer(text)]);
+    let agent = Agent::builder(name).model(model.clone()).build().unwrap();
+    (agent, model)
+}
+
+/// Reads `stream` to its end, calling `interrupt` once `speaker` started its reply; the final
+/// message, and which speakers started a reply.
+async fn interrupt_once_started(
+    mut stream: EventStream,
+    speaker: &str,
+    interrupt: impl Fn() -> bool,
+) -> (Msg, Vec<String>) {
+    let (mut last, mut started) = (None, Vec::new());
+    while let Some(item) = stream.next().await {
+        match item.unwrap() {
+            ReplyItem::Event(AgentEvent::ReplyStart(e)) => {
+                started.push(e.name.to_string());
+                if &*e.name == speaker {
+                    assert!(interrupt(), "a running pipeline says it was interrupted");
+                }
+            }
+            ReplyItem::Final(m) => last = Some(m),
+            ReplyItem::Event(_) => {}
+        }
+    }
+    (last.unwrap(), started)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupted_team_ends_interrupted_without_calling_the_leader_again() {
+    let leader_model =
+        ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("t1", "TeamAssign", r#"{"member": "worker", "prompt": "One."}"#)
+                    .and_tool_call("t2", "TeamAssign", r#"{"member": "worker", "prompt": "Two."}"#),
+                ScriptedResponse::text("continued"),
+            ],
+        );
+    let (worker, _) = slow("worker", "done");
+    let team = TeamPipeline::new(
+        Agent::builder("lead").model(leader_model.clone()),
+        [TeamMember::new(worker.clone(), "Works slowly.")],
+    )
+    .unwrap();
+
+    let stream = team.reply_stream(Msg::user("user", "Do two things.").into());
+    let (last, started) = interrupt_once_started(stream, "worker", || team.interrupt()).await;
+
+    assert_eq!(
+        last.finished_reason,
+        Some(ReplyFinishedReason::Interrupted),
+        "{}",
+        line(&last)
+    );
+    assert_eq!(&*last.name, "lead");
+    assert_eq!(
+        leader_model.calls(),
+        1,
+        "the leader is not asked again after the interrupt"
+    );
+    assert_eq!(
+        started,
+        ["lead", "worker"],
+        "one task started; the leader only closes its parked reply"
+    );
+    let tasks: Vec<String> = common::context(&worker)
+        .into_iter()
+        .filter(|l| l.starts_with("lead:"))
+        .collect();
+    assert_eq!(tasks, ["lead: One."], "the task queued for the worker never starts");
+    assert!(!team.interrupt(), "nothing runs any more");
+
+    // The team is usable again: the next reply runs as usual.
+    let again = team.reply(Msg::user("user", "And now?").into()).await.unwrap();
+    assert_eq!(line(&again), "lead: continued");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupted_goal_team_ends_interrupted_without_a_check() {
+    let leader_model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("t1", "TeamAssign", r#"{"member": "worker", "prompt": "One."}"#),
+            ScriptedResponse::tool_call("r1", "GenerateStructuredOutput", r#"{"report": "done"}"#),
+        ],
+    );
+    let (worker, _) = slow("worker", "done");
+    let team = TeamPipeline::new(
+        Agent::builder("lead").model(leader_model.clone()),
+        [TeamMember::new(worker, "Works slowly.")],
+    )
+    .unwrap();
+    let verifier_model = ScriptedModel::new("m", [ScriptedResponse::text("unused")]);
+    let verifier = Agent::builder("checker").model(verifier_model.clone()).build().unwrap();
+    let goal = GoalPipeline::team(team, verifier);
+
+    let stream = goal.reply_stream(Msg::user("user", "Do it.").into());
+    let (last, started) = interrupt_once_started(stream, "worker", || goal.interrupt()).await;
+
+    assert_eq!(
+        last.finished_reason,
+        Some(ReplyFinishedReason::Interrupted),
+        "{}",
+        line(&last)
+    );
+    assert_eq!(
+        leader_model.calls(),
+        1,
+        "the leader is not asked again after the interrupt"
+    );
+    assert_eq!(verifier_model.calls(), 0, "an interrupted run is not checked");
+    assert_eq!(started, ["lead", "worker"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupted_fanout_says_so_in_its_combined_message() {
+    let (a, _) = slow("a", "A.");
+    let (b, _) = slow("b", "B.");
+    let panel = FanoutPipeline::new([a, b]);
+    let stream = panel.reply_stream(Msg::user("host", "Go.").into());
+    let (last, _) = interrupt_once_started(stream, "b", || panel.interrupt()).await;
+    assert_eq!(&*last.name, "fanout");
+    assert_eq!(
+        last.finished_reason,
+        Some(ReplyFinishedReason::Interrupted),
+        "{}",
+        line(&last)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupted_row_starts_no_further_member() {
+    let (first, _) = slow("first", "1.");
+    let (second, second_model) = slow("second", "2.");
+    let row = SequentialPipeline::new([first, second]);
+    let stream = row.reply_stream(Msg::user("host", "Go.").into());
+    let (last, started) = interrupt_once_started(stream, "first", || row.interrupt()).await;
+    assert_eq!(started, ["first"], "the next member does not start");
+    assert_eq!(second_model.calls(), 0);
+    assert_eq!(&*last.name, "first");
+    assert_eq!(
+        last.finished_reason,
+        Some(ReplyFinishedReason::Interrupted),
+        "{}",
+        line(&last)
+    );
+}
