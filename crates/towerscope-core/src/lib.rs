@@ -47,7 +47,8 @@ pub mod system_prompt;
 pub mod tool;
 
 pub use chat::{
-    ChatResponse, ChatUsage, ModelFinishedReason, RESTART_EVENT, RESTART_KEY, ToolChoice, ToolChoiceMode, ToolSchema,
+    ChatResponse, ChatUsage, JsonScan, ModelFinishedReason, RESTART_EVENT, RESTART_KEY, ToolChoice, ToolChoiceMode,
+    ToolSchema,
 };
 pub use context::{AgentContext, Extensions};
 pub use context_config::ContextConfig;

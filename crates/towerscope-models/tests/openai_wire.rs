@@ -620,7 +620,7 @@ async fn calls_a_server_gives_one_index_or_none_are_one_call_per_id() {
         };
         let events = [
             chunk(json!({"id": "call_a", "type": "function", "function": {"name": "read", "arguments": "{\"p\": "}})),
-            // A continuation under another id (some proxies make one per chunk) but no name.
+            // A continuation under another id (some proxies give each chunk one) and no name.
             chunk(json!({"id": "chunk_2", "function": {"arguments": "\"a\"}"}})),
             chunk(
                 json!({"id": "call_b", "type": "function", "function": {"name": "read", "arguments": "{\"p\": \"b\"}"}}),
@@ -657,6 +657,62 @@ async fn calls_a_server_gives_one_index_or_none_are_one_call_per_id() {
             merged.append_chat_response(c);
         }
         assert_eq!(call_blocks(&merged), call_blocks(last));
+    }
+
+    // More shapes under one index: what arrives, and the calls it makes.
+    let delta = |id: Option<&str>, name: Option<&str>, arguments: &str| {
+        let mut call = json!({"index": 0, "function": {"arguments": arguments}});
+        if let Some(id) = id {
+            call["id"] = json!(id);
+        }
+        if let Some(name) = name {
+            call["function"]["name"] = json!(name);
+        }
+        json!({"id": "chatcmpl-2", "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}).to_string()
+    };
+    /// What a case is called, the chunks it sends, and the (id, arguments) of the calls.
+    type Case<'a> = (&'a str, Vec<String>, &'a [(&'a str, &'a str)]);
+    let cases: [Case<'_>; 3] = [
+        (
+            "a proxy naming every chunk under an id of its own",
+            vec![
+                delta(Some("x1"), Some("read"), r#"{"p": "#),
+                delta(Some("x2"), Some("read"), r#""a"}"#),
+            ],
+            &[("x1", r#"{"p": "a"}"#)],
+        ),
+        (
+            "two calls under one id",
+            vec![
+                delta(Some("c"), Some("read"), r#"{"p": "a"}"#),
+                delta(Some("c"), Some("read"), r#"{"p": "b"}"#),
+            ],
+            &[("c", r#"{"p": "a"}"#), ("c", r#"{"p": "b"}"#)],
+        ),
+        (
+            "names first, arguments after",
+            vec![
+                delta(Some("a"), Some("read"), ""),
+                delta(None, None, r#"{"p": "a"}"#),
+                delta(Some("b"), Some("read"), ""),
+                delta(None, None, r#"{"p": "b"}"#),
+            ],
+            &[("a", r#"{"p": "a"}"#), ("b", r#"{"p": "b"}"#)],
+        ),
+    ];
+    for (case, mut events, expected) in cases {
+        events.push("[DONE]".to_owned());
+        let items = decoded(&events).await;
+        let last = items.last().unwrap().as_ref().unwrap();
+        let calls: Vec<(String, String)> = call_blocks(last)
+            .into_iter()
+            .map(|(id, _, input)| (id, input))
+            .collect();
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(id, input)| ((*id).to_owned(), (*input).to_owned()))
+            .collect();
+        assert_eq!(calls, expected, "{case}");
     }
 }
 

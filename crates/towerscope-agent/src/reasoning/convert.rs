@@ -20,7 +20,7 @@ use std::hash::Hash;
 use towerscope_core::id::new_id;
 use towerscope_core::{
     AgentEvent, ChatResponse, ContentBlock, DataBlock, DataBlockDeltaEvent, DataBlockEndEvent, DataBlockStartEvent,
-    DataSource, Id, TextBlock, TextBlockDeltaEvent, TextBlockEndEvent, TextBlockStartEvent, ThinkingBlock,
+    DataSource, Id, JsonScan, TextBlock, TextBlockDeltaEvent, TextBlockEndEvent, TextBlockStartEvent, ThinkingBlock,
     ThinkingBlockDeltaEvent, ThinkingBlockEndEvent, ThinkingBlockStartEvent, ToolCallBlock, ToolCallDeltaEvent,
     ToolCallEndEvent, ToolCallStartEvent,
 };
@@ -168,46 +168,6 @@ fn latest_open(tools: &[OpenCall], index: &mut Option<HashMap<Id, usize>>, id: &
     match index {
         Some(map) => map.get(id).copied(),
         None => tools.iter().rposition(|open| !open.replaced && open.model_id == *id),
-    }
-}
-
-/// Where streamed JSON text stands: enough to tell when a value is complete, in time linear in
-/// the text (each piece is scanned once).
-#[derive(Debug, Default)]
-struct JsonScan {
-    depth: u32,
-    started: bool,
-    in_string: bool,
-    escaped: bool,
-}
-
-impl JsonScan {
-    fn feed(&mut self, piece: &str) {
-        for byte in piece.bytes() {
-            if self.in_string {
-                match byte {
-                    _ if self.escaped => self.escaped = false,
-                    b'\\' => self.escaped = true,
-                    b'"' => self.in_string = false,
-                    _ => {}
-                }
-                continue;
-            }
-            match byte {
-                b'"' => self.in_string = true,
-                b'{' | b'[' => {
-                    self.depth += 1;
-                    self.started = true;
-                }
-                b'}' | b']' => self.depth = self.depth.saturating_sub(1),
-                _ => {}
-            }
-        }
-    }
-
-    /// Whether `piece` starts new arguments after complete ones.
-    fn starts_another(&self, piece: &str) -> bool {
-        self.started && self.depth == 0 && !self.in_string && piece.trim_start().starts_with('{')
     }
 }
 

@@ -35,10 +35,12 @@
 //! ```
 
 mod accumulate;
+mod json_scan;
 mod response;
 mod restart;
 mod tools;
 
+pub use json_scan::JsonScan;
 pub use response::ChatResponse;
 pub use restart::{RESTART_EVENT, RESTART_KEY};
 pub use tools::{ToolChoice, ToolChoiceMode, ToolSchema};

@@ -5,9 +5,10 @@
 //! (and a refusal) as a text block, and each tool call delta as a tool call block with the call's
 //! id and the arguments fragment; the call's name is in the chunk that brought it (its first,
 //! usually), later chunks of the call carry an empty name. A delta belongs to the latest call of
-//! its `index` unless it starts another call, with a name and another id (servers that give
-//! every call index 0, or none, still make one call per id); arguments sent as a JSON object are
-//! taken as its text. Blocks of one kind share
+//! its `index` unless it starts another call: once the call's arguments are complete, a delta
+//! with a name or new arguments; before any, one with a name and another id. Servers that give
+//! every call index 0, or none, still make one call each, and proxies that give every chunk an
+//! id of its own still make one. Arguments sent as a JSON object are taken as their text. Blocks of one kind share
 //! their id across chunks, so chunks accumulate with
 //! [`ChatResponse::append_chat_response`]. At `[DONE]` comes the complete response: thinking,
 //! text, then the tool calls in the order they started; the usage (with cached prompt tokens);
@@ -17,7 +18,9 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use serde_json::{Map, Value};
-use towerscope_core::{AgentError, ChatResponse, ChatUsage, ContentBlock, Id, TextBlock, ThinkingBlock, ToolCallBlock};
+use towerscope_core::{
+    AgentError, ChatResponse, ChatUsage, ContentBlock, Id, JsonScan, TextBlock, ThinkingBlock, ToolCallBlock,
+};
 
 use super::ids::{block_id, call_id, generated_call_id};
 use super::wire::{CompletionWire, MessageWire, UsageWire};
@@ -31,6 +34,8 @@ struct Call {
     id: Id,
     name: String,
     arguments: String,
+    /// Where the arguments stand: whether they are complete.
+    scan: JsonScan,
 }
 
 /// What the answer holds so far.
@@ -86,16 +91,26 @@ impl Answer {
             let function = delta.function.as_ref();
             let fragment = function.and_then(|f| f.arguments.as_deref()).unwrap_or_default();
             let wire_id = delta.id.as_deref().filter(|id| !id.is_empty());
-            // A delta continues the latest call of its index, unless it starts another call (a
-            // name and another id): some servers give every call index 0, or none. A whole
-            // message lists whole calls.
+            // A delta continues the latest call of its index unless it starts another: some
+            // servers give every call index 0, or none, and some proxies give every chunk an id
+            // of its own. Another call starts once the open call's arguments are complete, with
+            // a name or new arguments, or before its arguments, with a name and another id. A
+            // whole message lists whole calls.
             let open = if whole {
                 None
             } else {
                 self.by_index.get(&index).copied()
             };
-            let starts = function.is_some_and(|f| f.name.as_deref().is_some_and(|n| !n.is_empty()));
-            let continues = open.filter(|&at| !starts || wire_id.is_none_or(|id| self.calls[at].id == *id));
+            let named = function.is_some_and(|f| f.name.as_deref().is_some_and(|n| !n.is_empty()));
+            let continues = open.filter(|&at| {
+                let call = &self.calls[at];
+                let another = if call.scan.is_started() {
+                    call.scan.is_complete() && named || call.scan.starts_another(fragment)
+                } else {
+                    named && wire_id.is_some_and(|id| call.id != *id)
+                };
+                !another
+            });
             let (at, new) = match continues {
                 Some(at) => (at, false),
                 None => {
@@ -107,6 +122,7 @@ impl Answer {
                         id,
                         name: String::new(),
                         arguments: String::new(),
+                        scan: JsonScan::default(),
                     });
                     let at = self.calls.len() - 1;
                     self.by_index.insert(index, at);
@@ -124,6 +140,7 @@ impl Answer {
                 }
             }
             call.arguments.push_str(fragment);
+            call.scan.feed(fragment);
             if let Some(out) = chunk.as_deref_mut() {
                 let name = if new || named { call.name.as_str() } else { "" };
                 out.push(ToolCallBlock::new(call.id.clone(), name, fragment).into());
