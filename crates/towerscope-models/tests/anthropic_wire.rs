@@ -376,3 +376,9 @@ async fn a_tool_call_is_named_at_its_start_and_counts_that_overflow_saturate() {
     // A count past u64 (the sum of the input and cache counts) saturates, not panics or wraps.
     assert_eq!(last.usage.as_ref().map(|u| u.input_tokens), Some(u64::MAX));
 }
+
+#[test]
+fn the_default_read_timeout_is_ten_minutes() {
+    let default = format!("{:?}", AnthropicChatModel::builder("claude"));
+    assert!(default.contains("read_timeout: Some(600s)"), "{default}");
+}

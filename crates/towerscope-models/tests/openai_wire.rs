@@ -831,6 +831,9 @@ async fn a_silent_server_times_out_and_one_sending_only_pings_meets_the_layer_de
             .build()
             .unwrap()
     };
+    // By default, 10 minutes without a byte (too long to wait for here).
+    let default = format!("{:?}", OpenAiChatModel::builder("gpt-4o"));
+    assert!(default.contains("read_timeout: Some(600s)"), "{default}");
     let silent = tokio::time::timeout(Duration::from_secs(20), agent(model()).reply(Msg::user("user", "Hi")))
         .await
         .expect("the read timeout ends the call");

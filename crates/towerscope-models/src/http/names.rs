@@ -27,20 +27,21 @@ impl Names {
         ProviderError::from_body(&self.provider, None, None, data).into_agent_error(&self.model, &self.endpoint)
     }
 
-    /// JSON that could not be read. A JSON object is not quoted, nor are the values serde's
-    /// message would quote: they may hold the conversation (a delta of the answer, the prompt a
-    /// server echoes), and errors are logged and shown without the user's opt-in. A body that
-    /// is no JSON object at all (an HTML page from a proxy) is quoted from its start.
+    /// JSON that could not be read. JSON (an object, an array, a string) is not quoted, nor
+    /// are the values serde's message quotes: they may hold the conversation (a delta of the
+    /// answer, the prompt a server echoes), and errors are logged and shown without the user's
+    /// opt-in. A body that is no JSON at all (an HTML page from a proxy) is quoted from its
+    /// start.
     pub(crate) fn decode_error(&self, what: &str, err: &serde_json::Error, data: &str) -> AgentError {
-        let detail = if data.trim_start().starts_with('{') {
+        let message = without_quoted(&err.to_string());
+        let detail = if data.trim_start().starts_with(['{', '[', '"']) {
             format!(
-                "{} (the {}-byte JSON is not quoted: it may hold the conversation)",
-                without_quoted(&err.to_string()),
+                "{message} (the {}-byte JSON is not quoted: it may hold the conversation)",
                 data.len()
             )
         } else {
             let snippet: String = data.chars().take(200).collect();
-            format!("{err}: {snippet}")
+            format!("{message}: {snippet}")
         };
         AgentError::decode(format!("{} {what} from {}", self.provider, self.endpoint), detail)
     }
@@ -102,7 +103,15 @@ mod tests {
             "{text}"
         );
 
-        // A body that is no JSON object (a proxy's page) is quoted from its start.
+        // An array or a string is JSON too.
+        for body in [r#"[{"error": "PATIENT"}"#, r#""PATIENT"#] {
+            let err = serde_json::from_str::<serde_json::Value>(body)
+                .err()
+                .map(|e| names.decode_error("body", &e, body));
+            assert!(err.is_some_and(|e| !e.to_string().contains("PATIENT")));
+        }
+
+        // A body that is no JSON (a proxy's page) is quoted from its start.
         let page = "<html>maintenance</html>";
         let err = serde_json::from_str::<serde_json::Value>(page)
             .err()

@@ -54,6 +54,8 @@ impl fmt::Debug for OpenAiChatModelBuilder {
                 &self.base_url.as_deref().map(crate::http::target::shown_url),
             )
             .field("params", &self.params)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_timeout", &self.read_timeout)
             .finish_non_exhaustive()
     }
 }

@@ -223,26 +223,30 @@ impl ScriptedModel {
     }
 
     fn next_response(&self, request: &ModelCallRequest) -> Result<Picked, AgentError> {
-        {
-            let mut s = self.lock();
-            s.calls += 1;
-            if s.record {
-                let recorded = RecordedRequest {
-                    model: request.model.model_name().to_owned(),
-                    messages: request.messages.clone(),
-                    tools: Arc::clone(&request.tools),
-                    tool_choice: request.tool_choice.clone(),
-                    reply_id: request.ctx.reply_id().clone(),
-                    iteration: request.ctx.iteration(),
-                };
-                s.requests.push(recorded);
-            }
-        }
-        // Outside the lock: the responder may ask this model (a clone of it) what it was sent.
-        if let Some(response) = self.responder.as_ref().and_then(|respond| respond(request)) {
-            return Ok(Picked::Owned(response));
-        }
         let mut s = self.lock();
+        s.calls += 1;
+        let call = s.calls;
+        if s.record {
+            let recorded = RecordedRequest {
+                model: request.model.model_name().to_owned(),
+                messages: request.messages.clone(),
+                tools: Arc::clone(&request.tools),
+                tool_choice: request.tool_choice.clone(),
+                reply_id: request.ctx.reply_id().clone(),
+                iteration: request.ctx.iteration(),
+            };
+            s.requests.push(recorded);
+        }
+        if let Some(respond) = &self.responder {
+            // Outside the lock: the responder may ask this model (a clone of it) what it was
+            // sent. Without a responder, a call is counted, recorded and answered under one
+            // lock, so concurrent calls' requests and responses stay in step.
+            drop(s);
+            if let Some(response) = respond(request) {
+                return Ok(Picked::Owned(response));
+            }
+            s = self.lock();
+        }
         if s.queue.is_empty() {
             if let Some((cycle, next)) = &mut s.cycle {
                 if *next < cycle.len() {
@@ -252,11 +256,10 @@ impl ScriptedModel {
                 }
             }
         }
-        let calls = s.calls;
         s.queue.pop_front().map(Picked::Owned).ok_or_else(|| AgentError::Model {
             model: Some(self.name.to_string()),
             message: format!(
-                "ScriptedModel script exhausted: call {calls} has no scripted response; add more ScriptedResponse entries"
+                "ScriptedModel script exhausted: call {call} has no scripted response; add more ScriptedResponse entries"
             ),
             retryable: false,
             source: None,
