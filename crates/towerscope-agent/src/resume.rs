@@ -108,37 +108,19 @@ pub(crate) async fn confirm(
                 "Agent is not waiting for user confirmation, but received UserConfirmResultEvent.".to_owned(),
             ));
         }
-        // Hashed: thousands of calls may wait, each named by a result.
-        let waiting: HashMap<&Id, &str> = asking.iter().map(|(id, name)| (id, name.as_str())).collect();
-        let mut answered: HashSet<&Id> = HashSet::with_capacity(ev.confirm_results.len());
-        for result in &ev.confirm_results {
-            let call = &result.tool_call;
-            let Some(&name) = waiting.get(&call.id) else {
-                let ids: Vec<&Id> = asking.iter().map(|(id, _)| id).collect();
-                return Err(AgentError::State(format!(
-                    "UserConfirmResultEvent names tool call '{}', which is not waiting for confirmation (waiting: {ids:?}).",
-                    call.id
-                )));
-            };
-            // The permission was asked for this tool: a confirmation may edit the arguments, not
-            // make the call another tool's (which would run it past that tool's rules).
-            if call.name != name {
-                return Err(AgentError::State(format!(
-                    "UserConfirmResultEvent gives tool call '{}' the tool '{}', but it calls '{name}': a confirmation \
-                     may change a call's arguments, not its tool.",
-                    call.id,
-                    crate::toolkit::truncate_name(&call.name)
-                )));
-            }
-            // One answer per call: a second would store a second result (or undo a denial).
-            if !answered.insert(&call.id) {
-                return Err(AgentError::State(format!(
-                    "UserConfirmResultEvent answers tool call '{}' more than once; send one confirmation or denial \
-                     per call.",
-                    call.id
-                )));
-            }
-        }
+        check_answers(
+            &asking,
+            ev.confirm_results
+                .iter()
+                .map(|r| (&r.tool_call.id, r.tool_call.name.as_str())),
+            &Answers {
+                event: "UserConfirmResultEvent",
+                not_parked: "which is not waiting for confirmation (waiting",
+                other_tool: "the tool",
+                other_tool_rule: "a confirmation may change a call's arguments, not its tool",
+                twice: ("answers", "more than once; send one confirmation or denial per call"),
+            },
+        )?;
     }
     for result in &ev.confirm_results {
         let call = &result.tool_call;
@@ -175,6 +157,55 @@ pub(crate) async fn confirm(
     Ok(())
 }
 
+/// How an event's errors name what it answers (see [`check_answers`]).
+struct Answers {
+    event: &'static str,
+    /// After "names tool call 'x', ", up to the list of parked ids.
+    not_parked: &'static str,
+    /// Before the other tool's name.
+    other_tool: &'static str,
+    other_tool_rule: &'static str,
+    /// How the event answers a call twice: the verb before the call, the rest after it.
+    twice: (&'static str, &'static str),
+}
+
+/// Checks a resume event whole before anything is stored: each of `answers` (call id, tool
+/// name) names a call of `parked` (id, tool name), under that call's tool (the permission was
+/// asked for it, and a result under another name would run it past that tool's rules), and
+/// once (a second answer would store a second result, or undo a denial). Hashed: thousands of
+/// calls may wait, each named by an answer.
+fn check_answers<'a>(
+    parked: &[(Id, String)],
+    answers: impl Iterator<Item = (&'a Id, &'a str)>,
+    says: &Answers,
+) -> Result<(), AgentError> {
+    let waiting: HashMap<&Id, &str> = parked.iter().map(|(id, name)| (id, name.as_str())).collect();
+    let mut answered: HashSet<&Id> = HashSet::new();
+    for (id, name) in answers {
+        let event = says.event;
+        let Some(&parked_name) = waiting.get(id) else {
+            let ids: Vec<&Id> = parked.iter().map(|(id, _)| id).collect();
+            return Err(AgentError::State(format!(
+                "{event} names tool call '{id}', {}: {ids:?}).",
+                says.not_parked
+            )));
+        };
+        if name != parked_name {
+            return Err(AgentError::State(format!(
+                "{event} gives tool call '{id}' {} '{}', but it calls '{parked_name}': {}.",
+                says.other_tool,
+                crate::toolkit::truncate_name(name),
+                says.other_tool_rule
+            )));
+        }
+        if !answered.insert(id) {
+            let (verb, rest) = says.twice;
+            return Err(AgentError::State(format!("{event} {verb} tool call '{id}' {rest}.")));
+        }
+    }
+    Ok(())
+}
+
 /// `ExternalExecutionResultEvent`: each result's output as deltas, then its end event; the
 /// result is stored cut to `tool_result_limit`, as a local tool's is. The event is checked
 /// whole first (each result names an awaiting call, under its tool, once): a bad one changes
@@ -200,35 +231,17 @@ pub(crate) async fn external(
                     .to_owned(),
             ));
         }
-        // Hashed: thousands of calls may wait, each named by a result.
-        let waiting: HashMap<&Id, &str> = submitted.iter().map(|(id, name)| (id, name.as_str())).collect();
-        let mut answered: HashSet<&Id> = HashSet::with_capacity(ev.execution_results.len());
-        for result in &ev.execution_results {
-            let Some(&name) = waiting.get(&result.id) else {
-                let ids: Vec<&Id> = submitted.iter().map(|(id, _)| id).collect();
-                return Err(AgentError::State(format!(
-                    "ExternalExecutionResultEvent names tool call '{}', which is not awaiting an external result \
-                     (awaiting: {ids:?}).",
-                    result.id
-                )));
-            };
-            if result.name != name {
-                return Err(AgentError::State(format!(
-                    "ExternalExecutionResultEvent gives tool call '{}' a result of the tool '{}', but it calls \
-                     '{name}': a result must name its call's tool.",
-                    result.id,
-                    crate::toolkit::truncate_name(&result.name)
-                )));
-            }
-            // One result per call: providers reject a conversation where a call has two.
-            if !answered.insert(&result.id) {
-                return Err(AgentError::State(format!(
-                    "ExternalExecutionResultEvent gives tool call '{}' more than one result; send exactly one \
-                     result per call.",
-                    result.id
-                )));
-            }
-        }
+        check_answers(
+            &submitted,
+            ev.execution_results.iter().map(|r| (&r.id, r.name.as_str())),
+            &Answers {
+                event: "ExternalExecutionResultEvent",
+                not_parked: "which is not awaiting an external result (awaiting",
+                other_tool: "a result of the tool",
+                other_tool_rule: "a result must name its call's tool",
+                twice: ("gives", "more than one result; send exactly one result per call"),
+            },
+        )?;
     }
     for result in &ev.execution_results {
         match &result.output {

@@ -47,8 +47,9 @@ pub(crate) struct Split {
 
 /// Splits `result` at the limit; `None` when it fits. [`finish`] then sets the kept part.
 ///
-/// Linear in the result's blocks: each is copied once to be counted, and the counter sees
-/// each a few times (see [`block_at_limit`]), however many blocks the result has.
+/// Linear in the result's blocks: each is copied once to be counted (a result of plain text
+/// twice: into a block, then into the counter's), and the counter sees each a few times (see
+/// [`block_at_limit`]), however many blocks the result has.
 pub(crate) fn split_result(
     result: &ToolResultBlock,
     counter: &dyn TokenCounter,
