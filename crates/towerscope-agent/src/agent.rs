@@ -87,8 +87,10 @@ impl Agent {
     /// the loop stops at its current await point (a model call, a tool, a middleware), the
     /// stream closes the tool calls left open (`TOOL_RESULT_END` interrupted), emits
     /// `REPLY_END(interrupted)` and ends with the interruption message. Returns whether a reply
-    /// was running. A parked reply (waiting for the user) is interrupted by replying with a
-    /// `UserInterruptEvent` instead.
+    /// was running. A reply that has decided its end (its `REPLY_END` or final message is on
+    /// its way: a consumer that interrupts when it sees `REPLY_END`) ends as it decided; the
+    /// interrupt then changes nothing. A parked reply (waiting for the user) is interrupted by
+    /// replying with a `UserInterruptEvent` instead.
     pub fn interrupt(&self) -> bool {
         if !self.busy.load(Ordering::Acquire) {
             return false;

@@ -378,3 +378,30 @@ async fn a_reply_is_woken_only_by_its_model_answers() {
     assert_eq!(model.calls(), 3);
     assert_eq!(reply.polls, 1 + 3, "one poll to start, one per delayed answer");
 }
+
+#[tokio::test]
+async fn an_interrupt_after_the_reply_ended_changes_nothing() {
+    // The consumer interrupts when it sees REPLY_END: the reply has ended, its final message
+    // is on its way, and nothing is cancelled or sent twice.
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("All done.")]);
+    let agent = Agent::builder("a").model(model).build().unwrap();
+    let mut stream = agent.reply_stream(Msg::user("user", "go"));
+    let (mut ends, mut finals) = (Vec::new(), Vec::new());
+    while let Some(item) = stream.next().await {
+        match item.unwrap() {
+            ReplyItem::Event(AgentEvent::ReplyEnd(e)) => {
+                ends.push(e.finished_reason);
+                agent.interrupt();
+            }
+            ReplyItem::Final(m) => finals.push((m.text_content(), m.finished_reason)),
+            ReplyItem::Event(_) => {}
+        }
+    }
+    assert_eq!(ends, [ReplyFinishedReason::Completed]);
+    assert_eq!(
+        finals,
+        [(Some("All done.".to_owned()), Some(ReplyFinishedReason::Completed))]
+    );
+    assert_eq!(stored_text(&agent).as_deref(), Some("All done."));
+    assert_consistent(&agent.state().context);
+}

@@ -198,6 +198,9 @@ fn run<'a>(
             }
             match next_action(runtime, &ctx, final_msg.take(), emit.wants_events()) {
                 Action::Exit { events: None, msg } => {
+                    // The reply has ended: an interrupt now (its consumer saw the end coming)
+                    // cancels nothing, and no second end follows.
+                    let _ended = runtime.interrupt.shield();
                     emit.final_msg(*msg).await;
                     return Ok(());
                 }
@@ -205,12 +208,15 @@ fn run<'a>(
                     events: Some(events),
                     msg,
                 } => {
+                    // As above, unless a layer asks for another round after seeing the end.
+                    let ending = runtime.interrupt.shield();
                     let mut events = events;
                     reasoning::forward(emit, &mut events).await;
                     if !ctx.take_another_round_request() {
                         emit.final_msg(*msg).await;
                         return Ok(());
                     }
+                    drop(ending);
                     if !made_progress {
                         return Err(AgentError::Middleware(
                             "A middleware asked for another round twice without any reasoning/acting in between. \
