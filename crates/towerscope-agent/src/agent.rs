@@ -118,18 +118,25 @@ impl Agent {
     /// `config` (or the agent's own [`ContextConfig`], set with
     /// [`AgentBuilder::context`](crate::AgentBuilder::context); with neither, nothing happens),
     /// the context is compressed if it is over the trigger; `instructions` guide the summary.
-    /// Fails while a reply is in progress (a reply compresses before each round itself).
+    /// Fails while a reply is in progress (a reply compresses before each round itself). The
+    /// agent is busy while it compresses: a reply, `observe` or `load_state` meanwhile fails as
+    /// during a reply (the summary's model call may take seconds, and both would rewrite the
+    /// context), and `observe_when_free` waits for the end.
     pub async fn compress_context(
         &self,
         config: Option<ContextConfig>,
         instructions: Option<HintBlock>,
     ) -> Result<(), AgentError> {
-        if self.busy.load(Ordering::Acquire) {
+        if self.busy.swap(true, Ordering::AcqRel) {
             return Err(AgentError::State(
                 "cannot compress the context while the agent is replying; the reply compresses before each round"
                     .to_owned(),
             ));
         }
+        let _busy = BusyGuard {
+            busy: Arc::clone(&self.busy),
+            runtime: Arc::clone(&self.runtime),
+        };
         let (session_id, reply_id) = {
             let state = self.runtime.lock_state();
             (state.session_id.clone(), state.reply_context.reply_id.clone())
@@ -229,7 +236,9 @@ impl Agent {
         // read the flag under that lock, so they either see this reply or finish before it.
         if self.busy.swap(true, Ordering::AcqRel) {
             return ReplyStream::failed(AgentError::State(
-                "the agent is already replying; wait for the current reply to finish or drop its stream".to_owned(),
+                "the agent is already replying (or compressing its context); wait for the current reply to finish \
+                 or drop its stream"
+                    .to_owned(),
             ));
         }
         let guard = BusyGuard {

@@ -434,3 +434,48 @@ async fn the_prompt_fold_runs_for_the_count_and_for_the_model_as_in_the_referenc
     // The count (compression), then the model's input; the hints reuse the count.
     assert_eq!(folds.load(Ordering::Relaxed), 3);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_cannot_start_while_the_context_is_being_compressed() {
+    // The summary takes a while (a model call); a reply started meanwhile would rewrite the
+    // context the compression is about to replace.
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("s", SUMMARY_TOOL, SUMMARY).delay(Duration::from_secs(5)),
+            ScriptedResponse::text("after"),
+        ],
+    )
+    .context_size(400);
+    let agent = Agent::builder("a").model(model.clone()).build().unwrap();
+    let history: Vec<Msg> = (0..20)
+        .map(|i| Msg::user("user", format!("message {i} {}", "x".repeat(60))))
+        .collect();
+    agent.observe(history).unwrap();
+    let compressing = tokio::spawn({
+        let agent = agent.clone();
+        async move { agent.compress_context(Some(ContextConfig::new()), None).await }
+    });
+    // Until the summary's model call is open.
+    while model.calls() == 0 {
+        tokio::task::yield_now().await;
+    }
+    let refused = agent.reply(Msg::user("user", "now?")).await;
+    assert!(
+        matches!(&refused, Err(towerscope_core::AgentError::State(text)) if text.contains("compressing")),
+        "{refused:?}"
+    );
+    assert!(agent.observe([Msg::user("user", "by the way")]).is_err());
+    compressing.await.unwrap().unwrap();
+    let compressed = agent.state().context;
+    assert!(compressed.len() < 20 && !compressed.iter().any(|m| m.text_content().as_deref() == Some("now?")));
+    assert_eq!(
+        agent
+            .reply(Msg::user("user", "now?"))
+            .await
+            .unwrap()
+            .text_content()
+            .as_deref(),
+        Some("after")
+    );
+}
