@@ -27,6 +27,7 @@ pub struct JsonScan {
 
 impl JsonScan {
     /// Takes in the next fragment.
+    #[inline]
     pub fn feed(&mut self, fragment: &str) {
         for byte in fragment.bytes() {
             if self.in_string {
@@ -51,16 +52,19 @@ impl JsonScan {
     }
 
     /// Whether an object or array has started.
+    #[inline]
     pub fn is_started(&self) -> bool {
         self.started
     }
 
     /// Whether the object or array that started has ended (nothing open, outside a string).
+    #[inline]
     pub fn is_complete(&self) -> bool {
         self.started && self.depth == 0 && !self.in_string
     }
 
     /// Whether `fragment` starts a new object after a complete one.
+    #[inline]
     pub fn starts_another(&self, fragment: &str) -> bool {
         self.is_complete() && fragment.trim_start().starts_with('{')
     }
