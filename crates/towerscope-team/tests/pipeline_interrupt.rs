@@ -22,27 +22,36 @@ fn slow(name: &str, text: &str) -> (Agent, ScriptedModel) {
     (agent, model)
 }
 
-/// Reads `stream` to its end, calling `interrupt` once `speaker` started its reply; the final
-/// message, and which speakers started a reply.
-async fn interrupt_once_started(
-    mut stream: EventStream,
-    speaker: &str,
-    interrupt: impl Fn() -> bool,
-) -> (Msg, Vec<String>) {
-    let (mut last, mut started) = (None, Vec::new());
+/// What a pipeline's stream carried: its final message, which speakers started a reply, and
+/// every event.
+struct Read {
+    last: Msg,
+    started: Vec<String>,
+    events: Vec<AgentEvent>,
+}
+
+/// Reads `stream` to its end, calling `interrupt` once `speaker` started its reply.
+async fn interrupt_once_started(mut stream: EventStream, speaker: &str, interrupt: impl Fn() -> bool) -> Read {
+    let (mut last, mut started, mut events) = (None, Vec::new(), Vec::new());
     while let Some(item) = stream.next().await {
         match item.unwrap() {
-            ReplyItem::Event(AgentEvent::ReplyStart(e)) => {
-                started.push(e.name.to_string());
-                if &*e.name == speaker {
-                    assert!(interrupt(), "a running pipeline says it was interrupted");
+            ReplyItem::Event(e) => {
+                if let AgentEvent::ReplyStart(start) = &e {
+                    started.push(start.name.to_string());
+                    if &*start.name == speaker {
+                        assert!(interrupt(), "a running pipeline says it was interrupted");
+                    }
                 }
+                events.push(e);
             }
             ReplyItem::Final(m) => last = Some(m),
-            ReplyItem::Event(_) => {}
         }
     }
-    (last.unwrap(), started)
+    Read {
+        last: last.unwrap(),
+        started,
+        events,
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -64,7 +73,7 @@ async fn an_interrupted_team_ends_interrupted_without_calling_the_leader_again()
     .unwrap();
 
     let stream = team.reply_stream(Msg::user("user", "Do two things.").into());
-    let (last, started) = interrupt_once_started(stream, "worker", || team.interrupt()).await;
+    let Read { last, started, events } = interrupt_once_started(stream, "worker", || team.interrupt()).await;
 
     assert_eq!(
         last.finished_reason,
@@ -89,6 +98,28 @@ async fn an_interrupted_team_ends_interrupted_without_calling_the_leader_again()
         .collect();
     assert_eq!(tasks, ["lead: One."], "the task queued for the worker never starts");
     assert!(!team.interrupt(), "nothing runs any more");
+    // The leader closes its parked reply once: one interrupted result per call, one end.
+    for call in ["t1", "t2"] {
+        let count = |kind: &str| {
+            let of_call = |e: &&AgentEvent| match e {
+                AgentEvent::ToolResultTextDelta(d) => d.tool_call_id == call,
+                AgentEvent::ToolResultEnd(d) => d.tool_call_id == call,
+                _ => false,
+            };
+            events
+                .iter()
+                .filter(of_call)
+                .filter(|e| e.event_type().as_str() == kind)
+                .count()
+        };
+        assert_eq!(count("TOOL_RESULT_TEXT_DELTA"), 1, "{call}");
+        assert_eq!(count("TOOL_RESULT_END"), 1, "{call}");
+    }
+    let leader_ends = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::ReplyEnd(end) if end.reply_id == last.id))
+        .count();
+    assert_eq!(leader_ends, 1, "the leader's reply ends once");
 
     // The team is usable again: the next reply runs as usual.
     let again = team.reply(Msg::user("user", "And now?").into()).await.unwrap();
@@ -115,7 +146,7 @@ async fn an_interrupted_goal_team_ends_interrupted_without_a_check() {
     let goal = GoalPipeline::team(team, verifier);
 
     let stream = goal.reply_stream(Msg::user("user", "Do it.").into());
-    let (last, started) = interrupt_once_started(stream, "worker", || goal.interrupt()).await;
+    let Read { last, started, .. } = interrupt_once_started(stream, "worker", || goal.interrupt()).await;
 
     assert_eq!(
         last.finished_reason,
@@ -138,7 +169,7 @@ async fn an_interrupted_fanout_says_so_in_its_combined_message() {
     let (b, _) = slow("b", "B.");
     let panel = FanoutPipeline::new([a, b]);
     let stream = panel.reply_stream(Msg::user("host", "Go.").into());
-    let (last, _) = interrupt_once_started(stream, "b", || panel.interrupt()).await;
+    let Read { last, .. } = interrupt_once_started(stream, "b", || panel.interrupt()).await;
     assert_eq!(&*last.name, "fanout");
     assert_eq!(
         last.finished_reason,
@@ -154,7 +185,7 @@ async fn an_interrupted_row_starts_no_further_member() {
     let (second, second_model) = slow("second", "2.");
     let row = SequentialPipeline::new([first, second]);
     let stream = row.reply_stream(Msg::user("host", "Go.").into());
-    let (last, started) = interrupt_once_started(stream, "first", || row.interrupt()).await;
+    let Read { last, started, .. } = interrupt_once_started(stream, "first", || row.interrupt()).await;
     assert_eq!(started, ["first"], "the next member does not start");
     assert_eq!(second_model.calls(), 0);
     assert_eq!(&*last.name, "first");

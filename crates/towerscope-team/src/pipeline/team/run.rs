@@ -170,10 +170,13 @@ impl TeamRun {
     }
 
     /// Resumes the parked leader with `input`. An interrupt that came after the caller looked
-    /// (when the leader was not replying yet) reaches the leader's new reply.
+    /// (when the leader was not replying yet) reaches the leader's new reply, unless `input`
+    /// already is one: the agent closes the parked reply inside the cancellable part of its
+    /// reply, so interrupting that too would close the calls a second time.
     fn resume_leader(&self, input: ReplyInput) -> Phase {
+        let interrupting = matches!(input, ReplyInput::Interrupt(_));
         let stream = self.leader.reply_stream(input);
-        if self.stopped() {
+        if self.stopped() && !interrupting {
             self.leader.interrupt();
         }
         Phase::Leader(Box::pin(stream))
