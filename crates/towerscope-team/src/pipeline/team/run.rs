@@ -96,6 +96,9 @@ impl TeamRun {
                         Some(Ok(ReplyItem::Final(msg)))
                             if msg.finished_reason.is_none() && !self.assignments.is_empty() =>
                         {
+                            // The parked reply's stream goes first: while it is held, the leader
+                            // counts as replying and a resume of it would be refused.
+                            drop(std::mem::replace(&mut self.phase, Phase::Done));
                             self.phase = if self.stopped() {
                                 self.assignments.clear();
                                 self.resume_leader(UserInterruptEvent::new(msg.id.clone()).into())
@@ -236,5 +239,43 @@ impl TeamRun {
             results,
             leader_reply,
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use futures_util::StreamExt;
+    use towerscope_core::ReplyFinishedReason;
+    use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+    use super::*;
+
+    /// The team was interrupted after the leader's last interrupt check, before the run saw
+    /// its parked final message: the run closes the parked reply, and the leader is free.
+    #[tokio::test]
+    async fn a_stop_raised_as_the_leader_parks_closes_its_reply() {
+        let assign = ScriptedResponse::tool_call("t1", ASSIGN_TOOL, r#"{"member": "worker", "prompt": "One."}"#);
+        let leader_model = ScriptedModel::new("m", [assign, ScriptedResponse::text("continued")]);
+        let worker_model = ScriptedModel::new("m", [ScriptedResponse::text("done")]);
+        let worker = Agent::builder("worker").model(worker_model.clone()).build().unwrap();
+        let builder = Agent::builder("lead").model(leader_model);
+        let team = super::super::TeamPipeline::new(builder, [TeamMember::new(worker, "Works.")]).unwrap();
+        let leader = team.leader.clone();
+
+        let stream = Box::pin(leader.reply_stream(Msg::user("user", "Do it.")));
+        let run = TeamRun::new(leader.clone(), team.members, stream, Arc::new(AtomicBool::new(true)));
+        let own: Vec<_> = futures_util::stream::unfold(run, TeamRun::next)
+            .filter_map(|(tagged, own)| std::future::ready(own.then_some(tagged.item)))
+            .collect()
+            .await;
+
+        let [Ok(ReplyItem::Final(last))] = &own[..] else {
+            panic!("one final message: {own:?}");
+        };
+        assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Interrupted));
+        assert_eq!(worker_model.calls(), 0, "no task starts");
+        let again = leader.reply(Msg::user("user", "And now?")).await.unwrap();
+        assert_eq!(again.text_content().as_deref(), Some("continued"), "the leader is free");
     }
 }
