@@ -32,6 +32,8 @@ struct Round {
 /// reason is `interrupted` when a member was interrupted, `completed` otherwise. A member that
 /// parks for the user parks the pipeline: the stream ends with that member's waiting message,
 /// the resuming input goes to it, and the combined message comes once every member finished.
+/// A resumed member whose reply then fails is no longer waited on: the error ends that call,
+/// and the combined message comes without its reply once the others finished.
 ///
 /// # Example
 ///
@@ -191,6 +193,7 @@ impl Participant for FanoutPipeline {
             name: Arc::clone(&self.name),
             slot: Arc::clone(&self.round),
             merged: Some(Box::pin(merged)),
+            resumes_a_round: resuming.is_some(),
             round: Some(round),
             resuming,
         };
@@ -216,8 +219,11 @@ struct FanoutRun {
     slot: Arc<Mutex<Option<Round>>>,
     merged: Option<Indexed>,
     round: Option<Round>,
-    /// The parked member this call resumes, with its waiting message, until it answers.
+    /// The parked member this call resumes, with its waiting message, until its first item (it
+    /// accepted the resume).
     resuming: Option<(usize, Msg)>,
+    /// Whether this call resumes a parked round (rather than starting one).
+    resumes_a_round: bool,
 }
 
 impl FanoutRun {
@@ -227,7 +233,9 @@ impl FanoutRun {
                 self.merged = None;
                 break;
             };
-            if matches!(item, Ok(ReplyItem::Final(_))) {
+            if item.is_ok() {
+                // The member accepted the resume: it is no longer parked (a refused resume
+                // emits nothing before its error).
                 self.resuming = None;
             }
             let round = self.round.as_mut()?;
@@ -238,7 +246,6 @@ impl FanoutRun {
                 Err(e) => {
                     self.merged = None;
                     self.put_back();
-                    self.round = None;
                     return Some((Err(e), self));
                 }
             }
@@ -258,17 +265,21 @@ impl FanoutRun {
 }
 
 impl FanoutRun {
-    /// A resume that did not reach its answer (the member refused it, or the stream was
-    /// dropped): the round goes back to the pipeline with the member waiting again, so the
-    /// user can resume it. A new round that failed has nothing to put back.
+    /// A resume that failed or was dropped: the round goes back to the pipeline while members
+    /// wait in it. The resumed member waits again if the failure came before its first item
+    /// (it refused the resume); one that accepted is no longer parked, so the round waits only
+    /// on the others, and its combined message comes without that member's reply. A new round
+    /// that failed is over: nothing to put back.
     fn put_back(&mut self) {
-        let Some(resumed) = self.resuming.take() else {
-            return;
-        };
         let Some(mut round) = self.round.take() else {
             return;
         };
-        round.parked.push(resumed);
+        if let Some(resumed) = self.resuming.take() {
+            round.parked.push(resumed);
+        }
+        if !self.resumes_a_round || round.parked.is_empty() {
+            return;
+        }
         // A round parked since (another call) keeps its own record.
         self.slot
             .lock()

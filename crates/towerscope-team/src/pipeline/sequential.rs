@@ -18,17 +18,19 @@ struct Parked {
     member: usize,
 }
 
-/// The record of a parked member while a resume runs: put back unless the member answers, so
-/// a resume the member refused (a confirmation naming an unknown call) or a stream dropped
-/// before the answer leaves the pipeline waiting, and the user can resume it again.
+/// The record of a parked member while a resume runs: put back unless the member accepts the
+/// resume (its first item), so a resume the member refused (a confirmation naming an unknown
+/// call: an error before any event) or a stream dropped before the member's first item leaves
+/// the pipeline waiting, and the user can resume it again. A member that accepted is no longer
+/// parked, even if its reply fails later.
 struct Resuming {
     slot: Arc<Mutex<Option<Parked>>>,
     parked: Option<Parked>,
 }
 
 impl Resuming {
-    /// The member answered: the record is done with.
-    fn answered(mut self) {
+    /// The member accepted the resume: the record is done with.
+    fn accepted(mut self) {
         self.parked = None;
     }
 }
@@ -190,7 +192,7 @@ struct Run {
     index: usize,
     done: bool,
     pending_error: Option<Tagged>,
-    /// The resumed member's record until it answers.
+    /// The resumed member's record until its first item.
     resuming: Option<Resuming>,
 }
 
@@ -209,17 +211,19 @@ impl Run {
             Some(stream) => stream.next().await,
             None => None,
         };
+        if matches!(item, Some(Ok(_)))
+            && let Some(resuming) = self.resuming.take()
+        {
+            resuming.accepted();
+        }
         match item {
             Some(Ok(ReplyItem::Final(msg))) => {
-                if let Some(resuming) = self.resuming.take() {
-                    resuming.answered();
-                }
                 let last = self.finish_member(&msg);
                 Some(((tag(Ok(ReplyItem::Final(msg))), last), self))
             }
             Some(Err(e)) => {
                 self.done = true;
-                self.resuming = None; // a refused resume: the member still waits
+                self.resuming = None; // before the member's first item: refused, it still waits
                 Some(((tag(Err(e)), true), self))
             }
             Some(Ok(event)) => Some(((tag(Ok(event)), false), self)),
