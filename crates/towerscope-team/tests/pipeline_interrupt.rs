@@ -12,7 +12,9 @@ use towerscope_agent::Agent;
 use towerscope_core::{AgentEvent, EventStream, Msg, ReplyFinishedReason, ReplyItem};
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 use towerscope_team::Participant;
-use towerscope_team::pipeline::{FanoutPipeline, GoalPipeline, SequentialPipeline, TeamMember, TeamPipeline};
+use towerscope_team::pipeline::{
+    FanoutPipeline, GOAL_VERIFICATION, GoalPipeline, SequentialPipeline, TeamMember, TeamPipeline,
+};
 
 /// An agent whose model answers `text` after ten seconds, and its model.
 fn slow(name: &str, text: &str) -> (Agent, ScriptedModel) {
@@ -195,4 +197,94 @@ async fn an_interrupted_row_starts_no_further_member() {
         "{}",
         line(&last)
     );
+}
+
+#[tokio::test]
+async fn an_interrupt_between_two_members_starts_no_further_member() {
+    let says = |text: &str| ScriptedModel::new("m", [ScriptedResponse::text(text), ScriptedResponse::text(text)]);
+    let (first_model, second_model) = (says("1."), says("2."));
+    let first = Agent::builder("first").model(first_model).build().unwrap();
+    let second = Agent::builder("second").model(second_model.clone()).build().unwrap();
+    let row = SequentialPipeline::new([first, second]);
+
+    // The first member's reply is over when its final message comes: the interrupt reaches
+    // no member, only the row.
+    let mut stream = row.stream(Msg::user("host", "Go.").into());
+    let (mut started, mut finals) = (Vec::new(), Vec::new());
+    while let Some(tagged) = stream.next().await {
+        match tagged.item.unwrap() {
+            ReplyItem::Event(AgentEvent::ReplyStart(e)) => started.push(e.name.to_string()),
+            ReplyItem::Final(m) => {
+                if finals.is_empty() {
+                    assert!(row.interrupt(), "a running row says it was interrupted");
+                }
+                finals.push(m);
+            }
+            ReplyItem::Event(_) => {}
+        }
+    }
+    assert_eq!(started, ["first"], "the next member does not start");
+    assert_eq!(second_model.calls(), 0);
+    let last = finals.last().unwrap();
+    assert_eq!(
+        last.finished_reason,
+        Some(ReplyFinishedReason::Interrupted),
+        "{}",
+        line(last)
+    );
+    assert_eq!(line(last), "first: 1.", "the row ends with the reply it had");
+    assert!(!row.interrupt(), "nothing runs any more");
+
+    let again = row.reply(Msg::user("host", "Again.").into()).await.unwrap();
+    assert_eq!(line(&again), "second: 2.", "the next run goes through");
+}
+
+#[tokio::test]
+async fn an_interrupt_after_a_failed_check_starts_no_further_round() {
+    let output = |id: &str, args: &str| ScriptedResponse::tool_call(id, "GenerateStructuredOutput", args);
+    let executor_model = ScriptedModel::new(
+        "m",
+        [
+            output("r1", r#"{"report": "first try"}"#),
+            output("r2", r#"{"report": "second try"}"#),
+        ],
+    );
+    let verifier_model = ScriptedModel::new(
+        "m",
+        [
+            output("v1", r#"{"result": "fail", "message": "again"}"#),
+            output("v2", r#"{"result": "pass", "message": ""}"#),
+        ],
+    );
+    let executor = Agent::builder("coder").model(executor_model.clone()).build().unwrap();
+    let verifier = Agent::builder("checker").model(verifier_model.clone()).build().unwrap();
+    let goal = GoalPipeline::new(executor, verifier);
+
+    let mut stream = goal.reply_stream(Msg::user("user", "Do it.").into());
+    let (mut started, mut last) = (Vec::new(), None);
+    while let Some(item) = stream.next().await {
+        match item.unwrap() {
+            ReplyItem::Event(AgentEvent::ReplyStart(e)) => started.push(e.name.to_string()),
+            ReplyItem::Event(AgentEvent::Custom(c)) if c.name == GOAL_VERIFICATION => {
+                assert!(goal.interrupt(), "a running goal says it was interrupted");
+            }
+            ReplyItem::Final(m) => last = Some(m),
+            ReplyItem::Event(_) => {}
+        }
+    }
+    assert_eq!(started, ["coder", "checker"], "the executor is not sent back");
+    assert_eq!((executor_model.calls(), verifier_model.calls()), (1, 1));
+    let last = last.unwrap();
+    assert_eq!(
+        last.finished_reason,
+        Some(ReplyFinishedReason::Interrupted),
+        "{}",
+        line(&last)
+    );
+    assert_eq!(
+        last.structured_output.unwrap()["report"],
+        "first try",
+        "the run ends with the executor's last report"
+    );
+    assert!(!goal.interrupt(), "nothing runs any more");
 }

@@ -60,6 +60,9 @@ pub use merge::{MergedStream, Tagged, merge, tag};
 pub use sequential::SequentialPipeline;
 pub use team::{TeamMember, TeamPipeline};
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
 use towerscope_core::{Id, ReplyInput};
 
 /// The parked reply a resuming input is addressed to; `None` for new messages.
@@ -70,4 +73,38 @@ pub(crate) fn resumed_reply(input: &ReplyInput) -> Option<&Id> {
         ReplyInput::External(e) => Some(&e.reply_id),
         ReplyInput::Interrupt(e) => Some(&e.reply_id),
     }
+}
+
+/// The stop flags of a pipeline's runs in progress, which the pipeline's `interrupt` raises.
+/// Interrupting the members alone would not stop a run: between two members none is replying
+/// (a team's leader is parked while its members work), and a member whose reply is past its
+/// last interrupt check still completes; so a run checks its flag before it starts the next
+/// member's reply.
+#[derive(Default)]
+struct Runs(Mutex<Vec<Weak<AtomicBool>>>);
+
+impl Runs {
+    /// The stop flag of a new run (its run holds it while it is in progress).
+    fn start(&self) -> Arc<AtomicBool> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        runs.retain(|run| run.strong_count() > 0);
+        runs.push(Arc::downgrade(&stop));
+        stop
+    }
+
+    /// Stops every run in progress; whether there was one.
+    fn stop(&self) -> bool {
+        let runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let live: Vec<Arc<AtomicBool>> = runs.iter().filter_map(Weak::upgrade).collect();
+        for stop in &live {
+            stop.store(true, Ordering::SeqCst);
+        }
+        !live.is_empty()
+    }
+}
+
+/// Whether a run's stop flag (`None` once the run is over) was raised.
+fn stopped(stop: Option<&Arc<AtomicBool>>) -> bool {
+    stop.is_some_and(|stop| stop.load(Ordering::SeqCst))
 }

@@ -1,13 +1,14 @@
 //! [`SequentialPipeline`]: each participant answers the previous one's reply.
 
 use std::fmt;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::StreamExt;
 use towerscope_core::{AgentError, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem};
 
 use super::merge::{MergedStream, Tagged};
-use super::resumed_reply;
+use super::{Runs, resumed_reply, stopped};
 use crate::Participant;
 use crate::share::shared_copy;
 
@@ -56,7 +57,9 @@ impl Drop for Resuming {
 /// message ends the stream, and the resuming input (a confirmation or external results for
 /// that reply) resumes that member, after which the rest of the row runs. An interrupted member
 /// ([`interrupt`](Participant::interrupt), or a `UserInterruptEvent` for its parked reply) ends
-/// the row: its interrupted message is the pipeline's, and the members after it do not run.
+/// the row: its interrupted message is the pipeline's, and the members after it do not run. An
+/// interrupt between two members ends the row there too: the pipeline's message is the last
+/// reply, marked interrupted.
 /// [`stream`](Self::stream) tags every item, members' final messages included, with the
 /// speaker's name.
 ///
@@ -90,6 +93,7 @@ pub struct SequentialPipeline {
     name: Arc<str>,
     members: Arc<[Arc<dyn Participant>]>,
     parked: Arc<Mutex<Option<Parked>>>,
+    runs: Arc<Runs>,
 }
 
 impl SequentialPipeline {
@@ -104,6 +108,7 @@ impl SequentialPipeline {
             name: Arc::from("sequential"),
             members: members.into_iter().collect(),
             parked: Arc::default(),
+            runs: Arc::default(),
         }
     }
 
@@ -131,7 +136,9 @@ impl SequentialPipeline {
         let run = Run {
             members: Arc::clone(&self.members),
             parked: Arc::clone(&self.parked),
+            stop: Some(self.runs.start()),
             current: None,
+            handover: None,
             index: 0,
             done: false,
             pending_error: None,
@@ -188,7 +195,11 @@ impl SequentialPipeline {
 struct Run {
     members: Arc<[Arc<dyn Participant>]>,
     parked: Arc<Mutex<Option<Parked>>>,
+    /// Raised by the pipeline's `interrupt`; `None` once the run is over.
+    stop: Option<Arc<AtomicBool>>,
     current: Option<EventStream>,
+    /// The reply the next member answers, until it starts.
+    handover: Option<Msg>,
     index: usize,
     done: bool,
     pending_error: Option<Tagged>,
@@ -199,11 +210,17 @@ struct Run {
 impl Run {
     async fn next(mut self) -> Option<((Tagged, bool), Self)> {
         if let Some(err) = self.pending_error.take() {
-            self.done = true;
+            self.finish();
             return Some(((err, true), self));
         }
         if self.done {
             return None;
+        }
+        if let Some(reply) = self.handover.take() {
+            if stopped(self.stop.as_ref()) {
+                return Some((self.interrupted(reply), self));
+            }
+            self.start_next(&reply);
         }
         let member = Arc::clone(&self.members[self.index]);
         let tag = |item| Tagged::new(member.name(), item);
@@ -222,13 +239,13 @@ impl Run {
                 Some(((tag(Ok(ReplyItem::Final(msg))), last), self))
             }
             Some(Err(e)) => {
-                self.done = true;
+                self.finish();
                 self.resuming = None; // before the member's first item: refused, it still waits
                 Some(((tag(Err(e)), true), self))
             }
             Some(Ok(event)) => Some(((tag(Ok(event)), false), self)),
             None => {
-                self.done = true;
+                self.finish();
                 let err = AgentError::State(format!(
                     "participant '{}' ended its reply without a final message",
                     member.name()
@@ -239,10 +256,13 @@ impl Run {
     }
 
     /// Moves on after a member's final message; returns whether it ends the pipeline (the last
-    /// member's, an interrupted one's, or a parked one's).
+    /// member's, an interrupted one's, or a parked one's). The next member starts when the
+    /// stream is polled again, unless the row was interrupted by then.
     fn finish_member(&mut self, msg: &Msg) -> bool {
+        // The member's reply is over (it is free again).
+        self.current = None;
         if msg.finished_reason == Some(ReplyFinishedReason::Interrupted) {
-            self.done = true;
+            self.finish();
             return true;
         }
         if msg.finished_reason.is_none() {
@@ -250,17 +270,42 @@ impl Run {
                 reply_id: msg.id.clone(),
                 member: self.index,
             });
-            self.done = true;
+            self.finish();
             return true;
         }
         if self.index + 1 == self.members.len() {
-            self.done = true;
+            self.finish();
             return true;
         }
-        self.index += 1;
-        let next: Vec<Msg> = shared_copy(msg).into_iter().collect();
-        self.current = Some(self.members[self.index].reply_stream(next.into()));
+        self.handover = Some(msg.clone());
         false
+    }
+
+    /// Starts the next member on `reply`. An interrupt that came after the caller looked (when
+    /// the member was not replying yet) reaches the member's new reply.
+    fn start_next(&mut self, reply: &Msg) {
+        self.index += 1;
+        let member = &self.members[self.index];
+        let next: Vec<Msg> = shared_copy(reply).into_iter().collect();
+        self.current = Some(member.reply_stream(next.into()));
+        if stopped(self.stop.as_ref()) {
+            member.interrupt();
+        }
+    }
+
+    /// The row was interrupted between two members: it ends with the last reply, marked
+    /// interrupted.
+    fn interrupted(&mut self, mut reply: Msg) -> (Tagged, bool) {
+        self.finish();
+        reply.finished_reason = Some(ReplyFinishedReason::Interrupted);
+        let member = self.members[self.index].name();
+        (Tagged::new(member, Ok(ReplyItem::Final(reply))), true)
+    }
+
+    /// The run is over: nothing more to stream, nothing left to interrupt.
+    fn finish(&mut self) {
+        self.done = true;
+        self.stop = None;
     }
 }
 
@@ -283,9 +328,13 @@ impl Participant for SequentialPipeline {
         self.members.iter().try_for_each(|m| m.observe(msgs.clone()))
     }
 
+    /// Stops the runs in progress (no further member starts), then interrupts every member
+    /// that is replying.
     fn interrupt(&self) -> bool {
+        let runs = self.runs.stop();
         // Every member, not only up to the first running one.
-        self.members.iter().filter(|m| m.interrupt()).count() > 0
+        let members = self.members.iter().filter(|m| m.interrupt()).count();
+        runs || members > 0
     }
 }
 

@@ -2,8 +2,8 @@
 //! their answers go back to the leader, until the leader's reply ends (or the team is
 //! interrupted).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use futures_util::StreamExt;
 use towerscope_agent::Agent;
@@ -16,33 +16,6 @@ use towerscope_core::{
 use super::TeamMember;
 use crate::pipeline::assign::{ASSIGN_TOOL, parse_assignment, result_of};
 use crate::pipeline::merge::Tagged;
-
-/// The stop flags of the team's runs in progress, which the pipeline's `interrupt` raises:
-/// while members work the leader is parked, not replying, so interrupting the agents alone
-/// would not stop the run from resuming the leader or starting the next task.
-#[derive(Default)]
-pub(super) struct Runs(Mutex<Vec<Weak<AtomicBool>>>);
-
-impl Runs {
-    /// The stop flag of a new run (its run holds it while it is in progress).
-    pub(super) fn start(&self) -> Arc<AtomicBool> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        runs.retain(|run| run.strong_count() > 0);
-        runs.push(Arc::downgrade(&stop));
-        stop
-    }
-
-    /// Stops every run in progress; whether there was one.
-    pub(super) fn stop(&self) -> bool {
-        let runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let live: Vec<Arc<AtomicBool>> = runs.iter().filter_map(Weak::upgrade).collect();
-        for stop in &live {
-            stop.store(true, Ordering::SeqCst);
-        }
-        !live.is_empty()
-    }
-}
 
 type Assigned = std::pin::Pin<Box<dyn futures_core::Stream<Item = (usize, Result<ReplyItem, AgentError>)> + Send>>;
 
@@ -163,7 +136,7 @@ impl TeamRun {
 
     /// Whether the team was interrupted during this run.
     fn stopped(&self) -> bool {
-        self.stop.as_ref().is_some_and(|stop| stop.load(Ordering::SeqCst))
+        crate::pipeline::stopped(self.stop.as_ref())
     }
 
     /// The run is over: nothing more to stream, nothing left to interrupt.
