@@ -61,7 +61,7 @@ pub use sequential::SequentialPipeline;
 pub use team::{TeamMember, TeamPipeline};
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use towerscope_core::{Id, ReplyInput};
 
@@ -72,6 +72,46 @@ pub(crate) fn resumed_reply(input: &ReplyInput) -> Option<&Id> {
         ReplyInput::Confirm(e) => Some(&e.reply_id),
         ReplyInput::External(e) => Some(&e.reply_id),
         ReplyInput::Interrupt(e) => Some(&e.reply_id),
+    }
+}
+
+/// What a pipeline keeps of its members parked for the user (`T`: a row's parked member and
+/// its reply, a fan-out's round), shared by the pipeline's clones. A resume takes the record
+/// out while it runs, and puts it back if the member refused the resume.
+struct Waiting<T>(Arc<Mutex<Option<T>>>);
+
+impl<T> Default for Waiting<T> {
+    fn default() -> Self {
+        Self(Arc::default())
+    }
+}
+
+impl<T> Clone for Waiting<T> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<T> Waiting<T> {
+    fn lock(&self) -> MutexGuard<'_, Option<T>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the record out if `resumed` says the resume is for it (for a call that resumes
+    /// it); otherwise leaves it.
+    fn take_if(&self, resumed: impl FnOnce(&mut T) -> bool) -> Option<T> {
+        self.lock().take_if(resumed)
+    }
+
+    /// Records a member that parked now, in place of any earlier record.
+    fn park(&self, record: T) {
+        *self.lock() = Some(record);
+    }
+
+    /// Puts back a record taken for a resume that did not go through; a record stored since
+    /// (the pipeline parked again meanwhile) is newer and stays.
+    fn put_back(&self, record: T) {
+        self.lock().get_or_insert(record);
     }
 }
 

@@ -1,14 +1,14 @@
 //! [`SequentialPipeline`]: each participant answers the previous one's reply.
 
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::StreamExt;
 use towerscope_core::{AgentError, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem};
 
 use super::merge::{MergedStream, Tagged};
-use super::{Runs, resumed_reply, stopped};
+use super::{Runs, Waiting, resumed_reply, stopped};
 use crate::Participant;
 use crate::share::shared_copy;
 
@@ -25,7 +25,7 @@ struct Parked {
 /// the pipeline waiting, and the user can resume it again. A member that accepted is no longer
 /// parked, even if its reply fails later.
 struct Resuming {
-    slot: Arc<Mutex<Option<Parked>>>,
+    slot: Waiting<Parked>,
     parked: Option<Parked>,
 }
 
@@ -39,11 +39,7 @@ impl Resuming {
 impl Drop for Resuming {
     fn drop(&mut self) {
         if let Some(parked) = self.parked.take() {
-            // A member that parked again since (another resume) keeps the newer record.
-            self.slot
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get_or_insert(parked);
+            self.slot.put_back(parked);
         }
     }
 }
@@ -92,7 +88,7 @@ impl Drop for Resuming {
 pub struct SequentialPipeline {
     name: Arc<str>,
     members: Arc<[Arc<dyn Participant>]>,
-    parked: Arc<Mutex<Option<Parked>>>,
+    parked: Waiting<Parked>,
     runs: Arc<Runs>,
 }
 
@@ -107,7 +103,7 @@ impl SequentialPipeline {
         Self {
             name: Arc::from("sequential"),
             members: members.into_iter().collect(),
-            parked: Arc::default(),
+            parked: Waiting::default(),
             runs: Arc::default(),
         }
     }
@@ -135,7 +131,7 @@ impl SequentialPipeline {
         let start = self.start(input);
         let run = Run {
             members: Arc::clone(&self.members),
-            parked: Arc::clone(&self.parked),
+            parked: self.parked.clone(),
             stop: Some(self.runs.start()),
             current: None,
             handover: None,
@@ -171,30 +167,24 @@ impl SequentialPipeline {
         let Some(reply_id) = resumed_reply(&input) else {
             return Ok((0, self.members[0].reply_stream(input), None));
         };
-        let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
-        match parked.take() {
-            Some(p) if &p.reply_id == reply_id => {
-                let member = p.member;
-                let resuming = Resuming {
-                    slot: Arc::clone(&self.parked),
-                    parked: Some(p),
-                };
-                Ok((member, self.members[member].reply_stream(input), Some(resuming)))
-            }
-            other => {
-                *parked = other;
-                Err(AgentError::State(format!(
-                    "no participant of pipeline '{}' is waiting on reply {reply_id}",
-                    self.name
-                )))
-            }
-        }
+        let Some(parked) = self.parked.take_if(|p| &p.reply_id == reply_id) else {
+            return Err(AgentError::State(format!(
+                "no participant of pipeline '{}' is waiting on reply {reply_id}",
+                self.name
+            )));
+        };
+        let member = parked.member;
+        let resuming = Resuming {
+            slot: self.parked.clone(),
+            parked: Some(parked),
+        };
+        Ok((member, self.members[member].reply_stream(input), Some(resuming)))
     }
 }
 
 struct Run {
     members: Arc<[Arc<dyn Participant>]>,
-    parked: Arc<Mutex<Option<Parked>>>,
+    parked: Waiting<Parked>,
     /// Raised by the pipeline's `interrupt`; `None` once the run is over.
     stop: Option<Arc<AtomicBool>>,
     current: Option<EventStream>,
@@ -266,7 +256,7 @@ impl Run {
             return true;
         }
         if msg.finished_reason.is_none() {
-            *self.parked.lock().unwrap_or_else(PoisonError::into_inner) = Some(Parked {
+            self.parked.park(Parked {
                 reply_id: msg.id.clone(),
                 member: self.index,
             });
