@@ -12,7 +12,9 @@ use towerscope_agent::Agent;
 use towerscope_core::{AgentEvent, EventStream, Msg, ReplyFinishedReason, ReplyItem};
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 use towerscope_team::Participant;
-use towerscope_team::pipeline::{FanoutPipeline, GoalPipeline, SequentialPipeline, TeamMember, TeamPipeline};
+use towerscope_team::pipeline::{
+    FanoutPipeline, GOAL_VERIFICATION, GoalPipeline, SequentialPipeline, TeamMember, TeamPipeline,
+};
 
 /// An agent whose model answers `text` after ten seconds, and its model.
 fn slow(name: &str, text: &str) -> (Agent, ScriptedModel) {
@@ -22,27 +24,36 @@ fn slow(name: &str, text: &str) -> (Agent, ScriptedModel) {
     (agent, model)
 }
 
-/// Reads `stream` to its end, calling `interrupt` once `speaker` started its reply; the final
-/// message, and which speakers started a reply.
-async fn interrupt_once_started(
-    mut stream: EventStream,
-    speaker: &str,
-    interrupt: impl Fn() -> bool,
-) -> (Msg, Vec<String>) {
-    let (mut last, mut started) = (None, Vec::new());
+/// What a pipeline's stream carried: its final message, which speakers started a reply, and
+/// every event.
+struct Read {
+    last: Msg,
+    started: Vec<String>,
+    events: Vec<AgentEvent>,
+}
+
+/// Reads `stream` to its end, calling `interrupt` once `speaker` started its reply.
+async fn interrupt_once_started(mut stream: EventStream, speaker: &str, interrupt: impl Fn() -> bool) -> Read {
+    let (mut last, mut started, mut events) = (None, Vec::new(), Vec::new());
     while let Some(item) = stream.next().await {
         match item.unwrap() {
-            ReplyItem::Event(AgentEvent::ReplyStart(e)) => {
-                started.push(e.name.to_string());
-                if &*e.name == speaker {
-                    assert!(interrupt(), "a running pipeline says it was interrupted");
+            ReplyItem::Event(e) => {
+                if let AgentEvent::ReplyStart(start) = &e {
+                    started.push(start.name.to_string());
+                    if &*start.name == speaker {
+                        assert!(interrupt(), "a running pipeline says it was interrupted");
+                    }
                 }
+                events.push(e);
             }
             ReplyItem::Final(m) => last = Some(m),
-            ReplyItem::Event(_) => {}
         }
     }
-    (last.unwrap(), started)
+    Read {
+        last: last.unwrap(),
+        started,
+        events,
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -64,7 +75,7 @@ async fn an_interrupted_team_ends_interrupted_without_calling_the_leader_again()
     .unwrap();
 
     let stream = team.reply_stream(Msg::user("user", "Do two things.").into());
-    let (last, started) = interrupt_once_started(stream, "worker", || team.interrupt()).await;
+    let Read { last, started, events } = interrupt_once_started(stream, "worker", || team.interrupt()).await;
 
     assert_eq!(
         last.finished_reason,
@@ -89,6 +100,28 @@ async fn an_interrupted_team_ends_interrupted_without_calling_the_leader_again()
         .collect();
     assert_eq!(tasks, ["lead: One."], "the task queued for the worker never starts");
     assert!(!team.interrupt(), "nothing runs any more");
+    // The leader closes its parked reply once: one interrupted result per call, one end.
+    for call in ["t1", "t2"] {
+        let count = |kind: &str| {
+            let of_call = |e: &&AgentEvent| match e {
+                AgentEvent::ToolResultTextDelta(d) => d.tool_call_id == call,
+                AgentEvent::ToolResultEnd(d) => d.tool_call_id == call,
+                _ => false,
+            };
+            events
+                .iter()
+                .filter(of_call)
+                .filter(|e| e.event_type().as_str() == kind)
+                .count()
+        };
+        assert_eq!(count("TOOL_RESULT_TEXT_DELTA"), 1, "{call}");
+        assert_eq!(count("TOOL_RESULT_END"), 1, "{call}");
+    }
+    let leader_ends = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::ReplyEnd(end) if end.reply_id == last.id))
+        .count();
+    assert_eq!(leader_ends, 1, "the leader's reply ends once");
 
     // The team is usable again: the next reply runs as usual.
     let again = team.reply(Msg::user("user", "And now?").into()).await.unwrap();
@@ -115,7 +148,7 @@ async fn an_interrupted_goal_team_ends_interrupted_without_a_check() {
     let goal = GoalPipeline::team(team, verifier);
 
     let stream = goal.reply_stream(Msg::user("user", "Do it.").into());
-    let (last, started) = interrupt_once_started(stream, "worker", || goal.interrupt()).await;
+    let Read { last, started, .. } = interrupt_once_started(stream, "worker", || goal.interrupt()).await;
 
     assert_eq!(
         last.finished_reason,
@@ -138,7 +171,7 @@ async fn an_interrupted_fanout_says_so_in_its_combined_message() {
     let (b, _) = slow("b", "B.");
     let panel = FanoutPipeline::new([a, b]);
     let stream = panel.reply_stream(Msg::user("host", "Go.").into());
-    let (last, _) = interrupt_once_started(stream, "b", || panel.interrupt()).await;
+    let Read { last, .. } = interrupt_once_started(stream, "b", || panel.interrupt()).await;
     assert_eq!(&*last.name, "fanout");
     assert_eq!(
         last.finished_reason,
@@ -154,7 +187,7 @@ async fn an_interrupted_row_starts_no_further_member() {
     let (second, second_model) = slow("second", "2.");
     let row = SequentialPipeline::new([first, second]);
     let stream = row.reply_stream(Msg::user("host", "Go.").into());
-    let (last, started) = interrupt_once_started(stream, "first", || row.interrupt()).await;
+    let Read { last, started, .. } = interrupt_once_started(stream, "first", || row.interrupt()).await;
     assert_eq!(started, ["first"], "the next member does not start");
     assert_eq!(second_model.calls(), 0);
     assert_eq!(&*last.name, "first");
@@ -164,4 +197,94 @@ async fn an_interrupted_row_starts_no_further_member() {
         "{}",
         line(&last)
     );
+}
+
+#[tokio::test]
+async fn an_interrupt_between_two_members_starts_no_further_member() {
+    let says = |text: &str| ScriptedModel::new("m", [ScriptedResponse::text(text), ScriptedResponse::text(text)]);
+    let (first_model, second_model) = (says("1."), says("2."));
+    let first = Agent::builder("first").model(first_model).build().unwrap();
+    let second = Agent::builder("second").model(second_model.clone()).build().unwrap();
+    let row = SequentialPipeline::new([first, second]);
+
+    // The first member's reply is over when its final message comes: the interrupt reaches
+    // no member, only the row.
+    let mut stream = row.stream(Msg::user("host", "Go.").into());
+    let (mut started, mut finals) = (Vec::new(), Vec::new());
+    while let Some(tagged) = stream.next().await {
+        match tagged.item.unwrap() {
+            ReplyItem::Event(AgentEvent::ReplyStart(e)) => started.push(e.name.to_string()),
+            ReplyItem::Final(m) => {
+                if finals.is_empty() {
+                    assert!(row.interrupt(), "a running row says it was interrupted");
+                }
+                finals.push(m);
+            }
+            ReplyItem::Event(_) => {}
+        }
+    }
+    assert_eq!(started, ["first"], "the next member does not start");
+    assert_eq!(second_model.calls(), 0);
+    let last = finals.last().unwrap();
+    assert_eq!(
+        last.finished_reason,
+        Some(ReplyFinishedReason::Interrupted),
+        "{}",
+        line(last)
+    );
+    assert_eq!(line(last), "first: 1.", "the row ends with the reply it had");
+    assert!(!row.interrupt(), "nothing runs any more");
+
+    let again = row.reply(Msg::user("host", "Again.").into()).await.unwrap();
+    assert_eq!(line(&again), "second: 2.", "the next run goes through");
+}
+
+#[tokio::test]
+async fn an_interrupt_after_a_failed_check_starts_no_further_round() {
+    let output = |id: &str, args: &str| ScriptedResponse::tool_call(id, "GenerateStructuredOutput", args);
+    let executor_model = ScriptedModel::new(
+        "m",
+        [
+            output("r1", r#"{"report": "first try"}"#),
+            output("r2", r#"{"report": "second try"}"#),
+        ],
+    );
+    let verifier_model = ScriptedModel::new(
+        "m",
+        [
+            output("v1", r#"{"result": "fail", "message": "again"}"#),
+            output("v2", r#"{"result": "pass", "message": ""}"#),
+        ],
+    );
+    let executor = Agent::builder("coder").model(executor_model.clone()).build().unwrap();
+    let verifier = Agent::builder("checker").model(verifier_model.clone()).build().unwrap();
+    let goal = GoalPipeline::new(executor, verifier);
+
+    let mut stream = goal.reply_stream(Msg::user("user", "Do it.").into());
+    let (mut started, mut last) = (Vec::new(), None);
+    while let Some(item) = stream.next().await {
+        match item.unwrap() {
+            ReplyItem::Event(AgentEvent::ReplyStart(e)) => started.push(e.name.to_string()),
+            ReplyItem::Event(AgentEvent::Custom(c)) if c.name == GOAL_VERIFICATION => {
+                assert!(goal.interrupt(), "a running goal says it was interrupted");
+            }
+            ReplyItem::Final(m) => last = Some(m),
+            ReplyItem::Event(_) => {}
+        }
+    }
+    assert_eq!(started, ["coder", "checker"], "the executor is not sent back");
+    assert_eq!((executor_model.calls(), verifier_model.calls()), (1, 1));
+    let last = last.unwrap();
+    assert_eq!(
+        last.finished_reason,
+        Some(ReplyFinishedReason::Interrupted),
+        "{}",
+        line(&last)
+    );
+    assert_eq!(
+        last.structured_output.unwrap()["report"],
+        "first try",
+        "the run ends with the executor's last report"
+    );
+    assert!(!goal.interrupt(), "nothing runs any more");
 }

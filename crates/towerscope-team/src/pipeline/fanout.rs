@@ -1,7 +1,7 @@
 //! [`FanoutPipeline`]: one input, every participant answers at once.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use futures_util::StreamExt;
 use towerscope_core::id::now_timestamp;
@@ -10,7 +10,7 @@ use towerscope_core::{
 };
 
 use super::merge::{MergedStream, merge};
-use super::resumed_reply;
+use super::{Waiting, resumed_reply};
 use crate::Participant;
 use crate::share::shared_copy;
 
@@ -32,6 +32,8 @@ struct Round {
 /// reason is `interrupted` when a member was interrupted, `completed` otherwise. A member that
 /// parks for the user parks the pipeline: the stream ends with that member's waiting message,
 /// the resuming input goes to it, and the combined message comes once every member finished.
+/// A resumed member whose reply then fails is no longer waited on: the error ends that call,
+/// and the combined message comes without its reply once the others finished.
 ///
 /// # Example
 ///
@@ -60,7 +62,7 @@ struct Round {
 pub struct FanoutPipeline {
     name: Arc<str>,
     members: Arc<[Arc<dyn Participant>]>,
-    round: Arc<Mutex<Option<Round>>>,
+    round: Waiting<Round>,
 }
 
 impl FanoutPipeline {
@@ -74,7 +76,7 @@ impl FanoutPipeline {
         Self {
             name: Arc::from("fanout"),
             members: members.into_iter().collect(),
-            round: Arc::default(),
+            round: Waiting::default(),
         }
     }
 
@@ -122,22 +124,22 @@ impl FanoutPipeline {
             };
             return Ok((streams, round, None));
         };
-        let mut slot = self.round.lock().unwrap_or_else(PoisonError::into_inner);
-        let member = slot
-            .as_ref()
-            .and_then(|r| r.parked.iter().find(|(_, w)| &w.id == reply_id).map(|(m, _)| *m));
-        let (Some(member), Some(mut round)) = (member, member.and_then(|_| slot.take())) else {
+        let mut position = None;
+        let round = self.round.take_if(|r| {
+            position = r.parked.iter().position(|(_, w)| &w.id == reply_id);
+            position.is_some()
+        });
+        let (Some(mut round), Some(position)) = (round, position) else {
             return Err(AgentError::State(format!(
                 "no participant of pipeline '{}' is waiting on reply {reply_id}",
                 self.name
             )));
         };
-        let position = round.parked.iter().position(|(m, _)| *m == member);
-        let resuming = position.map(|p| round.parked.remove(p));
+        let (member, waiting) = round.parked.remove(position);
         Ok((
             vec![(member, self.members[member].reply_stream(input))],
             round,
-            resuming,
+            Some((member, waiting)),
         ))
     }
 }
@@ -189,8 +191,9 @@ impl Participant for FanoutPipeline {
         let merged = futures_util::stream::select_all(streams.into_iter().map(|(i, s)| s.map(move |item| (i, item))));
         let run = FanoutRun {
             name: Arc::clone(&self.name),
-            slot: Arc::clone(&self.round),
+            slot: self.round.clone(),
             merged: Some(Box::pin(merged)),
+            resumes_a_round: resuming.is_some(),
             round: Some(round),
             resuming,
         };
@@ -213,11 +216,14 @@ type Indexed = std::pin::Pin<Box<dyn futures_core::Stream<Item = (usize, Result<
 /// One call of the pipeline as a participant: the members' merged streams, then its final item.
 struct FanoutRun {
     name: Arc<str>,
-    slot: Arc<Mutex<Option<Round>>>,
+    slot: Waiting<Round>,
     merged: Option<Indexed>,
     round: Option<Round>,
-    /// The parked member this call resumes, with its waiting message, until it answers.
+    /// The parked member this call resumes, with its waiting message, until its first item (it
+    /// accepted the resume).
     resuming: Option<(usize, Msg)>,
+    /// Whether this call resumes a parked round (rather than starting one).
+    resumes_a_round: bool,
 }
 
 impl FanoutRun {
@@ -227,7 +233,9 @@ impl FanoutRun {
                 self.merged = None;
                 break;
             };
-            if matches!(item, Ok(ReplyItem::Final(_))) {
+            if item.is_ok() {
+                // The member accepted the resume: it is no longer parked (a refused resume
+                // emits nothing before its error).
                 self.resuming = None;
             }
             let round = self.round.as_mut()?;
@@ -238,7 +246,6 @@ impl FanoutRun {
                 Err(e) => {
                     self.merged = None;
                     self.put_back();
-                    self.round = None;
                     return Some((Err(e), self));
                 }
             }
@@ -252,28 +259,28 @@ impl FanoutRun {
         // Parked: the first waiting member's message ends the stream, whether it parked now or
         // still waits from before while another member was resumed.
         let waiting = round.parked.iter().min_by_key(|(m, _)| *m).map(|(_, w)| w.clone())?;
-        *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(round);
+        self.slot.park(round);
         Some((Ok(ReplyItem::Final(waiting)), self))
     }
 }
 
 impl FanoutRun {
-    /// A resume that did not reach its answer (the member refused it, or the stream was
-    /// dropped): the round goes back to the pipeline with the member waiting again, so the
-    /// user can resume it. A new round that failed has nothing to put back.
+    /// A resume that failed or was dropped: the round goes back to the pipeline while members
+    /// wait in it. The resumed member waits again if the failure came before its first item
+    /// (it refused the resume); one that accepted is no longer parked, so the round waits only
+    /// on the others, and its combined message comes without that member's reply. A new round
+    /// that failed is over: nothing to put back.
     fn put_back(&mut self) {
-        let Some(resumed) = self.resuming.take() else {
-            return;
-        };
         let Some(mut round) = self.round.take() else {
             return;
         };
-        round.parked.push(resumed);
-        // A round parked since (another call) keeps its own record.
-        self.slot
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get_or_insert(round);
+        if let Some(resumed) = self.resuming.take() {
+            round.parked.push(resumed);
+        }
+        if !self.resumes_a_round || round.parked.is_empty() {
+            return;
+        }
+        self.slot.put_back(round);
     }
 }
 

@@ -60,6 +60,9 @@ pub use merge::{MergedStream, Tagged, merge, tag};
 pub use sequential::SequentialPipeline;
 pub use team::{TeamMember, TeamPipeline};
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
 use towerscope_core::{Id, ReplyInput};
 
 /// The parked reply a resuming input is addressed to; `None` for new messages.
@@ -70,4 +73,78 @@ pub(crate) fn resumed_reply(input: &ReplyInput) -> Option<&Id> {
         ReplyInput::External(e) => Some(&e.reply_id),
         ReplyInput::Interrupt(e) => Some(&e.reply_id),
     }
+}
+
+/// What a pipeline keeps of its members parked for the user (`T`: a row's parked member and
+/// its reply, a fan-out's round), shared by the pipeline's clones. A resume takes the record
+/// out while it runs, and puts it back if the member refused the resume.
+struct Waiting<T>(Arc<Mutex<Option<T>>>);
+
+impl<T> Default for Waiting<T> {
+    fn default() -> Self {
+        Self(Arc::default())
+    }
+}
+
+impl<T> Clone for Waiting<T> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<T> Waiting<T> {
+    fn lock(&self) -> MutexGuard<'_, Option<T>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the record out if `resumed` says the resume is for it (for a call that resumes
+    /// it); otherwise leaves it.
+    fn take_if(&self, resumed: impl FnOnce(&mut T) -> bool) -> Option<T> {
+        self.lock().take_if(resumed)
+    }
+
+    /// Records a member that parked now, in place of any earlier record.
+    fn park(&self, record: T) {
+        *self.lock() = Some(record);
+    }
+
+    /// Puts back a record taken for a resume that did not go through; a record stored since
+    /// (the pipeline parked again meanwhile) is newer and stays.
+    fn put_back(&self, record: T) {
+        self.lock().get_or_insert(record);
+    }
+}
+
+/// The stop flags of a pipeline's runs in progress, which the pipeline's `interrupt` raises.
+/// Interrupting the members alone would not stop a run: between two members none is replying
+/// (a team's leader is parked while its members work), and a member whose reply is past its
+/// last interrupt check still completes; so a run checks its flag before it starts the next
+/// member's reply.
+#[derive(Default)]
+struct Runs(Mutex<Vec<Weak<AtomicBool>>>);
+
+impl Runs {
+    /// The stop flag of a new run (its run holds it while it is in progress).
+    fn start(&self) -> Arc<AtomicBool> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        runs.retain(|run| run.strong_count() > 0);
+        runs.push(Arc::downgrade(&stop));
+        stop
+    }
+
+    /// Stops every run in progress; whether there was one.
+    fn stop(&self) -> bool {
+        let runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let live: Vec<Arc<AtomicBool>> = runs.iter().filter_map(Weak::upgrade).collect();
+        for stop in &live {
+            stop.store(true, Ordering::SeqCst);
+        }
+        !live.is_empty()
+    }
+}
+
+/// Whether a run's stop flag (`None` once the run is over) was raised.
+fn stopped(stop: Option<&Arc<AtomicBool>>) -> bool {
+    stop.is_some_and(|stop| stop.load(Ordering::SeqCst))
 }

@@ -1,13 +1,14 @@
 //! [`SequentialPipeline`]: each participant answers the previous one's reply.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use futures_util::StreamExt;
 use towerscope_core::{AgentError, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem};
 
 use super::merge::{MergedStream, Tagged};
-use super::resumed_reply;
+use super::{Runs, Waiting, resumed_reply, stopped};
 use crate::Participant;
 use crate::share::shared_copy;
 
@@ -18,17 +19,19 @@ struct Parked {
     member: usize,
 }
 
-/// The record of a parked member while a resume runs: put back unless the member answers, so
-/// a resume the member refused (a confirmation naming an unknown call) or a stream dropped
-/// before the answer leaves the pipeline waiting, and the user can resume it again.
+/// The record of a parked member while a resume runs: put back unless the member accepts the
+/// resume (its first item), so a resume the member refused (a confirmation naming an unknown
+/// call: an error before any event) or a stream dropped before the member's first item leaves
+/// the pipeline waiting, and the user can resume it again. A member that accepted is no longer
+/// parked, even if its reply fails later.
 struct Resuming {
-    slot: Arc<Mutex<Option<Parked>>>,
+    slot: Waiting<Parked>,
     parked: Option<Parked>,
 }
 
 impl Resuming {
-    /// The member answered: the record is done with.
-    fn answered(mut self) {
+    /// The member accepted the resume: the record is done with.
+    fn accepted(mut self) {
         self.parked = None;
     }
 }
@@ -36,11 +39,7 @@ impl Resuming {
 impl Drop for Resuming {
     fn drop(&mut self) {
         if let Some(parked) = self.parked.take() {
-            // A member that parked again since (another resume) keeps the newer record.
-            self.slot
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get_or_insert(parked);
+            self.slot.put_back(parked);
         }
     }
 }
@@ -54,7 +53,9 @@ impl Drop for Resuming {
 /// message ends the stream, and the resuming input (a confirmation or external results for
 /// that reply) resumes that member, after which the rest of the row runs. An interrupted member
 /// ([`interrupt`](Participant::interrupt), or a `UserInterruptEvent` for its parked reply) ends
-/// the row: its interrupted message is the pipeline's, and the members after it do not run.
+/// the row: its interrupted message is the pipeline's, and the members after it do not run. An
+/// interrupt between two members ends the row there too: the pipeline's message is the last
+/// reply, marked interrupted.
 /// [`stream`](Self::stream) tags every item, members' final messages included, with the
 /// speaker's name.
 ///
@@ -87,7 +88,8 @@ impl Drop for Resuming {
 pub struct SequentialPipeline {
     name: Arc<str>,
     members: Arc<[Arc<dyn Participant>]>,
-    parked: Arc<Mutex<Option<Parked>>>,
+    parked: Waiting<Parked>,
+    runs: Arc<Runs>,
 }
 
 impl SequentialPipeline {
@@ -101,7 +103,8 @@ impl SequentialPipeline {
         Self {
             name: Arc::from("sequential"),
             members: members.into_iter().collect(),
-            parked: Arc::default(),
+            parked: Waiting::default(),
+            runs: Arc::default(),
         }
     }
 
@@ -128,8 +131,10 @@ impl SequentialPipeline {
         let start = self.start(input);
         let run = Run {
             members: Arc::clone(&self.members),
-            parked: Arc::clone(&self.parked),
+            parked: self.parked.clone(),
+            stop: Some(self.runs.start()),
             current: None,
+            handover: None,
             index: 0,
             done: false,
             pending_error: None,
@@ -162,46 +167,50 @@ impl SequentialPipeline {
         let Some(reply_id) = resumed_reply(&input) else {
             return Ok((0, self.members[0].reply_stream(input), None));
         };
-        let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
-        match parked.take() {
-            Some(p) if &p.reply_id == reply_id => {
-                let member = p.member;
-                let resuming = Resuming {
-                    slot: Arc::clone(&self.parked),
-                    parked: Some(p),
-                };
-                Ok((member, self.members[member].reply_stream(input), Some(resuming)))
-            }
-            other => {
-                *parked = other;
-                Err(AgentError::State(format!(
-                    "no participant of pipeline '{}' is waiting on reply {reply_id}",
-                    self.name
-                )))
-            }
-        }
+        let Some(parked) = self.parked.take_if(|p| &p.reply_id == reply_id) else {
+            return Err(AgentError::State(format!(
+                "no participant of pipeline '{}' is waiting on reply {reply_id}",
+                self.name
+            )));
+        };
+        let member = parked.member;
+        let resuming = Resuming {
+            slot: self.parked.clone(),
+            parked: Some(parked),
+        };
+        Ok((member, self.members[member].reply_stream(input), Some(resuming)))
     }
 }
 
 struct Run {
     members: Arc<[Arc<dyn Participant>]>,
-    parked: Arc<Mutex<Option<Parked>>>,
+    parked: Waiting<Parked>,
+    /// Raised by the pipeline's `interrupt`; `None` once the run is over.
+    stop: Option<Arc<AtomicBool>>,
     current: Option<EventStream>,
+    /// The reply the next member answers, until it starts.
+    handover: Option<Msg>,
     index: usize,
     done: bool,
     pending_error: Option<Tagged>,
-    /// The resumed member's record until it answers.
+    /// The resumed member's record until its first item.
     resuming: Option<Resuming>,
 }
 
 impl Run {
     async fn next(mut self) -> Option<((Tagged, bool), Self)> {
         if let Some(err) = self.pending_error.take() {
-            self.done = true;
+            self.finish();
             return Some(((err, true), self));
         }
         if self.done {
             return None;
+        }
+        if let Some(reply) = self.handover.take() {
+            if stopped(self.stop.as_ref()) {
+                return Some((self.interrupted(reply), self));
+            }
+            self.start_next(&reply);
         }
         let member = Arc::clone(&self.members[self.index]);
         let tag = |item| Tagged::new(member.name(), item);
@@ -209,22 +218,24 @@ impl Run {
             Some(stream) => stream.next().await,
             None => None,
         };
+        if matches!(item, Some(Ok(_)))
+            && let Some(resuming) = self.resuming.take()
+        {
+            resuming.accepted();
+        }
         match item {
             Some(Ok(ReplyItem::Final(msg))) => {
-                if let Some(resuming) = self.resuming.take() {
-                    resuming.answered();
-                }
                 let last = self.finish_member(&msg);
                 Some(((tag(Ok(ReplyItem::Final(msg))), last), self))
             }
             Some(Err(e)) => {
-                self.done = true;
-                self.resuming = None; // a refused resume: the member still waits
+                self.finish();
+                self.resuming = None; // before the member's first item: refused, it still waits
                 Some(((tag(Err(e)), true), self))
             }
             Some(Ok(event)) => Some(((tag(Ok(event)), false), self)),
             None => {
-                self.done = true;
+                self.finish();
                 let err = AgentError::State(format!(
                     "participant '{}' ended its reply without a final message",
                     member.name()
@@ -235,28 +246,56 @@ impl Run {
     }
 
     /// Moves on after a member's final message; returns whether it ends the pipeline (the last
-    /// member's, an interrupted one's, or a parked one's).
+    /// member's, an interrupted one's, or a parked one's). The next member starts when the
+    /// stream is polled again, unless the row was interrupted by then.
     fn finish_member(&mut self, msg: &Msg) -> bool {
+        // The member's reply is over (it is free again).
+        self.current = None;
         if msg.finished_reason == Some(ReplyFinishedReason::Interrupted) {
-            self.done = true;
+            self.finish();
             return true;
         }
         if msg.finished_reason.is_none() {
-            *self.parked.lock().unwrap_or_else(PoisonError::into_inner) = Some(Parked {
+            self.parked.park(Parked {
                 reply_id: msg.id.clone(),
                 member: self.index,
             });
-            self.done = true;
+            self.finish();
             return true;
         }
         if self.index + 1 == self.members.len() {
-            self.done = true;
+            self.finish();
             return true;
         }
-        self.index += 1;
-        let next: Vec<Msg> = shared_copy(msg).into_iter().collect();
-        self.current = Some(self.members[self.index].reply_stream(next.into()));
+        self.handover = Some(msg.clone());
         false
+    }
+
+    /// Starts the next member on `reply`. An interrupt that came after the caller looked (when
+    /// the member was not replying yet) reaches the member's new reply.
+    fn start_next(&mut self, reply: &Msg) {
+        self.index += 1;
+        let member = &self.members[self.index];
+        let next: Vec<Msg> = shared_copy(reply).into_iter().collect();
+        self.current = Some(member.reply_stream(next.into()));
+        if stopped(self.stop.as_ref()) {
+            member.interrupt();
+        }
+    }
+
+    /// The row was interrupted between two members: it ends with the last reply, marked
+    /// interrupted.
+    fn interrupted(&mut self, mut reply: Msg) -> (Tagged, bool) {
+        self.finish();
+        reply.finished_reason = Some(ReplyFinishedReason::Interrupted);
+        let member = self.members[self.index].name();
+        (Tagged::new(member, Ok(ReplyItem::Final(reply))), true)
+    }
+
+    /// The run is over: nothing more to stream, nothing left to interrupt.
+    fn finish(&mut self) {
+        self.done = true;
+        self.stop = None;
     }
 }
 
@@ -279,9 +318,13 @@ impl Participant for SequentialPipeline {
         self.members.iter().try_for_each(|m| m.observe(msgs.clone()))
     }
 
+    /// Stops the runs in progress (no further member starts), then interrupts every member
+    /// that is replying.
     fn interrupt(&self) -> bool {
+        let runs = self.runs.stop();
         // Every member, not only up to the first running one.
-        self.members.iter().filter(|m| m.interrupt()).count() > 0
+        let members = self.members.iter().filter(|m| m.interrupt()).count();
+        runs || members > 0
     }
 }
 

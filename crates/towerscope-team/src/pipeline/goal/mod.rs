@@ -18,8 +18,8 @@ pub use run::GOAL_VERIFICATION;
 use self::executor::Executor;
 use self::outcome::{GoalLimits, Progress};
 use self::run::{GoalRun, Phase};
-use super::resumed_reply;
 use super::team::TeamPipeline;
+use super::{Runs, resumed_reply};
 use crate::Participant;
 
 /// An executor that works on a goal, and a verifier that checks its work: the reference's
@@ -47,6 +47,11 @@ use crate::Participant;
 /// the user (a confirmation, an external tool) parks the pipeline: its waiting message ends the
 /// stream, and the resuming input, addressed to its reply, continues the run where it stopped
 /// (with the same budget of rounds and retries).
+///
+/// [`interrupt`](Participant::interrupt) stops the run: the reply in progress is interrupted,
+/// and no further one starts (no check of the report, no retry, no next round); the stream
+/// ends with the interrupted reply, or, when the interrupt came between two replies, with the
+/// executor's last final message marked interrupted.
 ///
 /// [`verifier_reset_context`]: Self::verifier_reset_context
 /// [`max_iters`]: Self::max_iters
@@ -86,6 +91,7 @@ pub struct GoalPipeline {
     verifier: Agent,
     limits: GoalLimits,
     progress: Arc<Mutex<Progress>>,
+    runs: Arc<Runs>,
 }
 
 impl GoalPipeline {
@@ -108,6 +114,7 @@ impl GoalPipeline {
             verifier,
             limits: GoalLimits::default(),
             progress: Arc::default(),
+            runs: Arc::default(),
         }
     }
 
@@ -161,6 +168,7 @@ impl GoalPipeline {
             limits: self.limits,
             progress: Arc::clone(&self.progress),
             phase: Phase::Done,
+            stop: Some(self.runs.start()),
         };
         run.phase = if let ReplyInput::Messages(msgs) = &input {
             let (goal, first) = goal_of(msgs);
@@ -228,9 +236,13 @@ impl Participant for GoalPipeline {
         self.executor.observe(msgs)
     }
 
+    /// Stops the runs in progress (no further reply starts: see [`GoalPipeline`]), then
+    /// interrupts the executor and the verifier.
     fn interrupt(&self) -> bool {
+        let runs = self.runs.stop();
         let executor = self.executor.interrupt();
-        self.verifier.interrupt() || executor
+        let verifier = self.verifier.interrupt();
+        runs || executor || verifier
     }
 }
 
@@ -241,5 +253,43 @@ impl fmt::Debug for GoalPipeline {
             .field("verifier", &self.verifier.name())
             .field("limits", &self.limits)
             .finish()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use futures_util::StreamExt;
+    use towerscope_core::{AgentEvent, ReplyFinishedReason, ReplyItem};
+    use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+    use super::*;
+
+    /// The interrupt reached the run while the executor's reply was past its last interrupt
+    /// check (the reply completes with its report): the verifier does not start.
+    #[tokio::test]
+    async fn a_run_stopped_as_the_executor_reports_checks_nothing() {
+        let output = |id: &str, args: &str| ScriptedResponse::tool_call(id, "GenerateStructuredOutput", args);
+        let executor_model = ScriptedModel::new("m", [output("r1", r#"{"report": "done"}"#)]);
+        let verifier_model = ScriptedModel::new("m", [output("v1", r#"{"result": "pass", "message": ""}"#)]);
+        let executor = Agent::builder("coder").model(executor_model).build().unwrap();
+        let verifier = Agent::builder("checker").model(verifier_model.clone()).build().unwrap();
+        let goal = GoalPipeline::new(executor, verifier);
+
+        let stream = goal.reply_stream(Msg::user("user", "Do it.").into());
+        assert!(goal.runs.stop(), "the run is in progress");
+        let items: Vec<_> = stream.map(Result::unwrap).collect().await;
+
+        let started = items.iter().filter_map(|item| match item {
+            ReplyItem::Event(AgentEvent::ReplyStart(e)) => Some(&*e.name),
+            _ => None,
+        });
+        assert_eq!(started.collect::<Vec<_>>(), ["coder"], "the verifier does not start");
+        assert_eq!(verifier_model.calls(), 0);
+        let Some(ReplyItem::Final(last)) = items.last() else {
+            panic!("the stream ends with a final message");
+        };
+        assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Interrupted));
+        assert_eq!(last.structured_output.as_ref().unwrap()["report"], "done");
     }
 }

@@ -2,6 +2,7 @@
 //! verifier judges the report, and a failed verdict sends the executor back with the
 //! verifier's message, within the bounds of [`GoalLimits`].
 
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures_util::StreamExt;
@@ -15,6 +16,7 @@ use towerscope_core::{
 use super::executor::Executor;
 use super::outcome::{GoalLimits, GoalOutcome, Progress, Verdict};
 use super::texts;
+use crate::pipeline::stopped;
 
 /// The name of the `CUSTOM` event that carries each verification (`round`, `result`,
 /// `message`).
@@ -28,10 +30,21 @@ pub(super) enum Phase {
     Executor(EventStream),
     /// The verifier is judging; `instruction` is what it was told, for a retry.
     Verifier { stream: EventStream, instruction: Box<Msg> },
+    /// The next reply, started when the stream is polled again unless the run was interrupted
+    /// by then.
+    Next(Next),
     /// Verified (or out of rounds): the executor's final message ends the stream.
     Finish,
     /// Nothing more.
     Done,
+}
+
+/// A reply the run starts next.
+pub(super) enum Next {
+    /// The executor, on this input (a retry, or the verifier's feedback).
+    Executor(ReplyInput),
+    /// The verifier, on this instruction.
+    Verifier(Box<Msg>),
 }
 
 type Step = Result<ReplyItem, AgentError>;
@@ -42,41 +55,50 @@ pub(super) struct GoalRun {
     pub(super) limits: GoalLimits,
     pub(super) progress: Arc<Mutex<Progress>>,
     pub(super) phase: Phase,
+    /// Raised by the pipeline's `interrupt`; `None` once the run is over.
+    pub(super) stop: Option<Arc<AtomicBool>>,
 }
 
 impl GoalRun {
     /// The next item of the stream.
     pub(super) async fn next(mut self) -> Option<(Step, Self)> {
+        let item = self.step().await?;
+        if matches!(self.phase, Phase::Done) {
+            self.stop = None; // the run is over: nothing left to interrupt
+        }
+        Some((item, self))
+    }
+
+    /// The next item; the phase is `Done` after the last one.
+    async fn step(&mut self) -> Option<Step> {
         loop {
             match std::mem::replace(&mut self.phase, Phase::Done) {
                 Phase::Done => return None,
-                Phase::Finish => {
-                    let last = self.progress().executor_final.clone();
-                    let item = last.map(ReplyItem::Final).ok_or_else(|| {
-                        AgentError::State("the goal pipeline finished without the executor's reply".to_owned())
-                    });
-                    return Some((item, self));
+                Phase::Finish => return Some(self.executor_final(None)),
+                Phase::Next(_) if stopped(self.stop.as_ref()) => {
+                    return Some(self.executor_final(Some(ReplyFinishedReason::Interrupted)));
                 }
+                Phase::Next(next) => self.phase = self.start(next),
                 Phase::Passthrough(mut stream) => {
                     let item = stream.next().await?;
                     if matches!(item, Ok(ReplyItem::Event(_))) {
                         self.phase = Phase::Passthrough(stream);
                     }
-                    return Some((item, self));
+                    return Some(item);
                 }
                 Phase::Executor(mut stream) => match stream.next().await {
                     Some(Ok(ReplyItem::Event(e))) => {
                         self.phase = Phase::Executor(stream);
-                        return Some((Ok(ReplyItem::Event(e)), self));
+                        return Some(Ok(ReplyItem::Event(e)));
                     }
                     Some(Ok(ReplyItem::Final(msg))) => {
                         drop(stream); // the executor is free again
                         if let Some(item) = self.executor_replied(msg) {
-                            return Some((item, self));
+                            return Some(item);
                         }
                     }
-                    Some(Err(e)) => return Some((Err(e), self)),
-                    None => return Some((Err(ended("executor")), self)),
+                    Some(Err(e)) => return Some(Err(e)),
+                    None => return Some(Err(ended("executor"))),
                 },
                 Phase::Verifier {
                     mut stream,
@@ -84,19 +106,48 @@ impl GoalRun {
                 } => match stream.next().await {
                     Some(Ok(ReplyItem::Event(e))) => {
                         self.phase = Phase::Verifier { stream, instruction };
-                        return Some((Ok(ReplyItem::Event(e)), self));
+                        return Some(Ok(ReplyItem::Event(e)));
                     }
                     Some(Ok(ReplyItem::Final(msg))) => {
                         drop(stream); // the verifier is free again (its context may be reset)
                         if let Some(item) = self.verifier_replied(msg, *instruction) {
-                            return Some((item, self));
+                            return Some(item);
                         }
                     }
-                    Some(Err(e)) => return Some((Err(e), self)),
-                    None => return Some((Err(ended("verifier")), self)),
+                    Some(Err(e)) => return Some(Err(e)),
+                    None => return Some(Err(ended("verifier"))),
                 },
             }
         }
+    }
+
+    /// The executor's last final message ends the run, with `reason` if given (an interrupt
+    /// between two replies ends the run with the work so far, marked interrupted).
+    fn executor_final(&self, reason: Option<ReplyFinishedReason>) -> Step {
+        let mut last =
+            self.progress().executor_final.clone().ok_or_else(|| {
+                AgentError::State("the goal pipeline finished without the executor's reply".to_owned())
+            })?;
+        if reason.is_some() {
+            last.finished_reason = reason;
+        }
+        Ok(ReplyItem::Final(last))
+    }
+
+    /// Starts the `next` reply. An interrupt that came after the caller looked (when neither
+    /// was replying) reaches the reply just started.
+    fn start(&self, next: Next) -> Phase {
+        let phase = match next {
+            Next::Executor(input) => Phase::Executor(self.start_executor(input)),
+            Next::Verifier(instruction) => self.start_verifier(*instruction),
+        };
+        if stopped(self.stop.as_ref()) {
+            match phase {
+                Phase::Executor(_) => self.executor.interrupt(),
+                _ => self.verifier.interrupt(),
+            };
+        }
+        phase
     }
 
     fn progress(&self) -> MutexGuard<'_, Progress> {
@@ -130,8 +181,10 @@ impl GoalRun {
                     self.limits.max_retries,
                 )));
             }
+            // The reply the run ends with if it is interrupted before the retry starts.
+            self.progress().executor_final = Some(msg);
             let retry = Msg::user("system", texts::REPORT_RETRY);
-            self.phase = Phase::Executor(self.start_executor(retry.into()));
+            self.phase = Phase::Next(Next::Executor(retry.into()));
             return None;
         };
         let instruction = {
@@ -141,7 +194,7 @@ impl GoalRun {
             verify_instruction(&p.goal, &report)
         };
         match instruction {
-            Ok(instruction) => self.phase = self.start_verifier(instruction),
+            Ok(instruction) => self.phase = Phase::Next(Next::Verifier(Box::new(instruction))),
             Err(e) => return Some(Err(e)),
         }
         None
@@ -158,7 +211,7 @@ impl GoalRun {
             if let Err(e) = self.verifier_retry() {
                 return Some(Err(e));
             }
-            self.phase = self.start_verifier(instruction);
+            self.phase = Phase::Next(Next::Verifier(Box::new(instruction)));
             return None;
         }
         let output = msg.structured_output.as_ref();
@@ -169,7 +222,7 @@ impl GoalRun {
             }
             let goal = self.progress().goal.clone();
             match retry_instruction(&goal) {
-                Ok(instruction) => self.phase = self.start_verifier(instruction),
+                Ok(instruction) => self.phase = Phase::Next(Next::Verifier(Box::new(instruction))),
                 Err(e) => return Some(Err(e)),
             }
             return None;
@@ -207,7 +260,7 @@ impl GoalRun {
         self.phase = if round >= self.limits.max_iters {
             Phase::Finish
         } else {
-            Phase::Executor(self.start_executor(Msg::user("system", texts::feedback(&message)).into()))
+            Phase::Next(Next::Executor(Msg::user("system", texts::feedback(&message)).into()))
         };
         Some(Ok(event))
     }

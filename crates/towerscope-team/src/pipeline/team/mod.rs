@@ -10,7 +10,8 @@ use futures_util::StreamExt;
 use towerscope_agent::{Agent, AgentBuilder};
 use towerscope_core::{AgentError, EventStream, Msg, ReplyInput, ReplyItem, StructuredSchema};
 
-use self::run::{Runs, TeamRun};
+use self::run::TeamRun;
+use super::Runs;
 use super::assign::AssignTool;
 use super::merge::{MergedStream, Tagged};
 use crate::Participant;

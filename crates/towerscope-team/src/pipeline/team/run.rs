@@ -2,8 +2,8 @@
 //! their answers go back to the leader, until the leader's reply ends (or the team is
 //! interrupted).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use futures_util::StreamExt;
 use towerscope_agent::Agent;
@@ -16,33 +16,6 @@ use towerscope_core::{
 use super::TeamMember;
 use crate::pipeline::assign::{ASSIGN_TOOL, parse_assignment, result_of};
 use crate::pipeline::merge::Tagged;
-
-/// The stop flags of the team's runs in progress, which the pipeline's `interrupt` raises:
-/// while members work the leader is parked, not replying, so interrupting the agents alone
-/// would not stop the run from resuming the leader or starting the next task.
-#[derive(Default)]
-pub(super) struct Runs(Mutex<Vec<Weak<AtomicBool>>>);
-
-impl Runs {
-    /// The stop flag of a new run (its run holds it while it is in progress).
-    pub(super) fn start(&self) -> Arc<AtomicBool> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        runs.retain(|run| run.strong_count() > 0);
-        runs.push(Arc::downgrade(&stop));
-        stop
-    }
-
-    /// Stops every run in progress; whether there was one.
-    pub(super) fn stop(&self) -> bool {
-        let runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let live: Vec<Arc<AtomicBool>> = runs.iter().filter_map(Weak::upgrade).collect();
-        for stop in &live {
-            stop.store(true, Ordering::SeqCst);
-        }
-        !live.is_empty()
-    }
-}
 
 type Assigned = std::pin::Pin<Box<dyn futures_core::Stream<Item = (usize, Result<ReplyItem, AgentError>)> + Send>>;
 
@@ -96,6 +69,9 @@ impl TeamRun {
                         Some(Ok(ReplyItem::Final(msg)))
                             if msg.finished_reason.is_none() && !self.assignments.is_empty() =>
                         {
+                            // The parked reply's stream goes first: while it is held, the leader
+                            // counts as replying and a resume of it would be refused.
+                            drop(std::mem::replace(&mut self.phase, Phase::Done));
                             self.phase = if self.stopped() {
                                 self.assignments.clear();
                                 self.resume_leader(UserInterruptEvent::new(msg.id.clone()).into())
@@ -160,7 +136,7 @@ impl TeamRun {
 
     /// Whether the team was interrupted during this run.
     fn stopped(&self) -> bool {
-        self.stop.as_ref().is_some_and(|stop| stop.load(Ordering::SeqCst))
+        crate::pipeline::stopped(self.stop.as_ref())
     }
 
     /// The run is over: nothing more to stream, nothing left to interrupt.
@@ -170,10 +146,13 @@ impl TeamRun {
     }
 
     /// Resumes the parked leader with `input`. An interrupt that came after the caller looked
-    /// (when the leader was not replying yet) reaches the leader's new reply.
+    /// (when the leader was not replying yet) reaches the leader's new reply, unless `input`
+    /// already is one: the agent closes the parked reply inside the cancellable part of its
+    /// reply, so interrupting that too would close the calls a second time.
     fn resume_leader(&self, input: ReplyInput) -> Phase {
+        let interrupting = matches!(input, ReplyInput::Interrupt(_));
         let stream = self.leader.reply_stream(input);
-        if self.stopped() {
+        if self.stopped() && !interrupting {
             self.leader.interrupt();
         }
         Phase::Leader(Box::pin(stream))
@@ -233,5 +212,43 @@ impl TeamRun {
             results,
             leader_reply,
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use futures_util::StreamExt;
+    use towerscope_core::ReplyFinishedReason;
+    use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+    use super::*;
+
+    /// The team was interrupted after the leader's last interrupt check, before the run saw
+    /// its parked final message: the run closes the parked reply, and the leader is free.
+    #[tokio::test]
+    async fn a_stop_raised_as_the_leader_parks_closes_its_reply() {
+        let assign = ScriptedResponse::tool_call("t1", ASSIGN_TOOL, r#"{"member": "worker", "prompt": "One."}"#);
+        let leader_model = ScriptedModel::new("m", [assign, ScriptedResponse::text("continued")]);
+        let worker_model = ScriptedModel::new("m", [ScriptedResponse::text("done")]);
+        let worker = Agent::builder("worker").model(worker_model.clone()).build().unwrap();
+        let builder = Agent::builder("lead").model(leader_model);
+        let team = super::super::TeamPipeline::new(builder, [TeamMember::new(worker, "Works.")]).unwrap();
+        let leader = team.leader.clone();
+
+        let stream = Box::pin(leader.reply_stream(Msg::user("user", "Do it.")));
+        let run = TeamRun::new(leader.clone(), team.members, stream, Arc::new(AtomicBool::new(true)));
+        let own: Vec<_> = futures_util::stream::unfold(run, TeamRun::next)
+            .filter_map(|(tagged, own)| std::future::ready(own.then_some(tagged.item)))
+            .collect()
+            .await;
+
+        let [Ok(ReplyItem::Final(last))] = &own[..] else {
+            panic!("one final message: {own:?}");
+        };
+        assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Interrupted));
+        assert_eq!(worker_model.calls(), 0, "no task starts");
+        let again = leader.reply(Msg::user("user", "And now?")).await.unwrap();
+        assert_eq!(again.text_content().as_deref(), Some("continued"), "the leader is free");
     }
 }
