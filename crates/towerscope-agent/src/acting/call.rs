@@ -385,12 +385,11 @@ fn apply_effects(runtime: &Runtime, call: &ToolCallBlock, response: &mut ToolRes
         let groups = groups.iter().filter_map(|g| g.as_str().map(str::to_owned)).collect();
         runtime.lock_state().activated_groups = groups;
     }
-    if call.name == structured::TOOL_NAME {
-        if let Some(Value::Object(output)) = response.metadata.remove(structured::OUTPUT_KEY) {
-            if response.state == ToolResultState::Success {
-                runtime.lock_state().reply_context.structured_output = Some(output);
-            }
-        }
+    if call.name == structured::TOOL_NAME
+        && let Some(Value::Object(output)) = response.metadata.remove(structured::OUTPUT_KEY)
+        && response.state == ToolResultState::Success
+    {
+        runtime.lock_state().reply_context.structured_output = Some(output);
     }
 }
 

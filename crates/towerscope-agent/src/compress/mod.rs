@@ -295,10 +295,10 @@ where
     state.summary = new_summary;
     state.context = parts.keep.into();
     state.last_call = None;
-    if let Some(usage) = usage {
-        if state.reply_context.reply_id == *ctx.reply_id() {
-            state.reply_context.usage.add(&usage);
-        }
+    if let Some(usage) = usage
+        && state.reply_context.reply_id == *ctx.reply_id()
+    {
+        state.reply_context.usage.add(&usage);
     }
     head.truncate(1);
     if !state.summary.is_empty() {

@@ -60,13 +60,13 @@ impl HttpTarget<'_> {
             value.set_sensitive(true);
             custom.insert(key, value);
         }
-        if let Some(token) = self.bearer {
-            if HeaderValue::from_str(&format!("Bearer {token}")).is_err() {
-                return Err(invalid(
-                    server,
-                    "the bearer token has characters HTTP does not allow in a header",
-                ));
-            }
+        if let Some(token) = self.bearer
+            && HeaderValue::from_str(&format!("Bearer {token}")).is_err()
+        {
+            return Err(invalid(
+                server,
+                "the bearer token has characters HTTP does not allow in a header",
+            ));
         }
         if rustls::crypto::CryptoProvider::get_default().is_none() {
             // Fails only when another thread installed a provider meanwhile, which is as good.

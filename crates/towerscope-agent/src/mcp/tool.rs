@@ -131,10 +131,10 @@ impl Tool for McpTool {
                         ToolResultState::Success
                     };
                     let mut blocks: Vec<MediaBlock> = result.content.iter().map(content_block).collect();
-                    if blocks.is_empty() {
-                        if let Some(structured) = &result.structured_content {
-                            blocks.push(MediaBlock::Text(TextBlock::new(structured.to_string())));
-                        }
+                    if blocks.is_empty()
+                        && let Some(structured) = &result.structured_content
+                    {
+                        blocks.push(MediaBlock::Text(TextBlock::new(structured.to_string())));
                     }
                     y.emit(Ok(ToolChunk::new(blocks).with_state(state))).await;
                 }

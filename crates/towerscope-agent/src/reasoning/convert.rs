@@ -264,11 +264,9 @@ impl ChunkConverter {
             }
             let reply_id = &self.reply_id;
             self.push(out, || ThinkingBlockDeltaEvent::new(reply_id, id, thinking).into());
-        } else if !has_data {
-            if let Some((id, _)) = self.thinking.take() {
-                let reply_id = &self.reply_id;
-                self.push(out, || ThinkingBlockEndEvent::new(reply_id, id).into());
-            }
+        } else if !has_data && let Some((id, _)) = self.thinking.take() {
+            let reply_id = &self.reply_id;
+            self.push(out, || ThinkingBlockEndEvent::new(reply_id, id).into());
         }
 
         let has_text = chunk.content.iter().any(|b| matches!(b, ContentBlock::Text(_)));
@@ -299,11 +297,9 @@ impl ChunkConverter {
             }
             let reply_id = &self.reply_id;
             self.push(out, || TextBlockDeltaEvent::new(reply_id, id, text).into());
-        } else if !has_data {
-            if let Some((id, _)) = self.text.take() {
-                let reply_id = &self.reply_id;
-                self.push(out, || TextBlockEndEvent::new(reply_id, id).into());
-            }
+        } else if !has_data && let Some((id, _)) = self.text.take() {
+            let reply_id = &self.reply_id;
+            self.push(out, || TextBlockEndEvent::new(reply_id, id).into());
         }
 
         // Tool calls: start if new, then the delta; open calls missing from this chunk end now.
@@ -373,43 +369,43 @@ impl ChunkConverter {
 
         // Base64 data blocks; URL sources are not streamed.
         for block in &chunk.content {
-            if let ContentBlock::Data(d) = block {
-                if let DataSource::Base64 { data, media_type } = &d.source {
-                    let open = self.data.iter().find(|(id, _)| *id == d.id).map(|&(_, at)| at);
-                    let at = match open {
-                        Some(at) => at,
-                        None => {
-                            let at = self.partial.len();
-                            self.data.push((d.id.clone(), at));
-                            self.opened.push(d.id.clone());
-                            let mut stored = DataBlock::base64("", media_type.as_str()).with_id(&d.id);
-                            stored.name.clone_from(&d.name);
-                            self.partial.push(stored.into());
-                            let reply_id = &self.reply_id;
-                            self.push(out, || {
-                                let mut start = DataBlockStartEvent::new(reply_id, &d.id, media_type.as_str());
-                                start.name.clone_from(&d.name);
-                                start.into()
-                            });
-                            at
-                        }
-                    };
-                    if let Some(ContentBlock::Data(stored)) = self.partial.get_mut(at) {
-                        stored.append_base64(data);
+            if let ContentBlock::Data(d) = block
+                && let DataSource::Base64 { data, media_type } = &d.source
+            {
+                let open = self.data.iter().find(|(id, _)| *id == d.id).map(|&(_, at)| at);
+                let at = match open {
+                    Some(at) => at,
+                    None => {
+                        let at = self.partial.len();
+                        self.data.push((d.id.clone(), at));
+                        self.opened.push(d.id.clone());
+                        let mut stored = DataBlock::base64("", media_type.as_str()).with_id(&d.id);
+                        stored.name.clone_from(&d.name);
+                        self.partial.push(stored.into());
+                        let reply_id = &self.reply_id;
+                        self.push(out, || {
+                            let mut start = DataBlockStartEvent::new(reply_id, &d.id, media_type.as_str());
+                            start.name.clone_from(&d.name);
+                            start.into()
+                        });
+                        at
                     }
-                    let reply_id = &self.reply_id;
-                    self.push(out, || {
-                        DataBlockDeltaEvent::new(
-                            reply_id,
-                            &d.id,
-                            DataSource::Base64 {
-                                data: data.clone(),
-                                media_type: media_type.clone(),
-                            },
-                        )
-                        .into()
-                    });
+                };
+                if let Some(ContentBlock::Data(stored)) = self.partial.get_mut(at) {
+                    stored.append_base64(data);
                 }
+                let reply_id = &self.reply_id;
+                self.push(out, || {
+                    DataBlockDeltaEvent::new(
+                        reply_id,
+                        &d.id,
+                        DataSource::Base64 {
+                            data: data.clone(),
+                            media_type: media_type.clone(),
+                        },
+                    )
+                    .into()
+                });
             }
         }
     }
@@ -430,15 +426,15 @@ impl ChunkConverter {
     pub(crate) fn close(&mut self, out: &mut Vec<AgentEvent>) {
         let reply_id = &self.reply_id;
         let events = self.events;
-        if let Some((id, _)) = self.text.take() {
-            if events {
-                out.push(TextBlockEndEvent::new(reply_id, id).into());
-            }
+        if let Some((id, _)) = self.text.take()
+            && events
+        {
+            out.push(TextBlockEndEvent::new(reply_id, id).into());
         }
-        if let Some((id, _)) = self.thinking.take() {
-            if events {
-                out.push(ThinkingBlockEndEvent::new(reply_id, id).into());
-            }
+        if let Some((id, _)) = self.thinking.take()
+            && events
+        {
+            out.push(ThinkingBlockEndEvent::new(reply_id, id).into());
         }
         for open in self.tools.drain(..) {
             if events {

@@ -208,10 +208,10 @@ where
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.project();
         let item = ready!(this.inner.poll_next(cx));
-        if let Some(Ok(chunk)) = &item {
-            if chunk.is_last {
-                this.limiter.record_tokens(tokens_of(chunk));
-            }
+        if let Some(Ok(chunk)) = &item
+            && chunk.is_last
+        {
+            this.limiter.record_tokens(tokens_of(chunk));
         }
         Poll::Ready(item)
     }

@@ -59,25 +59,25 @@ impl RetryPolicy {
             return None;
         }
         let hint = error.retry_after();
-        if let (Some(hint), Some(max)) = (hint, config.max_retry_after) {
-            if hint > max {
-                tracing::warn!(
-                    target: "towerscope::retry",
-                    model, ?hint, ?max, error.kind = error.kind(), http.status = Outline(error).status(),
-                    "not retrying: the provider asks to wait longer than max_retry_after",
-                );
-                return None;
-            }
+        if let (Some(hint), Some(max)) = (hint, config.max_retry_after)
+            && hint > max
+        {
+            tracing::warn!(
+                target: "towerscope::retry",
+                model, ?hint, ?max, error.kind = error.kind(), http.status = Outline(error).status(),
+                "not retrying: the provider asks to wait longer than max_retry_after",
+            );
+            return None;
         }
-        if let Some(budget) = &config.budget {
-            if !budget.withdraw() {
-                tracing::warn!(
-                    target: "towerscope::retry",
-                    model, error.kind = error.kind(), http.status = Outline(error).status(),
-                    "not retrying: retry budget exhausted",
-                );
-                return None;
-            }
+        if let Some(budget) = &config.budget
+            && !budget.withdraw()
+        {
+            tracing::warn!(
+                target: "towerscope::retry",
+                model, error.kind = error.kind(), http.status = Outline(error).status(),
+                "not retrying: retry budget exhausted",
+            );
+            return None;
         }
         let delay = hint.unwrap_or_else(|| config.backoff.delay(self.attempts));
         self.attempts += 1;

@@ -250,12 +250,12 @@ impl AnthropicChatModelBuilder {
             ));
         }
         let max_tokens = self.params.max_tokens.unwrap_or(self.options.max_tokens);
-        if let Some(budget) = self.options.thinking_budget {
-            if budget >= max_tokens {
-                return Err(AgentError::validation(format!(
-                    "the thinking budget ({budget} tokens) must be below max_tokens ({max_tokens}); raise max_tokens"
-                )));
-            }
+        if let Some(budget) = self.options.thinking_budget
+            && budget >= max_tokens
+        {
+            return Err(AgentError::validation(format!(
+                "the thinking budget ({budget} tokens) must be below max_tokens ({max_tokens}); raise max_tokens"
+            )));
         }
         let mut headers = HeaderMap::new();
         headers.insert(

@@ -133,11 +133,11 @@ impl Answer {
             // The name goes out in the chunk that brings it (usually the call's first); later
             // chunks of the call carry an empty name, which merging keeps from the first.
             let mut named = false;
-            if call.name.is_empty() {
-                if let Some(name) = function.and_then(|f| f.name.as_deref()) {
-                    call.name.push_str(name);
-                    named = true;
-                }
+            if call.name.is_empty()
+                && let Some(name) = function.and_then(|f| f.name.as_deref())
+            {
+                call.name.push_str(name);
+                named = true;
             }
             call.arguments.push_str(fragment);
             call.scan.feed(fragment);

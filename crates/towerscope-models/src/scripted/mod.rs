@@ -247,14 +247,13 @@ impl ScriptedModel {
             }
             s = self.lock();
         }
-        if s.queue.is_empty() {
-            if let Some((cycle, next)) = &mut s.cycle {
-                if *next < cycle.len() {
-                    let picked = Picked::Cycled(Arc::clone(cycle), *next);
-                    *next = (*next + 1) % cycle.len();
-                    return Ok(picked);
-                }
-            }
+        if s.queue.is_empty()
+            && let Some((cycle, next)) = &mut s.cycle
+            && *next < cycle.len()
+        {
+            let picked = Picked::Cycled(Arc::clone(cycle), *next);
+            *next = (*next + 1) % cycle.len();
+            return Ok(picked);
         }
         s.queue.pop_front().map(Picked::Owned).ok_or_else(|| AgentError::Model {
             model: Some(self.name.to_string()),

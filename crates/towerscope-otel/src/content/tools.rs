@@ -76,10 +76,10 @@ impl ToolDefinitions {
             return None;
         }
         let lock = || self.last.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(last) = &*lock() {
-            if Arc::ptr_eq(&last.tools, tools) {
-                return Some(Arc::clone(&last.text));
-            }
+        if let Some(last) = &*lock()
+            && Arc::ptr_eq(&last.tools, tools)
+        {
+            return Some(Arc::clone(&last.text));
         }
         let text: Arc<str> = Arc::from(tool_definitions(tools));
         *lock() = Some(Written {

@@ -194,13 +194,14 @@ fn start(tracer: &SdkTracer, config: &Config, req: &ReplyRequest) -> ReplyRecord
         .with_attributes(attributes);
     let span = OpenSpan::start(tracer, builder, &OtelContext::current());
     // The content only once the sampler kept the span (it is the costly part).
-    if let ReplyInput::Messages(msgs) = &req.input {
-        if config.capture_content && span.is_recording() {
-            span.set(KeyValue::new(
-                GEN_AI_INPUT_MESSAGES,
-                content::input_messages(msgs.iter()),
-            ));
-        }
+    if let ReplyInput::Messages(msgs) = &req.input
+        && config.capture_content
+        && span.is_recording()
+    {
+        span.set(KeyValue::new(
+            GEN_AI_INPUT_MESSAGES,
+            content::input_messages(msgs.iter()),
+        ));
     }
     if let ReplyInput::External(event) = &req.input {
         for result in &event.execution_results {

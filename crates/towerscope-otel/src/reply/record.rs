@@ -134,10 +134,10 @@ impl ReplyRecord {
                 usage_int(usage.output_tokens),
             ));
         }
-        if !span.failed() {
-            if let Some(output) = self.output.take() {
-                span.set(KeyValue::new(GEN_AI_OUTPUT_MESSAGES, output));
-            }
+        if !span.failed()
+            && let Some(output) = self.output.take()
+        {
+            span.set(KeyValue::new(GEN_AI_OUTPUT_MESSAGES, output));
         }
         span.ok();
         self.span.end();

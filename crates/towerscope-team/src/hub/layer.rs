@@ -121,10 +121,10 @@ impl Stream for BroadcastStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let item = ready!(self.inner.as_mut().poll_next(cx));
-        if let Some(Ok(ReplyItem::Final(msg))) = &item {
-            if msg.finished_reason.is_some() {
-                self.broadcaster.broadcast(msg);
-            }
+        if let Some(Ok(ReplyItem::Final(msg))) = &item
+            && msg.finished_reason.is_some()
+        {
+            self.broadcaster.broadcast(msg);
         }
         Poll::Ready(item)
     }
