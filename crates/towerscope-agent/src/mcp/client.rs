@@ -1,125 +1,24 @@
 //! [`McpClient`]: one connection to an MCP server, shared by its tools.
 
-use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
+use rmcp::ServiceError;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ListToolsRequest, NumberOrString,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerResult, Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ListToolsRequest, PaginatedRequestParams,
+    ServerResult, Tool,
 };
-use rmcp::service::{
-    ClientInitializeError, MaybeSendFuture, NotificationContext, PeerRequestOptions, RoleClient, RunningService,
-    ServiceExt,
-};
+use rmcp::service::{ClientInitializeError, PeerRequestOptions, RoleClient, RunningService, ServiceExt};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, ServiceError};
-use tokio::sync::mpsc;
 use towerscope_core::{AgentError, TimeoutKind};
 
 use super::http::HttpTarget;
+use super::progress::{Handler, ProgressRoutes, ProgressSender};
 use super::{McpServer, McpTransport};
 
 /// The most pages an MCP listing follows (tools, prompts, resources, templates).
 pub const MAX_PAGES: usize = 1_000;
-
-type ProgressSender = mpsc::Sender<ProgressNotificationParam>;
-
-/// How many progress notifications of one call wait for the reply's reader. A server that sends
-/// them faster than the reader takes them loses the ones past this (progress is a running
-/// figure: a later one says what an earlier one did), instead of filling memory.
-pub(crate) const PROGRESS_BUFFER: usize = 256;
-
-/// Where progress notifications go: the calls waiting for them by token, and the few that came
-/// before their call was registered (the SDK assigns the token as it sends the request).
-#[derive(Default)]
-struct Routes {
-    calls: HashMap<String, Route>,
-    early: VecDeque<ProgressNotificationParam>,
-}
-
-/// A call's progress: where it goes, and the last `(progress, total)` that went there.
-struct Route {
-    tx: ProgressSender,
-    last: Option<(f64, Option<f64>)>,
-}
-
-impl Route {
-    fn send(&mut self, params: ProgressNotificationParam) {
-        self.last = Some((params.progress, params.total));
-        // Full: the reader is behind; this notification is dropped (see `PROGRESS_BUFFER`).
-        let _ = self.tx.try_send(params);
-    }
-
-    /// Whether the last notification said there is more to come (`progress < total`).
-    fn expects_more(&self) -> bool {
-        matches!(self.last, Some((progress, Some(total))) if progress < total)
-    }
-}
-
-/// The SDK handles each notification in a task of its own, so one the server sent before its
-/// result may reach the handler after the result reaches the call. A finished call's route
-/// stays open while the scheduler runs those tasks ([`LATE_YIELDS`] turns), and, when its last
-/// notification said more was coming, at most this long.
-const LATE_PROGRESS: Duration = Duration::from_millis(50);
-const LATE_YIELDS: usize = 8;
-
-/// How many notifications of calls not registered yet are kept.
-const EARLY_NOTIFICATIONS: usize = 64;
-
-type ProgressRoutes = Arc<Mutex<Routes>>;
-
-/// A call's progress route, removed when the call ends, however it ends: with its result, or
-/// dropped (its reply interrupted, its stream dropped).
-struct RouteGuard<'a> {
-    routes: &'a ProgressRoutes,
-    key: String,
-}
-
-impl Drop for RouteGuard<'_> {
-    fn drop(&mut self) {
-        self.routes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .calls
-            .remove(&self.key);
-    }
-}
-
-/// Routes the server's progress notifications to the call that asked for them.
-#[derive(Clone, Default)]
-pub(crate) struct Handler {
-    progress: ProgressRoutes,
-}
-
-impl ClientHandler for Handler {
-    fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        let key = token_key(&params.progress_token);
-        let mut routes = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
-        match routes.calls.get_mut(&key) {
-            Some(route) => route.send(params),
-            None => {
-                if routes.early.len() == EARLY_NOTIFICATIONS {
-                    routes.early.pop_front();
-                }
-                routes.early.push_back(params);
-            }
-        }
-        std::future::ready(())
-    }
-}
-
-fn token_key(token: &ProgressToken) -> String {
-    match &token.0 {
-        NumberOrString::Number(n) => n.to_string(),
-        NumberOrString::String(s) => s.to_string(),
-    }
-}
 
 /// A connection to an MCP server. Clones share it; it closes when the last clone is dropped
 /// (a stdio server's process is ended then).
@@ -180,7 +79,7 @@ impl McpClient {
     pub async fn connect(server: &McpServer) -> Result<Self, AgentError> {
         server.check_settings()?;
         let handler = Handler::default();
-        let progress = Arc::clone(&handler.progress);
+        let progress = handler.routes();
         let service = match &server.transport {
             McpTransport::Stdio { command, args, env } => {
                 let mut cmd = tokio::process::Command::new(command);
@@ -282,40 +181,14 @@ impl McpClient {
             .send_request_with_option(request, self.options())
             .await
             .map_err(|e| e.to_string())?;
-        let key = token_key(&handle.progress_token);
-        let _route = RouteGuard {
-            routes: &self.inner.progress,
-            key: key.clone(),
-        };
-        {
-            let mut routes = self.routes();
-            let mut route = Route {
-                tx: progress,
-                last: None,
-            };
-            let early = std::mem::take(&mut routes.early);
-            for n in early {
-                if token_key(&n.progress_token) == key {
-                    route.send(n);
-                } else {
-                    routes.early.push_back(n);
-                }
-            }
-            routes.calls.insert(key.clone(), route);
-        }
+        let route = self.inner.progress.open(&handle.progress_token, progress);
         let result = handle.await_response().await.map_err(|e| match e {
             ServiceError::Timeout { timeout } => {
                 timed_out(&self.inner.server, &format!("calling '{name}'"), timeout).to_string()
             }
             e => e.to_string(),
         });
-        for _ in 0..LATE_YIELDS {
-            tokio::task::yield_now().await;
-        }
-        let deadline = tokio::time::Instant::now() + LATE_PROGRESS;
-        while self.routes().calls.get(&key).is_some_and(Route::expects_more) && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        route.settle().await;
         match result? {
             ServerResult::CallToolResult(result) => Ok(result),
             _ => Err("the server answered the tool call with something else than a tool result".to_owned()),
@@ -357,15 +230,14 @@ impl McpClient {
     pub(super) fn failed(&self, what: &str, e: impl fmt::Display) -> AgentError {
         AgentError::State(format!("MCP server '{}': {what} failed: {e}", self.inner.server))
     }
-
-    fn routes(&self) -> std::sync::MutexGuard<'_, Routes> {
-        self.inner.progress.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use tokio::sync::mpsc;
+
     use super::*;
+    use crate::mcp::progress::PROGRESS_BUFFER;
 
     /// A stdio server that answers the initialisation (request id 0, the SDK's first) and
     /// then never answers again.
@@ -386,7 +258,7 @@ mod tests {
         let (tx, _rx) = mpsc::channel(PROGRESS_BUFFER);
         let mut call = Box::pin(client.call("wait", serde_json::Map::new(), tx));
         let registered = async {
-            while client.routes().calls.is_empty() {
+            while client.inner.progress.open_routes() == 0 {
                 tokio::select! {
                     _ = &mut call => panic!("the quiet server answered"),
                     () = tokio::time::sleep(Duration::from_millis(10)) => {}
@@ -396,33 +268,12 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(10), registered)
             .await
             .expect("the call registers its route once sent");
-        assert_eq!(client.routes().calls.len(), 1, "the call waits, its route open");
+        assert_eq!(client.inner.progress.open_routes(), 1, "the call waits, its route open");
         drop(call);
-        assert!(client.routes().calls.is_empty(), "the dropped call's route is gone");
-    }
-
-    /// A server flooding a call with progress while its reader is behind: at most
-    /// `PROGRESS_BUFFER` wait, the rest are dropped, and the route still knows the latest.
-    #[test]
-    fn a_flood_of_progress_waits_in_a_bounded_buffer() {
-        let (tx, mut rx) = mpsc::channel(PROGRESS_BUFFER);
-        let mut route = Route { tx, last: None };
-        let token = ProgressToken(NumberOrString::Number(1));
-        for n in 0..PROGRESS_BUFFER * 4 {
-            let mut params = ProgressNotificationParam::new(token.clone(), n as f64);
-            params.total = Some((PROGRESS_BUFFER * 4) as f64);
-            route.send(params);
-        }
-        let mut waiting = Vec::new();
-        while let Ok(params) = rx.try_recv() {
-            waiting.push(params.progress);
-        }
-        let first: Vec<f64> = (0..PROGRESS_BUFFER).map(|n| n as f64).collect();
-        assert_eq!(waiting, first, "the first ones wait, in order; the rest were dropped");
         assert_eq!(
-            route.last,
-            Some(((PROGRESS_BUFFER * 4 - 1) as f64, Some((PROGRESS_BUFFER * 4) as f64)))
+            client.inner.progress.open_routes(),
+            0,
+            "the dropped call's route is gone"
         );
-        assert!(route.expects_more());
     }
 }

@@ -65,6 +65,7 @@
 
 mod client;
 mod http;
+mod progress;
 mod prompts;
 mod resources;
 mod tool;
