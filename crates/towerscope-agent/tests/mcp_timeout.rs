@@ -4,7 +4,11 @@
 #![cfg(feature = "mcp")]
 #![allow(clippy::unwrap_used)]
 
+mod mcp_shell;
+
 use std::time::Duration;
+
+use mcp_shell::goes_quiet;
 
 use towerscope_agent::mcp::{DEFAULT_TIMEOUT, McpClient, McpServer};
 use towerscope_agent::toolkit::Toolkit;
@@ -12,14 +16,6 @@ use towerscope_core::AgentError;
 
 /// Longer than any of these tests takes when the timeouts work.
 const HANG: Duration = Duration::from_secs(10);
-
-/// A server that answers the initialisation (request id 0, the SDK's first) and then reads
-/// nothing more and never answers.
-fn goes_quiet() -> McpServer {
-    let init = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26","capabilities":{"tools":{},"prompts":{},"resources":{}},"serverInfo":{"name":"quiet","version":"0"}}}"#;
-    let script = format!("read -r _; printf '%s\\n' '{init}'; exec sleep 60");
-    McpServer::stdio("quiet", "sh", ["-c".to_owned(), script])
-}
 
 /// Asserts `err` is a timeout after `after` that names the server and what was asked.
 fn assert_timed_out(err: &AgentError, server: &str, what: &str, after: Duration) {

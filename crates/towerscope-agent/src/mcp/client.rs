@@ -9,7 +9,7 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ListToolsRequest, PaginatedRequestParams,
     ServerResult, Tool,
 };
-use rmcp::service::{ClientInitializeError, PeerRequestOptions, RoleClient, RunningService, ServiceExt};
+use rmcp::service::{ClientInitializeError, PeerRequestOptions, RequestHandle, RoleClient, RunningService, ServiceExt};
 use rmcp::transport::TokioChildProcess;
 use towerscope_core::{AgentError, TimeoutKind};
 
@@ -129,35 +129,38 @@ impl McpClient {
 
     /// The server's tools (every page, at most [`MAX_PAGES`]).
     pub async fn list_tools(&self) -> Result<Vec<Tool>, AgentError> {
-        const WHAT: &str = "listing tools";
-        self.all_pages(WHAT, |page| async move {
-            let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(page));
-            match self.request(WHAT, request).await? {
-                ServerResult::ListToolsResult(listed) => Ok((listed.tools, listed.next_cursor)),
-                _ => Err(self.unexpected(WHAT)),
-            }
-        })
+        self.list(
+            "listing tools",
+            |page| ClientRequest::ListToolsRequest(ListToolsRequest::with_param(page)),
+            |listed| match listed {
+                ServerResult::ListToolsResult(listed) => Some((listed.tools, listed.next_cursor)),
+                _ => None,
+            },
+        )
         .await
     }
 
-    /// Every page of a listing (`page` asks for the one its parameters name and returns its
-    /// items and the next cursor), following the server's cursors: at most [`MAX_PAGES`] of
-    /// them, so a server that answers every page with another cursor fails the listing instead
-    /// of keeping it going (and growing) for ever.
-    pub(super) async fn all_pages<'a, T, F, Fut>(&'a self, what: &str, mut page: F) -> Result<Vec<T>, AgentError>
-    where
-        F: FnMut(PaginatedRequestParams) -> Fut,
-        Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), AgentError>> + 'a,
-    {
-        let mut items = Vec::new();
+    /// Every page of a listing (`what`, for errors): `ask` makes the request of a page from its
+    /// parameters, `items` takes the items and the next cursor out of the answer (`None`: the
+    /// server answered with another kind of result). It follows the server's cursors, at most
+    /// [`MAX_PAGES`] of them, so a server that answers every page with another cursor fails the
+    /// listing instead of keeping it going (and growing) for ever.
+    pub(super) async fn list<T>(
+        &self,
+        what: &str,
+        ask: impl Fn(PaginatedRequestParams) -> ClientRequest,
+        items: impl Fn(ServerResult) -> Option<(Vec<T>, Option<String>)>,
+    ) -> Result<Vec<T>, AgentError> {
+        let mut all = Vec::new();
         let mut cursor = None;
         for _ in 0..MAX_PAGES {
             let params = PaginatedRequestParams::default().with_cursor(cursor.take());
-            let (listed, next) = page(params).await?;
-            items.extend(listed);
+            let answer = self.request(what, ask(params)).await?;
+            let (listed, next) = items(answer).ok_or_else(|| self.unexpected(what))?;
+            all.extend(listed);
             match next {
                 Some(next) => cursor = Some(next),
-                None => return Ok(items),
+                None => return Ok(all),
             }
         }
         Err(self.failed(
@@ -172,26 +175,18 @@ impl McpClient {
         name: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
         progress: ProgressSender,
-    ) -> Result<CallToolResult, String> {
+    ) -> Result<CallToolResult, AgentError> {
+        let what = format!("calling '{name}'");
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         // The SDK gives the request its progress token as it sends it.
-        let handle = self
-            .peer()
-            .send_request_with_option(request, self.options())
-            .await
-            .map_err(|e| e.to_string())?;
+        let handle = self.send(&what, request).await?;
         let route = self.inner.progress.open(&handle.progress_token, progress);
-        let result = handle.await_response().await.map_err(|e| match e {
-            ServiceError::Timeout { timeout } => {
-                timed_out(&self.inner.server, &format!("calling '{name}'"), timeout).to_string()
-            }
-            e => e.to_string(),
-        });
+        let result = self.answer(&what, handle).await;
         route.settle().await;
         match result? {
             ServerResult::CallToolResult(result) => Ok(result),
-            _ => Err("the server answered the tool call with something else than a tool result".to_owned()),
+            _ => Err(self.unexpected(&what)),
         }
     }
 
@@ -210,11 +205,20 @@ impl McpClient {
     /// Sends `request` (`what` says what it asks, for errors) and waits for the server's
     /// answer, at most the server's timeout.
     pub(super) async fn request(&self, what: &str, request: ClientRequest) -> Result<ServerResult, AgentError> {
-        let handle = self
-            .peer()
+        let handle = self.send(what, request).await?;
+        self.answer(what, handle).await
+    }
+
+    /// Sends `request` with the server's timeout.
+    async fn send(&self, what: &str, request: ClientRequest) -> Result<RequestHandle<RoleClient>, AgentError> {
+        self.peer()
             .send_request_with_option(request, self.options())
             .await
-            .map_err(|e| self.failed(what, e))?;
+            .map_err(|e| self.failed(what, e))
+    }
+
+    /// The server's answer to a sent request, or a timeout error naming the server and `what`.
+    async fn answer(&self, what: &str, handle: RequestHandle<RoleClient>) -> Result<ServerResult, AgentError> {
         handle.await_response().await.map_err(|e| match e {
             ServiceError::Timeout { timeout } => timed_out(&self.inner.server, what, timeout),
             e => self.failed(what, e),
@@ -237,22 +241,15 @@ mod tests {
     use tokio::sync::mpsc;
 
     use super::*;
+    use crate::mcp::mcp_shell::goes_quiet;
     use crate::mcp::progress::PROGRESS_BUFFER;
-
-    /// A stdio server that answers the initialisation (request id 0, the SDK's first) and
-    /// then never answers again.
-    fn goes_quiet() -> McpServer {
-        let init = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26","capabilities":{"tools":{}},"serverInfo":{"name":"quiet","version":"0"}}}"#;
-        let script = format!("read -r _; printf '%s\\n' '{init}'; exec sleep 60");
-        McpServer::stdio("quiet", "sh", ["-c".to_owned(), script]).no_timeout()
-    }
 
     /// A call dropped while it waits for the server (its reply interrupted, its stream
     /// dropped) takes its progress route with it, instead of leaving it, and the sender to a
     /// reader that is gone, in the client for as long as the connection lives.
     #[tokio::test]
     async fn a_dropped_call_leaves_no_progress_route_behind() {
-        let client = McpClient::connect(&goes_quiet())
+        let client = McpClient::connect(&goes_quiet().no_timeout())
             .await
             .expect("the quiet server initialises");
         let (tx, _rx) = mpsc::channel(PROGRESS_BUFFER);

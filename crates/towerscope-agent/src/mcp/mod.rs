@@ -65,6 +65,9 @@
 
 mod client;
 mod http;
+#[cfg(test)]
+#[path = "../../tests/mcp_shell/mod.rs"]
+mod mcp_shell;
 mod progress;
 mod prompts;
 mod resources;
