@@ -1,6 +1,8 @@
 //! MCP servers that do not answer: connecting, listing, reading and rendering fail once the
 //! server's timeout passes, with a timeout error that names the server, instead of hanging the
-//! agent. The servers are shell one-liners (`sh`, `sleep`), so these tests need no MCP setup.
+//! agent; and servers that take long but keep reporting progress, whose calls run to their end
+//! (or to their total timeout). The servers are shell one-liners (`sh`, `sleep`), so these tests
+//! need no MCP setup.
 #![cfg(feature = "mcp")]
 #![allow(clippy::unwrap_used)]
 
@@ -8,11 +10,12 @@ mod mcp_shell;
 
 use std::time::Duration;
 
-use mcp_shell::goes_quiet;
-
-use towerscope_agent::mcp::{DEFAULT_TIMEOUT, McpClient, McpServer};
-use towerscope_agent::toolkit::Toolkit;
-use towerscope_core::AgentError;
+use futures_util::StreamExt;
+use mcp_shell::{goes_quiet, reports_progress};
+use towerscope_agent::mcp::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, McpClient, McpServer};
+use towerscope_agent::toolkit::{ToolError, Toolkit};
+use towerscope_core::tool::MCP_PROGRESS_KEY;
+use towerscope_core::{AgentError, MediaBlock, ToolChunk, ToolResultState};
 
 /// Longer than any of these tests takes when the timeouts work.
 const HANG: Duration = Duration::from_secs(10);
@@ -80,11 +83,85 @@ async fn a_server_that_goes_quiet_fails_each_request_after_the_timeout() {
     }
 }
 
+/// What calling the one tool of `server` gave, chunk by chunk (within HANG).
+async fn call_the_tool(server: McpServer) -> Vec<Result<ToolChunk, ToolError>> {
+    let mut toolkit = Toolkit::new();
+    let added = toolkit.add_mcp_server(server).await.unwrap();
+    let tool = toolkit.get(&added.tools[0]).unwrap();
+    tokio::time::timeout(HANG, tool.call(serde_json::json!({})).collect())
+        .await
+        .expect("the call ends by itself")
+}
+
+/// The timeout bounds the server's silence, not the call: a tool that works for three seconds,
+/// reporting progress every 100 ms, outlives a timeout of two.
+#[tokio::test]
+async fn a_tool_that_keeps_reporting_progress_outlives_the_timeout() {
+    let server = reports_progress(30, Duration::from_millis(100)).timeout(Duration::from_secs(2));
+    let chunks = call_the_tool(server).await;
+    let (result, progress) = chunks.split_last().unwrap();
+    let result = result.as_ref().expect("the call succeeds");
+    assert_eq!(result.state, ToolResultState::Success);
+    let text: Vec<&str> = result
+        .content
+        .iter()
+        .map(|b| match b {
+            MediaBlock::Text(t) => t.text.as_str(),
+            other => panic!("not text: {other:?}"),
+        })
+        .collect();
+    assert_eq!(text, ["done"]);
+    let steps: Vec<f64> = progress
+        .iter()
+        .map(|c| {
+            c.as_ref().unwrap().metadata[MCP_PROGRESS_KEY]["progress"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        (1..=30).map(f64::from).collect::<Vec<_>>(),
+        "every step, in order"
+    );
+}
+
+/// A total timeout caps the call however often the server reports progress.
+#[tokio::test]
+async fn a_total_timeout_caps_a_call_that_keeps_reporting_progress() {
+    let server = reports_progress(50, Duration::from_millis(100))
+        .timeout(Duration::from_secs(2))
+        .total_timeout(Duration::from_secs(3));
+    let chunks = call_the_tool(server).await;
+    let err = chunks.last().unwrap().as_ref().expect_err("the call is cut short");
+    let text = err.to_string();
+    assert!(
+        text.contains("MCP server 'worker': calling 'work' timed out") && text.contains("within 3s"),
+        "{text}"
+    );
+}
+
 #[test]
 fn requests_have_a_finite_timeout_unless_told_otherwise() {
     assert_eq!(DEFAULT_TIMEOUT, Duration::from_secs(60));
+    assert_eq!(DEFAULT_CONNECT_TIMEOUT, Duration::from_secs(300));
     let server = McpServer::http("docs", "http://127.0.0.1:1/mcp");
     assert_eq!(server.timeout, Some(DEFAULT_TIMEOUT));
+    assert_eq!(server.connect_timeout, Some(DEFAULT_CONNECT_TIMEOUT));
+    assert_eq!(server.total_timeout, None);
     let server = McpServer::stdio("local", "server", ["--stdio"]).no_timeout();
-    assert_eq!(server.timeout, None);
+    assert_eq!((server.timeout, server.connect_timeout), (None, None));
+}
+
+/// A timeout set on the server bounds connecting too; a connect timeout, set before or after
+/// it, bounds connecting alone.
+#[test]
+fn connecting_waits_five_minutes_unless_a_timeout_is_set() {
+    let (s, m) = (Duration::from_secs(1), Duration::from_secs(60));
+    let server = McpServer::stdio("local", "server", ["--stdio"]);
+    assert_eq!(server.clone().timeout(s).connect_timeout, Some(s));
+    assert_eq!(server.clone().connect_timeout(m).timeout(s).connect_timeout, Some(m));
+    assert_eq!(server.clone().timeout(s).connect_timeout(m).connect_timeout, Some(m));
+    let server = server.connect_timeout(m).no_timeout();
+    assert_eq!((server.timeout, server.connect_timeout), (None, Some(m)));
 }

@@ -32,6 +32,7 @@ struct Inner {
     progress: ProgressRoutes,
     server: String,
     timeout: Option<Duration>,
+    total_timeout: Option<Duration>,
 }
 
 impl fmt::Debug for McpClient {
@@ -58,13 +59,13 @@ fn timed_out(server: &str, what: &str, after: Duration) -> AgentError {
 }
 
 /// Starts the session (`serving`: the SDK's initialisation over a transport) within the
-/// server's timeout. A server that never answers fails here, and its transport (a stdio
+/// server's connect timeout. A server that never answers fails here, and its transport (a stdio
 /// server's process) is dropped with the initialisation.
 async fn initialise<F>(server: &McpServer, serving: F) -> Result<RunningService<RoleClient, Handler>, AgentError>
 where
     F: Future<Output = Result<RunningService<RoleClient, Handler>, ClientInitializeError>>,
 {
-    let served = match server.timeout {
+    let served = match server.connect_timeout {
         Some(after) => tokio::time::timeout(after, serving)
             .await
             .map_err(|_| timed_out(&server.name, "initialising the session", after))?,
@@ -75,7 +76,7 @@ where
 
 impl McpClient {
     /// Connects (starting the process of a stdio server) and initialises the session, within
-    /// the server's [`timeout`](McpServer::timeout()).
+    /// the server's [`connect_timeout`](McpServer::connect_timeout()).
     pub async fn connect(server: &McpServer) -> Result<Self, AgentError> {
         server.check_settings()?;
         let handler = Handler::default();
@@ -110,6 +111,7 @@ impl McpClient {
                 progress,
                 server: server.name.clone(),
                 timeout: server.timeout,
+                total_timeout: server.total_timeout,
             }),
         })
     }
@@ -195,21 +197,23 @@ impl McpClient {
         self.inner.service.peer()
     }
 
-    /// The options of every request: the server's timeout.
+    /// The options of every request: the server's timeout, started again by each progress
+    /// notification about the request, and its total timeout.
     fn options(&self) -> PeerRequestOptions {
-        let mut options = PeerRequestOptions::no_options();
+        let mut options = PeerRequestOptions::no_options().reset_timeout_on_progress();
         options.timeout = self.inner.timeout;
+        options.max_total_timeout = self.inner.total_timeout;
         options
     }
 
     /// Sends `request` (`what` says what it asks, for errors) and waits for the server's
-    /// answer, at most the server's timeout.
+    /// answer, within the server's timeouts.
     pub(super) async fn request(&self, what: &str, request: ClientRequest) -> Result<ServerResult, AgentError> {
         let handle = self.send(what, request).await?;
         self.answer(what, handle).await
     }
 
-    /// Sends `request` with the server's timeout.
+    /// Sends `request` with the server's timeouts.
     async fn send(&self, what: &str, request: ClientRequest) -> Result<RequestHandle<RoleClient>, AgentError> {
         self.peer()
             .send_request_with_option(request, self.options())

@@ -8,10 +8,15 @@
 //! active, with [`McpServer::active`]). Each tool is named `mcp__{server}__{tool}` as in the
 //! reference (characters other than letters, digits, `_` and `-` become `_`).
 //!
-//! - **Timeouts**: every request, connecting included, fails after
-//!   [`McpServer::timeout()`] ([`DEFAULT_TIMEOUT`], a minute, unless set) with
-//!   [`AgentError::Timeout`](towerscope_core::AgentError::Timeout) naming the server and the
-//!   request; a timed-out tool call becomes an error result.
+//! - **Timeouts**: a request fails with
+//!   [`AgentError::Timeout`](towerscope_core::AgentError::Timeout), naming the server and the
+//!   request, once the server has said nothing about it for [`McpServer::timeout()`]
+//!   ([`DEFAULT_TIMEOUT`], a minute, unless set): each progress notification starts the wait
+//!   again, so a long tool call that reports progress runs to its end while a server that went
+//!   silent fails it. [`McpServer::total_timeout()`] caps a request's whole time, progress or
+//!   not. Connecting has [`DEFAULT_CONNECT_TIMEOUT`] (five minutes: a first `npx` or `uvx` run
+//!   downloads the server), or the timeout the server was given. A timed-out tool call becomes
+//!   an error result.
 //! - **Calls**: arguments are validated against the server's schema like any tool's; the
 //!   result's text becomes text blocks, images and audio data blocks, other content its JSON.
 //!   A result the server marks as an error, and a failed call
@@ -78,7 +83,7 @@ mod toolkit;
 pub use client::{MAX_PAGES, McpClient};
 pub use prompts::{McpPrompt, McpPromptArgument, McpRenderedPrompt};
 pub use resources::{McpResource, McpResourceContent, McpResourceTemplate};
-pub use server::{DEFAULT_TIMEOUT, McpServer, McpTransport};
+pub use server::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, McpServer, McpTransport};
 pub use tool::McpTool;
 
 use crate::toolkit::ToolSchemaError;

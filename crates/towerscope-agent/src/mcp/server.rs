@@ -5,13 +5,49 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-/// How long a request to an MCP server may take unless [`McpServer::timeout()`] says otherwise:
-/// one minute, the default request timeout of the MCP TypeScript SDK. It bounds connecting
-/// (starting and initialising the session) as well as each listing, read, prompt and tool
-/// call, so a server that stops answering fails the request instead of hanging the agent.
+/// How long a request to an MCP server may wait without a word from the server about it (its
+/// answer, or a progress notification, after which the wait starts again), unless
+/// [`McpServer::timeout()`] says otherwise: one minute, the default request timeout of the MCP
+/// TypeScript SDK. It bounds each listing, read, prompt and tool call, so a server that stops
+/// answering fails the request instead of hanging the agent, while a tool that keeps reporting
+/// progress runs as long as it needs.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long connecting to an MCP server (starting a stdio server's process, initialising the
+/// session) may take unless [`McpServer::connect_timeout()`] or [`McpServer::timeout()`] says
+/// otherwise: five minutes, since the first run of an `npx` or `uvx` server downloads and
+/// installs its package before it answers.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
 /// How to reach an MCP server, and how its tools join a toolkit.
+///
+/// # Timeouts
+///
+/// Three limits keep a server from hanging the agent, each `None` for no limit:
+///
+/// | limit | bounds | default |
+/// |---|---|---|
+/// | [`timeout`](Self::timeout()) | the server's silence about a request: its answer or a progress notification must come within it | [`DEFAULT_TIMEOUT`], a minute |
+/// | [`connect_timeout`](Self::connect_timeout()) | starting a stdio server and initialising the session | [`DEFAULT_CONNECT_TIMEOUT`], five minutes, or the `timeout` when one was set |
+/// | [`total_timeout`](Self::total_timeout()) | a request's whole time, however often the server reports progress | none |
+///
+/// A tool call that reports progress every few seconds thus runs for as long as it works, and
+/// fails a minute after the server stops saying anything about it. Setting a timeout
+/// ([`timeout()`](Self::timeout()), [`no_timeout()`](Self::no_timeout)) sets connecting's too,
+/// since it says how long you are prepared to wait for this server; a
+/// [`connect_timeout()`](Self::connect_timeout()), before or after, gives connecting its own.
+///
+/// ```
+/// use std::time::Duration;
+/// use towerscope_agent::mcp::{DEFAULT_CONNECT_TIMEOUT, McpServer};
+///
+/// let server = McpServer::stdio("files", "npx", ["-y", "@modelcontextprotocol/server-filesystem", "."]);
+/// assert_eq!(server.connect_timeout, Some(DEFAULT_CONNECT_TIMEOUT));
+/// let server = server.timeout(Duration::from_secs(10)).total_timeout(Duration::from_secs(3600));
+/// assert_eq!(server.connect_timeout, Some(Duration::from_secs(10)));
+/// let server = server.connect_timeout(Duration::from_secs(120)).no_timeout();
+/// assert_eq!((server.timeout, server.connect_timeout), (None, Some(Duration::from_secs(120))));
+/// ```
 #[derive(Debug, Clone)]
 pub struct McpServer {
     /// The server's name: the tools' prefix and the name of their group.
@@ -23,11 +59,21 @@ pub struct McpServer {
     pub description: Option<String>,
     /// Whether the server's group is active from the start (default `false`).
     pub active: bool,
-    /// How long each request to the server may take before it fails: starting and
-    /// initialising the session, each page of a listing, a read, a prompt, a tool call
-    /// (default [`DEFAULT_TIMEOUT`]; `None`: no limit, so a server that never answers hangs
-    /// whatever waits for it).
+    /// How long a request (a page of a listing, a read, a prompt, a tool call) may wait
+    /// without a word from the server about it: its answer, or a progress notification, after
+    /// which the wait starts again (default [`DEFAULT_TIMEOUT`]; `None`: no limit, so a server
+    /// that never answers hangs whatever waits for it). See [Timeouts](Self#timeouts).
     pub timeout: Option<Duration>,
+    /// How long starting a stdio server and initialising the session may take (default
+    /// [`DEFAULT_CONNECT_TIMEOUT`], or the [`timeout`](Self::timeout()) when one was set;
+    /// `None`: no limit).
+    pub connect_timeout: Option<Duration>,
+    /// How long a request may take in all, however often the server reports progress (default
+    /// `None`: a tool that keeps reporting progress runs as long as it works).
+    pub total_timeout: Option<Duration>,
+    /// Whether [`connect_timeout()`](Self::connect_timeout()) set connecting's limit, which a
+    /// timeout set before or after then leaves alone.
+    connect_timeout_set: bool,
     /// Only these tools (names on the server) are added, when set (reference `enable_tools`).
     pub enable_tools: Option<Vec<String>>,
     /// These tools (names on the server) are not added (reference `disable_tools`).
@@ -130,6 +176,9 @@ impl McpServer {
             description: None,
             active: false,
             timeout: Some(DEFAULT_TIMEOUT),
+            connect_timeout: Some(DEFAULT_CONNECT_TIMEOUT),
+            total_timeout: None,
+            connect_timeout_set: false,
             misplaced: Vec::new(),
             enable_tools: None,
             disable_tools: Vec::new(),
@@ -269,19 +318,46 @@ impl McpServer {
         self
     }
 
-    /// Sets how long each request to the server may take, connecting included (default
-    /// [`DEFAULT_TIMEOUT`]).
+    /// Sets how long a request may wait without a word from the server about it (default
+    /// [`DEFAULT_TIMEOUT`]; a progress notification starts the wait again), and how long
+    /// connecting may take, unless [`connect_timeout()`](Self::connect_timeout()) says.
     #[must_use]
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
+    pub fn timeout(self, timeout: Duration) -> Self {
+        self.timeouts(Some(timeout))
+    }
+
+    /// Lets requests wait for the server as long as it takes (up to a
+    /// [`total_timeout`](Self::total_timeout()), if set), and connecting too, unless
+    /// [`connect_timeout()`](Self::connect_timeout()) says: for a server trusted to answer. A
+    /// tool that runs long but reports progress needs no such thing: progress starts the
+    /// [`timeout`](Self::timeout()) again.
+    #[must_use]
+    pub fn no_timeout(self) -> Self {
+        self.timeouts(None)
+    }
+
+    fn timeouts(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout;
+        if !self.connect_timeout_set {
+            self.connect_timeout = timeout;
+        }
         self
     }
 
-    /// Lets requests to the server take as long as they take: for a tool that may run longer
-    /// than any timeout (and a server trusted to answer).
+    /// Sets how long starting a stdio server and initialising the session may take (default
+    /// [`DEFAULT_CONNECT_TIMEOUT`]), whatever [`timeout()`](Self::timeout()) says.
     #[must_use]
-    pub fn no_timeout(mut self) -> Self {
-        self.timeout = None;
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self.connect_timeout_set = true;
+        self
+    }
+
+    /// Caps how long a request may take in all, however often the server reports progress
+    /// (default: no cap).
+    #[must_use]
+    pub fn total_timeout(mut self, timeout: Duration) -> Self {
+        self.total_timeout = Some(timeout);
         self
     }
 }
