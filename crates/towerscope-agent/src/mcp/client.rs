@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use rmcp::ServiceError;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ListToolsRequest, PaginatedRequestParams,
-    ServerResult, Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification, CancelledNotificationParam,
+    ClientRequest, ListToolsRequest, PaginatedRequestParams, RequestId, ServerResult, Tool,
 };
 use rmcp::service::{ClientInitializeError, PeerRequestOptions, RequestHandle, RoleClient, RunningService, ServiceExt};
 use rmcp::transport::TokioChildProcess;
+use tokio::sync::mpsc;
 use towerscope_core::{AgentError, TimeoutKind};
 
 use super::http::HttpTarget;
@@ -72,6 +73,41 @@ where
         None => serving.await,
     };
     served.map_err(|e| connect_error(&server.name, e))
+}
+
+/// Why a dropped request is cancelled, as the server is told.
+const DROPPED: &str = "the client stopped waiting for the answer";
+
+/// Tells the server that a request is cancelled when the wait for its answer is dropped (a
+/// reply interrupted, a tool's stream dropped): the SDK's request handle does not, and the
+/// server would work on, and report progress, for nobody.
+struct CancelOnDrop {
+    peer: rmcp::Peer<RoleClient>,
+    /// The request's id, until it is answered.
+    id: Option<RequestId>,
+}
+
+impl CancelOnDrop {
+    /// The request was answered (or timed out): nothing to cancel.
+    fn disarm(mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        // Outside a runtime (the client dropped as the runtime shuts down) there is nothing to
+        // send it with, and the connection closes anyway.
+        let (Some(id), Ok(runtime)) = (self.id.take(), tokio::runtime::Handle::try_current()) else {
+            return;
+        };
+        let peer = self.peer.clone();
+        let cancelled = CancelledNotification::new(CancelledNotificationParam::new(Some(id), Some(DROPPED.to_owned())));
+        // Sending waits for the connection's task, which a drop cannot.
+        runtime.spawn(async move {
+            let _ = peer.send_notification(cancelled.into()).await;
+        });
+    }
 }
 
 impl McpClient {
@@ -210,6 +246,10 @@ impl McpClient {
     /// answer, within the server's timeouts.
     pub(super) async fn request(&self, what: &str, request: ClientRequest) -> Result<ServerResult, AgentError> {
         let handle = self.send(what, request).await?;
+        // Nobody reads progress about a listing, a read or a prompt: a route whose reader is
+        // gone discards it, and retires the token once the request ends.
+        let (nobody, _) = mpsc::channel(1);
+        let _route = self.inner.progress.open(&handle.progress_token, nobody);
         self.answer(what, handle).await
     }
 
@@ -222,8 +262,16 @@ impl McpClient {
     }
 
     /// The server's answer to a sent request, or a timeout error naming the server and `what`.
+    /// Dropped before the answer, it tells the server the request is cancelled.
     async fn answer(&self, what: &str, handle: RequestHandle<RoleClient>) -> Result<ServerResult, AgentError> {
-        handle.await_response().await.map_err(|e| match e {
+        let unanswered = CancelOnDrop {
+            peer: self.peer().clone(),
+            id: Some(handle.id.clone()),
+        };
+        let answer = handle.await_response().await;
+        // Answered, or timed out, which the SDK cancels itself.
+        unanswered.disarm();
+        answer.map_err(|e| match e {
             ServiceError::Timeout { timeout } => timed_out(&self.inner.server, what, timeout),
             e => self.failed(what, e),
         })
@@ -242,10 +290,10 @@ impl McpClient {
 
 #[cfg(test)]
 mod tests {
-    use tokio::sync::mpsc;
+    use serde_json::Value;
 
     use super::*;
-    use crate::mcp::mcp_shell::goes_quiet;
+    use crate::mcp::mcp_shell::{goes_quiet, records_requests};
     use crate::mcp::progress::PROGRESS_BUFFER;
 
     /// A call dropped while it waits for the server (its reply interrupted, its stream
@@ -276,5 +324,54 @@ mod tests {
             0,
             "the dropped call's route is gone"
         );
+    }
+
+    /// The messages a `records_requests` server wrote to `path` so far.
+    fn recorded(path: &std::path::Path) -> Vec<Value> {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    }
+
+    /// A call dropped while it waits for the server is cancelled there
+    /// (`notifications/cancelled` with the call's request id), so the server stops working,
+    /// and reporting progress, for nobody.
+    #[tokio::test]
+    async fn a_dropped_call_is_cancelled_on_the_server() {
+        let path = std::env::temp_dir().join(format!("towerscope-mcp-cancel-{}.jsonl", std::process::id()));
+        let client = McpClient::connect(&records_requests(&path).no_timeout())
+            .await
+            .expect("the recording server initialises");
+        let (tx, _rx) = mpsc::channel(PROGRESS_BUFFER);
+        let mut call = Box::pin(client.call("wait", serde_json::Map::new(), tx));
+        let sent = async {
+            loop {
+                let call_id = recorded(&path)
+                    .into_iter()
+                    .find(|m| m["method"] == "tools/call")
+                    .map(|m| m["id"].clone());
+                if let Some(id) = call_id {
+                    return id;
+                }
+                tokio::select! {
+                    r = &mut call => panic!("the recording server answered: {r:?}"),
+                    () = tokio::time::sleep(Duration::from_millis(10)) => {}
+                }
+            }
+        };
+        let id = tokio::time::timeout(Duration::from_secs(10), sent)
+            .await
+            .expect("the call reaches the server");
+        drop(call);
+        let cancelled = async {
+            while !recorded(&path)
+                .iter()
+                .any(|m| m["method"] == "notifications/cancelled" && m["params"]["requestId"] == id)
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        let told = tokio::time::timeout(Duration::from_secs(10), cancelled).await;
+        let _ = std::fs::remove_file(&path);
+        told.expect("the server is told the dropped call is cancelled");
     }
 }

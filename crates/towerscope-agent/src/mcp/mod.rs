@@ -20,7 +20,10 @@
 //! - **Calls**: arguments are validated against the server's schema like any tool's; the
 //!   result's text becomes text blocks, images and audio data blocks, other content its JSON.
 //!   A result the server marks as an error, and a failed call
-//!   (`Error occurred when calling MCP tool: …`), become error results.
+//!   (`Error occurred when calling MCP tool: …`), become error results. A request given up
+//!   before its answer (a reply interrupted, a tool's stream dropped, a timeout) is cancelled
+//!   on the server with `notifications/cancelled`, and what the server still reports about it
+//!   is discarded.
 //! - **Progress**: each call carries a progress token; the server's progress notifications
 //!   arrive as tool chunks whose metadata has `mcp_progress`, which the agent turns into the
 //!   `mcp_progress` custom event.

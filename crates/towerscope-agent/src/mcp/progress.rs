@@ -28,12 +28,19 @@ const LATE_YIELDS: usize = 8;
 /// How many notifications of calls not registered yet are kept.
 const EARLY_NOTIFICATIONS: usize = 64;
 
-/// Where progress notifications go: the calls waiting for them by token, and the few that came
-/// before their call was registered (the SDK assigns the token as it sends the request).
+/// How many tokens of calls that ended are remembered, so that what their servers still send
+/// about them (a dropped call's server works on until it reads the cancellation) is discarded
+/// instead of pushing genuine early notifications out of the queue.
+const ENDED_CALLS: usize = 256;
+
+/// Where progress notifications go: the calls waiting for them by token, the few that came
+/// before their call was registered (the SDK assigns the token as it sends the request), and
+/// the tokens of the calls that ended last, whose notifications are discarded.
 #[derive(Default)]
 struct Routes {
     calls: HashMap<String, Route>,
     early: VecDeque<ProgressNotificationParam>,
+    ended: VecDeque<String>,
 }
 
 /// A call's progress: where it goes, and the last `(progress, total)` that went there.
@@ -82,18 +89,18 @@ impl ProgressRoutes {
         RouteGuard { routes: self, key }
     }
 
-    /// Sends `params` to its call, or keeps it for a call not registered yet.
+    /// Sends `params` to its call, or keeps it for a call not registered yet; one about a call
+    /// that ended is discarded.
     fn route(&self, params: ProgressNotificationParam) {
         let key = token_key(&params.progress_token);
         let mut routes = self.lock();
-        match routes.calls.get_mut(&key) {
-            Some(route) => route.send(params),
-            None => {
-                if routes.early.len() == EARLY_NOTIFICATIONS {
-                    routes.early.pop_front();
-                }
-                routes.early.push_back(params);
+        if let Some(route) = routes.calls.get_mut(&key) {
+            route.send(params);
+        } else if !routes.ended.contains(&key) {
+            if routes.early.len() == EARLY_NOTIFICATIONS {
+                routes.early.pop_front();
             }
+            routes.early.push_back(params);
         }
     }
 
@@ -105,7 +112,8 @@ impl ProgressRoutes {
 }
 
 /// A call's progress route, removed when the call ends, however it ends: with its result, or
-/// dropped (its reply interrupted, its stream dropped).
+/// dropped (its reply interrupted, its stream dropped). Its token is then remembered among the
+/// [`ENDED_CALLS`] last, and what comes later about it discarded.
 pub(super) struct RouteGuard<'a> {
     routes: &'a ProgressRoutes,
     key: String,
@@ -131,7 +139,12 @@ impl RouteGuard<'_> {
 
 impl Drop for RouteGuard<'_> {
     fn drop(&mut self) {
-        self.routes.lock().calls.remove(&self.key);
+        let mut routes = self.routes.lock();
+        routes.calls.remove(&self.key);
+        if routes.ended.len() == ENDED_CALLS {
+            routes.ended.pop_front();
+        }
+        routes.ended.push_back(std::mem::take(&mut self.key));
     }
 }
 
@@ -169,6 +182,45 @@ fn token_key(token: &ProgressToken) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn progress(token: i64, progress: f64) -> ProgressNotificationParam {
+        ProgressNotificationParam::new(ProgressToken(NumberOrString::Number(token)), progress)
+    }
+
+    /// A dropped call's server reports on (it has not read the cancellation yet), while a new
+    /// call's first notification arrives before the new call is registered: the orphan's
+    /// notifications are discarded, and the new call gets its early one.
+    #[test]
+    fn an_ended_calls_progress_does_not_push_out_a_new_calls_early_progress() {
+        let routes = ProgressRoutes::default();
+        let (tx, _rx) = mpsc::channel(PROGRESS_BUFFER);
+        drop(routes.open(&ProgressToken(NumberOrString::Number(1)), tx));
+        routes.route(progress(2, 0.5));
+        for n in 0..EARLY_NOTIFICATIONS * 2 {
+            routes.route(progress(1, n as f64));
+        }
+        assert_eq!(routes.lock().early.len(), 1, "only the new call's notification waits");
+        let (tx, mut rx) = mpsc::channel(PROGRESS_BUFFER);
+        let _call = routes.open(&ProgressToken(NumberOrString::Number(2)), tx);
+        assert_eq!(rx.try_recv().map(|p| p.progress).ok(), Some(0.5));
+        assert!(rx.try_recv().is_err(), "nothing of the ended call");
+    }
+
+    /// Only the last [`ENDED_CALLS`] ended calls are remembered.
+    #[test]
+    fn ended_calls_are_remembered_within_a_bound() {
+        let routes = ProgressRoutes::default();
+        for token in 0..(ENDED_CALLS * 2) as i64 {
+            let (tx, _rx) = mpsc::channel(1);
+            drop(routes.open(&ProgressToken(NumberOrString::Number(token)), tx));
+        }
+        let ended = &routes.lock().ended;
+        assert_eq!(ended.len(), ENDED_CALLS);
+        assert_eq!(
+            ended.front().map(String::as_str),
+            Some(ENDED_CALLS.to_string().as_str())
+        );
+    }
 
     /// A server flooding a call with progress while its reader is behind: at most
     /// `PROGRESS_BUFFER` wait, the rest are dropped, and the route still knows the latest.

@@ -47,3 +47,12 @@ pub fn reports_progress(steps: u32, every: std::time::Duration) -> McpServer {
     .join("\n");
     McpServer::stdio("worker", "sh", ["-c".to_owned(), script])
 }
+
+/// A server that answers the initialisation, then writes every message it reads to `path`, one
+/// JSON-RPC message a line, and answers nothing (`cat` without `exec`, so that `sh` holds the
+/// answers' pipe open).
+pub fn records_requests(path: &std::path::Path) -> McpServer {
+    let script = format!("read -r _; printf '%s\\n' '{INITIALISED}'; cat > \"$1\"");
+    let path = path.display().to_string();
+    McpServer::stdio("recorder", "sh", ["-c".to_owned(), script, "recorder".to_owned(), path])
+}
