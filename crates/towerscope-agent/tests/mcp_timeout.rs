@@ -1,25 +1,24 @@
 //! MCP servers that do not answer: connecting, listing, reading and rendering fail once the
 //! server's timeout passes, with a timeout error that names the server, instead of hanging the
-//! agent. The servers are shell one-liners (`sh`, `sleep`), so these tests need no MCP setup.
+//! agent; and servers that take long but keep reporting progress, whose calls run to their end
+//! (or to their total timeout). The servers are shell one-liners (`sh`, `sleep`), so these tests
+//! need no MCP setup.
 #![cfg(feature = "mcp")]
 #![allow(clippy::unwrap_used)]
 
+mod mcp_shell;
+
 use std::time::Duration;
 
-use towerscope_agent::mcp::{DEFAULT_TIMEOUT, McpClient, McpServer};
-use towerscope_agent::toolkit::Toolkit;
-use towerscope_core::AgentError;
+use futures_util::StreamExt;
+use mcp_shell::{goes_quiet, reports_progress};
+use towerscope_agent::mcp::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, McpClient, McpServer};
+use towerscope_agent::toolkit::{ToolError, Toolkit};
+use towerscope_core::tool::MCP_PROGRESS_KEY;
+use towerscope_core::{AgentError, MediaBlock, ToolChunk, ToolResultState};
 
 /// Longer than any of these tests takes when the timeouts work.
 const HANG: Duration = Duration::from_secs(10);
-
-/// A server that answers the initialisation (request id 0, the SDK's first) and then reads
-/// nothing more and never answers.
-fn goes_quiet() -> McpServer {
-    let init = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26","capabilities":{"tools":{},"prompts":{},"resources":{}},"serverInfo":{"name":"quiet","version":"0"}}}"#;
-    let script = format!("read -r _; printf '%s\\n' '{init}'; exec sleep 60");
-    McpServer::stdio("quiet", "sh", ["-c".to_owned(), script])
-}
 
 /// Asserts `err` is a timeout after `after` that names the server and what was asked.
 fn assert_timed_out(err: &AgentError, server: &str, what: &str, after: Duration) {
@@ -46,7 +45,9 @@ async fn a_server_that_never_answers_fails_the_connection_after_the_timeout() {
 
 #[tokio::test]
 async fn a_server_that_goes_quiet_fails_each_request_after_the_timeout() {
-    let after = Duration::from_millis(300);
+    // Long enough for starting `sh` and the handshake on a loaded machine (the timeout bounds
+    // them too), short of HANG, which proves the requests gave up by themselves.
+    let after = Duration::from_secs(2);
     let server = goes_quiet().timeout(after);
     let mut toolkit = Toolkit::new();
     let added = tokio::time::timeout(HANG, toolkit.add_mcp_server(server.clone())).await;
@@ -54,37 +55,113 @@ async fn a_server_that_goes_quiet_fails_each_request_after_the_timeout() {
     assert_timed_out(&err, "quiet", "listing tools", after);
 
     let requests = async {
-        let client = McpClient::connect(&server).await.unwrap();
+        let client = McpClient::connect(&server)
+            .await
+            .expect("the quiet server answers the initialisation");
+        // At once, so that together they take one timeout, not five.
+        let (prompts, resources, templates, read, rendered) = tokio::join!(
+            client.list_prompts(),
+            client.list_resources(),
+            client.list_resource_templates(),
+            client.read_resource("x://y"),
+            client.get_prompt("p", [("k", "v")]),
+        );
         [
-            ("listing prompts", client.list_prompts().await.err()),
-            ("listing resources", client.list_resources().await.err()),
-            (
-                "listing resource templates",
-                client.list_resource_templates().await.err(),
-            ),
-            (
-                "reading the resource 'x://y'",
-                client.read_resource("x://y").await.err(),
-            ),
-            (
-                "rendering the prompt 'p'",
-                client.get_prompt("p", [("k", "v")]).await.err(),
-            ),
+            ("listing prompts", prompts.err()),
+            ("listing resources", resources.err()),
+            ("listing resource templates", templates.err()),
+            ("reading the resource 'x://y'", read.err()),
+            ("rendering the prompt 'p'", rendered.err()),
         ]
     };
     let failures = tokio::time::timeout(HANG, requests)
         .await
         .expect("every request gives up by itself");
     for (what, err) in failures {
-        assert_timed_out(&err.unwrap(), "quiet", what, after);
+        let err = err.unwrap_or_else(|| panic!("{what} succeeded against a quiet server"));
+        assert_timed_out(&err, "quiet", what, after);
     }
+}
+
+/// What calling the one tool of `server` gave, chunk by chunk (within HANG).
+async fn call_the_tool(server: McpServer) -> Vec<Result<ToolChunk, ToolError>> {
+    let mut toolkit = Toolkit::new();
+    let added = toolkit.add_mcp_server(server).await.unwrap();
+    let tool = toolkit.get(&added.tools[0]).unwrap();
+    tokio::time::timeout(HANG, tool.call(serde_json::json!({})).collect())
+        .await
+        .expect("the call ends by itself")
+}
+
+/// The timeout bounds the server's silence, not the call: a tool that works for three seconds,
+/// reporting progress every 100 ms, outlives a timeout of two.
+#[tokio::test]
+async fn a_tool_that_keeps_reporting_progress_outlives_the_timeout() {
+    let server = reports_progress(30, Duration::from_millis(100)).timeout(Duration::from_secs(2));
+    let chunks = call_the_tool(server).await;
+    let (result, progress) = chunks.split_last().unwrap();
+    let result = result.as_ref().expect("the call succeeds");
+    assert_eq!(result.state, ToolResultState::Success);
+    let text: Vec<&str> = result
+        .content
+        .iter()
+        .map(|b| match b {
+            MediaBlock::Text(t) => t.text.as_str(),
+            other => panic!("not text: {other:?}"),
+        })
+        .collect();
+    assert_eq!(text, ["done"]);
+    let steps: Vec<f64> = progress
+        .iter()
+        .map(|c| {
+            c.as_ref().unwrap().metadata[MCP_PROGRESS_KEY]["progress"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        (1..=30).map(f64::from).collect::<Vec<_>>(),
+        "every step, in order"
+    );
+}
+
+/// A total timeout caps the call however often the server reports progress.
+#[tokio::test]
+async fn a_total_timeout_caps_a_call_that_keeps_reporting_progress() {
+    let server = reports_progress(50, Duration::from_millis(100))
+        .timeout(Duration::from_secs(2))
+        .total_timeout(Duration::from_secs(3));
+    let chunks = call_the_tool(server).await;
+    let err = chunks.last().unwrap().as_ref().expect_err("the call is cut short");
+    let text = err.to_string();
+    assert!(
+        text.contains("MCP server 'worker': calling 'work' timed out") && text.contains("within 3s"),
+        "{text}"
+    );
 }
 
 #[test]
 fn requests_have_a_finite_timeout_unless_told_otherwise() {
     assert_eq!(DEFAULT_TIMEOUT, Duration::from_secs(60));
+    assert_eq!(DEFAULT_CONNECT_TIMEOUT, Duration::from_secs(300));
     let server = McpServer::http("docs", "http://127.0.0.1:1/mcp");
     assert_eq!(server.timeout, Some(DEFAULT_TIMEOUT));
+    assert_eq!(server.connect_timeout, Some(DEFAULT_CONNECT_TIMEOUT));
+    assert_eq!(server.total_timeout, None);
     let server = McpServer::stdio("local", "server", ["--stdio"]).no_timeout();
-    assert_eq!(server.timeout, None);
+    assert_eq!((server.timeout, server.connect_timeout), (None, None));
+}
+
+/// A timeout set on the server bounds connecting too; a connect timeout, set before or after
+/// it, bounds connecting alone.
+#[test]
+fn connecting_waits_five_minutes_unless_a_timeout_is_set() {
+    let (s, m) = (Duration::from_secs(1), Duration::from_secs(60));
+    let server = McpServer::stdio("local", "server", ["--stdio"]);
+    assert_eq!(server.clone().timeout(s).connect_timeout, Some(s));
+    assert_eq!(server.clone().connect_timeout(m).timeout(s).connect_timeout, Some(m));
+    assert_eq!(server.clone().timeout(s).connect_timeout(m).connect_timeout, Some(m));
+    let server = server.connect_timeout(m).no_timeout();
+    assert_eq!((server.timeout, server.connect_timeout), (None, Some(m)));
 }

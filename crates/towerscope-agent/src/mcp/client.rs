@@ -1,125 +1,25 @@
 //! [`McpClient`]: one connection to an MCP server, shared by its tools.
 
-use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
+use rmcp::ServiceError;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ListToolsRequest, NumberOrString,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerResult, Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification, CancelledNotificationParam,
+    ClientRequest, ListToolsRequest, PaginatedRequestParams, RequestId, ServerResult, Tool,
 };
-use rmcp::service::{
-    ClientInitializeError, MaybeSendFuture, NotificationContext, PeerRequestOptions, RoleClient, RunningService,
-    ServiceExt,
-};
+use rmcp::service::{ClientInitializeError, PeerRequestOptions, RequestHandle, RoleClient, RunningService, ServiceExt};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, ServiceError};
 use tokio::sync::mpsc;
 use towerscope_core::{AgentError, TimeoutKind};
 
 use super::http::HttpTarget;
+use super::progress::{Handler, ProgressRoutes, ProgressSender};
 use super::{McpServer, McpTransport};
 
 /// The most pages an MCP listing follows (tools, prompts, resources, templates).
 pub const MAX_PAGES: usize = 1_000;
-
-type ProgressSender = mpsc::Sender<ProgressNotificationParam>;
-
-/// How many progress notifications of one call wait for the reply's reader. A server that sends
-/// them faster than the reader takes them loses the ones past this (progress is a running
-/// figure: a later one says what an earlier one did), instead of filling memory.
-pub(crate) const PROGRESS_BUFFER: usize = 256;
-
-/// Where progress notifications go: the calls waiting for them by token, and the few that came
-/// before their call was registered (the SDK assigns the token as it sends the request).
-#[derive(Default)]
-struct Routes {
-    calls: HashMap<String, Route>,
-    early: VecDeque<ProgressNotificationParam>,
-}
-
-/// A call's progress: where it goes, and the last `(progress, total)` that went there.
-struct Route {
-    tx: ProgressSender,
-    last: Option<(f64, Option<f64>)>,
-}
-
-impl Route {
-    fn send(&mut self, params: ProgressNotificationParam) {
-        self.last = Some((params.progress, params.total));
-        // Full: the reader is behind; this notification is dropped (see `PROGRESS_BUFFER`).
-        let _ = self.tx.try_send(params);
-    }
-
-    /// Whether the last notification said there is more to come (`progress < total`).
-    fn expects_more(&self) -> bool {
-        matches!(self.last, Some((progress, Some(total))) if progress < total)
-    }
-}
-
-/// The SDK handles each notification in a task of its own, so one the server sent before its
-/// result may reach the handler after the result reaches the call. A finished call's route
-/// stays open while the scheduler runs those tasks ([`LATE_YIELDS`] turns), and, when its last
-/// notification said more was coming, at most this long.
-const LATE_PROGRESS: Duration = Duration::from_millis(50);
-const LATE_YIELDS: usize = 8;
-
-/// How many notifications of calls not registered yet are kept.
-const EARLY_NOTIFICATIONS: usize = 64;
-
-type ProgressRoutes = Arc<Mutex<Routes>>;
-
-/// A call's progress route, removed when the call ends, however it ends: with its result, or
-/// dropped (its reply interrupted, its stream dropped).
-struct RouteGuard<'a> {
-    routes: &'a ProgressRoutes,
-    key: String,
-}
-
-impl Drop for RouteGuard<'_> {
-    fn drop(&mut self) {
-        self.routes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .calls
-            .remove(&self.key);
-    }
-}
-
-/// Routes the server's progress notifications to the call that asked for them.
-#[derive(Clone, Default)]
-pub(crate) struct Handler {
-    progress: ProgressRoutes,
-}
-
-impl ClientHandler for Handler {
-    fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        let key = token_key(&params.progress_token);
-        let mut routes = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
-        match routes.calls.get_mut(&key) {
-            Some(route) => route.send(params),
-            None => {
-                if routes.early.len() == EARLY_NOTIFICATIONS {
-                    routes.early.pop_front();
-                }
-                routes.early.push_back(params);
-            }
-        }
-        std::future::ready(())
-    }
-}
-
-fn token_key(token: &ProgressToken) -> String {
-    match &token.0 {
-        NumberOrString::Number(n) => n.to_string(),
-        NumberOrString::String(s) => s.to_string(),
-    }
-}
 
 /// A connection to an MCP server. Clones share it; it closes when the last clone is dropped
 /// (a stdio server's process is ended then).
@@ -133,6 +33,7 @@ struct Inner {
     progress: ProgressRoutes,
     server: String,
     timeout: Option<Duration>,
+    total_timeout: Option<Duration>,
 }
 
 impl fmt::Debug for McpClient {
@@ -159,13 +60,13 @@ fn timed_out(server: &str, what: &str, after: Duration) -> AgentError {
 }
 
 /// Starts the session (`serving`: the SDK's initialisation over a transport) within the
-/// server's timeout. A server that never answers fails here, and its transport (a stdio
+/// server's connect timeout. A server that never answers fails here, and its transport (a stdio
 /// server's process) is dropped with the initialisation.
 async fn initialise<F>(server: &McpServer, serving: F) -> Result<RunningService<RoleClient, Handler>, AgentError>
 where
     F: Future<Output = Result<RunningService<RoleClient, Handler>, ClientInitializeError>>,
 {
-    let served = match server.timeout {
+    let served = match server.connect_timeout {
         Some(after) => tokio::time::timeout(after, serving)
             .await
             .map_err(|_| timed_out(&server.name, "initialising the session", after))?,
@@ -174,13 +75,48 @@ where
     served.map_err(|e| connect_error(&server.name, e))
 }
 
+/// Why a dropped request is cancelled, as the server is told.
+const DROPPED: &str = "the client stopped waiting for the answer";
+
+/// Tells the server that a request is cancelled when the wait for its answer is dropped (a
+/// reply interrupted, a tool's stream dropped): the SDK's request handle does not, and the
+/// server would work on, and report progress, for nobody.
+struct CancelOnDrop {
+    peer: rmcp::Peer<RoleClient>,
+    /// The request's id, until it is answered.
+    id: Option<RequestId>,
+}
+
+impl CancelOnDrop {
+    /// The request was answered (or timed out): nothing to cancel.
+    fn disarm(mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        // Outside a runtime (the client dropped as the runtime shuts down) there is nothing to
+        // send it with, and the connection closes anyway.
+        let (Some(id), Ok(runtime)) = (self.id.take(), tokio::runtime::Handle::try_current()) else {
+            return;
+        };
+        let peer = self.peer.clone();
+        let cancelled = CancelledNotification::new(CancelledNotificationParam::new(Some(id), Some(DROPPED.to_owned())));
+        // Sending waits for the connection's task, which a drop cannot.
+        runtime.spawn(async move {
+            let _ = peer.send_notification(cancelled.into()).await;
+        });
+    }
+}
+
 impl McpClient {
     /// Connects (starting the process of a stdio server) and initialises the session, within
-    /// the server's [`timeout`](McpServer::timeout()).
+    /// the server's [`connect_timeout`](McpServer::connect_timeout()).
     pub async fn connect(server: &McpServer) -> Result<Self, AgentError> {
         server.check_settings()?;
         let handler = Handler::default();
-        let progress = Arc::clone(&handler.progress);
+        let progress = handler.routes();
         let service = match &server.transport {
             McpTransport::Stdio { command, args, env } => {
                 let mut cmd = tokio::process::Command::new(command);
@@ -211,6 +147,7 @@ impl McpClient {
                 progress,
                 server: server.name.clone(),
                 timeout: server.timeout,
+                total_timeout: server.total_timeout,
             }),
         })
     }
@@ -230,35 +167,38 @@ impl McpClient {
 
     /// The server's tools (every page, at most [`MAX_PAGES`]).
     pub async fn list_tools(&self) -> Result<Vec<Tool>, AgentError> {
-        const WHAT: &str = "listing tools";
-        self.all_pages(WHAT, |page| async move {
-            let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(page));
-            match self.request(WHAT, request).await? {
-                ServerResult::ListToolsResult(listed) => Ok((listed.tools, listed.next_cursor)),
-                _ => Err(self.unexpected(WHAT)),
-            }
-        })
+        self.list(
+            "listing tools",
+            |page| ClientRequest::ListToolsRequest(ListToolsRequest::with_param(page)),
+            |listed| match listed {
+                ServerResult::ListToolsResult(listed) => Some((listed.tools, listed.next_cursor)),
+                _ => None,
+            },
+        )
         .await
     }
 
-    /// Every page of a listing (`page` asks for the one its parameters name and returns its
-    /// items and the next cursor), following the server's cursors: at most [`MAX_PAGES`] of
-    /// them, so a server that answers every page with another cursor fails the listing instead
-    /// of keeping it going (and growing) for ever.
-    pub(super) async fn all_pages<'a, T, F, Fut>(&'a self, what: &str, mut page: F) -> Result<Vec<T>, AgentError>
-    where
-        F: FnMut(PaginatedRequestParams) -> Fut,
-        Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), AgentError>> + 'a,
-    {
-        let mut items = Vec::new();
+    /// Every page of a listing (`what`, for errors): `ask` makes the request of a page from its
+    /// parameters, `items` takes the items and the next cursor out of the answer (`None`: the
+    /// server answered with another kind of result). It follows the server's cursors, at most
+    /// [`MAX_PAGES`] of them, so a server that answers every page with another cursor fails the
+    /// listing instead of keeping it going (and growing) for ever.
+    pub(super) async fn list<T>(
+        &self,
+        what: &str,
+        ask: impl Fn(PaginatedRequestParams) -> ClientRequest,
+        items: impl Fn(ServerResult) -> Option<(Vec<T>, Option<String>)>,
+    ) -> Result<Vec<T>, AgentError> {
+        let mut all = Vec::new();
         let mut cursor = None;
         for _ in 0..MAX_PAGES {
             let params = PaginatedRequestParams::default().with_cursor(cursor.take());
-            let (listed, next) = page(params).await?;
-            items.extend(listed);
+            let answer = self.request(what, ask(params)).await?;
+            let (listed, next) = items(answer).ok_or_else(|| self.unexpected(what))?;
+            all.extend(listed);
             match next {
                 Some(next) => cursor = Some(next),
-                None => return Ok(items),
+                None => return Ok(all),
             }
         }
         Err(self.failed(
@@ -273,52 +213,18 @@ impl McpClient {
         name: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
         progress: ProgressSender,
-    ) -> Result<CallToolResult, String> {
+    ) -> Result<CallToolResult, AgentError> {
+        let what = format!("calling '{name}'");
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         // The SDK gives the request its progress token as it sends it.
-        let handle = self
-            .peer()
-            .send_request_with_option(request, self.options())
-            .await
-            .map_err(|e| e.to_string())?;
-        let key = token_key(&handle.progress_token);
-        let _route = RouteGuard {
-            routes: &self.inner.progress,
-            key: key.clone(),
-        };
-        {
-            let mut routes = self.routes();
-            let mut route = Route {
-                tx: progress,
-                last: None,
-            };
-            let early = std::mem::take(&mut routes.early);
-            for n in early {
-                if token_key(&n.progress_token) == key {
-                    route.send(n);
-                } else {
-                    routes.early.push_back(n);
-                }
-            }
-            routes.calls.insert(key.clone(), route);
-        }
-        let result = handle.await_response().await.map_err(|e| match e {
-            ServiceError::Timeout { timeout } => {
-                timed_out(&self.inner.server, &format!("calling '{name}'"), timeout).to_string()
-            }
-            e => e.to_string(),
-        });
-        for _ in 0..LATE_YIELDS {
-            tokio::task::yield_now().await;
-        }
-        let deadline = tokio::time::Instant::now() + LATE_PROGRESS;
-        while self.routes().calls.get(&key).is_some_and(Route::expects_more) && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        let handle = self.send(&what, request).await?;
+        let route = self.inner.progress.open(&handle.progress_token, progress);
+        let result = self.answer(&what, handle).await;
+        route.settle().await;
         match result? {
             ServerResult::CallToolResult(result) => Ok(result),
-            _ => Err("the server answered the tool call with something else than a tool result".to_owned()),
+            _ => Err(self.unexpected(&what)),
         }
     }
 
@@ -327,22 +233,45 @@ impl McpClient {
         self.inner.service.peer()
     }
 
-    /// The options of every request: the server's timeout.
+    /// The options of every request: the server's timeout, started again by each progress
+    /// notification about the request, and its total timeout.
     fn options(&self) -> PeerRequestOptions {
-        let mut options = PeerRequestOptions::no_options();
+        let mut options = PeerRequestOptions::no_options().reset_timeout_on_progress();
         options.timeout = self.inner.timeout;
+        options.max_total_timeout = self.inner.total_timeout;
         options
     }
 
     /// Sends `request` (`what` says what it asks, for errors) and waits for the server's
-    /// answer, at most the server's timeout.
+    /// answer, within the server's timeouts.
     pub(super) async fn request(&self, what: &str, request: ClientRequest) -> Result<ServerResult, AgentError> {
-        let handle = self
-            .peer()
+        let handle = self.send(what, request).await?;
+        // Nobody reads progress about a listing, a read or a prompt: a route whose reader is
+        // gone discards it, and retires the token once the request ends.
+        let (nobody, _) = mpsc::channel(1);
+        let _route = self.inner.progress.open(&handle.progress_token, nobody);
+        self.answer(what, handle).await
+    }
+
+    /// Sends `request` with the server's timeouts.
+    async fn send(&self, what: &str, request: ClientRequest) -> Result<RequestHandle<RoleClient>, AgentError> {
+        self.peer()
             .send_request_with_option(request, self.options())
             .await
-            .map_err(|e| self.failed(what, e))?;
-        handle.await_response().await.map_err(|e| match e {
+            .map_err(|e| self.failed(what, e))
+    }
+
+    /// The server's answer to a sent request, or a timeout error naming the server and `what`.
+    /// Dropped before the answer, it tells the server the request is cancelled.
+    async fn answer(&self, what: &str, handle: RequestHandle<RoleClient>) -> Result<ServerResult, AgentError> {
+        let unanswered = CancelOnDrop {
+            peer: self.peer().clone(),
+            id: Some(handle.id.clone()),
+        };
+        let answer = handle.await_response().await;
+        // Answered, or timed out, which the SDK cancels itself.
+        unanswered.disarm();
+        answer.map_err(|e| match e {
             ServiceError::Timeout { timeout } => timed_out(&self.inner.server, what, timeout),
             e => self.failed(what, e),
         })
@@ -357,36 +286,28 @@ impl McpClient {
     pub(super) fn failed(&self, what: &str, e: impl fmt::Display) -> AgentError {
         AgentError::State(format!("MCP server '{}': {what} failed: {e}", self.inner.server))
     }
-
-    fn routes(&self) -> std::sync::MutexGuard<'_, Routes> {
-        self.inner.progress.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use serde_json::Value;
 
-    /// A stdio server that answers the initialisation (request id 0, the SDK's first) and
-    /// then never answers again.
-    fn goes_quiet() -> McpServer {
-        let init = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26","capabilities":{"tools":{}},"serverInfo":{"name":"quiet","version":"0"}}}"#;
-        let script = format!("read -r _; printf '%s\\n' '{init}'; exec sleep 60");
-        McpServer::stdio("quiet", "sh", ["-c".to_owned(), script]).no_timeout()
-    }
+    use super::*;
+    use crate::mcp::mcp_shell::{goes_quiet, records_requests};
+    use crate::mcp::progress::PROGRESS_BUFFER;
 
     /// A call dropped while it waits for the server (its reply interrupted, its stream
     /// dropped) takes its progress route with it, instead of leaving it, and the sender to a
     /// reader that is gone, in the client for as long as the connection lives.
     #[tokio::test]
     async fn a_dropped_call_leaves_no_progress_route_behind() {
-        let client = McpClient::connect(&goes_quiet())
+        let client = McpClient::connect(&goes_quiet().no_timeout())
             .await
             .expect("the quiet server initialises");
         let (tx, _rx) = mpsc::channel(PROGRESS_BUFFER);
         let mut call = Box::pin(client.call("wait", serde_json::Map::new(), tx));
         let registered = async {
-            while client.routes().calls.is_empty() {
+            while client.inner.progress.open_routes() == 0 {
                 tokio::select! {
                     _ = &mut call => panic!("the quiet server answered"),
                     () = tokio::time::sleep(Duration::from_millis(10)) => {}
@@ -396,33 +317,61 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(10), registered)
             .await
             .expect("the call registers its route once sent");
-        assert_eq!(client.routes().calls.len(), 1, "the call waits, its route open");
+        assert_eq!(client.inner.progress.open_routes(), 1, "the call waits, its route open");
         drop(call);
-        assert!(client.routes().calls.is_empty(), "the dropped call's route is gone");
+        assert_eq!(
+            client.inner.progress.open_routes(),
+            0,
+            "the dropped call's route is gone"
+        );
     }
 
-    /// A server flooding a call with progress while its reader is behind: at most
-    /// `PROGRESS_BUFFER` wait, the rest are dropped, and the route still knows the latest.
-    #[test]
-    fn a_flood_of_progress_waits_in_a_bounded_buffer() {
-        let (tx, mut rx) = mpsc::channel(PROGRESS_BUFFER);
-        let mut route = Route { tx, last: None };
-        let token = ProgressToken(NumberOrString::Number(1));
-        for n in 0..PROGRESS_BUFFER * 4 {
-            let mut params = ProgressNotificationParam::new(token.clone(), n as f64);
-            params.total = Some((PROGRESS_BUFFER * 4) as f64);
-            route.send(params);
-        }
-        let mut waiting = Vec::new();
-        while let Ok(params) = rx.try_recv() {
-            waiting.push(params.progress);
-        }
-        let first: Vec<f64> = (0..PROGRESS_BUFFER).map(|n| n as f64).collect();
-        assert_eq!(waiting, first, "the first ones wait, in order; the rest were dropped");
-        assert_eq!(
-            route.last,
-            Some(((PROGRESS_BUFFER * 4 - 1) as f64, Some((PROGRESS_BUFFER * 4) as f64)))
-        );
-        assert!(route.expects_more());
+    /// The messages a `records_requests` server wrote to `path` so far.
+    fn recorded(path: &std::path::Path) -> Vec<Value> {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    }
+
+    /// A call dropped while it waits for the server is cancelled there
+    /// (`notifications/cancelled` with the call's request id), so the server stops working,
+    /// and reporting progress, for nobody.
+    #[tokio::test]
+    async fn a_dropped_call_is_cancelled_on_the_server() {
+        let path = std::env::temp_dir().join(format!("towerscope-mcp-cancel-{}.jsonl", std::process::id()));
+        let client = McpClient::connect(&records_requests(&path).no_timeout())
+            .await
+            .expect("the recording server initialises");
+        let (tx, _rx) = mpsc::channel(PROGRESS_BUFFER);
+        let mut call = Box::pin(client.call("wait", serde_json::Map::new(), tx));
+        let sent = async {
+            loop {
+                let call_id = recorded(&path)
+                    .into_iter()
+                    .find(|m| m["method"] == "tools/call")
+                    .map(|m| m["id"].clone());
+                if let Some(id) = call_id {
+                    return id;
+                }
+                tokio::select! {
+                    r = &mut call => panic!("the recording server answered: {r:?}"),
+                    () = tokio::time::sleep(Duration::from_millis(10)) => {}
+                }
+            }
+        };
+        let id = tokio::time::timeout(Duration::from_secs(10), sent)
+            .await
+            .expect("the call reaches the server");
+        drop(call);
+        let cancelled = async {
+            while !recorded(&path)
+                .iter()
+                .any(|m| m["method"] == "notifications/cancelled" && m["params"]["requestId"] == id)
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        let told = tokio::time::timeout(Duration::from_secs(10), cancelled).await;
+        let _ = std::fs::remove_file(&path);
+        told.expect("the server is told the dropped call is cancelled");
     }
 }

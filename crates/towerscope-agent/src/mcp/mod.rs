@@ -8,14 +8,22 @@
 //! active, with [`McpServer::active`]). Each tool is named `mcp__{server}__{tool}` as in the
 //! reference (characters other than letters, digits, `_` and `-` become `_`).
 //!
-//! - **Timeouts**: every request, connecting included, fails after
-//!   [`McpServer::timeout()`] ([`DEFAULT_TIMEOUT`], a minute, unless set) with
-//!   [`AgentError::Timeout`](towerscope_core::AgentError::Timeout) naming the server and the
-//!   request; a timed-out tool call becomes an error result.
+//! - **Timeouts**: a request fails with
+//!   [`AgentError::Timeout`](towerscope_core::AgentError::Timeout), naming the server and the
+//!   request, once the server has said nothing about it for [`McpServer::timeout()`]
+//!   ([`DEFAULT_TIMEOUT`], a minute, unless set): each progress notification starts the wait
+//!   again, so a long tool call that reports progress runs to its end while a server that went
+//!   silent fails it. [`McpServer::total_timeout()`] caps a request's whole time, progress or
+//!   not. Connecting has [`DEFAULT_CONNECT_TIMEOUT`] (five minutes: a first `npx` or `uvx` run
+//!   downloads the server), or the timeout the server was given. A timed-out tool call becomes
+//!   an error result.
 //! - **Calls**: arguments are validated against the server's schema like any tool's; the
 //!   result's text becomes text blocks, images and audio data blocks, other content its JSON.
 //!   A result the server marks as an error, and a failed call
-//!   (`Error occurred when calling MCP tool: …`), become error results.
+//!   (`Error occurred when calling MCP tool: …`), become error results. A request given up
+//!   before its answer (a reply interrupted, a tool's stream dropped, a timeout) is cancelled
+//!   on the server with `notifications/cancelled`, and what the server still reports about it
+//!   is discarded.
 //! - **Progress**: each call carries a progress token; the server's progress notifications
 //!   arrive as tool chunks whose metadata has `mcp_progress`, which the agent turns into the
 //!   `mcp_progress` custom event.
@@ -65,302 +73,23 @@
 
 mod client;
 mod http;
+#[cfg(test)]
+#[path = "../../tests/mcp_shell/mod.rs"]
+mod mcp_shell;
+mod progress;
 mod prompts;
 mod resources;
+mod server;
 mod tool;
 mod toolkit;
-
-use std::collections::BTreeMap;
-use std::fmt;
-use std::time::Duration;
 
 pub use client::{MAX_PAGES, McpClient};
 pub use prompts::{McpPrompt, McpPromptArgument, McpRenderedPrompt};
 pub use resources::{McpResource, McpResourceContent, McpResourceTemplate};
+pub use server::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, McpServer, McpTransport};
 pub use tool::McpTool;
 
 use crate::toolkit::ToolSchemaError;
-
-/// How long a request to an MCP server may take unless [`McpServer::timeout()`] says otherwise:
-/// one minute, the default request timeout of the MCP TypeScript SDK. It bounds connecting
-/// (starting and initialising the session) as well as each listing, read, prompt and tool
-/// call, so a server that stops answering fails the request instead of hanging the agent.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// How to reach an MCP server, and how its tools join a toolkit.
-#[derive(Debug, Clone)]
-pub struct McpServer {
-    /// The server's name: the tools' prefix and the name of their group.
-    pub name: String,
-    /// How to reach it.
-    pub transport: McpTransport,
-    /// The group's description, for `reset_tools` (default: the server's instructions, or
-    /// "Tools of the MCP server '{name}'.").
-    pub description: Option<String>,
-    /// Whether the server's group is active from the start (default `false`).
-    pub active: bool,
-    /// How long each request to the server may take before it fails: starting and
-    /// initialising the session, each page of a listing, a read, a prompt, a tool call
-    /// (default [`DEFAULT_TIMEOUT`]; `None`: no limit, so a server that never answers hangs
-    /// whatever waits for it).
-    pub timeout: Option<Duration>,
-    /// Only these tools (names on the server) are added, when set (reference `enable_tools`).
-    pub enable_tools: Option<Vec<String>>,
-    /// These tools (names on the server) are not added (reference `disable_tools`).
-    pub disable_tools: Vec<String>,
-    /// Settings given that the transport has no use for (`header` on a stdio server, `env` on
-    /// an HTTP one): connecting fails and names them, rather than ignoring them.
-    misplaced: Vec<&'static str>,
-}
-
-/// How to reach an MCP server.
-///
-/// Its `Debug` output names environment variables and headers but never shows their values,
-/// nor the bearer token: they are often credentials.
-#[derive(Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum McpTransport {
-    /// A child process speaking JSON-RPC over its stdin and stdout.
-    Stdio {
-        /// The program.
-        command: String,
-        /// Its arguments.
-        args: Vec<String>,
-        /// Extra environment variables.
-        env: BTreeMap<String, String>,
-    },
-    /// A streamable-HTTP endpoint, `http://` or `https://` (`https://mcp.example.com/mcp`).
-    Http {
-        /// The endpoint's URL.
-        url: String,
-        /// Headers sent with every request, in order (names are checked when connecting).
-        headers: Vec<(String, String)>,
-        /// The token sent as `Authorization: Bearer {token}`.
-        bearer: Option<String>,
-        /// Certificates (PEM) trusted besides the system's roots: a private CA, or a
-        /// self-signed server's own certificate.
-        root_certificates: Vec<String>,
-    },
-}
-
-impl fmt::Debug for McpTransport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Stdio { command, args, env } => f
-                .debug_struct("Stdio")
-                .field("command", command)
-                .field("args", args)
-                .field("env", &env.keys().collect::<Vec<_>>())
-                .finish(),
-            Self::Http {
-                url,
-                headers,
-                bearer,
-                root_certificates,
-            } => f
-                .debug_struct("Http")
-                .field("url", url)
-                .field("headers", &headers.iter().map(|(k, _)| k).collect::<Vec<_>>())
-                .field("bearer", &bearer.as_ref().map(|_| "<redacted>"))
-                .field("root_certificates", &root_certificates.len())
-                .finish(),
-        }
-    }
-}
-
-impl McpServer {
-    /// A server started as a child process.
-    pub fn stdio(
-        name: impl Into<String>,
-        command: impl Into<String>,
-        args: impl IntoIterator<Item = impl Into<String>>,
-    ) -> Self {
-        Self::new(
-            name,
-            McpTransport::Stdio {
-                command: command.into(),
-                args: args.into_iter().map(Into::into).collect(),
-                env: BTreeMap::new(),
-            },
-        )
-    }
-
-    /// A server reached over streamable HTTP, `http://` or `https://` (through rustls with the
-    /// `ring` provider, the providers' TLS stack; the system's root certificates are trusted).
-    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
-        Self::new(
-            name,
-            McpTransport::Http {
-                url: url.into(),
-                headers: Vec::new(),
-                bearer: None,
-                root_certificates: Vec::new(),
-            },
-        )
-    }
-
-    fn new(name: impl Into<String>, transport: McpTransport) -> Self {
-        Self {
-            name: name.into(),
-            transport,
-            description: None,
-            active: false,
-            timeout: Some(DEFAULT_TIMEOUT),
-            misplaced: Vec::new(),
-            enable_tools: None,
-            disable_tools: Vec::new(),
-        }
-    }
-
-    /// Records a setting the transport has no use for.
-    fn misplaced(mut self, setting: &'static str) -> Self {
-        if !self.misplaced.contains(&setting) {
-            self.misplaced.push(setting);
-        }
-        self
-    }
-
-    /// A validation error naming the settings the transport has no use for, if any.
-    pub(crate) fn check_settings(&self) -> Result<(), towerscope_core::AgentError> {
-        if self.misplaced.is_empty() {
-            return Ok(());
-        }
-        let kind = match self.transport {
-            McpTransport::Stdio { .. } => "a stdio server",
-            McpTransport::Http { .. } => "an HTTP server",
-        };
-        Err(towerscope_core::AgentError::validation(format!(
-            "MCP server '{}' is {kind}, which has no use for {}",
-            self.name,
-            self.misplaced.join(", ")
-        )))
-    }
-
-    /// Adds an environment variable of a stdio server (on an HTTP server, connecting fails
-    /// with a validation error that says so).
-    #[must_use]
-    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        match &mut self.transport {
-            McpTransport::Stdio { env, .. } => {
-                env.insert(key.into(), value.into());
-                self
-            }
-            McpTransport::Http { .. } => self.misplaced("env()"),
-        }
-    }
-
-    /// Adds a header to every request of an HTTP server (an API key, a tenant). A name or value
-    /// HTTP does not allow, or a header on a stdio server, fails the connection with a
-    /// validation error.
-    #[must_use]
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        match &mut self.transport {
-            McpTransport::Http { headers, .. } => {
-                headers.push((name.into(), value.into()));
-                self
-            }
-            McpTransport::Stdio { .. } => self.misplaced("header()"),
-        }
-    }
-
-    /// Sends `Authorization: Bearer {token}` with every request of an HTTP server (on a stdio
-    /// server, connecting fails with a validation error).
-    #[must_use]
-    pub fn bearer(mut self, token: impl Into<String>) -> Self {
-        match &mut self.transport {
-            McpTransport::Http { bearer, .. } => {
-                *bearer = Some(token.into());
-                self
-            }
-            McpTransport::Stdio { .. } => self.misplaced("bearer()"),
-        }
-    }
-
-    /// Trusts a certificate (PEM) besides the system's roots for an `https://` server: a
-    /// private CA, or a self-signed server's own certificate. PEM that does not parse, or a
-    /// certificate for a stdio server, fails the connection with a validation error.
-    #[must_use]
-    pub fn root_certificate(mut self, pem: impl Into<String>) -> Self {
-        match &mut self.transport {
-            McpTransport::Http { root_certificates, .. } => {
-                root_certificates.push(pem.into());
-                self
-            }
-            McpTransport::Stdio { .. } => self.misplaced("root_certificate()"),
-        }
-    }
-
-    /// Sets the group's description.
-    #[must_use]
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
-    }
-
-    /// Adds only these of the server's tools (their names on the server), as the reference's
-    /// `enable_tools`. A name also given to [`disable_tools`](Self::disable_tools) makes
-    /// adding the server fail with a validation error.
-    #[must_use]
-    pub fn enable_tools(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.enable_tools = Some(names.into_iter().map(Into::into).collect());
-        self
-    }
-
-    /// Leaves these of the server's tools out (their names on the server), as the reference's
-    /// `disable_tools`.
-    #[must_use]
-    pub fn disable_tools(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.disable_tools = names.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Whether the tool named `name` on the server is to be added.
-    pub(crate) fn wants_tool(&self, name: &str) -> bool {
-        self.enable_tools.as_ref().is_none_or(|on| on.iter().any(|t| t == name))
-            && !self.disable_tools.iter().any(|t| t == name)
-    }
-
-    /// A validation error when a tool is both enabled and disabled, as in the reference.
-    pub(crate) fn check_tool_filters(&self) -> Result<(), towerscope_core::AgentError> {
-        let both: Vec<&str> = self
-            .enable_tools
-            .iter()
-            .flatten()
-            .filter(|t| self.disable_tools.contains(t))
-            .map(String::as_str)
-            .collect();
-        if both.is_empty() {
-            return Ok(());
-        }
-        Err(towerscope_core::AgentError::validation(format!(
-            "MCP server '{}': the tools {both:?} are both enabled and disabled; name each in one list",
-            self.name
-        )))
-    }
-
-    /// Sets whether the group is active from the start.
-    #[must_use]
-    pub fn active(mut self, active: bool) -> Self {
-        self.active = active;
-        self
-    }
-
-    /// Sets how long each request to the server may take, connecting included (default
-    /// [`DEFAULT_TIMEOUT`]).
-    #[must_use]
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
-        self
-    }
-
-    /// Lets requests to the server take as long as they take: for a tool that may run longer
-    /// than any timeout (and a server trusted to answer).
-    #[must_use]
-    pub fn no_timeout(mut self) -> Self {
-        self.timeout = None;
-        self
-    }
-}
 
 /// What [`Toolkit::add_mcp_server`](crate::toolkit::Toolkit::add_mcp_server) did.
 #[derive(Debug)]

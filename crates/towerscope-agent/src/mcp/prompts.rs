@@ -53,15 +53,15 @@ impl McpClient {
     /// The server's prompts (every page). A server without prompts answers with an error (it
     /// does not offer the capability), returned as [`AgentError::State`].
     pub async fn list_prompts(&self) -> Result<Vec<McpPrompt>, AgentError> {
-        const WHAT: &str = "listing prompts";
         let listed = self
-            .all_pages(WHAT, |page| async move {
-                let request = ClientRequest::ListPromptsRequest(ListPromptsRequest::with_param(page));
-                match self.request(WHAT, request).await? {
-                    ServerResult::ListPromptsResult(listed) => Ok((listed.prompts, listed.next_cursor)),
-                    _ => Err(self.unexpected(WHAT)),
-                }
-            })
+            .list(
+                "listing prompts",
+                |page| ClientRequest::ListPromptsRequest(ListPromptsRequest::with_param(page)),
+                |listed| match listed {
+                    ServerResult::ListPromptsResult(listed) => Some((listed.prompts, listed.next_cursor)),
+                    _ => None,
+                },
+            )
             .await?;
         Ok(listed
             .into_iter()

@@ -62,15 +62,15 @@ impl McpClient {
     /// The server's resources (every page). A server without resources answers with an error
     /// (it does not offer the capability), returned as [`AgentError::State`].
     pub async fn list_resources(&self) -> Result<Vec<McpResource>, AgentError> {
-        const WHAT: &str = "listing resources";
         let listed = self
-            .all_pages(WHAT, |page| async move {
-                let request = ClientRequest::ListResourcesRequest(ListResourcesRequest::with_param(page));
-                match self.request(WHAT, request).await? {
-                    ServerResult::ListResourcesResult(listed) => Ok((listed.resources, listed.next_cursor)),
-                    _ => Err(self.unexpected(WHAT)),
-                }
-            })
+            .list(
+                "listing resources",
+                |page| ClientRequest::ListResourcesRequest(ListResourcesRequest::with_param(page)),
+                |listed| match listed {
+                    ServerResult::ListResourcesResult(listed) => Some((listed.resources, listed.next_cursor)),
+                    _ => None,
+                },
+            )
             .await?;
         Ok(listed
             .into_iter()
@@ -87,18 +87,17 @@ impl McpClient {
 
     /// The server's resource templates (every page).
     pub async fn list_resource_templates(&self) -> Result<Vec<McpResourceTemplate>, AgentError> {
-        const WHAT: &str = "listing resource templates";
         let listed = self
-            .all_pages(WHAT, |page| async move {
-                let request =
-                    ClientRequest::ListResourceTemplatesRequest(ListResourceTemplatesRequest::with_param(page));
-                match self.request(WHAT, request).await? {
+            .list(
+                "listing resource templates",
+                |page| ClientRequest::ListResourceTemplatesRequest(ListResourceTemplatesRequest::with_param(page)),
+                |listed| match listed {
                     ServerResult::ListResourceTemplatesResult(listed) => {
-                        Ok((listed.resource_templates, listed.next_cursor))
+                        Some((listed.resource_templates, listed.next_cursor))
                     }
-                    _ => Err(self.unexpected(WHAT)),
-                }
-            })
+                    _ => None,
+                },
+            )
             .await?;
         Ok(listed
             .into_iter()

@@ -97,7 +97,7 @@ impl Tool for McpTool {
             }
         };
         Box::pin(Generator::new(move |y| async move {
-            let (tx, mut rx) = mpsc::channel(super::client::PROGRESS_BUFFER);
+            let (tx, mut rx) = mpsc::channel(super::progress::PROGRESS_BUFFER);
             let mut call = std::pin::pin!(client.call(&remote, arguments, tx));
             let progress_chunk = |progress: rmcp::model::ProgressNotificationParam| {
                 let mut value = Map::new();
