@@ -414,3 +414,100 @@ async fn a_sequential_batch_stops_at_the_call_that_asks_after_a_thousand_that_ra
         ]
     );
 }
+
+/// Reads `stream` to its end, calling `agent.interrupt()` at the first event of kind `at`.
+async fn interrupting_at(agent: &Agent, stream: towerscope_agent::ReplyStream, at: &str) -> common::Collected {
+    use futures_util::StreamExt;
+    let mut stream = stream;
+    let mut out = common::Collected {
+        events: Vec::new(),
+        final_msg: None,
+        error: None,
+    };
+    let mut interrupted = false;
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(towerscope_core::ReplyItem::Event(e)) => {
+                if !interrupted && e.event_type().as_str() == at {
+                    interrupted = agent.interrupt();
+                }
+                out.events.push(e);
+            }
+            Ok(towerscope_core::ReplyItem::Final(m)) => out.final_msg = Some(m),
+            Err(e) => out.error = Some(e),
+        }
+    }
+    assert!(interrupted, "a reply was running at {at}");
+    out
+}
+
+#[tokio::test]
+async fn an_interrupt_while_a_parked_reply_is_closed_closes_it_once() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/"}"#).and_tool_call(
+                "c2",
+                "delete",
+                r#"{"path": "/b"}"#,
+            ),
+        ],
+    );
+    let agent = asking_agent(&model);
+    let first = collect(agent.reply_stream(Msg::user("user", "clean up"))).await;
+    let reply_id = first.final_msg.unwrap().id;
+    let out = interrupting_at(
+        &agent,
+        agent.reply_stream(UserInterruptEvent::new(reply_id)),
+        "TOOL_RESULT_START",
+    )
+    .await;
+    assert_eq!(
+        out.kinds(),
+        [
+            "TOOL_RESULT_START",
+            "TOOL_RESULT_TEXT_DELTA",
+            "TOOL_RESULT_END",
+            "TOOL_RESULT_START",
+            "TOOL_RESULT_TEXT_DELTA",
+            "TOOL_RESULT_END",
+            "REPLY_END"
+        ],
+        "each call closed once, one end"
+    );
+    assert_eq!(
+        out.final_msg.unwrap().finished_reason,
+        Some(ReplyFinishedReason::Interrupted)
+    );
+    assert_consistent(&agent.state().context);
+}
+
+#[tokio::test]
+async fn an_interrupt_as_a_reply_asks_for_confirmation_ends_it_instead_of_parking() {
+    // The consumer interrupts when it sees the question: the reply was running, so it ends
+    // interrupted (its call closed) rather than parking with an interrupt nobody will see.
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/"}"#),
+            ScriptedResponse::text("next"),
+        ],
+    );
+    let agent = asking_agent(&model);
+    let out = interrupting_at(
+        &agent,
+        agent.reply_stream(Msg::user("user", "clean up")),
+        "REQUIRE_USER_CONFIRM",
+    )
+    .await;
+    let kinds = out.kinds();
+    assert_eq!(&kinds[kinds.len() - 2..], ["TOOL_RESULT_END", "REPLY_END"], "{kinds:?}");
+    assert_eq!(
+        out.final_msg.unwrap().finished_reason,
+        Some(ReplyFinishedReason::Interrupted)
+    );
+    assert_consistent(&agent.state().context);
+    // Not parked: the next message is taken.
+    let next = collect(agent.reply_stream(Msg::user("user", "and now?"))).await;
+    assert_eq!(next.final_text().as_deref(), Some("next"));
+}

@@ -172,7 +172,12 @@ fn run<'a>(
         }
         match &req.input {
             ReplyInput::Messages(msgs) => start(runtime, &req, msgs, emit).await?,
-            ReplyInput::Interrupt(_) => return Box::pin(resume::interrupt(runtime, &ctx, emit)).await,
+            ReplyInput::Interrupt(_) => {
+                // Closing a parked reply is an ending: an interrupt meanwhile cancels nothing
+                // (cancelled, the closing would run again and close its calls twice).
+                let _closing = runtime.interrupt.shield();
+                return Box::pin(resume::interrupt(runtime, &ctx, emit)).await;
+            }
             ReplyInput::Confirm(ev) => {
                 Box::pin(resume::confirm(runtime, &ctx, ev, emit)).await?;
                 count_round_if_complete(runtime, &ctx);
@@ -197,9 +202,12 @@ fn run<'a>(
                 )));
             }
             match next_action(runtime, &ctx, final_msg.take(), emit.wants_events()) {
+                // An interrupt asked for before the loop decided to end or park stops the reply
+                // (the loop is not at an await here, so it is checked); one asked for after the
+                // decision (its consumer saw the end coming) cancels nothing, and no second end
+                // follows.
+                Action::Exit { .. } if runtime.interrupt.is_requested() => return Err(AgentError::Interrupted),
                 Action::Exit { events: None, msg } => {
-                    // The reply has ended: an interrupt now (its consumer saw the end coming)
-                    // cancels nothing, and no second end follows.
                     let _ended = runtime.interrupt.shield();
                     emit.final_msg(*msg).await;
                     return Ok(());
