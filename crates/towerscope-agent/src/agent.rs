@@ -121,7 +121,8 @@ impl Agent {
     /// Fails while a reply is in progress (a reply compresses before each round itself). The
     /// agent is busy while it compresses: a reply, `observe` or `load_state` meanwhile fails as
     /// during a reply (the summary's model call may take seconds, and both would rewrite the
-    /// context), and `observe_when_free` waits for the end.
+    /// context), `observe_when_free` waits for the end, and [`interrupt`](Self::interrupt)
+    /// stops it with [`AgentError::Interrupted`], the context unchanged.
     pub async fn compress_context(
         &self,
         config: Option<ContextConfig>,
@@ -146,7 +147,15 @@ impl Agent {
             instructions,
             config: config.map(Arc::new),
         };
-        self.runtime.positions.compress.clone().oneshot(request).await
+        // The agent is busy, so `interrupt` stops the compression (the context is replaced
+        // only when it completes, so an interrupted one leaves the context as it was).
+        self.runtime.interrupt.reset();
+        let compress = std::pin::pin!(self.runtime.positions.compress.clone().oneshot(request));
+        let interrupted = self.runtime.interrupt.requested_unshielded();
+        match crate::interrupt::Unless::new(&self.runtime.interrupt, compress, interrupted).await {
+            futures_util::future::Either::Left(done) => done,
+            futures_util::future::Either::Right(()) => Err(AgentError::Interrupted),
+        }
     }
 
     /// Switches the permission mode (kept in the state; the next permission check uses it).

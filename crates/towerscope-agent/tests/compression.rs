@@ -479,3 +479,32 @@ async fn a_reply_cannot_start_while_the_context_is_being_compressed() {
         Some("after")
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn interrupting_a_compression_leaves_the_context_as_it_was() {
+    let model = ScriptedModel::new(
+        "m",
+        [ScriptedResponse::tool_call("s", SUMMARY_TOOL, SUMMARY).delay(Duration::from_secs(5))],
+    )
+    .context_size(400);
+    let agent = Agent::builder("a").model(model.clone()).build().unwrap();
+    let history: Vec<Msg> = (0..20)
+        .map(|i| Msg::user("user", format!("message {i} {}", "x".repeat(60))))
+        .collect();
+    agent.observe(history).unwrap();
+    let before = agent.state().context;
+    let compressing = tokio::spawn({
+        let agent = agent.clone();
+        async move { agent.compress_context(Some(ContextConfig::new()), None).await }
+    });
+    while model.calls() == 0 {
+        tokio::task::yield_now().await;
+    }
+    assert!(agent.interrupt(), "the compression is running");
+    let interrupted = compressing.await.unwrap();
+    assert!(
+        matches!(interrupted, Err(towerscope_core::AgentError::Interrupted)),
+        "{interrupted:?}"
+    );
+    assert_eq!(agent.state().context, before);
+}
