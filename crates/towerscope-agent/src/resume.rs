@@ -94,7 +94,6 @@ pub(crate) async fn confirm(
     ev: &UserConfirmResultEvent,
     emit: &Emitter,
 ) -> Result<(), AgentError> {
-    let reply_id = ctx.reply_id();
     {
         let state = runtime.lock_state();
         let asking: Vec<_> = state
@@ -139,20 +138,7 @@ pub(crate) async fn confirm(
             "<system-reminder>The execution of tool \"{}\" is denied by user!</system-reminder>",
             call.name
         );
-        emit.event(EventType::ToolResultStart, || {
-            ToolResultStartEvent::new(reply_id, &call.id, &call.name).into()
-        })
-        .await;
-        emit.event(EventType::ToolResultTextDelta, || {
-            ToolResultTextDeltaEvent::new(reply_id, &call.id, &text).into()
-        })
-        .await;
-        let block = ToolResultBlock::new(&call.id, &call.name, ToolOutput::Text(text), ToolResultState::Denied);
-        runtime.lock_state().save_result(&runtime.name, reply_id, block);
-        emit.event(EventType::ToolResultEnd, || {
-            ToolResultEndEvent::new(reply_id, &call.id, ToolResultState::Denied, Map::new()).into()
-        })
-        .await;
+        crate::acting::answer_with_text(runtime, ctx, call, text, ToolResultState::Denied, emit).await?;
     }
     Ok(())
 }

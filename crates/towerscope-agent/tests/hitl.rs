@@ -511,3 +511,21 @@ async fn an_interrupt_as_a_reply_asks_for_confirmation_ends_it_instead_of_parkin
     let next = collect(agent.reply_stream(Msg::user("user", "and now?"))).await;
     assert_eq!(next.final_text().as_deref(), Some("next"));
 }
+
+#[tokio::test]
+async fn an_interrupt_at_a_denials_start_opens_its_result_once() {
+    let model = ScriptedModel::new("m", [ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/"}"#)]);
+    let agent = asking_agent(&model);
+    let first = collect(agent.reply_stream(Msg::user("user", "clean up"))).await;
+    let call = parked_call(&first);
+    let denial = UserConfirmResultEvent::new(first.final_msg.unwrap().id, vec![ConfirmResult::new(false, call)]);
+    let out = interrupting_at(&agent, agent.reply_stream(denial), "TOOL_RESULT_START").await;
+    let starts = out.kinds().iter().filter(|k| **k == "TOOL_RESULT_START").count();
+    let ends = out.kinds().iter().filter(|k| **k == "TOOL_RESULT_END").count();
+    assert_eq!((starts, ends), (1, 1), "{:?}", out.kinds());
+    assert_eq!(
+        out.final_msg.unwrap().finished_reason,
+        Some(ReplyFinishedReason::Interrupted)
+    );
+    assert_consistent(&agent.state().context);
+}

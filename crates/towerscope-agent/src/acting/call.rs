@@ -92,9 +92,7 @@ pub(crate) fn execute<'a>(
         let (info, input) = match prepared {
             Ok((info, input)) => (info, input.map(Arc::new)),
             Err(message) => {
-                emit.event(EventType::ToolResultStart, || start_event(reply_id, &call))
-                    .await;
-                return finish_with_text(runtime, ctx, &call, message, ToolResultState::Error, emit).await;
+                return answer_with_text(runtime, ctx, &call, message, ToolResultState::Error, emit).await;
             }
         };
 
@@ -114,10 +112,8 @@ pub(crate) fn execute<'a>(
             match decided {
                 Ok(decision) => decision?,
                 Err(payload) => {
-                    emit.event(EventType::ToolResultStart, || start_event(reply_id, &call))
-                        .await;
                     let message = panic_text("on_check_permission", &*payload);
-                    return finish_with_text(runtime, ctx, &call, message, ToolResultState::Error, emit).await;
+                    return answer_with_text(runtime, ctx, &call, message, ToolResultState::Error, emit).await;
                 }
             }
         };
@@ -149,9 +145,7 @@ pub(crate) fn execute<'a>(
                 Ok(())
             }
             PermissionDecision::Deny { message } => {
-                emit.event(EventType::ToolResultStart, || start_event(reply_id, &call))
-                    .await;
-                finish_with_text(runtime, ctx, &call, message, ToolResultState::Denied, emit).await
+                answer_with_text(runtime, ctx, &call, message, ToolResultState::Denied, emit).await
             }
             PermissionDecision::Allow => {
                 runtime.lock_state().set_call_state(&call.id, ToolCallState::Allowed);
@@ -226,6 +220,26 @@ fn start_event(reply_id: &towerscope_core::Id, call: &ToolCallBlock) -> AgentEve
 ///
 /// Boxed: a rare path, kept out of the future of every tool call (and of the reply's tool
 /// batch, which it would otherwise grow past the allocator's small sizes).
+/// Answers a call that does not run (bad arguments, a denial, a panicking permission check)
+/// with `message`: its whole result, `TOOL_RESULT_START` to `TOOL_RESULT_END`, shielded from
+/// an interrupt, which lands after it. Cancelled in between, the interrupted ending would open
+/// the call's result a second time.
+pub(crate) fn answer_with_text<'a>(
+    runtime: &'a Runtime,
+    ctx: &'a AgentContext,
+    call: &'a ToolCallBlock,
+    message: String,
+    state: ToolResultState,
+    emit: &'a Emitter,
+) -> futures_util::future::BoxFuture<'a, Result<(), AgentError>> {
+    Box::pin(async move {
+        let _whole = runtime.interrupt.shield();
+        emit.event(EventType::ToolResultStart, || start_event(ctx.reply_id(), call))
+            .await;
+        finish_with_text(runtime, ctx, call, message, state, emit).await
+    })
+}
+
 fn finish_with_text<'a>(
     runtime: &'a Runtime,
     ctx: &'a AgentContext,
@@ -235,6 +249,8 @@ fn finish_with_text<'a>(
     emit: &'a Emitter,
 ) -> futures_util::future::BoxFuture<'a, Result<(), AgentError>> {
     Box::pin(async move {
+        // Shielded to its end, as `answer_with_text`.
+        let _whole = runtime.interrupt.shield();
         let reply_id = ctx.reply_id();
         emit.event(EventType::ToolResultTextDelta, || {
             ToolResultTextDeltaEvent::new(reply_id, &call.id, &message).into()

@@ -22,7 +22,7 @@ use crate::permission::AskedRules;
 use crate::runtime::Runtime;
 use crate::structured;
 
-pub(crate) use call::{INTERRUPTED_CALL_TEXT, interrupted_output, panic_text, truncate};
+pub(crate) use call::{INTERRUPTED_CALL_TEXT, answer_with_text, interrupted_output, panic_text, truncate};
 
 /// Splits calls into batches: `(concurrent, calls)`. When every call is of one kind (one
 /// call, or several safe ones: the common rounds), the calls stay in their list, with no
