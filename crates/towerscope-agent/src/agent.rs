@@ -92,11 +92,7 @@ impl Agent {
     /// interrupt then changes nothing. A parked reply (waiting for the user) is interrupted by
     /// replying with a `UserInterruptEvent` instead.
     pub fn interrupt(&self) -> bool {
-        if !self.busy.load(Ordering::Acquire) {
-            return false;
-        }
-        self.runtime.interrupt.trigger();
-        true
+        self.runtime.interrupt.trigger_if_busy(&self.busy)
     }
 
     /// Replaces the agent's state (a saved one, or a fresh [`AgentState::new`]). Fails while a
@@ -122,13 +118,14 @@ impl Agent {
     /// agent is busy while it compresses: a reply, `observe` or `load_state` meanwhile fails as
     /// during a reply (the summary's model call may take seconds, and both would rewrite the
     /// context), `observe_when_free` waits for the end, and [`interrupt`](Self::interrupt)
-    /// stops it with [`AgentError::Interrupted`], the context unchanged.
+    /// stops it with [`AgentError::Interrupted`]: the summary is not applied (images the
+    /// compression already replaced by placeholders stay replaced).
     pub async fn compress_context(
         &self,
         config: Option<ContextConfig>,
         instructions: Option<HintBlock>,
     ) -> Result<(), AgentError> {
-        if self.busy.swap(true, Ordering::AcqRel) {
+        if !self.runtime.interrupt.begin(&self.busy) {
             return Err(AgentError::State(
                 "cannot compress the context while the agent is replying; the reply compresses before each round"
                     .to_owned(),
@@ -147,14 +144,19 @@ impl Agent {
             instructions,
             config: config.map(Arc::new),
         };
-        // The agent is busy, so `interrupt` stops the compression (the context is replaced
-        // only when it completes, so an interrupted one leaves the context as it was).
-        self.runtime.interrupt.reset();
+        // The agent is busy, so `interrupt` stops the compression (the summary replaces the
+        // context only when it completes).
+        let ctx = request.ctx.clone();
         let compress = std::pin::pin!(self.runtime.positions.compress.clone().oneshot(request));
         let interrupted = self.runtime.interrupt.requested_unshielded();
         match crate::interrupt::Unless::new(&self.runtime.interrupt, compress, interrupted).await {
             futures_util::future::Either::Left(done) => done,
-            futures_util::future::Either::Right(()) => Err(AgentError::Interrupted),
+            futures_util::future::Either::Right(()) => {
+                // Before the work in flight is dropped: layers that see their call dropped
+                // (tracing) tell an interruption from an abandoned call.
+                ctx.mark_interrupted();
+                Err(AgentError::Interrupted)
+            }
         }
     }
 
@@ -243,7 +245,7 @@ impl Agent {
     fn start(&self, input: ReplyInput, schema: Option<Arc<StructuredSchema>>, caller_reads: EventKinds) -> ReplyStream {
         // Marked busy before the reply first takes the state lock: `observe` and `load_state`
         // read the flag under that lock, so they either see this reply or finish before it.
-        if self.busy.swap(true, Ordering::AcqRel) {
+        if !self.runtime.interrupt.begin(&self.busy) {
             return ReplyStream::failed(AgentError::State(
                 "the agent is already replying (or compressing its context); wait for the current reply to finish \
                  or drop its stream"
@@ -254,7 +256,6 @@ impl Agent {
             busy: Arc::clone(&self.busy),
             runtime: Arc::clone(&self.runtime),
         };
-        self.runtime.interrupt.reset();
         let (session_id, reply_id) = {
             let state = self.runtime.lock_state();
             let reply_id = if input.is_resume() {

@@ -32,9 +32,37 @@ pub(crate) struct Interrupt {
     /// Bumped before every notification: a waiter that saw the same value, with the same
     /// waker, and no request since, need not poll its `Notified` again (see [`Unless`]).
     generation: AtomicU64,
+    /// Held while the agent is marked busy and an earlier request forgotten ([`begin`]), and
+    /// while an interrupt checks that the agent is busy and asks ([`trigger_if_busy`]): so an
+    /// interrupt is neither erased by the start it raced nor, meant for a reply that just
+    /// ended, left for the next one.
+    ///
+    /// [`begin`]: Self::begin
+    /// [`trigger_if_busy`]: Self::trigger_if_busy
+    gate: std::sync::Mutex<()>,
 }
 
 impl Interrupt {
+    /// Marks the agent busy (`false` when it already was) and forgets an earlier request.
+    pub(crate) fn begin(&self, busy: &AtomicBool) -> bool {
+        let _gate = self.gate.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if busy.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        self.reset();
+        true
+    }
+
+    /// Asks the running work to stop if the agent is busy; whether it was.
+    pub(crate) fn trigger_if_busy(&self, busy: &AtomicBool) -> bool {
+        let _gate = self.gate.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !busy.load(Ordering::Acquire) {
+            return false;
+        }
+        self.trigger();
+        true
+    }
+
     /// Asks the running reply to stop.
     pub(crate) fn trigger(&self) {
         // Sequentially consistent with the shield's drop (see there): of the two, at least one

@@ -147,8 +147,8 @@ impl TeamRun {
 
     /// Resumes the parked leader with `input`. An interrupt that came after the caller looked
     /// (when the leader was not replying yet) reaches the leader's new reply, unless `input`
-    /// already is one: the agent closes the parked reply inside the cancellable part of its
-    /// reply, so interrupting that too would close the calls a second time.
+    /// already is one: closing a parked reply is an ending the agent shields, so interrupting
+    /// it too would change nothing.
     fn resume_leader(&self, input: ReplyInput) -> Phase {
         let interrupting = matches!(input, ReplyInput::Interrupt(_));
         let stream = self.leader.reply_stream(input);
