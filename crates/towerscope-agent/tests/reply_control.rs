@@ -143,3 +143,52 @@ async fn a_reply_future_starts_the_reply_when_made_and_runs_where_it_is_polled()
     let next = agent.reply(Msg::user("user", "three")).await.unwrap();
     assert_eq!(next.text_content().as_deref(), Some("second"));
 }
+
+#[tokio::test]
+async fn an_interrupt_at_an_end_a_layer_turns_into_another_round_stops_that_round() {
+    // The interrupt comes as the layer swallows REPLY_END and asks for another round: the end
+    // it came at is not the reply's, so the round after it is interrupted.
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("first"), ScriptedResponse::text("second")]);
+    let handle: std::sync::Arc<std::sync::OnceLock<Agent>> = std::sync::Arc::default();
+    let layer = {
+        let handle = std::sync::Arc::clone(&handle);
+        move |req: ReplyRequest, next: ReplyNext| -> LayerFuture {
+            let handle = std::sync::Arc::clone(&handle);
+            Box::pin(async move {
+                let ctx = req.ctx.clone();
+                let inner = next.run(req).await?;
+                let mut left = 1;
+                Ok(Box::pin(inner.filter(move |item| {
+                    let swallow = left > 0 && matches!(item, Ok(ReplyItem::Event(AgentEvent::ReplyEnd(_))));
+                    if swallow {
+                        left -= 1;
+                        ctx.request_another_round();
+                        assert!(handle.get().is_some_and(Agent::interrupt), "the reply is running");
+                    }
+                    std::future::ready(!swallow)
+                })) as EventStream)
+            })
+        }
+    };
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .on_reply(from_fn(layer))
+        .build()
+        .unwrap();
+    assert!(handle.set(agent.clone()).is_ok());
+    let out = common::collect(agent.reply_stream(Msg::user("user", "hello"))).await;
+    let ends: Vec<_> = out
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ReplyEnd(e) => Some(e.finished_reason),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends, [towerscope_core::ReplyFinishedReason::Interrupted]);
+    assert_eq!(
+        out.final_msg.and_then(|m| m.finished_reason),
+        Some(towerscope_core::ReplyFinishedReason::Interrupted)
+    );
+    assert_eq!(model.calls(), 1, "the second round stops before its model call");
+}
