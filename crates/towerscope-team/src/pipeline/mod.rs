@@ -12,7 +12,9 @@
 //! ends with one final message, observes by passing messages to its members, and interrupts
 //! them. So pipelines nest (a fan-out inside a sequence), join hubs as listeners, and render in
 //! a [`console`](crate::console) like any agent. A member parked for the user parks the
-//! pipeline; the resuming input, addressed to the parked reply, reaches that member.
+//! pipeline; the resuming input, addressed to the parked reply, reaches that member. A member
+//! that parks after its pipeline was interrupted closes its parked reply instead, and the
+//! pipeline's reply ends interrupted.
 //!
 //! # Example
 //!
@@ -147,4 +149,97 @@ impl Runs {
 /// Whether a run's stop flag (`None` once the run is over) was raised.
 fn stopped(stop: Option<&Arc<AtomicBool>>) -> bool {
     stop.is_some_and(|stop| stop.load(Ordering::SeqCst))
+}
+
+/// An agent whose tool asks the user, for the tests of a member that parks.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) mod asking {
+    use towerscope_agent::Agent;
+    use towerscope_agent::toolkit::FunctionTool;
+    use towerscope_core::event::{ConfirmResult, RequireUserConfirmEvent, UserConfirmResultEvent};
+    use towerscope_core::{
+        AgentEvent, ContentBlock, Id, Msg, PermissionDecision, ReplyFinishedReason, ReplyInput, ReplyItem,
+        ToolResultState,
+    };
+    use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+    /// Delete a file.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Delete {
+        /// The path.
+        path: String,
+    }
+
+    /// An agent that asks before it deletes a file (call `c1`), then answers with `after`.
+    pub(crate) fn asking(name: &str, after: ScriptedResponse) -> Agent {
+        let call = ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#);
+        Agent::builder(name)
+            .model(ScriptedModel::new("m", [call, after]))
+            .tool(FunctionTool::new("delete", |a: Delete| async move { a.path }))
+            .default_permission(PermissionDecision::Ask {
+                suggested_rules: vec![],
+            })
+            .build()
+            .unwrap()
+    }
+
+    /// Checks that every call in the agent's context has one result, interrupted.
+    pub(crate) fn assert_calls_closed(agent: &Agent) {
+        let context = agent.state().context;
+        let blocks: Vec<&ContentBlock> = context.iter().flat_map(|m| m.content.iter()).collect();
+        let calls = blocks.iter().filter_map(|b| match b {
+            ContentBlock::ToolCall(c) => Some(&c.id),
+            _ => None,
+        });
+        let results = |id: &Id| {
+            let of_call = blocks.iter().filter_map(|b| match b {
+                ContentBlock::ToolResult(r) if &r.id == id => Some(r.state),
+                _ => None,
+            });
+            of_call.collect::<Vec<_>>()
+        };
+        let closed: Vec<_> = calls.map(|id| (id.to_string(), results(id))).collect();
+        assert_eq!(closed, [("c1".to_owned(), vec![ToolResultState::Interrupted])]);
+    }
+
+    /// The user allows every call the agent asked for.
+    pub(crate) fn allow_all(asked: RequireUserConfirmEvent) -> ReplyInput {
+        let allow = asked
+            .tool_calls
+            .into_iter()
+            .map(|c| ConfirmResult::new(true, c))
+            .collect();
+        UserConfirmResultEvent::new(asked.reply_id, allow).into()
+    }
+
+    /// The confirmation the agent asked for and the stream's final message, checking that the
+    /// stream carries the closing of call `c1` and ends with one final message, interrupted.
+    pub(crate) fn closed_after_asking(items: &[ReplyItem]) -> (RequireUserConfirmEvent, &Msg) {
+        let asked = items.iter().find_map(|item| match item {
+            ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) => Some(e.clone()),
+            _ => None,
+        });
+        let closed = items.iter().filter(|item| {
+            matches!(item, ReplyItem::Event(AgentEvent::ToolResultEnd(e))
+                if e.tool_call_id == "c1" && e.state == ToolResultState::Interrupted)
+        });
+        assert_eq!(closed.count(), 1, "the closing is streamed");
+        let finals: Vec<&Msg> = items
+            .iter()
+            .filter_map(|item| match item {
+                ReplyItem::Final(m) => Some(m),
+                ReplyItem::Event(_) => None,
+            })
+            .collect();
+        let [last] = finals[..] else {
+            panic!("one final message, the parked one left out: {finals:?}");
+        };
+        assert!(
+            matches!(items.last(), Some(ReplyItem::Final(_))),
+            "the final message ends the stream"
+        );
+        assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Interrupted));
+        (asked.unwrap(), last)
+    }
 }

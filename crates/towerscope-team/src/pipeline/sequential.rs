@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use futures_util::StreamExt;
+use towerscope_core::event::UserInterruptEvent;
 use towerscope_core::{AgentError, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem};
 
 use super::merge::{MergedStream, Tagged};
@@ -55,7 +56,11 @@ impl Drop for Resuming {
 /// ([`interrupt`](Participant::interrupt), or a `UserInterruptEvent` for its parked reply) ends
 /// the row: its interrupted message is the pipeline's, and the members after it do not run. An
 /// interrupt between two members ends the row there too: the pipeline's message is the last
-/// reply, marked interrupted.
+/// reply, marked interrupted. A member that parks although the row was interrupted (the
+/// interrupt came after its reply decided to wait) does not park the row: the member closes
+/// its parked reply at once (as a `UserInterruptEvent` would; its calls get interrupted
+/// results, and its events are streamed), its interrupted message is the pipeline's, and the
+/// pipeline waits for nothing (a resume is refused; a new message starts a new run).
 /// [`stream`](Self::stream) tags every item, members' final messages included, with the
 /// speaker's name.
 ///
@@ -139,6 +144,7 @@ impl SequentialPipeline {
             done: false,
             pending_error: None,
             resuming: None,
+            closing: false,
         };
         let run = match start {
             Ok((index, stream, resuming)) => Run {
@@ -195,6 +201,8 @@ struct Run {
     pending_error: Option<Tagged>,
     /// The resumed member's record until its first item.
     resuming: Option<Resuming>,
+    /// Whether the member is closing its parked reply (the row was interrupted).
+    closing: bool,
 }
 
 impl Run {
@@ -214,15 +222,25 @@ impl Run {
         }
         let member = Arc::clone(&self.members[self.index]);
         let tag = |item| Tagged::new(member.name(), item);
-        let item = match self.current.as_mut() {
-            Some(stream) => stream.next().await,
-            None => None,
+        let item = loop {
+            let item = match self.current.as_mut() {
+                Some(stream) => stream.next().await,
+                None => None,
+            };
+            if matches!(item, Some(Ok(_)))
+                && let Some(resuming) = self.resuming.take()
+            {
+                resuming.accepted();
+            }
+            match item {
+                Some(Ok(ReplyItem::Final(msg)))
+                    if msg.finished_reason.is_none() && !self.closing && stopped(self.stop.as_ref()) =>
+                {
+                    self.close(&msg.id);
+                }
+                item => break item,
+            }
         };
-        if matches!(item, Some(Ok(_)))
-            && let Some(resuming) = self.resuming.take()
-        {
-            resuming.accepted();
-        }
         match item {
             Some(Ok(ReplyItem::Final(msg))) => {
                 let last = self.finish_member(&msg);
@@ -243,6 +261,18 @@ impl Run {
                 Some(((tag(Err(err)), true), self))
             }
         }
+    }
+
+    /// The row was interrupted, and the member's reply parked (it decided to wait after its
+    /// last interrupt check): the member closes its parked reply (its calls get interrupted
+    /// results), and its interrupted message ends the row, which waits for nothing.
+    fn close(&mut self, parked: &Id) {
+        // The parked reply's stream goes first: while it is held, the member counts as
+        // replying and would refuse the closing.
+        self.current = None;
+        self.closing = true;
+        let closing = UserInterruptEvent::new(parked.clone()).into();
+        self.current = Some(self.members[self.index].reply_stream(closing));
     }
 
     /// Moves on after a member's final message; returns whether it ends the pipeline (the last
@@ -334,5 +364,41 @@ impl fmt::Debug for SequentialPipeline {
             .field("name", &self.name)
             .field("members", &self.members())
             .finish()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use towerscope_agent::Agent;
+    use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+    use super::*;
+    use crate::pipeline::asking::{allow_all, asking, assert_calls_closed, closed_after_asking};
+
+    /// The row was stopped after the member's last interrupt check, and its reply parked: the
+    /// member closes its parked reply, the row ends interrupted and waits for nothing.
+    #[tokio::test]
+    async fn a_stop_raised_as_a_member_parks_closes_its_reply() {
+        let asker = asking("asker", ScriptedResponse::text("Nothing to delete."));
+        let next_model = ScriptedModel::new("m", [ScriptedResponse::text("Fine.")]);
+        let next = Agent::builder("next").model(next_model.clone()).build().unwrap();
+        let row = SequentialPipeline::new([asker.clone(), next]);
+
+        let stream = row.reply_stream(Msg::user("user", "Clean up.").into());
+        assert!(row.runs.stop(), "the run is in progress");
+        let items: Vec<ReplyItem> = stream.map(Result::unwrap).collect().await;
+
+        let (asked, last) = closed_after_asking(&items);
+        assert_eq!(&*last.name, "asker");
+        assert_calls_closed(&asker);
+        assert_eq!(next_model.calls(), 0, "the next member does not start");
+        assert!(!row.interrupt(), "nothing runs any more");
+
+        // The row waits for nothing: the confirmation is refused, a new message runs.
+        let err = row.reply(allow_all(asked)).await.unwrap_err();
+        assert!(matches!(err, AgentError::State(_)), "{err}");
+        let again = row.reply(Msg::user("user", "Again.").into()).await.unwrap();
+        assert_eq!(again.text_content().as_deref(), Some("Fine."));
     }
 }

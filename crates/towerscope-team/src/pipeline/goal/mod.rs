@@ -51,7 +51,11 @@ use crate::Participant;
 /// [`interrupt`](Participant::interrupt) stops the run: the reply in progress is interrupted,
 /// and no further one starts (no check of the report, no retry, no next round); the stream
 /// ends with the interrupted reply, or, when the interrupt came between two replies, with the
-/// executor's last final message marked interrupted.
+/// executor's last final message marked interrupted. A participant that parks although the
+/// run was stopped (the interrupt came after its reply decided to wait) does not park the
+/// pipeline: it closes its parked reply at once (as a `UserInterruptEvent` would; its calls get
+/// interrupted results, and its events are streamed), its interrupted message ends the stream,
+/// and the pipeline waits for nothing (a resume is refused; a new goal starts a new run).
 ///
 /// [`verifier_reset_context`]: Self::verifier_reset_context
 /// [`max_iters`]: Self::max_iters
@@ -291,5 +295,34 @@ mod tests {
         };
         assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Interrupted));
         assert_eq!(last.structured_output.as_ref().unwrap()["report"], "done");
+    }
+
+    /// The run was stopped after the executor's last interrupt check, and its reply parked
+    /// for a confirmation: the executor closes its parked reply, nothing is checked, and the
+    /// pipeline waits for nothing.
+    #[tokio::test]
+    async fn a_stop_raised_as_the_executor_parks_closes_its_reply() {
+        use crate::pipeline::asking::{allow_all, asking, assert_calls_closed, closed_after_asking};
+
+        let output = |id: &str, args: &str| ScriptedResponse::tool_call(id, "GenerateStructuredOutput", args);
+        let executor = asking("coder", output("r1", r#"{"report": "nothing to delete"}"#));
+        let verifier_model = ScriptedModel::new("m", [output("v1", r#"{"result": "pass", "message": ""}"#)]);
+        let verifier = Agent::builder("checker").model(verifier_model.clone()).build().unwrap();
+        let goal = GoalPipeline::new(executor.clone(), verifier);
+
+        let stream = goal.reply_stream(Msg::user("user", "Clean up.").into());
+        assert!(goal.runs.stop(), "the run is in progress");
+        let items: Vec<_> = stream.map(Result::unwrap).collect().await;
+
+        let (asked, _) = closed_after_asking(&items);
+        assert_calls_closed(&executor);
+        assert_eq!(verifier_model.calls(), 0, "an interrupted run is not checked");
+        assert!(!goal.interrupt(), "nothing runs any more");
+
+        // The pipeline waits for nothing: the confirmation is refused, a new goal runs.
+        goal.reply(allow_all(asked)).await.unwrap_err();
+        let again = goal.reply(Msg::user("user", "Again.").into()).await.unwrap();
+        assert_eq!(again.structured_output.unwrap()["report"], "nothing to delete");
+        assert_eq!(goal.outcome().unwrap().verdict, Verdict::Pass);
     }
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use futures_util::StreamExt;
 use serde_json::{Map, Value};
 use towerscope_agent::Agent;
-use towerscope_core::event::CustomEvent;
+use towerscope_core::event::{CustomEvent, UserInterruptEvent};
 use towerscope_core::{
     AgentError, AgentEvent, ContentBlock, EventStream, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, Role, TextBlock,
 };
@@ -24,7 +24,8 @@ pub const GOAL_VERIFICATION: &str = "goal_verification";
 
 /// Where a run is.
 pub(super) enum Phase {
-    /// A resumed interrupt: the parked participant's stream, passed through as it is.
+    /// A resumed interrupt, or the closing of a reply that parked after the run was stopped:
+    /// the parked participant's stream, passed through as it is.
     Passthrough(EventStream),
     /// The executor is working (or retrying its report).
     Executor(EventStream),
@@ -156,6 +157,11 @@ impl GoalRun {
 
     /// The executor's reply ended: park, verify its report, or ask again for one.
     fn executor_replied(&mut self, msg: Msg) -> Option<Step> {
+        if self.parked_when_stopped(&msg) {
+            let closing: ReplyInput = UserInterruptEvent::new(msg.id).into();
+            self.phase = Phase::Passthrough(self.executor.reply_stream(closing));
+            return None;
+        }
         if stops_the_run(&msg) {
             return Some(Ok(ReplyItem::Final(msg)));
         }
@@ -203,6 +209,11 @@ impl GoalRun {
     /// The verifier's reply ended: park, end the run, send the executor back, or ask again
     /// for a valid result.
     fn verifier_replied(&mut self, msg: Msg, instruction: Msg) -> Option<Step> {
+        if self.parked_when_stopped(&msg) {
+            let closing: ReplyInput = UserInterruptEvent::new(msg.id).into();
+            self.phase = Phase::Passthrough(Box::pin(self.verifier.reply_stream(closing)));
+            return None;
+        }
         if stops_the_run(&msg) {
             return Some(Ok(ReplyItem::Final(msg)));
         }
@@ -265,6 +276,13 @@ impl GoalRun {
         Some(Ok(event))
     }
 
+    /// Whether `msg` parked its reply although the run was stopped (the interrupt came after
+    /// the reply decided to wait): the participant then closes its parked reply (its calls get
+    /// interrupted results), and its interrupted message ends the run, which waits for nothing.
+    fn parked_when_stopped(&self, msg: &Msg) -> bool {
+        msg.finished_reason.is_none() && stopped(self.stop.as_ref())
+    }
+
     fn verifier_retry(&mut self) -> Result<(), AgentError> {
         let mut p = self.progress();
         p.verifier_retries += 1;
@@ -308,7 +326,8 @@ impl GoalRun {
 }
 
 /// A reply parked for the user, or interrupted: the pipeline's stream ends with it (the
-/// resuming input reaches the participant by its reply id).
+/// resuming input reaches the participant by its reply id; a run stopped meanwhile closes a
+/// parked reply first, see [`GoalRun::parked_when_stopped`]).
 fn stops_the_run(msg: &Msg) -> bool {
     matches!(msg.finished_reason, None | Some(ReplyFinishedReason::Interrupted))
 }
