@@ -138,7 +138,7 @@ pub(crate) async fn confirm(
             "<system-reminder>The execution of tool \"{}\" is denied by user!</system-reminder>",
             call.name
         );
-        crate::acting::answer_with_text(runtime, ctx, call, text, ToolResultState::Denied, emit).await?;
+        crate::acting::answer_with_text(runtime, ctx, call, text, ToolResultState::Denied, false, emit).await?;
     }
     Ok(())
 }

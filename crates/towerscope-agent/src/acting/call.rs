@@ -92,7 +92,7 @@ pub(crate) fn execute<'a>(
         let (info, input) = match prepared {
             Ok((info, input)) => (info, input.map(Arc::new)),
             Err(message) => {
-                return answer_with_text(runtime, ctx, &call, message, ToolResultState::Error, emit).await;
+                return answer_with_text(runtime, ctx, &call, message, ToolResultState::Error, false, emit).await;
             }
         };
 
@@ -113,7 +113,7 @@ pub(crate) fn execute<'a>(
                 Ok(decision) => decision?,
                 Err(payload) => {
                     let message = panic_text("on_check_permission", &*payload);
-                    return answer_with_text(runtime, ctx, &call, message, ToolResultState::Error, emit).await;
+                    return answer_with_text(runtime, ctx, &call, message, ToolResultState::Error, false, emit).await;
                 }
             }
         };
@@ -145,7 +145,7 @@ pub(crate) fn execute<'a>(
                 Ok(())
             }
             PermissionDecision::Deny { message } => {
-                answer_with_text(runtime, ctx, &call, message, ToolResultState::Denied, emit).await
+                answer_with_text(runtime, ctx, &call, message, ToolResultState::Denied, false, emit).await
             }
             PermissionDecision::Allow => {
                 runtime.lock_state().set_call_state(&call.id, ToolCallState::Allowed);
@@ -216,41 +216,29 @@ fn start_event(reply_id: &towerscope_core::Id, call: &ToolCallBlock) -> AgentEve
     ToolResultStartEvent::new(reply_id, &call.id, &call.name).into()
 }
 
-/// Ends a call with a plain-text result (validation errors, denials, middleware errors).
+/// Answers a call with a plain-text result (bad arguments, a denial, a failing or panicking
+/// layer): its `TOOL_RESULT_START` unless `started` (the call had it already), the text, the
+/// stored result and `TOOL_RESULT_END`, shielded from an interrupt as one piece; cancelled in
+/// between, the interrupted ending would open or close the result a second time. The
+/// interrupt lands after it.
 ///
 /// Boxed: a rare path, kept out of the future of every tool call (and of the reply's tool
 /// batch, which it would otherwise grow past the allocator's small sizes).
-/// Answers a call that does not run (bad arguments, a denial, a panicking permission check)
-/// with `message`: its whole result, `TOOL_RESULT_START` to `TOOL_RESULT_END`, shielded from
-/// an interrupt, which lands after it. Cancelled in between, the interrupted ending would open
-/// the call's result a second time.
 pub(crate) fn answer_with_text<'a>(
     runtime: &'a Runtime,
     ctx: &'a AgentContext,
     call: &'a ToolCallBlock,
     message: String,
     state: ToolResultState,
+    started: bool,
     emit: &'a Emitter,
 ) -> futures_util::future::BoxFuture<'a, Result<(), AgentError>> {
     Box::pin(async move {
         let _whole = runtime.interrupt.shield();
-        emit.event(EventType::ToolResultStart, || start_event(ctx.reply_id(), call))
-            .await;
-        finish_with_text(runtime, ctx, call, message, state, emit).await
-    })
-}
-
-fn finish_with_text<'a>(
-    runtime: &'a Runtime,
-    ctx: &'a AgentContext,
-    call: &'a ToolCallBlock,
-    message: String,
-    state: ToolResultState,
-    emit: &'a Emitter,
-) -> futures_util::future::BoxFuture<'a, Result<(), AgentError>> {
-    Box::pin(async move {
-        // Shielded to its end, as `answer_with_text`.
-        let _whole = runtime.interrupt.shield();
+        if !started {
+            emit.event(EventType::ToolResultStart, || start_event(ctx.reply_id(), call))
+                .await;
+        }
         let reply_id = ctx.reply_id();
         emit.event(EventType::ToolResultTextDelta, || {
             ToolResultTextDeltaEvent::new(reply_id, &call.id, &message).into()
@@ -294,7 +282,7 @@ async fn run_tool(
         Ok(stream) => stream,
         Err(None) => return Err(AgentError::Interrupted),
         Err(Some(message)) => {
-            return finish_with_text(runtime, ctx, &call, message, ToolResultState::Error, emit).await;
+            return answer_with_text(runtime, ctx, &call, message, ToolResultState::Error, true, emit).await;
         }
     };
     let mut stream = AssertUnwindSafe(stream).catch_unwind();
