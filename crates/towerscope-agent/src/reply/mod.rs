@@ -205,10 +205,10 @@ fn run<'a>(
                 // An interrupt asked for before the loop decided to end or park stops the reply
                 // (the loop is not at an await here, so it is checked); one asked for after the
                 // decision (its consumer saw the end coming) cancels nothing, and no second end
-                // follows.
+                // follows. The final message needs no shield: `Unless` polls the loop before the
+                // interrupt, so the loop ends as soon as its last item is taken.
                 Action::Exit { .. } if runtime.interrupt.is_requested() => return Err(AgentError::Interrupted),
                 Action::Exit { events: None, msg } => {
-                    let _ended = runtime.interrupt.shield();
                     emit.final_msg(*msg).await;
                     return Ok(());
                 }
@@ -216,7 +216,8 @@ fn run<'a>(
                     events: Some(events),
                     msg,
                 } => {
-                    // As above, unless a layer asks for another round after seeing the end.
+                    // The end events are shielded, unless a layer asks for another round after
+                    // seeing them.
                     let ending = runtime.interrupt.shield();
                     let mut events = events;
                     reasoning::forward(emit, &mut events).await;

@@ -146,13 +146,11 @@ impl TeamRun {
     }
 
     /// Resumes the parked leader with `input`. An interrupt that came after the caller looked
-    /// (when the leader was not replying yet) reaches the leader's new reply, unless `input`
-    /// already is one: closing a parked reply is an ending the agent shields, so interrupting
-    /// it too would change nothing.
+    /// (when the leader was not replying yet) reaches the leader's new reply (closing a parked
+    /// reply, the agent shields its ending: the interrupt changes nothing there).
     fn resume_leader(&self, input: ReplyInput) -> Phase {
-        let interrupting = matches!(input, ReplyInput::Interrupt(_));
         let stream = self.leader.reply_stream(input);
-        if self.stopped() && !interrupting {
+        if self.stopped() {
             self.leader.interrupt();
         }
         Phase::Leader(Box::pin(stream))
