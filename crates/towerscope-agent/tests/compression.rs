@@ -447,11 +447,7 @@ async fn a_reply_cannot_start_while_the_context_is_being_compressed() {
         ],
     )
     .context_size(400);
-    let agent = Agent::builder("a").model(model.clone()).build().unwrap();
-    let history: Vec<Msg> = (0..20)
-        .map(|i| Msg::user("user", format!("message {i} {}", "x".repeat(60))))
-        .collect();
-    agent.observe(history).unwrap();
+    let agent = long_agent(&model, ContextConfig::new()).await;
     let compressing = tokio::spawn({
         let agent = agent.clone();
         async move { agent.compress_context(Some(ContextConfig::new()), None).await }
@@ -487,11 +483,7 @@ async fn interrupting_a_compression_leaves_the_context_as_it_was() {
         [ScriptedResponse::tool_call("s", SUMMARY_TOOL, SUMMARY).delay(Duration::from_secs(5))],
     )
     .context_size(400);
-    let agent = Agent::builder("a").model(model.clone()).build().unwrap();
-    let history: Vec<Msg> = (0..20)
-        .map(|i| Msg::user("user", format!("message {i} {}", "x".repeat(60))))
-        .collect();
-    agent.observe(history).unwrap();
+    let agent = long_agent(&model, ContextConfig::new()).await;
     let before = agent.state().context;
     let compressing = tokio::spawn({
         let agent = agent.clone();

@@ -4,9 +4,8 @@
 
 mod common;
 
-use common::{assert_consistent, collect};
-use serde_json::Value;
-use towerscope_agent::toolkit::{FunctionTool, Tool, ToolChunkStream};
+use common::{RemoteSearch, assert_consistent, collect};
+use towerscope_agent::toolkit::FunctionTool;
 use towerscope_agent::{Agent, AgentState};
 use towerscope_core::event::{ConfirmResult, ExternalExecutionResultEvent, UserConfirmResultEvent, UserInterruptEvent};
 use towerscope_core::{
@@ -237,30 +236,6 @@ async fn interrupting_a_parked_reply_closes_its_calls() {
     // An idle agent: no events, and no final message.
     let idle = collect(agent.reply_stream(UserInterruptEvent::new("whatever"))).await;
     assert!(idle.events.is_empty() && idle.final_msg.is_none());
-}
-
-/// A tool the caller runs: the agent parks and waits for its result.
-struct RemoteSearch;
-
-impl Tool for RemoteSearch {
-    fn name(&self) -> &str {
-        "search"
-    }
-    fn description(&self) -> &str {
-        "Search the user's intranet (runs on the user's side)."
-    }
-    fn input_schema(&self) -> &Value {
-        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(
-            || serde_json::json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}),
-        )
-    }
-    fn external(&self) -> bool {
-        true
-    }
-    fn call(&self, _input: Value) -> ToolChunkStream {
-        Box::pin(futures_util::stream::empty())
-    }
 }
 
 #[tokio::test]

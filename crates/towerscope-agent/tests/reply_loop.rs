@@ -410,59 +410,50 @@ async fn a_second_reply_while_one_streams_is_refused() {
     );
 }
 
-/// A tool run outside the agent (by a front end, a team's leader): the reply parks for it.
-struct Outside;
-
-impl towerscope_agent::toolkit::Tool for Outside {
-    fn name(&self) -> &str {
-        "outside"
+/// Replies to `agent` and resumes every park at once with what `answer` makes of the parked
+/// reply's id and the call it waits for (as an automatic resumer, a team's leader, does),
+/// until the reply ends; its final message.
+async fn resumed_until_it_ends(
+    agent: &Agent,
+    model: &ScriptedModel,
+    answer: impl Fn(towerscope_core::Id, towerscope_core::ToolCallBlock) -> towerscope_core::ReplyInput,
+) -> Msg {
+    let mut out = collect(agent.reply_stream(Msg::user("user", "go"))).await;
+    for _ in 0..10 {
+        let msg = out.final_msg.clone().unwrap();
+        if msg.finished_reason.is_some() {
+            return msg;
+        }
+        let parked = out.events.iter().rev().find_map(|e| match e {
+            AgentEvent::RequireExternalExecution(e) => e.tool_calls.first().cloned(),
+            AgentEvent::RequireUserConfirm(e) => e.tool_calls.first().cloned(),
+            _ => None,
+        });
+        out = collect(agent.reply_stream(answer(msg.id, parked.unwrap()))).await;
     }
-    fn description(&self) -> &str {
-        "Runs on the caller's side."
-    }
-    fn input_schema(&self) -> &serde_json::Value {
-        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(|| serde_json::json!({"type": "object"}))
-    }
-    fn external(&self) -> bool {
-        true
-    }
-    fn call(&self, _input: serde_json::Value) -> towerscope_agent::toolkit::ToolChunkStream {
-        Box::pin(futures_util::stream::empty())
-    }
+    panic!("never stopped: {} model calls", model.calls())
 }
 
 #[tokio::test]
 async fn rounds_answered_from_outside_count_towards_max_iters() {
     use towerscope_core::ToolResultBlock;
     use towerscope_core::event::{ConfirmResult, ExternalExecutionResultEvent, UserConfirmResultEvent};
-    // A model that calls the outside tool every round, answered at once by an automatic
-    // resumer (as a team's leader is): the rounds count, and max_iters stops the reply.
-    let model = ScriptedModel::cycle("m", [ScriptedResponse::tool_call("c", "outside", "{}")]);
+    // A model that calls the outside tool every round, answered at once: the rounds count, and
+    // max_iters stops the reply after max_iters rounds and the forced last one.
+    let model = ScriptedModel::cycle("m", [ScriptedResponse::tool_call("c", "search", r#"{"q": "x"}"#)]);
     let agent = Agent::builder("a")
         .model(model.clone())
-        .tool(Outside)
+        .tool(common::RemoteSearch)
         .max_iters(2)
         .build()
         .unwrap();
-    let mut out = collect(agent.reply_stream(Msg::user("user", "go"))).await;
-    let mut resumes = 0;
-    let last = loop {
-        let msg = out.final_msg.clone().unwrap();
-        if msg.finished_reason.is_some() {
-            break msg;
-        }
-        assert!(resumes < 10, "never stopped: {} model calls", model.calls());
-        let parked = out.events.iter().rev().find_map(|e| match e {
-            AgentEvent::RequireExternalExecution(e) => Some(e.tool_calls[0].id.clone()),
-            _ => None,
-        });
-        let result = ToolResultBlock::new(parked.unwrap(), "outside", "ok", ToolResultState::Success);
-        out = collect(agent.reply_stream(ExternalExecutionResultEvent::new(msg.id.clone(), vec![result]))).await;
-        resumes += 1;
-    };
+    let last = resumed_until_it_ends(&agent, &model, |reply_id, call| {
+        let result = ToolResultBlock::new(call.id, "search", "ok", ToolResultState::Success);
+        ExternalExecutionResultEvent::new(reply_id, vec![result]).into()
+    })
+    .await;
     assert_eq!(last.finished_reason, Some(ReplyFinishedReason::ExceedMaxIters));
-    assert_eq!(model.calls(), 3, "max_iters rounds, then the forced last one");
+    assert_eq!(model.calls(), 3);
     assert_consistent(&agent.state().context);
 
     // The same with a user who denies every call.
@@ -476,22 +467,10 @@ async fn rounds_answered_from_outside_count_towards_max_iters() {
         .max_iters(2)
         .build()
         .unwrap();
-    let mut out = collect(agent.reply_stream(Msg::user("user", "go"))).await;
-    let mut resumes = 0;
-    let last = loop {
-        let msg = out.final_msg.clone().unwrap();
-        if msg.finished_reason.is_some() {
-            break msg;
-        }
-        assert!(resumes < 10, "never stopped: {} model calls", model.calls());
-        let parked = out.events.iter().rev().find_map(|e| match e {
-            AgentEvent::RequireUserConfirm(e) => Some(e.tool_calls[0].clone()),
-            _ => None,
-        });
-        let denial = UserConfirmResultEvent::new(msg.id.clone(), vec![ConfirmResult::new(false, parked.unwrap())]);
-        out = collect(agent.reply_stream(denial)).await;
-        resumes += 1;
-    };
+    let last = resumed_until_it_ends(&agent, &model, |reply_id, call| {
+        UserConfirmResultEvent::new(reply_id, vec![ConfirmResult::new(false, call)]).into()
+    })
+    .await;
     assert_eq!(last.finished_reason, Some(ReplyFinishedReason::ExceedMaxIters));
     assert_eq!(model.calls(), 3);
 }

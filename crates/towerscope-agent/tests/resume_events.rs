@@ -5,10 +5,9 @@
 
 mod common;
 
-use common::{assert_consistent, collect};
-use serde_json::Value;
+use common::{RemoteSearch, assert_consistent, collect};
 use towerscope_agent::compress::TRUNCATED_REMINDER;
-use towerscope_agent::toolkit::{FunctionTool, Tool, ToolChunkStream};
+use towerscope_agent::toolkit::FunctionTool;
 use towerscope_agent::{Agent, AgentBuilder};
 use towerscope_core::event::{ConfirmResult, ExternalExecutionResultEvent, UserConfirmResultEvent};
 use towerscope_core::{
@@ -16,30 +15,6 @@ use towerscope_core::{
     ToolResultState,
 };
 use towerscope_models::{ScriptedModel, ScriptedResponse};
-
-/// A tool the caller runs: the agent parks and waits for its result (as in `tests/hitl.rs`).
-struct RemoteSearch;
-
-impl Tool for RemoteSearch {
-    fn name(&self) -> &str {
-        "search"
-    }
-    fn description(&self) -> &str {
-        "Search the user's intranet (runs on the user's side)."
-    }
-    fn input_schema(&self) -> &Value {
-        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(
-            || serde_json::json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}),
-        )
-    }
-    fn external(&self) -> bool {
-        true
-    }
-    fn call(&self, _input: Value) -> ToolChunkStream {
-        Box::pin(futures_util::stream::empty())
-    }
-}
 
 /// An agent with the external `search` tool, parked on call `c1`; returns the reply id.
 async fn parked_on_search(model: &ScriptedModel) -> (Agent, towerscope_core::Id) {

@@ -49,6 +49,19 @@ struct Delete {
     path: String,
 }
 
+/// The session `user`/`session` once a dropped reply stream saved it (the save runs in a task
+/// of its own).
+async fn saved_after_drop(store: &JsonFileStore, user: &str, session: &str) -> towerscope_agent::session::Stored {
+    let key = SessionKey::new(user, session).unwrap();
+    for _ in 0..200 {
+        if let Some(saved) = store.load(&key).await.unwrap() {
+            return saved;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the dropped reply was never saved")
+}
+
 fn asking(model: &ScriptedModel) -> towerscope_agent::AgentBuilder {
     Agent::builder("a")
         .model(model.clone())
@@ -366,17 +379,7 @@ async fn a_dropped_stream_is_saved_and_the_next_agent_closes_its_open_calls() {
     }
     drop(stream);
     drop(agent);
-    // The save runs in a task of its own; wait for it.
-    let key = SessionKey::new("u", "s").unwrap();
-    let mut saved = None;
-    for _ in 0..200 {
-        saved = store.load(&key).await.unwrap();
-        if saved.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let saved = saved.expect("the dropped reply was saved");
+    let saved = saved_after_drop(&store, "u", "s").await;
     assert_eq!(saved.document.agent.context.last().unwrap().tool_calls().count(), 1);
     let next = Agent::builder("a")
         .model(model.clone())
@@ -419,17 +422,7 @@ async fn a_stream_dropped_mid_answer_is_saved_with_the_streamed_part() {
         Some("first "),
         "the agent keeps the streamed part"
     );
-    // The save runs in a task of its own; wait for it.
-    let key = SessionKey::new("u", "s").unwrap();
-    let mut saved = None;
-    for _ in 0..200 {
-        saved = store.load(&key).await.unwrap();
-        if saved.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let saved = saved.expect("the dropped reply was saved");
+    let saved = saved_after_drop(&store, "u", "s").await;
     assert_eq!(
         saved.document.agent.context, held,
         "the store holds what the agent holds"

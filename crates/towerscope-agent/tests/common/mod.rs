@@ -113,3 +113,27 @@ pub struct Add {
 pub fn add_tool() -> FunctionTool {
     FunctionTool::new("add", |x: Add| async move { (x.a + x.b).to_string() })
 }
+
+/// A tool the caller runs (`search`): the agent parks and waits for its result.
+pub struct RemoteSearch;
+
+impl towerscope_agent::toolkit::Tool for RemoteSearch {
+    fn name(&self) -> &str {
+        "search"
+    }
+    fn description(&self) -> &str {
+        "Search the user's intranet (runs on the user's side)."
+    }
+    fn input_schema(&self) -> &serde_json::Value {
+        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        SCHEMA.get_or_init(
+            || serde_json::json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}),
+        )
+    }
+    fn external(&self) -> bool {
+        true
+    }
+    fn call(&self, _input: serde_json::Value) -> towerscope_agent::toolkit::ToolChunkStream {
+        Box::pin(futures_util::stream::empty())
+    }
+}
