@@ -8,11 +8,9 @@ mod common;
 
 use common::hint_only;
 use futures_util::StreamExt;
-use serde::Deserialize;
 use towerscope_agent::Agent;
-use towerscope_agent::toolkit::FunctionTool;
 use towerscope_core::event::{ConfirmResult, UserConfirmResultEvent};
-use towerscope_core::{AgentEvent, Msg, PermissionDecision, ReplyFinishedReason, ReplyItem, Role};
+use towerscope_core::{AgentEvent, Msg, ReplyFinishedReason, ReplyItem, Role};
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 use towerscope_team::Participant;
 use towerscope_team::pipeline::{GOAL_VERIFICATION, GoalPipeline, TeamMember, TeamPipeline, Verdict};
@@ -251,23 +249,9 @@ async fn a_verifier_reply_without_a_valid_result_is_asked_again() {
     );
 }
 
-#[derive(Deserialize, schemars::JsonSchema)]
-struct Delete {
-    path: String,
-}
-
 /// An executor with a `delete` tool that asks the user before every call.
 fn asking_cleaner(model: &ScriptedModel) -> Agent {
-    Agent::builder("cleaner")
-        .model(model.clone())
-        .tool(FunctionTool::new("delete", |a: Delete| async move {
-            format!("deleted {}", a.path)
-        }))
-        .default_permission(PermissionDecision::Ask {
-            suggested_rules: vec![],
-        })
-        .build()
-        .unwrap()
+    common::asking_agent("cleaner", model.clone())
 }
 
 #[tokio::test]

@@ -11,9 +11,8 @@ use std::time::Duration;
 use common::{hint_only, line};
 use futures_util::StreamExt;
 use towerscope_agent::Agent;
-use towerscope_agent::toolkit::FunctionTool;
 use towerscope_core::event::{ConfirmResult, UserConfirmResultEvent};
-use towerscope_core::{AgentEvent, Msg, PermissionDecision, ReplyItem, ToolResultState};
+use towerscope_core::{AgentEvent, Msg, ReplyItem, ToolResultState};
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 use towerscope_team::Participant;
 use towerscope_team::pipeline::{FanoutPipeline, SequentialPipeline, TeamMember, TeamPipeline};
@@ -113,31 +112,16 @@ async fn the_merged_stream_tags_every_item_with_its_speaker() {
     );
 }
 
-/// Delete a file.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Delete {
-    /// The path.
-    path: String,
-}
-
 /// An agent that asks before it deletes `/tmp/x`, then says so.
 fn asking_cleaner() -> Agent {
-    Agent::builder("cleaner")
-        .model(ScriptedModel::new(
-            "m",
-            [
-                ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#),
-                ScriptedResponse::text("Deleted /tmp/x."),
-            ],
-        ))
-        .tool(FunctionTool::new("delete", |a: Delete| async move {
-            format!("deleted {}", a.path)
-        }))
-        .default_permission(PermissionDecision::Ask {
-            suggested_rules: vec![],
-        })
-        .build()
-        .unwrap()
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#),
+            ScriptedResponse::text("Deleted /tmp/x."),
+        ],
+    );
+    common::asking_agent("cleaner", model)
 }
 
 /// The cleaner, then a reporter of what it did, and the reporter's model.

@@ -7,33 +7,15 @@ mod common;
 use common::line;
 use futures_util::StreamExt;
 use towerscope_agent::Agent;
-use towerscope_agent::toolkit::FunctionTool;
 use towerscope_core::event::{ConfirmResult, UserConfirmResultEvent};
-use towerscope_core::{AgentError, AgentEvent, EventStream, Msg, PermissionDecision, ReplyFinishedReason, ReplyItem};
+use towerscope_core::{AgentError, AgentEvent, EventStream, Msg, ReplyFinishedReason, ReplyItem};
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 use towerscope_team::Participant;
 use towerscope_team::pipeline::{FanoutPipeline, SequentialPipeline};
 
-/// Delete a file.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Delete {
-    /// The path.
-    path: String,
-}
-
-/// An agent that asks before it deletes a file, then answers with `after`.
 fn asking(name: &str, after: ScriptedResponse) -> Agent {
     let call = ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#);
-    Agent::builder(name)
-        .model(ScriptedModel::new("m", [call, after]))
-        .tool(FunctionTool::new("delete", |a: Delete| async move {
-            format!("deleted {}", a.path)
-        }))
-        .default_permission(PermissionDecision::Ask {
-            suggested_rules: vec![],
-        })
-        .build()
-        .unwrap()
+    common::asking_agent(name, ScriptedModel::new("m", [call, after]))
 }
 
 /// An asking agent whose model fails once the confirmed call ran.

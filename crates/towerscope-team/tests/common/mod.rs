@@ -49,3 +49,25 @@ pub fn line(m: &Msg) -> String {
 pub fn kinds(m: &Msg) -> Vec<&'static str> {
     m.content.iter().map(|b: &ContentBlock| b.kind().as_str()).collect()
 }
+
+/// Delete a file.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct Delete {
+    /// The path.
+    pub path: String,
+}
+
+/// An agent named `name` on `model` with a `delete` tool that asks the user before every call.
+pub fn asking_agent(name: &str, model: ScriptedModel) -> Agent {
+    Agent::builder(name)
+        .model(model)
+        .tool(towerscope_agent::toolkit::FunctionTool::new(
+            "delete",
+            |a: Delete| async move { format!("deleted {}", a.path) },
+        ))
+        .default_permission(towerscope_core::PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .build()
+        .unwrap()
+}
