@@ -48,6 +48,8 @@ pub struct Agent {
     pub(crate) runtime: Arc<Runtime>,
     pub(crate) reply: Position<ReactLoop, ReplyRequest, EventStream>,
     pub(crate) busy: Arc<AtomicBool>,
+    /// The session, when the agent has one (see [`Agent::load_session`]).
+    pub(crate) session: Option<Arc<crate::session::bound::Bound>>,
     /// The events the layers on `on_reply` and `on_reasoning` read (see the `emit` module): a
     /// reply builds these and what its caller reads.
     pub(crate) layers_read: LayersRead,
@@ -108,6 +110,53 @@ impl Agent {
         }
         *held = state;
         Ok(())
+    }
+
+    /// Loads the agent's session from its store now, as its next reply would (see
+    /// [`crate::session`]), so that the conversation can be read with [`state`](Self::state)
+    /// before a reply: a server checking whether a request was sent twice, a page showing the
+    /// history. The next reply then reads nothing more from the store (call this just before
+    /// it: what another process saves in between, that reply's save reports as a
+    /// [`AgentError::Conflict`]). Without a session, nothing happens. Fails while a reply is in
+    /// progress, and with the store's error when it cannot be read (the state is then left as
+    /// it was).
+    ///
+    /// ```
+    /// use towerscope_agent::Agent;
+    /// use towerscope_agent::session::JsonFileStore;
+    /// use towerscope_core::Msg;
+    /// use towerscope_models::{ScriptedModel, ScriptedResponse};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), towerscope_core::AgentError> {
+    /// # let dir = std::env::temp_dir().join(format!("towerscope-doc-load-session-{}", std::process::id()));
+    /// let store = JsonFileStore::new(&dir);
+    /// let model = ScriptedModel::cycle("m", [ScriptedResponse::text("Hello!")]);
+    /// let agent = |model: &ScriptedModel| Agent::builder("assistant").model(model.clone()).session(store.clone(), "", "s1").build();
+    /// agent(&model)?.reply(Msg::user("user", "Hi")).await?;
+    ///
+    /// // Another request: a new agent on the same session sees the conversation before replying.
+    /// let next = agent(&model)?;
+    /// assert!(next.state().context.is_empty());
+    /// next.load_session().await?;
+    /// assert_eq!(next.state().context.len(), 2);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # Ok(()) }
+    /// ```
+    pub async fn load_session(&self) -> Result<(), AgentError> {
+        let Some(session) = &self.session else {
+            return Ok(());
+        };
+        if !self.runtime.interrupt.begin(&self.busy) {
+            return Err(AgentError::State(
+                "cannot load the session while the agent is replying; the reply loaded it".to_owned(),
+            ));
+        }
+        let _busy = BusyGuard {
+            busy: Arc::clone(&self.busy),
+            runtime: Arc::clone(&self.runtime),
+        };
+        Arc::clone(session).load_ahead().await
     }
 
     /// Runs the `on_compress_context` position now, as the reference's `compress_context`: with

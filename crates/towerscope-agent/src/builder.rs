@@ -452,10 +452,11 @@ impl AgentBuilder {
             unlayered => unlayered,
         };
         // Outermost on `on_reply`; it passes the events through and reads none.
-        let reply = self.session.wrap(reply, &runtime.state)?;
+        let (reply, session) = self.session.wrap(reply, &runtime.state)?;
         Ok(Agent {
             runtime,
             reply,
+            session,
             busy: Arc::new(AtomicBool::new(false)),
             layers_read,
         })

@@ -512,3 +512,121 @@ async fn messages_observed_between_replies_are_kept_and_saved_with_the_next_one(
     assert_eq!(texts, ["First.", "One.", "Bob says hi.", "Second.", "Two."]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A store that counts the loads it serves.
+struct CountingStore {
+    inner: JsonFileStore,
+    loads: std::sync::atomic::AtomicUsize,
+}
+
+impl SessionStore for CountingStore {
+    fn load<'a>(
+        &'a self,
+        key: &'a SessionKey,
+    ) -> towerscope_agent::session::StoreFuture<'a, Option<towerscope_agent::session::Stored>> {
+        self.loads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.load(key)
+    }
+
+    fn save<'a>(
+        &'a self,
+        key: &'a SessionKey,
+        document: &'a towerscope_agent::session::SessionDocument,
+        expect: towerscope_agent::session::Expect,
+    ) -> towerscope_agent::session::StoreFuture<'a, u64> {
+        self.inner.save(key, document, expect)
+    }
+
+    fn delete<'a>(&'a self, key: &'a SessionKey) -> towerscope_agent::session::StoreFuture<'a, bool> {
+        self.inner.delete(key)
+    }
+
+    fn list<'a>(&'a self, user_id: &'a str) -> towerscope_agent::session::StoreFuture<'a, Vec<String>> {
+        self.inner.list(user_id)
+    }
+}
+
+/// `load_session` shows the stored conversation before a reply, the reply that follows reads
+/// the store no more, and a save made by another process in between is that reply's conflict
+/// (not overwritten). Without a session it does nothing; during a reply it is refused.
+#[tokio::test]
+async fn a_session_loaded_ahead_is_read_once_and_a_save_in_between_is_a_conflict() {
+    let (inner, dir) = temp_store();
+    let store = Arc::new(CountingStore {
+        inner: inner.clone(),
+        loads: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let loads = || store.loads.load(std::sync::atomic::Ordering::SeqCst);
+    let model = ScriptedModel::cycle("m", [ScriptedResponse::text("answer")]);
+    let agent = || {
+        Agent::builder("a")
+            .model(model.clone())
+            .session(Arc::clone(&store), "u", "s")
+            .build()
+            .unwrap()
+    };
+    agent().reply(Msg::user("user", "first")).await.unwrap();
+    assert_eq!(loads(), 1);
+
+    let next = agent();
+    next.load_session().await.unwrap();
+    assert_eq!(loads(), 2);
+    let texts: Vec<_> = next.state().context.iter().filter_map(|m| m.text_content()).collect();
+    assert_eq!(texts, ["first", "answer"], "the conversation is there before the reply");
+    next.reply(Msg::user("user", "second")).await.unwrap();
+    assert_eq!(loads(), 2, "the reply did not read the store again");
+    let texts: Vec<_> = next.state().context.iter().filter_map(|m| m.text_content()).collect();
+    assert_eq!(texts, ["first", "answer", "second", "answer"]);
+
+    // Loaded ahead, then another process saves: the reply's save is a conflict.
+    let late = agent();
+    late.load_session().await.unwrap();
+    agent().reply(Msg::user("user", "meanwhile")).await.unwrap();
+    let err = late.reply(Msg::user("user", "late")).await.unwrap_err();
+    assert!(matches!(err, AgentError::Conflict { .. }), "{err:?}");
+    let stored = inner.load(&SessionKey::new("u", "s").unwrap()).await.unwrap().unwrap();
+    let texts: Vec<_> = stored
+        .document
+        .agent
+        .context
+        .iter()
+        .filter_map(|m| m.text_content())
+        .collect();
+    assert_eq!(texts, ["first", "answer", "second", "answer", "meanwhile", "answer"]);
+
+    // While a reply runs, loading is refused; without a session it does nothing.
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let g = Arc::clone(&gate);
+    let busy = Agent::builder("a")
+        .model(ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "wait", "{}"),
+                ScriptedResponse::text("done"),
+            ],
+        ))
+        .tool(FunctionTool::new("wait", move |_: Wait| {
+            let g = Arc::clone(&g);
+            async move {
+                g.notified().await;
+                "waited"
+            }
+        }))
+        .session(Arc::clone(&store), "u", "busy")
+        .build()
+        .unwrap();
+    let mut stream = busy.reply_stream(Msg::user("user", "go"));
+    while let Some(item) = stream.next().await {
+        if matches!(item.unwrap(), ReplyItem::Event(AgentEvent::ToolCallEnd(_))) {
+            break;
+        }
+    }
+    let refused = busy.load_session().await.unwrap_err();
+    assert!(matches!(refused, AgentError::State(_)), "{refused:?}");
+    gate.notify_one();
+    while stream.next().await.is_some() {}
+    let plain = Agent::builder("a").model(model.clone()).build().unwrap();
+    plain.load_session().await.unwrap();
+    assert!(plain.state().context.is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -88,7 +88,7 @@
 //! # }
 //! ```
 
-mod bound;
+pub(crate) mod bound;
 mod document;
 mod file;
 mod key;

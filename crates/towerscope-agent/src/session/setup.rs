@@ -60,23 +60,26 @@ impl SessionSetup {
         }
     }
 
-    /// `reply` wrapped in the session layer (outermost), or `reply` itself without a session.
+    /// `reply` wrapped in the session layer (outermost), and the session the agent keeps for
+    /// [`Agent::load_session`](crate::Agent::load_session); `reply` itself without a session.
     pub(crate) fn wrap<S>(
         self,
         reply: Position<S, ReplyRequest, EventStream>,
         state: &Arc<Mutex<AgentState>>,
-    ) -> Result<Position<S, ReplyRequest, EventStream>, AgentError>
+    ) -> Result<(Position<S, ReplyRequest, EventStream>, Option<Arc<Bound>>), AgentError>
     where
         S: tower::Service<ReplyRequest, Response = EventStream, Error = AgentError> + Clone + Send + Sync + 'static,
         S::Future: Send + 'static,
     {
         self.check()?;
         let Some((store, key)) = self.target else {
-            return Ok(reply);
+            return Ok((reply, None));
         };
-        let bound = Bound::new(store, key?, self.modules, self.strict, Arc::clone(state));
-        let layer = SessionLayer { bound: Arc::new(bound) };
+        let bound = Arc::new(Bound::new(store, key?, self.modules, self.strict, Arc::clone(state)));
+        let layer = SessionLayer {
+            bound: Arc::clone(&bound),
+        };
         let wrapped = tower::Layer::layer(&layer, reply);
-        Ok(tower::util::Either::Right(ErasedService::new(wrapped)))
+        Ok((tower::util::Either::Right(ErasedService::new(wrapped)), Some(bound)))
     }
 }
