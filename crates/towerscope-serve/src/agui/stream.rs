@@ -33,6 +33,8 @@ pub(crate) struct RunStream {
     mapper: EventMapper,
     first: Option<Result<ReplyItem, AgentError>>,
     queue: VecDeque<AguiEvent>,
+    /// `RUN_ERROR` was sent: the rest of the reply (its session's save) is read, not sent.
+    failed: bool,
     done: bool,
     keep_alive: Option<Interval>,
 }
@@ -62,27 +64,42 @@ impl RunStream {
             mapper,
             first,
             queue,
+            failed: false,
             done: false,
             keep_alive,
         }
     }
 
-    /// Maps one reply item; `None` is the reply's end.
+    /// Maps one reply item; `None` is the reply's end. After an error the reply is still read
+    /// to its end: its session is saved then, and the thread must stay claimed until it is (a
+    /// run sent at once after the error loads what this one saved).
     fn take(&mut self, item: Option<Result<ReplyItem, AgentError>>) {
         let mut out = Vec::new();
         match item {
+            Some(_) if self.failed => {}
             Some(Ok(ReplyItem::Event(event))) => self.mapper.map(&event, &mut out),
             Some(Ok(ReplyItem::Final(_))) => {}
             Some(Err(err)) => {
                 out.push(self.mapper.fail(&err));
-                self.end();
+                self.failed = true;
             }
             None => {
-                out.push(self.mapper.finish());
+                if !self.failed {
+                    out.push(self.mapper.finish());
+                }
                 self.end();
             }
         }
         self.queue.extend(out);
+    }
+
+    /// The frames of a run sent whole (a replay).
+    pub(crate) fn frames(events: &[AguiEvent]) -> Bytes {
+        let mut out = Vec::new();
+        for event in events {
+            out.extend_from_slice(&frame(event));
+        }
+        Bytes::from(out)
     }
 
     fn end(&mut self) {
