@@ -10,6 +10,9 @@ use super::bound::Bound;
 use super::{SessionKey, SessionLayer, SessionStore};
 use crate::state::AgentState;
 
+/// The `on_reply` position with the session layer, and the session (`None` without one).
+pub(crate) type Wrapped<S> = (Position<S, ReplyRequest, EventStream>, Option<Arc<Bound>>);
+
 /// A session being configured on a builder.
 pub(crate) struct SessionSetup {
     target: Option<(Arc<dyn SessionStore>, Result<SessionKey, AgentError>)>,
@@ -66,7 +69,7 @@ impl SessionSetup {
         self,
         reply: Position<S, ReplyRequest, EventStream>,
         state: &Arc<Mutex<AgentState>>,
-    ) -> Result<(Position<S, ReplyRequest, EventStream>, Option<Arc<Bound>>), AgentError>
+    ) -> Result<Wrapped<S>, AgentError>
     where
         S: tower::Service<ReplyRequest, Response = EventStream, Error = AgentError> + Clone + Send + Sync + 'static,
         S::Future: Send + 'static,

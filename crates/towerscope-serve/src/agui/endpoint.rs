@@ -11,11 +11,12 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use futures_util::StreamExt;
+use towerscope_core::ReplyInput;
 
 use super::frontend::{FrontendTool, with_frontend_tools};
 use super::input::RunAgentInput;
 use super::mapping::EventMapper;
-use super::request::reply_input;
+use super::request::{Run, against_stored, reply_input};
 use super::stream::RunStream;
 use super::threads::Threads;
 use crate::error::ServeError;
@@ -81,6 +82,27 @@ async fn start(
         .map(|t| FrontendTool::new(t.name.as_str(), t.description.as_str(), t.parameters.clone()))
         .collect();
     let agent = with_frontend_tools(tools, || endpoint.factory.agent(&input.thread_id))?;
+    let reply = match reply {
+        // New messages: the ones the thread already holds (a run sent again) are not added twice.
+        ReplyInput::Messages(_) => {
+            within_request(headers, agent.load_session()).await?;
+            let state = agent.state();
+            match against_stored(&input, reply, &state.context) {
+                Run::Reply(reply) => reply,
+                Run::Replay(from) => {
+                    drop(claim);
+                    let mut mapper = EventMapper::new(input.thread_id.as_str(), input.run_id.as_str());
+                    let mut events = vec![mapper.start()];
+                    for msg in state.context.iter().skip(from) {
+                        mapper.replay(msg, &mut events);
+                    }
+                    events.push(mapper.finish());
+                    return Ok(sse(Body::from(RunStream::frames(&events))));
+                }
+            }
+        }
+        other => other,
+    };
     let mut stream = agent.reply_stream(reply);
     // Read the first item before answering: a run the agent refuses at once (a thread parked
     // for a confirmation, nothing to resume, a session that cannot be loaded) gets its status.
@@ -94,10 +116,15 @@ async fn start(
     }
     let mapper = EventMapper::new(input.thread_id.as_str(), input.run_id.as_str());
     let body = RunStream::new(agent, stream, claim, mapper, first, endpoint.keep_alive);
-    let mut response = Body::from_stream(body).into_response();
+    Ok(sse(Body::from_stream(body)))
+}
+
+/// A server-sent-events response with `body`.
+fn sse(body: Body) -> Response {
+    let mut response = body.into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Ok(response)
+    response
 }

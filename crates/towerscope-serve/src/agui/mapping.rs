@@ -15,6 +15,11 @@
 //!
 //! Data blocks, hints and the echo of resume inputs have no AG-UI counterpart and are not sent.
 //!
+//! A run sent again whose messages the thread already holds is answered by
+//! [`EventMapper::replay`]: the stored messages that followed them, as the events their run
+//! sent (text, reasoning, tool calls and results, with the same ids), and the same outcome
+//! (calls still waiting for a confirmation or a front-end result).
+//!
 //! ```
 //! use towerscope_core::{AgentEvent, TextBlockDeltaEvent, TextBlockStartEvent};
 //! use towerscope_serve::agui::{AguiEvent, EventMapper};
@@ -31,7 +36,9 @@
 use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
-use towerscope_core::{AgentError, AgentEvent, ReplyFinishedReason};
+use towerscope_core::{
+    AgentError, AgentEvent, ContentBlock, Msg, ReplyFinishedReason, Role, ToolCallBlock, ToolCallState,
+};
 
 use super::event::{AguiEvent, Interrupt, PROTOCOL_VERSION, RunOutcome, TokenUsage};
 use crate::error::client_message;
@@ -142,15 +149,7 @@ impl EventMapper {
             AgentEvent::ModelCallStart(e) => self.model = e.model_name.to_string(),
             AgentEvent::ModelCallEnd(e) => self.add_usage(e.input_tokens, e.output_tokens),
             AgentEvent::RequireUserConfirm(e) => {
-                for call in &e.tool_calls {
-                    self.interrupts.push(Interrupt {
-                        id: call.id.to_string(),
-                        reason: "tool_confirmation",
-                        message: format!("Run {} with {}?", call.name, call.input),
-                        tool_call_id: call.id.to_string(),
-                        response_schema: confirmation_schema(),
-                    });
-                }
+                self.interrupts.extend(e.tool_calls.iter().map(interrupt));
             }
             AgentEvent::RequireExternalExecution(e) => {
                 self.pending.extend(e.tool_calls.iter().map(|c| c.id.to_string()));
@@ -166,6 +165,103 @@ impl EventMapper {
                 value: Value::Object(e.value.clone()),
             }),
             _ => {}
+        }
+    }
+
+    /// Appends the AG-UI events a stored message's run sent for it to `out`: its text,
+    /// thinking, tool calls and tool results in order, under the ids the run used. Calls of an
+    /// assistant message left waiting for the user's confirmation or a front-end result (no
+    /// result in the message) become the run's outcome, as when the run parked. Other roles
+    /// and blocks have no AG-UI event and are skipped.
+    ///
+    /// ```
+    /// use towerscope_core::Msg;
+    /// use towerscope_serve::agui::{AguiEvent, EventMapper};
+    ///
+    /// let mut mapper = EventMapper::new("thread-1", "run-2");
+    /// let mut out = Vec::new();
+    /// mapper.replay(&Msg::assistant("assistant", "Hello!"), &mut out);
+    /// let kinds: Vec<_> = out.iter().map(AguiEvent::type_name).collect();
+    /// assert_eq!(kinds, ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"]);
+    /// ```
+    pub fn replay(&mut self, msg: &Msg, out: &mut Vec<AguiEvent>) {
+        if msg.role != Role::Assistant {
+            return;
+        }
+        let answered: std::collections::HashSet<&towerscope_core::Id> = msg
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolResult(r) => Some(&r.id),
+                _ => None,
+            })
+            .collect();
+        for block in &msg.content {
+            match block {
+                ContentBlock::Text(t) => {
+                    let id = t.id.to_string();
+                    out.push(AguiEvent::TextMessageStart {
+                        message_id: id.clone(),
+                        role: "assistant",
+                    });
+                    if !t.text.is_empty() {
+                        out.push(AguiEvent::TextMessageContent {
+                            message_id: id.clone(),
+                            delta: t.text.clone(),
+                        });
+                    }
+                    out.push(AguiEvent::TextMessageEnd { message_id: id });
+                }
+                ContentBlock::Thinking(t) => {
+                    let id = t.id.to_string();
+                    out.push(AguiEvent::ReasoningStart { message_id: id.clone() });
+                    out.push(AguiEvent::ReasoningMessageStart {
+                        message_id: id.clone(),
+                        role: "reasoning",
+                    });
+                    if !t.thinking.is_empty() {
+                        out.push(AguiEvent::ReasoningMessageContent {
+                            message_id: id.clone(),
+                            delta: t.thinking.clone(),
+                        });
+                    }
+                    out.push(AguiEvent::ReasoningMessageEnd { message_id: id.clone() });
+                    out.push(AguiEvent::ReasoningEnd { message_id: id });
+                }
+                ContentBlock::ToolCall(call) => {
+                    let id = call.id.to_string();
+                    out.push(AguiEvent::ToolCallStart {
+                        tool_call_id: id.clone(),
+                        tool_call_name: call.name.clone(),
+                    });
+                    if !call.input.is_empty() {
+                        out.push(AguiEvent::ToolCallArgs {
+                            tool_call_id: id.clone(),
+                            delta: call.input.clone(),
+                        });
+                    }
+                    out.push(AguiEvent::ToolCallEnd {
+                        tool_call_id: id.clone(),
+                    });
+                    if !answered.contains(&call.id) {
+                        match call.state {
+                            ToolCallState::Asking => self.interrupts.push(interrupt(call)),
+                            ToolCallState::Submitted => self.pending.push(id),
+                            _ => {}
+                        }
+                    }
+                }
+                ContentBlock::ToolResult(result) => {
+                    let id = result.id.to_string();
+                    out.push(AguiEvent::ToolCallResult {
+                        message_id: format!("result-{id}"),
+                        tool_call_id: id,
+                        content: result.output.text_content().unwrap_or_default(),
+                        role: "tool",
+                    });
+                }
+                _ => {}
+            }
         }
     }
 
@@ -226,6 +322,17 @@ impl EventMapper {
             message: client_message(err),
             code: err.kind().to_owned(),
         }
+    }
+}
+
+/// The interrupt of a call that waits for the user's confirmation.
+fn interrupt(call: &ToolCallBlock) -> Interrupt {
+    Interrupt {
+        id: call.id.to_string(),
+        reason: "tool_confirmation",
+        message: format!("Run {} with {}?", call.name, call.input),
+        tool_call_id: call.id.to_string(),
+        response_schema: confirmation_schema(),
     }
 }
 

@@ -11,13 +11,22 @@
 //!   `context` and any trailing `system` or `developer` messages come before them in one user
 //!   message, inside `<system-reminder>` tags (an agent takes no system message as input: its
 //!   system prompt is its own).
+//!
+//! Once the thread's session is loaded, [`against_stored`] drops the `user` messages the agent
+//! already holds (same id): a run sent again (its answer lost on the way, or its reply failed)
+//! adds nothing twice. When every one of them is held, the run is a [`Run::Replay`] of what the
+//! thread holds after them, or, when nothing follows them (the reply that took them failed
+//! before storing anything), a reply to them as they are.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::Value;
 use towerscope_core::event::{ConfirmResult, ExternalExecutionResultEvent, UserConfirmResultEvent};
-use towerscope_core::{Id, Messages, Msg, ReplyInput, ToolCallBlock, ToolOutput, ToolResultBlock, ToolResultState};
+use towerscope_core::{
+    ContentBlock, Id, Messages, Msg, ReplyInput, Role, ToolCallBlock, ToolCallState, ToolOutput, ToolResultBlock,
+    ToolResultState,
+};
 
 use super::input::{Message, ResumeStatus, RunAgentInput, ToolCall};
 use crate::error::ServeError;
@@ -92,6 +101,89 @@ pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeErro
         msgs.push(Msg::user("user", m.text()).with_id(m.id.as_str()));
     }
     Ok(ReplyInput::Messages(Messages::from(msgs)))
+}
+
+/// What a run does once the thread's conversation is known.
+#[derive(Debug)]
+pub(crate) enum Run {
+    /// A reply to this input.
+    Reply(ReplyInput),
+    /// Nothing new: send again what the thread holds from this index of its context on.
+    Replay(usize),
+}
+
+/// `reply` without the `user` messages of `input` that `context` already holds (by id), or
+/// a [`Run::Replay`] when it holds every one of them (see the [module docs](self)). Other
+/// inputs (confirmations, front-end results) are kept: the agent checks those against its
+/// parked reply itself. Linear in the context and the run's messages.
+pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: &Messages) -> Run {
+    let ReplyInput::Messages(msgs) = reply else {
+        return Run::Reply(reply);
+    };
+    let start = input
+        .messages
+        .iter()
+        .rposition(|m| from_agent(&m.role))
+        .map_or(0, |i| i + 1);
+    let users: HashSet<Id> = input.messages[start..]
+        .iter()
+        .filter(|m| m.role == "user")
+        .map(|m| Id::from(m.id.as_str()))
+        .collect();
+    if users.is_empty() {
+        return Run::Reply(ReplyInput::Messages(msgs));
+    }
+    let mut held: HashSet<&Id> = HashSet::new();
+    let mut after = 0;
+    for (i, m) in context.iter().enumerate() {
+        if users.contains(&m.id) {
+            held.insert(&m.id);
+            after = i + 1;
+        }
+    }
+    if held.is_empty() {
+        return Run::Reply(ReplyInput::Messages(msgs));
+    }
+    if held.len() == users.len() {
+        return if context.iter().skip(after).any(settles) {
+            Run::Replay(after)
+        } else {
+            // Held but never answered (the reply failed, or stopped between its steps):
+            // answer them as they are.
+            Run::Reply(ReplyInput::Messages(Messages::new()))
+        };
+    }
+    let mut seen: HashSet<&Id> = HashSet::new();
+    let fresh: Vec<Msg> = msgs
+        .iter()
+        .filter(|m| !held.contains(&m.id) && seen.insert(&m.id))
+        .cloned()
+        .collect();
+    Run::Reply(ReplyInput::Messages(Messages::from(fresh)))
+}
+
+/// Whether `msg` ends a reply: an assistant message whose last block (hints aside) is its
+/// answer's text, or with a call waiting for the user or the front end.
+fn settles(msg: &Msg) -> bool {
+    if msg.role != Role::Assistant {
+        return false;
+    }
+    let answered: HashSet<&Id> = msg
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult(r) => Some(&r.id),
+            _ => None,
+        })
+        .collect();
+    let waiting = msg
+        .tool_calls()
+        .any(|c| matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted) && !answered.contains(&c.id));
+    waiting
+        || matches!(
+            msg.content.iter().rev().find(|b| !matches!(b, ContentBlock::Hint(_))),
+            Some(ContentBlock::Text(_))
+        )
 }
 
 /// The assistant messages' tool calls by id (the last one of an id wins).

@@ -1,6 +1,7 @@
 // Runs the official AG-UI client (`@ag-ui/client`'s HttpAgent, which validates every event
 // against the protocol's schemas and sequence rules) against the router at argv[2]: a tool
-// round, a follow-up message, a front-end tool round and a confirmation interrupt. Prints one
+// round, a follow-up message, a front-end tool round, a confirmation interrupt and a run sent
+// again after its answer was lost. Prints one
 // line per check; exits 1 on the first failure.
 "use strict";
 const path = require("node:path");
@@ -92,10 +93,31 @@ async function interruptRound() {
   check(agent.pendingInterrupts.length === 0, "no interrupt is pending any more", agent.pendingInterrupts);
 }
 
+// The answer of a run is lost on the way: a new client (a reloaded page) holding only the
+// question sends the same run again. The thread is replayed to it, and both clients end up
+// holding the same conversation.
+async function resentRound() {
+  const threadId = "node-resent-" + randomUUID();
+  const question = user("What's the weather?");
+  const original = new HttpAgent({ url, threadId });
+  original.addMessage({ ...question });
+  await run(original, {});
+  const reloaded = new HttpAgent({ url, threadId });
+  reloaded.addMessage({ ...question });
+  const again = await run(reloaded, {});
+  check(again.finished.outcome === "success", "the run sent again succeeds", again.finished);
+  check(text(again.events) === "Result: sunny in Paris", "its answer is sent again", text(again.events));
+  const shape = (messages) => messages.map((m) => [m.role, m.content || "", (m.toolCalls || []).map((c) => c.id + " " + c.function.name + " " + c.function.arguments).join(), m.toolCallId || ""]);
+  check(JSON.stringify(shape(reloaded.messages)) === JSON.stringify(shape(original.messages)),
+    "the reloaded client holds the conversation the original client holds", [shape(reloaded.messages), shape(original.messages)]);
+  check(reloaded.messages.filter((m) => m.role === "user").length === 1, "with the question once", reloaded.messages);
+}
+
 (async () => {
   await toolRound();
   await frontendRound();
   await interruptRound();
+  await resentRound();
   console.log(`${checks} passed, 0 failed`);
 })().catch((e) => {
   console.error("FAILED:", e && e.stack ? e.stack : e);

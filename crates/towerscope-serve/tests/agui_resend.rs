@@ -1,0 +1,188 @@
+//! A run sent again, as a client does when a run's answer was lost on the way or its reply
+//! failed: the user messages the thread already holds (same id) are not added twice, an
+//! answered run is replayed from the session without calling the model (the same events
+//! under the same ids, the same outcome), and only what is new is answered.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use towerscope_agent::session::{JsonFileStore, SessionKey, SessionStore};
+use towerscope_core::{AgentError, Role};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+use support::{events, factory, model, post, session_dir};
+
+/// A run of `messages` on `thread` under the run id `run`.
+fn run_as(thread: &str, run: &str, messages: &Value) -> String {
+    json!({"threadId": thread, "runId": run, "messages": messages}).to_string()
+}
+
+/// What a client builds from a run's events: one line per message, tool call and result, with
+/// its whole text (deltas joined), and the run's outcome. Tool calls and results with their
+/// ids; text and reasoning without: a streamed answer's events carry generated block ids, as
+/// the reference's do, and a replay the ids of the stored blocks.
+fn view(events: &[Value]) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for e in events {
+        let kind = e["type"].as_str().unwrap();
+        let delta = e["delta"].as_str().unwrap_or_default();
+        match kind {
+            "TEXT_MESSAGE_START" => lines.push("text: ".to_owned()),
+            "REASONING_MESSAGE_START" => lines.push("reasoning: ".to_owned()),
+            "TOOL_CALL_START" => lines.push(format!("call {} {}: ", e["toolCallId"], e["toolCallName"])),
+            "TEXT_MESSAGE_CONTENT" | "REASONING_MESSAGE_CONTENT" | "TOOL_CALL_ARGS" => {
+                lines.last_mut().unwrap().push_str(delta);
+            }
+            "TOOL_CALL_RESULT" => lines.push(format!(
+                "result {} {}: {}",
+                e["messageId"], e["toolCallId"], e["content"]
+            )),
+            "RUN_FINISHED" => lines.push(format!("finished {}", e["outcome"])),
+            "RUN_ERROR" => lines.push(format!("error {}", e["code"])),
+            _ => {}
+        }
+    }
+    lines
+}
+
+/// The texts of the session's stored messages, by role.
+async fn stored(dir: &std::path::Path, thread: &str) -> Vec<String> {
+    let key = SessionKey::new("web", thread).unwrap();
+    let stored = JsonFileStore::new(dir).load(&key).await.unwrap().unwrap();
+    stored
+        .document
+        .agent
+        .context
+        .iter()
+        .map(|m| format!("{:?}: {}", m.role, m.text_content().unwrap_or_default()))
+        .collect()
+}
+
+#[tokio::test]
+async fn an_answered_run_sent_again_is_replayed_from_the_session_without_calling_the_model() {
+    let model = model();
+    let dir = session_dir("resend-answered");
+    let router = towerscope_serve::router(factory(model.clone(), dir.clone()));
+    let messages = json!([{"id": "u1", "role": "user", "content": "What's the weather?"}]);
+    let (status, sse) = post(&router, run_as("t1", "run-1", &messages)).await;
+    assert_eq!(status, StatusCode::OK);
+    let first = events(&sse);
+    let calls = model.calls();
+    assert_eq!(calls, 2, "a tool round and its answer");
+
+    // The answer was lost: the client sends the same run again, with the same message.
+    let (status, sse) = post(&router, run_as("t1", "run-2", &messages)).await;
+    assert_eq!(status, StatusCode::OK);
+    let again = events(&sse);
+    assert_eq!(model.calls(), calls, "the model was not called again");
+    assert_eq!(again[0]["type"], "RUN_STARTED");
+    assert_eq!(again[0]["runId"], "run-2");
+    assert_eq!(again.last().unwrap()["runId"], "run-2");
+    assert_eq!(view(&again), view(&first), "the same messages, calls and outcome");
+    assert!(
+        view(&again).iter().any(|l| l.ends_with("Result: sunny in Paris")),
+        "{:?}",
+        view(&again)
+    );
+    assert_eq!(
+        stored(&dir, "t1").await,
+        ["User: What's the weather?", "Assistant: Result: sunny in Paris"],
+        "the question is stored once"
+    );
+}
+
+#[tokio::test]
+async fn a_parked_run_sent_again_ends_with_the_same_interrupt() {
+    let model = model();
+    let router = towerscope_serve::router(factory(model.clone(), session_dir("resend-parked")));
+    let messages = json!([{"id": "u1", "role": "user", "content": "please delete it"}]);
+    let (_, sse) = post(&router, run_as("t1", "run-1", &messages)).await;
+    let first = events(&sse);
+    let (status, sse) = post(&router, run_as("t1", "run-2", &messages)).await;
+    assert_eq!(status, StatusCode::OK);
+    let again = events(&sse);
+    assert_eq!(model.calls(), 1);
+    let outcome = |events: &[Value]| events.last().unwrap()["outcome"].clone();
+    assert_eq!(outcome(&first)["type"], "interrupt");
+    assert_eq!(outcome(&again), outcome(&first), "the same calls wait for the user");
+    assert_eq!(view(&again), view(&first));
+}
+
+#[tokio::test]
+async fn a_run_sent_again_with_a_new_message_adds_only_the_new_one() {
+    let model = model();
+    let dir = session_dir("resend-new");
+    let router = towerscope_serve::router(factory(model.clone(), dir.clone()));
+    post(
+        &router,
+        run_as("t1", "run-1", &json!([{"id": "u1", "role": "user", "content": "hi"}])),
+    )
+    .await;
+    // The answer to u1 never arrived; the user asks again.
+    let messages = json!([
+        {"id": "u1", "role": "user", "content": "hi"},
+        {"id": "u2", "role": "user", "content": "hi again"}
+    ]);
+    let (status, _) = post(&router, run_as("t1", "run-2", &messages)).await;
+    assert_eq!(status, StatusCode::OK);
+    let texts: Vec<_> = model
+        .requests()
+        .pop()
+        .unwrap()
+        .messages
+        .iter()
+        .filter(|m| m.role != Role::System)
+        .filter_map(|m| m.text_content())
+        .collect();
+    assert_eq!(texts, ["hi", "Hello!", "hi again"]);
+    assert_eq!(
+        stored(&dir, "t1").await,
+        ["User: hi", "Assistant: Hello!", "User: hi again", "Assistant: Hello!"]
+    );
+}
+
+/// Also: a failed run keeps its thread until its session is saved, so the run sent right after
+/// it loads what it saved (it used to be released at `RUN_ERROR`, and the save that followed
+/// made the next run's save a conflict).
+#[tokio::test]
+async fn a_run_whose_reply_failed_sent_again_is_answered_without_adding_its_message_twice() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::error(AgentError::Overloaded),
+            ScriptedResponse::text("Recovered."),
+        ],
+    )
+    .record(true);
+    let dir = session_dir("resend-failed");
+    let router = towerscope_serve::router(factory(model.clone(), dir.clone()));
+    let messages = json!([{"id": "u1", "role": "user", "content": "hi"}]);
+    let (_, sse) = post(&router, run_as("t1", "run-1", &messages)).await;
+    assert_eq!(events(&sse).last().unwrap()["type"], "RUN_ERROR");
+    let (status, sse) = post(&router, run_as("t1", "run-2", &messages)).await;
+    assert_eq!(status, StatusCode::OK);
+    let again = events(&sse);
+    assert!(
+        view(&again).iter().any(|l| l.ends_with(": Recovered.")),
+        "{:?}",
+        view(&again)
+    );
+    let texts: Vec<_> = model
+        .requests()
+        .pop()
+        .unwrap()
+        .messages
+        .iter()
+        .filter(|m| m.role != Role::System)
+        .filter_map(|m| m.text_content())
+        .collect();
+    assert_eq!(texts, ["hi"], "the model saw the question once");
+    assert_eq!(view(&again).last().unwrap(), r#"finished {"type":"success"}"#);
+    // The failed reply's message (its hints only) stays, as in one process.
+    assert_eq!(
+        stored(&dir, "t1").await,
+        ["User: hi", "Assistant: ", "Assistant: Recovered."]
+    );
+}
