@@ -115,11 +115,10 @@ impl Agent {
     /// Loads the agent's session from its store now, as its next reply would (see
     /// [`crate::session`]), so that the conversation can be read with [`state`](Self::state)
     /// before a reply: a server checking whether a request was sent twice, a page showing the
-    /// history. The next reply then reads nothing more from the store (call this just before
-    /// it: what another process saves in between, that reply's save reports as a
-    /// [`AgentError::Conflict`]). Without a session, nothing happens. Fails while a reply is in
-    /// progress, and with the store's error when it cannot be read (the state is then left as
-    /// it was).
+    /// history. The next reply still reads the store, and loads only what another process
+    /// saved in between. Without a session, nothing happens. Fails while the agent is busy (a
+    /// reply, or [`compress_context`](Self::compress_context)), and with the store's error
+    /// when it cannot be read (the state is then left as it was).
     ///
     /// ```
     /// use towerscope_agent::Agent;
@@ -149,14 +148,16 @@ impl Agent {
         };
         if !self.runtime.interrupt.begin(&self.busy) {
             return Err(AgentError::State(
-                "cannot load the session while the agent is replying; the reply loaded it".to_owned(),
+                "cannot load the session while the agent is replying or compressing its context; the reply loads it \
+                 itself"
+                    .to_owned(),
             ));
         }
         let _busy = BusyGuard {
             busy: Arc::clone(&self.busy),
             runtime: Arc::clone(&self.runtime),
         };
-        Arc::clone(session).load_ahead().await
+        Arc::clone(session).load().await
     }
 
     /// Runs the `on_compress_context` position now, as the reference's `compress_context`: with

@@ -2,7 +2,6 @@
 //! registered modules, and the revision the agent's state is at.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
@@ -25,9 +24,6 @@ pub(crate) struct Bound {
     /// The store revision the agent's state is at (`None`: never saved). Held across a load
     /// or a save, so that the saves of one agent happen in order.
     revision: Arc<tokio::sync::Mutex<Option<u64>>>,
-    /// Set by [`Agent::load_session`](crate::Agent::load_session): the next reply's load has
-    /// nothing to read (the state was just loaded, and its save still expects that revision).
-    fresh: AtomicBool,
 }
 
 impl Bound {
@@ -45,7 +41,6 @@ impl Bound {
             strict,
             state,
             revision: Arc::new(tokio::sync::Mutex::new(None)),
-            fresh: AtomicBool::new(false),
         }
     }
 
@@ -63,9 +58,6 @@ impl Bound {
     /// id becomes the key's.
     pub(crate) async fn load(self: Arc<Self>) -> Result<(), AgentError> {
         let mut revision = self.revision.lock().await;
-        if self.fresh.swap(false, Ordering::AcqRel) {
-            return Ok(());
-        }
         let stored = self.store.load(&self.key).await?;
         let session_id = self.session_id();
         match stored {
@@ -94,15 +86,6 @@ impl Bound {
                 *revision = None;
             }
         }
-        Ok(())
-    }
-
-    /// Loads the session now, for a reply that follows: that reply reads nothing more from the
-    /// store (whatever another process saves in between, its save detects as a conflict).
-    pub(crate) async fn load_ahead(self: Arc<Self>) -> Result<(), AgentError> {
-        self.fresh.store(false, Ordering::Release);
-        Arc::clone(&self).load().await?;
-        self.fresh.store(true, Ordering::Release);
         Ok(())
     }
 
