@@ -44,8 +44,9 @@ pub(crate) async fn interrupt(runtime: &Arc<Runtime>, ctx: &AgentContext, emit: 
 }
 
 /// Closes every call without a result (`TOOL_RESULT_START` only for calls that had none yet),
-/// then `REPLY_END(interrupted)` and the interruption message. Used for an interrupted parked
-/// reply and for a running reply stopped by [`Agent::interrupt`](crate::Agent::interrupt).
+/// marks the reply's stored message interrupted (its `finished_reason`), then
+/// `REPLY_END(interrupted)` and the interruption message. Used for an interrupted parked reply
+/// and for a running reply stopped by [`Agent::interrupt`](crate::Agent::interrupt).
 pub(crate) async fn end_interrupted(runtime: &Arc<Runtime>, ctx: &AgentContext, emit: &Emitter) {
     let reply_id = ctx.reply_id();
     let calls = runtime.lock_state().unfinished_calls();
@@ -69,7 +70,11 @@ pub(crate) async fn end_interrupted(runtime: &Arc<Runtime>, ctx: &AgentContext, 
         .await;
     }
     let (session_id, usage) = {
-        let state = runtime.lock_state();
+        let mut state = runtime.lock_state();
+        // The stored message says so too: what it holds of an answer may be a part of it.
+        if state.reply_msg(reply_id).is_some() {
+            state.reply_msg_mut(&runtime.name, reply_id).finished_reason = Some(ReplyFinishedReason::Interrupted);
+        }
         (state.session_id.clone(), state.reply_context.usage)
     };
     emit.event(EventType::ReplyEnd, || {

@@ -202,6 +202,12 @@ async fn interrupt_during_a_streamed_answer_keeps_the_partial_answer() {
         Some("one two "),
         "the streamed part is kept"
     );
+    let stored = agent.state().context.last().cloned().unwrap();
+    assert_eq!(
+        stored.finished_reason,
+        Some(ReplyFinishedReason::Interrupted),
+        "and marked as a part: the reply was interrupted"
+    );
     // Folding the events rebuilds what the context keeps.
     let mut rebuilt = Msg::assistant_blocks("a", Vec::new()).with_id(msg.id);
     for event in &out.events {
