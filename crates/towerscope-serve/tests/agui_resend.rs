@@ -1,7 +1,8 @@
 //! A run sent again, as a client does when a run's answer was lost on the way or its reply
-//! failed: the user messages the thread already holds (same id) are not added twice, an
-//! answered run is replayed from the session without calling the model (the same events
-//! under the same ids, the same outcome), and only what is new is answered.
+//! failed: the user messages the thread already holds (same id and text) are not added twice,
+//! an answered run is replayed from the session without calling the model (the same messages,
+//! calls and outcome), only what is new is answered, and a stale copy of an old run is
+//! refused.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -185,4 +186,141 @@ async fn a_run_whose_reply_failed_sent_again_is_answered_without_adding_its_mess
         stored(&dir, "t1").await,
         ["User: hi", "Assistant: ", "Assistant: Recovered."]
     );
+}
+
+/// A copy of an old run arriving late (a proxy's retry, a second tab) gets only the answer to
+/// its own question, not the later turns; when its question was never answered and the thread
+/// went on, it is refused.
+#[tokio::test]
+async fn a_late_copy_of_an_old_run_gets_its_own_answer_only_or_is_refused() {
+    let model = model();
+    let dir = session_dir("resend-late");
+    let router = towerscope_serve::router(factory(model.clone(), dir.clone()));
+    let first = json!([{"id": "u1", "role": "user", "content": "hi"}]);
+    let (_, sse) = post(&router, run_as("t1", "run-1", &first)).await;
+    let first_view = view(&events(&sse));
+    let answer_id = events(&sse).iter().find(|e| e["type"] == "TEXT_MESSAGE_START").unwrap()["messageId"].clone();
+    let second = json!([
+        {"id": "u1", "role": "user", "content": "hi"},
+        {"id": answer_id, "role": "assistant", "content": "Hello!"},
+        {"id": "u2", "role": "user", "content": "what's the weather?"}
+    ]);
+    post(&router, run_as("t1", "run-2", &second)).await;
+    let (calls, before) = (model.calls(), stored(&dir, "t1").await);
+    let (status, sse) = post(&router, run_as("t1", "run-1", &first)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        view(&events(&sse)),
+        first_view,
+        "the answer to u1, nothing of u2's turn"
+    );
+    assert_eq!(model.calls(), calls);
+    assert_eq!(stored(&dir, "t1").await, before);
+
+    // u1's reply failed, then u2 was asked and answered: a late copy of u1's run is stale.
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::error(AgentError::Overloaded),
+            ScriptedResponse::text("Fine."),
+        ],
+    );
+    let dir = session_dir("resend-stale");
+    let router = towerscope_serve::router(factory(model.clone(), dir.clone()));
+    post(&router, run_as("t1", "run-1", &first)).await;
+    let second = json!([
+        {"id": "u1", "role": "user", "content": "hi"},
+        {"id": "u2", "role": "user", "content": "how are you?"}
+    ]);
+    let (_, sse) = post(&router, run_as("t1", "run-2", &second)).await;
+    assert!(view(&events(&sse)).contains(&"text: Fine.".to_owned()), "{sse}");
+    let before = stored(&dir, "t1").await;
+    assert_eq!(
+        before,
+        ["User: hi", "Assistant: ", "User: how are you?", "Assistant: Fine."]
+    );
+    let (status, body) = post(&router, run_as("t1", "run-1", &first)).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(support::error_code(&body), "stale_run");
+    assert_eq!(model.calls(), 2);
+    assert_eq!(stored(&dir, "t1").await, before);
+}
+
+#[tokio::test]
+async fn a_message_sent_again_with_another_text_is_a_new_message() {
+    let model = model();
+    let dir = session_dir("resend-edited");
+    let router = towerscope_serve::router(factory(model.clone(), dir.clone()));
+    post(
+        &router,
+        run_as("t1", "run-1", &json!([{"id": "u1", "role": "user", "content": "hi"}])),
+    )
+    .await;
+    let edited = json!([{"id": "u1", "role": "user", "content": "hi, what's the weather?"}]);
+    let (status, sse) = post(&router, run_as("t1", "run-2", &edited)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        view(&events(&sse))
+            .iter()
+            .any(|l| l.ends_with("Result: sunny in Paris")),
+        "{sse}"
+    );
+    assert_eq!(model.calls(), 3, "one answer, then a tool round and its answer");
+    assert_eq!(
+        stored(&dir, "t1").await,
+        [
+            "User: hi",
+            "Assistant: Hello!",
+            "User: hi, what's the weather?",
+            "Assistant: Result: sunny in Paris"
+        ]
+    );
+}
+
+/// A client that went away in the middle of an answer and sends the run again gets a whole
+/// answer, not the part the interrupted reply kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_run_sent_again_is_answered_again_not_replayed() {
+    use futures_util::StreamExt;
+    use tower::ServiceExt;
+
+    let model = model();
+    let dir = session_dir("resend-interrupted");
+    let router = towerscope_serve::router(factory(model.clone(), dir.clone()));
+    let messages = json!([{"id": "u1", "role": "user", "content": "long please"}]);
+    let request = axum::http::Request::post("/agui")
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(run_as("t1", "run-1", &messages)))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let mut body = response.into_body().into_data_stream();
+    let mut seen = String::new();
+    while seen.matches("TEXT_MESSAGE_CONTENT").count() < 2 {
+        let chunk = body.next().await.expect("the run streams").unwrap();
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    drop(body);
+
+    // Sent again once the interrupted reply has closed and saved (409 until then).
+    let mut answer = (StatusCode::CONFLICT, String::new());
+    for _ in 0..100 {
+        answer = post(&router, run_as("t1", "run-2", &messages)).await;
+        if answer.0 != StatusCode::CONFLICT {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(answer.0, StatusCode::OK, "{}", answer.1);
+    let again = view(&events(&answer.1));
+    assert_eq!(again[0], format!("text: {}", support::LONG), "{again:?}");
+    assert_eq!(again.last().unwrap(), r#"finished {"type":"success"}"#);
+    assert_eq!(model.calls(), 2, "the model answered again");
+    let stored = stored(&dir, "t1").await;
+    assert_eq!(
+        stored.len(),
+        3,
+        "the question once, the part kept, the whole answer: {stored:?}"
+    );
+    assert_eq!(stored[0], "User: long please");
+    assert_eq!(stored[2], format!("Assistant: {}", support::LONG));
 }

@@ -89,15 +89,23 @@ async fn start(
             let state = agent.state();
             match against_stored(&input, reply, &state.context) {
                 Run::Reply(reply) => reply,
-                Run::Replay(from) => {
+                Run::Replay(range) => {
                     drop(claim);
                     let mut mapper = EventMapper::new(input.thread_id.as_str(), input.run_id.as_str());
                     let mut events = vec![mapper.start()];
-                    for msg in state.context.iter().skip(from) {
+                    for msg in state.context.iter().skip(range.start).take(range.len()) {
                         mapper.replay(msg, &mut events);
                     }
                     events.push(mapper.finish());
                     return Ok(sse(Body::from(RunStream::frames(&events))));
+                }
+                Run::Stale => {
+                    return Err(ServeError::new(
+                        StatusCode::CONFLICT,
+                        "stale_run",
+                        "the run repeats messages the thread has gone on from (a later message was answered since); \
+                         send the conversation as it is now",
+                    ));
                 }
             }
         }

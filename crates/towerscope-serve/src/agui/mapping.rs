@@ -16,9 +16,10 @@
 //! Data blocks, hints and the echo of resume inputs have no AG-UI counterpart and are not sent.
 //!
 //! A run sent again whose messages the thread already holds is answered by
-//! [`EventMapper::replay`]: the stored messages that followed them, as the events their run
-//! sent (text, reasoning, tool calls and results, with the same ids), and the same outcome
-//! (calls still waiting for a confirmation or a front-end result).
+//! [`EventMapper::replay`]: the stored reply to them, as the events its run sent (text,
+//! reasoning, tool calls and results; the calls and results under their ids, the text and
+//! reasoning under the stored blocks' ids, which the streamed events did not carry), and the
+//! same outcome (calls still waiting for a confirmation or a front-end result).
 //!
 //! ```
 //! use towerscope_core::{AgentEvent, TextBlockDeltaEvent, TextBlockStartEvent};
@@ -169,7 +170,8 @@ impl EventMapper {
     }
 
     /// Appends the AG-UI events a stored message's run sent for it to `out`: its text,
-    /// thinking, tool calls and tool results in order, under the ids the run used. Calls of an
+    /// thinking, tool calls and tool results in order (text and thinking under the stored
+    /// blocks' ids: a streamed answer's events carry generated ones). Calls of an
     /// assistant message left waiting for the user's confirmation or a front-end result (no
     /// result in the message) become the run's outcome, as when the run parked. Other roles
     /// and blocks have no AG-UI event and are skipped.

@@ -24,8 +24,8 @@ use std::sync::Arc;
 use serde_json::Value;
 use towerscope_core::event::{ConfirmResult, ExternalExecutionResultEvent, UserConfirmResultEvent};
 use towerscope_core::{
-    ContentBlock, Id, Messages, Msg, ReplyInput, Role, ToolCallBlock, ToolCallState, ToolOutput, ToolResultBlock,
-    ToolResultState,
+    ContentBlock, Id, Messages, Msg, ReplyFinishedReason, ReplyInput, Role, ToolCallBlock, ToolCallState, ToolOutput,
+    ToolResultBlock, ToolResultState,
 };
 
 use super::input::{Message, ResumeStatus, RunAgentInput, ToolCall};
@@ -108,14 +108,18 @@ pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeErro
 pub(crate) enum Run {
     /// A reply to this input.
     Reply(ReplyInput),
-    /// Nothing new: send again what the thread holds from this index of its context on.
-    Replay(usize),
+    /// Nothing new, and a reply to it ended: send again the context's messages in this range.
+    Replay(std::ops::Range<usize>),
+    /// Nothing new, and the thread went on past it (a later question was asked): a copy of an
+    /// old run, which the client must not take for the answer to its last question.
+    Stale,
 }
 
-/// `reply` without the `user` messages of `input` that `context` already holds (by id), or
-/// a [`Run::Replay`] when it holds every one of them (see the [module docs](self)). Other
-/// inputs (confirmations, front-end results) are kept: the agent checks those against its
-/// parked reply itself. Linear in the context and the run's messages.
+/// `reply` without the `user` messages of `input` that `context` already holds (same id, same
+/// text), or a [`Run::Replay`] of the reply to them when it holds every one of them (see the
+/// [module docs](self)). Other inputs (confirmations, front-end results) are kept: the agent
+/// checks those against its parked reply itself. Linear in the context and the run's
+/// messages.
 pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: &Messages) -> Run {
     let ReplyInput::Messages(msgs) = reply else {
         return Run::Reply(reply);
@@ -125,47 +129,63 @@ pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: 
         .iter()
         .rposition(|m| from_agent(&m.role))
         .map_or(0, |i| i + 1);
-    let users: HashSet<Id> = input.messages[start..]
+    // The run's user messages by id, with their text; an empty id names nothing.
+    let users: HashMap<Id, String> = input.messages[start..]
         .iter()
-        .filter(|m| m.role == "user")
-        .map(|m| Id::from(m.id.as_str()))
+        .filter(|m| m.role == "user" && !m.id.is_empty())
+        .map(|m| (Id::from(m.id.as_str()), m.text()))
         .collect();
-    if users.is_empty() {
-        return Run::Reply(ReplyInput::Messages(msgs));
-    }
     let mut held: HashSet<&Id> = HashSet::new();
     let mut after = 0;
-    for (i, m) in context.iter().enumerate() {
-        if users.contains(&m.id) {
-            held.insert(&m.id);
-            after = i + 1;
+    if !users.is_empty() {
+        for (i, m) in context.iter().enumerate() {
+            let same = users
+                .get(&m.id)
+                .is_some_and(|text| m.role == Role::User && m.text_content().unwrap_or_default() == *text);
+            if same {
+                held.insert(&m.id);
+                after = i + 1;
+            }
         }
     }
-    if held.is_empty() {
-        return Run::Reply(ReplyInput::Messages(msgs));
-    }
-    if held.len() == users.len() {
-        return if context.iter().skip(after).any(settles) {
-            Run::Replay(after)
-        } else {
-            // Held but never answered (the reply failed, or stopped between its steps):
-            // answer them as they are.
-            Run::Reply(ReplyInput::Messages(Messages::new()))
-        };
+    if !held.is_empty() && held.len() == users.len() {
+        match replay_range(context, after) {
+            Some(Ok(range)) => return Run::Replay(range),
+            Some(Err(())) => return Run::Stale,
+            // Held, and no reply to them ended (it failed, or was interrupted): answer them.
+            None => {}
+        }
     }
     let mut seen: HashSet<&Id> = HashSet::new();
     let fresh: Vec<Msg> = msgs
         .iter()
-        .filter(|m| !held.contains(&m.id) && seen.insert(&m.id))
+        .filter(|m| !held.contains(&m.id) && (m.id.is_empty() || seen.insert(&m.id)))
         .cloned()
         .collect();
+    if fresh.len() == msgs.len() {
+        return Run::Reply(ReplyInput::Messages(msgs));
+    }
     Run::Reply(ReplyInput::Messages(Messages::from(fresh)))
 }
 
-/// Whether `msg` ends a reply: an assistant message whose last block (hints aside) is its
-/// answer's text, or with a call waiting for the user or the front end.
+/// The messages from `after` up to the first that ends a reply; `Err` when a user message
+/// comes first (the thread went on); `None` when no reply ended.
+fn replay_range(context: &Messages, after: usize) -> Option<Result<std::ops::Range<usize>, ()>> {
+    for (i, m) in context.iter().enumerate().skip(after) {
+        if m.role != Role::Assistant {
+            return Some(Err(()));
+        }
+        if settles(m) {
+            return Some(Ok(after..i + 1));
+        }
+    }
+    None
+}
+
+/// Whether `msg` ends a reply: an assistant message not interrupted whose last block (hints
+/// aside) is its answer's text, or with a call waiting for the user or the front end.
 fn settles(msg: &Msg) -> bool {
-    if msg.role != Role::Assistant {
+    if msg.role != Role::Assistant || msg.finished_reason == Some(ReplyFinishedReason::Interrupted) {
         return false;
     }
     let answered: HashSet<&Id> = msg
@@ -255,6 +275,33 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    fn texts(run: Run) -> Vec<String> {
+        match run {
+            Run::Reply(ReplyInput::Messages(msgs)) => msgs.iter().filter_map(|m| m.text_content()).collect(),
+            other => panic!("a reply to new messages, not {other:?}"),
+        }
+    }
+
+    /// An empty id names nothing (two questions without ids are two questions), and one id sent
+    /// twice in a run is one message.
+    #[test]
+    fn empty_ids_never_match_and_an_id_sent_twice_is_one_message() {
+        let input: RunAgentInput = serde_json::from_value(json!({
+            "threadId": "t",
+            "runId": "r",
+            "messages": [
+                {"id": "", "role": "user", "content": "same"},
+                {"id": "", "role": "user", "content": "one"},
+                {"id": "u2", "role": "user", "content": "two"},
+                {"id": "u2", "role": "user", "content": "two"}
+            ],
+        }))
+        .expect("a valid run");
+        let stored = Messages::from(vec![Msg::user("user", "same").with_id("")]);
+        let reply = reply_input(&input).expect("new messages");
+        assert_eq!(texts(against_stored(&input, reply, &stored)), ["same", "one", "two"]);
+    }
 
     /// Many front-end tools and many of their results in one run: every result, in order, and
     /// only the ones of front-end tools (each checked against a set made once, not the list).

@@ -70,18 +70,24 @@ impl RunStream {
         }
     }
 
-    /// Maps one reply item; `None` is the reply's end. After an error the reply is still read
-    /// to its end: its session is saved then, and the thread must stay claimed until it is (a
-    /// run sent at once after the error loads what this one saved).
+    /// Maps one reply item; `None` is the reply's end. After an error the reply is interrupted
+    /// and still read to its end: its session is saved then, and the thread must stay claimed
+    /// until it is (a run sent at once after the error loads what this one saved).
     fn take(&mut self, item: Option<Result<ReplyItem, AgentError>>) {
         let mut out = Vec::new();
         match item {
+            Some(Err(err)) if self.failed => {
+                tracing::warn!(error = %err, kind = err.kind(), "an AG-UI run failed again after RUN_ERROR");
+            }
             Some(_) if self.failed => {}
             Some(Ok(ReplyItem::Event(event))) => self.mapper.map(&event, &mut out),
             Some(Ok(ReplyItem::Final(_))) => {}
             Some(Err(err)) => {
                 out.push(self.mapper.fail(&err));
                 self.failed = true;
+                // Whatever follows an error (a layer's stream going on after it) is not sent:
+                // stop it; only the session's save is waited for.
+                self.agent.interrupt();
             }
             None => {
                 if !self.failed {
