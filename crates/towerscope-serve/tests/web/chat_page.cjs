@@ -66,16 +66,28 @@ function check(cond, what, detail) {
     check(!stopped.includes("twenty"), "the stop button stops the reply", stopped);
     await page.waitForSelector("#send:not([disabled])", { timeout: 10000 });
 
-    // The stopped reply freed the thread: the conversation goes on.
+    // The stopped reply frees the thread once it has closed and saved (a few hundred ms on a
+    // loaded machine): until then a message gets the server's 409, which the page shows and
+    // Chromium logs as a failed resource load; the user sends again. Only those are expected.
     let answered = false;
+    let busy = 0;
     for (let i = 0; i < 40 && !answered; i++) {
+      const before = errors.length;
       await page.fill("#input", "hello");
       await page.click("#send");
       await page.waitForSelector("#send:not([disabled])", { timeout: 10000 });
       answered = (await page.locator(".assistant").last().textContent()) === "Hello!";
+      const logged = errors.splice(before);
+      const shown = logged.length === 1 && (await page.locator(".error").count()) > 0
+        ? await page.locator(".error").last().textContent() : "";
+      if (!answered && logged.length === 1 && logged[0].includes("status of 409") && shown.includes("already has a run in progress")) {
+        busy += 1;
+      } else {
+        errors.push(...logged);
+      }
       if (!answered) await page.waitForTimeout(100);
     }
-    check(answered, "the conversation goes on after a stop");
+    check(answered, "the conversation goes on after a stop", { busy });
 
     await page.screenshot({ path: screenshot, fullPage: true });
     check(errors.length === 0, "no JavaScript error on the page", errors);
