@@ -71,10 +71,7 @@ pub(crate) async fn end_interrupted(runtime: &Arc<Runtime>, ctx: &AgentContext, 
     }
     let (session_id, usage) = {
         let mut state = runtime.lock_state();
-        // The stored message says so too: what it holds of an answer may be a part of it.
-        if state.reply_msg(reply_id).is_some() {
-            state.reply_msg_mut(&runtime.name, reply_id).finished_reason = Some(ReplyFinishedReason::Interrupted);
-        }
+        crate::state::mark_ending(&mut state, &runtime.name, reply_id, ReplyFinishedReason::Interrupted);
         (state.session_id.clone(), state.reply_context.usage)
     };
     emit.event(EventType::ReplyEnd, || {

@@ -350,6 +350,21 @@ pub(crate) fn check_not_parked(state: &AgentState) -> Result<(), AgentError> {
     Ok(())
 }
 
+/// Writes how reply `reply_id` ended (interrupted, failed) onto its stored message, when it
+/// stored one and is not parked (a refused resume leaves the parked reply as it was): what such
+/// a message holds of an answer may be a part of it. A completed reply's message is not marked
+/// (its end is the common case, and costs nothing).
+pub(crate) fn mark_ending(
+    state: &mut AgentState,
+    agent_name: &Arc<str>,
+    reply_id: &Id,
+    reason: towerscope_core::ReplyFinishedReason,
+) {
+    if state.reply_msg(reply_id).is_some() && !state.is_parked() {
+        state.reply_msg_mut(agent_name, reply_id).finished_reason = Some(reason);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use towerscope_core::{

@@ -522,3 +522,44 @@ async fn a_layer_panicking_in_the_middle_of_its_stream_fails_the_reply_and_the_a
         .unwrap();
     ends_with_the_panic_then_recovers(&agent, &trigger, "stream layer").await;
 }
+
+/// A reply that fails after storing part of its work has its stored message marked failed (so
+/// whoever reads the conversation later does not take it for an answer); a completed one is
+/// not marked, and a refused resume leaves the parked reply as it was.
+#[tokio::test]
+async fn a_failed_replys_stored_message_is_marked_and_a_refused_resume_marks_nothing() {
+    use towerscope_core::ReplyFinishedReason;
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::text("Hello!"),
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/a"}"#),
+            ScriptedResponse::error(AgentError::Overloaded),
+        ],
+    );
+    let agent = Agent::builder("a").model(model).tool(delete_tool()).build().unwrap();
+    let last_reason = |agent: &Agent| agent.state().context.last().unwrap().finished_reason;
+    agent.reply(Msg::user("user", "hi")).await.unwrap();
+    assert_eq!(last_reason(&agent), None, "a completed reply's message is not marked");
+    let err = agent.reply(Msg::user("user", "delete /a")).await.unwrap_err();
+    assert!(matches!(err, AgentError::Overloaded), "{err:?}");
+    assert_eq!(last_reason(&agent), Some(ReplyFinishedReason::Error));
+
+    let asking = Agent::builder("a")
+        .model(ScriptedModel::new(
+            "m",
+            [ScriptedResponse::tool_call("c2", "delete", r#"{"path": "/b"}"#)],
+        ))
+        .tool(delete_tool())
+        .default_permission(PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .build()
+        .unwrap();
+    let out = collect(asking.reply_stream(Msg::user("user", "delete /b"))).await;
+    let mut answers = confirm_all(&out);
+    answers.confirm_results[0].tool_call.name = "other".to_owned();
+    let refused = collect(asking.reply_stream(answers)).await;
+    assert!(refused.error.is_some(), "the resume is refused");
+    assert_eq!(last_reason(&asking), None, "the parked reply is left as it was");
+}

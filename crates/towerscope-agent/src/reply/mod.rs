@@ -103,7 +103,10 @@ impl Service<ReplyRequest> for ReactLoop {
                 Some(Err(e @ AgentError::CallLimit { .. })) => {
                     Box::pin(end_with_error(&runtime, &ctx, &e, &emit)).await
                 }
-                Some(Err(e)) => emit.error(e).await,
+                Some(Err(e)) => {
+                    mark_failed(&runtime, &ctx);
+                    emit.error(e).await
+                }
             }
         }));
         if let Some(plan) = plan {
@@ -370,12 +373,19 @@ async fn start(runtime: &Arc<Runtime>, req: &ReplyRequest, msgs: &Messages, emit
     Ok(())
 }
 
+/// Marks the reply's stored message failed (see `state::mark_ending`).
+fn mark_failed(runtime: &Runtime, ctx: &AgentContext) {
+    let mut state = runtime.lock_state();
+    crate::state::mark_ending(&mut state, &runtime.name, ctx.reply_id(), ReplyFinishedReason::Error);
+}
+
 /// A call limit ends the reply cleanly: `REPLY_END` with finished reason `error` and the error,
 /// then a final message carrying the same error, so the consumer never sees a half-open stream.
 async fn end_with_error(runtime: &Runtime, ctx: &AgentContext, err: &AgentError, emit: &Emitter) {
     let info = towerscope_core::ErrorInfo::new(err.kind(), err.to_string());
     let (session_id, usage) = {
-        let state = runtime.lock_state();
+        let mut state = runtime.lock_state();
+        crate::state::mark_ending(&mut state, &runtime.name, ctx.reply_id(), ReplyFinishedReason::Error);
         (state.session_id.clone(), state.reply_context.usage)
     };
     emit.event(EventType::ReplyEnd, || {
