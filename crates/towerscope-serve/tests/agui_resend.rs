@@ -323,4 +323,133 @@ async fn an_interrupted_run_sent_again_is_answered_again_not_replayed() {
     );
     assert_eq!(stored[0], "User: long please");
     assert_eq!(stored[2], format!("Assistant: {}", support::LONG));
+    // Sent a third time: the whole answer, without the part the interrupted reply kept.
+    let (status, sse) = post(&router, run_as("t1", "run-3", &messages)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(view(&events(&sse)), again);
+    assert_eq!(model.calls(), 2);
+}
+
+/// A reply that stored an answer and then failed (a layer asked for another round, whose model
+/// call failed) is not taken for answered: the run sent again is answered again.
+#[tokio::test]
+async fn a_run_that_failed_after_storing_an_answer_is_answered_again() {
+    use futures_util::StreamExt;
+    use towerscope_agent::Agent;
+    use towerscope_core::{AgentEvent, EventStream, ReplyItem, ReplyNext, ReplyRequest, from_fn};
+
+    /// Asks for one more round the first time the reply ends.
+    fn once_more(
+        req: ReplyRequest,
+        next: ReplyNext,
+    ) -> futures_util::future::BoxFuture<'static, Result<EventStream, AgentError>> {
+        Box::pin(async move {
+            let ctx = req.ctx.clone();
+            let inner = next.run(req).await?;
+            let mut asked = false;
+            Ok(Box::pin(inner.filter(move |item| {
+                let end = matches!(item, Ok(ReplyItem::Event(AgentEvent::ReplyEnd(_))));
+                let swallow = end && !asked;
+                if swallow {
+                    asked = true;
+                    ctx.request_another_round();
+                }
+                std::future::ready(!swallow)
+            })) as EventStream)
+        })
+    }
+
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::text("First draft."),
+            ScriptedResponse::error(AgentError::Overloaded),
+            ScriptedResponse::text("Second."),
+            ScriptedResponse::text("Final."),
+        ],
+    );
+    let dir = session_dir("resend-failed-late");
+    let store = JsonFileStore::new(dir.clone());
+    let m = model.clone();
+    let router = towerscope_serve::router(move |session: &str| {
+        Agent::builder("assistant")
+            .model(m.clone())
+            .on_reply(from_fn(once_more))
+            .session(store.clone(), "web", session)
+            .build()
+    });
+    let messages = json!([{"id": "u1", "role": "user", "content": "hi"}]);
+    let (_, sse) = post(&router, run_as("t1", "run-1", &messages)).await;
+    assert_eq!(events(&sse).last().unwrap()["type"], "RUN_ERROR");
+    let (status, sse) = post(&router, run_as("t1", "run-2", &messages)).await;
+    assert_eq!(status, StatusCode::OK);
+    let again = view(&events(&sse));
+    assert_eq!(model.calls(), 4, "answered again: {again:?}");
+    assert!(!again.iter().any(|l| l.contains("First draft.")), "{again:?}");
+    assert_eq!(again.last().unwrap(), r#"finished {"type":"success"}"#);
+}
+
+/// With the application's context in every run: the run's context message is stored once,
+/// and a run sent again after its failed first sending was answered is replayed (not taken
+/// for a stale copy), without the part of the failed attempt.
+#[tokio::test]
+async fn a_run_with_context_sent_again_stores_its_context_once_and_replays() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::error(AgentError::Overloaded),
+            ScriptedResponse::text("Fine."),
+        ],
+    );
+    let dir = session_dir("resend-context");
+    let router = towerscope_serve::router(factory(model.clone(), dir.clone()));
+    let body = |run: &str| {
+        json!({"threadId": "t1", "runId": run,
+            "messages": [{"id": "u1", "role": "user", "content": "hi"}],
+            "context": [{"description": "page", "value": "home"}]})
+        .to_string()
+    };
+    let (_, sse) = post(&router, body("r1")).await;
+    assert_eq!(events(&sse).last().unwrap()["type"], "RUN_ERROR");
+    let (_, sse) = post(&router, body("r2")).await;
+    let answered = view(&events(&sse));
+    assert!(answered.contains(&"text: Fine.".to_owned()), "{answered:?}");
+    let (status, sse) = post(&router, body("r3")).await;
+    assert_eq!(status, StatusCode::OK, "{sse}");
+    assert_eq!(view(&events(&sse)), answered, "the answer, replayed");
+    assert_eq!(model.calls(), 2);
+    let stored = stored(&dir, "t1").await;
+    assert_eq!(
+        stored
+            .iter()
+            .filter(|m| m.contains("Context from the application"))
+            .count(),
+        1,
+        "{stored:?}"
+    );
+    assert_eq!(stored.iter().filter(|m| *m == "User: hi").count(), 1, "{stored:?}");
+}
+
+/// A question without an id is new whatever else the run holds.
+#[tokio::test]
+async fn a_question_without_an_id_is_never_taken_for_one_sent_again() {
+    let model = model();
+    let router = towerscope_serve::router(factory(model.clone(), session_dir("resend-anonymous")));
+    post(
+        &router,
+        run_as("t1", "run-1", &json!([{"id": "u1", "role": "user", "content": "hi"}])),
+    )
+    .await;
+    let messages = json!([
+        {"id": "u1", "role": "user", "content": "hi"},
+        {"id": "", "role": "user", "content": "what's the weather?"}
+    ]);
+    let (status, sse) = post(&router, run_as("t1", "run-2", &messages)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        view(&events(&sse))
+            .iter()
+            .any(|l| l.ends_with("Result: sunny in Paris")),
+        "{sse}"
+    );
 }

@@ -7,13 +7,16 @@
 mod support;
 
 use support::{factory, model, node_modules, serve, session_dir};
+use towerscope_agent::session::{JsonFileStore, SessionKey, SessionStore};
+use towerscope_core::{ReplyFinishedReason, Role};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_chat_page_streams_confirms_and_stops_in_headless_chromium() {
     let Some(modules) = node_modules("the_chat_page_streams_confirms_and_stops_in_headless_chromium") else {
         return;
     };
-    let router = towerscope_serve::router(factory(model(), session_dir("chat-page")));
+    let dir = session_dir("chat-page");
+    let router = towerscope_serve::router(factory(model(), dir.clone()));
     let (addr, stop, server) = serve(router).await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/web/chat_page.cjs");
     let screenshot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-chat-page.png");
@@ -35,4 +38,23 @@ async fn the_chat_page_streams_confirms_and_stops_in_headless_chromium() {
     assert!(screenshot.exists(), "the screenshot was kept");
     let _ = stop.send(());
     server.await.unwrap().unwrap();
+
+    // What the server kept: the stop interrupted the reply there too, and a message the server
+    // refused while the thread was closing that reply was not sent again with the next one.
+    let store = JsonFileStore::new(&dir);
+    let sessions = store.list("web").await.unwrap();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    let key = SessionKey::new("web", sessions[0].as_str()).unwrap();
+    let context = store.load(&key).await.unwrap().unwrap().document.agent.context;
+    let hellos = context
+        .iter()
+        .filter(|m| m.role == Role::User && m.text_content().as_deref() == Some("hello"))
+        .count();
+    assert_eq!(hellos, 1);
+    assert!(
+        context
+            .iter()
+            .any(|m| m.finished_reason == Some(ReplyFinishedReason::Interrupted)),
+        "the stopped reply was interrupted on the server"
+    );
 }

@@ -16,7 +16,7 @@ use towerscope_core::ReplyInput;
 use super::frontend::{FrontendTool, with_frontend_tools};
 use super::input::RunAgentInput;
 use super::mapping::EventMapper;
-use super::request::{Run, against_stored, reply_input};
+use super::request::{Run, against_stored, ended, reply_input};
 use super::stream::RunStream;
 use super::threads::Threads;
 use crate::error::ServeError;
@@ -93,7 +93,14 @@ async fn start(
                     drop(claim);
                     let mut mapper = EventMapper::new(input.thread_id.as_str(), input.run_id.as_str());
                     let mut events = vec![mapper.start()];
-                    for msg in state.context.iter().skip(range.start).take(range.len()) {
+                    // Not the part of an answer an interrupted or failed attempt left.
+                    for msg in state
+                        .context
+                        .iter()
+                        .skip(range.start)
+                        .take(range.len())
+                        .filter(|m| ended(m))
+                    {
                         mapper.replay(msg, &mut events);
                     }
                     events.push(mapper.finish());
@@ -118,8 +125,13 @@ async fn start(
     let first = within_request(headers, stream.next()).await;
     if let Some(Err(err)) = first {
         // Read the stream to its end (its session's save) before the thread is free again, so
-        // that the next run loads what this one left.
-        while stream.next().await.is_some() {}
+        // that the next run loads what this one left; on a task of its own, which a client
+        // that goes away meanwhile does not cancel.
+        let drained = tokio::spawn(async move {
+            while stream.next().await.is_some() {}
+            drop(claim);
+        });
+        let _ = drained.await;
         return Err(ServeError::from(err));
     }
     let mapper = EventMapper::new(input.thread_id.as_str(), input.run_id.as_str());

@@ -92,15 +92,23 @@ pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeErro
     let mut msgs = Vec::with_capacity(users.len() + 1);
     if !hints.is_empty() && !users.is_empty() {
         let text = hints.join("\n\n");
-        msgs.push(Msg::user(
-            "application",
-            format!("<system-reminder>{text}</system-reminder>"),
-        ));
+        let hint = Msg::user("application", format!("<system-reminder>{text}</system-reminder>"));
+        // Named after the run's first question, so that a run sent again names it the same.
+        msgs.push(match users.first().map(|m| m.id.as_str()) {
+            Some(id) if !id.is_empty() => hint.with_id(hint_id(id)),
+            _ => hint,
+        });
     }
     for m in users {
         msgs.push(Msg::user("user", m.text()).with_id(m.id.as_str()));
     }
     Ok(ReplyInput::Messages(Messages::from(msgs)))
+}
+
+/// The id of the application's message (context, instructions) of a run whose first question
+/// is `first`.
+fn hint_id(first: &str) -> String {
+    format!("{first}:application")
 }
 
 /// What a run does once the thread's conversation is known.
@@ -129,12 +137,18 @@ pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: 
         .iter()
         .rposition(|m| from_agent(&m.role))
         .map_or(0, |i| i + 1);
-    // The run's user messages by id, with their text; an empty id names nothing.
-    let users: HashMap<Id, String> = input.messages[start..]
-        .iter()
-        .filter(|m| m.role == "user" && !m.id.is_empty())
-        .map(|m| (Id::from(m.id.as_str()), m.text()))
-        .collect();
+    let tail: Vec<&Message> = input.messages[start..].iter().filter(|m| m.role == "user").collect();
+    // The run's user messages by id, with their text (the first of an id); an empty id names
+    // nothing, and makes the run new whatever else it holds.
+    let mut users: HashMap<Id, String> = HashMap::with_capacity(tail.len());
+    for m in tail.iter().filter(|m| !m.id.is_empty()) {
+        users.entry(Id::from(m.id.as_str())).or_insert_with(|| m.text());
+    }
+    let anonymous = tail.iter().any(|m| m.id.is_empty());
+    let hint = tail
+        .first()
+        .filter(|m| !m.id.is_empty())
+        .map(|m| Id::from(hint_id(&m.id)));
     let mut held: HashSet<&Id> = HashSet::new();
     let mut after = 0;
     if !users.is_empty() {
@@ -145,10 +159,14 @@ pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: 
             if same {
                 held.insert(&m.id);
                 after = i + 1;
+            } else if hint.as_ref() == Some(&m.id) {
+                // The application's message of this run, stored by its first sending.
+                held.insert(&m.id);
             }
         }
     }
-    if !held.is_empty() && held.len() == users.len() {
+    let questions = held.iter().filter(|id| users.contains_key(**id)).count();
+    if questions > 0 && questions == users.len() && !anonymous {
         match replay_range(context, after) {
             Some(Ok(range)) => return Run::Replay(range),
             Some(Err(())) => return Run::Stale,
@@ -182,10 +200,20 @@ fn replay_range(context: &Messages, after: usize) -> Option<Result<std::ops::Ran
     None
 }
 
-/// Whether `msg` ends a reply: an assistant message not interrupted whose last block (hints
-/// aside) is its answer's text, or with a call waiting for the user or the front end.
+/// Whether `msg` is not the message of a reply that was interrupted or failed (what it holds
+/// of an answer may be a part of it).
+pub(crate) fn ended(msg: &Msg) -> bool {
+    !matches!(
+        msg.finished_reason,
+        Some(ReplyFinishedReason::Interrupted | ReplyFinishedReason::Error)
+    )
+}
+
+/// Whether `msg` ends a reply: an assistant message neither interrupted nor failed whose last
+/// block (hints aside) is its answer's text, or with a call waiting for the user or the front
+/// end.
 fn settles(msg: &Msg) -> bool {
-    if msg.role != Role::Assistant || msg.finished_reason == Some(ReplyFinishedReason::Interrupted) {
+    if msg.role != Role::Assistant || !ended(msg) {
         return false;
     }
     let answered: HashSet<&Id> = msg

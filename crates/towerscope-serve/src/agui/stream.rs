@@ -35,6 +35,8 @@ pub(crate) struct RunStream {
     queue: VecDeque<AguiEvent>,
     /// `RUN_ERROR` was sent: the rest of the reply (its session's save) is read, not sent.
     failed: bool,
+    /// The reply went on after its error and was interrupted.
+    stopped: bool,
     done: bool,
     keep_alive: Option<Interval>,
 }
@@ -65,29 +67,35 @@ impl RunStream {
             first,
             queue,
             failed: false,
+            stopped: false,
             done: false,
             keep_alive,
         }
     }
 
-    /// Maps one reply item; `None` is the reply's end. After an error the reply is interrupted
-    /// and still read to its end: its session is saved then, and the thread must stay claimed
-    /// until it is (a run sent at once after the error loads what this one saved).
+    /// Maps one reply item; `None` is the reply's end. After an error the reply is still read
+    /// to its end (and interrupted if it goes on): its session is saved then, and the thread
+    /// must stay claimed until it is (a run sent at once after the error loads what this one
+    /// saved).
     fn take(&mut self, item: Option<Result<ReplyItem, AgentError>>) {
         let mut out = Vec::new();
         match item {
-            Some(Err(err)) if self.failed => {
-                tracing::warn!(error = %err, kind = err.kind(), "an AG-UI run failed again after RUN_ERROR");
+            Some(item) if self.failed => {
+                // The reply goes on after its error (a layer's stream): nothing more is sent, so
+                // stop it; only its session's save is waited for. Still running, the reply is
+                // the one the agent is busy with: the interrupt reaches no other.
+                if !std::mem::replace(&mut self.stopped, true) {
+                    self.agent.interrupt();
+                }
+                if let Err(err) = item {
+                    tracing::warn!(error = %err, kind = err.kind(), "an AG-UI run failed again after RUN_ERROR");
+                }
             }
-            Some(_) if self.failed => {}
             Some(Ok(ReplyItem::Event(event))) => self.mapper.map(&event, &mut out),
             Some(Ok(ReplyItem::Final(_))) => {}
             Some(Err(err)) => {
                 out.push(self.mapper.fail(&err));
                 self.failed = true;
-                // Whatever follows an error (a layer's stream going on after it) is not sent:
-                // stop it; only the session's save is waited for.
-                self.agent.interrupt();
             }
             None => {
                 if !self.failed {

@@ -88,6 +88,7 @@ function check(cond, what, detail) {
       if (!answered) await page.waitForTimeout(100);
     }
     check(answered, "the conversation goes on after a stop", { busy });
+    console.log(`(sent ${busy} time(s) to a thread still closing the stopped reply)`);
 
     await page.screenshot({ path: screenshot, fullPage: true });
     check(errors.length === 0, "no JavaScript error on the page", errors);
