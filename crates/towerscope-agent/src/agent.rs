@@ -115,8 +115,8 @@ impl Agent {
     /// Loads the agent's session from its store now, as its next reply would (see
     /// [`crate::session`]), so that the conversation can be read with [`state`](Self::state)
     /// before a reply: a server checking whether a request was sent twice, a page showing the
-    /// history. The next reply still reads the store, and loads only what another process
-    /// saved in between. Without a session, nothing happens. Fails while the agent is busy (a
+    /// history. The next reply still reads the session from the store (a second read), and
+    /// applies it only if another process saved in between. Without a session, nothing happens. Fails while the agent is busy (a
     /// reply, or [`compress_context`](Self::compress_context)), and with the store's error
     /// when it cannot be read (the state is then left as it was).
     ///
