@@ -85,6 +85,13 @@ impl Agent {
         self.runtime.lock_state().clone()
     }
 
+    /// The conversation: a snapshot of the state's context, shared with the state (a copy of
+    /// pointers, whatever its length; what the agent adds later is not in it). Cheaper than
+    /// [`state`](Self::state) when only the messages are read.
+    pub fn context(&self) -> towerscope_core::Messages {
+        self.runtime.lock_state().context.clone()
+    }
+
     /// Interrupts the running reply, as the reference does when its reply task is cancelled:
     /// the loop stops at its current await point (a model call, a tool, a middleware), the
     /// stream closes the tool calls left open (`TOOL_RESULT_END` interrupted), emits

@@ -86,21 +86,15 @@ async fn start(
         // New messages: the ones the thread already holds (a run sent again) are not added twice.
         ReplyInput::Messages(_) => {
             within_request(headers, agent.load_session()).await?;
-            let state = agent.state();
-            match against_stored(&input, reply, &state.context) {
+            let context = agent.context();
+            match against_stored(&input, reply, &context) {
                 Run::Reply(reply) => reply,
                 Run::Replay(range) => {
                     drop(claim);
                     let mut mapper = EventMapper::new(input.thread_id.as_str(), input.run_id.as_str());
                     let mut events = vec![mapper.start()];
                     // Not the part of an answer an interrupted or failed attempt left.
-                    for msg in state
-                        .context
-                        .iter()
-                        .skip(range.start)
-                        .take(range.len())
-                        .filter(|m| ended(m))
-                    {
+                    for msg in context.iter().skip(range.start).take(range.len()).filter(|m| ended(m)) {
                         mapper.replay(msg, &mut events);
                     }
                     events.push(mapper.finish());

@@ -132,6 +132,10 @@ pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: 
     let ReplyInput::Messages(msgs) = reply else {
         return Run::Reply(reply);
     };
+    if context.is_empty() {
+        // A new thread (or an agent without a session): nothing was sent before.
+        return Run::Reply(ReplyInput::Messages(msgs));
+    }
     let start = input
         .messages
         .iter()
