@@ -22,7 +22,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = std::env::args().nth(1).map(|a| a.parse()).transpose()?.unwrap_or(100);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let model = ScriptedModel::cycle("scripted", [ScriptedResponse::text("Hello!")]).record(false);
-    let router = towerscope::serve::router(move |_thread: &str| Agent::builder("assistant").model(model.clone()).build());
+    let router =
+        towerscope::serve::router(move |_thread: &str| Agent::builder("assistant").model(model.clone()).build());
     rt.block_on(async {
         for _ in 0..n {
             let request = Request::post("/agui")
