@@ -562,4 +562,28 @@ async fn a_failed_replys_stored_message_is_marked_and_a_refused_resume_marks_not
     let refused = collect(asking.reply_stream(answers)).await;
     assert!(refused.error.is_some(), "the resume is refused");
     assert_eq!(last_reason(&asking), None, "the parked reply is left as it was");
+
+    // A confirmation sent again after the reply it answered completed: refused, and the
+    // completed reply's message stays unmarked.
+    let done = Agent::builder("a")
+        .model(ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c3", "delete", r#"{"path": "/c"}"#),
+                ScriptedResponse::text("Deleted."),
+            ],
+        ))
+        .tool(delete_tool())
+        .default_permission(PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .build()
+        .unwrap();
+    let out = collect(done.reply_stream(Msg::user("user", "delete /c"))).await;
+    let answers = confirm_all(&out);
+    let completed = collect(done.reply_stream(answers.clone())).await;
+    assert!(completed.error.is_none(), "{:?}", completed.error);
+    let again = collect(done.reply_stream(answers)).await;
+    assert!(again.error.is_some(), "nothing waits any more");
+    assert_eq!(last_reason(&done), None, "the completed reply is not marked failed");
 }

@@ -75,6 +75,9 @@ impl Service<ReplyRequest> for ReactLoop {
             let reads = read_plan.as_ref().map_or(EventKinds::ALL, EventsRead::reply);
             let emit = Emitter::new(y, reads);
             let ctx = req.ctx.clone();
+            // A resume of a reply that is not parked is refused before it starts: its failure
+            // is no ending of the reply it names (that one ended before).
+            let marks = !req.input.is_resume() || runtime.lock_state().is_parked();
             let outcome = {
                 // The loop runs until it ends or an interrupt cancels it at its current await
                 // point (a tool, a middleware; the reasoning step handles one itself); then it
@@ -104,7 +107,9 @@ impl Service<ReplyRequest> for ReactLoop {
                     Box::pin(end_with_error(&runtime, &ctx, &e, &emit)).await
                 }
                 Some(Err(e)) => {
-                    mark_failed(&runtime, &ctx);
+                    if marks {
+                        mark_failed(&runtime, &ctx);
+                    }
                     emit.error(e).await
                 }
             }
