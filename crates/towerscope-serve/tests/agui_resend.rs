@@ -15,6 +15,11 @@ use towerscope_models::{ScriptedModel, ScriptedResponse};
 
 use support::{events, factory, model, post, session_dir};
 
+/// What the endpoint tells the model when it answers a question whose first answer was cut off
+/// or failed.
+const AGAIN: &str =
+    "<system-reminder>Your previous answer to this was cut off or failed. Answer it again, in full.</system-reminder>";
+
 /// A run of `messages` on `thread` under the run id `run`.
 fn run_as(thread: &str, run: &str, messages: &Value) -> String {
     json!({"threadId": thread, "runId": run, "messages": messages}).to_string()
@@ -179,12 +184,22 @@ async fn a_run_whose_reply_failed_sent_again_is_answered_without_adding_its_mess
         .filter(|m| m.role != Role::System)
         .filter_map(|m| m.text_content())
         .collect();
-    assert_eq!(texts, ["hi"], "the model saw the question once");
+    assert_eq!(
+        texts,
+        ["hi", AGAIN],
+        "the model saw the question once, and that its first answer failed"
+    );
     assert_eq!(view(&again).last().unwrap(), r#"finished {"type":"success"}"#);
-    // The failed reply's message (its hints only) stays, as in one process.
+    // The failed reply's message (its hints only) stays, as in one process, and the note that
+    // it failed.
     assert_eq!(
         stored(&dir, "t1").await,
-        ["User: hi", "Assistant: ", "Assistant: Recovered."]
+        [
+            "User: hi",
+            "Assistant: ",
+            &format!("User: {AGAIN}"),
+            "Assistant: Recovered."
+        ]
     );
 }
 
@@ -317,12 +332,18 @@ async fn an_interrupted_run_sent_again_is_answered_again_not_replayed() {
     assert_eq!(model.calls(), 2, "the model answered again");
     let stored = stored(&dir, "t1").await;
     assert_eq!(
-        stored.len(),
-        3,
-        "the question once, the part kept, the whole answer: {stored:?}"
+        stored,
+        [
+            "User: long please".to_owned(),
+            "Assistant: one two ".to_owned(),
+            format!("User: {AGAIN}"),
+            format!("Assistant: {}", support::LONG)
+        ],
+        "the question once, the part kept, the note that it was cut off, the whole answer"
     );
-    assert_eq!(stored[0], "User: long please");
-    assert_eq!(stored[2], format!("Assistant: {}", support::LONG));
+    // The model was not left to continue the part: its last turn was the note.
+    let last = model.requests().pop().unwrap();
+    assert_eq!(last.messages.last().unwrap().text_content().as_deref(), Some(AGAIN));
     // Sent a third time: the whole answer, without the part the interrupted reply kept.
     let (status, sse) = post(&router, run_as("t1", "run-3", &messages)).await;
     assert_eq!(status, StatusCode::OK);
@@ -452,4 +473,132 @@ async fn a_question_without_an_id_is_never_taken_for_one_sent_again() {
             .any(|l| l.ends_with("Result: sunny in Paris")),
         "{sse}"
     );
+}
+
+/// A run that adds a question to one whose sending failed before the client saw anything: the
+/// model sees this run's context (it is named after the new question, not the old one).
+#[tokio::test]
+async fn a_run_adding_a_question_to_a_failed_one_brings_its_own_context() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::error(AgentError::Overloaded),
+            ScriptedResponse::text("Fine."),
+        ],
+    )
+    .record(true);
+    let router = towerscope_serve::router(factory(model.clone(), session_dir("resend-new-context")));
+    let body = |run: &str, messages: Value, page: &str| {
+        json!({"threadId": "t1", "runId": run, "messages": messages,
+            "context": [{"description": "page", "value": page}]})
+        .to_string()
+    };
+    let u1 = json!({"id": "u1", "role": "user", "content": "hi"});
+    let u2 = json!({"id": "u2", "role": "user", "content": "and now?"});
+    post(&router, body("r1", json!([u1]), "home")).await;
+    let (status, _) = post(&router, body("r2", json!([u1, u2]), "settings")).await;
+    assert_eq!(status, StatusCode::OK);
+    let texts: Vec<_> = model
+        .requests()
+        .pop()
+        .unwrap()
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .filter_map(|m| m.text_content())
+        .collect();
+    assert!(texts.iter().any(|t| t.contains("page: settings")), "{texts:?}");
+    assert_eq!(texts.iter().filter(|t| *t == "hi").count(), 1, "{texts:?}");
+}
+
+/// A store whose saves take a while: a run that reads the session while another's save is on
+/// its way would load the old one, and its own save would be a conflict.
+struct SlowSaves(JsonFileStore);
+
+impl SessionStore for SlowSaves {
+    fn load<'a>(
+        &'a self,
+        key: &'a SessionKey,
+    ) -> towerscope_agent::session::StoreFuture<'a, Option<towerscope_agent::session::Stored>> {
+        self.0.load(key)
+    }
+
+    fn save<'a>(
+        &'a self,
+        key: &'a SessionKey,
+        document: &'a towerscope_agent::session::SessionDocument,
+        expect: towerscope_agent::session::Expect,
+    ) -> towerscope_agent::session::StoreFuture<'a, u64> {
+        Box::pin(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            self.0.save(key, document, expect).await
+        })
+    }
+
+    fn delete<'a>(&'a self, key: &'a SessionKey) -> towerscope_agent::session::StoreFuture<'a, bool> {
+        self.0.delete(key)
+    }
+
+    fn list<'a>(&'a self, user_id: &'a str) -> towerscope_agent::session::StoreFuture<'a, Vec<String>> {
+        self.0.list(user_id)
+    }
+}
+
+/// A client that goes away before its run's first event (a layer holds the reply back): the
+/// thread stays busy until that reply's session is saved, so the next run loads it and saves
+/// after it, instead of failing with a conflict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_gone_before_the_first_event_keeps_the_thread_until_the_save() {
+    use std::sync::Arc;
+    use tower::ServiceExt;
+    use towerscope_agent::Agent;
+    use towerscope_core::{EventStream, ReplyNext, ReplyRequest, from_fn};
+
+    fn slow_start(
+        req: ReplyRequest,
+        next: ReplyNext,
+    ) -> futures_util::future::BoxFuture<'static, Result<EventStream, AgentError>> {
+        Box::pin(async move {
+            use futures_util::StreamExt;
+            let inner = next.run(req).await?;
+            // The reply (and its session's stream) is open; its first event comes late.
+            let late = futures_util::stream::once(tokio::time::sleep(std::time::Duration::from_millis(200)))
+                .filter_map(|()| async { None::<Result<towerscope_core::ReplyItem, AgentError>> });
+            Ok(Box::pin(late.chain(inner)) as EventStream)
+        })
+    }
+
+    let dir = session_dir("resend-gone-early");
+    let store = Arc::new(SlowSaves(JsonFileStore::new(dir.clone())));
+    let model = ScriptedModel::cycle("m", [ScriptedResponse::text("Hello!")]);
+    let router = towerscope_serve::router(move |session: &str| {
+        Agent::builder("assistant")
+            .model(model.clone())
+            .on_reply(from_fn(slow_start))
+            .session(Arc::clone(&store), "web", session)
+            .build()
+    });
+    let request = axum::http::Request::post("/agui")
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(run_as(
+            "t1",
+            "run-1",
+            &json!([{"id": "u1", "role": "user", "content": "hi"}]),
+        )))
+        .unwrap();
+    let gone = tokio::time::timeout(std::time::Duration::from_millis(50), router.clone().oneshot(request)).await;
+    assert!(gone.is_err(), "the client left before the first event");
+
+    let next = json!([{"id": "u2", "role": "user", "content": "hello"}]);
+    let mut answer = (StatusCode::CONFLICT, String::new());
+    for _ in 0..100 {
+        answer = post(&router, run_as("t1", "run-2", &next)).await;
+        if answer.0 != StatusCode::CONFLICT {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(answer.0, StatusCode::OK, "{}", answer.1);
+    let events = events(&answer.1);
+    assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED", "{}", answer.1);
 }

@@ -10,14 +10,13 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use futures_util::StreamExt;
 use towerscope_core::ReplyInput;
 
 use super::frontend::{FrontendTool, with_frontend_tools};
 use super::input::RunAgentInput;
 use super::mapping::EventMapper;
 use super::request::{Run, against_stored, ended, reply_input};
-use super::stream::RunStream;
+use super::stream::{Opening, RunStream};
 use super::threads::Threads;
 use crate::error::ServeError;
 use crate::factory::AgentFactory;
@@ -112,22 +111,25 @@ async fn start(
         }
         other => other,
     };
-    let mut stream = agent.reply_stream(reply);
+    let stream = agent.reply_stream(reply);
+    let mut opening = Opening::new(agent, stream, claim);
     // Read the first item before answering: a run the agent refuses at once (a thread parked
     // for a confirmation, nothing to resume, a session that cannot be loaded) gets its status.
     // The reply opens its spans as it starts, under the request's `traceparent`.
-    let first = within_request(headers, stream.next()).await;
+    let first = within_request(headers, opening.next()).await;
     if let Some(Err(err)) = first {
-        // Read the stream to its end (its session's save) before the thread is free again, so
-        // that the next run loads what this one left; on a task of its own, which a client
-        // that goes away meanwhile does not cancel.
-        let drained = tokio::spawn(async move {
-            while stream.next().await.is_some() {}
-            drop(claim);
-        });
-        let _ = drained.await;
+        // The rest of the reply (its session's save) is read before the thread is free again,
+        // so that the next run loads what this one left.
+        opening.drain().await;
         return Err(ServeError::from(err));
     }
+    let Some((agent, stream, claim)) = opening.into_parts() else {
+        return Err(ServeError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the run's reply was lost before it started",
+        ));
+    };
     let mapper = EventMapper::new(input.thread_id.as_str(), input.run_id.as_str());
     let body = RunStream::new(agent, stream, claim, mapper, first, endpoint.keep_alive);
     Ok(sse(Body::from_stream(body)))

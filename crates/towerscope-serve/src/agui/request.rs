@@ -170,7 +170,8 @@ pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: 
         }
     }
     let questions = held.iter().filter(|id| users.contains_key(**id)).count();
-    if questions > 0 && questions == users.len() && !anonymous {
+    let all_held = questions > 0 && questions == users.len() && !anonymous;
+    if all_held {
         match replay_range(context, after) {
             Some(Ok(range)) => return Run::Replay(range),
             Some(Err(())) => return Run::Stale,
@@ -178,22 +179,49 @@ pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: 
             None => {}
         }
     }
-    let mut seen: HashSet<&Id> = HashSet::new();
-    let fresh: Vec<Msg> = msgs
+    // The application's message is named after the run's first question not held yet (a run
+    // sent again names it the same; a run that adds a question to one sent before, after that).
+    let first_new = tail
         .iter()
-        .filter(|m| !held.contains(&m.id) && (m.id.is_empty() || seen.insert(&m.id)))
-        .cloned()
-        .collect();
-    if fresh.len() == msgs.len() {
-        return Run::Reply(ReplyInput::Messages(msgs));
+        .find(|m| m.id.is_empty() || !held.contains(&Id::from(m.id.as_str())));
+    let mut seen: HashSet<&Id> = HashSet::new();
+    let mut fresh: Vec<Msg> = Vec::with_capacity(msgs.len() + 1);
+    for m in msgs.iter() {
+        if hint.as_ref() == Some(&m.id) {
+            if all_held {
+                if !held.contains(&m.id) {
+                    fresh.push(m.clone());
+                }
+            } else {
+                let id = match first_new {
+                    Some(q) if !q.id.is_empty() => Id::from(hint_id(&q.id)),
+                    _ => Id::new(),
+                };
+                fresh.push(m.clone().with_id(id));
+            }
+        } else if !held.contains(&m.id) && (m.id.is_empty() || seen.insert(&m.id)) {
+            fresh.push(m.clone());
+        }
+    }
+    // Answered again after an attempt that was cut off: the model is told so, and its last turn
+    // is not the part of an answer that attempt left (a provider would continue it).
+    if all_held && context.last().is_some_and(|m| m.role == Role::Assistant) {
+        fresh.push(Msg::user(
+            "application",
+            "<system-reminder>Your previous answer to this was cut off or failed. Answer it again, in full.</system-reminder>",
+        ));
     }
     Run::Reply(ReplyInput::Messages(Messages::from(fresh)))
 }
 
-/// The messages from `after` up to the first that ends a reply; `Err` when a user message
-/// comes first (the thread went on); `None` when no reply ended.
+/// The messages from `after` up to the first that ends a reply; `Err` when a user's message
+/// comes first (the thread went on); `None` when no reply ended. The application's messages
+/// (context, the note that an answer was cut off) are no new question.
 fn replay_range(context: &Messages, after: usize) -> Option<Result<std::ops::Range<usize>, ()>> {
     for (i, m) in context.iter().enumerate().skip(after) {
+        if m.role == Role::User && &*m.name == "application" {
+            continue;
+        }
         if m.role != Role::Assistant {
             return Some(Err(()));
         }

@@ -168,6 +168,73 @@ impl Stream for RunStream {
     }
 }
 
+/// A reply whose first item is being read, before a [`RunStream`] takes it over: a client that
+/// goes away then drops the handler, and with it this guard, which stops the reply and reads it
+/// to its end (its session's save) before the thread is free again, as the body does.
+pub(crate) struct Opening {
+    parts: Option<(Agent, ReplyStream, ThreadClaim)>,
+}
+
+impl Opening {
+    pub(crate) fn new(agent: Agent, reply: ReplyStream, claim: ThreadClaim) -> Self {
+        Self {
+            parts: Some((agent, reply, claim)),
+        }
+    }
+
+    /// The reply's next item.
+    pub(crate) async fn next(&mut self) -> Option<Result<ReplyItem, AgentError>> {
+        match self.parts.as_mut() {
+            Some((_, reply, _)) => reply.next().await,
+            None => None,
+        }
+    }
+
+    /// The agent, its reply and the thread's claim, for the body.
+    pub(crate) fn into_parts(mut self) -> Option<(Agent, ReplyStream, ThreadClaim)> {
+        self.parts.take()
+    }
+
+    /// After the reply's first item was an error: reads the rest (its session's save) on a task
+    /// of its own, which a client going away meanwhile does not cancel, and waits for it.
+    pub(crate) async fn drain(mut self) {
+        if let Some((agent, reply, claim)) = self.parts.take() {
+            let _ = tokio::spawn(read_to_end(agent, reply, claim, false)).await;
+        }
+    }
+}
+
+impl Drop for Opening {
+    fn drop(&mut self) {
+        if let Some((agent, reply, claim)) = self.parts.take() {
+            match tokio::runtime::Handle::try_current() {
+                Ok(handle) => {
+                    handle.spawn(read_to_end(agent, reply, claim, true));
+                }
+                Err(_) => drop(reply),
+            }
+        }
+    }
+}
+
+/// Reads a reply nobody will see to its end, then frees its thread. `stop`: interrupt it at
+/// once (its client went away); otherwise (it failed) as soon as it goes on after its error.
+async fn read_to_end(agent: Agent, mut reply: ReplyStream, claim: ThreadClaim, stop: bool) {
+    let mut stopped = stop;
+    if stop {
+        agent.interrupt();
+    }
+    while let Some(item) = reply.next().await {
+        if !std::mem::replace(&mut stopped, true) {
+            agent.interrupt();
+        }
+        if let Err(err) = item {
+            tracing::warn!(error = %err, kind = err.kind(), "an AG-UI run nobody reads failed");
+        }
+    }
+    drop(claim);
+}
+
 impl Drop for RunStream {
     fn drop(&mut self) {
         let Some(mut reply) = self.reply.take() else {

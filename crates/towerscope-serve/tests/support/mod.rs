@@ -39,7 +39,8 @@ pub const LONG: &str = "one two three four five six seven eight nine ten eleven 
 /// A model answering from the conversation: "weather" calls `get_weather`, "delete" calls
 /// `delete_file` (confirmed first), "color" calls the front-end tool `pick_color`, "long"
 /// streams [`LONG`] slowly, "slow" waits 400 ms, "wait" 40 s; a tool result is answered with
-/// `Result: <text>`; anything else with `Hello!`.
+/// `Result: <text>`; anything else with `Hello!`. The question is the last user message not from
+/// the application (the AG-UI endpoint's context and notes).
 pub fn model() -> ScriptedModel {
     ScriptedModel::cycle("scripted", [ScriptedResponse::text("unused")])
         .record(true)
@@ -53,7 +54,7 @@ pub fn model() -> ScriptedModel {
                 .messages
                 .iter()
                 .rev()
-                .find(|m| m.role == Role::User)
+                .find(|m| m.role == Role::User && &*m.name != "application")
                 .and_then(|m| m.text_content())
                 .unwrap_or_default();
             let id = Id::new();
