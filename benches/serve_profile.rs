@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! cargo bench --bench serve_profile --features serve --no-run
-//! valgrind --tool=callgrind target/release/deps/serve_profile-* 100   # and 300:
+//! valgrind --tool=callgrind target/release/deps/serve_profile-<hash> 100   # and 300 (the binary, not its .d file):
 //! # (instructions at 300 - instructions at 100) / 200 = one request
 //! ```
 //!
