@@ -602,3 +602,42 @@ async fn a_client_gone_before_the_first_event_keeps_the_thread_until_the_save() 
     let events = events(&answer.1);
     assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED", "{}", answer.1);
 }
+
+/// The answer to a front-end tool's result was lost: the client's next message still carries
+/// that result (it comes after the client's last assistant message). The thread applied it, so
+/// the message is answered; a result the thread has not taken, beside a new message, is refused.
+#[tokio::test]
+async fn a_front_end_result_already_applied_does_not_block_the_next_message() {
+    let model = model();
+    let router = towerscope_serve::router(factory(model.clone(), session_dir("resend-frontend")));
+    let tools = json!([{"name": "pick_color", "description": "Let the user pick a color", "parameters": {}}]);
+    let body = |run: &str, messages: &Value| {
+        json!({"threadId": "t1", "runId": run, "messages": messages, "tools": tools}).to_string()
+    };
+    let u1 = json!({"id": "u1", "role": "user", "content": "a color please"});
+    let (_, sse) = post(&router, body("r1", &json!([u1]))).await;
+    let call = events(&sse)
+        .into_iter()
+        .find(|e| e["type"] == "TOOL_CALL_START")
+        .unwrap();
+    let call_id = call["toolCallId"].as_str().unwrap().to_owned();
+    let assistant = json!({"id": call_id, "role": "assistant", "toolCalls": [
+        {"id": call_id, "type": "function", "function": {"name": "pick_color", "arguments": "{\"palette\": \"warm\"}"}}
+    ]});
+    let result = json!({"id": "t-1", "role": "tool", "toolCallId": call_id, "content": "orange"});
+    let u2 = json!({"id": "u2", "role": "user", "content": "thanks"});
+
+    // A result beside a new message while the thread still waits for it: refused, as before.
+    let (status, body_text) = post(&router, body("r2", &json!([u1, assistant, result, u2]))).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body_text}");
+
+    let (_, sse) = post(&router, body("r3", &json!([u1, assistant, result]))).await;
+    assert!(
+        view(&events(&sse)).contains(&"text: Result: orange".to_owned()),
+        "{sse}"
+    );
+    // That answer was lost; the client sends its next message with the result it holds.
+    let (status, sse) = post(&router, body("r4", &json!([u1, assistant, result, u2]))).await;
+    assert_eq!(status, StatusCode::OK, "{sse}");
+    assert!(view(&events(&sse)).contains(&"text: Hello!".to_owned()), "{sse}");
+}

@@ -99,6 +99,7 @@ async fn start(
                     events.push(mapper.finish());
                     return Ok(sse(Body::from(RunStream::frames(&events))));
                 }
+                Run::Invalid(message) => return Err(ServeError::invalid(message)),
                 Run::Stale => {
                     return Err(ServeError::new(
                         StatusCode::CONFLICT,

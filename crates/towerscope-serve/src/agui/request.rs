@@ -48,26 +48,15 @@ pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeErro
     if !input.resume.is_empty() {
         return confirm(input, tail, &calls);
     }
-    // Hashed once: a run may declare thousands of tools and answer thousands of calls.
-    let frontend_tools: HashSet<&str> = input.tools.iter().map(|t| t.name.as_str()).collect();
-    let frontend = |name: &str| frontend_tools.contains(name);
-    let results: Vec<ToolResultBlock> = tail
-        .iter()
-        .filter(|m| m.role == "tool")
-        .filter_map(|m| {
-            let call_id = m.tool_call_id.as_deref()?;
-            let call = calls.get(call_id)?;
-            frontend(&call.function.name).then(|| tool_result(m, call_id, &call.function.name))
-        })
-        .collect();
+    let answers = frontend_answers(input, tail, &calls);
     let users: Vec<&Message> = tail.iter().filter(|m| m.role == "user").collect();
-    if !results.is_empty() {
-        if !users.is_empty() {
-            return Err(ServeError::invalid(
-                "the run carries both results of front-end tools and new messages; send the results first, \
-                 then the messages in the next run",
-            ));
-        }
+    // Beside new messages, results of front-end tools are ones a run sent before carried (its
+    // answer was lost): `against_stored` checks the thread applied them.
+    if !answers.is_empty() && users.is_empty() {
+        let results = answers
+            .into_iter()
+            .map(|(m, call)| tool_result(m, &call.id, &call.function.name))
+            .collect();
         return Ok(ReplyInput::External(Arc::new(ExternalExecutionResultEvent::new(
             Id::new(),
             results,
@@ -121,6 +110,8 @@ pub(crate) enum Run {
     /// Nothing new, and the thread went on past it (a later question was asked): a copy of an
     /// old run, which the client must not take for the answer to its last question.
     Stale,
+    /// The run cannot be answered (a 422 with this text).
+    Invalid(String),
 }
 
 /// `reply` without the `user` messages of `input` that `context` already holds (same id, same
@@ -132,6 +123,12 @@ pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: 
     let ReplyInput::Messages(msgs) = reply else {
         return Run::Reply(reply);
     };
+    if let Some(call) = unapplied_result(input, context) {
+        return Run::Invalid(format!(
+            "the run carries both the result of front-end call '{call}', which the thread has not taken yet, and new \
+             messages; send the results first, then the messages in the next run"
+        ));
+    }
     if context.is_empty() {
         // A new thread (or an agent without a session): nothing was sent before.
         return Run::Reply(ReplyInput::Messages(msgs));
@@ -264,6 +261,60 @@ fn settles(msg: &Msg) -> bool {
             msg.content.iter().rev().find(|b| !matches!(b, ContentBlock::Hint(_))),
             Some(ContentBlock::Text(_))
         )
+}
+
+/// The tail's `tool` messages that answer calls of front-end tools (tools the run declares),
+/// each with its call.
+fn frontend_answers<'a>(
+    input: &'a RunAgentInput,
+    tail: &'a [Message],
+    calls: &HashMap<&'a str, &'a ToolCall>,
+) -> Vec<(&'a Message, &'a ToolCall)> {
+    if !tail.iter().any(|m| m.role == "tool") {
+        return Vec::new();
+    }
+    // Hashed once: a run may declare thousands of tools and answer thousands of calls.
+    let frontend_tools: HashSet<&str> = input.tools.iter().map(|t| t.name.as_str()).collect();
+    tail.iter()
+        .filter(|m| m.role == "tool")
+        .filter_map(|m| {
+            let call = calls.get(m.tool_call_id.as_deref()?)?;
+            frontend_tools
+                .contains(call.function.name.as_str())
+                .then_some((m, *call))
+        })
+        .collect()
+}
+
+/// The first front-end result beside the run's new messages that the thread has not applied:
+/// such a run cannot be answered (the results resume a parked reply, the messages start one).
+fn unapplied_result(input: &RunAgentInput, context: &Messages) -> Option<String> {
+    let start = input
+        .messages
+        .iter()
+        .rposition(|m| from_agent(&m.role))
+        .map_or(0, |i| i + 1);
+    let tail = &input.messages[start..];
+    if !tail.iter().any(|m| m.role == "tool") {
+        return None;
+    }
+    let calls = calls_by_id(&input.messages);
+    let answers = frontend_answers(input, tail, &calls);
+    if answers.is_empty() {
+        return None;
+    }
+    let stored: HashSet<&Id> = context
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult(r) => Some(&r.id),
+            _ => None,
+        })
+        .collect();
+    answers
+        .into_iter()
+        .find(|(_, call)| !stored.contains(&Id::from(call.id.as_str())))
+        .map(|(_, call)| call.id.clone())
 }
 
 /// The assistant messages' tool calls by id (the last one of an id wins).
