@@ -641,3 +641,79 @@ async fn a_front_end_result_already_applied_does_not_block_the_next_message() {
     assert_eq!(status, StatusCode::OK, "{sse}");
     assert!(view(&events(&sse)).contains(&"text: Hello!".to_owned()), "{sse}");
 }
+
+/// The same client retries with the conversation it holds, the part of the answer it received
+/// included (its last message is the agent's): nothing is new, so a cut-off answer is answered
+/// again (the model told so), and a whole one is replayed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_holding_the_part_it_received_is_answered_again_or_replayed() {
+    use futures_util::StreamExt;
+    use tower::ServiceExt;
+
+    let model = model();
+    let router = towerscope_serve::router(factory(model.clone(), session_dir("resend-same-client")));
+    let u1 = json!({"id": "u1", "role": "user", "content": "long please"});
+    let request = axum::http::Request::post("/agui")
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(run_as("t1", "run-1", &json!([u1]))))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let mut body = response.into_body().into_data_stream();
+    let mut seen = String::new();
+    while seen.matches("TEXT_MESSAGE_CONTENT").count() < 2 {
+        seen.push_str(&String::from_utf8_lossy(&body.next().await.unwrap().unwrap()));
+    }
+    drop(body);
+    let first = events(&seen);
+    let part_id = first.iter().find(|e| e["type"] == "TEXT_MESSAGE_START").unwrap()["messageId"].clone();
+    let part: String = first
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .filter_map(|e| e["delta"].as_str())
+        .collect();
+    let held = json!([u1, {"id": part_id, "role": "assistant", "content": part}]);
+
+    let mut answer = (StatusCode::CONFLICT, String::new());
+    for _ in 0..100 {
+        answer = post(&router, run_as("t1", "run-2", &held)).await;
+        if answer.0 != StatusCode::CONFLICT {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(answer.0, StatusCode::OK, "{}", answer.1);
+    let again = view(&events(&answer.1));
+    assert_eq!(again[0], format!("text: {}", support::LONG), "{again:?}");
+    let last = model.requests().pop().unwrap();
+    assert_eq!(last.messages.last().unwrap().text_content().as_deref(), Some(AGAIN));
+    assert_eq!(model.calls(), 2);
+
+    // It holds the whole answer now, and sends the conversation again: replayed.
+    let whole = json!([u1, {"id": "a", "role": "assistant", "content": support::LONG}]);
+    let (status, sse) = post(&router, run_as("t1", "run-3", &whole)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(view(&events(&sse)), again);
+    assert_eq!(model.calls(), 2);
+}
+
+/// A reply that completed without a final text (an empty answer after a tool round) is an
+/// ended reply: a run sent again is replayed, not answered again.
+#[tokio::test]
+async fn a_reply_completed_without_text_is_replayed() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "get_weather", r#"{"city": "Paris"}"#),
+            ScriptedResponse::empty(),
+        ],
+    );
+    let router = towerscope_serve::router(factory(model.clone(), session_dir("resend-no-text")));
+    let messages = json!([{"id": "u1", "role": "user", "content": "weather?"}]);
+    let (_, sse) = post(&router, run_as("t1", "run-1", &messages)).await;
+    let first = view(&events(&sse));
+    assert_eq!(first.last().unwrap(), r#"finished {"type":"success"}"#);
+    let (status, sse) = post(&router, run_as("t1", "run-2", &messages)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(view(&events(&sse)), first);
+    assert_eq!(model.calls(), 2);
+}

@@ -12,11 +12,8 @@
 //!   message, inside `<system-reminder>` tags (an agent takes no system message as input: its
 //!   system prompt is its own).
 //!
-//! Once the thread's session is loaded, [`against_stored`] drops the `user` messages the agent
-//! already holds (same id): a run sent again (its answer lost on the way, or its reply failed)
-//! adds nothing twice. When every one of them is held, the run is a [`Run::Replay`] of what the
-//! thread holds after them, or, when nothing follows them (the reply that took them failed
-//! before storing anything), a reply to them as they are.
+//! Once the thread's session is loaded, [`against_stored`] checks the run against it (see its
+//! docs): a run sent again (its answer lost on the way, or its reply failed) adds nothing twice.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -24,8 +21,8 @@ use std::sync::Arc;
 use serde_json::Value;
 use towerscope_core::event::{ConfirmResult, ExternalExecutionResultEvent, UserConfirmResultEvent};
 use towerscope_core::{
-    ContentBlock, Id, Messages, Msg, ReplyFinishedReason, ReplyInput, Role, ToolCallBlock, ToolCallState, ToolOutput,
-    ToolResultBlock, ToolResultState,
+    ContentBlock, Id, Messages, Msg, ReplyFinishedReason, ReplyInput, Role, ToolCallBlock, ToolOutput, ToolResultBlock,
+    ToolResultState,
 };
 
 use super::input::{Message, ResumeStatus, RunAgentInput, ToolCall};
@@ -114,11 +111,18 @@ pub(crate) enum Run {
     Invalid(String),
 }
 
-/// `reply` without the `user` messages of `input` that `context` already holds (same id, same
-/// text), or a [`Run::Replay`] of the reply to them when it holds every one of them (see the
-/// [module docs](self)). Other inputs (confirmations, front-end results) are kept: the agent
-/// checks those against its parked reply itself. Linear in the context and the run's
-/// messages.
+/// What a run of new messages does against the thread's conversation `context`:
+///
+/// - the `user` messages the thread holds (same id and text) are not added again;
+/// - when it holds every one of them, or the run has none (its last message is the agent's):
+///   the reply to them is replayed ([`Run::Replay`]) if it ended (completed, or parked); a run
+///   whose questions the thread went on from without answering them is [`Run::Stale`]; else
+///   they are answered again, with a note to the model when an attempt was cut off or failed;
+/// - results of front-end tools beside new messages must be ones the thread applied
+///   ([`Run::Invalid`] otherwise).
+///
+/// Other inputs (confirmations, front-end results alone) are kept: the agent checks those
+/// against its parked reply itself. Linear in the context and the run's messages.
 pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: &Messages) -> Run {
     let ReplyInput::Messages(msgs) = reply else {
         return Run::Reply(reply);
@@ -139,6 +143,9 @@ pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: 
         .rposition(|m| from_agent(&m.role))
         .map_or(0, |i| i + 1);
     let tail: Vec<&Message> = input.messages[start..].iter().filter(|m| m.role == "user").collect();
+    if tail.is_empty() && msgs.is_empty() {
+        return nothing_new(context);
+    }
     // The run's user messages by id, with their text (the first of an id); an empty id names
     // nothing, and makes the run new whatever else it holds.
     let mut users: HashMap<Id, String> = HashMap::with_capacity(tail.len());
@@ -200,15 +207,40 @@ pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: 
             fresh.push(m.clone());
         }
     }
-    // Answered again after an attempt that was cut off: the model is told so, and its last turn
-    // is not the part of an answer that attempt left (a provider would continue it).
-    if all_held && context.last().is_some_and(|m| m.role == Role::Assistant) {
-        fresh.push(Msg::user(
-            "application",
-            "<system-reminder>Your previous answer to this was cut off or failed. Answer it again, in full.</system-reminder>",
-        ));
+    if all_held {
+        fresh.extend(cut_off_note(context));
     }
     Run::Reply(ReplyInput::Messages(Messages::from(fresh)))
+}
+
+/// A run with nothing new: a client sending again the conversation it holds, with what it
+/// received of the answer (its last message is the agent's). The reply to the thread's last
+/// question is replayed if it ended, else answered again.
+fn nothing_new(context: &Messages) -> Run {
+    let last_question = context
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::User && &*m.name != "application")
+        .last()
+        .map(|(i, _)| i);
+    if let Some(q) = last_question
+        && let Some(Ok(range)) = replay_range(context, q + 1)
+    {
+        return Run::Replay(range);
+    }
+    Run::Reply(ReplyInput::Messages(Messages::from(cut_off_note(context))))
+}
+
+/// Answering again after an attempt that was cut off or failed: the model is told so, and its
+/// last turn is not the part of an answer that attempt left (a provider would continue it).
+fn cut_off_note(context: &Messages) -> Vec<Msg> {
+    if !context.last().is_some_and(|m| m.role == Role::Assistant) {
+        return Vec::new();
+    }
+    vec![Msg::user(
+        "application",
+        "<system-reminder>Your previous answer to this was cut off or failed. Answer it again, in full.</system-reminder>",
+    )]
 }
 
 /// The messages from `after` up to the first that ends a reply; `Err` when a user's message
@@ -238,29 +270,11 @@ pub(crate) fn ended(msg: &Msg) -> bool {
     )
 }
 
-/// Whether `msg` ends a reply: an assistant message neither interrupted nor failed whose last
-/// block (hints aside) is its answer's text, or with a call waiting for the user or the front
-/// end.
+/// Whether `msg` ends a reply: an assistant message neither interrupted nor failed (a reply
+/// that completed, or parked for the user or the front end; one that stopped otherwise is
+/// marked, see `finished_reason`).
 fn settles(msg: &Msg) -> bool {
-    if msg.role != Role::Assistant || !ended(msg) {
-        return false;
-    }
-    let answered: HashSet<&Id> = msg
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::ToolResult(r) => Some(&r.id),
-            _ => None,
-        })
-        .collect();
-    let waiting = msg
-        .tool_calls()
-        .any(|c| matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted) && !answered.contains(&c.id));
-    waiting
-        || matches!(
-            msg.content.iter().rev().find(|b| !matches!(b, ContentBlock::Hint(_))),
-            Some(ContentBlock::Text(_))
-        )
+    msg.role == Role::Assistant && ended(msg)
 }
 
 /// The tail's `tool` messages that answer calls of front-end tools (tools the run declares),
