@@ -52,10 +52,36 @@ async fn a_call_needing_confirmation_ends_the_run_as_an_interrupt_the_next_run_a
     assert_eq!(result["content"], "deleted /tmp/b", "the user's edited arguments ran");
     assert_eq!(second.last().unwrap()["outcome"]["type"], "success", "{sse}");
 
-    // Resuming again: nothing waits any more.
-    let (status, body) = post(&router, resume.to_string()).await;
-    assert_eq!(status, StatusCode::CONFLICT);
-    assert_eq!(error_code(&body), "state_error");
+    // The same answer sent again (its run's answer was lost): what followed it is sent again,
+    // the model is not called, and the client's interrupt is settled by the RUN_FINISHED.
+    let calls = model.calls();
+    let (status, sse) = post(&router, resume.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{sse}");
+    let again = events(&sse);
+    // The result, then the answer (its text whole, where the model streamed it in pieces).
+    let seen = |events: &[Value]| -> (Vec<Value>, String) {
+        let results = events
+            .iter()
+            .filter(|e| e["type"] == "TOOL_CALL_RESULT")
+            .map(|e| e["content"].clone())
+            .collect();
+        let text = events
+            .iter()
+            .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+            .filter_map(|e| e["delta"].as_str())
+            .collect();
+        (results, text)
+    };
+    assert_eq!(seen(&again), seen(&second));
+    assert_eq!(seen(&again).1, "Result: deleted /tmp/b");
+    assert_eq!(again.last().unwrap()["outcome"]["type"], "success");
+    assert_eq!(model.calls(), calls);
+
+    // An answer to a call the thread never had: refused, nothing waits.
+    let mut unknown = resume.clone();
+    unknown["resume"][0]["interruptId"] = json!("nope");
+    let (status, body) = post(&router, unknown.to_string()).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
 }
 
 #[tokio::test]

@@ -603,9 +603,10 @@ async fn a_client_gone_before_the_first_event_keeps_the_thread_until_the_save() 
     assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED", "{}", answer.1);
 }
 
-/// The answer to a front-end tool's result was lost: the client's next message still carries
-/// that result (it comes after the client's last assistant message). The thread applied it, so
-/// the message is answered; a result the thread has not taken, beside a new message, is refused.
+/// The answer to a front-end tool's result was lost: the result sent again gets what followed
+/// it, and the client's next message, which still carries that result (it comes after the
+/// client's last assistant message), is answered, as the thread applied it; a result the thread
+/// has not taken, beside a new message, is refused.
 #[tokio::test]
 async fn a_front_end_result_already_applied_does_not_block_the_next_message() {
     let model = model();
@@ -636,6 +637,12 @@ async fn a_front_end_result_already_applied_does_not_block_the_next_message() {
         view(&events(&sse)).contains(&"text: Result: orange".to_owned()),
         "{sse}"
     );
+    // The result sent again (that run's answer was lost): what followed it, no model call.
+    let calls = model.calls();
+    let (status, again) = post(&router, body("r3", &json!([u1, assistant, result]))).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(view(&events(&again)), view(&events(&sse)));
+    assert_eq!(model.calls(), calls);
     // That answer was lost; the client sends its next message with the result it holds.
     let (status, sse) = post(&router, body("r4", &json!([u1, assistant, result, u2]))).await;
     assert_eq!(status, StatusCode::OK, "{sse}");

@@ -82,8 +82,9 @@ async fn start(
         .collect();
     let agent = with_frontend_tools(tools, || endpoint.factory.agent(&input.thread_id))?;
     let reply = match reply {
-        // New messages: the ones the thread already holds (a run sent again) are not added twice.
-        ReplyInput::Messages(_) => {
+        ReplyInput::Interrupt(_) => reply,
+        // A run sent again adds nothing twice (see `against_stored`).
+        _ => {
             within_request(headers, agent.load_session()).await?;
             let context = agent.context();
             match against_stored(&input, reply, &context) {
@@ -100,6 +101,16 @@ async fn start(
                     return Ok(sse(Body::from(RunStream::frames(&events))));
                 }
                 Run::Invalid(message) => return Err(ServeError::invalid(message)),
+                Run::Resumed { msg, from } => {
+                    drop(claim);
+                    let mut mapper = EventMapper::new(input.thread_id.as_str(), input.run_id.as_str());
+                    let mut events = vec![mapper.start()];
+                    if let Some(msg) = context.get(msg) {
+                        mapper.replay_from(msg, from, &mut events);
+                    }
+                    events.push(mapper.finish());
+                    return Ok(sse(Body::from(RunStream::frames(&events))));
+                }
                 Run::Stale => {
                     return Err(ServeError::new(
                         StatusCode::CONFLICT,
@@ -110,7 +121,6 @@ async fn start(
                 }
             }
         }
-        other => other,
     };
     let stream = agent.reply_stream(reply);
     let mut opening = Opening::new(agent, stream, claim);

@@ -187,6 +187,12 @@ impl EventMapper {
     /// assert_eq!(kinds, ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"]);
     /// ```
     pub fn replay(&mut self, msg: &Msg, out: &mut Vec<AguiEvent>) {
+        self.replay_from(msg, 0, out);
+    }
+
+    /// [`replay`](Self::replay) from the block at `from` on: what followed an earlier run's
+    /// last event (a resumed reply goes on in its message).
+    pub fn replay_from(&mut self, msg: &Msg, from: usize, out: &mut Vec<AguiEvent>) {
         if msg.role != Role::Assistant {
             return;
         }
@@ -198,7 +204,7 @@ impl EventMapper {
                 _ => None,
             })
             .collect();
-        for block in &msg.content {
+        for block in msg.content.iter().skip(from) {
             match block {
                 ContentBlock::Text(t) => {
                     let id = t.id.to_string();

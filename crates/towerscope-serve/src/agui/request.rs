@@ -109,6 +109,14 @@ pub(crate) enum Run {
     Stale,
     /// The run cannot be answered (a 422 with this text).
     Invalid(String),
+    /// Answers (confirmations, front-end results) the thread applied already: send again what
+    /// followed them, the blocks of the context's message `msg` from `from` on.
+    Resumed {
+        /// The reply's message.
+        msg: usize,
+        /// Its first block after the calls answered.
+        from: usize,
+    },
 }
 
 /// What a run of new messages does against the thread's conversation `context`:
@@ -124,6 +132,14 @@ pub(crate) enum Run {
 /// Other inputs (confirmations, front-end results alone) are kept: the agent checks those
 /// against its parked reply itself. Linear in the context and the run's messages.
 pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: &Messages) -> Run {
+    let calls: Vec<&Id> = match &reply {
+        ReplyInput::Messages(_) | ReplyInput::Interrupt(_) => Vec::new(),
+        ReplyInput::Confirm(ev) => ev.confirm_results.iter().map(|r| &r.tool_call.id).collect(),
+        ReplyInput::External(ev) => ev.execution_results.iter().map(|r| &r.id).collect(),
+    };
+    if !calls.is_empty() {
+        return answered_before(context, &calls).unwrap_or(Run::Reply(reply));
+    }
     let ReplyInput::Messages(msgs) = reply else {
         return Run::Reply(reply);
     };
@@ -211,6 +227,47 @@ pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: 
         fresh.extend(cut_off_note(context));
     }
     Run::Reply(ReplyInput::Messages(Messages::from(fresh)))
+}
+
+/// Answers to `calls` sent again after the thread applied them (the run's answer was lost, and
+/// `@ag-ui/client` keeps the calls pending until it sees a `RUN_FINISHED`): what followed them
+/// in the reply's message, if that reply ended and the thread did not go on; `None` otherwise
+/// (the agent then checks the answers itself).
+fn answered_before(context: &Messages, calls: &[&Id]) -> Option<Run> {
+    // Hashed: a run may answer thousands of calls.
+    let calls: HashSet<&Id> = calls.iter().copied().collect();
+    let from_end = context
+        .iter()
+        .rev()
+        .position(|m| m.role == Role::Assistant && m.tool_calls().any(|c| calls.contains(&c.id)))?;
+    let index = context.len() - 1 - from_end;
+    let msg = context.get(index)?;
+    let results: HashSet<&Id> = msg
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult(r) => Some(&r.id),
+            _ => None,
+        })
+        .collect();
+    if !calls.iter().all(|id| results.contains(id)) || !ended(msg) {
+        return None;
+    }
+    if context
+        .iter()
+        .skip(index + 1)
+        .any(|m| m.role == Role::User && &*m.name != "application")
+    {
+        return Some(Run::Stale);
+    }
+    let last_call = msg
+        .content
+        .iter()
+        .rposition(|b| matches!(b, ContentBlock::ToolCall(c) if calls.contains(&c.id)))?;
+    Some(Run::Resumed {
+        msg: index,
+        from: last_call + 1,
+    })
 }
 
 /// A run with nothing new: a client sending again the conversation it holds, with what it
