@@ -695,11 +695,56 @@ async fn a_retry_holding_the_part_it_received_is_answered_again_or_replayed() {
     assert_eq!(last.messages.last().unwrap().text_content().as_deref(), Some(AGAIN));
     assert_eq!(model.calls(), 2);
 
-    // It holds the whole answer now, and sends the conversation again: replayed.
+    // It holds the whole answer now, and sends the conversation again: the outcome alone (a
+    // replay of what it holds would show the answer twice: its ids are the streamed ones).
     let whole = json!([u1, {"id": "a", "role": "assistant", "content": support::LONG}]);
     let (status, sse) = post(&router, run_as("t1", "run-3", &whole)).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(view(&events(&sse)), again);
+    assert_eq!(view(&events(&sse)), [r#"finished {"type":"success"}"#]);
+    assert_eq!(model.calls(), 2);
+
+    // A client whose last question is not the thread's last is behind: refused.
+    let other = json!([{"id": "u0", "role": "user", "content": "long please"}, {"id": "b", "role": "assistant", "content": "x"}]);
+    let (status, body) = post(&router, run_as("t1", "run-4", &other)).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(support::error_code(&body), "stale_run");
+}
+
+/// Two calls in one turn, one run by itself, one confirmed: the confirmation sent again gets
+/// its own result and what followed, not the other call's result, which went out before.
+#[tokio::test]
+async fn a_confirmation_sent_again_gets_only_what_followed_it() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c_w", "get_weather", r#"{"city": "Paris"}"#).and_tool_call(
+                "c_d",
+                "delete_file",
+                r#"{"path": "/tmp/a"}"#,
+            ),
+            ScriptedResponse::text("Both done."),
+        ],
+    );
+    let router = towerscope_serve::router(factory(model.clone(), session_dir("resend-confirm-two")));
+    let u1 = json!({"id": "u1", "role": "user", "content": "weather and delete"});
+    let (_, sse) = post(&router, run_as("t1", "run-1", &json!([u1]))).await;
+    let first = events(&sse);
+    assert_eq!(first.last().unwrap()["outcome"]["type"], "interrupt");
+    assert!(view(&first).iter().any(|l| l.contains("sunny in Paris")));
+    let history = json!([u1, {"id": "c_w", "role": "assistant", "toolCalls": [
+        {"id": "c_w", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
+        {"id": "c_d", "type": "function", "function": {"name": "delete_file", "arguments": "{\"path\": \"/tmp/a\"}"}}
+    ]}]);
+    let mut resume: Value = serde_json::from_str(&run_as("t1", "run-2", &history)).unwrap();
+    resume["resume"] = json!([{"interruptId": "c_d", "status": "resolved", "payload": {"approved": true}}]);
+    let (_, sse) = post(&router, resume.to_string()).await;
+    let second = view(&events(&sse));
+    let (status, sse) = post(&router, resume.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{sse}");
+    let again = view(&events(&sse));
+    assert_eq!(again, second);
+    assert!(!again.iter().any(|l| l.contains("sunny in Paris")), "{again:?}");
+    assert!(again.iter().any(|l| l.contains("deleted /tmp/a")), "{again:?}");
     assert_eq!(model.calls(), 2);
 }
 

@@ -191,7 +191,8 @@ impl EventMapper {
     }
 
     /// [`replay`](Self::replay) from the block at `from` on: what followed an earlier run's
-    /// last event (a resumed reply goes on in its message).
+    /// last event (a resumed reply goes on in its message). The outcome counts every call of
+    /// the message left waiting, before `from` too; past the last block, only the outcome.
     pub fn replay_from(&mut self, msg: &Msg, from: usize, out: &mut Vec<AguiEvent>) {
         if msg.role != Role::Assistant {
             return;
@@ -204,7 +205,19 @@ impl EventMapper {
                 _ => None,
             })
             .collect();
-        for block in msg.content.iter().skip(from) {
+        for (at, block) in msg.content.iter().enumerate() {
+            if at < from {
+                if let ContentBlock::ToolCall(call) = block
+                    && !answered.contains(&call.id)
+                {
+                    match call.state {
+                        ToolCallState::Asking => self.interrupts.push(interrupt(call)),
+                        ToolCallState::Submitted => self.pending.push(call.id.to_string()),
+                        _ => {}
+                    }
+                }
+                continue;
+            }
             match block {
                 ContentBlock::Text(t) => {
                     let id = t.id.to_string();

@@ -160,7 +160,7 @@ pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: 
         .map_or(0, |i| i + 1);
     let tail: Vec<&Message> = input.messages[start..].iter().filter(|m| m.role == "user").collect();
     if tail.is_empty() && msgs.is_empty() {
-        return nothing_new(context);
+        return nothing_new(input, context);
     }
     // The run's user messages by id, with their text (the first of an id); an empty id names
     // nothing, and makes the run new whatever else it holds.
@@ -250,7 +250,7 @@ fn answered_before(context: &Messages, calls: &[&Id]) -> Option<Run> {
             _ => None,
         })
         .collect();
-    if !calls.iter().all(|id| results.contains(id)) || !ended(msg) {
+    if !calls.iter().all(|id| results.contains(id)) {
         return None;
     }
     if context
@@ -260,30 +260,50 @@ fn answered_before(context: &Messages, calls: &[&Id]) -> Option<Run> {
     {
         return Some(Run::Stale);
     }
-    let last_call = msg
+    if !ended(msg) {
+        // Taken, then cut off (the client went away) or failed: answered again.
+        return Some(Run::Reply(ReplyInput::Messages(Messages::from(cut_off_note(context)))));
+    }
+    // From the first result of these answers: the blocks before it (other calls of the same
+    // turn, their results) went out with earlier runs.
+    let first_result = msg
         .content
         .iter()
-        .rposition(|b| matches!(b, ContentBlock::ToolCall(c) if calls.contains(&c.id)))?;
+        .position(|b| matches!(b, ContentBlock::ToolResult(r) if calls.contains(&r.id)))?;
     Some(Run::Resumed {
         msg: index,
-        from: last_call + 1,
+        from: first_result,
     })
 }
 
 /// A run with nothing new: a client sending again the conversation it holds, with what it
-/// received of the answer (its last message is the agent's). The reply to the thread's last
-/// question is replayed if it ended, else answered again.
-fn nothing_new(context: &Messages) -> Run {
+/// received of the answer (its last message is the agent's). If the reply to the thread's last
+/// question ended, the client has its content (its events carry other ids than the stored
+/// blocks, so a replay would show it twice): it gets the outcome alone. Otherwise the question
+/// is answered again. A client whose last question is not the thread's is behind ([`Run::Stale`]).
+fn nothing_new(input: &RunAgentInput, context: &Messages) -> Run {
     let last_question = context
         .iter()
         .enumerate()
         .filter(|(_, m)| m.role == Role::User && &*m.name != "application")
-        .last()
-        .map(|(i, _)| i);
-    if let Some(q) = last_question
+        .last();
+    let asked = input
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == "user" && !m.id.is_empty());
+    if let (Some((_, question)), Some(asked)) = (last_question, asked)
+        && question.id != asked.id.as_str()
+    {
+        return Run::Stale;
+    }
+    if let Some((q, _)) = last_question
         && let Some(Ok(range)) = replay_range(context, q + 1)
     {
-        return Run::Replay(range);
+        return Run::Resumed {
+            msg: range.end - 1,
+            from: usize::MAX,
+        };
     }
     Run::Reply(ReplyInput::Messages(Messages::from(cut_off_note(context))))
 }
@@ -483,6 +503,51 @@ mod tests {
         let stored = Messages::from(vec![Msg::user("user", "same").with_id("")]);
         let reply = reply_input(&input).expect("new messages");
         assert_eq!(texts(against_stored(&input, reply, &stored)), ["same", "one", "two"]);
+    }
+
+    /// A confirmation sent again whose answer the thread took: what followed it if that reply
+    /// ended; answered again (with the note) if it was cut off after taking it.
+    #[test]
+    fn a_confirmation_the_thread_took_is_resumed_or_answered_again() {
+        let input: RunAgentInput = serde_json::from_value(json!({
+            "threadId": "t",
+            "runId": "r",
+            "messages": [
+                {"id": "u1", "role": "user", "content": "delete it"},
+                {"id": "c1", "role": "assistant", "toolCalls": [
+                    {"id": "c1", "type": "function", "function": {"name": "delete_file", "arguments": "{}"}}
+                ]}
+            ],
+            "resume": [{"interruptId": "c1", "status": "resolved"}],
+        }))
+        .expect("a valid run");
+        let reply = |reason: Option<ReplyFinishedReason>| {
+            let mut msg = Msg::assistant_blocks(
+                "assistant",
+                vec![
+                    ContentBlock::ToolCall(ToolCallBlock::new("c1", "delete_file", "{}")),
+                    ContentBlock::ToolResult(ToolResultBlock::new(
+                        "c1",
+                        "delete_file",
+                        ToolOutput::Text("deleted".to_owned()),
+                        ToolResultState::Success,
+                    )),
+                    ContentBlock::text("Done"),
+                ],
+            );
+            msg.finished_reason = reason;
+            Messages::from(vec![Msg::user("user", "delete it").with_id("u1"), msg])
+        };
+        let resumed = against_stored(&input, reply_input(&input).expect("a resume"), &reply(None));
+        assert!(matches!(resumed, Run::Resumed { msg: 1, from: 1 }), "{resumed:?}");
+        let cut = reply(Some(ReplyFinishedReason::Interrupted));
+        let again = against_stored(&input, reply_input(&input).expect("a resume"), &cut);
+        assert_eq!(
+            texts(again),
+            [
+                "<system-reminder>Your previous answer to this was cut off or failed. Answer it again, in full.</system-reminder>"
+            ]
+        );
     }
 
     /// Many front-end tools and many of their results in one run: every result, in order, and
