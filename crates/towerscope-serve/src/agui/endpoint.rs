@@ -89,28 +89,21 @@ async fn start(
             let context = agent.context();
             match against_stored(&input, reply, &context) {
                 Run::Reply(reply) => reply,
-                Run::Replay(range) => {
+                Run::Replay { range, from } => {
                     drop(claim);
                     let mut mapper = EventMapper::new(input.thread_id.as_str(), input.run_id.as_str());
                     let mut events = vec![mapper.start()];
+                    let first = range.start;
                     // Not the part of an answer an interrupted or failed attempt left.
-                    for msg in context.iter().skip(range.start).take(range.len()).filter(|m| ended(m)) {
-                        mapper.replay(msg, &mut events);
+                    for (i, msg) in context.iter().enumerate().skip(first).take(range.len()) {
+                        if ended(msg) {
+                            mapper.replay_from(msg, if i == first { from } else { 0 }, &mut events);
+                        }
                     }
                     events.push(mapper.finish());
                     return Ok(sse(Body::from(RunStream::frames(&events))));
                 }
                 Run::Invalid(message) => return Err(ServeError::invalid(message)),
-                Run::Resumed { msg, from } => {
-                    drop(claim);
-                    let mut mapper = EventMapper::new(input.thread_id.as_str(), input.run_id.as_str());
-                    let mut events = vec![mapper.start()];
-                    if let Some(msg) = context.get(msg) {
-                        mapper.replay_from(msg, from, &mut events);
-                    }
-                    events.push(mapper.finish());
-                    return Ok(sse(Body::from(RunStream::frames(&events))));
-                }
                 Run::Stale => {
                     return Err(ServeError::new(
                         StatusCode::CONFLICT,

@@ -197,14 +197,7 @@ impl EventMapper {
         if msg.role != Role::Assistant {
             return;
         }
-        let answered: std::collections::HashSet<&towerscope_core::Id> = msg
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::ToolResult(r) => Some(&r.id),
-                _ => None,
-            })
-            .collect();
+        let answered: std::collections::HashSet<&towerscope_core::Id> = msg.tool_results().map(|r| &r.id).collect();
         for (at, block) in msg.content.iter().enumerate() {
             if at < from {
                 if let ContentBlock::ToolCall(call) = block

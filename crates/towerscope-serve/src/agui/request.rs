@@ -33,13 +33,27 @@ fn from_agent(role: &str) -> bool {
     matches!(role, "assistant" | "reasoning" | "activity")
 }
 
-/// The reply input `input` stands for; a 422 [`ServeError`] when it cannot be one.
-pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeError> {
-    let start = input
+/// Where what is new in the run starts: after the agent's last message the client holds.
+fn tail_start(input: &RunAgentInput) -> usize {
+    input
         .messages
         .iter()
         .rposition(|m| from_agent(&m.role))
-        .map_or(0, |i| i + 1);
+        .map_or(0, |i| i + 1)
+}
+
+/// The name of the messages the endpoint adds for the application (the run's context and
+/// instructions, the note after a cut-off answer); they are no question of the user's.
+const APPLICATION: &str = "application";
+
+/// Whether `m` is a question of the user's (not one of the application's messages).
+fn is_question(m: &Msg) -> bool {
+    m.role == Role::User && &*m.name != APPLICATION
+}
+
+/// The reply input `input` stands for; a 422 [`ServeError`] when it cannot be one.
+pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeError> {
+    let start = tail_start(input);
     let tail = &input.messages[start..];
     let calls = calls_by_id(&input.messages);
     if !input.resume.is_empty() {
@@ -78,7 +92,7 @@ pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeErro
     let mut msgs = Vec::with_capacity(users.len() + 1);
     if !hints.is_empty() && !users.is_empty() {
         let text = hints.join("\n\n");
-        let hint = Msg::user("application", format!("<system-reminder>{text}</system-reminder>"));
+        let hint = Msg::user(APPLICATION, format!("<system-reminder>{text}</system-reminder>"));
         // Named after the run's first question, so that a run sent again names it the same.
         msgs.push(match users.first().map(|m| m.id.as_str()) {
             Some(id) if !id.is_empty() => hint.with_id(hint_id(id)),
@@ -102,21 +116,20 @@ fn hint_id(first: &str) -> String {
 pub(crate) enum Run {
     /// A reply to this input.
     Reply(ReplyInput),
-    /// Nothing new, and a reply to it ended: send again the context's messages in this range.
-    Replay(std::ops::Range<usize>),
+    /// Nothing new, and a reply to it ended: send again the context's messages in `range`
+    /// (the ones of attempts that were cut off or failed aside), the first from its block
+    /// `from` on (past its last block: the outcome alone).
+    Replay {
+        /// The messages.
+        range: std::ops::Range<usize>,
+        /// The first block of the first message to send.
+        from: usize,
+    },
     /// Nothing new, and the thread went on past it (a later question was asked): a copy of an
     /// old run, which the client must not take for the answer to its last question.
     Stale,
     /// The run cannot be answered (a 422 with this text).
     Invalid(String),
-    /// Answers (confirmations, front-end results) the thread applied already: send again what
-    /// followed them, the blocks of the context's message `msg` from `from` on.
-    Resumed {
-        /// The reply's message.
-        msg: usize,
-        /// Its first block after the calls answered.
-        from: usize,
-    },
 }
 
 /// What a run of new messages does against the thread's conversation `context`:
@@ -153,11 +166,7 @@ pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: 
         // A new thread (or an agent without a session): nothing was sent before.
         return Run::Reply(ReplyInput::Messages(msgs));
     }
-    let start = input
-        .messages
-        .iter()
-        .rposition(|m| from_agent(&m.role))
-        .map_or(0, |i| i + 1);
+    let start = tail_start(input);
     let tail: Vec<&Message> = input.messages[start..].iter().filter(|m| m.role == "user").collect();
     if tail.is_empty() && msgs.is_empty() {
         return nothing_new(input, context);
@@ -193,7 +202,7 @@ pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: 
     let all_held = questions > 0 && questions == users.len() && !anonymous;
     if all_held {
         match replay_range(context, after) {
-            Some(Ok(range)) => return Run::Replay(range),
+            Some(Ok(range)) => return Run::Replay { range, from: 0 },
             Some(Err(())) => return Run::Stale,
             // Held, and no reply to them ended (it failed, or was interrupted): answer them.
             None => {}
@@ -242,22 +251,11 @@ fn answered_before(context: &Messages, calls: &[&Id]) -> Option<Run> {
         .position(|m| m.role == Role::Assistant && m.tool_calls().any(|c| calls.contains(&c.id)))?;
     let index = context.len() - 1 - from_end;
     let msg = context.get(index)?;
-    let results: HashSet<&Id> = msg
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::ToolResult(r) => Some(&r.id),
-            _ => None,
-        })
-        .collect();
+    let results: HashSet<&Id> = msg.tool_results().map(|r| &r.id).collect();
     if !calls.iter().all(|id| results.contains(id)) {
         return None;
     }
-    if context
-        .iter()
-        .skip(index + 1)
-        .any(|m| m.role == Role::User && &*m.name != "application")
-    {
+    if context.iter().skip(index + 1).any(is_question) {
         return Some(Run::Stale);
     }
     if !ended(msg) {
@@ -270,8 +268,8 @@ fn answered_before(context: &Messages, calls: &[&Id]) -> Option<Run> {
         .content
         .iter()
         .position(|b| matches!(b, ContentBlock::ToolResult(r) if calls.contains(&r.id)))?;
-    Some(Run::Resumed {
-        msg: index,
+    Some(Run::Replay {
+        range: index..index + 1,
         from: first_result,
     })
 }
@@ -282,11 +280,7 @@ fn answered_before(context: &Messages, calls: &[&Id]) -> Option<Run> {
 /// blocks, so a replay would show it twice): it gets the outcome alone. Otherwise the question
 /// is answered again. A client whose last question is not the thread's is behind ([`Run::Stale`]).
 fn nothing_new(input: &RunAgentInput, context: &Messages) -> Run {
-    let last_question = context
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| m.role == Role::User && &*m.name != "application")
-        .last();
+    let last_question = context.iter().enumerate().filter(|(_, m)| is_question(m)).last();
     let asked = input
         .messages
         .iter()
@@ -300,8 +294,8 @@ fn nothing_new(input: &RunAgentInput, context: &Messages) -> Run {
     if let Some((q, _)) = last_question
         && let Some(Ok(range)) = replay_range(context, q + 1)
     {
-        return Run::Resumed {
-            msg: range.end - 1,
+        return Run::Replay {
+            range: range.end - 1..range.end,
             from: usize::MAX,
         };
     }
@@ -315,7 +309,7 @@ fn cut_off_note(context: &Messages) -> Vec<Msg> {
         return Vec::new();
     }
     vec![Msg::user(
-        "application",
+        APPLICATION,
         "<system-reminder>Your previous answer to this was cut off or failed. Answer it again, in full.</system-reminder>",
     )]
 }
@@ -325,11 +319,11 @@ fn cut_off_note(context: &Messages) -> Vec<Msg> {
 /// (context, the note that an answer was cut off) are no new question.
 fn replay_range(context: &Messages, after: usize) -> Option<Result<std::ops::Range<usize>, ()>> {
     for (i, m) in context.iter().enumerate().skip(after) {
-        if m.role == Role::User && &*m.name == "application" {
-            continue;
+        if is_question(m) {
+            return Some(Err(()));
         }
         if m.role != Role::Assistant {
-            return Some(Err(()));
+            continue;
         }
         if settles(m) {
             return Some(Ok(after..i + 1));
@@ -380,11 +374,7 @@ fn frontend_answers<'a>(
 /// The first front-end result beside the run's new messages that the thread has not applied:
 /// such a run cannot be answered (the results resume a parked reply, the messages start one).
 fn unapplied_result(input: &RunAgentInput, context: &Messages) -> Option<String> {
-    let start = input
-        .messages
-        .iter()
-        .rposition(|m| from_agent(&m.role))
-        .map_or(0, |i| i + 1);
+    let start = tail_start(input);
     let tail = &input.messages[start..];
     if !tail.iter().any(|m| m.role == "tool") {
         return None;
@@ -394,14 +384,7 @@ fn unapplied_result(input: &RunAgentInput, context: &Messages) -> Option<String>
     if answers.is_empty() {
         return None;
     }
-    let stored: HashSet<&Id> = context
-        .iter()
-        .flat_map(|m| m.content.iter())
-        .filter_map(|b| match b {
-            ContentBlock::ToolResult(r) => Some(&r.id),
-            _ => None,
-        })
-        .collect();
+    let stored: HashSet<&Id> = context.iter().flat_map(Msg::tool_results).map(|r| &r.id).collect();
     answers
         .into_iter()
         .find(|(_, call)| !stored.contains(&Id::from(call.id.as_str())))
@@ -539,7 +522,16 @@ mod tests {
             Messages::from(vec![Msg::user("user", "delete it").with_id("u1"), msg])
         };
         let resumed = against_stored(&input, reply_input(&input).expect("a resume"), &reply(None));
-        assert!(matches!(resumed, Run::Resumed { msg: 1, from: 1 }), "{resumed:?}");
+        assert!(
+            matches!(
+                resumed,
+                Run::Replay {
+                    range: std::ops::Range { start: 1, end: 2 },
+                    from: 1
+                }
+            ),
+            "{resumed:?}"
+        );
         let cut = reply(Some(ReplyFinishedReason::Interrupted));
         let again = against_stored(&input, reply_input(&input).expect("a resume"), &cut);
         assert_eq!(

@@ -207,13 +207,20 @@ impl Opening {
 impl Drop for Opening {
     fn drop(&mut self) {
         if let Some((agent, reply, claim)) = self.parts.take() {
-            match tokio::runtime::Handle::try_current() {
-                Ok(handle) => {
-                    handle.spawn(read_to_end(agent, reply, claim, true));
-                }
-                Err(_) => drop(reply),
-            }
+            close_detached(agent, reply, claim);
         }
+    }
+}
+
+/// The client went away in the middle of the run: stops the reply the agent's way (what was
+/// streamed stays in its context) and reads it to its end on a task of its own, which frees
+/// the thread after the session's save.
+fn close_detached(agent: Agent, reply: ReplyStream, claim: ThreadClaim) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => {
+            handle.spawn(read_to_end(agent, reply, claim, true));
+        }
+        Err(_) => drop(reply),
     }
 }
 
@@ -237,21 +244,8 @@ async fn read_to_end(agent: Agent, mut reply: ReplyStream, claim: ThreadClaim, s
 
 impl Drop for RunStream {
     fn drop(&mut self) {
-        let Some(mut reply) = self.reply.take() else {
-            return;
-        };
-        let claim = self.claim.take();
-        // The client went away in the middle of the run: stop the reply the agent's way, so
-        // that what was streamed stays in its context, and read it to its end.
-        self.agent.interrupt();
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => {
-                handle.spawn(async move {
-                    while reply.next().await.is_some() {}
-                    drop(claim);
-                });
-            }
-            Err(_) => drop(reply),
+        if let (Some(reply), Some(claim)) = (self.reply.take(), self.claim.take()) {
+            close_detached(self.agent.clone(), reply, claim);
         }
     }
 }
