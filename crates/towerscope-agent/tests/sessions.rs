@@ -32,6 +32,19 @@ fn fastrand_u32() -> u32 {
     RandomState::new().hash_one(std::time::SystemTime::now()) as u32
 }
 
+/// The texts of the messages the store holds for session `session` of user `user`.
+async fn stored_texts(store: &impl SessionStore, user: &str, session: &str) -> Vec<String> {
+    let key = SessionKey::new(user, session).unwrap();
+    let stored = store.load(&key).await.unwrap().expect("a saved session");
+    stored
+        .document
+        .agent
+        .context
+        .iter()
+        .filter_map(|m| m.text_content())
+        .collect()
+}
+
 /// The texts of the messages the model's call `n` received after the system prompt.
 fn sent_texts(model: &ScriptedModel, n: usize) -> Vec<String> {
     model.requests()[n]
@@ -295,14 +308,7 @@ async fn the_loser_of_a_concurrent_save_gets_a_conflict_and_then_loads_the_winne
     let err = running.await.unwrap().unwrap_err();
     assert!(matches!(err, AgentError::Conflict { .. }), "{err:?}");
     assert!(err.is_retryable());
-    let stored = store.load(&SessionKey::new("u", "s").unwrap()).await.unwrap().unwrap();
-    let texts: Vec<_> = stored
-        .document
-        .agent
-        .context
-        .iter()
-        .filter_map(|m| m.text_content())
-        .collect();
+    let texts = stored_texts(&store, "u", "s").await;
     assert_eq!(texts, ["fast", "fast done"], "the winner's conversation is kept whole");
     // The loser's next reply starts from the winner's session.
     slow.reply(Msg::user("user", "again")).await.unwrap();
@@ -577,14 +583,7 @@ async fn a_session_loaded_ahead_shows_the_conversation_and_the_reply_still_sees_
     // Another process saves after the load ahead: the reply loads its save and goes on from it.
     agent().reply(Msg::user("user", "meanwhile")).await.unwrap();
     next.reply(Msg::user("user", "second")).await.unwrap();
-    let stored = inner.load(&SessionKey::new("u", "s").unwrap()).await.unwrap().unwrap();
-    let texts: Vec<_> = stored
-        .document
-        .agent
-        .context
-        .iter()
-        .filter_map(|m| m.text_content())
-        .collect();
+    let texts = stored_texts(&inner, "u", "s").await;
     assert_eq!(texts, ["first", "answer", "meanwhile", "answer", "second", "answer"]);
 
     // While a reply runs, loading is refused; without a session it does nothing.

@@ -66,6 +66,53 @@ async fn stored(dir: &std::path::Path, thread: &str) -> Vec<String> {
         .collect()
 }
 
+/// The texts of the messages the model's last request held, its system prompt aside.
+fn last_request(model: &ScriptedModel) -> Vec<String> {
+    model
+        .requests()
+        .pop()
+        .expect("the model was called")
+        .messages
+        .iter()
+        .filter(|m| m.role != Role::System)
+        .filter_map(|m| m.text_content())
+        .collect()
+}
+
+/// Posts `body` once the thread is free: 409 while a reply whose client went away is closed
+/// and saved.
+async fn once_free(router: &axum::Router, body: String) -> (StatusCode, String) {
+    let mut answer = (StatusCode::CONFLICT, String::new());
+    for _ in 0..100 {
+        answer = post(router, body.clone()).await;
+        if answer.0 != StatusCode::CONFLICT {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    answer
+}
+
+/// Starts the run `body` and goes away after its second piece of text, as a client whose
+/// connection dropped: the events it saw.
+async fn leave_mid_answer(router: &axum::Router, body: String) -> Vec<Value> {
+    use futures_util::StreamExt;
+    use tower::ServiceExt;
+
+    let request = axum::http::Request::post("/agui")
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(body))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let mut stream = response.into_body().into_data_stream();
+    let mut seen = String::new();
+    while seen.matches("TEXT_MESSAGE_CONTENT").count() < 2 {
+        let chunk = stream.next().await.expect("the run streams").unwrap();
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    events(&seen)
+}
+
 #[tokio::test]
 async fn an_answered_run_sent_again_is_replayed_from_the_session_without_calling_the_model() {
     let model = model();
@@ -133,15 +180,7 @@ async fn a_run_sent_again_with_a_new_message_adds_only_the_new_one() {
     ]);
     let (status, _) = post(&router, run_as("t1", "run-2", &messages)).await;
     assert_eq!(status, StatusCode::OK);
-    let texts: Vec<_> = model
-        .requests()
-        .pop()
-        .unwrap()
-        .messages
-        .iter()
-        .filter(|m| m.role != Role::System)
-        .filter_map(|m| m.text_content())
-        .collect();
+    let texts = last_request(&model);
     assert_eq!(texts, ["hi", "Hello!", "hi again"]);
     assert_eq!(
         stored(&dir, "t1").await,
@@ -175,15 +214,7 @@ async fn a_run_whose_reply_failed_sent_again_is_answered_without_adding_its_mess
         "{:?}",
         view(&again)
     );
-    let texts: Vec<_> = model
-        .requests()
-        .pop()
-        .unwrap()
-        .messages
-        .iter()
-        .filter(|m| m.role != Role::System)
-        .filter_map(|m| m.text_content())
-        .collect();
+    let texts = last_request(&model);
     assert_eq!(
         texts,
         ["hi", AGAIN],
@@ -296,35 +327,14 @@ async fn a_message_sent_again_with_another_text_is_a_new_message() {
 /// answer, not the part the interrupted reply kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_run_sent_again_is_answered_again_not_replayed() {
-    use futures_util::StreamExt;
-    use tower::ServiceExt;
-
     let model = model();
     let dir = session_dir("resend-interrupted");
     let router = towerscope_serve::router(factory(model.clone(), dir.clone()));
     let messages = json!([{"id": "u1", "role": "user", "content": "long please"}]);
-    let request = axum::http::Request::post("/agui")
-        .header("content-type", "application/json")
-        .body(axum::body::Body::from(run_as("t1", "run-1", &messages)))
-        .unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    let mut body = response.into_body().into_data_stream();
-    let mut seen = String::new();
-    while seen.matches("TEXT_MESSAGE_CONTENT").count() < 2 {
-        let chunk = body.next().await.expect("the run streams").unwrap();
-        seen.push_str(&String::from_utf8_lossy(&chunk));
-    }
-    drop(body);
+    leave_mid_answer(&router, run_as("t1", "run-1", &messages)).await;
 
     // Sent again once the interrupted reply has closed and saved (409 until then).
-    let mut answer = (StatusCode::CONFLICT, String::new());
-    for _ in 0..100 {
-        answer = post(&router, run_as("t1", "run-2", &messages)).await;
-        if answer.0 != StatusCode::CONFLICT {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let answer = once_free(&router, run_as("t1", "run-2", &messages)).await;
     assert_eq!(answer.0, StatusCode::OK, "{}", answer.1);
     let again = view(&events(&answer.1));
     assert_eq!(again[0], format!("text: {}", support::LONG), "{again:?}");
@@ -498,15 +508,7 @@ async fn a_run_adding_a_question_to_a_failed_one_brings_its_own_context() {
     post(&router, body("r1", json!([u1]), "home")).await;
     let (status, _) = post(&router, body("r2", json!([u1, u2]), "settings")).await;
     assert_eq!(status, StatusCode::OK);
-    let texts: Vec<_> = model
-        .requests()
-        .pop()
-        .unwrap()
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::User)
-        .filter_map(|m| m.text_content())
-        .collect();
+    let texts = last_request(&model);
     assert!(texts.iter().any(|t| t.contains("page: settings")), "{texts:?}");
     assert_eq!(texts.iter().filter(|t| *t == "hi").count(), 1, "{texts:?}");
 }
@@ -590,14 +592,7 @@ async fn a_client_gone_before_the_first_event_keeps_the_thread_until_the_save() 
     assert!(gone.is_err(), "the client left before the first event");
 
     let next = json!([{"id": "u2", "role": "user", "content": "hello"}]);
-    let mut answer = (StatusCode::CONFLICT, String::new());
-    for _ in 0..100 {
-        answer = post(&router, run_as("t1", "run-2", &next)).await;
-        if answer.0 != StatusCode::CONFLICT {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let answer = once_free(&router, run_as("t1", "run-2", &next)).await;
     assert_eq!(answer.0, StatusCode::OK, "{}", answer.1);
     let events = events(&answer.1);
     assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED", "{}", answer.1);
@@ -654,24 +649,10 @@ async fn a_front_end_result_already_applied_does_not_block_the_next_message() {
 /// again (the model told so), and a whole one is replayed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_holding_the_part_it_received_is_answered_again_or_replayed() {
-    use futures_util::StreamExt;
-    use tower::ServiceExt;
-
     let model = model();
     let router = towerscope_serve::router(factory(model.clone(), session_dir("resend-same-client")));
     let u1 = json!({"id": "u1", "role": "user", "content": "long please"});
-    let request = axum::http::Request::post("/agui")
-        .header("content-type", "application/json")
-        .body(axum::body::Body::from(run_as("t1", "run-1", &json!([u1]))))
-        .unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    let mut body = response.into_body().into_data_stream();
-    let mut seen = String::new();
-    while seen.matches("TEXT_MESSAGE_CONTENT").count() < 2 {
-        seen.push_str(&String::from_utf8_lossy(&body.next().await.unwrap().unwrap()));
-    }
-    drop(body);
-    let first = events(&seen);
+    let first = leave_mid_answer(&router, run_as("t1", "run-1", &json!([u1]))).await;
     let part_id = first.iter().find(|e| e["type"] == "TEXT_MESSAGE_START").unwrap()["messageId"].clone();
     let part: String = first
         .iter()
@@ -680,14 +661,7 @@ async fn a_retry_holding_the_part_it_received_is_answered_again_or_replayed() {
         .collect();
     let held = json!([u1, {"id": part_id, "role": "assistant", "content": part}]);
 
-    let mut answer = (StatusCode::CONFLICT, String::new());
-    for _ in 0..100 {
-        answer = post(&router, run_as("t1", "run-2", &held)).await;
-        if answer.0 != StatusCode::CONFLICT {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let answer = once_free(&router, run_as("t1", "run-2", &held)).await;
     assert_eq!(answer.0, StatusCode::OK, "{}", answer.1);
     let again = view(&events(&answer.1));
     assert_eq!(again[0], format!("text: {}", support::LONG), "{again:?}");
