@@ -166,3 +166,60 @@ async fn a_front_end_tool_is_left_to_the_client_and_its_result_resumes_the_reply
         .collect();
     assert_eq!(text, "Result: orange");
 }
+
+#[tokio::test]
+async fn a_resumed_reply_that_parks_again_on_another_call_of_its_turn_ends_as_an_interrupt_for_it() {
+    let (router, model) = router("park-again");
+    let question = json!({"id": "u1", "role": "user", "content": "delete both"});
+    let (_, sse) = post(&router, run("t1", json!([question]))).await;
+    let first = events(&sse);
+    let outcome = &first.last().unwrap()["outcome"];
+    assert_eq!(outcome["type"], "interrupt", "{sse}");
+    let ids: Vec<String> = outcome["interrupts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["toolCallId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2, "both calls wait: {sse}");
+    let history = json!([
+        question,
+        {"id": ids[0], "role": "assistant", "toolCalls": [
+            {"id": ids[0], "type": "function", "function": {"name": "delete_file", "arguments": "{\"path\": \"/tmp/a\"}"}},
+            {"id": ids[1], "type": "function", "function": {"name": "delete_file", "arguments": "{\"path\": \"/tmp/b\"}"}}
+        ]}
+    ]);
+
+    // Only the first is answered: it runs, and the run ends waiting for the second, as an
+    // interrupt naming it (the agent asked for it in the first run, not again).
+    let mut resume: Value = serde_json::from_str(&run("t1", history.clone())).unwrap();
+    resume["resume"] = json!([{"interruptId": ids[0], "status": "resolved", "payload": {"approved": true}}]);
+    let (status, sse) = post(&router, resume.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{sse}");
+    let second = events(&sse);
+    let results: Vec<&Value> = second.iter().filter(|e| e["type"] == "TOOL_CALL_RESULT").collect();
+    assert_eq!(results.len(), 1, "{sse}");
+    assert_eq!(results[0]["content"], "deleted /tmp/a");
+    let outcome = &second.last().unwrap()["outcome"];
+    assert_eq!(outcome["type"], "interrupt", "{sse}");
+    let waiting: Vec<&str> = outcome["interrupts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["toolCallId"].as_str().unwrap())
+        .collect();
+    assert_eq!(waiting, [ids[1].as_str()], "{sse}");
+    assert_eq!(model.calls(), 1, "the model waits for both results");
+
+    // The second answered: it runs, and the model answers both results.
+    let mut resume: Value = serde_json::from_str(&run("t1", history)).unwrap();
+    resume["resume"] = json!([{"interruptId": ids[1], "status": "resolved", "payload": {"approved": true}}]);
+    let (status, sse) = post(&router, resume.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{sse}");
+    let third = events(&sse);
+    let results: Vec<&Value> = third.iter().filter(|e| e["type"] == "TOOL_CALL_RESULT").collect();
+    assert_eq!(results.len(), 1, "{sse}");
+    assert_eq!(results[0]["content"], "deleted /tmp/b");
+    assert_eq!(third.last().unwrap()["outcome"]["type"], "success", "{sse}");
+    assert_eq!(model.calls(), 2);
+}

@@ -34,11 +34,11 @@
 //! assert_eq!(mapper.finish().type_name(), "RUN_FINISHED");
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 use towerscope_core::{
-    AgentError, AgentEvent, ContentBlock, Msg, ReplyFinishedReason, Role, ToolCallBlock, ToolCallState,
+    AgentError, AgentEvent, ContentBlock, Id, Msg, ReplyFinishedReason, Role, ToolCallBlock, ToolCallState,
 };
 
 use super::event::{AguiEvent, Interrupt, PROTOCOL_VERSION, RunOutcome, TokenUsage};
@@ -197,20 +197,8 @@ impl EventMapper {
         if msg.role != Role::Assistant {
             return;
         }
-        let answered: std::collections::HashSet<&towerscope_core::Id> = msg.tool_results().map(|r| &r.id).collect();
-        for (at, block) in msg.content.iter().enumerate() {
-            if at < from {
-                if let ContentBlock::ToolCall(call) = block
-                    && !answered.contains(&call.id)
-                {
-                    match call.state {
-                        ToolCallState::Asking => self.interrupts.push(interrupt(call)),
-                        ToolCallState::Submitted => self.pending.push(call.id.to_string()),
-                        _ => {}
-                    }
-                }
-                continue;
-            }
+        self.push_waiting(msg);
+        for block in msg.content.iter().skip(from) {
             match block {
                 ContentBlock::Text(t) => {
                     let id = t.id.to_string();
@@ -254,16 +242,7 @@ impl EventMapper {
                             delta: call.input.clone(),
                         });
                     }
-                    out.push(AguiEvent::ToolCallEnd {
-                        tool_call_id: id.clone(),
-                    });
-                    if !answered.contains(&call.id) {
-                        match call.state {
-                            ToolCallState::Asking => self.interrupts.push(interrupt(call)),
-                            ToolCallState::Submitted => self.pending.push(id),
-                            _ => {}
-                        }
-                    }
+                    out.push(AguiEvent::ToolCallEnd { tool_call_id: id });
                 }
                 ContentBlock::ToolResult(result) => {
                     let id = result.id.to_string();
@@ -274,6 +253,34 @@ impl EventMapper {
                         role: "tool",
                     });
                 }
+                _ => {}
+            }
+        }
+    }
+
+    /// Takes the reply's stored message `msg` (the conversation's last, once the reply ended)
+    /// for the run's outcome: the calls it leaves waiting for a confirmation or a front-end
+    /// result, all of them. The events name a call when the agent first decides it waits; a
+    /// resumed reply that parks again on another call of the same turn names none, and its run
+    /// must still end waiting for that call. An interrupted reply, or a last message that is
+    /// not the agent's, keeps what the events said.
+    pub(crate) fn settle(&mut self, msg: &Msg) {
+        if msg.role != Role::Assistant || self.finished == Some(ReplyFinishedReason::Interrupted) {
+            return;
+        }
+        self.interrupts.clear();
+        self.pending.clear();
+        self.push_waiting(msg);
+    }
+
+    /// Adds the calls of `msg` without a result that wait for the user's confirmation
+    /// (interrupts) or for a front-end result (pending), in the message's order.
+    fn push_waiting(&mut self, msg: &Msg) {
+        let answered: HashSet<&Id> = msg.tool_results().map(|r| &r.id).collect();
+        for call in msg.tool_calls().filter(|c| !answered.contains(&c.id)) {
+            match call.state {
+                ToolCallState::Asking => self.interrupts.push(interrupt(call)),
+                ToolCallState::Submitted => self.pending.push(call.id.to_string()),
                 _ => {}
             }
         }

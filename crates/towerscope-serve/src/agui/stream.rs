@@ -99,6 +99,11 @@ impl RunStream {
             }
             None => {
                 if !self.failed {
+                    // A parked reply's final message is a note; the calls it waits for are in
+                    // its stored message, the conversation's last.
+                    if let Some(last) = self.agent.context().last() {
+                        self.mapper.settle(last);
+                    }
                     out.push(self.mapper.finish());
                 }
                 self.end();

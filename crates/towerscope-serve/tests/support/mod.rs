@@ -37,7 +37,7 @@ pub const LONG: &str = "one two three four five six seven eight nine ten eleven 
                         sixteen seventeen eighteen nineteen twenty";
 
 /// A model answering from the conversation: "weather" calls `get_weather`, "delete" calls
-/// `delete_file` (confirmed first), "color" calls the front-end tool `pick_color`, "long"
+/// `delete_file` (confirmed first), "delete both" calls it twice in one turn, "color" calls the front-end tool `pick_color`, "long"
 /// streams [`LONG`] slowly, "slow" waits 400 ms, "wait" 40 s; a tool result is answered with
 /// `Result: <text>`; anything else with `Hello!`. The question is the last user message not from
 /// the application (the AG-UI endpoint's context and notes).
@@ -63,6 +63,12 @@ pub fn model() -> ScriptedModel {
                     id,
                     "get_weather",
                     r#"{"city": "Paris"}"#,
+                )
+            } else if question.contains("delete both") {
+                ScriptedResponse::tool_call(id, "delete_file", r#"{"path": "/tmp/a"}"#).and_tool_call(
+                    Id::new(),
+                    "delete_file",
+                    r#"{"path": "/tmp/b"}"#,
                 )
             } else if question.contains("delete") {
                 ScriptedResponse::tool_call(id, "delete_file", r#"{"path": "/tmp/a"}"#)
