@@ -19,6 +19,8 @@
 //! time), `--fresh` (each reply on a newly built agent with its own model and tool, as the peer
 //! scenario's many replies; the build is counted too), `--build-only` (with `--fresh`: only
 //! the builds, so that `--fresh` minus `--build-only` is the cost of an agent's first reply),
+//! `--composed` (ten pass-through layers per onion position composed with `ServiceBuilder`, and
+//! ten pass-through prompt transformers; `--no-prompt` leaves the transformers out),
 //! `--idle N` (instead: the bytes N idle agents hold, sharing one model and one toolkit, as a
 //! service holding many conversations does).
 
@@ -110,6 +112,7 @@ struct Setup {
     middlewares: usize,
     quiet: bool,
     first_layer: Option<String>,
+    composed: bool,
     hints: bool,
 }
 
@@ -140,10 +143,48 @@ fn build_agent(setup: &Setup) -> Agent {
         Some("system_prompt") => builder.on_system_prompt(towerscope::prompt_map(|_ctx, prompt| Ok(prompt))),
         Some(other) => panic!("--first-layer {other}: not a position"),
     };
+    if setup.composed {
+        builder = composed(builder);
+    }
     if !setup.hints {
         builder = builder.hints(towerscope::agent::HintConfig::disabled());
     }
     builder.build().expect("the agent builds")
+}
+
+/// Ten pass-through layers on each onion position, composed with `ServiceBuilder` into one layer
+/// per position (erased once, as `react/composed/10`), and ten pass-through prompt transformers:
+/// what ten middlewares cost when the application stacks their layers in code.
+fn composed(builder: towerscope::agent::AgentBuilder) -> towerscope::agent::AgentBuilder {
+    macro_rules! ten {
+        () => {
+            tower::ServiceBuilder::new()
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .into_inner()
+        };
+    }
+    let mut builder = builder
+        .on_reply(ten!())
+        .on_reasoning(ten!())
+        .on_model_call(ten!())
+        .on_acting(ten!())
+        .on_check_permission(ten!())
+        .on_compress_context(ten!());
+    if !flag("--no-prompt") {
+        for _ in 0..10 {
+            builder = builder.on_system_prompt(towerscope::prompt_map(|_ctx, prompt| Ok(prompt)));
+        }
+    }
+    builder
 }
 
 fn main() {
@@ -159,6 +200,7 @@ fn main() {
         middlewares: arg("--middlewares").and_then(|n| n.parse().ok()).unwrap_or(0),
         quiet: flag("--quiet"),
         first_layer: arg("--first-layer"),
+        composed: flag("--composed"),
         hints: !flag("--no-hints"),
     };
     let read_stream = flag("--stream-reader");
