@@ -1,10 +1,13 @@
 //! Resuming a pipeline's member that accepted the resume and then failed: the error is the
-//! resume's answer, and the member no longer counts as waiting (it is not parked any more).
+//! resume's answer, and the member no longer counts as waiting (it is not parked any more). A
+//! fan-out round that fails while a member is parked still waits on that member.
 #![allow(clippy::unwrap_used)]
 
 mod common;
 
 use common::line;
+use std::time::Duration;
+
 use futures_util::StreamExt;
 use towerscope_agent::Agent;
 use towerscope_core::event::{ConfirmResult, UserConfirmResultEvent};
@@ -93,4 +96,41 @@ async fn a_fanout_member_that_fails_after_accepting_the_resume_leaves_the_round_
             .contains("no participant of pipeline 'fanout' is waiting on reply"),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn a_new_fanout_round_that_fails_still_waits_on_the_member_parked_in_it() {
+    let down = ScriptedResponse::error(AgentError::model("the model is down")).delay(Duration::from_millis(50));
+    let broken = Agent::builder("broken")
+        .model(ScriptedModel::new("m", [down]))
+        .build()
+        .unwrap();
+    let tidy = asking("tidy", ScriptedResponse::text("Tidied."));
+    let panel = FanoutPipeline::new([tidy, broken]);
+    let mut stream = panel.reply_stream(Msg::user("user", "clean up").into());
+    let (mut confirms, mut errors) = (Vec::new(), Vec::new());
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e))) => {
+                let allow = e.tool_calls.into_iter().map(|c| ConfirmResult::new(true, c)).collect();
+                confirms.push(UserConfirmResultEvent::new(e.reply_id, allow));
+            }
+            Ok(_) => {}
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("the model is down"), "{errors:?}");
+    assert_eq!(confirms.len(), 1, "tidy parked before broken failed");
+
+    // tidy still waits in the round: its answer reaches it through the pipeline, and the round
+    // completes without the reply the failure cut off.
+    let out = panel.reply(confirms[0].clone().into()).await.unwrap();
+    assert_eq!(
+        out.finished_reason,
+        Some(ReplyFinishedReason::Completed),
+        "{}",
+        line(&out)
+    );
+    assert_eq!(line(&out), "fanout: tidy: Tidied.");
 }

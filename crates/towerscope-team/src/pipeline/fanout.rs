@@ -33,7 +33,9 @@ struct Round {
 /// parks for the user parks the pipeline: the stream ends with that member's waiting message,
 /// the resuming input goes to it, and the combined message comes once every member finished.
 /// A resumed member whose reply then fails is no longer waited on: the error ends that call,
-/// and the combined message comes without its reply once the others finished.
+/// and the combined message comes without its reply once the others finished. A member that
+/// fails while another is parked ends the call with its error; the parked one still waits,
+/// and its resume (from the `REQUIRE_*` event the stream carried) completes the round.
 ///
 /// # Example
 ///
@@ -265,11 +267,12 @@ impl FanoutRun {
 }
 
 impl FanoutRun {
-    /// A resume that failed or was dropped: the round goes back to the pipeline while members
-    /// wait in it. The resumed member waits again if the failure came before its first item
-    /// (it refused the resume); one that accepted is no longer parked, so the round waits only
-    /// on the others, and its combined message comes without that member's reply. A new round
-    /// that failed is over: nothing to put back.
+    /// A call that failed or was dropped: its round goes to the pipeline while members wait in
+    /// it, whether the call resumed the round or started it (a member that parked before
+    /// another failed still waits for the user, and only the pipeline can pass it the answer).
+    /// The resumed member waits again if the failure came before its first item (it refused
+    /// the resume); one that accepted is no longer parked, so the round waits only on the
+    /// others. The combined message comes without the replies the failure cut off.
     fn put_back(&mut self) {
         let Some(mut round) = self.round.take() else {
             return;
@@ -277,10 +280,14 @@ impl FanoutRun {
         if let Some(resumed) = self.resuming.take() {
             round.parked.push(resumed);
         }
-        if !self.resumes_a_round || round.parked.is_empty() {
+        if round.parked.is_empty() {
             return;
         }
-        self.slot.put_back(round);
+        if self.resumes_a_round {
+            self.slot.put_back(round);
+        } else {
+            self.slot.park(round);
+        }
     }
 }
 
