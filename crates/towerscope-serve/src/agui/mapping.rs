@@ -258,12 +258,11 @@ impl EventMapper {
         }
     }
 
-    /// Takes the reply's stored message `msg` (the conversation's last, once the reply ended)
-    /// for the run's outcome: the calls it leaves waiting for a confirmation or a front-end
-    /// result, all of them. The events name a call when the agent first decides it waits; a
-    /// resumed reply that parks again on another call of the same turn names none, and its run
-    /// must still end waiting for that call. An interrupted reply, or a last message that is
-    /// not the agent's, keeps what the events said.
+    /// Takes a parked reply's stored message `msg` for the run's outcome: the calls it leaves
+    /// waiting for a confirmation or a front-end result, all of them. The events name a call
+    /// when the agent first decides it waits; a resumed reply that parks again on another call
+    /// of the same turn names none, and its run must still end waiting for that call. An
+    /// interrupted reply keeps what the events said.
     pub(crate) fn settle(&mut self, msg: &Msg) {
         if msg.role != Role::Assistant || self.finished == Some(ReplyFinishedReason::Interrupted) {
             return;

@@ -92,6 +92,13 @@ impl RunStream {
                 }
             }
             Some(Ok(ReplyItem::Event(event))) => self.mapper.map(&event, &mut out),
+            // A parked reply (no finished reason) ends with a note under the reply's id; the
+            // calls it waits for are in the stored message of that id.
+            Some(Ok(ReplyItem::Final(msg))) if msg.finished_reason.is_none() => {
+                if let Some(stored) = self.agent.context().iter().rev().find(|m| m.id == msg.id) {
+                    self.mapper.settle(stored);
+                }
+            }
             Some(Ok(ReplyItem::Final(_))) => {}
             Some(Err(err)) => {
                 out.push(self.mapper.fail(&err));
@@ -99,11 +106,6 @@ impl RunStream {
             }
             None => {
                 if !self.failed {
-                    // A parked reply's final message is a note; the calls it waits for are in
-                    // its stored message, the conversation's last.
-                    if let Some(last) = self.agent.context().last() {
-                        self.mapper.settle(last);
-                    }
                     out.push(self.mapper.finish());
                 }
                 self.end();
