@@ -25,7 +25,6 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use tower::ServiceBuilder;
 use towerscope::agent::{Agent, AgentBuilder, AgentState};
 use towerscope::{Msg, prompt_map};
 
@@ -60,29 +59,7 @@ fn quiet_agent(middlewares: usize) -> Agent {
 /// One layer per position made of ten pass-throughs composed with `ServiceBuilder`: erased once
 /// per position instead of once per middleware.
 fn composed_agent() -> Agent {
-    macro_rules! ten {
-        () => {
-            ServiceBuilder::new()
-                .layer(PassThroughLayer)
-                .layer(PassThroughLayer)
-                .layer(PassThroughLayer)
-                .layer(PassThroughLayer)
-                .layer(PassThroughLayer)
-                .layer(PassThroughLayer)
-                .layer(PassThroughLayer)
-                .layer(PassThroughLayer)
-                .layer(PassThroughLayer)
-                .layer(PassThroughLayer)
-                .into_inner()
-        };
-    }
-    builder(false)
-        .on_reply(ten!())
-        .on_reasoning(ten!())
-        .on_model_call(ten!())
-        .on_acting(ten!())
-        .on_check_permission(ten!())
-        .on_compress_context(ten!())
+    support::composed(builder(false), false)
         .build()
         .expect("the bench agent builds")
 }

@@ -144,47 +144,12 @@ fn build_agent(setup: &Setup) -> Agent {
         Some(other) => panic!("--first-layer {other}: not a position"),
     };
     if setup.composed {
-        builder = composed(builder);
+        builder = support::composed(builder, !flag("--no-prompt"));
     }
     if !setup.hints {
         builder = builder.hints(towerscope::agent::HintConfig::disabled());
     }
     builder.build().expect("the agent builds")
-}
-
-/// Ten pass-through layers on each onion position, composed with `ServiceBuilder` into one layer
-/// per position (erased once, as `react/composed/10`), and ten pass-through prompt transformers:
-/// what ten middlewares cost when the application stacks their layers in code.
-fn composed(builder: towerscope::agent::AgentBuilder) -> towerscope::agent::AgentBuilder {
-    macro_rules! ten {
-        () => {
-            tower::ServiceBuilder::new()
-                .layer(PassThroughLayer)
-                .layer(PassThroughLayer)
-                .layer(PassThroughLayer)
-                .layer(PassThroughLayer)
-                .layer(PassThroughLayer)
-                .layer(PassThroughLayer)
-                .layer(PassThroughLayer)
-                .layer(PassThroughLayer)
-                .layer(PassThroughLayer)
-                .layer(PassThroughLayer)
-                .into_inner()
-        };
-    }
-    let mut builder = builder
-        .on_reply(ten!())
-        .on_reasoning(ten!())
-        .on_model_call(ten!())
-        .on_acting(ten!())
-        .on_check_permission(ten!())
-        .on_compress_context(ten!());
-    if !flag("--no-prompt") {
-        for _ in 0..10 {
-            builder = builder.on_system_prompt(towerscope::prompt_map(|_ctx, prompt| Ok(prompt)));
-        }
-    }
-    builder
 }
 
 fn main() {

@@ -151,3 +151,42 @@ impl Middleware for QuietLayer {
         EventKinds::NONE
     }
 }
+
+/// `builder` with ten pass-through layers on each onion position, composed with
+/// `ServiceBuilder` into one layer per position (erased once per position instead of once per
+/// middleware), and, with `transformers`, ten pass-through prompt transformers: ten
+/// middlewares' worth of layers stacked in code.
+pub(crate) fn composed(
+    builder: towerscope::agent::AgentBuilder,
+    transformers: bool,
+) -> towerscope::agent::AgentBuilder {
+    macro_rules! ten {
+        () => {
+            tower::ServiceBuilder::new()
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .layer(PassThroughLayer)
+                .into_inner()
+        };
+    }
+    let mut builder = builder
+        .on_reply(ten!())
+        .on_reasoning(ten!())
+        .on_model_call(ten!())
+        .on_acting(ten!())
+        .on_check_permission(ten!())
+        .on_compress_context(ten!());
+    if transformers {
+        for _ in 0..10 {
+            builder = builder.on_system_prompt(prompt_map(|_ctx, prompt| Ok(prompt)));
+        }
+    }
+    builder
+}

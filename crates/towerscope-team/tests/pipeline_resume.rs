@@ -45,6 +45,17 @@ async fn park(mut stream: EventStream) -> (Vec<UserConfirmResultEvent>, Msg) {
     (confirms, last)
 }
 
+/// Asserts that `out` is a completed round whose line reads `text`.
+fn completed_with(out: &Msg, text: &str) {
+    assert_eq!(
+        out.finished_reason,
+        Some(ReplyFinishedReason::Completed),
+        "{}",
+        line(out)
+    );
+    assert_eq!(line(out), text);
+}
+
 #[tokio::test]
 async fn a_row_member_that_fails_after_accepting_the_resume_is_no_longer_waited_on() {
     let reporter = Agent::builder("reporter")
@@ -83,13 +94,7 @@ async fn a_fanout_member_that_fails_after_accepting_the_resume_leaves_the_round_
 
     // The round waits only on tidy now: its answer completes the round.
     let out = panel.reply(confirms[1].clone().into()).await.unwrap();
-    assert_eq!(
-        out.finished_reason,
-        Some(ReplyFinishedReason::Completed),
-        "{}",
-        line(&out)
-    );
-    assert_eq!(line(&out), "fanout: tidy: Tidied.");
+    completed_with(&out, "fanout: tidy: Tidied.");
     let err = panel.reply(confirms[0].clone().into()).await.unwrap_err();
     assert!(
         err.to_string()
@@ -126,11 +131,5 @@ async fn a_new_fanout_round_that_fails_still_waits_on_the_member_parked_in_it() 
     // tidy still waits in the round: its answer reaches it through the pipeline, and the round
     // completes without the reply the failure cut off.
     let out = panel.reply(confirms[0].clone().into()).await.unwrap();
-    assert_eq!(
-        out.finished_reason,
-        Some(ReplyFinishedReason::Completed),
-        "{}",
-        line(&out)
-    );
-    assert_eq!(line(&out), "fanout: tidy: Tidied.");
+    completed_with(&out, "fanout: tidy: Tidied.");
 }
