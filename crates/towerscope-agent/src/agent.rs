@@ -92,6 +92,26 @@ impl Agent {
         self.runtime.lock_state().context.clone()
     }
 
+    /// What the agent's parked reply waits for: the calls waiting for the user's confirmation
+    /// and those waiting for a result from outside, with the reply's id; `None` when no reply
+    /// is parked. The `REQUIRE_USER_CONFIRM` and `REQUIRE_EXTERNAL_EXECUTION` events name a call
+    /// when the agent first decides it waits, so a resume that answers one of a turn's calls
+    /// and parks again on another emits neither: a server that tells its client what to
+    /// answer reads this when a reply ends without its `REPLY_END`.
+    ///
+    /// ```
+    /// # use towerscope_agent::Agent;
+    /// # use towerscope_models::{ScriptedModel, ScriptedResponse};
+    /// let agent = Agent::builder("assistant")
+    ///     .model(ScriptedModel::new("m", [ScriptedResponse::text("Hi!")]))
+    ///     .build()?;
+    /// assert_eq!(agent.waiting_calls(), None, "nothing parked");
+    /// # Ok::<(), towerscope_core::AgentError>(())
+    /// ```
+    pub fn waiting_calls(&self) -> Option<crate::WaitingCalls> {
+        self.runtime.lock_state().waiting_calls()
+    }
+
     /// Interrupts the running reply, as the reference does when its reply task is cancelled:
     /// the loop stops at its current await point (a model call, a tool, a middleware), the
     /// stream closes the tool calls left open (`TOOL_RESULT_END` interrupted), emits

@@ -109,5 +109,5 @@ pub use hint_config::{
     DEFAULT_HINT_SOURCE, DEFAULT_HINT_TEMPLATE, DEFAULT_TASK_TOOL_NAMES, DEFAULT_TOOL_RETRIES_HINT, HintConfig,
 };
 pub use runtime::ReactConfig;
-pub use state::{AgentState, ReplyContext};
+pub use state::{AgentState, ReplyContext, WaitingCalls};
 pub use towerscope_core::{ContextConfig, PermissionMode};

@@ -152,6 +152,18 @@ impl Default for AgentState {
     }
 }
 
+/// The calls a parked reply waits for ([`Agent::waiting_calls`](crate::Agent::waiting_calls)),
+/// each list in its message's order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaitingCalls {
+    /// The parked reply's id (the id of its message, and the one a resume names).
+    pub reply_id: Id,
+    /// The calls waiting for the user's confirmation.
+    pub confirm: Vec<ToolCallBlock>,
+    /// The calls waiting for a result from outside the agent.
+    pub external: Vec<ToolCallBlock>,
+}
+
 impl AgentState {
     /// A new state with a fresh session id.
     pub fn new() -> Self {
@@ -206,6 +218,24 @@ impl AgentState {
                     .iter()
                     .any(|c| matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted))
         })
+    }
+
+    /// What the parked reply waits for (see [`WaitingCalls`]); `None` when not parked.
+    pub(crate) fn waiting_calls(&self) -> Option<WaitingCalls> {
+        let msg = self.tail_assistant()?;
+        let mut waiting = WaitingCalls {
+            reply_id: msg.id.clone(),
+            confirm: Vec::new(),
+            external: Vec::new(),
+        };
+        for call in unfinished_refs(msg) {
+            match call.state {
+                ToolCallState::Asking => waiting.confirm.push(call.clone()),
+                ToolCallState::Submitted => waiting.external.push(call.clone()),
+                _ => {}
+            }
+        }
+        (!waiting.confirm.is_empty() || !waiting.external.is_empty()).then_some(waiting)
     }
 
     /// Whether the tail call `id` waits for the user or an external result.

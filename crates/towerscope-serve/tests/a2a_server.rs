@@ -150,6 +150,52 @@ async fn a_parked_confirmation_is_input_required_and_the_next_message_answers_it
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_waiting_on_a_confirmation_and_an_external_call_asks_for_each_in_turn() {
+    let base = serve(A2aConfig::new("helper")).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let parked = client.send(user("Delete and look up", "mixed-s1")).await.unwrap();
+    let task = parked.task().unwrap().clone();
+    assert_eq!(task.status.state, TaskState::InputRequired);
+    let data = task
+        .status
+        .message
+        .clone()
+        .unwrap()
+        .parts
+        .iter()
+        .find_map(|p| p.data.clone())
+        .unwrap();
+    assert_eq!(data["awaiting"], "confirmation", "{data}");
+    assert_eq!(data["toolCalls"][0]["name"], "delete");
+
+    // The confirmation answered, the reply parks again on the external call, which the agent
+    // announced in the first reply only: the task asks for its result.
+    let confirmed = client.send(user("yes", "mixed-s1")).await.unwrap();
+    let waiting = confirmed.task().unwrap().clone();
+    assert_eq!(waiting.id, task.id);
+    assert_eq!(waiting.status.state, TaskState::InputRequired);
+    let data = waiting
+        .status
+        .message
+        .clone()
+        .unwrap()
+        .parts
+        .iter()
+        .find_map(|p| p.data.clone())
+        .unwrap();
+    assert_eq!(data["awaiting"], "external_execution", "{data}");
+    assert_eq!(data["toolCalls"][0]["name"], "lookup");
+    assert!(support::DELETED.lock().unwrap().contains(&"/tmp/mixed".to_owned()));
+
+    // Its result completes the task.
+    let done = client.send(user("found it", "mixed-s1")).await.unwrap();
+    let done = done.task().unwrap();
+    assert_eq!(done.id, task.id);
+    assert_eq!(done.status.state, TaskState::Completed);
+    assert_eq!(done.answer_text(), "Both done.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_interrupts_a_working_task_and_ends_a_waiting_one() {
     let base = serve(A2aConfig::new("helper")).await;
     let client = A2aClient::connect(&base).await.unwrap();

@@ -108,14 +108,18 @@ async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pac
                 }
                 publish_artifact(&tasks, &id, &artifact_id, &e.delta, true, false);
             }
-            Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e))) => {
-                parked.get_or_insert_with(|| new_parked(&e.reply_id)).confirm = e.tool_calls;
-            }
-            Ok(ReplyItem::Event(AgentEvent::RequireExternalExecution(e))) => {
-                parked.get_or_insert_with(|| new_parked(&e.reply_id)).external = e.tool_calls;
-            }
             Ok(ReplyItem::Event(_)) => {}
-            Ok(ReplyItem::Final(msg)) => last = Some(msg),
+            Ok(ReplyItem::Final(msg)) => {
+                // What a parked reply waits for is read from the agent: the `REQUIRE_*` events
+                // name a call only when it is first decided, so a resume that answers one call
+                // of a turn and parks again on another sends none.
+                parked = agent.waiting_calls().map(|w| Parked {
+                    reply_id: w.reply_id,
+                    confirm: w.confirm,
+                    external: w.external,
+                });
+                last = Some(msg);
+            }
             Err(e) => {
                 tracing::warn!(task = %id, kind = e.kind(), "an A2A task's reply failed");
                 failed = true;
@@ -125,9 +129,9 @@ async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pac
     }
 
     match (failed, last) {
-        (false, Some(msg)) if msg.finished_reason.is_none() => {
-            let question = question(&msg, parked.as_ref());
-            let reply_id = parked.as_ref().map(|p| p.reply_id.clone());
+        (false, Some(_)) if let Some(waiting) = parked => {
+            let question = question(&waiting);
+            let reply_id = waiting.reply_id.clone();
             // Parked, unless a cancellation came while the reply ran (it could not interrupt a
             // reply that was parking): decided and published under one lock, so that a
             // `CancelTask` either comes first and is seen here, or finds the task waiting.
@@ -136,16 +140,14 @@ async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pac
                     if t.cancel_requested {
                         return true;
                     }
-                    t.parked = parked;
+                    t.parked = Some(waiting);
                     publish_status(t, TaskState::InputRequired, Some(question));
                     false
                 })
                 .unwrap_or(false);
             if canceled {
-                if let Some(reply_id) = reply_id {
-                    let mut closing = agent.reply_stream(ReplyInput::from(UserInterruptEvent::new(reply_id)));
-                    while closing.next().await.is_some() {}
-                }
+                let mut closing = agent.reply_stream(ReplyInput::from(UserInterruptEvent::new(reply_id)));
+                while closing.next().await.is_some() {}
                 set_status(&tasks, &id, TaskState::Canceled, None);
             }
         }
@@ -170,39 +172,33 @@ async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pac
     }
 }
 
-fn new_parked(reply_id: &towerscope_core::Id) -> Parked {
-    Parked {
-        reply_id: reply_id.clone(),
-        confirm: Vec::new(),
-        external: Vec::new(),
-    }
-}
-
 fn failure() -> Message {
     Message::new_text(Role::Agent, "The agent's reply failed.")
 }
 
 /// The status message of a parked reply: what it waits for, in words and as data.
-fn question(msg: &Msg, parked: Option<&Parked>) -> Message {
+fn question(parked: &Parked) -> Message {
     let calls = |calls: &[ToolCallBlock]| -> Vec<serde_json::Value> {
         calls
             .iter()
             .map(|c| json!({"id": c.id.to_string(), "name": c.name, "input": c.input}))
             .collect()
     };
-    let (text, data) = match parked {
-        Some(p) if !p.confirm.is_empty() => {
-            let names: Vec<String> = p.confirm.iter().map(|c| format!("{}({})", c.name, c.input)).collect();
-            (
-                format!("Confirm the tool calls {}? Answer yes or no.", names.join(", ")),
-                json!({"awaiting": "confirmation", "toolCalls": calls(&p.confirm)}),
-            )
-        }
-        Some(p) => (
+    let (text, data) = if parked.confirm.is_empty() {
+        (
             "Run these tool calls and send their results.".to_owned(),
-            json!({"awaiting": "external_execution", "toolCalls": calls(&p.external)}),
-        ),
-        None => (msg.text_content().unwrap_or_default(), json!({"awaiting": "input"})),
+            json!({"awaiting": "external_execution", "toolCalls": calls(&parked.external)}),
+        )
+    } else {
+        let names: Vec<String> = parked
+            .confirm
+            .iter()
+            .map(|c| format!("{}({})", c.name, c.input))
+            .collect();
+        (
+            format!("Confirm the tool calls {}? Answer yes or no.", names.join(", ")),
+            json!({"awaiting": "confirmation", "toolCalls": calls(&parked.confirm)}),
+        )
     };
     let mut message = Message::new_text(Role::Agent, text);
     message.parts.push(Part::data(data));

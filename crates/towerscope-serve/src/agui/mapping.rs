@@ -37,6 +37,7 @@
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
+use towerscope_agent::WaitingCalls;
 use towerscope_core::{
     AgentError, AgentEvent, ContentBlock, Id, Msg, ReplyFinishedReason, Role, ToolCallBlock, ToolCallState,
 };
@@ -258,18 +259,18 @@ impl EventMapper {
         }
     }
 
-    /// Takes a parked reply's stored message `msg` for the run's outcome: the calls it leaves
-    /// waiting for a confirmation or a front-end result, all of them. The events name a call
-    /// when the agent first decides it waits; a resumed reply that parks again on another call
-    /// of the same turn names none, and its run must still end waiting for that call. An
-    /// interrupted reply keeps what the events said.
-    pub(crate) fn settle(&mut self, msg: &Msg) {
-        if msg.role != Role::Assistant || self.finished == Some(ReplyFinishedReason::Interrupted) {
+    /// Takes what the agent's parked reply waits for as the run's outcome, when the reply
+    /// ended without a `REPLY_END` (it parked): every waiting call, not only those the events
+    /// named. The events name a call when the agent first decides it waits; a resumed reply
+    /// that parks again on another call of the same turn names none, and its run must still
+    /// end waiting for that call.
+    pub(crate) fn settle(&mut self, waiting: impl FnOnce() -> Option<WaitingCalls>) {
+        if self.finished.is_some() {
             return;
         }
-        self.interrupts.clear();
-        self.pending.clear();
-        self.push_waiting(msg);
+        let Some(waiting) = waiting() else { return };
+        self.interrupts = waiting.confirm.iter().map(interrupt).collect();
+        self.pending = waiting.external.iter().map(|c| c.id.to_string()).collect();
     }
 
     /// Adds the calls of `msg` without a result that wait for the user's confirmation
@@ -314,12 +315,13 @@ impl EventMapper {
         if let (Some(ReplyFinishedReason::Error), Some((code, message))) = (self.finished, self.error.take()) {
             return AguiEvent::RunError { message, code };
         }
-        let outcome = if !self.interrupts.is_empty() {
+        // An interrupted reply closed the calls it had asked about: nothing waits for an answer.
+        let outcome = if self.finished == Some(ReplyFinishedReason::Interrupted) {
+            RunOutcome::Cancelled
+        } else if !self.interrupts.is_empty() {
             RunOutcome::Interrupt {
                 interrupts: std::mem::take(&mut self.interrupts),
             }
-        } else if self.finished == Some(ReplyFinishedReason::Interrupted) {
-            RunOutcome::Cancelled
         } else {
             RunOutcome::Success {
                 pending_tool_call_ids: std::mem::take(&mut self.pending),
@@ -368,5 +370,61 @@ fn confirmation_schema() -> Map<String, Value> {
     match schema {
         Value::Object(map) => map,
         _ => Map::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use towerscope_core::{ReplyEndEvent, RequireUserConfirmEvent};
+
+    use super::*;
+
+    fn asking(id: &str) -> ToolCallBlock {
+        let mut call = ToolCallBlock::new(id, "delete_file", "{}");
+        call.state = ToolCallState::Asking;
+        call
+    }
+
+    fn outcome(event: &AguiEvent) -> Value {
+        serde_json::to_value(event).expect("an event is JSON")["outcome"].clone()
+    }
+
+    #[test]
+    fn an_interrupted_reply_ends_cancelled_even_after_asking_for_a_confirmation() {
+        let mut mapper = EventMapper::new("t", "r");
+        let mut out = Vec::new();
+        mapper.map(&RequireUserConfirmEvent::new("r1", vec![asking("a")]).into(), &mut out);
+        mapper.map(
+            &ReplyEndEvent::new("s", "r1", ReplyFinishedReason::Interrupted).into(),
+            &mut out,
+        );
+        // The interrupt closed the call it had asked about: nothing waits for an answer.
+        mapper.settle(|| panic!("a reply that ended is not read as parked"));
+        assert_eq!(outcome(&mapper.finish()), json!({"type": "cancelled"}));
+    }
+
+    #[test]
+    fn a_parked_reply_ends_with_every_call_the_agent_waits_for() {
+        let mut mapper = EventMapper::new("t", "r");
+        let mut out = Vec::new();
+        // The events named one call; the agent waits for another one too.
+        mapper.map(&RequireUserConfirmEvent::new("r1", vec![asking("a")]).into(), &mut out);
+        let mut external = ToolCallBlock::new("c", "pick_color", "{}");
+        external.state = ToolCallState::Submitted;
+        mapper.settle(|| {
+            Some(WaitingCalls {
+                reply_id: "r1".into(),
+                confirm: vec![asking("a"), asking("b")],
+                external: vec![external],
+            })
+        });
+        let outcome = outcome(&mapper.finish());
+        let ids: Vec<&str> = outcome["interrupts"]
+            .as_array()
+            .expect("interrupts")
+            .iter()
+            .filter_map(|i| i["toolCallId"].as_str())
+            .collect();
+        assert_eq!(ids, ["a", "b"], "{outcome}");
     }
 }

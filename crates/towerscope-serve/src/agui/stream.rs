@@ -92,14 +92,9 @@ impl RunStream {
                 }
             }
             Some(Ok(ReplyItem::Event(event))) => self.mapper.map(&event, &mut out),
-            // A parked reply (no finished reason) ends with a note under the reply's id; the
-            // calls it waits for are in the stored message of that id.
-            Some(Ok(ReplyItem::Final(msg))) if msg.finished_reason.is_none() => {
-                if let Some(stored) = self.agent.context().iter().rev().find(|m| m.id == msg.id) {
-                    self.mapper.settle(stored);
-                }
-            }
-            Some(Ok(ReplyItem::Final(_))) => {}
+            // A reply that parked ended without its `REPLY_END`: what it waits for is read from
+            // the agent, whatever the final message (a layer may have replaced it).
+            Some(Ok(ReplyItem::Final(_))) => self.mapper.settle(|| self.agent.waiting_calls()),
             Some(Err(err)) => {
                 out.push(self.mapper.fail(&err));
                 self.failed = true;

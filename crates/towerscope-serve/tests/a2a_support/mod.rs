@@ -30,6 +30,8 @@ pub(crate) const CHAT_SECOND: &str = "Still here, same session.";
 /// - `chat-*`: answers [`CHAT_ANSWER`], then [`CHAT_SECOND`];
 /// - `confirm-*`: calls `delete` (which asks for confirmation), then answers `Deleted /tmp/a.`;
 /// - `deny-*`: the same for `/tmp/keep-me`, then answers `Kept it.`;
+/// - `mixed-*`: calls `delete` (asks) and the external `lookup` in one turn, then answers
+///   `Both done.`;
 /// - `drip-*`: answers [`CHAT_ANSWER`] with 20 ms between streamed pieces;
 /// - `slow-*`: answers after a minute (for cancellation);
 /// - `fail-*`: its model fails with a message holding a fake key;
@@ -55,6 +57,17 @@ pub(crate) fn agent(context: &str) -> Result<Agent, AgentError> {
                 ScriptedResponse::text("Kept it."),
             ],
         ),
+        "mixed" => ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/mixed"}"#).and_tool_call(
+                    "c2",
+                    "lookup",
+                    r#"{"key": "k"}"#,
+                ),
+                ScriptedResponse::text("Both done."),
+            ],
+        ),
         "drip" => ScriptedModel::new(
             "m",
             [ScriptedResponse::text(CHAT_ANSWER).chunk_delay(Duration::from_millis(20))],
@@ -77,6 +90,11 @@ pub(crate) fn agent(context: &str) -> Result<Agent, AgentError> {
             DELETED.lock().unwrap().push(a.path.clone());
             format!("deleted {}", a.path)
         }))
+        .tool(towerscope_serve::agui::FrontendTool::new(
+            "lookup",
+            "Looks a key up; the caller runs it.",
+            None,
+        ))
         .default_permission(PermissionDecision::Ask {
             suggested_rules: vec![],
         })
