@@ -103,18 +103,14 @@ async fn a_fanout_member_that_fails_after_accepting_the_resume_leaves_the_round_
     );
 }
 
-#[tokio::test]
-async fn a_new_fanout_round_that_fails_still_waits_on_the_member_parked_in_it() {
-    let down = ScriptedResponse::error(AgentError::model("the model is down")).delay(Duration::from_millis(50));
-    let broken = Agent::builder("broken")
-        .model(ScriptedModel::new("m", [down]))
-        .build()
-        .unwrap();
-    let tidy = asking("tidy", ScriptedResponse::text("Tidied."));
-    let panel = FanoutPipeline::new([tidy, broken]);
-    let mut stream = panel.reply_stream(Msg::user("user", "clean up").into());
-    let (mut confirms, mut errors) = (Vec::new(), Vec::new());
+/// Reads a fan-out call that fails: the confirmations its members asked for (allowing every
+/// call), and its one error, the last item.
+async fn failing(mut stream: EventStream) -> (Vec<UserConfirmResultEvent>, String) {
+    let (mut confirms, mut errors, mut after_error) = (Vec::new(), Vec::new(), 0);
     while let Some(item) = stream.next().await {
+        if !errors.is_empty() {
+            after_error += 1;
+        }
         match item {
             Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e))) => {
                 let allow = e.tool_calls.into_iter().map(|c| ConfirmResult::new(true, c)).collect();
@@ -125,11 +121,136 @@ async fn a_new_fanout_round_that_fails_still_waits_on_the_member_parked_in_it() 
         }
     }
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].contains("the model is down"), "{errors:?}");
-    assert_eq!(confirms.len(), 1, "tidy parked before broken failed");
+    assert_eq!(after_error, 0, "the error is the call's last item");
+    (confirms, errors.remove(0))
+}
+
+/// An agent whose model fails after `ms` milliseconds.
+fn broken(name: &str, ms: u64) -> Agent {
+    let down = ScriptedResponse::error(AgentError::model("the model is down")).delay(Duration::from_millis(ms));
+    Agent::builder(name)
+        .model(ScriptedModel::new("m", [down]))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fanout_member_that_fails_cuts_no_other_off_and_the_ones_parked_still_wait() {
+    // tidy asks at once, slow asks after broken failed, quick answers.
+    let tidy = asking("tidy", ScriptedResponse::text("Tidied."));
+    let slow = common::asking_agent(
+        "slow",
+        ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/y"}"#).delay(Duration::from_millis(100)),
+                ScriptedResponse::text("Slowly done."),
+            ],
+        ),
+    );
+    let quick = Agent::builder("quick")
+        .model(ScriptedModel::new(
+            "m",
+            [ScriptedResponse::text("Quick.").delay(Duration::from_millis(200))],
+        ))
+        .build()
+        .unwrap();
+    let panel = FanoutPipeline::new([tidy, broken("broken", 50), slow, quick]);
+    let (confirms, error) = failing(panel.reply_stream(Msg::user("user", "clean up").into())).await;
+    assert!(error.contains("the model is down"), "{error}");
+    assert_eq!(confirms.len(), 2, "tidy and slow both parked");
+
+    // Both still wait in the round, and quick's answer, given after the failure, is in it.
+    let out = panel.reply(confirms[1].clone().into()).await.unwrap();
+    assert_eq!(
+        out.finished_reason,
+        None,
+        "the round still waits on tidy: {}",
+        line(&out)
+    );
+    let out = panel.reply(confirms[0].clone().into()).await.unwrap();
+    completed_with(&out, "fanout: tidy: Tidied.\nslow: Slowly done.\nquick: Quick.");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_fanout_round_that_fails_still_waits_on_the_member_parked_in_it() {
+    let tidy = asking("tidy", ScriptedResponse::text("Tidied."));
+    let panel = FanoutPipeline::new([tidy, broken("broken", 50)]);
+    let (confirms, error) = failing(panel.reply_stream(Msg::user("user", "clean up").into())).await;
+    assert!(error.contains("the model is down"), "{error}");
+    assert_eq!(confirms.len(), 1);
 
     // tidy still waits in the round: its answer reaches it through the pipeline, and the round
-    // completes without the reply the failure cut off.
+    // completes without the failed member's reply.
     let out = panel.reply(confirms[0].clone().into()).await.unwrap();
     completed_with(&out, "fanout: tidy: Tidied.");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_round_that_still_waits_outlives_a_later_round_that_fails() {
+    // Round 1: a parks, b answers. Round 2: a refuses (it is parked), b parks.
+    let a = asking("a", ScriptedResponse::text("A done."));
+    let b = common::asking_agent(
+        "b",
+        ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::text("B one."),
+                ScriptedResponse::tool_call("c2", "delete", r#"{"path": "/tmp/b"}"#),
+                ScriptedResponse::text("B two."),
+            ],
+        ),
+    );
+    let panel = FanoutPipeline::new([a, b]);
+    let (first, _) = park(panel.reply_stream(Msg::user("user", "one").into())).await;
+    assert_eq!(first.len(), 1, "a asks");
+    let (second, error) = failing(panel.reply_stream(Msg::user("user", "two").into())).await;
+    assert!(error.contains("waiting"), "a refuses the new round: {error}");
+    assert_eq!(second.len(), 1, "b asks");
+
+    let out = panel.reply(first[0].clone().into()).await.unwrap();
+    completed_with(&out, "fanout: a: A done.\nb: B one.");
+    let out = panel.reply(second[0].clone().into()).await.unwrap();
+    completed_with(&out, "fanout: b: B two.");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_round_whose_call_was_dropped_says_it_was_interrupted_when_it_completes() {
+    let tidy = asking("tidy", ScriptedResponse::text("Tidied."));
+    let slowpoke = Agent::builder("slowpoke")
+        .model(ScriptedModel::new(
+            "m",
+            [ScriptedResponse::text("Too late.").delay(Duration::from_millis(200))],
+        ))
+        .build()
+        .unwrap();
+    let panel = FanoutPipeline::new([tidy, slowpoke]);
+    let mut stream = panel.reply_stream(Msg::user("user", "clean up").into());
+    let confirm = loop {
+        if let Some(Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e)))) = stream.next().await {
+            let allow = e.tool_calls.into_iter().map(|c| ConfirmResult::new(true, c)).collect();
+            break UserConfirmResultEvent::new(e.reply_id, allow);
+        }
+    };
+    // tidy's parked final comes after its question: read on until slowpoke alone is left
+    // (its answer takes 200 ms), then drop the call.
+    let more = tokio::time::timeout(Duration::from_millis(50), async {
+        while let Some(item) = stream.next().await {
+            item.unwrap();
+        }
+    })
+    .await;
+    assert!(more.is_err(), "the call still waits on slowpoke");
+    drop(stream);
+    let out = panel.reply(confirm.into()).await;
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => panic!("tidy is resumed through the pipeline: {e}"),
+    };
+    assert_eq!(
+        out.finished_reason,
+        Some(ReplyFinishedReason::Interrupted),
+        "slowpoke was cut off: {}",
+        line(&out)
+    );
 }

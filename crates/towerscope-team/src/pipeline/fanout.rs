@@ -1,16 +1,16 @@
 //! [`FanoutPipeline`]: one input, every participant answers at once.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures_util::StreamExt;
 use towerscope_core::id::now_timestamp;
 use towerscope_core::{
-    AgentError, ContentBlock, EventStream, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, TextBlock,
+    AgentError, ContentBlock, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, TextBlock,
 };
 
 use super::merge::{MergedStream, merge};
-use super::{Waiting, resumed_reply};
+use super::resumed_reply;
 use crate::Participant;
 use crate::share::shared_copy;
 
@@ -20,6 +20,47 @@ struct Round {
     finals: Vec<Option<Msg>>,
     /// Members parked, with their waiting message (whose id is the parked reply's).
     parked: Vec<(usize, Msg)>,
+    /// Whether a call of the round was dropped while members still replied (their replies
+    /// were interrupted): its combined message says it was interrupted.
+    cut: bool,
+}
+
+/// The rounds of a fan-out that wait for members parked for the user, shared by the
+/// pipeline's clones. A round whose call failed or was dropped waits too, so there may be
+/// more than one; a member is parked in one reply at a time, so there are at most as many as
+/// members.
+#[derive(Clone, Default)]
+struct Rounds(Arc<Mutex<Vec<Round>>>);
+
+impl Rounds {
+    fn lock(&self) -> MutexGuard<'_, Vec<Round>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes out the round in which a member is parked on reply `reply_id`, and that member
+    /// with its waiting message.
+    fn take(&self, reply_id: &Id) -> Option<(Round, (usize, Msg))> {
+        let mut rounds = self.lock();
+        let (at, position) = rounds.iter().enumerate().find_map(|(at, round)| {
+            let position = round.parked.iter().position(|(_, w)| &w.id == reply_id)?;
+            Some((at, position))
+        })?;
+        let mut round = rounds.swap_remove(at);
+        let member = round.parked.remove(position);
+        Some((round, member))
+    }
+
+    /// Keeps `round`, which has members parked. A member parked in it is parked in no other
+    /// reply: an older round still naming it (the member was resumed directly, not through the
+    /// pipeline) no longer waits on it.
+    fn keep(&self, round: Round) {
+        let mut rounds = self.lock();
+        for older in rounds.iter_mut() {
+            older.parked.retain(|(m, _)| round.parked.iter().all(|(n, _)| n != m));
+        }
+        rounds.retain(|r| !r.parked.is_empty());
+        rounds.push(round);
+    }
 }
 
 /// Participants that all answer the same input, concurrently, with the replies in participant
@@ -32,10 +73,13 @@ struct Round {
 /// reason is `interrupted` when a member was interrupted, `completed` otherwise. A member that
 /// parks for the user parks the pipeline: the stream ends with that member's waiting message,
 /// the resuming input goes to it, and the combined message comes once every member finished.
-/// A resumed member whose reply then fails is no longer waited on: the error ends that call,
-/// and the combined message comes without its reply once the others finished. A member that
-/// fails while another is parked ends the call with its error; the parked one still waits,
-/// and its resume (from the `REQUIRE_*` event the stream carried) completes the round.
+/// A member that fails does not cut the others off: the call goes on to their end, streaming
+/// their events, and ends with the error. Members that parked meanwhile still wait; their
+/// resume, sent to the fan-out (from the `REQUIRE_*` event the stream carried), completes the
+/// round, whose combined message comes without the failed member's reply. A resumed member
+/// whose reply fails is no longer waited on in the same way. A call dropped while members
+/// still reply interrupts them; if others wait in its round, its combined message says it
+/// was interrupted.
 ///
 /// # Example
 ///
@@ -64,7 +108,7 @@ struct Round {
 pub struct FanoutPipeline {
     name: Arc<str>,
     members: Arc<[Arc<dyn Participant>]>,
-    round: Waiting<Round>,
+    rounds: Rounds,
 }
 
 impl FanoutPipeline {
@@ -78,7 +122,7 @@ impl FanoutPipeline {
         Self {
             name: Arc::from("fanout"),
             members: members.into_iter().collect(),
-            round: Waiting::default(),
+            rounds: Rounds::default(),
         }
     }
 
@@ -122,22 +166,16 @@ impl FanoutPipeline {
                 .collect();
             let round = Round {
                 finals: vec![None; self.members.len()],
-                parked: Vec::new(),
+                ..Round::default()
             };
             return Ok((streams, round, None));
         };
-        let mut position = None;
-        let round = self.round.take_if(|r| {
-            position = r.parked.iter().position(|(_, w)| &w.id == reply_id);
-            position.is_some()
-        });
-        let (Some(mut round), Some(position)) = (round, position) else {
+        let Some((round, (member, waiting))) = self.rounds.take(reply_id) else {
             return Err(AgentError::State(format!(
                 "no participant of pipeline '{}' is waiting on reply {reply_id}",
                 self.name
             )));
         };
-        let (member, waiting) = round.parked.remove(position);
         Ok((
             vec![(member, self.members[member].reply_stream(input))],
             round,
@@ -152,7 +190,7 @@ type Opened = (Vec<(usize, EventStream)>, Round, Option<(usize, Msg)>);
 
 /// The message of a finished round: each reply's shared text as `name: text`, and its data;
 /// interrupted when a member's reply was.
-fn combine(name: &Arc<str>, finals: &[Msg]) -> Msg {
+fn combine(name: &Arc<str>, finals: &[Msg], cut: bool) -> Msg {
     let mut content = Vec::new();
     for reply in finals {
         let Some(shared) = shared_copy(reply) else {
@@ -167,9 +205,10 @@ fn combine(name: &Arc<str>, finals: &[Msg]) -> Msg {
             }
         }
     }
-    let interrupted = finals
-        .iter()
-        .any(|m| m.finished_reason == Some(ReplyFinishedReason::Interrupted));
+    let interrupted = cut
+        || finals
+            .iter()
+            .any(|m| m.finished_reason == Some(ReplyFinishedReason::Interrupted));
     let mut msg = Msg::assistant_blocks(Arc::clone(name), content);
     msg.finished_reason = Some(if interrupted {
         ReplyFinishedReason::Interrupted
@@ -193,11 +232,11 @@ impl Participant for FanoutPipeline {
         let merged = futures_util::stream::select_all(streams.into_iter().map(|(i, s)| s.map(move |item| (i, item))));
         let run = FanoutRun {
             name: Arc::clone(&self.name),
-            slot: self.round.clone(),
+            rounds: self.rounds.clone(),
             merged: Some(Box::pin(merged)),
-            resumes_a_round: resuming.is_some(),
             round: Some(round),
             resuming,
+            error: None,
         };
         Box::pin(futures_util::stream::unfold(run, FanoutRun::next))
     }
@@ -218,14 +257,14 @@ type Indexed = std::pin::Pin<Box<dyn futures_core::Stream<Item = (usize, Result<
 /// One call of the pipeline as a participant: the members' merged streams, then its final item.
 struct FanoutRun {
     name: Arc<str>,
-    slot: Waiting<Round>,
+    rounds: Rounds,
     merged: Option<Indexed>,
     round: Option<Round>,
     /// The parked member this call resumes, with its waiting message, until its first item (it
     /// accepted the resume).
     resuming: Option<(usize, Msg)>,
-    /// Whether this call resumes a parked round (rather than starting one).
-    resumes_a_round: bool,
+    /// The first member's error: it ends the call once the other members' replies ended.
+    error: Option<AgentError>,
 }
 
 impl FanoutRun {
@@ -235,7 +274,7 @@ impl FanoutRun {
                 self.merged = None;
                 break;
             };
-            if item.is_ok() {
+            if item.is_ok() && self.resuming.as_ref().is_some_and(|(m, _)| *m == i) {
                 // The member accepted the resume: it is no longer parked (a refused resume
                 // emits nothing before its error).
                 self.resuming = None;
@@ -246,33 +285,40 @@ impl FanoutRun {
                 Ok(ReplyItem::Final(msg)) => round.finals[i] = Some(msg),
                 Ok(event) => return Some((Ok(event), self)),
                 Err(e) => {
-                    self.merged = None;
-                    self.put_back();
-                    return Some((Err(e), self));
+                    // The others go on to their end (their answers, and the calls they park
+                    // on, are kept in the round); the error ends the call after them.
+                    if self.error.is_none() {
+                        self.error = Some(e);
+                    } else {
+                        tracing::warn!(pipeline = %self.name, error = %e, "another fan-out member failed");
+                    }
                 }
             }
+        }
+        if let Some(e) = self.error.take() {
+            self.put_back();
+            return Some((Err(e), self));
         }
         let round = self.round.take()?;
         if round.parked.is_empty() {
             let finals: Vec<Msg> = round.finals.into_iter().flatten().collect();
-            let combined = combine(&self.name, &finals);
+            let combined = combine(&self.name, &finals, round.cut);
             return Some((Ok(ReplyItem::Final(combined)), self));
         }
         // Parked: the first waiting member's message ends the stream, whether it parked now or
         // still waits from before while another member was resumed.
         let waiting = round.parked.iter().min_by_key(|(m, _)| *m).map(|(_, w)| w.clone())?;
-        self.slot.park(round);
+        self.rounds.keep(round);
         Some((Ok(ReplyItem::Final(waiting)), self))
     }
-}
 
-impl FanoutRun {
     /// A call that failed or was dropped: its round goes to the pipeline while members wait in
-    /// it, whether the call resumed the round or started it (a member that parked before
-    /// another failed still waits for the user, and only the pipeline can pass it the answer).
-    /// The resumed member waits again if the failure came before its first item (it refused
-    /// the resume); one that accepted is no longer parked, so the round waits only on the
-    /// others. The combined message comes without the replies the failure cut off.
+    /// it, whether the call resumed the round or started it (a member parked in it still
+    /// waits for the user, and only the pipeline can pass it the answer). The resumed member
+    /// waits again if the failure came before its first item (it refused the resume); one
+    /// that accepted is no longer parked, so the round waits only on the others, and its
+    /// combined message comes without the failed member's reply. A call dropped while members
+    /// still replied interrupted them: the round's combined message says so.
     fn put_back(&mut self) {
         let Some(mut round) = self.round.take() else {
             return;
@@ -280,13 +326,11 @@ impl FanoutRun {
         if let Some(resumed) = self.resuming.take() {
             round.parked.push(resumed);
         }
-        if round.parked.is_empty() {
-            return;
+        if self.merged.take().is_some() {
+            round.cut = true;
         }
-        if self.resumes_a_round {
-            self.slot.put_back(round);
-        } else {
-            self.slot.park(round);
+        if !round.parked.is_empty() {
+            self.rounds.keep(round);
         }
     }
 }
