@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures_util::StreamExt;
 use towerscope_agent::Agent;
-use towerscope_core::{AgentError, EventStream, Msg, ReplyInput, ReplyItem};
+use towerscope_core::{AgentError, EventStream, Id, Msg, ReplyInput, ReplyItem};
 use towerscope_layers::Hooks;
 
 use crate::hub::Broadcaster;
@@ -76,6 +76,14 @@ pub trait Participant: Send + Sync + 'static {
     /// Interrupts the running reply. Returns whether one was running.
     fn interrupt(&self) -> bool;
 
+    /// The id of the reply this participant is parked in, waiting for the user or for a result
+    /// from outside, if it is (default: `None`). A pipeline asks its members when their
+    /// stream ended without saying so (it failed, or was dropped while the member parked),
+    /// so that the resume naming that reply still reaches the member.
+    fn parked_reply(&self) -> Option<Id> {
+        None
+    }
+
     /// The broadcaster that shares this participant's replies with the hubs it is in, if it has
     /// one (an agent built with a [`Broadcaster`] middleware; a user agent always).
     fn broadcaster(&self) -> Option<&Broadcaster> {
@@ -132,6 +140,10 @@ impl Participant for Agent {
         Agent::interrupt(self)
     }
 
+    fn parked_reply(&self) -> Option<Id> {
+        self.waiting_calls().map(|w| w.reply_id)
+    }
+
     fn broadcaster(&self) -> Option<&Broadcaster> {
         self.middleware::<Broadcaster>()
     }
@@ -160,6 +172,10 @@ impl<P: Participant + ?Sized> Participant for Arc<P> {
 
     fn interrupt(&self) -> bool {
         (**self).interrupt()
+    }
+
+    fn parked_reply(&self) -> Option<Id> {
+        (**self).parked_reply()
     }
 
     fn broadcaster(&self) -> Option<&Broadcaster> {

@@ -254,3 +254,72 @@ async fn a_round_whose_call_was_dropped_says_it_was_interrupted_when_it_complete
         line(&out)
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_member_parking_as_the_call_is_dropped_still_waits_in_the_round() {
+    let tidy = asking("tidy", ScriptedResponse::text("Tidied."));
+    let slowpoke = Agent::builder("slowpoke")
+        .model(ScriptedModel::new(
+            "m",
+            [ScriptedResponse::text("Too late.").delay(Duration::from_millis(200))],
+        ))
+        .build()
+        .unwrap();
+    let panel = FanoutPipeline::new([tidy, slowpoke]);
+    let mut stream = panel.reply_stream(Msg::user("user", "clean up").into());
+    // Dropped at tidy's question, before its waiting message is read.
+    let confirm = loop {
+        if let Some(Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e)))) = stream.next().await {
+            let allow = e.tool_calls.into_iter().map(|c| ConfirmResult::new(true, c)).collect();
+            break UserConfirmResultEvent::new(e.reply_id, allow);
+        }
+    };
+    drop(stream);
+    let out = match panel.reply(confirm.into()).await {
+        Ok(out) => out,
+        Err(e) => panic!("tidy is resumed through the pipeline: {e}"),
+    };
+    assert_eq!(
+        out.finished_reason,
+        Some(ReplyFinishedReason::Interrupted),
+        "slowpoke was cut off: {}",
+        line(&out)
+    );
+    assert!(line(&out).contains("tidy: Tidied."), "{}", line(&out));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resume_dropped_unread_cuts_nothing_off() {
+    let tidy = asking("tidy", ScriptedResponse::text("Tidied."));
+    let quick = Agent::builder("quick")
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("Quick.")]))
+        .build()
+        .unwrap();
+    let panel = FanoutPipeline::new([tidy, quick]);
+    let (confirms, _) = park(panel.reply_stream(Msg::user("user", "clean up").into())).await;
+    drop(panel.reply_stream(confirms[0].clone().into()));
+    let out = panel.reply(confirms[0].clone().into()).await.unwrap();
+    completed_with(&out, "fanout: tidy: Tidied.\nquick: Quick.");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_row_reaches_a_member_parked_in_its_fanout_that_failed() {
+    let tidy = asking("tidy", ScriptedResponse::text("Tidied."));
+    let panel = FanoutPipeline::new([tidy, broken("broken", 50)]);
+    let editor = Agent::builder("editor")
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("Edited.")]))
+        .build()
+        .unwrap();
+    let row = SequentialPipeline::from_shared([
+        std::sync::Arc::new(panel) as std::sync::Arc<dyn Participant>,
+        std::sync::Arc::new(editor),
+    ]);
+    let (confirms, error) = failing(row.reply_stream(Msg::user("user", "clean up").into())).await;
+    assert!(error.contains("the model is down"), "{error}");
+    assert_eq!(confirms.len(), 1);
+
+    // The row records the fan-out as waiting on tidy's reply: the answer reaches tidy, the
+    // fan-out's round completes, and the row goes on to the editor.
+    let out = row.reply(confirms[0].clone().into()).await.unwrap();
+    assert_eq!(line(&out), "editor: Edited.");
+}

@@ -50,6 +50,14 @@ impl Rounds {
         Some((round, member))
     }
 
+    /// The reply the newest waiting round's first parked member waits in (the one its call's
+    /// waiting message named).
+    fn first_waiting(&self) -> Option<Id> {
+        let rounds = self.lock();
+        let round = rounds.last()?;
+        round.parked.iter().min_by_key(|(m, _)| *m).map(|(_, w)| w.id.clone())
+    }
+
     /// Keeps `round`, which has members parked. A member parked in it is parked in no other
     /// reply: an older round still naming it (the member was resumed directly, not through the
     /// pipeline) no longer waits on it.
@@ -78,8 +86,8 @@ impl Rounds {
 /// resume, sent to the fan-out (from the `REQUIRE_*` event the stream carried), completes the
 /// round, whose combined message comes without the failed member's reply. A resumed member
 /// whose reply fails is no longer waited on in the same way. A call dropped while members
-/// still reply interrupts them; if others wait in its round, its combined message says it
-/// was interrupted.
+/// still reply interrupts them (a member that was parking stays parked, and waits in the
+/// round); if members wait in its round, its combined message says it was interrupted.
 ///
 /// # Example
 ///
@@ -232,6 +240,7 @@ impl Participant for FanoutPipeline {
         let merged = futures_util::stream::select_all(streams.into_iter().map(|(i, s)| s.map(move |item| (i, item))));
         let run = FanoutRun {
             name: Arc::clone(&self.name),
+            members: Arc::clone(&self.members),
             rounds: self.rounds.clone(),
             merged: Some(Box::pin(merged)),
             round: Some(round),
@@ -250,6 +259,10 @@ impl Participant for FanoutPipeline {
         // Every member, not only up to the first running one.
         self.members.iter().filter(|m| m.interrupt()).count() > 0
     }
+
+    fn parked_reply(&self) -> Option<Id> {
+        self.rounds.first_waiting()
+    }
 }
 
 type Indexed = std::pin::Pin<Box<dyn futures_core::Stream<Item = (usize, Result<ReplyItem, AgentError>)> + Send>>;
@@ -257,6 +270,7 @@ type Indexed = std::pin::Pin<Box<dyn futures_core::Stream<Item = (usize, Result<
 /// One call of the pipeline as a participant: the members' merged streams, then its final item.
 struct FanoutRun {
     name: Arc<str>,
+    members: Arc<[Arc<dyn Participant>]>,
     rounds: Rounds,
     merged: Option<Indexed>,
     round: Option<Round>,
@@ -324,15 +338,30 @@ impl FanoutRun {
             return;
         };
         if let Some(resumed) = self.resuming.take() {
+            // Dropped before the resumed member's first item (or refused): it waits again, and
+            // nothing was cut off.
             round.parked.push(resumed);
-        }
-        if self.merged.take().is_some() {
+        } else if self.merged.take().is_some() {
             round.cut = true;
+            // The members' streams are gone: one that was parking (its question streamed, its
+            // waiting message not read yet) is parked all the same, and waits in this round.
+            for (i, member) in self.members.iter().enumerate() {
+                let known = round.finals[i].is_some() || round.parked.iter().any(|(m, _)| *m == i);
+                if !known && let Some(reply_id) = member.parked_reply() {
+                    round.parked.push((i, waiting_note(member.name(), reply_id)));
+                }
+            }
         }
         if !round.parked.is_empty() {
             self.rounds.keep(round);
         }
     }
+}
+
+/// The waiting message of a member found parked after its stream was dropped (the one it sent
+/// was not read): under the parked reply's id, which a resume names.
+fn waiting_note(name: &str, reply_id: Id) -> Msg {
+    Msg::assistant(name, "Waiting for the user or for a result from outside.").with_id(reply_id)
 }
 
 impl Drop for FanoutRun {

@@ -105,6 +105,11 @@ impl<T> Waiting<T> {
         self.lock().take_if(resumed)
     }
 
+    /// What `read` reads of the record, if there is one.
+    fn get<R>(&self, read: impl FnOnce(&T) -> R) -> Option<R> {
+        self.lock().as_ref().map(read)
+    }
+
     /// Records a member that parked now, in place of any earlier record.
     fn park(&self, record: T) {
         *self.lock() = Some(record);

@@ -248,6 +248,16 @@ impl Run {
             }
             Some(Err(e)) => {
                 self.finish();
+                if self.resuming.is_none() {
+                    // A member that failed while parked in part (a fan-out whose other member
+                    // failed) still waits: the resume naming its reply goes to it.
+                    if let Some(reply_id) = member.parked_reply() {
+                        self.parked.park(Parked {
+                            reply_id,
+                            member: self.index,
+                        });
+                    }
+                }
                 self.resuming = None; // before the member's first item: refused, it still waits
                 Some(((tag(Err(e)), true), self))
             }
@@ -355,6 +365,10 @@ impl Participant for SequentialPipeline {
         // Every member, not only up to the first running one.
         let members = self.members.iter().filter(|m| m.interrupt()).count();
         runs || members > 0
+    }
+
+    fn parked_reply(&self) -> Option<Id> {
+        self.parked.get(|p| p.reply_id.clone())
     }
 }
 
