@@ -34,8 +34,8 @@ use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::UnboundedReceiver;
 use towerscope_agent::{AgentState, ReplyStream};
-use towerscope_core::event::UserInterruptEvent;
-use towerscope_core::{Id, Msg, ReplyInput, ReplyItem};
+use towerscope_core::event::{RequireExternalExecutionEvent, RequireUserConfirmEvent, UserInterruptEvent};
+use towerscope_core::{AgentEvent, Id, Msg, ReplyInput, ReplyItem, ToolCallBlock};
 
 use crate::agent::{DurableAgent, DurableContext, system_now};
 use crate::error::DurableError;
@@ -132,8 +132,8 @@ pub(crate) async fn reply(
                 if !matches!(outcome, Err(DurableError::JournalMismatch { .. })) {
                     ctx.set(STATE_KEY, Json(agent.state()));
                 }
-                let (message, pending) = outcome?;
-                let Some(pending) = pending else {
+                let (message, seen) = outcome?;
+                let Some(pending) = pending_input(&agent, seen) else {
                     return Ok(DurableReply {
                         message,
                         events: drive.seq,
@@ -285,6 +285,39 @@ async fn wait(
         }
     }
     Err(DurableError::TooManyParks(max_answers))
+}
+
+/// What a reply that ended waits for, read from the agent: its `REQUIRE_*` events name a call
+/// when it is first decided, so a reply that decided two kinds of waiting calls in one round
+/// sent two requests (the last one `seen`), and one resumed for one kind parks again on the
+/// other with none. Confirmations come first; the other kind is asked for when the reply parks
+/// again. The request the agent sent is kept when it asks for the same calls; else one is made
+/// whose id and time come from the calls (no id or time is drawn: a replay makes the same).
+fn pending_input(agent: &towerscope_agent::Agent, seen: Option<PendingInput>) -> Option<PendingInput> {
+    let waiting = agent.waiting_calls()?;
+    let confirm = !waiting.confirm.is_empty();
+    let calls = if confirm { waiting.confirm } else { waiting.external };
+    let same = |sent: &[ToolCallBlock]| sent.iter().map(|c| &c.id).eq(calls.iter().map(|c| &c.id));
+    match seen.as_ref().map(|p| &p.request) {
+        Some(AgentEvent::RequireUserConfirm(e)) if confirm && same(&e.tool_calls) => return seen,
+        Some(AgentEvent::RequireExternalExecution(e)) if !confirm && same(&e.tool_calls) => return seen,
+        _ => {}
+    }
+    let first = calls.first()?;
+    let (id, created_at) = (
+        Id::from(format!("{}-waiting-{}", waiting.reply_id, first.id)),
+        first.created_at,
+    );
+    let request: AgentEvent = if confirm {
+        let mut event = RequireUserConfirmEvent::new(waiting.reply_id, calls);
+        (event.id, event.created_at) = (id, created_at);
+        event.into()
+    } else {
+        let mut event = RequireExternalExecutionEvent::new(waiting.reply_id, calls);
+        (event.id, event.created_at) = (id, created_at);
+        event.into()
+    };
+    Some(PendingInput::new(String::new(), request))
 }
 
 fn reply_id(pending: &PendingInput) -> Id {

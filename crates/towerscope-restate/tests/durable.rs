@@ -371,3 +371,64 @@ async fn an_external_tool_call_waits_on_a_durable_promise_that_the_caller_resolv
     let (_, state) = call(&ingress, &session, "state", Value::Null).await;
     assert!(state.to_string().contains("42 in stock"), "{state}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_waiting_on_a_confirmation_and_an_external_call_asks_for_each_in_turn() {
+    let Some((ingress, admin)) = server("confirm_then_external") else {
+        return;
+    };
+    let _one = SERVER.lock().await;
+    let port = free_port();
+    let _endpoint = Endpoint::start(port, &[]);
+    register(&admin, port).await;
+
+    let session = key("both");
+    let reply = tokio::spawn({
+        let (ingress, session) = (ingress.clone(), session.clone());
+        async move { call(&ingress, &session, "reply", json!({"text": "refund and look up"})).await }
+    });
+    // The confirmation first (the agent sent it before the external request)...
+    let (id, request) = parked(&ingress, &session).await;
+    assert_eq!(request["type"], "REQUIRE_USER_CONFIRM", "{request}");
+    assert_eq!(request["tool_calls"][0]["name"], "refund");
+    let response = support::client()
+        .post(format!("{ingress}/restate/awakeables/{id}/resolve"))
+        .json(&json!({"confirmed": true}))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success());
+
+    // ...then the external call, which the agent announced in the first round only.
+    let (id, request) = loop {
+        let (again, request) = parked(&ingress, &session).await;
+        if again != id {
+            break (again, request);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(request["type"], "REQUIRE_EXTERNAL_EXECUTION", "{request}");
+    assert_eq!(request["tool_calls"][0]["name"], "lookup");
+    assert_eq!(count(&session, "tool_refund"), 1, "the confirmed refund ran");
+    let call_id = request["tool_calls"][0]["id"].as_str().unwrap().to_owned();
+    let result = json!({"execution_results": [{
+        "type": "tool_result", "id": call_id, "name": "lookup", "state": "success",
+        "output": [{"type": "text", "text": "in stock"}],
+    }]});
+    let response = support::client()
+        .post(format!("{ingress}/restate/awakeables/{id}/resolve"))
+        .json(&result)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success());
+    let (status, body) = reply.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["message"]["content"][0]["text"], "refunded and looked up",
+        "{body}"
+    );
+    assert_eq!(body["parks"], 2);
+    let (_, pending) = call(&ingress, &session, "pending", Value::Null).await;
+    assert!(pending.is_null(), "{pending}");
+}

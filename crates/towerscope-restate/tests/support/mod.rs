@@ -5,6 +5,8 @@
 //!
 //! - `shop-…`: tools `charge` and `ship`; the model calls `charge`, then `ship`, then answers;
 //! - `confirm-…`: tool `refund`, which needs the user's confirmation;
+//! - `both-…`: one answer calls `refund` (confirmed) and the external `lookup`, decided in one
+//!   concurrent batch;
 //! - `slow-…`: a model that takes 1 s, no tools;
 //! - `changed-…`: as `shop-` in the endpoint started with `TOWERSCOPE_TEST_AGENT_VERSION=2`, `ship`
 //!   has another schema and `charge` is gone.
@@ -232,6 +234,8 @@ struct CountingModel {
 #[derive(Debug, Clone)]
 enum Answer {
     Call(&'static str, &'static str),
+    /// Two calls in one answer.
+    Calls([(&'static str, &'static str); 2]),
     Text(&'static str),
 }
 
@@ -270,11 +274,16 @@ impl ChatModel for CountingModel {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 append(&key, "model_spans", &format!("end {}", micros()));
             }
-            let block: ContentBlock = match answer {
-                Answer::Call(name, input) => ToolCallBlock::new(format!("call_{results}"), name, input).into(),
-                Answer::Text(text) => TextBlock::new(text).into(),
+            let blocks: Vec<ContentBlock> = match answer {
+                Answer::Call(name, input) => vec![ToolCallBlock::new(format!("call_{results}"), name, input).into()],
+                Answer::Calls(calls) => calls
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (name, input))| ToolCallBlock::new(format!("call_{results}_{i}"), *name, *input).into())
+                    .collect(),
+                Answer::Text(text) => vec![TextBlock::new(text).into()],
             };
-            Ok::<_, AgentError>(ModelOutput::Complete(ChatResponse::new(vec![block])))
+            Ok::<_, AgentError>(ModelOutput::Complete(ChatResponse::new(blocks)))
         })
     }
 }
@@ -326,6 +335,10 @@ impl Tool for ExternalLookup {
     }
 
     fn external(&self) -> bool {
+        true
+    }
+
+    fn concurrency_safe(&self) -> bool {
         true
     }
 
@@ -382,6 +395,26 @@ fn build(ctx: &DurableContext) -> Result<Agent, AgentError> {
                 false,
             ))
             .tool(counted_tool::<Charge>(&key, "refund").requires_confirmation(|_| true))
+            .build(),
+        // One answer calls `refund` (confirmed first) and the external `lookup`, both safe to
+        // run together: the round decides both, and sends both requests.
+        "both" => builder
+            .model(model(
+                vec![
+                    Answer::Calls([("refund", r#"{"cents":300}"#), ("lookup", r#"{"sku":"mug"}"#)]),
+                    Answer::Text("unused"),
+                    Answer::Text("refunded and looked up"),
+                ],
+                false,
+            ))
+            .tool(
+                counted_tool::<Charge>(&key, "refund")
+                    .requires_confirmation(|_| true)
+                    .concurrency_safe(true),
+            )
+            .tool(ExternalLookup(
+                json!({"type": "object", "properties": {"sku": {"type": "string"}}}),
+            ))
             .build(),
         "external" => builder
             .model(model(
