@@ -169,7 +169,8 @@ async fn a_turn_waiting_on_a_confirmation_and_an_external_call_asks_for_each_in_
     assert_eq!(data["toolCalls"][0]["name"], "delete");
 
     // The confirmation answered, the reply parks again on the external call, which the agent
-    // announced in the first reply only: the task asks for its result.
+    // requested in the first reply (beside the confirmation) and not again: the task asks for
+    // its result.
     let confirmed = client.send(user("yes", "mixed-s1")).await.unwrap();
     let waiting = confirmed.task().unwrap().clone();
     assert_eq!(waiting.id, task.id);

@@ -99,6 +99,9 @@ async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pac
     let mut stream = agent.reply_stream(input);
     let mut parked: Option<Parked> = None;
     let mut last: Option<Msg> = None;
+    // How the reply ended, from its `REPLY_END` (a layer may replace the final message, and
+    // with it the finished reason it carries).
+    let mut ended: Option<ReplyFinishedReason> = None;
     let mut failed = false;
     while let Some(item) = stream.next().await {
         match item {
@@ -108,6 +111,7 @@ async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pac
                 }
                 publish_artifact(&tasks, &id, &artifact_id, &e.delta, true, false);
             }
+            Ok(ReplyItem::Event(AgentEvent::ReplyEnd(e))) => ended = Some(e.finished_reason),
             Ok(ReplyItem::Event(_)) => {}
             Ok(ReplyItem::Final(msg)) => {
                 // What a parked reply waits for is read from the agent: the `REQUIRE_*` events
@@ -151,7 +155,7 @@ async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pac
                 set_status(&tasks, &id, TaskState::Canceled, None);
             }
         }
-        (false, Some(msg)) => match msg.finished_reason {
+        (false, Some(msg)) => match ended.or(msg.finished_reason) {
             Some(ReplyFinishedReason::Interrupted) => set_status(&tasks, &id, TaskState::Canceled, None),
             Some(ReplyFinishedReason::Error) => {
                 tracing::warn!(task = %id, "an A2A task's reply ended with an error");

@@ -11,6 +11,12 @@
 //! | `REQUIRE_USER_CONFIRM`                 | `RUN_FINISHED` outcome `interrupt`, one per call   |
 //! | `REQUIRE_EXTERNAL_EXECUTION`           | `RUN_FINISHED` `pendingToolCallIds`                |
 //! | `REPLY_END` interrupted / error        | `RUN_FINISHED` outcome `cancelled` / `RUN_ERROR`   |
+//! | (no `REPLY_END`: the reply parked)     | the outcome from [`EventMapper::settle`]           |
+//!
+//! The `REQUIRE_*` events name a call when the agent first decides it waits, so a reply that
+//! parked is settled from [`Agent::waiting_calls`](towerscope_agent::Agent::waiting_calls): a
+//! resume that answers one call of a turn and parks again on another sends no event. An
+//! interrupted reply ends `cancelled` whatever it asked for before (the interrupt closed it).
 //! | `CUSTOM`                               | `CUSTOM`                                           |
 //!
 //! Data blocks, hints and the echo of resume inputs have no AG-UI counterpart and are not sent.
@@ -263,8 +269,25 @@ impl EventMapper {
     /// ended without a `REPLY_END` (it parked): every waiting call, not only those the events
     /// named. The events name a call when the agent first decides it waits; a resumed reply
     /// that parks again on another call of the same turn names none, and its run must still
-    /// end waiting for that call.
-    pub(crate) fn settle(&mut self, waiting: impl FnOnce() -> Option<WaitingCalls>) {
+    /// end waiting for that call. Call it when the reply's final message comes, with
+    /// [`Agent::waiting_calls`](towerscope_agent::Agent::waiting_calls); `waiting` is not called
+    /// for a reply that ended.
+    ///
+    /// ```
+    /// use towerscope_agent::Agent;
+    /// use towerscope_models::{ScriptedModel, ScriptedResponse};
+    /// use towerscope_serve::agui::EventMapper;
+    ///
+    /// let agent = Agent::builder("assistant")
+    ///     .model(ScriptedModel::new("m", [ScriptedResponse::text("Hi!")]))
+    ///     .build()?;
+    /// let mut mapper = EventMapper::new("thread-1", "run-1");
+    /// // ... the reply's events through `map`, then its final message:
+    /// mapper.settle(|| agent.waiting_calls());
+    /// assert_eq!(mapper.finish().type_name(), "RUN_FINISHED");
+    /// # Ok::<(), towerscope_core::AgentError>(())
+    /// ```
+    pub fn settle(&mut self, waiting: impl FnOnce() -> Option<WaitingCalls>) {
         if self.finished.is_some() {
             return;
         }

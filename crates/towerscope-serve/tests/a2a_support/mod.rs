@@ -30,8 +30,8 @@ pub(crate) const CHAT_SECOND: &str = "Still here, same session.";
 /// - `chat-*`: answers [`CHAT_ANSWER`], then [`CHAT_SECOND`];
 /// - `confirm-*`: calls `delete` (which asks for confirmation), then answers `Deleted /tmp/a.`;
 /// - `deny-*`: the same for `/tmp/keep-me`, then answers `Kept it.`;
-/// - `mixed-*`: calls `delete` (asks) and the external `lookup` in one turn, then answers
-///   `Both done.`;
+/// - `mixed-*`: calls `delete` (asks) and the external `lookup` (allowed) in one round, decided
+///   together, then answers `Both done.`;
 /// - `drip-*`: answers [`CHAT_ANSWER`] with 20 ms between streamed pieces;
 /// - `slow-*`: answers after a minute (for cancellation);
 /// - `fail-*`: its model fails with a message holding a fake key;
@@ -86,19 +86,54 @@ pub(crate) fn agent(context: &str) -> Result<Agent, AgentError> {
     };
     Agent::builder("helper")
         .model(model)
-        .tool(FunctionTool::new("delete", |a: Delete| async move {
-            DELETED.lock().unwrap().push(a.path.clone());
-            format!("deleted {}", a.path)
-        }))
-        .tool(towerscope_serve::agui::FrontendTool::new(
-            "lookup",
-            "Looks a key up; the caller runs it.",
-            None,
+        .tool(
+            FunctionTool::new("delete", |a: Delete| async move {
+                DELETED.lock().unwrap().push(a.path.clone());
+                format!("deleted {}", a.path)
+            })
+            .concurrency_safe(true),
+        )
+        .tool(Lookup(
+            serde_json::json!({"type": "object", "properties": {"key": {"type": "string"}}}),
         ))
         .default_permission(PermissionDecision::Ask {
             suggested_rules: vec![],
         })
         .build()
+}
+
+/// `lookup`: a tool the caller runs, allowed without asking and safe to run beside others, so a
+/// round calling it and `delete` decides both at once (two requests in one reply).
+struct Lookup(serde_json::Value);
+
+impl towerscope_agent::toolkit::Tool for Lookup {
+    fn name(&self) -> &str {
+        "lookup"
+    }
+
+    fn description(&self) -> &str {
+        "Looks a key up; the caller runs it."
+    }
+
+    fn input_schema(&self) -> &serde_json::Value {
+        &self.0
+    }
+
+    fn external(&self) -> bool {
+        true
+    }
+
+    fn concurrency_safe(&self) -> bool {
+        true
+    }
+
+    fn check_permission(&self, _input: &serde_json::Value) -> Option<PermissionDecision> {
+        Some(PermissionDecision::Allow)
+    }
+
+    fn call(&self, _input: serde_json::Value) -> towerscope_agent::toolkit::ToolChunkStream {
+        panic!("an external tool is never called by the agent")
+    }
 }
 
 /// Serves `config`'s A2A routes for [`agent`] on 127.0.0.1, on an ephemeral port; returns the
