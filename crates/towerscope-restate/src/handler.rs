@@ -304,18 +304,28 @@ fn pending_input(agent: &towerscope_agent::Agent, seen: Option<PendingInput>) ->
         _ => {}
     }
     let first = calls.first()?;
-    let (id, created_at) = (
-        Id::from(format!("{}-waiting-{}", waiting.reply_id, first.id)),
-        first.created_at,
-    );
+    let id = Id::from(format!("{}-waiting-{}", waiting.reply_id, first.id));
+    let created_at = first.created_at;
+    let (metadata, reply_id, tool_calls) = (serde_json::Map::new(), waiting.reply_id, calls);
+    // Built whole: the events' `new` draws an id and a time, which would shift a replay's.
     let request: AgentEvent = if confirm {
-        let mut event = RequireUserConfirmEvent::new(waiting.reply_id, calls);
-        (event.id, event.created_at) = (id, created_at);
-        event.into()
+        RequireUserConfirmEvent {
+            id,
+            created_at,
+            metadata,
+            reply_id,
+            tool_calls,
+        }
+        .into()
     } else {
-        let mut event = RequireExternalExecutionEvent::new(waiting.reply_id, calls);
-        (event.id, event.created_at) = (id, created_at);
-        event.into()
+        RequireExternalExecutionEvent {
+            id,
+            created_at,
+            metadata,
+            reply_id,
+            tool_calls,
+        }
+        .into()
     };
     Some(PendingInput::new(String::new(), request))
 }

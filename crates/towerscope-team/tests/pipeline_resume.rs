@@ -323,3 +323,78 @@ async fn a_row_reaches_a_member_parked_in_its_fanout_that_failed() {
     let out = row.reply(confirms[0].clone().into()).await.unwrap();
     assert_eq!(line(&out), "editor: Edited.");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_call_dropped_after_a_parked_member_refused_it_leaves_that_members_round_whole() {
+    // Round 1: a parks, b answers. Round 2: a refuses (it waits in round 1), b is slow; the
+    // call is dropped while b answers.
+    let a = asking("a", ScriptedResponse::text("A done."));
+    let b = Agent::builder("b")
+        .model(ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::text("B one."),
+                ScriptedResponse::text("B two.").delay(Duration::from_millis(200)),
+            ],
+        ))
+        .build()
+        .unwrap();
+    let panel = FanoutPipeline::new([a, b]);
+    let (first, _) = park(panel.reply_stream(Msg::user("user", "one").into())).await;
+    let mut second = panel.reply_stream(Msg::user("user", "two").into());
+    let more = tokio::time::timeout(Duration::from_millis(50), async {
+        while let Some(item) = second.next().await {
+            drop(item);
+        }
+    })
+    .await;
+    assert!(more.is_err(), "the call still waits on b");
+    drop(second);
+
+    // a's answer completes its own round, with b's answer to that round.
+    let out = panel.reply(first[0].clone().into()).await.unwrap();
+    completed_with(&out, "fanout: a: A done.\nb: B one.");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fanout_reaches_a_member_parked_in_its_inner_fanout_that_failed() {
+    let tidy = asking("tidy", ScriptedResponse::text("Tidied."));
+    let inner = FanoutPipeline::new([tidy, broken("broken", 50)]).named("inner");
+    let other = Agent::builder("other")
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("Other.")]))
+        .build()
+        .unwrap();
+    let outer = FanoutPipeline::from_shared([
+        std::sync::Arc::new(inner) as std::sync::Arc<dyn Participant>,
+        std::sync::Arc::new(other),
+    ]);
+    let (confirms, error) = failing(outer.reply_stream(Msg::user("user", "clean up").into())).await;
+    assert!(error.contains("the model is down"), "{error}");
+    assert_eq!(confirms.len(), 1);
+
+    // The answer, sent to the outer fan-out, reaches tidy through the inner one, and both
+    // rounds complete.
+    let out = outer.reply(confirms[0].clone().into()).await.unwrap();
+    completed_with(&out, "fanout: inner: tidy: Tidied.\nother: Other.");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_member_parking_as_the_rows_call_is_dropped_is_reached_through_the_row() {
+    let tidy = asking("tidy", ScriptedResponse::text("Tidied."));
+    let editor = Agent::builder("editor")
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("Edited.")]))
+        .build()
+        .unwrap();
+    let row = SequentialPipeline::new([tidy, editor]);
+    let mut stream = row.reply_stream(Msg::user("user", "clean up").into());
+    // Dropped at tidy's question, before its waiting message is read.
+    let confirm = loop {
+        if let Some(Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e)))) = stream.next().await {
+            let allow = e.tool_calls.into_iter().map(|c| ConfirmResult::new(true, c)).collect();
+            break UserConfirmResultEvent::new(e.reply_id, allow);
+        }
+    };
+    drop(stream);
+    let out = row.reply(confirm.into()).await.unwrap();
+    assert_eq!(line(&out), "editor: Edited.");
+}

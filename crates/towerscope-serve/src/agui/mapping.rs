@@ -12,14 +12,14 @@
 //! | `REQUIRE_EXTERNAL_EXECUTION`           | `RUN_FINISHED` `pendingToolCallIds`                |
 //! | `REPLY_END` interrupted / error        | `RUN_FINISHED` outcome `cancelled` / `RUN_ERROR`   |
 //! | (no `REPLY_END`: the reply parked)     | the outcome from [`EventMapper::settle`]           |
+//! | `CUSTOM`                               | `CUSTOM`                                           |
+//!
+//! Data blocks, hints and the echo of resume inputs have no AG-UI counterpart and are not sent.
 //!
 //! The `REQUIRE_*` events name a call when the agent first decides it waits, so a reply that
 //! parked is settled from [`Agent::waiting_calls`](towerscope_agent::Agent::waiting_calls): a
 //! resume that answers one call of a turn and parks again on another sends no event. An
 //! interrupted reply ends `cancelled` whatever it asked for before (the interrupt closed it).
-//! | `CUSTOM`                               | `CUSTOM`                                           |
-//!
-//! Data blocks, hints and the echo of resume inputs have no AG-UI counterpart and are not sent.
 //!
 //! A run sent again whose messages the thread already holds is answered by
 //! [`EventMapper::replay`]: the stored reply to them, as the events its run sent (text,

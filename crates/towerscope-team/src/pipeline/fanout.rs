@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use futures_util::StreamExt;
 use towerscope_core::id::now_timestamp;
 use towerscope_core::{
-    AgentError, ContentBlock, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, TextBlock,
+    AgentError, AgentEvent, ContentBlock, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, TextBlock,
 };
 
 use super::merge::{MergedStream, merge};
@@ -45,13 +45,13 @@ impl Rounds {
             let position = round.parked.iter().position(|(_, w)| &w.id == reply_id)?;
             Some((at, position))
         })?;
-        let mut round = rounds.swap_remove(at);
+        let mut round = rounds.remove(at);
         let member = round.parked.remove(position);
         Some((round, member))
     }
 
     /// The reply the newest waiting round's first parked member waits in (the one its call's
-    /// waiting message named).
+    /// waiting message named; rounds are kept in the order they came to wait).
     fn first_waiting(&self) -> Option<Id> {
         let rounds = self.lock();
         let round = rounds.last()?;
@@ -246,6 +246,7 @@ impl Participant for FanoutPipeline {
             round: Some(round),
             resuming,
             error: None,
+            asked: vec![Vec::new(); self.members.len()],
         };
         Box::pin(futures_util::stream::unfold(run, FanoutRun::next))
     }
@@ -279,6 +280,10 @@ struct FanoutRun {
     resuming: Option<(usize, Msg)>,
     /// The first member's error: it ends the call once the other members' replies ended.
     error: Option<AgentError>,
+    /// The replies each member asked the user or an outside executor about in this call (its
+    /// `REQUIRE_*` events): a member whose stream ended without its waiting message is taken
+    /// as parked only in one of these.
+    asked: Vec<Vec<Id>>,
 }
 
 impl FanoutRun {
@@ -297,7 +302,14 @@ impl FanoutRun {
             match item {
                 Ok(ReplyItem::Final(msg)) if msg.finished_reason.is_none() => round.parked.push((i, msg)),
                 Ok(ReplyItem::Final(msg)) => round.finals[i] = Some(msg),
-                Ok(event) => return Some((Ok(event), self)),
+                Ok(ReplyItem::Event(event)) => {
+                    if let Some(reply_id) = asked_in(&event)
+                        && let Some(asked) = self.asked.get_mut(i)
+                    {
+                        asked.push(reply_id.clone());
+                    }
+                    return Some((Ok(ReplyItem::Event(event)), self));
+                }
                 Err(e) => {
                     // The others go on to their end (their answers, and the calls they park
                     // on, are kept in the round); the error ends the call after them.
@@ -343,18 +355,31 @@ impl FanoutRun {
             round.parked.push(resumed);
         } else if self.merged.take().is_some() {
             round.cut = true;
-            // The members' streams are gone: one that was parking (its question streamed, its
-            // waiting message not read yet) is parked all the same, and waits in this round.
-            for (i, member) in self.members.iter().enumerate() {
-                let known = round.finals[i].is_some() || round.parked.iter().any(|(m, _)| *m == i);
-                if !known && let Some(reply_id) = member.parked_reply() {
-                    round.parked.push((i, waiting_note(member.name(), reply_id)));
-                }
+        }
+        // A member whose stream ended without its waiting message (dropped, or failed: a
+        // pipeline member that failed with one of its own members parked) is parked all the
+        // same when it is parked in a reply it asked about in this call: it waits in this round.
+        for (i, member) in self.members.iter().enumerate() {
+            let known = round.finals[i].is_some() || round.parked.iter().any(|(m, _)| *m == i);
+            if !known
+                && let Some(reply_id) = member.parked_reply()
+                && self.asked.get(i).is_some_and(|asked| asked.contains(&reply_id))
+            {
+                round.parked.push((i, waiting_note(member.name(), reply_id)));
             }
         }
         if !round.parked.is_empty() {
             self.rounds.keep(round);
         }
+    }
+}
+
+/// The reply a `REQUIRE_*` event asks about, if `event` is one.
+pub(super) fn asked_in(event: &AgentEvent) -> Option<&Id> {
+    match event {
+        AgentEvent::RequireUserConfirm(e) => Some(&e.reply_id),
+        AgentEvent::RequireExternalExecution(e) => Some(&e.reply_id),
+        _ => None,
     }
 }
 

@@ -134,7 +134,7 @@ impl SequentialPipeline {
     /// Items tagged with their member, and whether the item is the pipeline's own final item.
     fn run(&self, input: ReplyInput) -> impl futures_core::Stream<Item = (Tagged, bool)> + Send + 'static {
         let start = self.start(input);
-        let run = Run {
+        let mut run = Run {
             members: Arc::clone(&self.members),
             parked: self.parked.clone(),
             stop: Some(self.runs.start()),
@@ -145,19 +145,16 @@ impl SequentialPipeline {
             pending_error: None,
             resuming: None,
             closing: false,
+            asked: Vec::new(),
         };
-        let run = match start {
-            Ok((index, stream, resuming)) => Run {
-                index,
-                current: Some(stream),
-                resuming,
-                ..run
-            },
-            Err(e) => Run {
-                pending_error: Some(Tagged::new(Arc::clone(&self.name), Err(e))),
-                ..run
-            },
-        };
+        match start {
+            Ok((index, stream, resuming)) => {
+                run.index = index;
+                run.current = Some(stream);
+                run.resuming = resuming;
+            }
+            Err(e) => run.pending_error = Some(Tagged::new(Arc::clone(&self.name), Err(e))),
+        }
         futures_util::stream::unfold(run, Run::next)
     }
 
@@ -203,6 +200,10 @@ struct Run {
     resuming: Option<Resuming>,
     /// Whether the member is closing its parked reply (the row was interrupted).
     closing: bool,
+    /// The replies the current member asked the user or an outside executor about in this run
+    /// (its `REQUIRE_*` events): a member whose stream failed or was dropped is recorded as
+    /// parked only in one of these.
+    asked: Vec<Id>,
 }
 
 impl Run {
@@ -251,17 +252,17 @@ impl Run {
                 if self.resuming.is_none() {
                     // A member that failed while parked in part (a fan-out whose other member
                     // failed) still waits: the resume naming its reply goes to it.
-                    if let Some(reply_id) = member.parked_reply() {
-                        self.parked.park(Parked {
-                            reply_id,
-                            member: self.index,
-                        });
-                    }
+                    self.park_asked();
                 }
                 self.resuming = None; // before the member's first item: refused, it still waits
                 Some(((tag(Err(e)), true), self))
             }
-            Some(Ok(event)) => Some(((tag(Ok(event)), false), self)),
+            Some(Ok(ReplyItem::Event(event))) => {
+                if let Some(reply_id) = super::fanout::asked_in(&event) {
+                    self.asked.push(reply_id.clone());
+                }
+                Some(((tag(Ok(ReplyItem::Event(event))), false), self))
+            }
             None => {
                 self.finish();
                 let err = AgentError::State(format!(
@@ -313,7 +314,22 @@ impl Run {
 
     /// Starts the next member on `reply`. An interrupt that came after the caller looked (when
     /// the member was not replying yet) reaches the member's new reply.
+    /// Records the current member as parked when it is parked in a reply it asked about in
+    /// this run (its stream ended without its waiting message: it failed, or was dropped).
+    fn park_asked(&mut self) {
+        let member = &self.members[self.index];
+        if let Some(reply_id) = member.parked_reply()
+            && self.asked.contains(&reply_id)
+        {
+            self.parked.park(Parked {
+                reply_id,
+                member: self.index,
+            });
+        }
+    }
+
     fn start_next(&mut self, reply: &Msg) {
+        self.asked.clear();
         self.index += 1;
         let member = &self.members[self.index];
         let next: Vec<Msg> = shared_copy(reply).into_iter().collect();
@@ -336,6 +352,18 @@ impl Run {
     fn finish(&mut self) {
         self.done = true;
         self.stop = None;
+    }
+}
+
+impl Drop for Run {
+    /// A run dropped while its member replies: a member that was parking (its question
+    /// streamed, its waiting message not read yet) is parked all the same, and the resume
+    /// naming its reply goes to it.
+    fn drop(&mut self) {
+        if self.done || self.resuming.is_some() || self.current.take().is_none() {
+            return;
+        }
+        self.park_asked();
     }
 }
 

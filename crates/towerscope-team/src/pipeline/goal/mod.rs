@@ -248,6 +248,12 @@ impl Participant for GoalPipeline {
         let verifier = self.verifier.interrupt();
         runs || executor || verifier
     }
+
+    /// The executor's parked reply (or its team leader's), else the verifier's.
+    fn parked_reply(&self) -> Option<towerscope_core::Id> {
+        let parked = |agent: &Agent| agent.waiting_calls().map(|w| w.reply_id);
+        parked(self.executor.agent()).or_else(|| parked(&self.verifier))
+    }
 }
 
 impl fmt::Debug for GoalPipeline {

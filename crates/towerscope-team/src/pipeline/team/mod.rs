@@ -207,6 +207,11 @@ impl Participant for TeamPipeline {
         let leader = self.leader.interrupt();
         runs || members > 0 || leader
     }
+
+    /// The leader's parked reply (the team parks when its leader does).
+    fn parked_reply(&self) -> Option<towerscope_core::Id> {
+        self.leader.waiting_calls().map(|w| w.reply_id)
+    }
 }
 
 impl fmt::Debug for TeamPipeline {
