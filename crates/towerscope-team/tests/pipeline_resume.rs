@@ -398,3 +398,26 @@ async fn a_member_parking_as_the_rows_call_is_dropped_is_reached_through_the_row
     let out = row.reply(confirm.into()).await.unwrap();
     assert_eq!(line(&out), "editor: Edited.");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_row_keeps_waiting_on_a_fanout_member_after_the_resumed_one_failed() {
+    // The fan-out's two members both park; the row records the first. Resumed through the row,
+    // the first accepts and then fails: the row records the second, which the fan-out still
+    // waits on, and its answer sent to the row completes the fan-out and the row goes on.
+    let tidy = asking("tidy", ScriptedResponse::text("Tidied."));
+    let panel = FanoutPipeline::new([failing_after_the_call("cleaner"), tidy]);
+    let editor = Agent::builder("editor")
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("Edited.")]))
+        .build()
+        .unwrap();
+    let row = SequentialPipeline::from_shared([
+        std::sync::Arc::new(panel) as std::sync::Arc<dyn Participant>,
+        std::sync::Arc::new(editor),
+    ]);
+    let (confirms, _) = park(row.reply_stream(Msg::user("user", "clean up").into())).await;
+    assert_eq!(confirms.len(), 2, "both members ask");
+    let err = row.reply(confirms[0].clone().into()).await.unwrap_err();
+    assert!(err.to_string().contains("the model is down"), "{err}");
+    let out = row.reply(confirms[1].clone().into()).await.unwrap();
+    assert_eq!(line(&out), "editor: Edited.");
+}

@@ -237,6 +237,7 @@ impl Participant for FanoutPipeline {
             Ok(opened) => opened,
             Err(e) => return Box::pin(futures_util::stream::iter([Err(e)])),
         };
+        let resumed = resuming.as_ref().map(|(member, _)| *member);
         let merged = futures_util::stream::select_all(streams.into_iter().map(|(i, s)| s.map(move |item| (i, item))));
         let run = FanoutRun {
             name: Arc::clone(&self.name),
@@ -247,6 +248,7 @@ impl Participant for FanoutPipeline {
             resuming,
             error: None,
             asked: vec![Vec::new(); self.members.len()],
+            resumed,
         };
         Box::pin(futures_util::stream::unfold(run, FanoutRun::next))
     }
@@ -282,8 +284,11 @@ struct FanoutRun {
     error: Option<AgentError>,
     /// The replies each member asked the user or an outside executor about in this call (its
     /// `REQUIRE_*` events): a member whose stream ended without its waiting message is taken
-    /// as parked only in one of these.
+    /// as parked only in one of these, or, the member this call resumed, in any (a resumed
+    /// reply that parks again asks nothing again; its park is this call's, not a stale one).
     asked: Vec<Vec<Id>>,
+    /// The member this call resumes.
+    resumed: Option<usize>,
 }
 
 impl FanoutRun {
@@ -363,7 +368,7 @@ impl FanoutRun {
             let known = round.finals[i].is_some() || round.parked.iter().any(|(m, _)| *m == i);
             if !known
                 && let Some(reply_id) = member.parked_reply()
-                && self.asked.get(i).is_some_and(|asked| asked.contains(&reply_id))
+                && (self.resumed == Some(i) || self.asked.get(i).is_some_and(|asked| asked.contains(&reply_id)))
             {
                 round.parked.push((i, waiting_note(member.name(), reply_id)));
             }

@@ -146,11 +146,13 @@ impl SequentialPipeline {
             resuming: None,
             closing: false,
             asked: Vec::new(),
+            resumed: false,
         };
         match start {
             Ok((index, stream, resuming)) => {
                 run.index = index;
                 run.current = Some(stream);
+                run.resumed = resuming.is_some();
                 run.resuming = resuming;
             }
             Err(e) => run.pending_error = Some(Tagged::new(Arc::clone(&self.name), Err(e))),
@@ -202,8 +204,11 @@ struct Run {
     closing: bool,
     /// The replies the current member asked the user or an outside executor about in this run
     /// (its `REQUIRE_*` events): a member whose stream failed or was dropped is recorded as
-    /// parked only in one of these.
+    /// parked only in one of these, or, when this run resumed the member, in any (a resumed
+    /// reply that parks again asks nothing again).
     asked: Vec<Id>,
+    /// Whether the current member is the one this run resumed.
+    resumed: bool,
 }
 
 impl Run {
@@ -312,14 +317,13 @@ impl Run {
         false
     }
 
-    /// Starts the next member on `reply`. An interrupt that came after the caller looked (when
-    /// the member was not replying yet) reaches the member's new reply.
     /// Records the current member as parked when it is parked in a reply it asked about in
-    /// this run (its stream ended without its waiting message: it failed, or was dropped).
+    /// this run, or this run resumed it (its stream ended without its waiting message: it
+    /// failed, or was dropped).
     fn park_asked(&mut self) {
         let member = &self.members[self.index];
         if let Some(reply_id) = member.parked_reply()
-            && self.asked.contains(&reply_id)
+            && (self.resumed || self.asked.contains(&reply_id))
         {
             self.parked.park(Parked {
                 reply_id,
@@ -328,8 +332,11 @@ impl Run {
         }
     }
 
+    /// Starts the next member on `reply`. An interrupt that came after the caller looked (when
+    /// the member was not replying yet) reaches the member's new reply.
     fn start_next(&mut self, reply: &Msg) {
         self.asked.clear();
+        self.resumed = false;
         self.index += 1;
         let member = &self.members[self.index];
         let next: Vec<Msg> = shared_copy(reply).into_iter().collect();
@@ -360,7 +367,8 @@ impl Drop for Run {
     /// streamed, its waiting message not read yet) is parked all the same, and the resume
     /// naming its reply goes to it.
     fn drop(&mut self) {
-        if self.done || self.resuming.is_some() || self.current.take().is_none() {
+        // A member closing its parked reply (the row was interrupted) waits for nothing.
+        if self.done || self.closing || self.resuming.is_some() || self.current.take().is_none() {
             return;
         }
         self.park_asked();

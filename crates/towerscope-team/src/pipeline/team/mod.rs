@@ -208,9 +208,12 @@ impl Participant for TeamPipeline {
         runs || members > 0 || leader
     }
 
-    /// The leader's parked reply (the team parks when its leader does).
+    /// The leader's parked reply, when it waits for the user or an outside executor: a
+    /// leader waiting only on its `TeamAssign` calls waits for the team's own members.
     fn parked_reply(&self) -> Option<towerscope_core::Id> {
-        self.leader.waiting_calls().map(|w| w.reply_id)
+        let waiting = self.leader.waiting_calls()?;
+        let for_the_team = waiting.confirm.is_empty() && waiting.external.iter().all(|c| c.name == super::ASSIGN_TOOL);
+        (!for_the_team).then_some(waiting.reply_id)
     }
 }
 
