@@ -367,8 +367,10 @@ impl Drop for Run {
     /// streamed, its waiting message not read yet) is parked all the same, and the resume
     /// naming its reply goes to it.
     fn drop(&mut self) {
-        // A member closing its parked reply (the row was interrupted) waits for nothing.
-        if self.done || self.closing || self.resuming.is_some() || self.current.take().is_none() {
+        // A member still closing its parked reply (the row was interrupted) is recorded too: a
+        // close cut short leaves it parked, and only the row can reach it (a close that ended
+        // leaves nothing parked, so nothing is recorded).
+        if self.done || self.resuming.is_some() || self.current.take().is_none() {
             return;
         }
         self.park_asked();
