@@ -164,6 +164,30 @@ pub struct WaitingCalls {
     pub external: Vec<ToolCallBlock>,
 }
 
+impl WaitingCalls {
+    /// What the assistant message `msg` waits for: its calls without a result in state
+    /// `asking` (confirm) or `submitted` (external), under the message's id; `None` when it
+    /// waits for nothing (or is not an assistant message).
+    pub fn of(msg: &Msg) -> Option<Self> {
+        if msg.role != Role::Assistant {
+            return None;
+        }
+        let mut waiting = Self {
+            reply_id: msg.id.clone(),
+            confirm: Vec::new(),
+            external: Vec::new(),
+        };
+        for call in unfinished_refs(msg) {
+            match call.state {
+                ToolCallState::Asking => waiting.confirm.push(call.clone()),
+                ToolCallState::Submitted => waiting.external.push(call.clone()),
+                _ => {}
+            }
+        }
+        (!waiting.confirm.is_empty() || !waiting.external.is_empty()).then_some(waiting)
+    }
+}
+
 impl AgentState {
     /// A new state with a fresh session id.
     pub fn new() -> Self {
@@ -222,20 +246,7 @@ impl AgentState {
 
     /// What the parked reply waits for (see [`WaitingCalls`]); `None` when not parked.
     pub(crate) fn waiting_calls(&self) -> Option<WaitingCalls> {
-        let msg = self.tail_assistant()?;
-        let mut waiting = WaitingCalls {
-            reply_id: msg.id.clone(),
-            confirm: Vec::new(),
-            external: Vec::new(),
-        };
-        for call in unfinished_refs(msg) {
-            match call.state {
-                ToolCallState::Asking => waiting.confirm.push(call.clone()),
-                ToolCallState::Submitted => waiting.external.push(call.clone()),
-                _ => {}
-            }
-        }
-        (!waiting.confirm.is_empty() || !waiting.external.is_empty()).then_some(waiting)
+        self.tail_assistant().and_then(WaitingCalls::of)
     }
 
     /// Whether the tail call `id` waits for the user or an external result.

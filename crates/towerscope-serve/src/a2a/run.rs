@@ -117,11 +117,7 @@ async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pac
                 // What a parked reply waits for is read from the agent: the `REQUIRE_*` events
                 // name a call only when it is first decided, so a resume that answers one call
                 // of a turn and parks again on another sends none.
-                parked = agent.waiting_calls().map(|w| Parked {
-                    reply_id: w.reply_id,
-                    confirm: w.confirm,
-                    external: w.external,
-                });
+                parked = agent.waiting_calls();
                 last = Some(msg);
             }
             Err(e) => {

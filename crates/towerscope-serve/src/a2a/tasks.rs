@@ -11,7 +11,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::broadcast;
 use towerscope_agent::Agent;
-use towerscope_core::{Id, ToolCallBlock};
 
 use super::error::RpcError;
 use super::wire::{Message, StreamResponse, Task, TaskState, TaskStatus, now_rfc3339};
@@ -55,15 +54,8 @@ impl Default for Limits {
     }
 }
 
-/// What a parked reply waits for.
-#[derive(Debug, Clone)]
-pub(crate) struct Parked {
-    pub(crate) reply_id: Id,
-    /// Calls waiting for the user's confirmation.
-    pub(crate) confirm: Vec<ToolCallBlock>,
-    /// Calls waiting for an external executor's results.
-    pub(crate) external: Vec<ToolCallBlock>,
-}
+/// What a parked reply waits for (the agent's own record of it).
+pub(crate) type Parked = towerscope_agent::WaitingCalls;
 
 pub(crate) struct TaskEntry {
     pub(crate) task: Task,

@@ -40,13 +40,11 @@
 //! assert_eq!(mapper.finish().type_name(), "RUN_FINISHED");
 //! ```
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 use towerscope_agent::WaitingCalls;
-use towerscope_core::{
-    AgentError, AgentEvent, ContentBlock, Id, Msg, ReplyFinishedReason, Role, ToolCallBlock, ToolCallState,
-};
+use towerscope_core::{AgentError, AgentEvent, ContentBlock, Msg, ReplyFinishedReason, Role, ToolCallBlock};
 
 use super::event::{AguiEvent, Interrupt, PROTOCOL_VERSION, RunOutcome, TokenUsage};
 use crate::error::client_message;
@@ -204,7 +202,9 @@ impl EventMapper {
         if msg.role != Role::Assistant {
             return;
         }
-        self.push_waiting(msg);
+        if let Some(waiting) = WaitingCalls::of(msg) {
+            self.wait_on(&waiting);
+        }
         for block in msg.content.iter().skip(from) {
             match block {
                 ContentBlock::Text(t) => {
@@ -291,22 +291,18 @@ impl EventMapper {
         if self.finished.is_some() {
             return;
         }
-        let Some(waiting) = waiting() else { return };
-        self.interrupts = waiting.confirm.iter().map(interrupt).collect();
-        self.pending = waiting.external.iter().map(|c| c.id.to_string()).collect();
+        if let Some(waiting) = waiting() {
+            self.interrupts.clear();
+            self.pending.clear();
+            self.wait_on(&waiting);
+        }
     }
 
-    /// Adds the calls of `msg` without a result that wait for the user's confirmation
-    /// (interrupts) or for a front-end result (pending), in the message's order.
-    fn push_waiting(&mut self, msg: &Msg) {
-        let answered: HashSet<&Id> = msg.tool_results().map(|r| &r.id).collect();
-        for call in msg.tool_calls().filter(|c| !answered.contains(&c.id)) {
-            match call.state {
-                ToolCallState::Asking => self.interrupts.push(interrupt(call)),
-                ToolCallState::Submitted => self.pending.push(call.id.to_string()),
-                _ => {}
-            }
-        }
+    /// Adds `waiting`'s calls to the outcome: those waiting for the user's confirmation as
+    /// interrupts, those waiting for a front-end result as pending.
+    fn wait_on(&mut self, waiting: &WaitingCalls) {
+        self.interrupts.extend(waiting.confirm.iter().map(interrupt));
+        self.pending.extend(waiting.external.iter().map(|c| c.id.to_string()));
     }
 
     fn add_usage(&mut self, input: u64, output: u64) {
@@ -398,7 +394,7 @@ fn confirmation_schema() -> Map<String, Value> {
 
 #[cfg(test)]
 mod tests {
-    use towerscope_core::{ReplyEndEvent, RequireUserConfirmEvent};
+    use towerscope_core::{ReplyEndEvent, RequireUserConfirmEvent, ToolCallState};
 
     use super::*;
 
