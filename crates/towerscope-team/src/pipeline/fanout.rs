@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use futures_util::StreamExt;
 use towerscope_core::id::now_timestamp;
 use towerscope_core::{
-    AgentError, AgentEvent, ContentBlock, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, TextBlock,
+    AgentError, ContentBlock, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, TextBlock,
 };
 
 use super::merge::{MergedStream, merge};
-use super::resumed_reply;
+use super::{Asked, resumed_reply};
 use crate::Participant;
 use crate::share::shared_copy;
 
@@ -238,6 +238,9 @@ impl Participant for FanoutPipeline {
             Err(e) => return Box::pin(futures_util::stream::iter([Err(e)])),
         };
         let resumed = resuming.as_ref().map(|(member, _)| *member);
+        let asked = (0..self.members.len())
+            .map(|i| Asked::new(resumed == Some(i)))
+            .collect();
         let merged = futures_util::stream::select_all(streams.into_iter().map(|(i, s)| s.map(move |item| (i, item))));
         let run = FanoutRun {
             name: Arc::clone(&self.name),
@@ -247,8 +250,7 @@ impl Participant for FanoutPipeline {
             round: Some(round),
             resuming,
             error: None,
-            asked: vec![Vec::new(); self.members.len()],
-            resumed,
+            asked,
         };
         Box::pin(futures_util::stream::unfold(run, FanoutRun::next))
     }
@@ -282,13 +284,8 @@ struct FanoutRun {
     resuming: Option<(usize, Msg)>,
     /// The first member's error: it ends the call once the other members' replies ended.
     error: Option<AgentError>,
-    /// The replies each member asked the user or an outside executor about in this call (its
-    /// `REQUIRE_*` events): a member whose stream ended without its waiting message is taken
-    /// as parked only in one of these, or, the member this call resumed, in any (a resumed
-    /// reply that parks again asks nothing again; its park is this call's, not a stale one).
-    asked: Vec<Vec<Id>>,
-    /// The member this call resumes.
-    resumed: Option<usize>,
+    /// What each member asked about in this call (see [`Asked`]).
+    asked: Vec<Asked>,
 }
 
 impl FanoutRun {
@@ -298,7 +295,7 @@ impl FanoutRun {
                 self.merged = None;
                 break;
             };
-            if item.is_ok() && self.resuming.as_ref().is_some_and(|(m, _)| *m == i) {
+            if item.is_ok() {
                 // The member accepted the resume: it is no longer parked (a refused resume
                 // emits nothing before its error).
                 self.resuming = None;
@@ -308,10 +305,8 @@ impl FanoutRun {
                 Ok(ReplyItem::Final(msg)) if msg.finished_reason.is_none() => round.parked.push((i, msg)),
                 Ok(ReplyItem::Final(msg)) => round.finals[i] = Some(msg),
                 Ok(ReplyItem::Event(event)) => {
-                    if let Some(reply_id) = asked_in(&event)
-                        && let Some(asked) = self.asked.get_mut(i)
-                    {
-                        asked.push(reply_id.clone());
+                    if let Some(asked) = self.asked.get_mut(i) {
+                        asked.note(&event);
                     }
                     return Some((Ok(ReplyItem::Event(event)), self));
                 }
@@ -363,28 +358,16 @@ impl FanoutRun {
         }
         // A member whose stream ended without its waiting message (dropped, or failed: a
         // pipeline member that failed with one of its own members parked) is parked all the
-        // same when it is parked in a reply it asked about in this call: it waits in this round.
-        for (i, member) in self.members.iter().enumerate() {
+        // same when this call made that park (see `Asked`): it waits in this round.
+        for (i, (member, asked)) in self.members.iter().zip(&self.asked).enumerate() {
             let known = round.finals[i].is_some() || round.parked.iter().any(|(m, _)| *m == i);
-            if !known
-                && let Some(reply_id) = member.parked_reply()
-                && (self.resumed == Some(i) || self.asked.get(i).is_some_and(|asked| asked.contains(&reply_id)))
-            {
+            if !known && let Some(reply_id) = asked.parked(member.as_ref()) {
                 round.parked.push((i, waiting_note(member.name(), reply_id)));
             }
         }
         if !round.parked.is_empty() {
             self.rounds.keep(round);
         }
-    }
-}
-
-/// The reply a `REQUIRE_*` event asks about, if `event` is one.
-pub(super) fn asked_in(event: &AgentEvent) -> Option<&Id> {
-    match event {
-        AgentEvent::RequireUserConfirm(e) => Some(&e.reply_id),
-        AgentEvent::RequireExternalExecution(e) => Some(&e.reply_id),
-        _ => None,
     }
 }
 

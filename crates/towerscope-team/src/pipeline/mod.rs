@@ -65,7 +65,9 @@ pub use team::{TeamMember, TeamPipeline};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
-use towerscope_core::{Id, ReplyInput};
+use towerscope_core::{AgentEvent, Id, ReplyInput};
+
+use crate::Participant;
 
 /// The parked reply a resuming input is addressed to; `None` for new messages.
 pub(crate) fn resumed_reply(input: &ReplyInput) -> Option<&Id> {
@@ -247,4 +249,49 @@ pub(crate) mod asking {
         assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Interrupted));
         (asked.unwrap(), last)
     }
+}
+
+/// What one member asked the user or an outside executor about in a pipeline's call (the
+/// replies its `REQUIRE_*` events named), and whether the call resumed it. A member whose
+/// stream ended without its waiting message (it failed, or the call was dropped) is taken as
+/// parked only in one of those replies, or, a member the call resumed, in any: a resumed reply
+/// that parks again asks nothing again, and its park is this call's, not a stale one.
+#[derive(Debug, Default)]
+struct Asked {
+    replies: Vec<Id>,
+    resumed: bool,
+}
+
+impl Asked {
+    /// The record of a member the call resumes (`resumed`), or starts.
+    fn new(resumed: bool) -> Self {
+        Self {
+            replies: Vec::new(),
+            resumed,
+        }
+    }
+
+    /// Notes the reply `event` asks about, if it is a `REQUIRE_*` event.
+    fn note(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::RequireUserConfirm(e) => self.replies.push(e.reply_id.clone()),
+            AgentEvent::RequireExternalExecution(e) => self.replies.push(e.reply_id.clone()),
+            _ => {}
+        }
+    }
+
+    /// The reply `member` is parked in, if this call made that park.
+    fn parked(&self, member: &dyn Participant) -> Option<Id> {
+        member
+            .parked_reply()
+            .filter(|reply_id| self.resumed || self.replies.contains(reply_id))
+    }
+}
+
+/// The reply `agent` is parked in for the user or an outside executor: a team leader waiting
+/// only on its `TeamAssign` calls waits for its team's own members, not for them.
+fn parked_for_the_user(agent: &towerscope_agent::Agent) -> Option<Id> {
+    let waiting = agent.waiting_calls()?;
+    let for_the_team = waiting.confirm.is_empty() && waiting.external.iter().all(|c| c.name == ASSIGN_TOOL);
+    (!for_the_team).then_some(waiting.reply_id)
 }

@@ -9,7 +9,7 @@ use towerscope_core::event::UserInterruptEvent;
 use towerscope_core::{AgentError, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem};
 
 use super::merge::{MergedStream, Tagged};
-use super::{Runs, Waiting, resumed_reply, stopped};
+use super::{Asked, Runs, Waiting, resumed_reply, stopped};
 use crate::Participant;
 use crate::share::shared_copy;
 
@@ -145,14 +145,13 @@ impl SequentialPipeline {
             pending_error: None,
             resuming: None,
             closing: false,
-            asked: Vec::new(),
-            resumed: false,
+            asked: Asked::default(),
         };
         match start {
             Ok((index, stream, resuming)) => {
                 run.index = index;
                 run.current = Some(stream);
-                run.resumed = resuming.is_some();
+                run.asked = Asked::new(resuming.is_some());
                 run.resuming = resuming;
             }
             Err(e) => run.pending_error = Some(Tagged::new(Arc::clone(&self.name), Err(e))),
@@ -202,13 +201,8 @@ struct Run {
     resuming: Option<Resuming>,
     /// Whether the member is closing its parked reply (the row was interrupted).
     closing: bool,
-    /// The replies the current member asked the user or an outside executor about in this run
-    /// (its `REQUIRE_*` events): a member whose stream failed or was dropped is recorded as
-    /// parked only in one of these, or, when this run resumed the member, in any (a resumed
-    /// reply that parks again asks nothing again).
-    asked: Vec<Id>,
-    /// Whether the current member is the one this run resumed.
-    resumed: bool,
+    /// What the current member asked about in this run (see [`Asked`]).
+    asked: Asked,
 }
 
 impl Run {
@@ -263,9 +257,7 @@ impl Run {
                 Some(((tag(Err(e)), true), self))
             }
             Some(Ok(ReplyItem::Event(event))) => {
-                if let Some(reply_id) = super::fanout::asked_in(&event) {
-                    self.asked.push(reply_id.clone());
-                }
+                self.asked.note(&event);
                 Some(((tag(Ok(ReplyItem::Event(event))), false), self))
             }
             None => {
@@ -321,10 +313,7 @@ impl Run {
     /// this run, or this run resumed it (its stream ended without its waiting message: it
     /// failed, or was dropped).
     fn park_asked(&mut self) {
-        let member = &self.members[self.index];
-        if let Some(reply_id) = member.parked_reply()
-            && (self.resumed || self.asked.contains(&reply_id))
-        {
+        if let Some(reply_id) = self.asked.parked(self.members[self.index].as_ref()) {
             self.parked.park(Parked {
                 reply_id,
                 member: self.index,
@@ -335,8 +324,7 @@ impl Run {
     /// Starts the next member on `reply`. An interrupt that came after the caller looked (when
     /// the member was not replying yet) reaches the member's new reply.
     fn start_next(&mut self, reply: &Msg) {
-        self.asked.clear();
-        self.resumed = false;
+        self.asked = Asked::default();
         self.index += 1;
         let member = &self.members[self.index];
         let next: Vec<Msg> = shared_copy(reply).into_iter().collect();

@@ -251,14 +251,7 @@ impl Participant for GoalPipeline {
 
     /// The executor's parked reply (or its team leader's), else the verifier's.
     fn parked_reply(&self) -> Option<towerscope_core::Id> {
-        // A team leader waiting only on its `TeamAssign` calls waits for its own members.
-        let parked = |agent: &Agent| {
-            let waiting = agent.waiting_calls()?;
-            let for_the_team =
-                waiting.confirm.is_empty() && waiting.external.iter().all(|c| c.name == crate::pipeline::ASSIGN_TOOL);
-            (!for_the_team).then_some(waiting.reply_id)
-        };
-        parked(self.executor.agent()).or_else(|| parked(&self.verifier))
+        super::parked_for_the_user(self.executor.agent()).or_else(|| super::parked_for_the_user(&self.verifier))
     }
 }
 

@@ -211,9 +211,7 @@ impl Participant for TeamPipeline {
     /// The leader's parked reply, when it waits for the user or an outside executor: a
     /// leader waiting only on its `TeamAssign` calls waits for the team's own members.
     fn parked_reply(&self) -> Option<towerscope_core::Id> {
-        let waiting = self.leader.waiting_calls()?;
-        let for_the_team = waiting.confirm.is_empty() && waiting.external.iter().all(|c| c.name == super::ASSIGN_TOOL);
-        (!for_the_team).then_some(waiting.reply_id)
+        super::parked_for_the_user(&self.leader)
     }
 }
 
