@@ -169,6 +169,28 @@ async fn parked(ingress: &str, session: &str) -> (String, Value) {
     }
 }
 
+/// Waits until the session's reply is parked on another awakeable than `before`.
+async fn parked_again(ingress: &str, session: &str, before: &str) -> (String, Value) {
+    loop {
+        let (id, request) = parked(ingress, session).await;
+        if id != before {
+            return (id, request);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Resolves the awakeable `id` with `answer` through the ingress.
+async fn resolve(ingress: &str, id: &str, answer: &Value) {
+    let response = support::client()
+        .post(format!("{ingress}/restate/awakeables/{id}/resolve"))
+        .json(answer)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_parked_for_confirmation_survives_a_restart_and_is_confirmed_by_another_process_or_curl() {
     let Some((ingress, admin)) = server("confirm_after_restart") else {
@@ -201,13 +223,7 @@ async fn a_reply_parked_for_confirmation_survives_a_restart_and_is_confirmed_by_
     let _second = Endpoint::start(port, &[]);
 
     // This test process (not the endpoint) answers one through the ingress...
-    let response = support::client()
-        .post(format!("{ingress}/restate/awakeables/{http_id}/resolve"))
-        .json(&json!({"confirmed": true}))
-        .send()
-        .await
-        .unwrap();
-    assert!(response.status().is_success(), "{}", response.status());
+    resolve(&ingress, &http_id, &json!({"confirmed": true})).await;
     // ...and curl the other.
     let curl = tokio::process::Command::new("curl")
         .args([
@@ -339,31 +355,13 @@ async fn an_external_tool_call_waits_on_a_durable_promise_that_the_caller_resolv
     assert_eq!(request["type"], "REQUIRE_EXTERNAL_EXECUTION", "{request}");
     let call_id = request["tool_calls"][0]["id"].as_str().unwrap().to_owned();
     // A malformed answer is ignored: the reply parks again on a new promise.
-    let response = support::client()
-        .post(format!("{ingress}/restate/awakeables/{id}/resolve"))
-        .json(&json!({"results": "42"}))
-        .send()
-        .await
-        .unwrap();
-    assert!(response.status().is_success());
-    let (id, _) = loop {
-        let (again, request) = parked(&ingress, &session).await;
-        if again != id {
-            break (again, request);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    resolve(&ingress, &id, &json!({"results": "42"})).await;
+    let (id, _) = parked_again(&ingress, &session, &id).await;
     let result = json!({"execution_results": [{
         "type": "tool_result", "id": call_id, "name": "lookup", "state": "success",
         "output": [{"type": "text", "text": "42 in stock"}],
     }]});
-    let response = support::client()
-        .post(format!("{ingress}/restate/awakeables/{id}/resolve"))
-        .json(&result)
-        .send()
-        .await
-        .unwrap();
-    assert!(response.status().is_success());
+    resolve(&ingress, &id, &result).await;
     let (status, body) = reply.await.unwrap();
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["message"]["content"][0]["text"], "looked up", "{body}");
@@ -391,22 +389,10 @@ async fn a_round_waiting_on_a_confirmation_and_an_external_call_asks_for_each_in
     let (id, request) = parked(&ingress, &session).await;
     assert_eq!(request["type"], "REQUIRE_USER_CONFIRM", "{request}");
     assert_eq!(request["tool_calls"][0]["name"], "refund");
-    let response = support::client()
-        .post(format!("{ingress}/restate/awakeables/{id}/resolve"))
-        .json(&json!({"confirmed": true}))
-        .send()
-        .await
-        .unwrap();
-    assert!(response.status().is_success());
+    resolve(&ingress, &id, &json!({"confirmed": true})).await;
 
     // ...then the external call, which the agent announced in the first round only.
-    let (id, request) = loop {
-        let (again, request) = parked(&ingress, &session).await;
-        if again != id {
-            break (again, request);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let (id, request) = parked_again(&ingress, &session, &id).await;
     assert_eq!(request["type"], "REQUIRE_EXTERNAL_EXECUTION", "{request}");
     assert_eq!(request["tool_calls"][0]["name"], "lookup");
     assert_eq!(count(&session, "tool_refund"), 1, "the confirmed refund ran");
@@ -415,13 +401,7 @@ async fn a_round_waiting_on_a_confirmation_and_an_external_call_asks_for_each_in
         "type": "tool_result", "id": call_id, "name": "lookup", "state": "success",
         "output": [{"type": "text", "text": "in stock"}],
     }]});
-    let response = support::client()
-        .post(format!("{ingress}/restate/awakeables/{id}/resolve"))
-        .json(&result)
-        .send()
-        .await
-        .unwrap();
-    assert!(response.status().is_success());
+    resolve(&ingress, &id, &result).await;
     let (status, body) = reply.await.unwrap();
     assert_eq!(status, 200, "{body}");
     assert_eq!(

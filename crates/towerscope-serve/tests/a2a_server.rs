@@ -8,7 +8,7 @@ mod support;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use support::{CHAT_ANSWER, CHAT_SECOND, serve};
-use towerscope_serve::a2a::wire::{Role, StreamResponse, TaskState};
+use towerscope_serve::a2a::wire::{Role, StreamResponse, Task, TaskState};
 use towerscope_serve::a2a::{A2aClient, A2aConfig, ClientError, Limits, RpcError};
 
 fn user(text: &str, context: &str) -> towerscope_serve::a2a::wire::Message {
@@ -149,6 +149,12 @@ async fn a_parked_confirmation_is_input_required_and_the_next_message_answers_it
     assert!(e.message.contains("has ended"), "{}", e.message);
 }
 
+/// The data part of a waiting task's question (what it waits for).
+fn question_data(task: &Task) -> Value {
+    let question = task.status.message.as_ref().expect("a waiting task asks");
+    question.parts.iter().find_map(|p| p.data.clone()).expect("a data part")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_waiting_on_a_confirmation_and_an_external_call_asks_for_each_in_turn() {
     let base = serve(A2aConfig::new("helper")).await;
@@ -156,15 +162,7 @@ async fn a_turn_waiting_on_a_confirmation_and_an_external_call_asks_for_each_in_
     let parked = client.send(user("Delete and look up", "mixed-s1")).await.unwrap();
     let task = parked.task().unwrap().clone();
     assert_eq!(task.status.state, TaskState::InputRequired);
-    let data = task
-        .status
-        .message
-        .clone()
-        .unwrap()
-        .parts
-        .iter()
-        .find_map(|p| p.data.clone())
-        .unwrap();
+    let data = question_data(&task);
     assert_eq!(data["awaiting"], "confirmation", "{data}");
     assert_eq!(data["toolCalls"][0]["name"], "delete");
 
@@ -175,15 +173,7 @@ async fn a_turn_waiting_on_a_confirmation_and_an_external_call_asks_for_each_in_
     let waiting = confirmed.task().unwrap().clone();
     assert_eq!(waiting.id, task.id);
     assert_eq!(waiting.status.state, TaskState::InputRequired);
-    let data = waiting
-        .status
-        .message
-        .clone()
-        .unwrap()
-        .parts
-        .iter()
-        .find_map(|p| p.data.clone())
-        .unwrap();
+    let data = question_data(&waiting);
     assert_eq!(data["awaiting"], "external_execution", "{data}");
     assert_eq!(data["toolCalls"][0]["name"], "lookup");
     assert!(support::DELETED.lock().unwrap().contains(&"/tmp/mixed".to_owned()));

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use towerscope_agent::Agent;
-use towerscope_core::event::{ConfirmResult, UserConfirmResultEvent};
+use towerscope_core::event::{ConfirmResult, RequireUserConfirmEvent, UserConfirmResultEvent};
 use towerscope_core::{AgentError, AgentEvent, EventStream, Msg, ReplyFinishedReason, ReplyItem};
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 use towerscope_team::Participant;
@@ -32,10 +32,7 @@ async fn park(mut stream: EventStream) -> (Vec<UserConfirmResultEvent>, Msg) {
     let (mut confirms, mut last) = (Vec::new(), None);
     while let Some(item) = stream.next().await {
         match item.unwrap() {
-            ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) => {
-                let allow = e.tool_calls.into_iter().map(|c| ConfirmResult::new(true, c)).collect();
-                confirms.push(UserConfirmResultEvent::new(e.reply_id, allow));
-            }
+            ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) => confirms.push(allow_all(e)),
             ReplyItem::Final(m) => last = Some(m),
             ReplyItem::Event(_) => {}
         }
@@ -58,10 +55,7 @@ fn completed_with(out: &Msg, text: &str) {
 
 #[tokio::test]
 async fn a_row_member_that_fails_after_accepting_the_resume_is_no_longer_waited_on() {
-    let reporter = Agent::builder("reporter")
-        .model(ScriptedModel::new("m", [ScriptedResponse::text("Nothing to report.")]))
-        .build()
-        .unwrap();
+    let reporter = says("reporter", [ScriptedResponse::text("Nothing to report.")]);
     let row = SequentialPipeline::new([failing_after_the_call("cleaner"), reporter]);
     let (confirms, _) = park(row.reply_stream(Msg::user("user", "clean up").into())).await;
 
@@ -112,10 +106,7 @@ async fn failing(mut stream: EventStream) -> (Vec<UserConfirmResultEvent>, Strin
             after_error += 1;
         }
         match item {
-            Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e))) => {
-                let allow = e.tool_calls.into_iter().map(|c| ConfirmResult::new(true, c)).collect();
-                confirms.push(UserConfirmResultEvent::new(e.reply_id, allow));
-            }
+            Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e))) => confirms.push(allow_all(e)),
             Ok(_) => {}
             Err(e) => errors.push(e.to_string()),
         }
@@ -128,10 +119,47 @@ async fn failing(mut stream: EventStream) -> (Vec<UserConfirmResultEvent>, Strin
 /// An agent whose model fails after `ms` milliseconds.
 fn broken(name: &str, ms: u64) -> Agent {
     let down = ScriptedResponse::error(AgentError::model("the model is down")).delay(Duration::from_millis(ms));
+    says(name, [down])
+}
+
+/// An agent whose model gives `answers`, one a call.
+fn says<const N: usize>(name: &str, answers: [ScriptedResponse; N]) -> Agent {
     Agent::builder(name)
-        .model(ScriptedModel::new("m", [down]))
+        .model(ScriptedModel::new("m", answers))
         .build()
         .unwrap()
+}
+
+/// The answer allowing every call `request` asks about.
+fn allow_all(request: RequireUserConfirmEvent) -> UserConfirmResultEvent {
+    let allow = request
+        .tool_calls
+        .into_iter()
+        .map(|c| ConfirmResult::new(true, c))
+        .collect();
+    UserConfirmResultEvent::new(request.reply_id, allow)
+}
+
+/// Reads `stream` up to its first question; the answer allowing it.
+async fn first_question(stream: &mut EventStream) -> UserConfirmResultEvent {
+    loop {
+        match stream.next().await {
+            Some(Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e)))) => return allow_all(e),
+            Some(_) => {}
+            None => panic!("the stream ended without a question"),
+        }
+    }
+}
+
+/// Reads `stream` for 50 ms (of paused time), which it must outlast: a member still answers.
+async fn read_for_50_ms(stream: &mut EventStream) {
+    let read = tokio::time::timeout(Duration::from_millis(50), async {
+        while let Some(item) = stream.next().await {
+            drop(item);
+        }
+    })
+    .await;
+    assert!(read.is_err(), "the call still waits on a member");
 }
 
 #[tokio::test(start_paused = true)]
@@ -148,13 +176,10 @@ async fn a_fanout_member_that_fails_cuts_no_other_off_and_the_ones_parked_still_
             ],
         ),
     );
-    let quick = Agent::builder("quick")
-        .model(ScriptedModel::new(
-            "m",
-            [ScriptedResponse::text("Quick.").delay(Duration::from_millis(200))],
-        ))
-        .build()
-        .unwrap();
+    let quick = says(
+        "quick",
+        [ScriptedResponse::text("Quick.").delay(Duration::from_millis(200))],
+    );
     let panel = FanoutPipeline::new([tidy, broken("broken", 50), slow, quick]);
     let (confirms, error) = failing(panel.reply_stream(Msg::user("user", "clean up").into())).await;
     assert!(error.contains("the model is down"), "{error}");
@@ -217,30 +242,16 @@ async fn a_round_that_still_waits_outlives_a_later_round_that_fails() {
 #[tokio::test(start_paused = true)]
 async fn a_round_whose_call_was_dropped_says_it_was_interrupted_when_it_completes() {
     let tidy = asking("tidy", ScriptedResponse::text("Tidied."));
-    let slowpoke = Agent::builder("slowpoke")
-        .model(ScriptedModel::new(
-            "m",
-            [ScriptedResponse::text("Too late.").delay(Duration::from_millis(200))],
-        ))
-        .build()
-        .unwrap();
+    let slowpoke = says(
+        "slowpoke",
+        [ScriptedResponse::text("Too late.").delay(Duration::from_millis(200))],
+    );
     let panel = FanoutPipeline::new([tidy, slowpoke]);
     let mut stream = panel.reply_stream(Msg::user("user", "clean up").into());
-    let confirm = loop {
-        if let Some(Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e)))) = stream.next().await {
-            let allow = e.tool_calls.into_iter().map(|c| ConfirmResult::new(true, c)).collect();
-            break UserConfirmResultEvent::new(e.reply_id, allow);
-        }
-    };
+    let confirm = first_question(&mut stream).await;
     // tidy's parked final comes after its question: read on until slowpoke alone is left
     // (its answer takes 200 ms), then drop the call.
-    let more = tokio::time::timeout(Duration::from_millis(50), async {
-        while let Some(item) = stream.next().await {
-            item.unwrap();
-        }
-    })
-    .await;
-    assert!(more.is_err(), "the call still waits on slowpoke");
+    read_for_50_ms(&mut stream).await;
     drop(stream);
     let out = panel.reply(confirm.into()).await;
     let out = match out {
@@ -258,22 +269,14 @@ async fn a_round_whose_call_was_dropped_says_it_was_interrupted_when_it_complete
 #[tokio::test(start_paused = true)]
 async fn a_member_parking_as_the_call_is_dropped_still_waits_in_the_round() {
     let tidy = asking("tidy", ScriptedResponse::text("Tidied."));
-    let slowpoke = Agent::builder("slowpoke")
-        .model(ScriptedModel::new(
-            "m",
-            [ScriptedResponse::text("Too late.").delay(Duration::from_millis(200))],
-        ))
-        .build()
-        .unwrap();
+    let slowpoke = says(
+        "slowpoke",
+        [ScriptedResponse::text("Too late.").delay(Duration::from_millis(200))],
+    );
     let panel = FanoutPipeline::new([tidy, slowpoke]);
     let mut stream = panel.reply_stream(Msg::user("user", "clean up").into());
     // Dropped at tidy's question, before its waiting message is read.
-    let confirm = loop {
-        if let Some(Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e)))) = stream.next().await {
-            let allow = e.tool_calls.into_iter().map(|c| ConfirmResult::new(true, c)).collect();
-            break UserConfirmResultEvent::new(e.reply_id, allow);
-        }
-    };
+    let confirm = first_question(&mut stream).await;
     drop(stream);
     let out = match panel.reply(confirm.into()).await {
         Ok(out) => out,
@@ -291,10 +294,7 @@ async fn a_member_parking_as_the_call_is_dropped_still_waits_in_the_round() {
 #[tokio::test(start_paused = true)]
 async fn a_resume_dropped_unread_cuts_nothing_off() {
     let tidy = asking("tidy", ScriptedResponse::text("Tidied."));
-    let quick = Agent::builder("quick")
-        .model(ScriptedModel::new("m", [ScriptedResponse::text("Quick.")]))
-        .build()
-        .unwrap();
+    let quick = says("quick", [ScriptedResponse::text("Quick.")]);
     let panel = FanoutPipeline::new([tidy, quick]);
     let (confirms, _) = park(panel.reply_stream(Msg::user("user", "clean up").into())).await;
     drop(panel.reply_stream(confirms[0].clone().into()));
@@ -306,10 +306,7 @@ async fn a_resume_dropped_unread_cuts_nothing_off() {
 async fn a_row_reaches_a_member_parked_in_its_fanout_that_failed() {
     let tidy = asking("tidy", ScriptedResponse::text("Tidied."));
     let panel = FanoutPipeline::new([tidy, broken("broken", 50)]);
-    let editor = Agent::builder("editor")
-        .model(ScriptedModel::new("m", [ScriptedResponse::text("Edited.")]))
-        .build()
-        .unwrap();
+    let editor = says("editor", [ScriptedResponse::text("Edited.")]);
     let row = SequentialPipeline::from_shared([
         std::sync::Arc::new(panel) as std::sync::Arc<dyn Participant>,
         std::sync::Arc::new(editor),
@@ -329,26 +326,17 @@ async fn a_call_dropped_after_a_parked_member_refused_it_leaves_that_members_rou
     // Round 1: a parks, b answers. Round 2: a refuses (it waits in round 1), b is slow; the
     // call is dropped while b answers.
     let a = asking("a", ScriptedResponse::text("A done."));
-    let b = Agent::builder("b")
-        .model(ScriptedModel::new(
-            "m",
-            [
-                ScriptedResponse::text("B one."),
-                ScriptedResponse::text("B two.").delay(Duration::from_millis(200)),
-            ],
-        ))
-        .build()
-        .unwrap();
+    let b = says(
+        "b",
+        [
+            ScriptedResponse::text("B one."),
+            ScriptedResponse::text("B two.").delay(Duration::from_millis(200)),
+        ],
+    );
     let panel = FanoutPipeline::new([a, b]);
     let (first, _) = park(panel.reply_stream(Msg::user("user", "one").into())).await;
     let mut second = panel.reply_stream(Msg::user("user", "two").into());
-    let more = tokio::time::timeout(Duration::from_millis(50), async {
-        while let Some(item) = second.next().await {
-            drop(item);
-        }
-    })
-    .await;
-    assert!(more.is_err(), "the call still waits on b");
+    read_for_50_ms(&mut second).await;
     drop(second);
 
     // a's answer completes its own round, with b's answer to that round.
@@ -360,10 +348,7 @@ async fn a_call_dropped_after_a_parked_member_refused_it_leaves_that_members_rou
 async fn a_fanout_reaches_a_member_parked_in_its_inner_fanout_that_failed() {
     let tidy = asking("tidy", ScriptedResponse::text("Tidied."));
     let inner = FanoutPipeline::new([tidy, broken("broken", 50)]).named("inner");
-    let other = Agent::builder("other")
-        .model(ScriptedModel::new("m", [ScriptedResponse::text("Other.")]))
-        .build()
-        .unwrap();
+    let other = says("other", [ScriptedResponse::text("Other.")]);
     let outer = FanoutPipeline::from_shared([
         std::sync::Arc::new(inner) as std::sync::Arc<dyn Participant>,
         std::sync::Arc::new(other),
@@ -381,19 +366,11 @@ async fn a_fanout_reaches_a_member_parked_in_its_inner_fanout_that_failed() {
 #[tokio::test(start_paused = true)]
 async fn a_member_parking_as_the_rows_call_is_dropped_is_reached_through_the_row() {
     let tidy = asking("tidy", ScriptedResponse::text("Tidied."));
-    let editor = Agent::builder("editor")
-        .model(ScriptedModel::new("m", [ScriptedResponse::text("Edited.")]))
-        .build()
-        .unwrap();
+    let editor = says("editor", [ScriptedResponse::text("Edited.")]);
     let row = SequentialPipeline::new([tidy, editor]);
     let mut stream = row.reply_stream(Msg::user("user", "clean up").into());
     // Dropped at tidy's question, before its waiting message is read.
-    let confirm = loop {
-        if let Some(Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e)))) = stream.next().await {
-            let allow = e.tool_calls.into_iter().map(|c| ConfirmResult::new(true, c)).collect();
-            break UserConfirmResultEvent::new(e.reply_id, allow);
-        }
-    };
+    let confirm = first_question(&mut stream).await;
     drop(stream);
     let out = row.reply(confirm.into()).await.unwrap();
     assert_eq!(line(&out), "editor: Edited.");
@@ -406,10 +383,7 @@ async fn a_row_keeps_waiting_on_a_fanout_member_after_the_resumed_one_failed() {
     // waits on, and its answer sent to the row completes the fan-out and the row goes on.
     let tidy = asking("tidy", ScriptedResponse::text("Tidied."));
     let panel = FanoutPipeline::new([failing_after_the_call("cleaner"), tidy]);
-    let editor = Agent::builder("editor")
-        .model(ScriptedModel::new("m", [ScriptedResponse::text("Edited.")]))
-        .build()
-        .unwrap();
+    let editor = says("editor", [ScriptedResponse::text("Edited.")]);
     let row = SequentialPipeline::from_shared([
         std::sync::Arc::new(panel) as std::sync::Arc<dyn Participant>,
         std::sync::Arc::new(editor),
