@@ -8,7 +8,7 @@
 //! | [`TeamPipeline`]        | a leader assigns tasks to members through an external tool          | 2.x `TeamPipeline` |
 //! | [`GoalPipeline`]        | an executor works on a goal until a verifier passes its report      | 2.x `GoalPipeline` |
 //!
-//! Every pipeline is a [`Participant`](crate::Participant): it streams its members' events and
+//! Every pipeline is a [`Participant`]: it streams its members' events and
 //! ends with one final message, observes by passing messages to its members, and interrupts
 //! them. So pipelines nest (a fan-out inside a sequence), join hubs as listeners, and render in
 //! a [`console`](crate::console) like any agent. A member parked for the user parks the
