@@ -288,3 +288,107 @@ async fn an_interrupt_after_a_failed_check_starts_no_further_round() {
     );
     assert!(!goal.interrupt(), "nothing runs any more");
 }
+
+/// A leader whose model assigns `One.` to the worker, then says `next`, and a slow worker.
+fn team_with_a_slow_worker() -> (TeamPipeline, ScriptedModel) {
+    let leader_model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("t1", "TeamAssign", r#"{"member": "worker", "prompt": "One."}"#),
+            ScriptedResponse::text("next"),
+        ],
+    );
+    let (worker, _) = slow("worker", "done");
+    let team = TeamPipeline::new(
+        Agent::builder("lead").model(leader_model.clone()),
+        [TeamMember::new(worker, "Works slowly.")],
+    )
+    .unwrap();
+    (team, leader_model)
+}
+
+/// Reads `stream` until `speaker` starts its reply, then drops it.
+async fn drop_once_started(mut stream: EventStream, speaker: &str) {
+    while let Some(item) = stream.next().await {
+        if let ReplyItem::Event(AgentEvent::ReplyStart(start)) = item.unwrap() {
+            if &*start.name == speaker {
+                return;
+            }
+        }
+    }
+    panic!("{speaker} never started");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_team_dropped_while_its_members_work_closes_the_leaders_assignments_on_its_next_run() {
+    let (team, leader_model) = team_with_a_slow_worker();
+    drop_once_started(team.reply_stream(Msg::user("user", "Do it.").into()), "worker").await;
+
+    // The next run closes the dropped reply's assignment first, without a word in its stream.
+    let mut stream = team.stream(Msg::user("user", "And now?").into());
+    let mut items = Vec::new();
+    while let Some(tagged) = stream.next().await {
+        items.push(tagged.item.unwrap());
+    }
+    let Some(ReplyItem::Event(AgentEvent::ReplyStart(start))) = items.first() else {
+        panic!("the new reply starts the stream: {items:?}");
+    };
+    let Some(ReplyItem::Final(last)) = items.last() else {
+        panic!("a final message ends the stream");
+    };
+    assert_eq!(start.reply_id, last.id, "the stream is the new reply's alone");
+    assert_eq!(line(last), "lead: next");
+
+    // The model saw the dropped reply's assignment closed as interrupted.
+    let request = &leader_model.requests()[1];
+    let results: Vec<_> = request.messages.iter().flat_map(|m| m.tool_results()).collect();
+    assert_eq!(results.len(), 1, "{:?}", request.messages);
+    assert_eq!(results[0].id, "t1");
+    assert_eq!(results[0].state, towerscope_core::ToolResultState::Interrupted);
+    let dropped = team
+        .leader()
+        .state()
+        .context
+        .iter()
+        .find(|m| m.tool_calls().next().is_some())
+        .cloned();
+    assert_eq!(
+        dropped.unwrap().finished_reason,
+        Some(ReplyFinishedReason::Interrupted),
+        "the dropped reply is stored as interrupted"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_refused_while_another_carries_out_the_assignments_leaves_them_alone() {
+    let (team, leader_model) = team_with_a_slow_worker();
+    let mut first = team.reply_stream(Msg::user("user", "Do it.").into());
+    loop {
+        if let ReplyItem::Event(AgentEvent::ReplyStart(start)) = first.next().await.unwrap().unwrap() {
+            if &*start.name == "worker" {
+                break;
+            }
+        }
+    }
+
+    let refused = team.reply(Msg::user("user", "Meanwhile?").into()).await;
+    assert!(
+        refused.is_err(),
+        "the leader waits on the first run's members: {refused:?}"
+    );
+
+    let mut last = None;
+    while let Some(item) = first.next().await {
+        if let ReplyItem::Final(m) = item.unwrap() {
+            last = Some(m);
+        }
+    }
+    assert_eq!(line(&last.unwrap()), "lead: next", "the first run goes on");
+    let results: Vec<_> = leader_model.requests()[1]
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_results())
+        .map(|r| (r.id.to_string(), r.state))
+        .collect();
+    assert_eq!(results, [("t1".to_owned(), towerscope_core::ToolResultState::Success)]);
+}

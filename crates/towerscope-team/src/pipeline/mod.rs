@@ -135,11 +135,17 @@ struct Runs(Mutex<Vec<Weak<AtomicBool>>>);
 impl Runs {
     /// The stop flag of a new run (its run holds it while it is in progress).
     fn start(&self) -> Arc<AtomicBool> {
+        self.start_alone().0
+    }
+
+    /// The stop flag of a new run, and whether no other run was in progress.
+    fn start_alone(&self) -> (Arc<AtomicBool>, bool) {
         let stop = Arc::new(AtomicBool::new(false));
         let mut runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         runs.retain(|run| run.strong_count() > 0);
+        let alone = runs.is_empty();
         runs.push(Arc::downgrade(&stop));
-        stop
+        (stop, alone)
     }
 
     /// Stops every run in progress; whether there was one.
@@ -292,6 +298,17 @@ impl Asked {
 /// only on its `TeamAssign` calls waits for its team's own members, not for them.
 fn parked_for_the_user(agent: &towerscope_agent::Agent) -> Option<Id> {
     let waiting = agent.waiting_calls()?;
-    let for_the_team = waiting.confirm.is_empty() && waiting.external.iter().all(|c| c.name == ASSIGN_TOOL);
-    (!for_the_team).then_some(waiting.reply_id)
+    (!for_the_team(&waiting)).then_some(waiting.reply_id)
+}
+
+/// The reply a team leader is parked in on nothing but its `TeamAssign` calls, which only a
+/// run of its team carries out.
+fn parked_for_the_team(agent: &towerscope_agent::Agent) -> Option<Id> {
+    let waiting = agent.waiting_calls()?;
+    for_the_team(&waiting).then_some(waiting.reply_id)
+}
+
+/// Whether the calls a reply waits on are all `TeamAssign` calls.
+fn for_the_team(waiting: &towerscope_agent::WaitingCalls) -> bool {
+    waiting.confirm.is_empty() && waiting.external.iter().all(|c| c.name == ASSIGN_TOOL)
 }

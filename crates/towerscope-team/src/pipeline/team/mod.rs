@@ -64,6 +64,11 @@ impl fmt::Debug for TeamMember {
 /// running members are interrupted, tasks not started yet never start, and the leader's reply
 /// ends interrupted (its open assignments get interrupted results) without another model call.
 ///
+/// Dropping the stream while members work stops them and leaves the leader parked on its
+/// assignments (as does loading a state saved then); the team's next run, unless it resumes
+/// that reply itself, first closes it as interrupted, without a model call and without its
+/// items in the new run's stream.
+///
 /// Differences from the reference: members keep their context across the leader's replies
 /// (the reference clears it by default), and a member that parks for the user is not supported
 /// yet (its waiting message comes back to the leader as an error result, and it stays parked).
@@ -160,16 +165,24 @@ impl TeamPipeline {
         input: ReplyInput,
         schema: Option<StructuredSchema>,
     ) -> impl futures_core::Stream<Item = (Tagged, bool)> + Send + 'static {
-        let leader = match schema {
-            Some(schema) => self.leader.reply_stream_structured(input, schema),
-            None => self.leader.reply_stream(input),
+        let (stop, alone) = self.runs.start_alone();
+        // A leader parked on its assignments with no other run in progress was left so by a
+        // dropped run (or restored so from a saved state): nothing will carry them out.
+        let orphan = (alone && !input.is_resume())
+            .then(|| super::parked_for_the_team(&self.leader))
+            .flatten();
+        let leader = self.leader.clone();
+        let start = move || -> EventStream {
+            match schema {
+                Some(schema) => Box::pin(leader.reply_stream_structured(input, schema)),
+                None => Box::pin(leader.reply_stream(input)),
+            }
         };
-        let run = TeamRun::new(
-            self.leader.clone(),
-            Arc::clone(&self.members),
-            Box::pin(leader),
-            self.runs.start(),
-        );
+        let (leader, members) = (self.leader.clone(), Arc::clone(&self.members));
+        let run = match orphan {
+            Some(orphan) => TeamRun::closing_first(leader, members, orphan, Box::new(start), stop),
+            None => TeamRun::new(leader, members, start(), stop),
+        };
         futures_util::stream::unfold(run, TeamRun::next)
     }
 }

@@ -19,7 +19,13 @@ use crate::pipeline::merge::Tagged;
 
 type Assigned = std::pin::Pin<Box<dyn futures_core::Stream<Item = (usize, Result<ReplyItem, AgentError>)> + Send>>;
 
+/// Starts the leader's reply of a run.
+pub(super) type Start = Box<dyn FnOnce() -> EventStream + Send>;
+
 enum Phase {
+    /// The leader closes a reply whose run was dropped while its members worked (nobody reads
+    /// that reply any more: its items are not the run's), then starts the run's own.
+    Closing(EventStream, Option<Start>),
     Leader(EventStream),
     Members {
         merged: Assigned,
@@ -52,12 +58,43 @@ impl TeamRun {
         }
     }
 
+    /// A run that first closes the leader's parked reply `orphan`, whose assignments no run
+    /// carries out any more, then starts its own reply with `start`.
+    pub(super) fn closing_first(
+        leader: Agent,
+        members: Arc<[TeamMember]>,
+        orphan: Id,
+        start: Start,
+        stop: Arc<AtomicBool>,
+    ) -> Self {
+        let close = Box::pin(leader.reply_stream(UserInterruptEvent::new(orphan)));
+        let mut run = Self::new(leader, members, close, stop);
+        if let Phase::Leader(close) = std::mem::replace(&mut run.phase, Phase::Done) {
+            run.phase = Phase::Closing(close, Some(start));
+        }
+        run
+    }
+
     /// The run's next item, tagged with its speaker, and whether it is the run's own final
     /// item (the leader's last).
     pub(super) async fn next(mut self) -> Option<((Tagged, bool), Self)> {
         loop {
             match &mut self.phase {
                 Phase::Done => return None,
+                Phase::Closing(close, start) => {
+                    // The closing reply's failure shows in the run's own reply, which the
+                    // still parked leader then refuses.
+                    while close.next().await.is_some() {}
+                    let start = start.take();
+                    self.phase = Phase::Done;
+                    if let Some(start) = start {
+                        let stream = start();
+                        if self.stopped() {
+                            self.leader.interrupt();
+                        }
+                        self.phase = Phase::Leader(stream);
+                    }
+                }
                 Phase::Leader(stream) => {
                     let leader = Arc::<str>::from(self.leader.name());
                     match stream.next().await {
