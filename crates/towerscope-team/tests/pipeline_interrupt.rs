@@ -307,13 +307,13 @@ fn team_with_a_slow_worker() -> (TeamPipeline, ScriptedModel) {
     (team, leader_model)
 }
 
-/// Reads `stream` until `speaker` starts its reply, then drops it.
-async fn drop_once_started(mut stream: EventStream, speaker: &str) {
+/// Reads `stream` until `speaker` starts its reply.
+async fn read_until_started(stream: &mut EventStream, speaker: &str) {
     while let Some(item) = stream.next().await {
-        if let ReplyItem::Event(AgentEvent::ReplyStart(start)) = item.unwrap() {
-            if &*start.name == speaker {
-                return;
-            }
+        if let ReplyItem::Event(AgentEvent::ReplyStart(start)) = item.unwrap()
+            && &*start.name == speaker
+        {
+            return;
         }
     }
     panic!("{speaker} never started");
@@ -322,7 +322,9 @@ async fn drop_once_started(mut stream: EventStream, speaker: &str) {
 #[tokio::test(start_paused = true)]
 async fn a_team_dropped_while_its_members_work_closes_the_leaders_assignments_on_its_next_run() {
     let (team, leader_model) = team_with_a_slow_worker();
-    drop_once_started(team.reply_stream(Msg::user("user", "Do it.").into()), "worker").await;
+    let mut dropped = team.reply_stream(Msg::user("user", "Do it.").into());
+    read_until_started(&mut dropped, "worker").await;
+    drop(dropped);
 
     // The next run closes the dropped reply's assignment first, without a word in its stream.
     let mut stream = team.stream(Msg::user("user", "And now?").into());
@@ -363,13 +365,7 @@ async fn a_team_dropped_while_its_members_work_closes_the_leaders_assignments_on
 async fn a_run_refused_while_another_carries_out_the_assignments_leaves_them_alone() {
     let (team, leader_model) = team_with_a_slow_worker();
     let mut first = team.reply_stream(Msg::user("user", "Do it.").into());
-    loop {
-        if let ReplyItem::Event(AgentEvent::ReplyStart(start)) = first.next().await.unwrap().unwrap() {
-            if &*start.name == "worker" {
-                break;
-            }
-        }
-    }
+    read_until_started(&mut first, "worker").await;
 
     let refused = team.reply(Msg::user("user", "Meanwhile?").into()).await;
     assert!(
