@@ -316,3 +316,50 @@ fn the_environment_variable_silences_the_console() {
         assert_eq!(printed, !silent, "{value:?}");
     }
 }
+
+#[tokio::test]
+async fn a_chat_asks_for_every_member_parked_at_once() {
+    let asking = |name: &str, path: &str, after: &str| {
+        let call = ScriptedResponse::tool_call("c1", "book", format!(r#"{{"city": "{path}"}}"#));
+        let model = ScriptedModel::new("m", [call, ScriptedResponse::text(after)]);
+        let agent = Agent::builder(name)
+            .model(model.clone())
+            .tool(FunctionTool::new("book", |c: City| async move {
+                format!("booked {}", c.city)
+            }))
+            .default_permission(ask_rule())
+            .build()
+            .unwrap();
+        (agent, model)
+    };
+    let (ann, ann_model) = asking("ann", "Paris", "Ann booked.");
+    let (bo, bo_model) = asking("bo", "Rome", "Bo booked.");
+    let panel = towerscope_team::pipeline::FanoutPipeline::new([ann, bo]);
+    let (input, person) = ChannelInput::new();
+    let (prompts_tx, mut prompts) = tokio::sync::mpsc::unbounded_channel();
+    let input = input.with_prompts(prompts_tx);
+    for typed in ["Book both.", "y", "y", "exit"] {
+        person.send_text(typed).unwrap();
+    }
+    let chat = Chat::new(UserAgent::new("me").with_input(input), panel).console(Console::new(Vec::new()));
+    let (end, console) = chat.run().await.unwrap();
+    assert_eq!(end, ChatEnd::Exit);
+
+    let mut asked = Vec::new();
+    while let Ok(request) = prompts.try_recv() {
+        asked.push(request.prompt);
+    }
+    let confirmations = asked.iter().filter(|p| p.starts_with("Allow book?")).count();
+    assert_eq!(confirmations, 2, "one prompt for each member's call: {asked:?}");
+    for (name, model, city) in [("ann", &ann_model, "Paris"), ("bo", &bo_model, "Rome")] {
+        let requests = model.requests();
+        assert_eq!(requests.len(), 2, "{name} went on after its answer");
+        let result = format!("{:?}", requests[1].messages.last().unwrap());
+        assert!(result.contains(&format!("booked {city}")), "{name}: {result}");
+    }
+    let printed = String::from_utf8(console.into_inner()).unwrap();
+    assert!(
+        printed.contains("Ann booked.") && printed.contains("Bo booked."),
+        "{printed}"
+    );
+}

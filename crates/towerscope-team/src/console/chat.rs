@@ -32,7 +32,9 @@ pub enum ChatEnd {
 /// - the person's message goes to the participant, whose reply streams as it arrives;
 /// - a tool call that needs permission is asked about, `y/N/a/e` per call (`a`: accept the
 ///   suggested rules, so similar calls run without asking; `e`: edit the arguments), and the
-///   reply resumes with the answers;
+///   reply resumes with the answers; replies that park at once (a pipeline's members) are
+///   asked about in turn, and Ctrl-C or the end of input at a call's prompt interrupts that
+///   reply;
 /// - Ctrl-C (from [`interrupts`](Self::interrupts)) interrupts the running reply, which ends
 ///   the reference's way (`⚠ … interrupted`), and the prompt comes back; a second Ctrl-C
 ///   during the same reply, or one at the prompt, ends the chat;
@@ -68,8 +70,9 @@ pub struct Chat<W: Write = Stdout> {
 
 /// What one reply ended with.
 enum Replied {
-    Done,
-    Parked(RequireUserConfirmEvent),
+    /// The stream ended; the confirmations it asked for, one per parked reply (a pipeline's
+    /// members may park at once).
+    Done(Vec<RequireUserConfirmEvent>),
     Quit,
 }
 
@@ -149,18 +152,27 @@ impl<W: Write> Chat<W> {
                 _ => {}
             }
             let mut input = ReplyInput::from(msg);
+            // The replies waiting for the person, asked about in the order they parked.
+            let mut waiting: Vec<RequireUserConfirmEvent> = Vec::new();
             loop {
-                match self.reply(input).await {
-                    Replied::Done => break,
-                    Replied::Quit => return Ok(ChatEnd::Interrupted),
-                    Replied::Parked(request) => {
-                        self.console.end_line();
-                        input = match confirm::ask(&self.user, &request, &mut self.interrupts).await? {
-                            Asked::Answers(answers) => answers.into(),
-                            Asked::GaveUp => UserInterruptEvent::new(request.reply_id.clone()).into(),
-                        };
+                let Replied::Done(parked) = self.reply(input).await else {
+                    return Ok(ChatEnd::Interrupted);
+                };
+                for request in parked {
+                    match waiting.iter_mut().find(|w| w.reply_id == request.reply_id) {
+                        Some(known) => *known = request,
+                        None => waiting.push(request),
                     }
                 }
+                if waiting.is_empty() {
+                    break;
+                }
+                let request = waiting.remove(0);
+                self.console.end_line();
+                input = match confirm::ask(&self.user, &request, &mut self.interrupts).await? {
+                    Asked::Answers(answers) => answers.into(),
+                    Asked::GaveUp => UserInterruptEvent::new(request.reply_id.clone()).into(),
+                };
             }
         }
     }
@@ -169,16 +181,16 @@ impl<W: Write> Chat<W> {
     async fn reply(&mut self, input: ReplyInput) -> Replied {
         let mut stream = self.agent.reply_stream(input);
         let mut interrupted = false;
-        let mut parked: Option<RequireUserConfirmEvent> = None;
+        let mut parked: Vec<RequireUserConfirmEvent> = Vec::new();
         loop {
             match futures_util::future::select(stream.next(), self.interrupts.next()).await {
                 Either::Left((None, _)) => break,
                 Either::Left((Some(item), _)) => {
                     self.console.render(None, &item);
                     if let Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(request))) = item {
-                        match &mut parked {
-                            Some(p) if p.reply_id == request.reply_id => p.tool_calls.extend(request.tool_calls),
-                            _ => parked = Some(request),
+                        match parked.iter_mut().find(|p| p.reply_id == request.reply_id) {
+                            Some(p) => p.tool_calls.extend(request.tool_calls),
+                            None => parked.push(request),
                         }
                     }
                 }
@@ -190,7 +202,7 @@ impl<W: Write> Chat<W> {
             }
         }
         self.console.end_line();
-        parked.map_or(Replied::Done, Replied::Parked)
+        Replied::Done(parked)
     }
 }
 
