@@ -234,6 +234,36 @@ async fn cancel_interrupts_a_working_task_and_ends_a_waiting_one() {
     assert_ne!(next.task().unwrap().id, parked_id);
 }
 
+/// A layer replaced the final message of a canceled reply with one that carries no finished
+/// reason: the task's ending comes from the reply's `REPLY_END`, so it stays canceled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_canceled_reply_whose_final_message_a_layer_replaced_stays_canceled() {
+    let base = serve(A2aConfig::new("helper")).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let id = start_slow(&base, "veiled-s1").await;
+    assert_eq!(client.cancel_task(&id).await.unwrap().status.state, TaskState::Canceled);
+
+    // The context takes a message once the canceled task's run is over.
+    let mut next = None;
+    for _ in 0..250 {
+        match client.send(user("And now?", "veiled-s1")).await {
+            Ok(sent) => {
+                next = Some(sent);
+                break;
+            }
+            Err(ClientError::Rpc(e)) if e.message.contains("busy") => {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    let next = next.expect("the canceled task's run ends");
+    assert_eq!(next.task().unwrap().answer_text(), "Veiled.", "the layer is installed");
+    let canceled = client.get_task(&id).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    assert!(canceled.artifacts.is_empty(), "no answer: {:?}", canceled.artifacts);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_reply_is_a_failed_task_without_the_providers_text() {
     let base = serve(A2aConfig::new("helper")).await;

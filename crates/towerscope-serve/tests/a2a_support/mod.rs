@@ -34,6 +34,8 @@ pub(crate) const CHAT_SECOND: &str = "Still here, same session.";
 ///   together, then answers `Both done.`;
 /// - `drip-*`: answers [`CHAT_ANSWER`] with 20 ms between streamed pieces;
 /// - `slow-*`: answers after a minute (for cancellation);
+/// - `veiled-*`: answers after a minute, then `Next.`, through an `on_reply` layer that
+///   replaces every final message with a new one, `Veiled.`, which carries no finished reason;
 /// - `fail-*`: its model fails with a message holding a fake key;
 /// - anything else: the factory fails.
 pub(crate) fn agent(context: &str) -> Result<Agent, AgentError> {
@@ -76,6 +78,13 @@ pub(crate) fn agent(context: &str) -> Result<Agent, AgentError> {
             "m",
             [ScriptedResponse::text("Too late.").delay(Duration::from_secs(60))],
         ),
+        "veiled" => ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::text("Too late.").delay(Duration::from_secs(60)),
+                ScriptedResponse::text("Next."),
+            ],
+        ),
         "fail" => ScriptedModel::new(
             "m",
             [ScriptedResponse::error(AgentError::model(
@@ -84,7 +93,11 @@ pub(crate) fn agent(context: &str) -> Result<Agent, AgentError> {
         ),
         _ => return Err(AgentError::Validation(format!("no agent for {context}"))),
     };
-    Agent::builder("helper")
+    let mut builder = Agent::builder("helper");
+    if prefix == "veiled" {
+        builder = builder.on_reply(towerscope_core::from_fn(veil));
+    }
+    builder
         .model(model)
         .tool(
             FunctionTool::new("delete", |a: Delete| async move {
@@ -100,6 +113,22 @@ pub(crate) fn agent(context: &str) -> Result<Agent, AgentError> {
             suggested_rules: vec![],
         })
         .build()
+}
+
+/// Replaces the reply's final message with a new one, `Veiled.` (no finished reason).
+fn veil(
+    req: towerscope_core::ReplyRequest,
+    next: towerscope_core::ReplyNext,
+) -> futures_util::future::BoxFuture<'static, Result<towerscope_core::EventStream, AgentError>> {
+    use futures_util::StreamExt;
+    use towerscope_core::{EventStream, Msg, ReplyItem};
+    Box::pin(async move {
+        let inner = next.run(req).await?;
+        Ok(Box::pin(inner.map(|item| match item {
+            Ok(ReplyItem::Final(_)) => Ok(ReplyItem::Final(Msg::assistant("helper", "Veiled."))),
+            item => item,
+        })) as EventStream)
+    })
 }
 
 /// `lookup`: a tool the caller runs, allowed without asking and safe to run beside others, so a
