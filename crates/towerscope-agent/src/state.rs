@@ -152,41 +152,8 @@ impl Default for AgentState {
     }
 }
 
-/// The calls a parked reply waits for ([`Agent::waiting_calls`](crate::Agent::waiting_calls)),
-/// each list in its message's order.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WaitingCalls {
-    /// The parked reply's id (the id of its message, and the one a resume names).
-    pub reply_id: Id,
-    /// The calls waiting for the user's confirmation.
-    pub confirm: Vec<ToolCallBlock>,
-    /// The calls waiting for a result from outside the agent.
-    pub external: Vec<ToolCallBlock>,
-}
-
-impl WaitingCalls {
-    /// What the assistant message `msg` waits for: its calls without a result in state
-    /// `asking` (confirm) or `submitted` (external), under the message's id; `None` when it
-    /// waits for nothing (or is not an assistant message).
-    pub fn of(msg: &Msg) -> Option<Self> {
-        if msg.role != Role::Assistant {
-            return None;
-        }
-        let mut waiting = Self {
-            reply_id: msg.id.clone(),
-            confirm: Vec::new(),
-            external: Vec::new(),
-        };
-        for call in unfinished_refs(msg) {
-            match call.state {
-                ToolCallState::Asking => waiting.confirm.push(call.clone()),
-                ToolCallState::Submitted => waiting.external.push(call.clone()),
-                _ => {}
-            }
-        }
-        (!waiting.confirm.is_empty() || !waiting.external.is_empty()).then_some(waiting)
-    }
-}
+/// The calls a parked reply waits for ([`Agent::waiting_calls`](crate::Agent::waiting_calls)).
+pub use towerscope_core::WaitingCalls;
 
 impl AgentState {
     /// A new state with a fresh session id.
@@ -312,8 +279,7 @@ pub(crate) fn unfinished_in(msg: &Msg) -> Vec<ToolCallBlock> {
 
 /// Tool calls of `msg` that have no result, borrowed (no clone).
 pub(crate) fn unfinished_refs(msg: &Msg) -> Vec<&ToolCallBlock> {
-    let answered = Answered::of(msg);
-    msg.tool_calls().filter(|c| !answered.contains(&c.id)).collect()
+    msg.unanswered_calls().collect()
 }
 
 /// What the loop does with the calls of `msg` that have no result: whether one waits for the
@@ -321,10 +287,9 @@ pub(crate) fn unfinished_refs(msg: &Msg) -> Vec<&ToolCallBlock> {
 /// unless a call waits), cloned, in the message's order. One scan, no list in between: the
 /// loop asks after every step.
 pub(crate) fn runnable_calls(msg: &Msg) -> (bool, Vec<ToolCallBlock>) {
-    let answered = Answered::of(msg);
     let mut awaiting = false;
     let mut runnable = Vec::new();
-    for call in msg.tool_calls().filter(|c| !answered.contains(&c.id)) {
+    for call in msg.unanswered_calls() {
         match call.state {
             ToolCallState::Asking | ToolCallState::Submitted => awaiting = true,
             ToolCallState::Allowed | ToolCallState::Pending => runnable.push(call.clone()),
@@ -341,38 +306,7 @@ pub(crate) fn runnable_calls(msg: &Msg) -> (bool, Vec<ToolCallBlock>) {
 /// Whether `msg` has a tool call without a result (the loop asks after every step: no
 /// allocation for a message with few results).
 pub(crate) fn has_unfinished(msg: &Msg) -> bool {
-    let answered = Answered::of(msg);
-    msg.tool_calls().any(|c| !answered.contains(&c.id))
-}
-
-/// How many result ids [`Answered`] keeps in place before it hashes them.
-const FEW_RESULTS: usize = 16;
-
-/// The ids of a message's tool results: kept in place (one scan of the message) when there
-/// are few, hashed when a model made many calls, so a check stays linear in the message.
-enum Answered<'a> {
-    Few([Option<&'a Id>; FEW_RESULTS]),
-    Many(std::collections::HashSet<&'a Id>),
-}
-
-impl<'a> Answered<'a> {
-    fn of(msg: &'a Msg) -> Self {
-        let mut few = [None; FEW_RESULTS];
-        for (i, result) in msg.tool_results().enumerate() {
-            match few.get_mut(i) {
-                Some(slot) => *slot = Some(&result.id),
-                None => return Self::Many(msg.tool_results().map(|r| &r.id).collect()),
-            }
-        }
-        Self::Few(few)
-    }
-
-    fn contains(&self, id: &Id) -> bool {
-        match self {
-            Self::Few(ids) => ids.iter().map_while(|r| *r).any(|r| r == id),
-            Self::Many(ids) => ids.contains(id),
-        }
-    }
+    msg.unanswered_calls().next().is_some()
 }
 
 /// A reply parked for the user or an external executor accepts only the event that resumes

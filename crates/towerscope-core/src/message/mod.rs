@@ -45,6 +45,7 @@ mod messages;
 mod msg;
 mod outcome;
 mod tool_block;
+mod waiting;
 
 pub use block::{DataBlock, DataSource, HintBlock, HintContent, MediaBlock, TextBlock, ThinkingBlock};
 pub use content::{BlockKind, ContentBlock};
@@ -55,6 +56,7 @@ pub use tool_block::{
     PermissionBehavior, PermissionMode, PermissionRule, ToolCallBlock, ToolCallState, ToolOutput, ToolResultBlock,
     ToolResultState,
 };
+pub use waiting::{UnansweredCalls, WaitingCalls};
 
 pub(crate) use block::join_text;
 pub(crate) use tool_block::{serialize_tagged, serialize_tagged_list};
