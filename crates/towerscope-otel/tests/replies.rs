@@ -226,6 +226,61 @@ async fn a_reply_parked_for_confirmation_and_resumed() {
     );
 }
 
+/// A resume that answers one of two waiting calls parks again on the other without a request
+/// event: its span still names the tool it waits on.
+#[tokio::test]
+async fn a_resume_that_parks_again_names_the_call_it_still_waits_on() {
+    let (provider, exporter) = in_memory();
+    let agent = Agent::builder("careful")
+        .model(ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("call-1", "add", r#"{"a": 1, "b": 2}"#).and_tool_call(
+                    "call-2",
+                    "add",
+                    r#"{"a": 3, "b": 4}"#,
+                ),
+                ScriptedResponse::text("3 and 7"),
+            ],
+        ))
+        .tool(add_tool().requires_confirmation(|_| true))
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .build()
+        .unwrap();
+
+    let first = collect(agent.reply_stream(Msg::user("user", "1 + 2 and 3 + 4?"))).await;
+    let asked: Vec<_> = first
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::RequireUserConfirm(e) => Some(e.clone()),
+            _ => None,
+        })
+        .collect();
+    let calls: Vec<_> = asked.iter().flat_map(|e| e.tool_calls.clone()).collect();
+    assert_eq!(calls.len(), 2, "both calls are asked about in the first reply");
+
+    exporter.reset();
+    let confirm = UserConfirmResultEvent::new(&asked[0].reply_id, vec![ConfirmResult::new(true, calls[0].clone())]);
+    let second = collect(agent.reply_stream(confirm)).await;
+    assert!(
+        !second
+            .events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::RequireUserConfirm(_))),
+        "the agent asked in the first reply, not again"
+    );
+    let resumed = spans(&exporter);
+    let root = one(&resumed, "invoke_agent careful");
+    assert_eq!(
+        str_attr(root, "agentscope.agent.hitl_pending_tools").as_deref(),
+        Some(r#"["add"]"#),
+        "the second call still waits"
+    );
+    assert_eq!(attr(root, "agentscope.agent.external_execution_pending_tools"), None);
+    assert_eq!(attr(root, "gen_ai.response.finish_reasons"), None, "parked again");
+}
+
 #[tokio::test]
 async fn an_interrupted_reply_ends_ok_with_the_interrupted_reason() {
     let (provider, exporter) = in_memory();

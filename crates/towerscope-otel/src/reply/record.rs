@@ -1,7 +1,9 @@
 //! What the invoke_agent span learns from the reply's items, and how it ends.
 
 use opentelemetry::{Context, KeyValue};
-use towerscope_core::{AgentContext, AgentError, AgentEvent, ReplyFinishedReason, ReplyItem, Usage};
+use towerscope_core::{
+    AgentContext, AgentError, AgentEvent, ReplyFinishedReason, ReplyItem, ToolCallBlock, Usage, WaitingCalls,
+};
 
 use crate::content;
 use crate::failure::Failure;
@@ -59,6 +61,18 @@ impl ReplyRecord {
             Ok(ReplyItem::Final(msg)) => {
                 self.outcome_seen = true;
                 self.usage = msg.usage;
+                // Parked (no `REPLY_END`) without a request event: a resume that answered one
+                // call of its turn and waits on another. The agent leaves what it waits on in
+                // the reply's context.
+                if self.finished_reason.is_none()
+                    && self.hitl_pending.is_empty()
+                    && self.external_pending.is_empty()
+                    && let Some(waiting) = self.ctx.get::<WaitingCalls>()
+                {
+                    let names = |calls: Vec<ToolCallBlock>| calls.into_iter().map(|c| c.name).collect();
+                    self.hitl_pending = names(waiting.confirm);
+                    self.external_pending = names(waiting.external);
+                }
                 if self.capture && self.span.is_recording() {
                     let reason = self.finished_reason.map_or("stop", ReplyFinishedReason::as_str);
                     self.output = Some(content::reply_output(msg, reason));
