@@ -279,7 +279,8 @@ pub(crate) fn unfinished_in(msg: &Msg) -> Vec<ToolCallBlock> {
 
 /// Tool calls of `msg` that have no result, borrowed (no clone).
 pub(crate) fn unfinished_refs(msg: &Msg) -> Vec<&ToolCallBlock> {
-    msg.unanswered_calls().collect()
+    let answered = msg.answered_ids();
+    msg.tool_calls().filter(|c| !answered.contains(&c.id)).collect()
 }
 
 /// What the loop does with the calls of `msg` that have no result: whether one waits for the
@@ -287,9 +288,10 @@ pub(crate) fn unfinished_refs(msg: &Msg) -> Vec<&ToolCallBlock> {
 /// unless a call waits), cloned, in the message's order. One scan, no list in between: the
 /// loop asks after every step.
 pub(crate) fn runnable_calls(msg: &Msg) -> (bool, Vec<ToolCallBlock>) {
+    let answered = msg.answered_ids();
     let mut awaiting = false;
     let mut runnable = Vec::new();
-    for call in msg.unanswered_calls() {
+    for call in msg.tool_calls().filter(|c| !answered.contains(&c.id)) {
         match call.state {
             ToolCallState::Asking | ToolCallState::Submitted => awaiting = true,
             ToolCallState::Allowed | ToolCallState::Pending => runnable.push(call.clone()),
@@ -306,7 +308,8 @@ pub(crate) fn runnable_calls(msg: &Msg) -> (bool, Vec<ToolCallBlock>) {
 /// Whether `msg` has a tool call without a result (the loop asks after every step: no
 /// allocation for a message with few results).
 pub(crate) fn has_unfinished(msg: &Msg) -> bool {
-    msg.unanswered_calls().next().is_some()
+    let answered = msg.answered_ids();
+    msg.tool_calls().any(|c| !answered.contains(&c.id))
 }
 
 /// A reply parked for the user or an external executor accepts only the event that resumes

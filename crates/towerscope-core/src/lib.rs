@@ -62,7 +62,7 @@ pub use id::{Id, Timestamp};
 pub use message::{
     ContentBlock, DataBlock, DataSource, ErrorInfo, HintBlock, HintContent, MediaBlock, Messages, Msg,
     PermissionBehavior, PermissionMode, PermissionRule, ReplyFinishedReason, Role, TextBlock, ThinkingBlock,
-    ToolCallBlock, ToolCallState, ToolOutput, ToolResultBlock, ToolResultState, UnansweredCalls, Usage, WaitingCalls,
+    ToolCallBlock, ToolCallState, ToolOutput, ToolResultBlock, ToolResultState, Usage, WaitingCalls,
 };
 pub use middleware::{Middleware, ObserveHook, PositionStacks};
 pub use model::{ChatModel, ChatStream, GenerationParams, ModelFuture, ModelOutput, ModelRef};

@@ -162,6 +162,7 @@ impl Drop for Entered {
 }
 
 /// The current sequence's state, if a scoped future is being polled on this thread.
+#[inline]
 fn current() -> Option<Arc<State>> {
     if POLLING.load(Ordering::Acquire) == 0 {
         return None;
@@ -174,7 +175,9 @@ pub(crate) fn in_scope() -> bool {
     current().is_some()
 }
 
-/// The next id of the current sequence, as a number.
+/// The next id of the current sequence, as a number (inlined: every id asks, and the answer
+/// is almost always the first check's `None`).
+#[inline]
 pub(crate) fn scoped_id() -> Option<u128> {
     current().map(|state| u128::from(state.next_id.fetch_add(1, Ordering::Relaxed)))
 }

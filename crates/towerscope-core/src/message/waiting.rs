@@ -8,78 +8,53 @@
 //! let mut call = ToolCallBlock::new("c1", "delete", r#"{"path": "/tmp/x"}"#);
 //! call.state = ToolCallState::Asking;
 //! let msg = Msg::new("agent", Role::Assistant, vec![ContentBlock::ToolCall(call)]).unwrap();
-//! assert_eq!(msg.unanswered_calls().count(), 1);
+//! let answered = msg.answered_ids();
+//! assert_eq!(msg.tool_calls().filter(|c| !answered.contains(&c.id)).count(), 1);
 //! let waiting = WaitingCalls::of(&msg).unwrap();
 //! assert_eq!(waiting.confirm[0].name, "delete");
 //! assert!(waiting.external.is_empty());
 //! ```
 
-use super::content::ContentBlock;
 use super::msg::{Msg, Role};
 use super::tool_block::{ToolCallBlock, ToolCallState};
 use crate::id::Id;
 
 impl Msg {
-    /// The tool calls that have no result in this message, in order, borrowed. One scan of
-    /// the message for its results, then one for its calls: linear in the message, with no
-    /// allocation unless it holds many results.
-    #[inline]
-    pub fn unanswered_calls(&self) -> UnansweredCalls<'_> {
-        UnansweredCalls {
-            answered: Answered::of(self),
-            blocks: self.content.iter(),
+    /// The ids of this message's tool results, to tell which of its calls have none:
+    /// `msg.tool_calls().filter(|c| !answered.contains(&c.id))`. One scan of the message, with
+    /// no allocation unless it holds many results, and each check stays linear in the message.
+    pub fn answered_ids(&self) -> AnsweredIds<'_> {
+        let mut few = [None; FEW_RESULTS];
+        for (i, result) in self.tool_results().enumerate() {
+            match few.get_mut(i) {
+                Some(slot) => *slot = Some(&result.id),
+                None => return AnsweredIds(Answered::Many(self.tool_results().map(|r| &r.id).collect())),
+            }
         }
+        AnsweredIds(Answered::Few(few))
     }
 }
 
-/// The tool calls of a message without a result ([`Msg::unanswered_calls`]).
-#[derive(Debug)]
-pub struct UnansweredCalls<'a> {
-    answered: Answered<'a>,
-    blocks: std::slice::Iter<'a, ContentBlock>,
-}
-
-impl<'a> Iterator for UnansweredCalls<'a> {
-    type Item = &'a ToolCallBlock;
-
-    #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
-        self.blocks
-            .by_ref()
-            .filter_map(ContentBlock::as_tool_call)
-            .find(|c| !self.answered.contains(&c.id))
-    }
-}
-
-/// How many result ids [`Answered`] keeps in place before it hashes them.
+/// How many result ids [`AnsweredIds`] keeps in place before it hashes them.
 const FEW_RESULTS: usize = 16;
 
-/// The ids of a message's tool results: kept in place (one scan of the message) when there
-/// are few, hashed when a model made many calls, so a check stays linear in the message.
+/// The ids of a message's tool results ([`Msg::answered_ids`]).
+#[derive(Debug)]
+pub struct AnsweredIds<'a>(Answered<'a>);
+
+/// Kept in place when there are few, hashed when a model made many calls.
 #[derive(Debug)]
 enum Answered<'a> {
     Few([Option<&'a Id>; FEW_RESULTS]),
     Many(std::collections::HashSet<&'a Id>),
 }
 
-impl<'a> Answered<'a> {
-    #[inline]
-    fn of(msg: &'a Msg) -> Self {
-        let mut few = [None; FEW_RESULTS];
-        for (i, result) in msg.tool_results().enumerate() {
-            match few.get_mut(i) {
-                Some(slot) => *slot = Some(&result.id),
-                None => return Self::Many(msg.tool_results().map(|r| &r.id).collect()),
-            }
-        }
-        Self::Few(few)
-    }
-
-    #[inline]
-    fn contains(&self, id: &Id) -> bool {
-        match self {
-            Self::Few(ids) => ids.iter().map_while(|r| *r).any(|r| r == id),
-            Self::Many(ids) => ids.contains(id),
+impl AnsweredIds<'_> {
+    /// Whether the message holds a result for the call `id`.
+    pub fn contains(&self, id: &Id) -> bool {
+        match &self.0 {
+            Answered::Few(ids) => ids.iter().map_while(|r| *r).any(|r| r == id),
+            Answered::Many(ids) => ids.contains(id),
         }
     }
 }
@@ -114,7 +89,8 @@ impl WaitingCalls {
             confirm: Vec::new(),
             external: Vec::new(),
         };
-        for call in msg.unanswered_calls() {
+        let answered = msg.answered_ids();
+        for call in msg.tool_calls().filter(|c| !answered.contains(&c.id)) {
             match call.state {
                 ToolCallState::Asking => waiting.confirm.push(call.clone()),
                 ToolCallState::Submitted => waiting.external.push(call.clone()),
