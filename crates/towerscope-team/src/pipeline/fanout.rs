@@ -1,16 +1,18 @@
 //! [`FanoutPipeline`]: one input, every participant answers at once.
 
 use std::fmt;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures_util::StreamExt;
+use towerscope_core::event::UserInterruptEvent;
 use towerscope_core::id::now_timestamp;
 use towerscope_core::{
     AgentError, ContentBlock, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, TextBlock,
 };
 
 use super::merge::{MergedStream, merge};
-use super::{Asked, resumed_reply};
+use super::{Asked, Runs, resumed_reply, stopped};
 use crate::Participant;
 use crate::share::shared_copy;
 
@@ -88,6 +90,9 @@ impl Rounds {
 /// whose reply fails is no longer waited on in the same way. A call dropped while members
 /// still reply interrupts them (a member that was parking stays parked, and waits in the
 /// round); if members wait in its round, its combined message says it was interrupted.
+/// A member that parks although the fan-out was interrupted (the interrupt came after its
+/// reply decided to wait) closes its parked reply at once (its calls get interrupted results,
+/// and its events are streamed), and the round ends with the others, interrupted.
 ///
 /// # Example
 ///
@@ -117,6 +122,7 @@ pub struct FanoutPipeline {
     name: Arc<str>,
     members: Arc<[Arc<dyn Participant>]>,
     rounds: Rounds,
+    runs: Arc<Runs>,
 }
 
 impl FanoutPipeline {
@@ -131,6 +137,7 @@ impl FanoutPipeline {
             name: Arc::from("fanout"),
             members: members.into_iter().collect(),
             rounds: Rounds::default(),
+            runs: Arc::default(),
         }
     }
 
@@ -241,7 +248,11 @@ impl Participant for FanoutPipeline {
         let asked = (0..self.members.len())
             .map(|i| Asked::new(resumed == Some(i)))
             .collect();
-        let merged = futures_util::stream::select_all(streams.into_iter().map(|(i, s)| s.map(move |item| (i, item))));
+        let stop = self.runs.start();
+        let merged = futures_util::stream::select_all(streams.into_iter().map(|(i, stream)| {
+            let member = Arc::clone(&self.members[i]);
+            closing_if_stopped(member, stream, Arc::clone(&stop)).map(move |item| (i, item))
+        }));
         let run = FanoutRun {
             name: Arc::clone(&self.name),
             members: Arc::clone(&self.members),
@@ -260,14 +271,46 @@ impl Participant for FanoutPipeline {
         self.members.iter().try_for_each(|m| m.observe(msgs.clone()))
     }
 
+    /// Stops the calls in progress (a member that parks after this closes its reply), and
+    /// interrupts every member that is replying.
     fn interrupt(&self) -> bool {
+        let runs = self.runs.stop();
         // Every member, not only up to the first running one.
-        self.members.iter().filter(|m| m.interrupt()).count() > 0
+        let members = self.members.iter().filter(|m| m.interrupt()).count();
+        runs || members > 0
     }
 
     fn parked_reply(&self) -> Option<Id> {
         self.rounds.first_waiting()
     }
+}
+
+/// A member's stream, in which a reply that parks once the call was stopped is closed at once
+/// (a `UserInterruptEvent` for it): its waiting message is left out, and the closing's items,
+/// ending with its interrupted message, follow.
+fn closing_if_stopped(member: Arc<dyn Participant>, stream: EventStream, stop: Arc<AtomicBool>) -> EventStream {
+    Box::pin(futures_util::stream::unfold(
+        (Some(stream), false),
+        move |(mut current, mut closing)| {
+            let (member, stop) = (Arc::clone(&member), Arc::clone(&stop));
+            async move {
+                loop {
+                    match current.as_mut()?.next().await? {
+                        Ok(ReplyItem::Final(msg))
+                            if msg.finished_reason.is_none() && !closing && stopped(Some(&stop)) =>
+                        {
+                            // The parked reply's stream goes first: while it is held, the member
+                            // counts as replying and would refuse the closing.
+                            drop(current.take());
+                            closing = true;
+                            current = Some(member.reply_stream(UserInterruptEvent::new(msg.id.clone()).into()));
+                        }
+                        item => return Some((item, (current, closing))),
+                    }
+                }
+            }
+        },
+    ))
 }
 
 type Indexed = std::pin::Pin<Box<dyn futures_core::Stream<Item = (usize, Result<ReplyItem, AgentError>)> + Send>>;
@@ -389,5 +432,43 @@ impl fmt::Debug for FanoutPipeline {
             .field("name", &self.name)
             .field("members", &self.members())
             .finish()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use towerscope_agent::Agent;
+    use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+    use super::*;
+    use crate::pipeline::asking::{allow_all, asking, assert_calls_closed, closed_after_asking};
+
+    /// The fan-out was stopped after a member's last interrupt check, and that member's reply
+    /// parked: the member closes its parked reply, the combined message says the round was
+    /// interrupted, and the fan-out waits for nothing.
+    #[tokio::test]
+    async fn a_stop_raised_as_a_member_parks_closes_its_reply() {
+        let asker = asking("asker", ScriptedResponse::text("Nothing to delete."));
+        let other_model = ScriptedModel::new("m", [ScriptedResponse::text("Fine."), ScriptedResponse::text("Again.")]);
+        let other = Agent::builder("other").model(other_model).build().unwrap();
+        let asker_shared: Arc<dyn Participant> = Arc::new(asker.clone());
+        let panel = FanoutPipeline::from_shared([asker_shared, Arc::new(other) as Arc<dyn Participant>]);
+
+        let stream = panel.reply_stream(Msg::user("user", "Clean up.").into());
+        assert!(panel.runs.stop(), "the call is in progress");
+        let items: Vec<ReplyItem> = stream.map(Result::unwrap).collect().await;
+
+        let (asked, last) = closed_after_asking(&items);
+        assert_eq!(&*last.name, "fanout");
+        let text = last.text_content().unwrap_or_default();
+        assert!(text.ends_with("\nother: Fine."), "the others' replies are combined: {text}");
+        assert_calls_closed(&asker);
+        assert!(!panel.interrupt(), "nothing runs any more");
+        assert_eq!(panel.parked_reply(), None);
+
+        // The fan-out waits for nothing: the confirmation is refused, a new message runs.
+        let err = panel.reply(allow_all(asked)).await.unwrap_err();
+        assert!(matches!(err, AgentError::State(_)), "{err}");
     }
 }
