@@ -41,6 +41,16 @@ impl ReplyInput {
     pub fn is_resume(&self) -> bool {
         !matches!(self, Self::Messages(_))
     }
+
+    /// The parked reply this input resumes (or interrupts), as its event names it.
+    pub fn resumed_reply(&self) -> Option<&crate::Id> {
+        match self {
+            Self::Messages(_) => None,
+            Self::Confirm(e) => Some(&e.reply_id),
+            Self::External(e) => Some(&e.reply_id),
+            Self::Interrupt(e) => Some(&e.reply_id),
+        }
+    }
 }
 
 impl From<Msg> for ReplyInput {

@@ -10,6 +10,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use towerscope_agent::Agent;
 use towerscope_core::ReplyInput;
 
 use super::frontend::{FrontendTool, with_frontend_tools};
@@ -88,7 +89,7 @@ async fn start(
             within_request(headers, agent.load_session()).await?;
             let context = agent.context();
             match against_stored(&input, reply, &context) {
-                Run::Reply(reply) => reply,
+                Run::Reply(reply) => addressed(reply, &agent),
                 Run::Replay { range, from } => {
                     drop(claim);
                     let mut mapper = EventMapper::new(input.thread_id.as_str(), input.run_id.as_str());
@@ -137,6 +138,28 @@ async fn start(
     let mapper = EventMapper::new(input.thread_id.as_str(), input.run_id.as_str());
     let body = RunStream::new(agent, stream, claim, mapper, first, endpoint.keep_alive);
     Ok(sse(Body::from_stream(body)))
+}
+
+/// A resume addressed to the reply the agent is parked in: an AG-UI resume names the calls it
+/// answers, not their reply, and the agent refuses an event naming another reply. Without a
+/// parked reply it stays as it is, and the agent says it waits for nothing.
+fn addressed(reply: ReplyInput, agent: &Agent) -> ReplyInput {
+    let Some(parked) = agent.waiting_calls().map(|w| w.reply_id) else {
+        return reply;
+    };
+    match reply {
+        ReplyInput::Confirm(ev) => {
+            let mut ev = Arc::unwrap_or_clone(ev);
+            ev.reply_id = parked;
+            ReplyInput::Confirm(Arc::new(ev))
+        }
+        ReplyInput::External(ev) => {
+            let mut ev = Arc::unwrap_or_clone(ev);
+            ev.reply_id = parked;
+            ReplyInput::External(Arc::new(ev))
+        }
+        other => other,
+    }
 }
 
 /// A server-sent-events response with `body`.

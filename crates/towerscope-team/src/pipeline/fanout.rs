@@ -12,7 +12,7 @@ use towerscope_core::{
 };
 
 use super::merge::{MergedStream, merge};
-use super::{Asked, Runs, resumed_reply, stopped};
+use super::{Asked, Runs, stopped};
 use crate::Participant;
 use crate::share::shared_copy;
 
@@ -172,7 +172,7 @@ impl FanoutPipeline {
     /// The streams of this call, by member index, the round they belong to, and the parked
     /// member a resume is for (with its waiting message).
     fn open(&self, input: ReplyInput) -> Result<Opened, AgentError> {
-        let Some(reply_id) = resumed_reply(&input) else {
+        let Some(reply_id) = input.resumed_reply() else {
             let streams = self
                 .members
                 .iter()
@@ -462,7 +462,10 @@ mod tests {
         let (asked, last) = closed_after_asking(&items);
         assert_eq!(&*last.name, "fanout");
         let text = last.text_content().unwrap_or_default();
-        assert!(text.ends_with("\nother: Fine."), "the others' replies are combined: {text}");
+        assert!(
+            text.ends_with("\nother: Fine."),
+            "the others' replies are combined: {text}"
+        );
         assert_calls_closed(&asker);
         assert!(!panel.interrupt(), "nothing runs any more");
         assert_eq!(panel.parked_reply(), None);

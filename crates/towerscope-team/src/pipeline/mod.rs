@@ -65,19 +65,9 @@ pub use team::{TeamMember, TeamPipeline};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
-use towerscope_core::{AgentEvent, Id, ReplyInput};
+use towerscope_core::{AgentEvent, Id};
 
 use crate::Participant;
-
-/// The parked reply a resuming input is addressed to; `None` for new messages.
-pub(crate) fn resumed_reply(input: &ReplyInput) -> Option<&Id> {
-    match input {
-        ReplyInput::Messages(_) => None,
-        ReplyInput::Confirm(e) => Some(&e.reply_id),
-        ReplyInput::External(e) => Some(&e.reply_id),
-        ReplyInput::Interrupt(e) => Some(&e.reply_id),
-    }
-}
 
 /// What a pipeline keeps of its members parked for the user (`T`: a row's parked member and
 /// its reply, a fan-out's round), shared by the pipeline's clones. A resume takes the record

@@ -9,7 +9,7 @@ use towerscope_core::event::UserInterruptEvent;
 use towerscope_core::{AgentError, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem};
 
 use super::merge::{MergedStream, Tagged};
-use super::{Asked, Runs, Waiting, resumed_reply, stopped};
+use super::{Asked, Runs, Waiting, stopped};
 use crate::Participant;
 use crate::share::shared_copy;
 
@@ -168,7 +168,7 @@ impl SequentialPipeline {
                 self.name
             )));
         }
-        let Some(reply_id) = resumed_reply(&input) else {
+        let Some(reply_id) = input.resumed_reply() else {
             return Ok((0, self.members[0].reply_stream(input), None));
         };
         let Some(parked) = self.parked.take_if(|p| &p.reply_id == reply_id) else {

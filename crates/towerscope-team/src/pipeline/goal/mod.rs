@@ -18,8 +18,8 @@ pub use run::GOAL_VERIFICATION;
 use self::executor::Executor;
 use self::outcome::{GoalLimits, Progress};
 use self::run::{GoalRun, Phase};
+use super::Runs;
 use super::team::TeamPipeline;
-use super::{Runs, resumed_reply};
 use crate::Participant;
 
 /// An executor that works on a goal, and a verifier that checks its work: the reference's
@@ -182,7 +182,7 @@ impl GoalPipeline {
             };
             Phase::Executor(run.start_executor(first.into()))
         } else {
-            let reply = resumed_reply(&input).cloned().unwrap_or_default();
+            let reply = input.resumed_reply().cloned().unwrap_or_default();
             let interrupt = matches!(input, ReplyInput::Interrupt(_));
             let verifier_parked = self.verifier.state().reply_context.reply_id == reply;
             match (self.executor.reply_id() == reply, verifier_parked) {
