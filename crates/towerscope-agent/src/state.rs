@@ -152,7 +152,6 @@ impl Default for AgentState {
     }
 }
 
-/// The calls a parked reply waits for ([`Agent::waiting_calls`](crate::Agent::waiting_calls)).
 pub use towerscope_core::WaitingCalls;
 
 impl AgentState {

@@ -60,7 +60,7 @@ pub use from_fn::{
 };
 pub use id::{Id, Timestamp};
 pub use message::{
-    ContentBlock, DataBlock, DataSource, ErrorInfo, HintBlock, HintContent, MediaBlock, Messages, Msg,
+    AnsweredIds, ContentBlock, DataBlock, DataSource, ErrorInfo, HintBlock, HintContent, MediaBlock, Messages, Msg,
     PermissionBehavior, PermissionMode, PermissionRule, ReplyFinishedReason, Role, TextBlock, ThinkingBlock,
     ToolCallBlock, ToolCallState, ToolOutput, ToolResultBlock, ToolResultState, Usage, WaitingCalls,
 };

@@ -281,6 +281,65 @@ async fn a_resume_that_parks_again_names_the_call_it_still_waits_on() {
     assert_eq!(attr(root, "gen_ai.response.finish_reasons"), None, "parked again");
 }
 
+/// A resume that confirms an external call (now waiting for its result, asked for in this
+/// call) and leaves another waiting for confirmation (asked for in the first call): the span
+/// names both.
+#[tokio::test]
+async fn a_resume_that_parks_again_names_every_call_it_waits_on() {
+    let (provider, exporter) = in_memory();
+    let agent = Agent::builder("careful")
+        .model(ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("call-1", "add", r#"{"a": 1, "b": 2}"#).and_tool_call(
+                    "call-2",
+                    "lookup",
+                    r#"{"key": "k"}"#,
+                ),
+                ScriptedResponse::text("done"),
+            ],
+        ))
+        .tool(add_tool().requires_confirmation(|_| true))
+        .tool(Lookup {
+            schema: json!({"type": "object", "properties": {"key": {"type": "string"}}}),
+            ask: true,
+        })
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .build()
+        .unwrap();
+
+    let first = collect(agent.reply_stream(Msg::user("user", "1 + 2, and look k up"))).await;
+    let asked: Vec<_> = first
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::RequireUserConfirm(e) => Some(e.clone()),
+            _ => None,
+        })
+        .collect();
+    let calls: Vec<_> = asked.iter().flat_map(|e| e.tool_calls.clone()).collect();
+    assert_eq!(calls.len(), 2, "both calls are asked about in the first reply");
+    let lookup = calls.iter().find(|c| c.name == "lookup").cloned().unwrap();
+
+    exporter.reset();
+    let confirm = UserConfirmResultEvent::new(&asked[0].reply_id, vec![ConfirmResult::new(true, lookup)]);
+    let second = collect(agent.reply_stream(confirm)).await;
+    assert!(
+        second.events.iter().any(|e| matches!(e, AgentEvent::RequireExternalExecution(_))),
+        "the confirmed call now waits for its result"
+    );
+    let resumed = spans(&exporter);
+    let root = one(&resumed, "invoke_agent careful");
+    assert_eq!(
+        str_attr(root, "agentscope.agent.hitl_pending_tools").as_deref(),
+        Some(r#"["add"]"#)
+    );
+    assert_eq!(
+        str_attr(root, "agentscope.agent.external_execution_pending_tools").as_deref(),
+        Some(r#"["lookup"]"#)
+    );
+}
+
 #[tokio::test]
 async fn an_interrupted_reply_ends_ok_with_the_interrupted_reason() {
     let (provider, exporter) = in_memory();
@@ -337,9 +396,10 @@ async fn agent_interrupt_ends_the_running_chat_span_ok_as_interrupted() {
     );
 }
 
-/// A tool executed by the caller, outside the agent.
+/// A tool executed by the caller, outside the agent; with `ask`, after the user confirms it.
 struct Lookup {
     schema: serde_json::Value,
+    ask: bool,
 }
 
 impl Tool for Lookup {
@@ -357,6 +417,12 @@ impl Tool for Lookup {
 
     fn external(&self) -> bool {
         true
+    }
+
+    fn check_permission(&self, _input: &serde_json::Value) -> Option<PermissionDecision> {
+        self.ask.then(|| PermissionDecision::Ask {
+            suggested_rules: Vec::new(),
+        })
     }
 
     fn call(&self, _input: serde_json::Value) -> ToolChunkStream {
@@ -377,6 +443,7 @@ async fn an_external_execution_result_gets_a_zero_length_span() {
         ))
         .tool(Lookup {
             schema: json!({"type": "object", "properties": {"word": {"type": "string"}}}),
+            ask: false,
         })
         .middleware(
             TracingMiddleware::builder()

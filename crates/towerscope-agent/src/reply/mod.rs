@@ -220,6 +220,12 @@ fn run<'a>(
                 // interrupt, so the loop ends as soon as its last item is taken.
                 Action::Exit { .. } if runtime.interrupt.is_requested() => return Err(AgentError::Interrupted),
                 Action::Exit { events: None, msg } => {
+                    // Parked. For the `on_reply` layers: the final message is a note, and a
+                    // resume that parks again on a call asked about earlier sends no request.
+                    let waiting = runtime.lock_state().waiting_calls();
+                    if let Some(waiting) = waiting {
+                        ctx.insert(waiting);
+                    }
                     emit.final_msg(*msg).await;
                     return Ok(());
                 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use towerscope_core::{
     AgentContext, AgentEvent, ExceedMaxItersEvent, HintBlock, Msg, ReplyEndEvent, ReplyFinishedReason, ToolCallBlock,
-    ToolChoice, WaitingCalls,
+    ToolChoice,
 };
 
 use crate::emit::{assistant_msg, system_hint};
@@ -41,11 +41,6 @@ pub(crate) fn next_action(runtime: &Runtime, ctx: &AgentContext, final_msg: Opti
         return Action::Acting(executable);
     }
     if awaiting {
-        // For the `on_reply` layers: the final message of a parked reply is a note, and a
-        // resume that parks again on a call asked about earlier sends no request event.
-        if let Some(waiting) = state.reply_msg(reply_id).and_then(WaitingCalls::of) {
-            ctx.insert(waiting);
-        }
         return Action::Exit {
             events: None,
             msg: Box::new(assistant_msg(name, reply_id, WAITING_TEXT)),

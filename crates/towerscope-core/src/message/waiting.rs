@@ -22,7 +22,8 @@ use crate::id::Id;
 impl Msg {
     /// The ids of this message's tool results, to tell which of its calls have none:
     /// `msg.tool_calls().filter(|c| !answered.contains(&c.id))`. One scan of the message, with
-    /// no allocation unless it holds many results, and each check stays linear in the message.
+    /// no allocation unless it holds many results (then they are hashed), so that filter stays
+    /// linear in the message.
     pub fn answered_ids(&self) -> AnsweredIds<'_> {
         let mut few = [None; FEW_RESULTS];
         for (i, result) in self.tool_results().enumerate() {

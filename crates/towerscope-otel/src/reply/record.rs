@@ -61,17 +61,16 @@ impl ReplyRecord {
             Ok(ReplyItem::Final(msg)) => {
                 self.outcome_seen = true;
                 self.usage = msg.usage;
-                // Parked (no `REPLY_END`) without a request event: a resume that answered one
-                // call of its turn and waits on another. The agent leaves what it waits on in
-                // the reply's context.
+                // Parked (no `REPLY_END`): the agent leaves what the reply waits on in its
+                // context, all of it, where the request events name only what was asked in
+                // this call (a resume that answers one call of its turn and waits on another
+                // asks nothing again).
                 if self.finished_reason.is_none()
-                    && self.hitl_pending.is_empty()
-                    && self.external_pending.is_empty()
-                    && let Some(waiting) = self.ctx.get::<WaitingCalls>()
+                    && let Some(waiting) = self.ctx.extensions().get::<WaitingCalls>()
                 {
-                    let names = |calls: Vec<ToolCallBlock>| calls.into_iter().map(|c| c.name).collect();
-                    self.hitl_pending = names(waiting.confirm);
-                    self.external_pending = names(waiting.external);
+                    let names = |calls: &[ToolCallBlock]| calls.iter().map(|c| c.name.clone()).collect();
+                    self.hitl_pending = names(&waiting.confirm);
+                    self.external_pending = names(&waiting.external);
                 }
                 if self.capture && self.span.is_recording() {
                     let reason = self.finished_reason.map_or("stop", ReplyFinishedReason::as_str);
