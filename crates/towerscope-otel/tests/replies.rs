@@ -325,7 +325,10 @@ async fn a_resume_that_parks_again_names_every_call_it_waits_on() {
     let confirm = UserConfirmResultEvent::new(&asked[0].reply_id, vec![ConfirmResult::new(true, lookup)]);
     let second = collect(agent.reply_stream(confirm)).await;
     assert!(
-        second.events.iter().any(|e| matches!(e, AgentEvent::RequireExternalExecution(_))),
+        second
+            .events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::RequireExternalExecution(_))),
         "the confirmed call now waits for its result"
     );
     let resumed = spans(&exporter);

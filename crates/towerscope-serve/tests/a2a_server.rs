@@ -240,28 +240,33 @@ async fn cancel_interrupts_a_working_task_and_ends_a_waiting_one() {
 async fn a_canceled_reply_whose_final_message_a_layer_replaced_stays_canceled() {
     let base = serve(A2aConfig::new("helper")).await;
     let client = A2aClient::connect(&base).await.unwrap();
-    let id = start_slow(&base, "veiled-s1").await;
-    assert_eq!(client.cancel_task(&id).await.unwrap().status.state, TaskState::Canceled);
-
-    // The context takes a message once the canceled task's run is over.
-    let mut next = None;
-    for _ in 0..250 {
-        match client.send(user("And now?", "veiled-s1")).await {
-            Ok(sent) => {
-                next = Some(sent);
-                break;
-            }
-            Err(ClientError::Rpc(e)) if e.message.contains("busy") => {
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-            Err(e) => panic!("{e:?}"),
+    let mut stream = client.stream(user("Take your time", "veiled-s1")).await.unwrap();
+    let Some(Ok(StreamResponse::Task(task))) = stream.next().await else {
+        panic!("the stream opens with the task")
+    };
+    // Canceled once the reply streams its answer (its model was called).
+    loop {
+        match stream.next().await {
+            Some(Ok(StreamResponse::ArtifactUpdate(_))) => break,
+            Some(Ok(_)) => {}
+            other => panic!("the answer streams before it ends: {other:?}"),
         }
     }
-    let next = next.expect("the canceled task's run ends");
-    assert_eq!(next.task().unwrap().answer_text(), "Veiled.", "the layer is installed");
-    let canceled = client.get_task(&id).await.unwrap();
+    assert_eq!(
+        client.cancel_task(&task.id).await.unwrap().status.state,
+        TaskState::Canceled
+    );
+    while stream.next().await.is_some() {}
+
+    let canceled = client.get_task(&task.id).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
-    assert!(canceled.artifacts.is_empty(), "no answer: {:?}", canceled.artifacts);
+    assert!(
+        !canceled.artifacts.iter().any(|a| a.text().contains("Veiled.")),
+        "the replaced message is no answer: {:?}",
+        canceled.artifacts
+    );
+    let next = client.send(user("And now?", "veiled-s1")).await.unwrap();
+    assert_eq!(next.task().unwrap().answer_text(), "Veiled.", "the layer is installed");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -34,8 +34,9 @@ pub(crate) const CHAT_SECOND: &str = "Still here, same session.";
 ///   together, then answers `Both done.`;
 /// - `drip-*`: answers [`CHAT_ANSWER`] with 20 ms between streamed pieces;
 /// - `slow-*`: answers after a minute (for cancellation);
-/// - `veiled-*`: answers after a minute, then `Next.`, through an `on_reply` layer that
-///   replaces every final message with a new one, `Veiled.`, which carries no finished reason;
+/// - `veiled-*`: streams a minute-long answer in pieces 20 ms apart, then answers `Next.`,
+///   through an `on_reply` layer that replaces every final message with a new one, `Veiled.`,
+///   which carries no finished reason;
 /// - `fail-*`: its model fails with a message holding a fake key;
 /// - anything else: the factory fails.
 pub(crate) fn agent(context: &str) -> Result<Agent, AgentError> {
@@ -81,7 +82,7 @@ pub(crate) fn agent(context: &str) -> Result<Agent, AgentError> {
         "veiled" => ScriptedModel::new(
             "m",
             [
-                ScriptedResponse::text("Too late.").delay(Duration::from_secs(60)),
+                ScriptedResponse::text("slowly ".repeat(3000)).chunk_delay(Duration::from_millis(20)),
                 ScriptedResponse::text("Next."),
             ],
         ),
