@@ -363,3 +363,65 @@ async fn a_chat_asks_for_every_member_parked_at_once() {
         "{printed}"
     );
 }
+
+/// A reply asks about one call while another still runs, and Ctrl-C ends it: its question is
+/// closed with it, and the chat does not ask it.
+#[tokio::test(start_paused = true)]
+async fn a_question_whose_reply_ended_is_not_asked() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "book", r#"{"city": "Paris"}"#).and_tool_call(
+                "c2",
+                "weather",
+                r#"{"city": "Paris"}"#,
+            ),
+            ScriptedResponse::text("unused"),
+        ],
+    );
+    let agent = Agent::builder("travel")
+        .model(model.clone())
+        .tool(
+            FunctionTool::new("book", |c: City| async move { format!("booked {}", c.city) })
+                .concurrency_safe(true)
+                .requires_confirmation(|_| true),
+        )
+        .tool(
+            FunctionTool::new("weather", |c: City| async move {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                format!("{}: sunny", c.city)
+            })
+            .concurrency_safe(true),
+        )
+        .build()
+        .unwrap();
+    let (input, person) = ChannelInput::new();
+    let (prompts_tx, mut prompts) = tokio::sync::mpsc::unbounded_channel();
+    let input = input.with_prompts(prompts_tx);
+    let (ctrl_c, presses) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let presses = futures_util::stream::unfold(presses, |mut rx| async move { rx.recv().await.map(|()| ((), rx)) });
+    person.send_text("Book Paris if sunny.").unwrap();
+    let chat = Chat::new(UserAgent::new("me").with_input(input), agent)
+        .console(Console::new(Vec::new()))
+        .interrupts(presses);
+    let press = async move {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        ctrl_c.send(()).unwrap(); // while the weather runs, the booking asked about
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        person.send_text("exit").unwrap();
+    };
+    let (ended, ()) = tokio::join!(chat.run(), press);
+    let (end, console) = ended.unwrap();
+    assert_eq!(end, ChatEnd::Exit);
+    let mut asked = Vec::new();
+    while let Ok(request) = prompts.try_recv() {
+        asked.push(request.prompt);
+    }
+    let printed = String::from_utf8(console.into_inner()).unwrap();
+    assert!(printed.contains("interrupted"), "{printed}");
+    assert!(
+        !asked.iter().any(|p| p.starts_with("Allow book?")),
+        "the closed reply's question is not asked: {asked:?}\n{printed}"
+    );
+    assert_eq!(model.calls(), 1);
+}

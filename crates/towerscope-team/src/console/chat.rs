@@ -8,7 +8,7 @@ use futures_core::Stream;
 use futures_util::StreamExt;
 use futures_util::future::Either;
 use towerscope_core::event::{RequireUserConfirmEvent, UserInterruptEvent};
-use towerscope_core::{AgentError, AgentEvent, ReplyInput, ReplyItem};
+use towerscope_core::{AgentError, AgentEvent, Id, ReplyInput, ReplyItem};
 
 use super::Console;
 use super::confirm::{self, Asked, Interrupts};
@@ -33,10 +33,11 @@ pub enum ChatEnd {
 /// - a tool call that needs permission is asked about, `y/N/a/e` per call (`a`: accept the
 ///   suggested rules, so similar calls run without asking; `e`: edit the arguments), and the
 ///   reply resumes with the answers; replies that park at once (a pipeline's members) are
-///   asked about in turn, and Ctrl-C or the end of input at a call's prompt interrupts that
-///   reply;
+///   asked about in turn, a question whose reply ended meanwhile (an interrupt closed it) is
+///   not asked, and Ctrl-C or the end of input at a call's prompt interrupts that reply;
 /// - Ctrl-C (from [`interrupts`](Self::interrupts)) interrupts the running reply, which ends
-///   the reference's way (`⚠ … interrupted`), and the prompt comes back; a second Ctrl-C
+///   the reference's way (`⚠ … interrupted`), and the prompt comes back (after the questions
+///   of replies still parked, such as a fan-out member that parked before); a second Ctrl-C
 ///   during the same reply, or one at the prompt, ends the chat;
 /// - `exit`, `quit` or the end of input (Ctrl-D) end it too.
 ///
@@ -70,9 +71,13 @@ pub struct Chat<W: Write = Stdout> {
 
 /// What one reply ended with.
 enum Replied {
-    /// The stream ended; the confirmations it asked for, one per parked reply (a pipeline's
-    /// members may park at once).
-    Done(Vec<RequireUserConfirmEvent>),
+    /// The stream ended: the confirmations it asked for, one per parked reply (a pipeline's
+    /// members may park at once), and the replies that ended in it (a parked reply closed by
+    /// an interrupt waits for nothing any more).
+    Done {
+        asked: Vec<RequireUserConfirmEvent>,
+        ended: Vec<Id>,
+    },
     Quit,
 }
 
@@ -155,10 +160,11 @@ impl<W: Write> Chat<W> {
             // The replies waiting for the person, asked about in the order they parked.
             let mut waiting: Vec<RequireUserConfirmEvent> = Vec::new();
             loop {
-                let Replied::Done(parked) = self.reply(input).await else {
+                let Replied::Done { asked, ended } = self.reply(input).await else {
                     return Ok(ChatEnd::Interrupted);
                 };
-                for request in parked {
+                waiting.retain(|w| !ended.contains(&w.reply_id));
+                for request in asked {
                     match waiting.iter_mut().find(|w| w.reply_id == request.reply_id) {
                         Some(known) => *known = request,
                         None => waiting.push(request),
@@ -182,16 +188,24 @@ impl<W: Write> Chat<W> {
         let mut stream = self.agent.reply_stream(input);
         let mut interrupted = false;
         let mut parked: Vec<RequireUserConfirmEvent> = Vec::new();
+        let mut ended = Vec::new();
         loop {
             match futures_util::future::select(stream.next(), self.interrupts.next()).await {
                 Either::Left((None, _)) => break,
                 Either::Left((Some(item), _)) => {
                     self.console.render(None, &item);
-                    if let Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(request))) = item {
-                        match parked.iter_mut().find(|p| p.reply_id == request.reply_id) {
-                            Some(p) => p.tool_calls.extend(request.tool_calls),
-                            None => parked.push(request),
+                    match item {
+                        Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(request))) => {
+                            match parked.iter_mut().find(|p| p.reply_id == request.reply_id) {
+                                Some(p) => p.tool_calls.extend(request.tool_calls),
+                                None => parked.push(request),
+                            }
                         }
+                        Ok(ReplyItem::Event(AgentEvent::ReplyEnd(end))) => {
+                            parked.retain(|p| p.reply_id != end.reply_id);
+                            ended.push(end.reply_id);
+                        }
+                        _ => {}
                     }
                 }
                 Either::Right(_) if interrupted => return Replied::Quit,
@@ -202,7 +216,7 @@ impl<W: Write> Chat<W> {
             }
         }
         self.console.end_line();
-        Replied::Done(parked)
+        Replied::Done { asked: parked, ended }
     }
 }
 
