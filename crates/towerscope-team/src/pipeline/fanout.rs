@@ -90,9 +90,11 @@ impl Rounds {
 /// whose reply fails is no longer waited on in the same way. A call dropped while members
 /// still reply interrupts them (a member that was parking stays parked, and waits in the
 /// round); if members wait in its round, its combined message says it was interrupted.
-/// A member that parks although the fan-out was interrupted (the interrupt came after its
-/// reply decided to wait) closes its parked reply at once (its calls get interrupted results,
-/// and its events are streamed), and the round ends with the others, interrupted.
+/// A member that parks in a call although the fan-out was interrupted (the interrupt came
+/// after its reply decided to wait) closes its parked reply at once (its calls get interrupted
+/// results, and its events are streamed), and the round goes on without it: it ends
+/// interrupted, or parked on a member that waited from before (a pipeline member's older park
+/// is left alone).
 ///
 /// # Example
 ///
@@ -244,14 +246,18 @@ impl Participant for FanoutPipeline {
             Ok(opened) => opened,
             Err(e) => return Box::pin(futures_util::stream::iter([Err(e)])),
         };
-        let resumed = resuming.as_ref().map(|(member, _)| *member);
-        let asked = (0..self.members.len())
-            .map(|i| Asked::new(resumed == Some(i)))
-            .collect();
+        let resumed = |i: usize| {
+            resuming
+                .as_ref()
+                .filter(|(member, _)| *member == i)
+                .map(|(_, waiting)| waiting.id.clone())
+        };
+        let asked = (0..self.members.len()).map(|i| Asked::new(resumed(i))).collect();
         let stop = self.runs.start();
         let merged = futures_util::stream::select_all(streams.into_iter().map(|(i, stream)| {
             let member = Arc::clone(&self.members[i]);
-            closing_if_stopped(member, stream, Arc::clone(&stop)).map(move |item| (i, item))
+            let closing = closing_if_stopped(member, stream, Asked::new(resumed(i)), Arc::clone(&stop));
+            closing.map(move |item| (i, item))
         }));
         let run = FanoutRun {
             name: Arc::clone(&self.name),
@@ -271,8 +277,10 @@ impl Participant for FanoutPipeline {
         self.members.iter().try_for_each(|m| m.observe(msgs.clone()))
     }
 
-    /// Stops the calls in progress (a member that parks after this closes its reply), and
-    /// interrupts every member that is replying.
+    /// Stops the [`reply_stream`](Participant::reply_stream) calls in progress (a member that
+    /// parks in one after this closes its reply; [`stream`](FanoutPipeline::stream) and
+    /// [`replies`](FanoutPipeline::replies) keep no record), and interrupts every member that
+    /// is replying.
     fn interrupt(&self) -> bool {
         let runs = self.runs.stop();
         // Every member, not only up to the first running one.
@@ -285,19 +293,28 @@ impl Participant for FanoutPipeline {
     }
 }
 
-/// A member's stream, in which a reply that parks once the call was stopped is closed at once
-/// (a `UserInterruptEvent` for it): its waiting message is left out, and the closing's items,
-/// ending with its interrupted message, follow.
-fn closing_if_stopped(member: Arc<dyn Participant>, stream: EventStream, stop: Arc<AtomicBool>) -> EventStream {
+/// A member's stream, in which a reply that parks in this call (see [`Asked::made`]) once the
+/// call was stopped is closed at once (a `UserInterruptEvent` for it): its waiting message is
+/// left out, and the closing's items, ending with its interrupted message, follow.
+fn closing_if_stopped(
+    member: Arc<dyn Participant>,
+    stream: EventStream,
+    asked: Asked,
+    stop: Arc<AtomicBool>,
+) -> EventStream {
+    let state = (Some(stream), asked, false);
     Box::pin(futures_util::stream::unfold(
-        (Some(stream), false),
-        move |(mut current, mut closing)| {
+        state,
+        move |(mut current, mut asked, mut closing)| {
             let (member, stop) = (Arc::clone(&member), Arc::clone(&stop));
             async move {
                 loop {
                     match current.as_mut()?.next().await? {
                         Ok(ReplyItem::Final(msg))
-                            if msg.finished_reason.is_none() && !closing && stopped(Some(&stop)) =>
+                            if msg.finished_reason.is_none()
+                                && !closing
+                                && stopped(Some(&stop))
+                                && asked.made(&msg.id) =>
                         {
                             // The parked reply's stream goes first: while it is held, the member
                             // counts as replying and would refuse the closing.
@@ -305,7 +322,11 @@ fn closing_if_stopped(member: Arc<dyn Participant>, stream: EventStream, stop: A
                             closing = true;
                             current = Some(member.reply_stream(UserInterruptEvent::new(msg.id.clone()).into()));
                         }
-                        item => return Some((item, (current, closing))),
+                        Ok(ReplyItem::Event(event)) => {
+                            asked.note(&event);
+                            return Some((Ok(ReplyItem::Event(event)), (current, asked, closing)));
+                        }
+                        item => return Some((item, (current, asked, closing))),
                     }
                 }
             }
@@ -439,6 +460,7 @@ impl fmt::Debug for FanoutPipeline {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use towerscope_agent::Agent;
+    use towerscope_core::AgentEvent;
     use towerscope_models::{ScriptedModel, ScriptedResponse};
 
     use super::*;
@@ -473,5 +495,54 @@ mod tests {
         // The fan-out waits for nothing: the confirmation is refused, a new message runs.
         let err = panel.reply(allow_all(asked)).await.unwrap_err();
         assert!(matches!(err, AgentError::State(_)), "{err}");
+    }
+
+    /// A fan-out inside a fan-out, with two members parked: the outer one resumes the first,
+    /// and is stopped meanwhile. The inner one ends its call with the other member's park,
+    /// which is older than the stop: it still waits, and is not closed.
+    #[tokio::test]
+    async fn a_stop_leaves_alone_a_park_older_than_the_call() {
+        let a = asking("a", ScriptedResponse::text("A done."));
+        let b = asking("b", ScriptedResponse::text("B done."));
+        let inner = FanoutPipeline::from_shared([
+            Arc::new(a.clone()) as Arc<dyn Participant>,
+            Arc::new(b.clone()) as Arc<dyn Participant>,
+        ])
+        .named("inner");
+        let c = Agent::builder("c")
+            .model(ScriptedModel::new("m", [ScriptedResponse::text("C here.")]))
+            .build()
+            .unwrap();
+        let outer = FanoutPipeline::from_shared([Arc::new(inner) as Arc<dyn Participant>, Arc::new(c)]);
+
+        let first: Vec<ReplyItem> = outer
+            .reply_stream(Msg::user("user", "Clean up.").into())
+            .map(Result::unwrap)
+            .collect()
+            .await;
+        let parked_id = |agent: &Agent| agent.waiting_calls().unwrap().reply_id;
+        let (a_reply, b_reply) = (parked_id(&a), parked_id(&b));
+        let asked_a = first
+            .iter()
+            .find_map(|item| match item {
+                ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) if e.reply_id == a_reply => Some(e.clone()),
+                _ => None,
+            })
+            .unwrap();
+
+        let stream = outer.reply_stream(allow_all(asked_a));
+        assert!(outer.runs.stop(), "the call is in progress");
+        let items: Vec<ReplyItem> = stream.map(Result::unwrap).collect().await;
+        let Some(ReplyItem::Final(last)) = items.last() else {
+            panic!("a final message ends the stream: {items:?}");
+        };
+        assert_eq!(last.finished_reason, None, "still parked: {last:?}");
+        assert_eq!(last.id, b_reply, "on b's question");
+        assert_eq!(
+            b.waiting_calls().map(|w| w.reply_id),
+            Some(b_reply.clone()),
+            "b still waits"
+        );
+        assert_eq!(outer.parked_reply(), Some(b_reply));
     }
 }

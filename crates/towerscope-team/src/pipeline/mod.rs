@@ -13,8 +13,9 @@
 //! them. So pipelines nest (a fan-out inside a sequence), join hubs as listeners, and render in
 //! a [`console`](crate::console) like any agent. A member parked for the user parks the
 //! pipeline; the resuming input, addressed to the parked reply, reaches that member. A member
-//! that parks after its pipeline was interrupted closes its parked reply instead, and the
-//! pipeline's reply ends interrupted.
+//! that parks in a call after its pipeline was interrupted closes its parked reply instead, and
+//! the pipeline's reply ends interrupted (a fan-out's, unless another member waits from
+//! before).
 //!
 //! # Example
 //!
@@ -255,16 +256,24 @@ pub(crate) mod asking {
 #[derive(Debug, Default)]
 struct Asked {
     replies: Vec<Id>,
-    resumed: bool,
+    /// The reply the call resumed the member in.
+    resumed: Option<Id>,
 }
 
 impl Asked {
-    /// The record of a member the call resumes (`resumed`), or starts.
-    fn new(resumed: bool) -> Self {
+    /// The record of a member the call resumes in reply `resumed`, or starts (`None`).
+    fn new(resumed: Option<Id>) -> Self {
         Self {
             replies: Vec::new(),
             resumed,
         }
+    }
+
+    /// Whether the member parked in `reply` in this call: it asked about that reply, or it is
+    /// the reply the call resumed (which parks again without asking). A pipeline member may
+    /// end its stream with an older park of one of its own members, which is not this call's.
+    fn made(&self, reply: &Id) -> bool {
+        self.replies.contains(reply) || self.resumed.as_ref() == Some(reply)
     }
 
     /// Notes the reply `event` asks about, if it is a `REQUIRE_*` event.
@@ -280,7 +289,7 @@ impl Asked {
     fn parked(&self, member: &dyn Participant) -> Option<Id> {
         member
             .parked_reply()
-            .filter(|reply_id| self.resumed || self.replies.contains(reply_id))
+            .filter(|reply_id| self.resumed.is_some() || self.replies.contains(reply_id))
     }
 }
 

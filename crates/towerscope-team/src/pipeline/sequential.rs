@@ -133,6 +133,7 @@ impl SequentialPipeline {
 
     /// Items tagged with their member, and whether the item is the pipeline's own final item.
     fn run(&self, input: ReplyInput) -> impl futures_core::Stream<Item = (Tagged, bool)> + Send + 'static {
+        let resumed = input.resumed_reply().cloned();
         let start = self.start(input);
         let mut run = Run {
             members: Arc::clone(&self.members),
@@ -151,7 +152,7 @@ impl SequentialPipeline {
             Ok((index, stream, resuming)) => {
                 run.index = index;
                 run.current = Some(stream);
-                run.asked = Asked::new(resuming.is_some());
+                run.asked = Asked::new(resumed.filter(|_| resuming.is_some()));
                 run.resuming = resuming;
             }
             Err(e) => run.pending_error = Some(Tagged::new(Arc::clone(&self.name), Err(e))),
@@ -234,7 +235,10 @@ impl Run {
             }
             match item {
                 Some(Ok(ReplyItem::Final(msg)))
-                    if msg.finished_reason.is_none() && !self.closing && stopped(self.stop.as_ref()) =>
+                    if msg.finished_reason.is_none()
+                        && !self.closing
+                        && stopped(self.stop.as_ref())
+                        && self.asked.made(&msg.id) =>
                 {
                     self.close(&msg.id);
                 }
@@ -440,5 +444,47 @@ mod tests {
         assert!(matches!(err, AgentError::State(_)), "{err}");
         let again = row.reply(Msg::user("user", "Again.").into()).await.unwrap();
         assert_eq!(again.text_content().as_deref(), Some("Fine."));
+    }
+
+    /// A row holding a fan-out with two members parked resumes the first, and is stopped
+    /// meanwhile: the fan-out ends the call with the other member's park, older than the stop,
+    /// which still waits and is not closed.
+    #[tokio::test]
+    async fn a_stop_leaves_alone_a_park_older_than_the_call() {
+        use towerscope_core::AgentEvent;
+
+        let a = asking("a", ScriptedResponse::text("A done."));
+        let b = asking("b", ScriptedResponse::text("B done."));
+        let panel = crate::pipeline::FanoutPipeline::new([a.clone(), b.clone()]);
+        let row = SequentialPipeline::new([panel]);
+        let first: Vec<ReplyItem> = row
+            .reply_stream(Msg::user("user", "Clean up.").into())
+            .map(Result::unwrap)
+            .collect()
+            .await;
+        let parked_id = |agent: &Agent| agent.waiting_calls().unwrap().reply_id;
+        let (a_reply, b_reply) = (parked_id(&a), parked_id(&b));
+        let asked_a = first
+            .iter()
+            .find_map(|item| match item {
+                ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) if e.reply_id == a_reply => Some(e.clone()),
+                _ => None,
+            })
+            .unwrap();
+
+        let stream = row.reply_stream(allow_all(asked_a));
+        assert!(row.runs.stop(), "the run is in progress");
+        let items: Vec<ReplyItem> = stream.map(Result::unwrap).collect().await;
+        let Some(ReplyItem::Final(last)) = items.last() else {
+            panic!("a final message ends the stream: {items:?}");
+        };
+        assert_eq!(last.finished_reason, None, "still parked: {last:?}");
+        assert_eq!(last.id, b_reply, "on b's question");
+        assert_eq!(
+            b.waiting_calls().map(|w| w.reply_id),
+            Some(b_reply.clone()),
+            "b still waits"
+        );
+        assert_eq!(row.parked_reply(), Some(b_reply));
     }
 }

@@ -66,8 +66,8 @@ impl fmt::Debug for TeamMember {
 ///
 /// Dropping the stream while members work stops them and leaves the leader parked on its
 /// assignments (as does loading a state saved then); the team's next run, unless it resumes
-/// that reply itself, first closes it as interrupted, without a model call and without its
-/// items in the new run's stream.
+/// that reply itself or another run's stream is still held, first closes it as interrupted,
+/// without a model call and without its items in the new run's stream.
 ///
 /// Differences from the reference: members keep their context across the leader's replies
 /// (the reference clears it by default), and a member that parks for the user is not supported
