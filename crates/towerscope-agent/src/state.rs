@@ -327,20 +327,6 @@ pub(crate) fn check_not_parked(state: &AgentState) -> Result<(), AgentError> {
     Ok(())
 }
 
-/// A resume (or interrupt) names the reply it is for: while the agent is parked, it must be
-/// the parked one, or the event was meant for another reply (another agent's, an older one)
-/// and would answer or close this one. Unlike the reference, which does not check the id.
-pub(crate) fn check_resumes_parked(state: &AgentState, named: &Id) -> Result<(), AgentError> {
-    let parked = &state.reply_context.reply_id;
-    if state.is_parked() && parked != named {
-        return Err(AgentError::State(format!(
-            "the agent's parked reply is {parked}, but the event names reply {named}; resume or interrupt the \
-             parked reply by its id"
-        )));
-    }
-    Ok(())
-}
-
 /// Writes how reply `reply_id` ended (interrupted, failed) onto its stored message, when it
 /// stored one and is not parked (a refused resume leaves the parked reply as it was): what such
 /// a message holds of an answer may be a part of it. A completed reply's message is not marked

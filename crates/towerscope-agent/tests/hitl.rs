@@ -147,47 +147,6 @@ async fn a_confirmation_that_names_another_tool_is_refused_and_runs_nothing() {
     assert_eq!(done.final_text().as_deref(), Some("done"));
 }
 
-/// A resume or an interrupt meant for another reply (another agent's, an older one) is
-/// refused while the agent is parked: it would answer or close the parked reply.
-#[tokio::test]
-async fn an_event_naming_another_reply_is_refused_and_the_parked_reply_still_waits() {
-    let model = ScriptedModel::new(
-        "m",
-        [
-            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#),
-            ScriptedResponse::text("done"),
-        ],
-    );
-    let agent = asking_agent(&model);
-    let first = collect(agent.reply_stream(Msg::user("user", "clean up"))).await;
-    let call = parked_call(&first);
-    let reply_id = first.final_msg.unwrap().id;
-
-    let other = towerscope_core::Id::from("another-reply");
-    for event in [
-        towerscope_core::ReplyInput::from(UserInterruptEvent::new(other.clone())),
-        UserConfirmResultEvent::new(other.clone(), vec![ConfirmResult::new(true, call.clone())]).into(),
-    ] {
-        let err = agent.reply(event).await.unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!(
-                "invalid agent state: the agent's parked reply is {reply_id}, but the event names reply another-reply; \
-                 resume or interrupt the parked reply by its id"
-            )
-        );
-    }
-    assert_eq!(
-        agent.waiting_calls().map(|w| w.reply_id),
-        Some(reply_id.clone()),
-        "still parked"
-    );
-    assert_eq!(model.calls(), 1);
-    let confirm = UserConfirmResultEvent::new(reply_id, vec![ConfirmResult::new(true, call)]);
-    let done = collect(agent.reply_stream(confirm)).await;
-    assert_eq!(done.final_text().as_deref(), Some("done"));
-}
-
 #[tokio::test]
 async fn a_denied_call_gets_the_reference_text_and_the_loop_goes_on() {
     let model = ScriptedModel::new(

@@ -395,3 +395,46 @@ async fn a_row_keeps_waiting_on_a_fanout_member_after_the_resumed_one_failed() {
     let out = row.reply(confirms[1].clone().into()).await.unwrap();
     assert_eq!(line(&out), "editor: Edited.");
 }
+
+/// A team's resume goes to its leader: one naming another reply (a member's question, which
+/// a team cannot forward yet) is refused, and the leader's own question still waits.
+#[tokio::test]
+async fn a_team_refuses_a_resume_naming_another_reply_than_its_leaders() {
+    use towerscope_core::event::UserInterruptEvent;
+    use towerscope_team::pipeline::{TeamMember, TeamPipeline};
+
+    let leader_model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#),
+            ScriptedResponse::text("Deleted."),
+        ],
+    );
+    let leader = Agent::builder("lead")
+        .model(leader_model.clone())
+        .tool(towerscope_agent::toolkit::FunctionTool::new(
+            "delete",
+            |a: common::Delete| async move { format!("deleted {}", a.path) },
+        ))
+        .default_permission(towerscope_core::PermissionDecision::Ask {
+            suggested_rules: vec![],
+        });
+    let team = TeamPipeline::new(leader, [TeamMember::new(says("worker", []), "Works.")]).unwrap();
+    let mut first = team.reply_stream(Msg::user("user", "Clean up.").into());
+    let answer = first_question(&mut first).await;
+    while first.next().await.is_some() {}
+
+    for other in [
+        UserInterruptEvent::new("a-members-reply").into(),
+        UserConfirmResultEvent::new("a-members-reply", answer.confirm_results.clone()).into(),
+    ] {
+        let err = team.reply(other).await.unwrap_err();
+        assert!(
+            matches!(&err, AgentError::State(m) if m.contains("a-members-reply")),
+            "{err}"
+        );
+    }
+    assert_eq!(leader_model.calls(), 1);
+    let done = team.reply(answer.into()).await.unwrap();
+    assert_eq!(line(&done), "lead: Deleted.", "the leader's question still waited");
+}

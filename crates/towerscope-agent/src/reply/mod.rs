@@ -178,9 +178,6 @@ fn run<'a>(
                 "a resumed reply keeps the structured output schema it was parked with; the new one is ignored"
             );
         }
-        if let Some(named) = req.input.resumed_reply() {
-            crate::state::check_resumes_parked(&runtime.lock_state(), named)?;
-        }
         match &req.input {
             ReplyInput::Messages(msgs) => start(runtime, &req, msgs, emit).await?,
             ReplyInput::Interrupt(_) => {

@@ -141,8 +141,9 @@ async fn start(
 }
 
 /// A resume addressed to the reply the agent is parked in: an AG-UI resume names the calls it
-/// answers, not their reply, and the agent refuses an event naming another reply. Without a
-/// parked reply it stays as it is, and the agent says it waits for nothing.
+/// answers, not their reply, and the event should name it for the layers that read it (the
+/// agent itself resumes its parked reply, as the reference does). Without a parked reply it
+/// stays as it is, and the agent says it waits for nothing.
 fn addressed(reply: ReplyInput, agent: &Agent) -> ReplyInput {
     let Some(parked) = agent.waiting_calls().map(|w| w.reply_id) else {
         return reply;

@@ -270,10 +270,14 @@ impl Asked {
     }
 
     /// Whether the member parked in `reply` in this call: it asked about that reply, or it is
-    /// the reply the call resumed (which parks again without asking). A pipeline member may
-    /// end its stream with an older park of one of its own members, which is not this call's.
+    /// the reply the call resumed (which parks again without asking), or the call started the
+    /// member and it asked nothing (a participant that parks without request events). A
+    /// pipeline member resumed in one reply may end its stream with an older park of another
+    /// of its own members, which is not this call's.
     fn made(&self, reply: &Id) -> bool {
-        self.replies.contains(reply) || self.resumed.as_ref() == Some(reply)
+        self.replies.contains(reply)
+            || self.resumed.as_ref() == Some(reply)
+            || (self.resumed.is_none() && self.replies.is_empty())
     }
 
     /// Notes the reply `event` asks about, if it is a `REQUIRE_*` event.
@@ -291,6 +295,12 @@ impl Asked {
             .parked_reply()
             .filter(|reply_id| self.resumed.is_some() || self.replies.contains(reply_id))
     }
+}
+
+/// The reply `member` parked in, ending its stream with `waiting`: as the member knows it (a
+/// layer may have replaced the waiting message, and its id with it), else the message's id.
+fn parked_id(member: &dyn Participant, waiting: &towerscope_core::Msg) -> Id {
+    member.parked_reply().unwrap_or_else(|| waiting.id.clone())
 }
 
 /// The reply `agent` is parked in for the user or an outside executor: a team leader waiting

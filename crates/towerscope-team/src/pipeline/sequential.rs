@@ -9,7 +9,7 @@ use towerscope_core::event::UserInterruptEvent;
 use towerscope_core::{AgentError, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem};
 
 use super::merge::{MergedStream, Tagged};
-use super::{Asked, Runs, Waiting, stopped};
+use super::{Asked, Runs, Waiting, parked_id, stopped};
 use crate::Participant;
 use crate::share::shared_copy;
 
@@ -235,12 +235,13 @@ impl Run {
             }
             match item {
                 Some(Ok(ReplyItem::Final(msg)))
-                    if msg.finished_reason.is_none()
-                        && !self.closing
-                        && stopped(self.stop.as_ref())
-                        && self.asked.made(&msg.id) =>
+                    if msg.finished_reason.is_none() && !self.closing && stopped(self.stop.as_ref()) =>
                 {
-                    self.close(&msg.id);
+                    let parked = parked_id(member.as_ref(), &msg);
+                    if !self.asked.made(&parked) {
+                        break Some(Ok(ReplyItem::Final(msg)));
+                    }
+                    self.close(&parked);
                 }
                 item => break item,
             }
@@ -444,6 +445,56 @@ mod tests {
         assert!(matches!(err, AgentError::State(_)), "{err}");
         let again = row.reply(Msg::user("user", "Again.").into()).await.unwrap();
         assert_eq!(again.text_content().as_deref(), Some("Fine."));
+    }
+
+    /// A layer replaced the parked member's waiting message with a new one (its id too), and
+    /// the row was stopped as the member parked: the member's own parked reply is closed.
+    #[tokio::test]
+    async fn a_stop_closes_the_parked_reply_a_layer_renamed() {
+        use towerscope_agent::toolkit::FunctionTool;
+        use towerscope_core::{EventStream, PermissionDecision, ReplyNext, ReplyRequest, from_fn};
+
+        /// Delete a file.
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        struct Delete {
+            /// The path.
+            path: String,
+        }
+        fn renamed(
+            req: ReplyRequest,
+            next: ReplyNext,
+        ) -> futures_util::future::BoxFuture<'static, Result<EventStream, AgentError>> {
+            Box::pin(async move {
+                let inner = next.run(req).await?;
+                Ok(Box::pin(inner.map(|item| match item {
+                    Ok(ReplyItem::Final(m)) if m.finished_reason.is_none() => {
+                        Ok(ReplyItem::Final(Msg::assistant("asker", "Waiting, in other words.")))
+                    }
+                    item => item,
+                })) as EventStream)
+            })
+        }
+        let call = ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#);
+        let asker = Agent::builder("asker")
+            .model(ScriptedModel::new("m", [call, ScriptedResponse::text("unused")]))
+            .tool(FunctionTool::new("delete", |a: Delete| async move { a.path }))
+            .default_permission(PermissionDecision::Ask {
+                suggested_rules: vec![],
+            })
+            .on_reply(from_fn(renamed))
+            .build()
+            .unwrap();
+        let row = SequentialPipeline::new([asker.clone()]);
+
+        let stream = row.reply_stream(Msg::user("user", "Clean up.").into());
+        assert!(row.runs.stop(), "the run is in progress");
+        let items: Vec<ReplyItem> = stream.map(Result::unwrap).collect().await;
+        let Some(ReplyItem::Final(last)) = items.last() else {
+            panic!("a final message ends the stream: {items:?}");
+        };
+        assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Interrupted), "{last:?}");
+        assert_calls_closed(&asker);
+        assert_eq!(row.parked_reply(), None);
     }
 
     /// A row holding a fan-out with two members parked resumes the first, and is stopped

@@ -165,6 +165,25 @@ impl TeamPipeline {
         input: ReplyInput,
         schema: Option<StructuredSchema>,
     ) -> impl futures_core::Stream<Item = (Tagged, bool)> + Send + 'static {
+        // A resume is the leader's: one naming another reply (a member's question, which a team
+        // cannot forward yet) would answer or close the leader's parked reply.
+        if let (Some(named), Some(parked)) = (input.resumed_reply(), self.leader.waiting_calls())
+            && *named != parked.reply_id
+        {
+            let err = AgentError::State(format!(
+                "team '{}' is waiting on its leader's reply {}, not on reply {named}",
+                self.leader.name(),
+                parked.reply_id
+            ));
+            let failed: EventStream = Box::pin(futures_util::stream::iter([Err(err)]));
+            let run = TeamRun::new(
+                self.leader.clone(),
+                Arc::clone(&self.members),
+                failed,
+                self.runs.start(),
+            );
+            return futures_util::stream::unfold(run, TeamRun::next);
+        }
         let (stop, alone) = self.runs.start_alone();
         // A leader parked on its assignments with no other run in progress was left so by a
         // dropped run (or restored so from a saved state): nothing will carry them out.
