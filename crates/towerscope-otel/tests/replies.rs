@@ -226,10 +226,10 @@ async fn a_reply_parked_for_confirmation_and_resumed() {
     );
 }
 
-/// A resume that answers one of two waiting calls parks again on the other without a request
-/// event: its span still names the tool it waits on.
-#[tokio::test]
-async fn a_resume_that_parks_again_names_the_call_it_still_waits_on() {
+/// An agent that asks about `add` (call `call-1`) and `second` (`call-2`, `add` or the external
+/// `lookup`) in one round, parks, and is resumed with only the call of `confirmed` allowed:
+/// the resumed reply and the root span of its trace.
+async fn resume_one_of_two(second: &str, confirmed: &str) -> (Collected, opentelemetry_sdk::trace::SpanData) {
     let (provider, exporter) = in_memory();
     let agent = Agent::builder("careful")
         .model(ScriptedModel::new(
@@ -237,18 +237,22 @@ async fn a_resume_that_parks_again_names_the_call_it_still_waits_on() {
             [
                 ScriptedResponse::tool_call("call-1", "add", r#"{"a": 1, "b": 2}"#).and_tool_call(
                     "call-2",
-                    "add",
+                    second,
                     r#"{"a": 3, "b": 4}"#,
                 ),
-                ScriptedResponse::text("3 and 7"),
+                ScriptedResponse::text("done"),
             ],
         ))
         .tool(add_tool().requires_confirmation(|_| true))
+        .tool(Lookup {
+            schema: json!({"type": "object"}),
+            ask: true,
+        })
         .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
         .build()
         .unwrap();
 
-    let first = collect(agent.reply_stream(Msg::user("user", "1 + 2 and 3 + 4?"))).await;
+    let first = collect(agent.reply_stream(Msg::user("user", "1 + 2, and the other"))).await;
     let asked: Vec<_> = first
         .events
         .iter()
@@ -259,10 +263,21 @@ async fn a_resume_that_parks_again_names_the_call_it_still_waits_on() {
         .collect();
     let calls: Vec<_> = asked.iter().flat_map(|e| e.tool_calls.clone()).collect();
     assert_eq!(calls.len(), 2, "both calls are asked about in the first reply");
+    let call = calls.iter().find(|c| c.id == confirmed).cloned().unwrap();
 
     exporter.reset();
-    let confirm = UserConfirmResultEvent::new(&asked[0].reply_id, vec![ConfirmResult::new(true, calls[0].clone())]);
+    let confirm = UserConfirmResultEvent::new(&asked[0].reply_id, vec![ConfirmResult::new(true, call)]);
     let second = collect(agent.reply_stream(confirm)).await;
+    let resumed = spans(&exporter);
+    let root = one(&resumed, "invoke_agent careful").clone();
+    (second, root)
+}
+
+/// A resume that answers one of two waiting calls parks again on the other without a request
+/// event: its span still names the tool it waits on.
+#[tokio::test]
+async fn a_resume_that_parks_again_names_the_call_it_still_waits_on() {
+    let (second, root) = resume_one_of_two("add", "call-1").await;
     assert!(
         !second
             .events
@@ -270,15 +285,13 @@ async fn a_resume_that_parks_again_names_the_call_it_still_waits_on() {
             .any(|e| matches!(e, AgentEvent::RequireUserConfirm(_))),
         "the agent asked in the first reply, not again"
     );
-    let resumed = spans(&exporter);
-    let root = one(&resumed, "invoke_agent careful");
     assert_eq!(
-        str_attr(root, "agentscope.agent.hitl_pending_tools").as_deref(),
+        str_attr(&root, "agentscope.agent.hitl_pending_tools").as_deref(),
         Some(r#"["add"]"#),
         "the second call still waits"
     );
-    assert_eq!(attr(root, "agentscope.agent.external_execution_pending_tools"), None);
-    assert_eq!(attr(root, "gen_ai.response.finish_reasons"), None, "parked again");
+    assert_eq!(attr(&root, "agentscope.agent.external_execution_pending_tools"), None);
+    assert_eq!(attr(&root, "gen_ai.response.finish_reasons"), None, "parked again");
 }
 
 /// A resume that confirms an external call (now waiting for its result, asked for in this
@@ -286,44 +299,7 @@ async fn a_resume_that_parks_again_names_the_call_it_still_waits_on() {
 /// names both.
 #[tokio::test]
 async fn a_resume_that_parks_again_names_every_call_it_waits_on() {
-    let (provider, exporter) = in_memory();
-    let agent = Agent::builder("careful")
-        .model(ScriptedModel::new(
-            "m",
-            [
-                ScriptedResponse::tool_call("call-1", "add", r#"{"a": 1, "b": 2}"#).and_tool_call(
-                    "call-2",
-                    "lookup",
-                    r#"{"key": "k"}"#,
-                ),
-                ScriptedResponse::text("done"),
-            ],
-        ))
-        .tool(add_tool().requires_confirmation(|_| true))
-        .tool(Lookup {
-            schema: json!({"type": "object", "properties": {"key": {"type": "string"}}}),
-            ask: true,
-        })
-        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
-        .build()
-        .unwrap();
-
-    let first = collect(agent.reply_stream(Msg::user("user", "1 + 2, and look k up"))).await;
-    let asked: Vec<_> = first
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            AgentEvent::RequireUserConfirm(e) => Some(e.clone()),
-            _ => None,
-        })
-        .collect();
-    let calls: Vec<_> = asked.iter().flat_map(|e| e.tool_calls.clone()).collect();
-    assert_eq!(calls.len(), 2, "both calls are asked about in the first reply");
-    let lookup = calls.iter().find(|c| c.name == "lookup").cloned().unwrap();
-
-    exporter.reset();
-    let confirm = UserConfirmResultEvent::new(&asked[0].reply_id, vec![ConfirmResult::new(true, lookup)]);
-    let second = collect(agent.reply_stream(confirm)).await;
+    let (second, root) = resume_one_of_two("lookup", "call-2").await;
     assert!(
         second
             .events
@@ -331,14 +307,12 @@ async fn a_resume_that_parks_again_names_every_call_it_waits_on() {
             .any(|e| matches!(e, AgentEvent::RequireExternalExecution(_))),
         "the confirmed call now waits for its result"
     );
-    let resumed = spans(&exporter);
-    let root = one(&resumed, "invoke_agent careful");
     assert_eq!(
-        str_attr(root, "agentscope.agent.hitl_pending_tools").as_deref(),
+        str_attr(&root, "agentscope.agent.hitl_pending_tools").as_deref(),
         Some(r#"["add"]"#)
     );
     assert_eq!(
-        str_attr(root, "agentscope.agent.external_execution_pending_tools").as_deref(),
+        str_attr(&root, "agentscope.agent.external_execution_pending_tools").as_deref(),
         Some(r#"["lookup"]"#)
     );
 }

@@ -461,11 +461,12 @@ impl fmt::Debug for FanoutPipeline {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use towerscope_agent::Agent;
-    use towerscope_core::AgentEvent;
     use towerscope_models::{ScriptedModel, ScriptedResponse};
 
     use super::*;
-    use crate::pipeline::asking::{allow_all, asking, assert_calls_closed, closed_after_asking};
+    use crate::pipeline::asking::{
+        allow_all, asking, assert_calls_closed, closed_after_asking, resume_stopped_leaves_an_older_park,
+    };
 
     /// The fan-out was stopped after a member's last interrupt check, and that member's reply
     /// parked: the member closes its parked reply, the combined message says the round was
@@ -515,35 +516,6 @@ mod tests {
             .build()
             .unwrap();
         let outer = FanoutPipeline::from_shared([Arc::new(inner) as Arc<dyn Participant>, Arc::new(c)]);
-
-        let first: Vec<ReplyItem> = outer
-            .reply_stream(Msg::user("user", "Clean up.").into())
-            .map(Result::unwrap)
-            .collect()
-            .await;
-        let parked_id = |agent: &Agent| agent.waiting_calls().unwrap().reply_id;
-        let (a_reply, b_reply) = (parked_id(&a), parked_id(&b));
-        let asked_a = first
-            .iter()
-            .find_map(|item| match item {
-                ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) if e.reply_id == a_reply => Some(e.clone()),
-                _ => None,
-            })
-            .unwrap();
-
-        let stream = outer.reply_stream(allow_all(asked_a));
-        assert!(outer.runs.stop(), "the call is in progress");
-        let items: Vec<ReplyItem> = stream.map(Result::unwrap).collect().await;
-        let Some(ReplyItem::Final(last)) = items.last() else {
-            panic!("a final message ends the stream: {items:?}");
-        };
-        assert_eq!(last.finished_reason, None, "still parked: {last:?}");
-        assert_eq!(last.id, b_reply, "on b's question");
-        assert_eq!(
-            b.waiting_calls().map(|w| w.reply_id),
-            Some(b_reply.clone()),
-            "b still waits"
-        );
-        assert_eq!(outer.parked_reply(), Some(b_reply));
+        resume_stopped_leaves_an_older_park(&outer, || outer.runs.stop(), &a, &b).await;
     }
 }

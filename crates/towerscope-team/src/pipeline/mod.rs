@@ -217,6 +217,45 @@ pub(crate) mod asking {
         UserConfirmResultEvent::new(asked.reply_id, allow).into()
     }
 
+    /// Runs `pipeline`, in which the asking agents `a` and `b` both park, then resumes `a`
+    /// through it with the call stopped at once (`stop` raises the pipeline's stop flag), and
+    /// checks that the call ends parked on `b`'s question, older than the call, which still
+    /// waits.
+    pub(crate) async fn resume_stopped_leaves_an_older_park(
+        pipeline: &dyn crate::Participant,
+        stop: impl FnOnce() -> bool,
+        a: &Agent,
+        b: &Agent,
+    ) {
+        use futures_util::StreamExt;
+
+        let first: Vec<ReplyItem> = pipeline
+            .reply_stream(Msg::user("user", "Clean up.").into())
+            .map(Result::unwrap)
+            .collect()
+            .await;
+        let parked_id = |agent: &Agent| agent.waiting_calls().unwrap().reply_id;
+        let (a_reply, b_reply) = (parked_id(a), parked_id(b));
+        let asked_a = first
+            .iter()
+            .find_map(|item| match item {
+                ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) if e.reply_id == a_reply => Some(e.clone()),
+                _ => None,
+            })
+            .unwrap();
+
+        let stream = pipeline.reply_stream(allow_all(asked_a));
+        assert!(stop(), "the call is in progress");
+        let items: Vec<ReplyItem> = stream.map(Result::unwrap).collect().await;
+        let Some(ReplyItem::Final(last)) = items.last() else {
+            panic!("a final message ends the stream: {items:?}");
+        };
+        assert_eq!(last.finished_reason, None, "still parked: {last:?}");
+        assert_eq!(last.id, b_reply, "on b's question");
+        assert_eq!(parked_id(b), b_reply, "b still waits");
+        assert_eq!(pipeline.parked_reply(), Some(b_reply));
+    }
+
     /// The confirmation the agent asked for and the stream's final message, checking that the
     /// stream carries the closing of call `c1` and ends with one final message, interrupted.
     pub(crate) fn closed_after_asking(items: &[ReplyItem]) -> (RequireUserConfirmEvent, &Msg) {

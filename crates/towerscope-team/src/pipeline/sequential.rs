@@ -419,7 +419,9 @@ mod tests {
     use towerscope_models::{ScriptedModel, ScriptedResponse};
 
     use super::*;
-    use crate::pipeline::asking::{allow_all, asking, assert_calls_closed, closed_after_asking};
+    use crate::pipeline::asking::{
+        allow_all, asking, assert_calls_closed, closed_after_asking, resume_stopped_leaves_an_older_park,
+    };
 
     /// The row was stopped after the member's last interrupt check, and its reply parked: the
     /// member closes its parked reply, the row ends interrupted and waits for nothing.
@@ -502,40 +504,10 @@ mod tests {
     /// which still waits and is not closed.
     #[tokio::test]
     async fn a_stop_leaves_alone_a_park_older_than_the_call() {
-        use towerscope_core::AgentEvent;
-
         let a = asking("a", ScriptedResponse::text("A done."));
         let b = asking("b", ScriptedResponse::text("B done."));
         let panel = crate::pipeline::FanoutPipeline::new([a.clone(), b.clone()]);
         let row = SequentialPipeline::new([panel]);
-        let first: Vec<ReplyItem> = row
-            .reply_stream(Msg::user("user", "Clean up.").into())
-            .map(Result::unwrap)
-            .collect()
-            .await;
-        let parked_id = |agent: &Agent| agent.waiting_calls().unwrap().reply_id;
-        let (a_reply, b_reply) = (parked_id(&a), parked_id(&b));
-        let asked_a = first
-            .iter()
-            .find_map(|item| match item {
-                ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) if e.reply_id == a_reply => Some(e.clone()),
-                _ => None,
-            })
-            .unwrap();
-
-        let stream = row.reply_stream(allow_all(asked_a));
-        assert!(row.runs.stop(), "the run is in progress");
-        let items: Vec<ReplyItem> = stream.map(Result::unwrap).collect().await;
-        let Some(ReplyItem::Final(last)) = items.last() else {
-            panic!("a final message ends the stream: {items:?}");
-        };
-        assert_eq!(last.finished_reason, None, "still parked: {last:?}");
-        assert_eq!(last.id, b_reply, "on b's question");
-        assert_eq!(
-            b.waiting_calls().map(|w| w.reply_id),
-            Some(b_reply.clone()),
-            "b still waits"
-        );
-        assert_eq!(row.parked_reply(), Some(b_reply));
+        resume_stopped_leaves_an_older_park(&row, || row.runs.stop(), &a, &b).await;
     }
 }
