@@ -118,18 +118,44 @@ pub async fn final_msg(mut stream: EventStream) -> Result<Msg, AgentError> {
 
 /// An agent replies, observes (when free: [`Agent::observe_when_free`]) and is interrupted as
 /// itself; its broadcaster and hooks are the ones installed with `AgentBuilder::middleware`.
+/// Gives a parked reply's waiting message `msg` the parked reply's id, which a resume names
+/// (as the `REQUIRE_*` events do): an `on_reply` layer or hook may have replaced that message
+/// with one of its own, under a new id, and a pipeline keeps the id of the message it was
+/// given. Other messages are left as they are.
+pub(crate) fn named_by_its_reply(agent: &Agent, msg: &mut Msg) {
+    if msg.finished_reason.is_none()
+        && let Some(waiting) = agent.waiting_calls()
+    {
+        msg.id = waiting.reply_id;
+    }
+}
+
 impl Participant for Agent {
     fn name(&self) -> &str {
         Agent::name(self)
     }
 
+    /// The agent's stream, its parked reply's waiting message under that reply's id, which a
+    /// resume names (an `on_reply` layer or hook may have replaced that message with one of
+    /// its own, under a new id).
     fn reply_stream(&self, input: ReplyInput) -> EventStream {
-        Box::pin(Agent::reply_stream(self, input))
+        let agent = self.clone();
+        Box::pin(Agent::reply_stream(self, input).map(move |item| match item {
+            Ok(ReplyItem::Final(mut msg)) => {
+                named_by_its_reply(&agent, &mut msg);
+                Ok(ReplyItem::Final(msg))
+            }
+            item => item,
+        }))
     }
 
     fn reply(&self, input: ReplyInput) -> ReplyFuture {
         let agent = self.clone();
-        Box::pin(async move { agent.reply(input).await })
+        Box::pin(async move {
+            let mut msg = agent.reply(input).await?;
+            named_by_its_reply(&agent, &mut msg);
+            Ok(msg)
+        })
     }
 
     fn observe(&self, msgs: Vec<Msg>) -> Result<(), AgentError> {

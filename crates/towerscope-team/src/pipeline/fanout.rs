@@ -12,7 +12,7 @@ use towerscope_core::{
 };
 
 use super::merge::{MergedStream, merge};
-use super::{Asked, Runs, parked_id, stopped};
+use super::{Asked, Runs, stopped};
 use crate::Participant;
 use crate::share::shared_copy;
 
@@ -314,14 +314,13 @@ fn closing_if_stopped(
                             if msg.finished_reason.is_none()
                                 && !closing
                                 && stopped(Some(&stop))
-                                && asked.made(&parked_id(member.as_ref(), &msg)) =>
+                                && asked.made(&msg.id) =>
                         {
-                            let parked = parked_id(member.as_ref(), &msg);
                             // The parked reply's stream goes first: while it is held, the member
                             // counts as replying and would refuse the closing.
                             drop(current.take());
                             closing = true;
-                            current = Some(member.reply_stream(UserInterruptEvent::new(parked).into()));
+                            current = Some(member.reply_stream(UserInterruptEvent::new(msg.id.clone()).into()));
                         }
                         Ok(ReplyItem::Event(event)) => {
                             asked.note(&event);

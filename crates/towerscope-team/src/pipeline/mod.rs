@@ -177,6 +177,10 @@ pub(crate) mod asking {
 
     /// An agent that asks before it deletes a file (call `c1`), then answers with `after`.
     pub(crate) fn asking(name: &str, after: ScriptedResponse) -> Agent {
+        asking_builder(name, after).build().unwrap()
+    }
+
+    fn asking_builder(name: &str, after: ScriptedResponse) -> towerscope_agent::AgentBuilder {
         let call = ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#);
         Agent::builder(name)
             .model(ScriptedModel::new("m", [call, after]))
@@ -184,8 +188,29 @@ pub(crate) mod asking {
             .default_permission(PermissionDecision::Ask {
                 suggested_rules: vec![],
             })
-            .build()
-            .unwrap()
+    }
+
+    /// [`asking`], with an `on_reply` layer that replaces a parked reply's waiting message with
+    /// a new one (a new id too).
+    pub(crate) fn renaming_asker(name: &str, after: ScriptedResponse) -> Agent {
+        use futures_util::StreamExt;
+        use towerscope_core::{AgentError, EventStream, ReplyNext, ReplyRequest, from_fn};
+
+        fn renamed(
+            req: ReplyRequest,
+            next: ReplyNext,
+        ) -> futures_util::future::BoxFuture<'static, Result<EventStream, AgentError>> {
+            Box::pin(async move {
+                let inner = next.run(req).await?;
+                Ok(Box::pin(inner.map(|item| match item {
+                    Ok(ReplyItem::Final(m)) if m.finished_reason.is_none() => {
+                        Ok(ReplyItem::Final(Msg::assistant(m.name, "Waiting, in other words.")))
+                    }
+                    item => item,
+                })) as EventStream)
+            })
+        }
+        asking_builder(name, after).on_reply(from_fn(renamed)).build().unwrap()
     }
 
     /// Checks that every call in the agent's context has one result, interrupted.
@@ -334,12 +359,6 @@ impl Asked {
             .parked_reply()
             .filter(|reply_id| self.resumed.is_some() || self.replies.contains(reply_id))
     }
-}
-
-/// The reply `member` parked in, ending its stream with `waiting`: as the member knows it (a
-/// layer may have replaced the waiting message, and its id with it), else the message's id.
-fn parked_id(member: &dyn Participant, waiting: &towerscope_core::Msg) -> Id {
-    member.parked_reply().unwrap_or_else(|| waiting.id.clone())
 }
 
 /// The reply `agent` is parked in for the user or an outside executor: a team leader waiting

@@ -9,7 +9,7 @@ use towerscope_core::event::UserInterruptEvent;
 use towerscope_core::{AgentError, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem};
 
 use super::merge::{MergedStream, Tagged};
-use super::{Asked, Runs, Waiting, parked_id, stopped};
+use super::{Asked, Runs, Waiting, stopped};
 use crate::Participant;
 use crate::share::shared_copy;
 
@@ -237,11 +237,10 @@ impl Run {
                 Some(Ok(ReplyItem::Final(msg)))
                     if msg.finished_reason.is_none() && !self.closing && stopped(self.stop.as_ref()) =>
                 {
-                    let parked = parked_id(member.as_ref(), &msg);
-                    if !self.asked.made(&parked) {
+                    if !self.asked.made(&msg.id) {
                         break Some(Ok(ReplyItem::Final(msg)));
                     }
-                    self.close(&parked);
+                    self.close(&msg.id);
                 }
                 item => break item,
             }
@@ -420,7 +419,8 @@ mod tests {
 
     use super::*;
     use crate::pipeline::asking::{
-        allow_all, asking, assert_calls_closed, closed_after_asking, resume_stopped_leaves_an_older_park,
+        allow_all, asking, assert_calls_closed, closed_after_asking, renaming_asker,
+        resume_stopped_leaves_an_older_park,
     };
 
     /// The row was stopped after the member's last interrupt check, and its reply parked: the
@@ -453,39 +453,7 @@ mod tests {
     /// the row was stopped as the member parked: the member's own parked reply is closed.
     #[tokio::test]
     async fn a_stop_closes_the_parked_reply_a_layer_renamed() {
-        use towerscope_agent::toolkit::FunctionTool;
-        use towerscope_core::{EventStream, PermissionDecision, ReplyNext, ReplyRequest, from_fn};
-
-        /// Delete a file.
-        #[derive(serde::Deserialize, schemars::JsonSchema)]
-        struct Delete {
-            /// The path.
-            path: String,
-        }
-        fn renamed(
-            req: ReplyRequest,
-            next: ReplyNext,
-        ) -> futures_util::future::BoxFuture<'static, Result<EventStream, AgentError>> {
-            Box::pin(async move {
-                let inner = next.run(req).await?;
-                Ok(Box::pin(inner.map(|item| match item {
-                    Ok(ReplyItem::Final(m)) if m.finished_reason.is_none() => {
-                        Ok(ReplyItem::Final(Msg::assistant("asker", "Waiting, in other words.")))
-                    }
-                    item => item,
-                })) as EventStream)
-            })
-        }
-        let call = ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#);
-        let asker = Agent::builder("asker")
-            .model(ScriptedModel::new("m", [call, ScriptedResponse::text("unused")]))
-            .tool(FunctionTool::new("delete", |a: Delete| async move { a.path }))
-            .default_permission(PermissionDecision::Ask {
-                suggested_rules: vec![],
-            })
-            .on_reply(from_fn(renamed))
-            .build()
-            .unwrap();
+        let asker = renaming_asker("asker", ScriptedResponse::text("unused"));
         let row = SequentialPipeline::new([asker.clone()]);
 
         let stream = row.reply_stream(Msg::user("user", "Clean up.").into());
@@ -497,6 +465,36 @@ mod tests {
         assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Interrupted), "{last:?}");
         assert_calls_closed(&asker);
         assert_eq!(row.parked_reply(), None);
+    }
+
+    /// A layer replaced the parked member's waiting message with a new one: the row's waiting
+    /// message names the parked reply all the same, and the answer to the `REQUIRE_*` event
+    /// resumes it.
+    #[tokio::test]
+    async fn a_member_whose_waiting_message_a_layer_renamed_is_resumed_by_its_question() {
+        use towerscope_core::AgentEvent;
+
+        let asker = renaming_asker("asker", ScriptedResponse::text("Deleted."));
+        let row = SequentialPipeline::new([asker.clone()]);
+        let first: Vec<ReplyItem> = row
+            .reply_stream(Msg::user("user", "Clean up.").into())
+            .map(Result::unwrap)
+            .collect()
+            .await;
+        let asked = first
+            .iter()
+            .find_map(|item| match item {
+                ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) => Some(e.clone()),
+                _ => None,
+            })
+            .unwrap();
+        let Some(ReplyItem::Final(waiting)) = first.last() else {
+            panic!("the row ends with the waiting message")
+        };
+        assert_eq!(waiting.text_content().as_deref(), Some("Waiting, in other words."));
+        assert_eq!(waiting.id, asked.reply_id, "it names the parked reply");
+        let done = row.reply(allow_all(asked)).await.unwrap();
+        assert_eq!(done.text_content().as_deref(), Some("Deleted."));
     }
 
     /// A row holding a fan-out with two members parked resumes the first, and is stopped

@@ -156,7 +156,8 @@ impl GoalRun {
     }
 
     /// The executor's reply ended: park, verify its report, or ask again for one.
-    fn executor_replied(&mut self, msg: Msg) -> Option<Step> {
+    fn executor_replied(&mut self, mut msg: Msg) -> Option<Step> {
+        crate::participant::named_by_its_reply(self.executor.agent(), &mut msg);
         if self.parked_when_stopped(&msg) {
             let closing: ReplyInput = UserInterruptEvent::new(msg.id).into();
             self.phase = Phase::Passthrough(self.executor.reply_stream(closing));
@@ -208,7 +209,8 @@ impl GoalRun {
 
     /// The verifier's reply ended: park, end the run, send the executor back, or ask again
     /// for a valid result.
-    fn verifier_replied(&mut self, msg: Msg, instruction: Msg) -> Option<Step> {
+    fn verifier_replied(&mut self, mut msg: Msg, instruction: Msg) -> Option<Step> {
+        crate::participant::named_by_its_reply(&self.verifier, &mut msg);
         if self.parked_when_stopped(&msg) {
             let closing: ReplyInput = UserInterruptEvent::new(msg.id).into();
             self.phase = Phase::Passthrough(Box::pin(self.verifier.reply_stream(closing)));

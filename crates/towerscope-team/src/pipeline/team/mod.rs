@@ -64,6 +64,10 @@ impl fmt::Debug for TeamMember {
 /// running members are interrupted, tasks not started yet never start, and the leader's reply
 /// ends interrupted (its open assignments get interrupted results) without another model call.
 ///
+/// A resume is the leader's: one naming another reply than the leader's parked one (a
+/// member's question, which the team cannot forward yet) is refused with
+/// [`AgentError::State`], and the leader's question still waits.
+///
 /// Dropping the stream while members work stops them and leaves the leader parked on its
 /// assignments (as does loading a state saved then); the team's next run, unless it resumes
 /// that reply itself or another run's stream is still held, first closes it as interrupted,

@@ -97,7 +97,11 @@ impl TeamRun {
                 }
                 Phase::Leader(stream) => {
                     let leader = Arc::<str>::from(self.leader.name());
-                    match stream.next().await {
+                    let mut item = stream.next().await;
+                    if let Some(Ok(ReplyItem::Final(msg))) = &mut item {
+                        crate::participant::named_by_its_reply(&self.leader, msg);
+                    }
+                    match item {
                         Some(Ok(ReplyItem::Event(AgentEvent::RequireExternalExecution(e))))
                             if e.tool_calls.iter().all(|c| c.name == ASSIGN_TOOL) =>
                         {
