@@ -84,6 +84,13 @@ pub trait Participant: Send + Sync + 'static {
         None
     }
 
+    /// Whether a resume naming `reply` is for this participant: it is parked in that reply
+    /// (default: [`parked_reply`](Self::parked_reply) is that reply), or, a pipeline, one of
+    /// its members is (a fan-out with several members parked waits on each).
+    fn waits_on(&self, reply: &Id) -> bool {
+        self.parked_reply().as_ref() == Some(reply)
+    }
+
     /// The broadcaster that shares this participant's replies with the hubs it is in, if it has
     /// one (an agent built with a [`Broadcaster`] middleware; a user agent always).
     fn broadcaster(&self) -> Option<&Broadcaster> {
@@ -202,6 +209,10 @@ impl<P: Participant + ?Sized> Participant for Arc<P> {
 
     fn parked_reply(&self) -> Option<Id> {
         (**self).parked_reply()
+    }
+
+    fn waits_on(&self, reply: &Id) -> bool {
+        (**self).waits_on(reply)
     }
 
     fn broadcaster(&self) -> Option<&Broadcaster> {

@@ -39,12 +39,13 @@ impl Rounds {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Takes out the round in which a member is parked on reply `reply_id`, and that member
-    /// with its waiting message.
-    fn take(&self, reply_id: &Id) -> Option<(Round, (usize, Msg))> {
+    /// Takes out the round in which a member of `members` waits on reply `reply_id` (parked
+    /// in it, or, a pipeline, with a member of its own parked in it), and that member with its
+    /// waiting message.
+    fn take(&self, reply_id: &Id, members: &[Arc<dyn Participant>]) -> Option<(Round, (usize, Msg))> {
         let mut rounds = self.lock();
         let (at, position) = rounds.iter().enumerate().find_map(|(at, round)| {
-            let position = round.parked.iter().position(|(_, w)| &w.id == reply_id)?;
+            let position = round.parked.iter().position(|(m, w)| waits(members, *m, w, reply_id))?;
             Some((at, position))
         })?;
         let mut round = rounds.remove(at);
@@ -60,6 +61,14 @@ impl Rounds {
         round.parked.iter().min_by_key(|(m, _)| *m).map(|(_, w)| w.id.clone())
     }
 
+    /// Whether a member of `members` waits on reply `reply_id` in a round.
+    fn waits_on(&self, reply_id: &Id, members: &[Arc<dyn Participant>]) -> bool {
+        let rounds = self.lock();
+        rounds
+            .iter()
+            .any(|round| round.parked.iter().any(|(m, w)| waits(members, *m, w, reply_id)))
+    }
+
     /// Keeps `round`, which has members parked. A member parked in it is parked in no other
     /// reply: an older round still naming it (the member was resumed directly, not through the
     /// pipeline) no longer waits on it.
@@ -71,6 +80,11 @@ impl Rounds {
         rounds.retain(|r| !r.parked.is_empty());
         rounds.push(round);
     }
+}
+
+/// Whether member `m` of `members`, parked in a round with `waiting`, waits on `reply_id`.
+fn waits(members: &[Arc<dyn Participant>], m: usize, waiting: &Msg, reply_id: &Id) -> bool {
+    &waiting.id == reply_id || members.get(m).is_some_and(|member| member.waits_on(reply_id))
 }
 
 /// Participants that all answer the same input, concurrently, with the replies in participant
@@ -187,7 +201,7 @@ impl FanoutPipeline {
             };
             return Ok((streams, round, None));
         };
-        let Some((round, (member, waiting))) = self.rounds.take(reply_id) else {
+        let Some((round, (member, waiting))) = self.rounds.take(reply_id, &self.members) else {
             return Err(AgentError::State(format!(
                 "no participant of pipeline '{}' is waiting on reply {reply_id}",
                 self.name
@@ -290,6 +304,10 @@ impl Participant for FanoutPipeline {
 
     fn parked_reply(&self) -> Option<Id> {
         self.rounds.first_waiting()
+    }
+
+    fn waits_on(&self, reply: &Id) -> bool {
+        self.rounds.waits_on(reply, &self.members)
     }
 }
 

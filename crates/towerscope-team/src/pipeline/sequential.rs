@@ -172,7 +172,9 @@ impl SequentialPipeline {
         let Some(reply_id) = input.resumed_reply() else {
             return Ok((0, self.members[0].reply_stream(input), None));
         };
-        let Some(parked) = self.parked.take_if(|p| &p.reply_id == reply_id) else {
+        let members = &self.members;
+        let waits = |p: &mut Parked| &p.reply_id == reply_id || members[p.member].waits_on(reply_id);
+        let Some(parked) = self.parked.take_if(waits) else {
             return Err(AgentError::State(format!(
                 "no participant of pipeline '{}' is waiting on reply {reply_id}",
                 self.name
@@ -400,6 +402,12 @@ impl Participant for SequentialPipeline {
     fn parked_reply(&self) -> Option<Id> {
         self.parked.get(|p| p.reply_id.clone())
     }
+
+    fn waits_on(&self, reply: &Id) -> bool {
+        self.parked
+            .get(|p| &p.reply_id == reply || self.members[p.member].waits_on(reply))
+            .unwrap_or(false)
+    }
 }
 
 impl fmt::Debug for SequentialPipeline {
@@ -495,6 +503,46 @@ mod tests {
         assert_eq!(waiting.id, asked.reply_id, "it names the parked reply");
         let done = row.reply(allow_all(asked)).await.unwrap();
         assert_eq!(done.text_content().as_deref(), Some("Deleted."));
+    }
+
+    /// A row holding a fan-out with two members parked takes the answer to either question:
+    /// the second member's first, then the first's, and the round completes.
+    #[tokio::test]
+    async fn a_row_holding_a_fanout_with_two_members_parked_takes_either_answer() {
+        use towerscope_core::AgentEvent;
+
+        let a = asking("a", ScriptedResponse::text("A done."));
+        let b = asking("b", ScriptedResponse::text("B done."));
+        let row = SequentialPipeline::new([crate::pipeline::FanoutPipeline::new([a.clone(), b.clone()])]);
+        let first: Vec<ReplyItem> = row
+            .reply_stream(Msg::user("user", "Clean up.").into())
+            .map(Result::unwrap)
+            .collect()
+            .await;
+        let question = |agent: &Agent| {
+            let reply_id = agent.waiting_calls().unwrap().reply_id;
+            first
+                .iter()
+                .find_map(|item| match item {
+                    ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) if e.reply_id == reply_id => Some(e.clone()),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        let (asked_a, asked_b) = (question(&a), question(&b));
+        assert_eq!(
+            row.parked_reply(),
+            Some(asked_a.reply_id.clone()),
+            "the row names the first"
+        );
+
+        let second = row.reply(allow_all(asked_b)).await.unwrap();
+        assert_eq!(second.finished_reason, None, "a still waits: {second:?}");
+        assert_eq!(second.id, asked_a.reply_id);
+        assert_eq!(b.waiting_calls(), None, "b went on");
+        let done = row.reply(allow_all(asked_a)).await.unwrap();
+        assert_eq!(done.finished_reason, Some(ReplyFinishedReason::Completed));
+        assert_eq!(done.text_content().as_deref(), Some("a: A done.\nb: B done."));
     }
 
     /// A row holding a fan-out with two members parked resumes the first, and is stopped
