@@ -82,9 +82,14 @@ impl Rounds {
     }
 }
 
-/// Whether member `m` of `members`, parked in a round with `waiting`, waits on `reply_id`.
+/// Whether member `m` of `members`, parked in a round with `waiting`, waits on `reply_id`: it
+/// is that park, or the member (a pipeline) still waits on that park and on `reply_id` too (a
+/// member that left that park and parked elsewhere since is not this round's any more).
 fn waits(members: &[Arc<dyn Participant>], m: usize, waiting: &Msg, reply_id: &Id) -> bool {
-    &waiting.id == reply_id || members.get(m).is_some_and(|member| member.waits_on(reply_id))
+    &waiting.id == reply_id
+        || members
+            .get(m)
+            .is_some_and(|member| member.waits_on(&waiting.id) && member.waits_on(reply_id))
 }
 
 /// Participants that all answer the same input, concurrently, with the replies in participant
@@ -256,15 +261,18 @@ impl Participant for FanoutPipeline {
     }
 
     fn reply_stream(&self, input: ReplyInput) -> EventStream {
+        let resumed_reply = input.resumed_reply().cloned();
         let (streams, round, resuming) = match self.open(input) {
             Ok(opened) => opened,
             Err(e) => return Box::pin(futures_util::stream::iter([Err(e)])),
         };
+        // The reply the resume names (a pipeline member may be resumed for another of its
+        // members' questions than the one its waiting message names).
         let resumed = |i: usize| {
             resuming
                 .as_ref()
                 .filter(|(member, _)| *member == i)
-                .map(|(_, waiting)| waiting.id.clone())
+                .and_then(|_| resumed_reply.clone())
         };
         let asked = (0..self.members.len()).map(|i| Asked::new(resumed(i))).collect();
         let stop = self.runs.start();
@@ -516,23 +524,27 @@ mod tests {
         assert!(matches!(err, AgentError::State(_)), "{err}");
     }
 
-    /// A fan-out inside a fan-out, with two members parked: the outer one resumes the first,
-    /// and is stopped meanwhile. The inner one ends its call with the other member's park,
-    /// which is older than the stop: it still waits, and is not closed.
+    /// A fan-out inside a fan-out, with two members parked: the outer one resumes one of them
+    /// (the first, then in another run the second), and is stopped meanwhile. The inner one
+    /// ends its call with the other member's park, which is older than the stop: it still
+    /// waits, and is not closed.
     #[tokio::test]
     async fn a_stop_leaves_alone_a_park_older_than_the_call() {
-        let a = asking("a", ScriptedResponse::text("A done."));
-        let b = asking("b", ScriptedResponse::text("B done."));
-        let inner = FanoutPipeline::from_shared([
-            Arc::new(a.clone()) as Arc<dyn Participant>,
-            Arc::new(b.clone()) as Arc<dyn Participant>,
-        ])
-        .named("inner");
-        let c = Agent::builder("c")
-            .model(ScriptedModel::new("m", [ScriptedResponse::text("C here.")]))
-            .build()
-            .unwrap();
-        let outer = FanoutPipeline::from_shared([Arc::new(inner) as Arc<dyn Participant>, Arc::new(c)]);
-        resume_stopped_leaves_an_older_park(&outer, || outer.runs.stop(), &a, &b).await;
+        for first_answered in [true, false] {
+            let a = asking("a", ScriptedResponse::text("A done."));
+            let b = asking("b", ScriptedResponse::text("B done."));
+            let inner = FanoutPipeline::from_shared([
+                Arc::new(a.clone()) as Arc<dyn Participant>,
+                Arc::new(b.clone()) as Arc<dyn Participant>,
+            ])
+            .named("inner");
+            let c = Agent::builder("c")
+                .model(ScriptedModel::new("m", [ScriptedResponse::text("C here.")]))
+                .build()
+                .unwrap();
+            let outer = FanoutPipeline::from_shared([Arc::new(inner) as Arc<dyn Participant>, Arc::new(c)]);
+            let (answered, waiting) = if first_answered { (&a, &b) } else { (&b, &a) };
+            resume_stopped_leaves_an_older_park(&outer, || outer.runs.stop(), answered, waiting).await;
+        }
     }
 }

@@ -20,6 +20,16 @@ struct Parked {
     member: usize,
 }
 
+impl Parked {
+    /// Whether a resume naming `reply` is for this park: it is the reply recorded, or the
+    /// member (a pipeline) still waits on that one and on `reply` too (a member that left this
+    /// park and parked elsewhere since is not the row's any more).
+    fn waits_on(&self, members: &[Arc<dyn Participant>], reply: &Id) -> bool {
+        let member = &members[self.member];
+        &self.reply_id == reply || (member.waits_on(&self.reply_id) && member.waits_on(reply))
+    }
+}
+
 /// The record of a parked member while a resume runs: put back unless the member accepts the
 /// resume (its first item), so a resume the member refused (a confirmation naming an unknown
 /// call: an error before any event) or a stream dropped before the member's first item leaves
@@ -173,7 +183,7 @@ impl SequentialPipeline {
             return Ok((0, self.members[0].reply_stream(input), None));
         };
         let members = &self.members;
-        let waits = |p: &mut Parked| &p.reply_id == reply_id || members[p.member].waits_on(reply_id);
+        let waits = |p: &mut Parked| p.waits_on(members, reply_id);
         let Some(parked) = self.parked.take_if(waits) else {
             return Err(AgentError::State(format!(
                 "no participant of pipeline '{}' is waiting on reply {reply_id}",
@@ -404,9 +414,7 @@ impl Participant for SequentialPipeline {
     }
 
     fn waits_on(&self, reply: &Id) -> bool {
-        self.parked
-            .get(|p| &p.reply_id == reply || self.members[p.member].waits_on(reply))
-            .unwrap_or(false)
+        self.parked.get(|p| p.waits_on(&self.members, reply)).unwrap_or(false)
     }
 }
 
@@ -545,15 +553,67 @@ mod tests {
         assert_eq!(done.text_content().as_deref(), Some("a: A done.\nb: B done."));
     }
 
-    /// A row holding a fan-out with two members parked resumes the first, and is stopped
-    /// meanwhile: the fan-out ends the call with the other member's park, older than the stop,
-    /// which still waits and is not closed.
+    /// A row holding a fan-out with two members parked resumes one of them (the first, then in
+    /// another run the second), and is stopped meanwhile: the fan-out ends the call with the
+    /// other member's park, older than the stop, which still waits and is not closed.
     #[tokio::test]
     async fn a_stop_leaves_alone_a_park_older_than_the_call() {
-        let a = asking("a", ScriptedResponse::text("A done."));
-        let b = asking("b", ScriptedResponse::text("B done."));
-        let panel = crate::pipeline::FanoutPipeline::new([a.clone(), b.clone()]);
-        let row = SequentialPipeline::new([panel]);
-        resume_stopped_leaves_an_older_park(&row, || row.runs.stop(), &a, &b).await;
+        for first_answered in [true, false] {
+            let a = asking("a", ScriptedResponse::text("A done."));
+            let b = asking("b", ScriptedResponse::text("B done."));
+            let panel = crate::pipeline::FanoutPipeline::new([a.clone(), b.clone()]);
+            let row = SequentialPipeline::new([panel]);
+            let (answered, waiting) = if first_answered { (&a, &b) } else { (&b, &a) };
+            resume_stopped_leaves_an_older_park(&row, || row.runs.stop(), answered, waiting).await;
+        }
+    }
+
+    /// A row's member parked through it, then was resumed directly and later parked again in
+    /// another reply: the row's old record does not take the answer to the new question.
+    #[tokio::test]
+    async fn a_member_that_parked_elsewhere_since_is_not_the_rows() {
+        use towerscope_core::AgentEvent;
+
+        let a = crate::pipeline::asking::asking_with(
+            "a",
+            [
+                ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#),
+                ScriptedResponse::text("One."),
+                ScriptedResponse::tool_call("c2", "delete", r#"{"path": "/tmp/y"}"#),
+                ScriptedResponse::text("Two."),
+            ],
+        );
+        let next_model = ScriptedModel::new("m", [ScriptedResponse::text("Next.")]);
+        let next = Agent::builder("next").model(next_model.clone()).build().unwrap();
+        let row = SequentialPipeline::from_shared([
+            Arc::new(a.clone()) as Arc<dyn Participant>,
+            Arc::new(next) as Arc<dyn Participant>,
+        ]);
+        let question = |items: &[ReplyItem]| {
+            items
+                .iter()
+                .find_map(|item| match item {
+                    ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) => Some(e.clone()),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        let first: Vec<ReplyItem> = row
+            .reply_stream(Msg::user("user", "Clean up.").into())
+            .map(Result::unwrap)
+            .collect()
+            .await;
+        // Answered directly, and asked again directly.
+        a.reply(allow_all(question(&first))).await.unwrap();
+        let again: Vec<ReplyItem> = Participant::reply_stream(&a, Msg::user("user", "And y.").into())
+            .map(Result::unwrap)
+            .collect()
+            .await;
+        let asked = question(&again);
+
+        assert!(!row.waits_on(&asked.reply_id));
+        let err = row.reply(allow_all(asked)).await.unwrap_err();
+        assert!(matches!(err, AgentError::State(_)), "{err}");
+        assert_eq!(next_model.calls(), 0, "nothing reached the next member");
     }
 }
