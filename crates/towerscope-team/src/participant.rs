@@ -123,8 +123,6 @@ pub async fn final_msg(mut stream: EventStream) -> Result<Msg, AgentError> {
     last.ok_or_else(|| AgentError::State("the reply stream ended without a final message".to_owned()))
 }
 
-/// An agent replies, observes (when free: [`Agent::observe_when_free`]) and is interrupted as
-/// itself; its broadcaster and hooks are the ones installed with `AgentBuilder::middleware`.
 /// Gives a parked reply's waiting message `msg` the parked reply's id, which a resume names
 /// (as the `REQUIRE_*` events do): an `on_reply` layer or hook may have replaced that message
 /// with one of its own, under a new id, and a pipeline keeps the id of the message it was
@@ -137,6 +135,8 @@ pub(crate) fn named_by_its_reply(agent: &Agent, msg: &mut Msg) {
     }
 }
 
+/// An agent replies, observes (when free: [`Agent::observe_when_free`]) and is interrupted as
+/// itself; its broadcaster and hooks are the ones installed with `AgentBuilder::middleware`.
 impl Participant for Agent {
     fn name(&self) -> &str {
         Agent::name(self)

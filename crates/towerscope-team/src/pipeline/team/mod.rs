@@ -180,12 +180,8 @@ impl TeamPipeline {
                 parked.reply_id
             ));
             let failed: EventStream = Box::pin(futures_util::stream::iter([Err(err)]));
-            let run = TeamRun::new(
-                self.leader.clone(),
-                Arc::clone(&self.members),
-                failed,
-                self.runs.start(),
-            );
+            // Not a run in progress: nothing of it can be stopped.
+            let run = TeamRun::new(self.leader.clone(), Arc::clone(&self.members), failed, Arc::default());
             return futures_util::stream::unfold(run, TeamRun::next);
         }
         let (stop, alone) = self.runs.start_alone();

@@ -49,13 +49,7 @@ pub(super) struct TeamRun {
 impl TeamRun {
     /// A run of `leader`'s reply `stream` with `members`, stopped when `stop` is raised.
     pub(super) fn new(leader: Agent, members: Arc<[TeamMember]>, stream: EventStream, stop: Arc<AtomicBool>) -> Self {
-        Self {
-            leader,
-            members,
-            phase: Phase::Leader(stream),
-            assignments: Vec::new(),
-            stop: Some(stop),
-        }
+        Self::in_phase(leader, members, Phase::Leader(stream), stop)
     }
 
     /// A run that first closes the leader's parked reply `orphan`, whose assignments no run
@@ -68,11 +62,17 @@ impl TeamRun {
         stop: Arc<AtomicBool>,
     ) -> Self {
         let close = Box::pin(leader.reply_stream(UserInterruptEvent::new(orphan)));
-        let mut run = Self::new(leader, members, close, stop);
-        if let Phase::Leader(close) = std::mem::replace(&mut run.phase, Phase::Done) {
-            run.phase = Phase::Closing(close, Some(start));
+        Self::in_phase(leader, members, Phase::Closing(close, Some(start)), stop)
+    }
+
+    fn in_phase(leader: Agent, members: Arc<[TeamMember]>, phase: Phase, stop: Arc<AtomicBool>) -> Self {
+        Self {
+            leader,
+            members,
+            phase,
+            assignments: Vec::new(),
+            stop: Some(stop),
         }
-        run
     }
 
     /// The run's next item, tagged with its speaker, and whether it is the run's own final
