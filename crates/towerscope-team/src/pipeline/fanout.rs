@@ -274,11 +274,13 @@ impl Participant for FanoutPipeline {
                 .filter(|(member, _)| *member == i)
                 .and_then(|_| resumed_reply.clone())
         };
-        let asked = (0..self.members.len()).map(|i| Asked::new(resumed(i))).collect();
+        let asked: Vec<SharedAsked> = (0..self.members.len())
+            .map(|i| Arc::new(Mutex::new(Asked::new(resumed(i)))))
+            .collect();
         let stop = self.runs.start();
         let merged = futures_util::stream::select_all(streams.into_iter().map(|(i, stream)| {
             let member = Arc::clone(&self.members[i]);
-            let closing = closing_if_stopped(member, stream, Asked::new(resumed(i)), Arc::clone(&stop));
+            let closing = closing_if_stopped(member, stream, Arc::clone(&asked[i]), Arc::clone(&stop));
             closing.map(move |item| (i, item))
         }));
         let run = FanoutRun {
@@ -325,14 +327,13 @@ impl Participant for FanoutPipeline {
 fn closing_if_stopped(
     member: Arc<dyn Participant>,
     stream: EventStream,
-    asked: Asked,
+    asked: SharedAsked,
     stop: Arc<AtomicBool>,
 ) -> EventStream {
-    let state = (Some(stream), asked, false);
     Box::pin(futures_util::stream::unfold(
-        state,
-        move |(mut current, mut asked, mut closing)| {
-            let (member, stop) = (Arc::clone(&member), Arc::clone(&stop));
+        (Some(stream), false),
+        move |(mut current, mut closing)| {
+            let (member, asked, stop) = (Arc::clone(&member), Arc::clone(&asked), Arc::clone(&stop));
             async move {
                 loop {
                     match current.as_mut()?.next().await? {
@@ -340,7 +341,7 @@ fn closing_if_stopped(
                             if msg.finished_reason.is_none()
                                 && !closing
                                 && stopped(Some(&stop))
-                                && asked.made(&msg.id) =>
+                                && lock(&asked).made(&msg.id) =>
                         {
                             // The parked reply's stream goes first: while it is held, the member
                             // counts as replying and would refuse the closing.
@@ -349,15 +350,22 @@ fn closing_if_stopped(
                             current = Some(member.reply_stream(UserInterruptEvent::new(msg.id.clone()).into()));
                         }
                         Ok(ReplyItem::Event(event)) => {
-                            asked.note(&event);
-                            return Some((Ok(ReplyItem::Event(event)), (current, asked, closing)));
+                            lock(&asked).note(&event);
+                            return Some((Ok(ReplyItem::Event(event)), (current, closing)));
                         }
-                        item => return Some((item, (current, asked, closing))),
+                        item => return Some((item, (current, closing))),
                     }
                 }
             }
         },
     ))
+}
+
+/// What a member asked about in a call: noted by its stream, read by the call.
+type SharedAsked = Arc<Mutex<Asked>>;
+
+fn lock(asked: &SharedAsked) -> MutexGuard<'_, Asked> {
+    asked.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 type Indexed = std::pin::Pin<Box<dyn futures_core::Stream<Item = (usize, Result<ReplyItem, AgentError>)> + Send>>;
@@ -374,8 +382,8 @@ struct FanoutRun {
     resuming: Option<(usize, Msg)>,
     /// The first member's error: it ends the call once the other members' replies ended.
     error: Option<AgentError>,
-    /// What each member asked about in this call (see [`Asked`]).
-    asked: Vec<Asked>,
+    /// What each member asked about in this call (see [`Asked`]), noted by its stream.
+    asked: Vec<SharedAsked>,
 }
 
 impl FanoutRun {
@@ -394,12 +402,7 @@ impl FanoutRun {
             match item {
                 Ok(ReplyItem::Final(msg)) if msg.finished_reason.is_none() => round.parked.push((i, msg)),
                 Ok(ReplyItem::Final(msg)) => round.finals[i] = Some(msg),
-                Ok(ReplyItem::Event(event)) => {
-                    if let Some(asked) = self.asked.get_mut(i) {
-                        asked.note(&event);
-                    }
-                    return Some((Ok(ReplyItem::Event(event)), self));
-                }
+                Ok(ReplyItem::Event(event)) => return Some((Ok(ReplyItem::Event(event)), self)),
                 Err(e) => {
                     // The others go on to their end (their answers, and the calls they park
                     // on, are kept in the round); the error ends the call after them.
@@ -451,7 +454,7 @@ impl FanoutRun {
         // same when this call made that park (see `Asked`): it waits in this round.
         for (i, (member, asked)) in self.members.iter().zip(&self.asked).enumerate() {
             let known = round.finals[i].is_some() || round.parked.iter().any(|(m, _)| *m == i);
-            if !known && let Some(reply_id) = asked.parked(member.as_ref()) {
+            if !known && let Some(reply_id) = lock(asked).parked(member.as_ref()) {
                 round.parked.push((i, waiting_note(member.name(), reply_id)));
             }
         }
