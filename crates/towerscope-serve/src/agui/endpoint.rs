@@ -172,3 +172,47 @@ fn sse(body: Body) -> Response {
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     response
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use towerscope_agent::toolkit::FunctionTool;
+    use towerscope_core::event::{ConfirmResult, UserConfirmResultEvent};
+    use towerscope_core::{Msg, ToolCallBlock};
+    use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+    use super::*;
+
+    /// Delete a file.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Path {
+        /// The path.
+        path: String,
+    }
+
+    /// A resume built from an AG-UI run (under a made-up reply id) names the parked reply once
+    /// addressed; without a parked reply it is left as it is.
+    #[tokio::test]
+    async fn a_resume_is_addressed_to_the_parked_reply() {
+        let call = ScriptedResponse::tool_call("c1", "delete_file", r#"{"path": "/tmp/a"}"#);
+        let agent = Agent::builder("assistant")
+            .model(ScriptedModel::new("m", [call]))
+            .tool(FunctionTool::new("delete_file", |p: Path| async move { p.path }).requires_confirmation(|_| true))
+            .build()
+            .unwrap();
+        let resume = |reply: &str| {
+            let answer = ConfirmResult::new(true, ToolCallBlock::new("c1", "delete_file", r#"{"path": "/tmp/a"}"#));
+            ReplyInput::Confirm(Arc::new(UserConfirmResultEvent::new(reply, vec![answer])))
+        };
+        let named = |input: &ReplyInput| input.resumed_reply().cloned();
+
+        assert_eq!(
+            named(&addressed(resume("made-up"), &agent)).unwrap(),
+            "made-up",
+            "nothing parked"
+        );
+        agent.reply(Msg::user("user", "delete it")).await.unwrap();
+        let parked = agent.waiting_calls().unwrap().reply_id;
+        assert_eq!(named(&addressed(resume("made-up"), &agent)), Some(parked));
+    }
+}
