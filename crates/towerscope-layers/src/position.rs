@@ -145,8 +145,9 @@ impl PositionRequest for ActingRequest {
 
 /// An item of a position's stream, which knows whether it is the last one.
 ///
-/// Consumers stop reading at the last item (the agent drops a model stream after its `is_last`
-/// chunk), so a layer that measures or bounds a stream treats that item as its end.
+/// The agent reads a model or tool stream to its end, past the last item, so that a layer's
+/// code after it runs (an error there rejects the answer): a layer that measures or bounds a
+/// stream does so to its end, and treats the last item as the answer.
 pub trait PositionItem: Send + 'static {
     /// Whether this is the last item of its stream: the `is_last` chunk of a model stream, the
     /// final [`ToolItem::Response`], the final message of a reply.

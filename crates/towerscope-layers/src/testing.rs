@@ -34,6 +34,29 @@ pub fn model_service()
     })
 }
 
+/// A model-call service whose stream gives the text `a` as a chunk and as the final answer,
+/// then the items of `tail()`: a layer that rejects the answer after seeing it whole, or a
+/// stream that stays open after its final chunk.
+pub fn answer_then<St, F>(
+    tail: F,
+) -> impl Service<ModelCallRequest, Response = ModelOutput, Error = AgentError, Future: Send> + Clone + Send + Sync + 'static
+where
+    F: Fn() -> St + Clone + Send + Sync + 'static,
+    St: futures_core::Stream<Item = Result<towerscope_core::ChatResponse, AgentError>> + Send + 'static,
+{
+    use futures_util::StreamExt;
+    use towerscope_core::{ChatResponse, ContentBlock};
+
+    service_fn(move |_req: ModelCallRequest| {
+        let tail = tail();
+        async move {
+            let text = || vec![ContentBlock::text("a")];
+            let head = futures_util::stream::iter([Ok(ChatResponse::chunk(text())), Ok(ChatResponse::new(text()))]);
+            Ok::<_, AgentError>(ModelOutput::Stream(Box::pin(head.chain(tail))))
+        }
+    })
+}
+
 /// Describes a model answer item by item: `text:<text>` for chunks, `restart:<reason>` for
 /// restart markers, `last:<text>` for the final response, `err:<error>` for errors.
 pub async fn describe(out: Result<ModelOutput, AgentError>) -> Vec<String> {

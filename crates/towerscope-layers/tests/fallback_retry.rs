@@ -279,3 +279,48 @@ async fn the_restart_event_names_the_error_by_its_kind_never_by_its_text() {
         );
     }
 }
+
+/// A guardrail inside retry and fallback rejects the answer after its final chunk (with an
+/// error either would act on): the reply fails, the answer is not stored, and neither layer
+/// asks a model again for an answer that went out.
+#[tokio::test(start_paused = true)]
+async fn a_guardrail_inside_retry_and_fallback_still_rejects_the_answer() {
+    use futures_util::StreamExt;
+    use towerscope_core::{ModelCallNext, ModelCallRequest, ModelOutput, from_fn};
+
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("forbidden words")]).streaming(true);
+    let backup = ScriptedModel::new("backup", [ScriptedResponse::text("unused")]);
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .on_model_call(retry(3))
+        .on_model_call(FallbackLayer::to(backup.clone()))
+        .on_model_call(from_fn(|req: ModelCallRequest, next: ModelCallNext| async move {
+            match next.run(req).await? {
+                ModelOutput::Stream(inner) => {
+                    let verdict = futures_util::stream::once(async {
+                        Err(AgentError::model_retryable("the answer broke a rule"))
+                    });
+                    Ok(ModelOutput::Stream(Box::pin(inner.chain(verdict))))
+                }
+                complete => Ok(complete),
+            }
+        }))
+        .build()
+        .unwrap();
+    let out = collect(agent.reply_stream(Msg::user("user", "hi"))).await;
+    assert!(
+        out.error
+            .as_ref()
+            .is_some_and(|e| e.to_string().contains("broke a rule")),
+        "{:?}",
+        out.error
+    );
+    assert_eq!((model.calls(), backup.calls()), (1, 0));
+    let stored = agent.state().context;
+    assert!(
+        stored
+            .iter()
+            .all(|m| m.text_content().as_deref() != Some("forbidden words")),
+        "the rejected answer is not stored: {stored:?}"
+    );
+}

@@ -26,6 +26,8 @@ pin_project! {
         queue: VecDeque<ChatResponse>,
         // Whether chunks of the current attempt reached the consumer.
         emitted: bool,
+        // Whether the final chunk went out: what follows is forwarded as it is.
+        answered: bool,
         finished: bool,
     }
 }
@@ -41,6 +43,7 @@ where
             core,
             queue: VecDeque::new(),
             emitted: false,
+            answered: false,
             finished: false,
         }
     }
@@ -63,10 +66,21 @@ where
                 return Poll::Ready(None);
             }
             let error = if let Some(stream) = this.stream.as_mut() {
-                match ready!(stream.as_mut().poll_next(cx)) {
+                let item = ready!(stream.as_mut().poll_next(cx));
+                if *this.answered {
+                    // After the final chunk the stream is read to its end, as the agent reads
+                    // it: an inner layer's error there rejects the answer, and reaches the
+                    // consumer as it is (an answer that went out is not attempted again).
+                    if item.is_none() {
+                        *this.finished = true;
+                        *this.stream = None;
+                    }
+                    return Poll::Ready(item);
+                }
+                match item {
                     Some(Ok(chunk)) => {
                         if chunk.is_last {
-                            *this.finished = true;
+                            *this.answered = true;
                             this.core.policy.succeeded();
                         } else {
                             *this.emitted = true;
@@ -124,6 +138,7 @@ where
         f.debug_struct("AttemptsStream")
             .field("model", &self.core.request.model.model_name())
             .field("emitted", &self.emitted)
+            .field("answered", &self.answered)
             .field("finished", &self.finished)
             .finish_non_exhaustive()
     }

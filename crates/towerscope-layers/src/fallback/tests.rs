@@ -32,6 +32,21 @@ async fn a_failed_opening_switches_silently() {
     );
 }
 
+/// A layer below rejected the answer after its final chunk: no other model is tried for an
+/// answer that went out, and the error reaches the consumer.
+#[tokio::test]
+async fn an_error_after_the_final_chunk_reaches_the_consumer() {
+    let backup = ScriptedModel::new("backup", [ScriptedResponse::text("from backup")]);
+    let tail = || futures_util::stream::iter([Err(AgentError::model("rejected"))]);
+    let svc = ServiceBuilder::new()
+        .layer(fallback(&[&backup]))
+        .service(crate::testing::answer_then(tail));
+    let primary = ScriptedModel::new("primary", [ScriptedResponse::text("unused")]);
+    let out = describe(svc.oneshot(model_request(&primary)).await).await;
+    assert_eq!(out, ["text:a", "last:a", "err:model error: rejected"]);
+    assert_eq!(backup.calls(), 0);
+}
+
 #[tokio::test]
 async fn models_are_tried_in_order_and_the_last_error_is_returned() {
     let primary = ScriptedModel::new("primary", [ScriptedResponse::error(AgentError::model("p"))]);

@@ -56,6 +56,20 @@ async fn gives_up_after_max_attempts_and_on_non_retryable_errors() {
     assert_eq!(model.calls(), 1);
 }
 
+/// A layer below rejected the answer after its final chunk, with an error retry would take:
+/// the answer went out, so it is not attempted again, and the error reaches the consumer (the
+/// agent reads the stream to its end, and fails the call).
+#[tokio::test(start_paused = true)]
+async fn an_error_after_the_final_chunk_reaches_the_consumer() {
+    let tail = || futures_util::stream::iter([Err(AgentError::model_retryable("rejected"))]);
+    let svc = ServiceBuilder::new()
+        .layer(no_jitter(3))
+        .service(crate::testing::answer_then(tail));
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("unused")]);
+    let out = describe(svc.oneshot(model_request(&model)).await).await;
+    assert_eq!(out, ["text:a", "last:a", "err:model error: rejected"]);
+}
+
 #[tokio::test(start_paused = true)]
 async fn honours_the_retry_after_hint() {
     let limited = AgentError::rate_limited("429", Some(Duration::from_secs(7)));

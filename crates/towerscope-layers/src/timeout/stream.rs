@@ -49,12 +49,10 @@ where
         }
         match this.inner.poll_next(cx) {
             Poll::Ready(Some(item)) => {
-                // After the last item nothing more is expected: no deadline applies.
-                let next = match &item {
-                    Ok(last) if last.is_last() => None,
-                    _ => this.clock.after_chunk(Instant::now()),
-                };
-                this.timer.as_mut().set_next(next);
+                // The deadlines hold to the end of the stream, after its last item too: the
+                // agent reads it to its end, and a layer may still work there (a verdict on
+                // the whole answer).
+                this.timer.as_mut().set_next(this.clock.after_chunk(Instant::now()));
                 return Poll::Ready(Some(item));
             }
             Poll::Ready(None) => {

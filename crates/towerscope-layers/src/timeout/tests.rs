@@ -61,6 +61,26 @@ async fn answers_in_time_pass_unchanged() {
     assert_eq!(elapsed, Duration::from_millis(900));
 }
 
+/// The stream stays open after its final chunk (a layer below still judging the answer): the
+/// agent reads it to its end, so the call deadline still holds.
+#[tokio::test(start_paused = true)]
+async fn the_call_deadline_holds_after_the_final_chunk() {
+    let svc = ServiceBuilder::new()
+        .layer(TimeoutLayer::new(Duration::from_secs(1)))
+        .service(crate::testing::answer_then(futures_util::stream::pending));
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("unused")]);
+    let start = tokio::time::Instant::now();
+    let Ok(ModelOutput::Stream(stream)) = svc.oneshot(model_request(&model)).await else {
+        panic!("expected a stream")
+    };
+    let items = tokio::time::timeout(Duration::from_secs(10), stream.collect::<Vec<_>>())
+        .await
+        .expect("the deadline ends the stream");
+    assert_eq!(items.len(), 3, "{items:?}");
+    assert_eq!(timeout_kind(&items), Some((TimeoutKind::Call, Duration::from_secs(1))));
+    assert_eq!(start.elapsed(), Duration::from_secs(1));
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_call_deadline_covers_the_whole_stream() {
     // Every chunk comes in time for the idle deadline, but the stream as a whole is too slow.

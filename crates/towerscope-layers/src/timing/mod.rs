@@ -8,15 +8,18 @@
 //!   this is only the time to set up the call, which is all the reference's timing example
 //!   measures;
 //! - `first_item`: until the first streamed item (chunk, event, tool chunk);
-//! - `total`: until the last item (the `is_last` chunk, the final tool response, the final
-//!   message; see [`PositionItem`](crate::position::PositionItem)), the first error item or the
-//!   end of the stream, or the answer for a complete response.
+//! - `total`: until the end of the stream (the agent reads it to its end, past the `is_last`
+//!   chunk, the final tool response or the final message; see
+//!   [`PositionItem`](crate::position::PositionItem)), its first error item, or its drop; the
+//!   answer for a complete response.
 //!
 //! Samples go to the [`Timings`] handle (per position: count, errors, open/first-item/total
 //! aggregates with min and max, the last [`Timings::DEFAULT_CAPACITY`] samples) and to a
 //! `tracing` debug event with target `towerscope::timing`. A stream that yields an error item is
 //! recorded as [`Outcome::Error`] when that item passes (consumers drop a stream at its first
-//! error); one dropped before its last item otherwise is recorded as [`Outcome::Dropped`].
+//! error), also after its last item (a layer rejecting an answer it saw whole); one dropped
+//! before its last item is recorded as [`Outcome::Dropped`], one dropped after it as
+//! [`Outcome::Ok`].
 //!
 //! Streamed answers are wrapped in a [`TimingStream`] and boxed again (the positions' stream
 //! types are boxed trait objects anyway); complete answers cost no allocation besides the

@@ -211,6 +211,9 @@ pub(crate) struct Recorder {
     start: Instant,
     open: Option<Duration>,
     first_item: Option<Duration>,
+    /// When the last item went out: a drop from then on is no failure, and the call took
+    /// until that item.
+    answered: Option<Duration>,
     done: bool,
 }
 
@@ -223,6 +226,7 @@ impl Recorder {
             start: Instant::now(),
             open: None,
             first_item: None,
+            answered: None,
             done: false,
         }
     }
@@ -239,12 +243,20 @@ impl Recorder {
         }
     }
 
+    /// The stream's last item went out (the stream may still fail after it).
+    pub(crate) fn answered(&mut self) {
+        self.answered = Some(self.start.elapsed());
+    }
+
     pub(crate) fn finish(&mut self, outcome: Outcome) {
+        self.finish_at(outcome, self.start.elapsed());
+    }
+
+    fn finish_at(&mut self, outcome: Outcome, total: Duration) {
         if self.done {
             return;
         }
         self.done = true;
-        let total = self.start.elapsed();
         let open = self.open.unwrap_or(total);
         let sample = TimingSample {
             position: self.position,
@@ -272,7 +284,11 @@ impl Recorder {
 
 impl Drop for Recorder {
     fn drop(&mut self) {
-        self.finish(Outcome::Dropped);
+        match self.answered {
+            // The consumer had the whole answer and did not read the stream's end.
+            Some(at) => self.finish_at(Outcome::Ok, at),
+            None => self.finish(Outcome::Dropped),
+        }
     }
 }
 

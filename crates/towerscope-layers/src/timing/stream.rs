@@ -10,8 +10,10 @@ use crate::position::PositionItem;
 
 pin_project! {
     /// A streamed answer under [`Timing`](super::Timing): records the time to the first item, and
-    /// the time to the last item, the first error item (consumers stop there) or the end of the
-    /// stream, or its drop.
+    /// the time to the end of the stream, its first error item (consumers stop there), or its
+    /// drop. The stream is timed to its end, as the agent reads it: an error after the last item
+    /// (a layer rejecting an answer it saw whole) makes the call an error; a stream dropped
+    /// after its last item counts as answered.
     #[derive(Debug)]
     pub struct TimingStream<St> {
         #[pin]
@@ -40,7 +42,7 @@ where
             Some(Ok(item)) => {
                 this.recorder.item();
                 if item.is_last() {
-                    this.recorder.finish(Outcome::Ok);
+                    this.recorder.answered();
                 }
             }
             // Consumers (the agent, retry and fallback) drop a stream at its first error: record

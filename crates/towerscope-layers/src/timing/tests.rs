@@ -71,7 +71,8 @@ async fn a_stream_dropped_after_its_last_chunk_is_complete() {
     let ModelOutput::Stream(mut stream) = svc.oneshot(model_request(&model)).await.unwrap() else {
         panic!("expected a stream")
     };
-    // As the agent does: stop at the `is_last` chunk and drop the stream.
+    // A consumer that stops at the `is_last` chunk and drops the stream: the call took until
+    // that chunk.
     while let Some(chunk) = stream.next().await {
         if chunk.unwrap().is_last {
             break;
@@ -82,6 +83,30 @@ async fn a_stream_dropped_after_its_last_chunk_is_complete() {
     let sample = layer.timings().recent(PositionKind::ModelCall).remove(0);
     assert_eq!(sample.outcome, Outcome::Ok);
     assert_eq!(sample.total, Duration::from_millis(30));
+}
+
+/// A layer below rejected the answer after its last chunk (the agent reads the stream to its
+/// end, and the error fails the call): the call is an error, timed to the error.
+#[tokio::test(start_paused = true)]
+async fn an_error_after_the_last_chunk_is_an_error() {
+    let layer = TimingLayer::new();
+    let inner = crate::testing::answer_then(|| {
+        futures_util::stream::once(async {
+            tokio::time::sleep(Duration::from_millis(40)).await;
+            Err(AgentError::validation("broke a rule"))
+        })
+    });
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("unused")]);
+    let svc = ServiceBuilder::new().layer(layer.clone()).service(inner);
+    let ModelOutput::Stream(stream) = svc.oneshot(model_request(&model)).await.unwrap() else {
+        panic!("expected a stream")
+    };
+    let items: Vec<_> = stream.collect().await;
+    assert!(items.last().unwrap().is_err(), "the error reaches the consumer");
+    let stats = layer.timings().stats(PositionKind::ModelCall);
+    assert_eq!((stats.count, stats.errors), (1, 1));
+    assert_eq!(stats.recent[0].outcome, Outcome::Error);
+    assert_eq!(stats.recent[0].total, Duration::from_millis(40), "until the error");
 }
 
 #[tokio::test(start_paused = true)]
