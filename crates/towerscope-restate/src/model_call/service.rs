@@ -78,20 +78,21 @@ where
     }
 }
 
-/// A model's output as one complete response: a stream is read to its last chunk.
+/// A model's output as one complete response: a stream is read to its end, as the agent reads
+/// it; its first final (`is_last`) chunk is the answer, and an error after it (a layer inside
+/// the step rejecting the answer) fails the step.
 async fn collect(output: ModelOutput) -> Result<ChatResponse, AgentError> {
     match output {
         ModelOutput::Complete(response) => Ok(response),
         ModelOutput::Stream(mut stream) => {
+            let mut last = None;
             while let Some(chunk) = stream.next().await {
                 let chunk = chunk?;
-                if chunk.is_last {
-                    return Ok(chunk);
+                if chunk.is_last && last.is_none() {
+                    last = Some(chunk);
                 }
             }
-            Err(AgentError::model_retryable(
-                "the model's stream ended without its last chunk",
-            ))
+            last.ok_or_else(|| AgentError::model_retryable("the model's stream ended without its last chunk"))
         }
     }
 }
@@ -103,5 +104,37 @@ fn into_output(output: StepOutput) -> Result<ModelOutput, AgentError> {
         StepOutput::Tool { .. } => Err(AgentError::model(
             "the journal holds a tool call where a model call was asked for",
         )),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use futures_util::stream;
+    use towerscope_core::ContentBlock;
+
+    use super::*;
+
+    fn answer() -> Vec<Result<ChatResponse, AgentError>> {
+        let text = || vec![ContentBlock::text("a")];
+        vec![Ok(ChatResponse::chunk(text())), Ok(ChatResponse::new(text()))]
+    }
+
+    /// A layer inside the step rejected the answer after its final chunk: the step fails, and
+    /// the rejected answer is not journaled.
+    #[tokio::test]
+    async fn an_error_after_the_final_chunk_fails_the_step() {
+        let mut items = answer();
+        items.push(Err(AgentError::validation("the answer broke a rule")));
+        let err = collect(ModelOutput::Stream(Box::pin(stream::iter(items))))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("broke a rule"), "{err}");
+
+        let whole = collect(ModelOutput::Stream(Box::pin(stream::iter(answer()))))
+            .await
+            .unwrap();
+        assert!(whole.is_last);
+        assert_eq!(whole.text().as_deref(), Some("a"));
     }
 }
