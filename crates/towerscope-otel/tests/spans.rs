@@ -497,6 +497,141 @@ async fn a_stream_without_its_final_chunk_fails_the_chat_span() {
     );
 }
 
+/// A layer inside the tracing rejects the model's answer after its final chunk (the agent reads
+/// the stream to its end, and the reply fails): the chat span records the answer's usage and
+/// fails, rather than ending OK at the final chunk.
+#[tokio::test]
+async fn an_answer_a_layer_rejects_after_its_final_chunk_fails_the_chat_span() {
+    use futures_util::StreamExt;
+
+    let (provider, exporter) = in_memory();
+    let guardrail = towerscope_core::from_fn(
+        |req: ModelCallRequest, next: towerscope_core::Next<ModelCallRequest, ModelOutput>| async move {
+            match next.run(req).await? {
+                ModelOutput::Stream(inner) => {
+                    let verdict = futures_util::stream::once(async { Err(AgentError::validation("broke a rule")) });
+                    Ok(ModelOutput::Stream(Box::pin(inner.chain(verdict))))
+                }
+                complete => Ok(complete),
+            }
+        },
+    );
+    let agent = Agent::builder("a")
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("forbidden words")]).streaming(true))
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .on_model_call(guardrail)
+        .build()
+        .unwrap();
+    let reply = collect(agent.reply_stream(Msg::user("user", "hi"))).await;
+    assert!(
+        matches!(reply.error, Some(AgentError::Validation(_))),
+        "{:?}",
+        reply.error
+    );
+
+    let spans = spans(&exporter);
+    let chat = one(&spans, "chat m");
+    assert!(!is_ok(chat), "{chat:?}");
+    assert_eq!(str_attr(chat, "error.type").as_deref(), Some("validation_error"));
+    assert!(
+        attr(chat, "gen_ai.response.finish_reasons").is_some(),
+        "the answer arrived"
+    );
+}
+
+/// A layer inside the tracing runs its `call` (the body of a `from_fn` closure) under the
+/// model call's chat span, as its future does: a span it starts there is the chat span's child.
+#[tokio::test]
+async fn an_inner_model_call_layer_runs_under_the_chat_span() {
+    use opentelemetry::trace::TraceContextExt;
+
+    let (provider, exporter) = in_memory();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let probe = {
+        let seen = Arc::clone(&seen);
+        towerscope_core::from_fn(
+            move |req: ModelCallRequest, next: towerscope_core::Next<ModelCallRequest, ModelOutput>| {
+                let current = opentelemetry::Context::current().span().span_context().span_id();
+                seen.lock().unwrap().push(current);
+                next.run(req)
+            },
+        )
+    };
+    let agent = Agent::builder("a")
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("hi")]))
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .on_model_call(probe)
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "hi")).await.unwrap();
+    let spans = spans(&exporter);
+    let chat = one(&spans, "chat m").span_context.span_id();
+    assert_eq!(*seen.lock().unwrap(), [chat]);
+}
+
+/// An agent that calls `add` once, then answers, traced by `tracing`; a layer installed on
+/// `on_acting` next is inside the tracing.
+fn adding_agent(tracing: TracingMiddleware) -> towerscope_agent::AgentBuilder {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#),
+            ScriptedResponse::text("3"),
+        ],
+    );
+    Agent::builder("a").model(model).tool(add_tool()).middleware(tracing)
+}
+
+/// A layer inside the tracing rejects a tool's result after its response (the agent reads the
+/// stream to its end and turns the error into the call's result): the execute_tool span fails.
+#[tokio::test]
+async fn a_result_a_layer_rejects_after_the_response_fails_the_tool_span() {
+    use futures_util::StreamExt;
+
+    let (provider, exporter) = in_memory();
+    let guard = towerscope_core::from_fn(
+        |req: towerscope_core::ActingRequest, next: towerscope_core::ActingNext| async move {
+            let inner = next.run(req).await?;
+            let verdict = futures_util::stream::once(async { Err(AgentError::validation("result rejected")) });
+            Ok(Box::pin(inner.chain(verdict)) as towerscope_core::ToolStream)
+        },
+    );
+    let tracing = TracingMiddleware::builder().tracer_provider(&provider).build();
+    let agent = adding_agent(tracing).on_acting(guard).build().unwrap();
+    agent.reply(Msg::user("user", "1 + 2?")).await.unwrap();
+    let spans = spans(&exporter);
+    let tool = one(&spans, "execute_tool add");
+    assert_eq!(
+        str_attr(tool, "error.type").as_deref(),
+        Some("validation_error"),
+        "{tool:?}"
+    );
+}
+
+/// The user interrupts the reply while a layer inside the tracing still waits before calling
+/// the tool: the execute_tool span ends as interrupted (OK), not as a cancelled call.
+#[tokio::test(start_paused = true)]
+async fn a_tool_interrupted_before_its_stack_answers_ends_ok() {
+    let (provider, exporter) = in_memory();
+    let slow = towerscope_core::from_fn(
+        |req: towerscope_core::ActingRequest, next: towerscope_core::ActingNext| async move {
+            tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            next.run(req).await
+        },
+    );
+    let tracing = TracingMiddleware::builder().tracer_provider(&provider).build();
+    let agent = adding_agent(tracing).on_acting(slow).build().unwrap();
+    let reply = tokio::spawn(collect(agent.reply_stream(Msg::user("user", "1 + 2?"))));
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    assert!(agent.interrupt(), "the reply runs");
+    let reply = reply.await.unwrap();
+    assert!(reply.error.is_none(), "{:?}", reply.error);
+    let spans = spans(&exporter);
+    let tool = one(&spans, "execute_tool add");
+    assert!(is_ok(tool), "{tool:?}");
+    assert_eq!(str_attr(tool, "error.type"), None);
+}
+
 /// An agent whose `explode` tool fails with an error text holding content and a password.
 fn exploding_agent(tracing: TracingMiddleware) -> Agent {
     let failing = towerscope_agent::toolkit::FunctionTool::new("explode", |_: Add| async move {
@@ -560,9 +695,11 @@ async fn a_tool_error_text_is_not_recorded_without_content_capture() {
 }
 
 #[tokio::test]
-async fn no_provider_given_to_the_builder_means_no_spans_and_no_current_span() {
-    // No provider given and none installed for the process (this binary never installs one).
-    let (_, exporter) = in_memory();
+async fn no_provider_given_to_the_builder_means_no_current_span() {
+    // No provider given and none installed for the process (this binary never installs one):
+    // nothing is recorded, and the layers attach no span (a non-recording one included), so a
+    // layer inside sees none. (`global.rs` checks that such a middleware records nothing, and
+    // records once a provider is installed for the process.)
     let saw_span = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let seen = Arc::clone(&saw_span);
     let probe = towerscope_core::from_fn(
@@ -581,6 +718,5 @@ async fn no_provider_given_to_the_builder_means_no_spans_and_no_current_span() {
         .build()
         .unwrap();
     agent.reply(Msg::user("user", "hi")).await.unwrap();
-    assert!(spans(&exporter).is_empty());
     assert!(!saw_span.load(std::sync::atomic::Ordering::Relaxed));
 }

@@ -19,6 +19,8 @@ pub(crate) struct ToolRecord {
     capture: bool,
     /// The reply's context: tells a user's interruption from an abandoned call on drop.
     reply: towerscope_core::AgentContext,
+    /// The final response arrived; the span ends with the stream.
+    answered: bool,
 }
 
 impl ToolRecord {
@@ -50,6 +52,7 @@ impl ToolRecord {
             span,
             capture: config.capture_content,
             reply: req.ctx.clone(),
+            answered: false,
         }
     }
 
@@ -61,11 +64,14 @@ impl ToolRecord {
         self.span.ended()
     }
 
-    /// The tool's final response: its result, and ERROR if the tool failed.
+    /// The tool's final response: its result, and ERROR if the tool failed. The span ends with
+    /// the stream, which the agent reads past the response: an error there (a layer rejecting
+    /// the result) fails the call.
     pub(crate) fn response(&mut self, response: &ToolResponse) {
-        if self.span.ended() {
+        if self.span.ended() || self.answered {
             return;
         }
+        self.answered = true;
         if self.capture && self.span.is_recording() {
             self.span
                 .set(KeyValue::new(GEN_AI_TOOL_CALL_RESULT, content::tool_result(response)));
@@ -73,11 +79,10 @@ impl ToolRecord {
         if response.state == ToolResultState::Error {
             self.span.fail(Failure::of_tool_response(response, self.capture));
         }
-        self.span.ok();
-        self.span.end();
     }
 
-    /// The call failed (before answering, or in its stream); an interruption is not a failure.
+    /// The call failed (before answering, or in its stream, also after its response); an
+    /// interruption is not a failure.
     pub(crate) fn fail(&mut self, err: &AgentError) {
         if self.span.ended() {
             return;
@@ -89,29 +94,41 @@ impl ToolRecord {
         self.span.end();
     }
 
-    /// The stream ended without a final response.
-    pub(crate) fn ended_without_response(&mut self) {
+    /// The stream ended: after the response the call is done; without one, it failed.
+    pub(crate) fn stream_ended(&mut self) {
         if self.span.ended() {
             return;
         }
-        self.span.fail(Failure::new(
-            TOOL_ERROR,
-            "the tool's stream ended without a final ToolResponse",
-        ));
+        if !self.answered {
+            self.span.fail(Failure::new(
+                TOOL_ERROR,
+                "the tool's stream ended without a final ToolResponse",
+            ));
+        }
+        self.span.ok();
         self.span.end();
     }
 
-    /// The stream was dropped before the final response.
+    /// The stream (or the call's future) was dropped: after the response the caller had the
+    /// result; before it the call was abandoned, or interrupted by the user.
     pub(crate) fn dropped(&mut self) {
         if self.span.ended() {
             return;
         }
-        if self.reply.is_interrupted() {
-            // The user interrupted the reply: the call ends as interrupted, not as a failure.
+        if self.answered || self.reply.is_interrupted() {
+            // An interrupted call ends as interrupted, not as a failure.
             self.span.ok();
         } else {
             self.span.cancel("tool stream");
         }
         self.span.end();
+    }
+}
+
+impl Drop for ToolRecord {
+    /// The call's future was dropped before the stack below answered (an interrupt while an
+    /// inner layer awaits, or an abandoned reply).
+    fn drop(&mut self) {
+        self.dropped();
     }
 }

@@ -14,9 +14,11 @@ pin_project! {
     /// A tool's stream under its `execute_tool` span.
     ///
     /// Each `poll_next` attaches the span's context for the duration of the poll only (an agent
-    /// called by the tool nests under it). The final [`ToolItem::Response`] ends the span; an
-    /// error item, the end of the stream without a response, or dropping the stream before it
-    /// ends it with ERROR.
+    /// called by the tool nests under it). The final [`ToolItem::Response`] records the result;
+    /// the end of the stream (which the agent reads past the response), or its drop after the
+    /// response, ends the span. An error item (also after the response: a layer rejecting the
+    /// result), the end of the stream without a response, or dropping the stream before it
+    /// ends it with ERROR (a drop when the user interrupted the reply, with OK).
     pub struct ToolSpanStream<S> {
         // An `Option` so that dropping the stream can drop the inner stream (and the spans
         // under this one) before this span ends.
@@ -73,7 +75,7 @@ where
             Some(Ok(ToolItem::Chunk(_))) => {}
             Some(Ok(ToolItem::Response(response))) => this.record.response(response),
             Some(Err(err)) => this.record.fail(err),
-            None => this.record.ended_without_response(),
+            None => this.record.stream_ended(),
         }
         Poll::Ready(item)
     }

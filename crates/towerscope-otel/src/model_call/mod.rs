@@ -6,9 +6,10 @@
 //! generation parameters, and with content capture the messages and tool definitions) and ends:
 //!
 //! - at once for a complete answer;
-//! - for a stream, at its final (`is_last`) chunk, whose usage and finish reason it records,
-//!   with the time to the first chunk; or when the stream fails, ends without its final chunk,
-//!   or is dropped ([`ChatSpanStream`]);
+//! - for a stream, at its end (the agent reads it past its final `is_last` chunk, whose usage
+//!   and finish reason the span records, with the time to the first chunk); or when the stream
+//!   fails (also after its final chunk: a layer rejecting the answer), ends without its final
+//!   chunk, or is dropped ([`ChatSpanStream`]);
 //! - with ERROR, `error.type` and an `exception` event when the call fails.
 //!
 //! The finish reason (`gen_ai.response.finish_reasons`, and in `gen_ai.output.messages`) is the
@@ -129,9 +130,14 @@ where
             };
         };
         let record = ChatRecord::start(instruments, &self.config, &req);
+        // The inner layers' `call` runs under the chat span, as their futures do.
+        let inner = {
+            let _attached = record.context().map(|c| c.clone().attach());
+            self.inner.call(req)
+        };
         ModelCallTracingFuture {
             record: Some(record),
-            inner: self.inner.call(req),
+            inner,
         }
     }
 }

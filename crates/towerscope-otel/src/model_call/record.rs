@@ -28,6 +28,8 @@ pub(crate) struct ChatRecord {
     start: Instant,
     capture: bool,
     first_chunk_seen: bool,
+    /// The answer arrived (a stream's final chunk); the span ends with the stream.
+    answered: bool,
     done: bool,
 }
 
@@ -94,6 +96,7 @@ impl ChatRecord {
             capture: config.capture_content,
             reply: req.ctx.clone(),
             first_chunk_seen: false,
+            answered: false,
             done: false,
         }
     }
@@ -129,12 +132,20 @@ impl ChatRecord {
         }
     }
 
-    /// The complete response (or a stream's final chunk) arrived.
+    /// The complete response arrived: the span ends with it.
     pub(crate) fn complete(&mut self, response: &ChatResponse) {
-        if self.done {
+        self.answered(response);
+        self.finish_ok();
+    }
+
+    /// A stream's final chunk (or the complete response) arrived: its response attributes and
+    /// token usage are recorded. A stream's span ends with the stream, which the agent reads
+    /// past its final chunk: an error there (a layer rejecting the answer) fails the call.
+    pub(crate) fn answered(&mut self, response: &ChatResponse) {
+        if self.done || self.answered {
             return;
         }
-        self.done = true;
+        self.answered = true;
         let response_model = response.metadata.get("model").and_then(|m| m.as_str());
         if let Some(span) = &mut self.span {
             let reason = content::finish_reason(response);
@@ -172,18 +183,39 @@ impl ChatRecord {
                     ));
                 }
             }
+        }
+        if let Some(metrics) = &self.instruments.metrics {
+            if let Some(model) = response_model {
+                self.metric_attributes
+                    .push(KeyValue::new(GEN_AI_RESPONSE_MODEL, model.to_owned()));
+            }
+            if let Some(usage) = &response.usage {
+                metrics.tokens(usage.input_tokens, usage.output_tokens, &mut self.metric_attributes);
+            }
+        }
+    }
+
+    /// The answered call ended: an OK span, and the call's duration.
+    fn finish_ok(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        if let Some(span) = &mut self.span {
             span.ok();
             span.end();
         }
         if let Some(metrics) = &self.instruments.metrics {
-            let mut attributes = std::mem::take(&mut self.metric_attributes);
-            if let Some(model) = response_model {
-                attributes.push(KeyValue::new(GEN_AI_RESPONSE_MODEL, model.to_owned()));
-            }
-            if let Some(usage) = &response.usage {
-                metrics.tokens(usage.input_tokens, usage.output_tokens, &mut attributes);
-            }
-            metrics.duration(self.start.elapsed().as_secs_f64(), &attributes);
+            metrics.duration(self.start.elapsed().as_secs_f64(), &self.metric_attributes);
+        }
+    }
+
+    /// The stream ended: after its final chunk the call is done; without it, it failed.
+    pub(crate) fn ended(&mut self) {
+        if self.answered {
+            self.finish_ok();
+        } else {
+            self.ended_without_final();
         }
     }
 
@@ -230,15 +262,20 @@ impl ChatRecord {
     }
 
     /// The stream ended without its final (`is_last`) chunk.
-    pub(crate) fn ended_without_final(&mut self) {
+    fn ended_without_final(&mut self) {
         self.fail_as(Failure::new(
             "stream_error",
             "the model stream ended without its final (is_last) chunk",
         ));
     }
 
-    /// The stream (or the call's future) was dropped before the final chunk.
+    /// The stream (or the call's future) was dropped: before the final chunk the call was
+    /// abandoned (or interrupted); after it the caller had the answer.
     pub(crate) fn dropped(&mut self) {
+        if self.answered {
+            self.finish_ok();
+            return;
+        }
         if self.reply.is_interrupted() {
             // The user interrupted the reply: a normal end, as in the reference (its model
             // turns the cancellation into an interrupted response), with its duration.

@@ -14,7 +14,9 @@ pin_project! {
     /// A model's stream of chunks under its `chat` span.
     ///
     /// The first chunk records the time to first chunk; the final (`is_last`) chunk records the
-    /// response attributes and ends the span. An error item, the end of the stream without a
+    /// response attributes; the end of the stream (which the agent reads past the final chunk)
+    /// ends the span, as does dropping the stream after the final chunk. An error item (also
+    /// after the final chunk: a layer rejecting the answer), the end of the stream without a
     /// final chunk, and dropping the stream before it each end the span with ERROR. The span is
     /// never attached to the thread, so the stream may be dropped anywhere.
     pub struct ChatSpanStream<S> {
@@ -60,11 +62,11 @@ where
             Some(Ok(chunk)) => {
                 this.record.chunk();
                 if chunk.is_last {
-                    this.record.complete(chunk);
+                    this.record.answered(chunk);
                 }
             }
             Some(Err(err)) => this.record.fail(err),
-            None => this.record.ended_without_final(),
+            None => this.record.ended(),
         }
         Poll::Ready(item)
     }
