@@ -73,14 +73,18 @@ where
     }
 }
 
-/// A tool's stream read to its final response.
+/// A tool's stream read to its end, as the agent reads it: its first final response is the
+/// result, and an error after it (a layer inside the step rejecting the result) fails the step.
 async fn collect(mut stream: ToolStream) -> Result<ToolResponse, AgentError> {
+    let mut result = None;
     while let Some(item) = stream.next().await {
-        if let ToolItem::Response(response) = item? {
-            return Ok(response);
+        if let ToolItem::Response(response) = item?
+            && result.is_none()
+        {
+            result = Some(response);
         }
     }
-    Err(AgentError::model("the tool's stream ended without a final response"))
+    result.ok_or_else(|| AgentError::model("the tool's stream ended without a final response"))
 }
 
 fn into_output(output: StepOutput) -> Result<ToolStream, AgentError> {
@@ -94,5 +98,26 @@ fn into_output(output: StepOutput) -> Result<ToolStream, AgentError> {
         StepOutput::Model { .. } => Err(AgentError::model(
             "the journal holds a model call where a tool call was asked for",
         )),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use futures_util::stream;
+
+    use super::*;
+
+    /// A layer inside the step rejected the result after the tool's response: the step fails,
+    /// and the rejected result is not journaled.
+    #[tokio::test]
+    async fn an_error_after_the_response_fails_the_step() {
+        let response = || Ok(ToolItem::Response(ToolResponse::text("3")));
+        let rejected = [response(), Err(AgentError::validation("result rejected"))];
+        let err = collect(Box::pin(stream::iter(rejected))).await.unwrap_err();
+        assert!(err.to_string().contains("result rejected"), "{err}");
+
+        let whole = collect(Box::pin(stream::iter([response()]))).await.unwrap();
+        assert_eq!(whole.state, towerscope_core::ToolResultState::Success);
     }
 }
