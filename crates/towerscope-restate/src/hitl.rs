@@ -84,9 +84,9 @@ impl PendingInput {
                         "expected {\"confirmed\": true|false} or {\"confirm_results\": [...]}".to_owned(),
                     ));
                 }
-                let mut event: UserConfirmResultEvent =
-                    serde_json::from_value(answer).map_err(|e| bad(shape_of(&e)))?;
-                event.reply_id = request.reply_id.clone();
+                // The reply's id is the parked one's, whatever the answer says.
+                let answer = with_reply_id(answer, &request.reply_id);
+                let event: UserConfirmResultEvent = serde_json::from_value(answer).map_err(|e| bad(shape_of(&e)))?;
                 Ok(event.into())
             }
             AgentEvent::RequireExternalExecution(request) => {
@@ -162,6 +162,34 @@ mod tests {
     use towerscope_core::{RequireExternalExecutionEvent, ToolCallBlock};
 
     use super::*;
+
+    /// A confirmation per call (`confirm_results`, as the crate's error text suggests), with no
+    /// reply id or one naming another reply: it answers the parked reply.
+    #[test]
+    fn a_confirmation_per_call_resumes_the_parked_reply() {
+        use towerscope_core::RequireUserConfirmEvent;
+
+        let parked = Id::new();
+        let call = ToolCallBlock::new("c1", "refund", r#"{"order": 7}"#);
+        let pending = PendingInput::new(
+            String::new(),
+            RequireUserConfirmEvent::new(parked.clone(), vec![call]).into(),
+        );
+        let result = json!({"confirmed": false, "tool_call": {"type": "tool_call", "id": "c1", "name": "refund", "input": "{}"}});
+        for answer in [
+            json!({"confirm_results": [result.clone()]}),
+            json!({"reply_id": "another", "confirm_results": [result.clone()]}),
+        ] {
+            match pending.answer(answer) {
+                Ok(ReplyInput::Confirm(event)) => {
+                    assert_eq!(event.reply_id, parked);
+                    assert!(!event.confirm_results[0].confirmed);
+                    assert_eq!(event.confirm_results[0].tool_call.id, "c1");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn an_external_result_resumes_the_reply_and_a_wrong_one_is_a_typed_error() {
