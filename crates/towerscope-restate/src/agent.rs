@@ -150,7 +150,11 @@ impl DurableAgent {
         self
     }
 
-    /// How many times one reply may park for confirmation or external execution (default 64).
+    /// How many times one reply may park for confirmation or external execution (default 64);
+    /// also how many malformed or refused answers one park takes. A reply that parks once more,
+    /// or takes one more bad answer, is closed as interrupted (its waiting calls get
+    /// interrupted results, and the session takes new messages), and the handler fails with
+    /// [`DurableError::TooManyParks`](crate::DurableError::TooManyParks).
     pub fn max_parks(mut self, n: u32) -> Self {
         self.max_parks = n;
         self

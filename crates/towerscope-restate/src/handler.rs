@@ -39,7 +39,7 @@ use towerscope_core::{AgentEvent, Id, Msg, ReplyInput, ReplyItem, ToolCallBlock}
 
 use crate::agent::{DurableAgent, DurableContext, system_now};
 use crate::error::DurableError;
-use crate::hitl::PendingInput;
+use crate::hitl::{PendingInput, shape_of};
 use crate::replay::ReplaySource;
 use crate::step::{StepOutput, StepRecord, StepRequest, Steps};
 
@@ -90,10 +90,7 @@ pub(crate) async fn reply(
     ctx: &ObjectContext<'_>,
     body: ReplyBody,
 ) -> Result<DurableReply, DurableError> {
-    let stored: Option<Json<AgentState>> = ctx
-        .get(STATE_KEY)
-        .await
-        .map_err(|e| DurableError::State(e.to_string()))?;
+    let stored = read_state(ctx.get::<Vec<u8>>(STATE_KEY).await)?;
     let Json(start) = ctx
         .run(|| async { Ok(Json(system_now())) })
         .name("start")
@@ -117,7 +114,7 @@ pub(crate) async fn reply(
     source
         .scope(async move {
             let agent = (config.factory)(&durable)?;
-            if let Some(Json(state)) = stored {
+            if let Some(state) = stored {
                 agent.load_state(state)?;
             }
             let mut input: ReplyInput = match body {
@@ -126,13 +123,24 @@ pub(crate) async fn reply(
             };
             let mut parks = 0;
             loop {
+                let resuming = input.is_resume();
                 let outcome = drive.run(ctx, agent.reply_stream(input), &mut requests).await;
                 // A failed reply keeps its state, as an agent in memory does; after a journal
                 // mismatch the state stays as the agent that wrote the journal left it.
                 if !matches!(outcome, Err(DurableError::JournalMismatch { .. })) {
                     ctx.set(STATE_KEY, Json(agent.state()));
                 }
-                let (message, seen) = outcome?;
+                let (message, seen) = match outcome {
+                    // The agent refused the answer before any event (it names no call the reply
+                    // waits on, or one twice): nothing changed and the reply still waits, as
+                    // after a malformed answer. Ending here would leave the session parked
+                    // with no one waiting on an answer, refusing every new message.
+                    Err(DurableError::Agent(_)) if parks > 0 && resuming && agent.waiting_calls().is_some() => {
+                        tracing::warn!("the agent refused an answer to a parked reply; waiting for another");
+                        (None, None)
+                    }
+                    outcome => outcome?,
+                };
                 let Some(pending) = pending_input(&agent, seen) else {
                     return Ok(DurableReply {
                         message,
@@ -141,13 +149,31 @@ pub(crate) async fn reply(
                     });
                 };
                 parks += 1;
-                if parks > config.max_parks {
-                    return Err(DurableError::TooManyParks(config.max_parks));
-                }
-                input = wait(ctx, pending, config.max_parks).await?;
+                let answer = if parks > config.max_parks {
+                    Err(DurableError::TooManyParks(config.max_parks))
+                } else {
+                    wait(ctx, pending, config.max_parks).await
+                };
+                input = match answer {
+                    Ok(input) => input,
+                    Err(err) => {
+                        drive.close_parked(ctx, &agent, &mut requests).await;
+                        return Err(err);
+                    }
+                };
             }
         })
         .await
+}
+
+/// The stored agent state, read from its JSON bytes: a state this version cannot read is a
+/// [`DurableError::State`] (its content stays out of the error), where Restate's own decoding
+/// would fail the invocation, and retry it, for good.
+pub(crate) fn read_state(stored: Result<Option<Vec<u8>>, TerminalError>) -> Result<Option<AgentState>, DurableError> {
+    let stored = stored.map_err(|e| DurableError::State(e.to_string()))?;
+    stored
+        .map(|bytes| serde_json::from_slice(&bytes).map_err(|e| DurableError::State(shape_of(&e))))
+        .transpose()
 }
 
 impl Drive<'_> {
@@ -183,6 +209,26 @@ impl Drive<'_> {
         }
     }
 
+    /// Gives up on the agent's parked reply: closes it as a `UserInterruptEvent` would (its
+    /// waiting calls get interrupted results) and stores the state, so that the session takes
+    /// new messages. A close that fails leaves the reply parked (logged).
+    async fn close_parked(
+        &mut self,
+        ctx: &ObjectContext<'_>,
+        agent: &towerscope_agent::Agent,
+        requests: &mut UnboundedReceiver<StepRequest>,
+    ) {
+        let Some(waiting) = agent.waiting_calls() else {
+            return;
+        };
+        let closing: ReplyInput = UserInterruptEvent::new(waiting.reply_id).into();
+        let closed = self.run(ctx, agent.reply_stream(closing), requests).await;
+        if closed.is_err() {
+            tracing::warn!("closing a parked reply the handler gave up on failed; it stays parked");
+        }
+        ctx.set(STATE_KEY, Json(agent.state()));
+    }
+
     /// One journaled step: runs its work in `ctx.run` (or reads the journal), checks that the
     /// journal recorded this step, hands the output to the layer.
     async fn step(&mut self, ctx: &ObjectContext<'_>, request: StepRequest) -> Result<(), DurableError> {
@@ -193,29 +239,43 @@ impl Drive<'_> {
         } = request;
         let index = self.step;
         self.step += 1;
+        // The record is journaled as its JSON bytes and read back here: a record this version
+        // cannot read (written by another) is a journal mismatch, where Restate's own decoding
+        // would fail the invocation, and retry it, for good.
         let journaled = ctx
             .run(move || {
                 ReplaySource::unjournaled().scope(async move {
-                    match work.await {
-                        Ok(record) => Ok(Json(record)),
+                    let record = match work.await {
+                        Ok(record) => record,
                         // A failed attempt of the step: Restate retries it by its policy.
-                        Err(err) if err.is_retryable() => Err(HandlerError::from(err)),
+                        Err(err) if err.is_retryable() => return Err(HandlerError::from(err)),
                         // A failure no retry fixes: journaled, the agent sees it.
-                        Err(err) => Ok(Json(StepRecord {
+                        Err(err) => StepRecord {
                             fingerprint,
                             at: system_now(),
                             output: StepOutput::Failed {
                                 message: err.to_string(),
                             },
-                        })),
-                    }
+                        },
+                    };
+                    serde_json::to_vec(&record).map_err(HandlerError::from)
                 })
             })
             .name("step")
             .retry_policy(self.config.step_retry.clone())
-            .await;
+            .await
+            .map(|bytes| serde_json::from_slice::<StepRecord>(&bytes).map_err(|e| shape_of(&e)));
         let output = match journaled {
-            Ok(Json(record)) if record.fingerprint != fingerprint => {
+            Ok(Err(unreadable)) => {
+                let _ = reply.send(Err(DurableError::Restate("the journal holds another step".to_owned())));
+                drain(ctx).await;
+                return Err(DurableError::JournalMismatch {
+                    step: index,
+                    recorded: format!("a step this agent cannot read ({unreadable})"),
+                    found: fingerprint.describe(),
+                });
+            }
+            Ok(Ok(record)) if record.fingerprint != fingerprint => {
                 let _ = reply.send(Err(DurableError::Restate("the journal holds another step".to_owned())));
                 drain(ctx).await;
                 return Err(DurableError::JournalMismatch {
@@ -224,7 +284,7 @@ impl Drive<'_> {
                     found: fingerprint.describe(),
                 });
             }
-            Ok(Json(record)) => {
+            Ok(Ok(record)) => {
                 self.source.advance_to(record.at);
                 record.output
             }
@@ -264,24 +324,31 @@ async fn drain(ctx: &ObjectContext<'_>) {
 const MAX_DRAINED_STEPS: usize = 10_000;
 
 /// Parks on an awakeable until an answer resumes the reply; a rejected awakeable interrupts
-/// it. A malformed answer is logged and waited past (at most `max_answers` of them).
+/// it. A malformed answer (not JSON, or not an answer to the request) is logged and waited past
+/// (at most `max_answers` of them).
 async fn wait(
     ctx: &ObjectContext<'_>,
     mut pending: PendingInput,
     max_answers: u32,
 ) -> Result<ReplyInput, DurableError> {
     for _ in 0..max_answers.max(1) {
-        let (id, answer) = ctx.awakeable::<Json<serde_json::Value>>();
+        // Taken as bytes and parsed here: a body that is not JSON is a malformed answer, where
+        // Restate's own decoding would fail the invocation, and retry it, for good.
+        let (id, answer) = ctx.awakeable::<Vec<u8>>();
         pending.awakeable_id = id;
         ctx.set(PENDING_KEY, Json(pending.clone()));
         let answer = answer.await;
         ctx.clear(PENDING_KEY);
-        match answer {
-            Ok(Json(value)) => match pending.answer(value) {
-                Ok(input) => return Ok(input),
-                Err(err) => tracing::warn!(error = %err, "ignored an answer to a parked reply"),
-            },
+        let answer = match answer {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| DurableError::BadAnswer {
+                kind: "parked reply",
+                detail: format!("not JSON: {}", shape_of(&e)),
+            }),
             Err(_) => return Ok(UserInterruptEvent::new(reply_id(&pending)).into()),
+        };
+        match answer.and_then(|value| pending.answer(value)) {
+            Ok(input) => return Ok(input),
+            Err(err) => tracing::warn!(error = %err, "ignored an answer to a parked reply"),
         }
     }
     Err(DurableError::TooManyParks(max_answers))
@@ -346,5 +413,23 @@ impl From<DurableError> for TerminalError {
             _ => 500,
         };
         TerminalError::new_with_code(code, err.to_string())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A stored state this version cannot read is a typed error that holds none of its content
+    /// (Restate's own decoding would fail the invocation, and retry it, for good).
+    #[test]
+    fn a_stored_state_that_does_not_read_is_a_state_error_without_its_content() {
+        let err = read_state(Ok(Some(br#"{"context": "card 4111-1111"}"#.to_vec()))).unwrap_err();
+        assert!(matches!(err, DurableError::State(_)), "{err}");
+        assert!(!err.to_string().contains("4111"), "{err}");
+        assert!(read_state(Ok(None)).unwrap().is_none());
+        let state = serde_json::to_vec(&AgentState::new()).unwrap();
+        assert!(read_state(Ok(Some(state))).unwrap().is_some());
     }
 }

@@ -114,7 +114,7 @@ impl PendingInput {
 /// quoted value (serde writes them with their quotes escaped) written `…`, and everything from
 /// the first backquote on (serde writes field and variant names, which the answer chose, with
 /// nothing escaped) cut to `…`. The error is logged, and content stays out of logs.
-fn shape_of(err: &serde_json::Error) -> String {
+pub(crate) fn shape_of(err: &serde_json::Error) -> String {
     let text = err.to_string();
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars();
@@ -177,8 +177,8 @@ mod tests {
         );
         let result = json!({"confirmed": false, "tool_call": {"type": "tool_call", "id": "c1", "name": "refund", "input": "{}"}});
         for answer in [
-            json!({"confirm_results": [result.clone()]}),
-            json!({"reply_id": "another", "confirm_results": [result.clone()]}),
+            json!({"confirm_results": [result]}),
+            json!({"reply_id": "another", "confirm_results": [result]}),
         ] {
             match pending.answer(answer) {
                 Ok(ReplyInput::Confirm(event)) => {

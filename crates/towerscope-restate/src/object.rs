@@ -14,7 +14,7 @@ use towerscope_agent::AgentState;
 
 use crate::agent::DurableAgent;
 use crate::handler::{self, DurableReply, PENDING_KEY, ReplyBody, STATE_KEY};
-use crate::hitl::PendingInput;
+use crate::hitl::{PendingInput, shape_of};
 
 /// The Restate virtual object serving a [`DurableAgent`].
 #[derive(Debug)]
@@ -41,14 +41,20 @@ impl AgentObject {
     /// What a parked reply of this session waits on.
     #[handler]
     async fn pending(&self, ctx: SharedObjectContext<'_>) -> Result<Json<Option<PendingInput>>, HandlerError> {
-        let pending: Option<Json<PendingInput>> = ctx.get(PENDING_KEY).await?;
-        Ok(Json(pending.map(Json::into_inner)))
+        // Bytes, parsed here: a record this version cannot read is a terminal error, where
+        // Restate's own decoding would retry the call for good.
+        let pending = ctx.get::<Vec<u8>>(PENDING_KEY).await?;
+        let pending = pending
+            .map(|bytes| serde_json::from_slice::<PendingInput>(&bytes))
+            .transpose()
+            .map_err(|e| TerminalError::new(format!("the pending request cannot be read: {}", shape_of(&e))))?;
+        Ok(Json(pending))
     }
 
     /// The session's stored agent state.
     #[handler]
     async fn state(&self, ctx: SharedObjectContext<'_>) -> Result<Json<Option<AgentState>>, HandlerError> {
-        let state: Option<Json<AgentState>> = ctx.get(STATE_KEY).await?;
-        Ok(Json(state.map(Json::into_inner)))
+        let state = handler::read_state(ctx.get::<Vec<u8>>(STATE_KEY).await).map_err(TerminalError::from)?;
+        Ok(Json(state))
     }
 }

@@ -171,11 +171,13 @@ async fn parked(ingress: &str, session: &str) -> (String, Value) {
 
 /// Waits until the session's reply is parked on another awakeable than `before`.
 async fn parked_again(ingress: &str, session: &str, before: &str) -> (String, Value) {
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let (id, request) = parked(ingress, session).await;
         if id != before {
             return (id, request);
         }
+        assert!(Instant::now() < deadline, "the reply never parked again");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -411,4 +413,85 @@ async fn a_round_waiting_on_a_confirmation_and_an_external_call_asks_for_each_in
     assert_eq!(body["parks"], 2);
     let (_, pending) = call(&ingress, &session, "pending", Value::Null).await;
     assert!(pending.is_null(), "{pending}");
+}
+
+/// What a parked reply does with answers it cannot use, and with answers per call:
+///
+/// - a body that is not JSON, and a result the agent refuses (it names no waiting call), are
+///   waited past: the reply parks again, and the right answer still resumes it;
+/// - a confirmation per call (`confirm_results`, with no reply id) resumes the reply;
+/// - a park that takes more bad answers than `max_parks` (3 in this endpoint) ends the reply
+///   with an error, and closes the park: the session takes a new message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_reply_waits_past_bad_answers_and_one_that_gives_up_leaves_the_session_usable() {
+    let Some((ingress, admin)) = server("bad_answers") else {
+        return;
+    };
+    let _one = SERVER.lock().await;
+    let port = free_port();
+    let _endpoint = Endpoint::start(port, &[]);
+    register(&admin, port).await;
+    let start = |session: &String| {
+        let (ingress, session) = (ingress.clone(), session.clone());
+        tokio::spawn(async move { call(&ingress, &session, "reply", json!({"text": "go"})).await })
+    };
+
+    // Not JSON, then a result for a call the reply does not wait on, then the right one.
+    let external = key("external");
+    let reply = start(&external);
+    let (id, request) = parked(&ingress, &external).await;
+    let response = support::client()
+        .post(format!("{ingress}/restate/awakeables/{id}/resolve"))
+        .header("content-type", "text/plain")
+        .body("yes")
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    let (id, _) = parked_again(&ingress, &external, &id).await;
+    let result = |call_id: &str| {
+        json!({"execution_results": [{
+            "type": "tool_result", "id": call_id, "name": "lookup", "state": "success",
+            "output": [{"type": "text", "text": "42 in stock"}],
+        }]})
+    };
+    resolve(&ingress, &id, &result("call_elsewhere")).await;
+    let (id, again) = parked_again(&ingress, &external, &id).await;
+    assert_eq!(again["tool_calls"], request["tool_calls"], "{again}");
+    resolve(&ingress, &id, &result(request["tool_calls"][0]["id"].as_str().unwrap())).await;
+    let (status, body) = reply.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["message"]["content"][0]["text"], "looked up", "{body}");
+
+    // A confirmation per call.
+    let per_call = key("confirm");
+    let reply = start(&per_call);
+    let (id, request) = parked(&ingress, &per_call).await;
+    let answer = json!({"confirm_results": [{"confirmed": true, "tool_call": request["tool_calls"][0]}]});
+    resolve(&ingress, &id, &answer).await;
+    let (status, body) = reply.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["message"]["content"][0]["text"], "refunded", "{body}");
+    assert_eq!(count(&per_call, "tool_refund"), 1);
+
+    // Three malformed answers: the reply gives up, and the session takes a new message.
+    let given_up = key("confirm");
+    let reply = start(&given_up);
+    let (mut id, _) = parked(&ingress, &given_up).await;
+    for n in 0..3 {
+        resolve(&ingress, &id, &json!({"yes": n})).await;
+        if n < 2 {
+            id = parked_again(&ingress, &given_up, &id).await.0;
+        }
+    }
+    let (status, body) = reply.await.unwrap();
+    assert_eq!(status, 500, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("parked 3 times"), "{body}");
+    assert_eq!(count(&given_up, "tool_refund"), 0);
+    let (_, pending) = call(&ingress, &given_up, "pending", Value::Null).await;
+    assert!(pending.is_null(), "{pending}");
+    let (status, body) = call(&ingress, &given_up, "reply", json!({"text": "hello again"})).await;
+    assert_eq!(status, 200, "the session takes a new message: {body}");
+    let (_, state) = call(&ingress, &given_up, "state", Value::Null).await;
+    assert!(state.to_string().contains("hello again"), "{state}");
 }

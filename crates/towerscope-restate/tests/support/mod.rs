@@ -451,7 +451,8 @@ pub fn serve(port: u16) {
         .unwrap();
     runtime.block_on(async move {
         let events = Arc::new(std::sync::Mutex::new(()));
-        let durable = DurableAgent::new(build).event_sink(
+        // Three parks per reply, and three bad answers per park (the tests that give up on one).
+        let durable = DurableAgent::new(build).max_parks(3).event_sink(
             move |session: &str, invocation: &str, seq, event: &towerscope_core::AgentEvent| {
                 let _guard = events.lock().unwrap();
                 let line = json!({"invocation": invocation, "seq": seq, "event": event, "pid": std::process::id()});
