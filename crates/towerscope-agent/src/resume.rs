@@ -123,6 +123,8 @@ pub(crate) async fn confirm(
             },
         )?;
     }
+    // Checked whole: the input is taken (the `on_reply` layers may record what it carried).
+    ctx.insert(towerscope_core::ResumeApplied);
     for result in &ev.confirm_results {
         let call = &result.tool_call;
         if result.confirmed {
@@ -231,6 +233,8 @@ pub(crate) async fn external(
             },
         )?;
     }
+    // Checked whole: the input is taken (the `on_reply` layers may record what it carried).
+    ctx.insert(towerscope_core::ResumeApplied);
     for result in &ev.execution_results {
         match &result.output {
             ToolOutput::Text(t) => {

@@ -61,8 +61,8 @@ pub use from_fn::{
 pub use id::{Id, Timestamp};
 pub use message::{
     AnsweredIds, ContentBlock, DataBlock, DataSource, ErrorInfo, HintBlock, HintContent, MediaBlock, Messages, Msg,
-    PermissionBehavior, PermissionMode, PermissionRule, ReplyFinishedReason, Role, TextBlock, ThinkingBlock,
-    ToolCallBlock, ToolCallState, ToolOutput, ToolResultBlock, ToolResultState, Usage, WaitingCalls,
+    PermissionBehavior, PermissionMode, PermissionRule, ReplyFinishedReason, ResumeApplied, Role, TextBlock,
+    ThinkingBlock, ToolCallBlock, ToolCallState, ToolOutput, ToolResultBlock, ToolResultState, Usage, WaitingCalls,
 };
 pub use middleware::{Middleware, ObserveHook, PositionStacks};
 pub use model::{ChatModel, ChatStream, GenerationParams, ModelFuture, ModelOutput, ModelRef};

@@ -454,6 +454,21 @@ async fn an_external_execution_result_gets_a_zero_length_span() {
     assert_eq!(attr(first_root, "agentscope.agent.hitl_pending_tools"), None);
     exporter.reset();
 
+    // A result the agent refuses (for a call the reply does not wait on) ran nowhere: the
+    // failed resume records no execute_tool span, with content capture or without.
+    let wrong = ToolResultBlock::new("call-x", "lookup", "R", ToolResultState::Success);
+    let refused = ExternalExecutionResultEvent::new(&submitted.reply_id, vec![wrong.clone()]);
+    assert!(collect(agent.reply_stream(refused)).await.error.is_some());
+    assert!(
+        agent
+            .reply(ExternalExecutionResultEvent::new(&submitted.reply_id, vec![wrong]))
+            .await
+            .is_err()
+    );
+    let refused = spans(&exporter);
+    assert_eq!(names(&refused), ["invoke_agent delegator", "invoke_agent delegator"]);
+    exporter.reset();
+
     let result = ToolResultBlock::new("call-9", "lookup", "R", ToolResultState::Success);
     let resume = ExternalExecutionResultEvent::new(&submitted.reply_id, vec![result]);
     collect(agent.reply_stream(resume)).await;

@@ -56,7 +56,7 @@ pub use tool_block::{
     PermissionBehavior, PermissionMode, PermissionRule, ToolCallBlock, ToolCallState, ToolOutput, ToolResultBlock,
     ToolResultState,
 };
-pub use waiting::{AnsweredIds, WaitingCalls};
+pub use waiting::{AnsweredIds, ResumeApplied, WaitingCalls};
 
 pub(crate) use block::join_text;
 pub(crate) use tool_block::{serialize_tagged, serialize_tagged_list};

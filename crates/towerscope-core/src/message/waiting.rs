@@ -101,3 +101,21 @@ impl WaitingCalls {
         (!waiting.confirm.is_empty() || !waiting.external.is_empty()).then_some(waiting)
     }
 }
+
+/// Left in a resumed reply's context (`ctx.get::<ResumeApplied>()`) once the agent has checked
+/// and applied the reply's resuming input, a confirmation or external execution results: an
+/// `on_reply` layer that records what the input carried (the tracing layer's spans of external
+/// results) does so only for an input the agent took. An input the agent refused (a result for
+/// a call the reply does not wait on, a call answered twice) leaves none: nothing changed, the
+/// reply still waits, and its stream's first item is the error.
+///
+/// ```
+/// use towerscope_core::{AgentContext, ResumeApplied};
+///
+/// let ctx = AgentContext::new("agent", "session", "reply");
+/// assert!(ctx.get::<ResumeApplied>().is_none(), "nothing applied yet");
+/// ctx.insert(ResumeApplied);
+/// assert!(ctx.get::<ResumeApplied>().is_some());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResumeApplied;

@@ -12,8 +12,11 @@
 //! and absent from a reply that called no model.
 //!
 //! On the resume of a parked reply with external execution results, one zero-length
-//! `execute_tool {tool}` span per result is recorded first, under the new `invoke_agent` span
-//! (`agentscope.agent.is_external_execution = true`): it marks when the result arrived.
+//! `execute_tool {tool}` span per result is recorded, under the new `invoke_agent` span
+//! (`agentscope.agent.is_external_execution = true`): it marks when the result arrived. They are
+//! recorded once the agent took the results (it leaves
+//! [`ResumeApplied`](towerscope_core::ResumeApplied) in the reply's context); results it refuses
+//! (a call the reply does not wait on) ran nowhere, and get none.
 //!
 //! # Example
 //!
@@ -203,13 +206,38 @@ fn start(tracer: &SdkTracer, config: &Config, req: &ReplyRequest) -> ReplyRecord
             content::input_messages(msgs.iter()),
         ));
     }
+    ctx.insert(ReplySpan(span.context().clone()));
+    let mut record = ReplyRecord::new(span, config.capture_content, ctx.clone());
+    // An external resume's results get their spans once the agent took them (it may refuse
+    // them: then nothing ran, and nothing is recorded).
     if let ReplyInput::External(event) = &req.input {
-        for result in &event.execution_results {
-            external_result_span(tracer, span.context(), result, &conversation, config.capture_content);
+        record.external_results(ExternalResults {
+            tracer: tracer.clone(),
+            results: event.execution_results.clone(),
+            conversation,
+            at: SystemTime::now(),
+        });
+    }
+    record
+}
+
+/// An external resume's results, recorded once the agent took them.
+#[derive(Debug)]
+pub(crate) struct ExternalResults {
+    tracer: SdkTracer,
+    results: Vec<ToolResultBlock>,
+    conversation: String,
+    /// When the resume came: the spans' start and end.
+    at: SystemTime,
+}
+
+impl ExternalResults {
+    /// The zero-length `execute_tool` span of each result, under `parent`.
+    pub(crate) fn record(&self, parent: &OtelContext, capture: bool) {
+        for result in &self.results {
+            external_result_span(&self.tracer, parent, result, &self.conversation, capture, self.at);
         }
     }
-    ctx.insert(ReplySpan(span.context().clone()));
-    ReplyRecord::new(span, config.capture_content, ctx.clone())
 }
 
 /// The zero-length `execute_tool` span of an external execution result.
@@ -219,8 +247,8 @@ fn external_result_span(
     result: &ToolResultBlock,
     conversation: &str,
     capture: bool,
+    now: SystemTime,
 ) {
-    let now = SystemTime::now();
     let attributes = vec![
         KeyValue::new(GEN_AI_OPERATION_NAME, OPERATION_EXECUTE_TOOL),
         KeyValue::new(GEN_AI_TOOL_CALL_ID, result.id.to_string()),

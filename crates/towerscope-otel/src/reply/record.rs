@@ -2,7 +2,8 @@
 
 use opentelemetry::{Context, KeyValue};
 use towerscope_core::{
-    AgentContext, AgentError, AgentEvent, ReplyFinishedReason, ReplyItem, ToolCallBlock, Usage, WaitingCalls,
+    AgentContext, AgentError, AgentEvent, ReplyFinishedReason, ReplyItem, ResumeApplied, ToolCallBlock, Usage,
+    WaitingCalls,
 };
 
 use crate::content;
@@ -28,6 +29,8 @@ pub(crate) struct ReplyRecord {
     outcome_seen: bool,
     usage: Option<Usage>,
     output: Option<String>,
+    /// An external resume's results, until the reply shows whether the agent took them.
+    external: Option<Box<super::ExternalResults>>,
 }
 
 impl ReplyRecord {
@@ -43,6 +46,24 @@ impl ReplyRecord {
             outcome_seen: false,
             usage: None,
             output: None,
+            external: None,
+        }
+    }
+
+    /// The reply resumes with these external results: their spans are recorded once the agent
+    /// took them.
+    pub(crate) fn external_results(&mut self, results: super::ExternalResults) {
+        self.external = Some(Box::new(results));
+    }
+
+    /// Records the external results' spans if the agent took them (it says so in the reply's
+    /// context, after checking them and before anything else the reply streams or ends with);
+    /// else drops them.
+    fn settle_external(&mut self) {
+        if let Some(external) = self.external.take()
+            && self.ctx.extensions().get::<ResumeApplied>().is_some()
+        {
+            external.record(self.span.context(), self.capture);
         }
     }
 
@@ -56,6 +77,9 @@ impl ReplyRecord {
 
     /// Takes note of one item of the reply.
     pub(crate) fn observe(&mut self, item: &Result<ReplyItem, AgentError>) {
+        if self.external.is_some() {
+            self.settle_external();
+        }
         match item {
             Ok(ReplyItem::Event(event)) => self.event(event),
             Ok(ReplyItem::Final(msg)) => {
@@ -112,6 +136,7 @@ impl ReplyRecord {
 
     /// The reply's service failed before it answered with a stream.
     pub(crate) fn failed_to_open(&mut self, err: &AgentError) {
+        self.external = None;
         self.span.fail(Failure::of_error(err, self.capture));
         self.end();
     }
@@ -121,6 +146,7 @@ impl ReplyRecord {
         if self.span.ended() {
             return;
         }
+        self.settle_external();
         let span = &self.span;
         span.set(KeyValue::new(AGENTSCOPE_REPLY_ID, std::mem::take(&mut self.reply_id)));
         if let Some(ReplyProvider(provider)) = self.ctx.get::<ReplyProvider>() {
