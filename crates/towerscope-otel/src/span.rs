@@ -137,6 +137,13 @@ impl OpenSpan {
     }
 }
 
+/// What a span records when a poll of its stream unwound (a panic in the model, a tool or a
+/// layer below): the agent turns the panic into a middleware error, which this kind matches.
+pub(crate) const PANICKED: Failure<'static> = Failure {
+    kind: "middleware_error",
+    description: std::borrow::Cow::Borrowed("a poll of the stream panicked (the consumer gets the panic as an error)"),
+};
+
 impl Drop for OpenSpan {
     /// A span dropped without being ended (its future was dropped before the inner service
     /// answered) ends as cancelled.

@@ -632,6 +632,50 @@ async fn a_tool_interrupted_before_its_stack_answers_ends_ok() {
     assert_eq!(str_attr(tool, "error.type"), None);
 }
 
+/// A model whose stream panics when polled (a provider decoder meeting unexpected JSON).
+#[derive(Debug)]
+struct PanickingModel;
+
+impl ChatModel for PanickingModel {
+    fn model_name(&self) -> &str {
+        "m"
+    }
+
+    fn call(&self, _request: ModelCallRequest) -> ModelFuture {
+        let stream = futures_util::stream::poll_fn(|_| -> std::task::Poll<Option<Result<ChatResponse, AgentError>>> {
+            panic!("unexpected JSON")
+        });
+        Box::pin(std::future::ready(Ok(ModelOutput::Stream(Box::pin(stream)))))
+    }
+}
+
+/// The model's stream panics: the reply ends with the panic as a middleware error, and the
+/// chat and invoke_agent spans record that failure, not a cancelled call.
+#[tokio::test]
+async fn a_panicking_model_stream_fails_the_spans_as_the_reply_fails() {
+    let (provider, exporter) = in_memory();
+    let agent = Agent::builder("a")
+        .model(PanickingModel)
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .build()
+        .unwrap();
+    let reply = collect(agent.reply_stream(Msg::user("user", "hi"))).await;
+    assert!(
+        matches!(reply.error, Some(AgentError::Middleware(_))),
+        "{:?}",
+        reply.error
+    );
+    let spans = spans(&exporter);
+    for name in ["chat m", "invoke_agent a"] {
+        let span = one(&spans, name);
+        assert_eq!(
+            str_attr(span, "error.type").as_deref(),
+            Some("middleware_error"),
+            "{name}: {span:?}"
+        );
+    }
+}
+
 /// An agent whose `explode` tool fails with an error text holding content and a password.
 fn exploding_agent(tracing: TracingMiddleware) -> Agent {
     let failing = towerscope_agent::toolkit::FunctionTool::new("explode", |_: Add| async move {

@@ -109,6 +109,16 @@ impl ToolRecord {
         self.span.end();
     }
 
+    /// A poll of the stream unwound (a panic in the tool or a layer below), and the stream was
+    /// dropped.
+    pub(crate) fn panicked(&mut self) {
+        if self.span.ended() {
+            return;
+        }
+        self.span.fail(crate::span::PANICKED);
+        self.span.end();
+    }
+
     /// The stream (or the call's future) was dropped: after the response the caller had the
     /// result; before it the call was abandoned, or interrupted by the user.
     pub(crate) fn dropped(&mut self) {

@@ -25,13 +25,19 @@ pin_project! {
         #[pin]
         inner: Option<S>,
         record: ToolRecord,
+        // Set while the inner stream is polled.
+        polling: bool,
     }
 
     impl<S> PinnedDrop for ToolSpanStream<S> {
         fn drop(this: Pin<&mut Self>) {
             let mut this = this.project();
             this.inner.set(None);
-            this.record.dropped();
+            if *this.polling {
+                this.record.panicked();
+            } else {
+                this.record.dropped();
+            }
         }
     }
 }
@@ -41,6 +47,7 @@ impl<S> ToolSpanStream<S> {
         Self {
             inner: Some(inner),
             record,
+            polling: false,
         }
     }
 }
@@ -69,7 +76,11 @@ where
         }
         let item = {
             let _attached = this.record.context().clone().attach();
-            ready!(inner.poll_next(cx))
+            // Still set when the stream is dropped: the poll unwound.
+            *this.polling = true;
+            let poll = inner.poll_next(cx);
+            *this.polling = false;
+            ready!(poll)
         };
         match &item {
             Some(Ok(ToolItem::Chunk(_))) => {}

@@ -269,6 +269,12 @@ impl ChatRecord {
         ));
     }
 
+    /// A poll of the stream unwound (a panic in the model or a layer below), and the stream was
+    /// dropped.
+    pub(crate) fn panicked(&mut self) {
+        self.fail_as(crate::span::PANICKED);
+    }
+
     /// The stream (or the call's future) was dropped: before the final chunk the call was
     /// abandoned (or interrupted); after it the caller had the answer.
     pub(crate) fn dropped(&mut self) {

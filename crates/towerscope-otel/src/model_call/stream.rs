@@ -23,18 +23,29 @@ pin_project! {
         #[pin]
         inner: S,
         record: ChatRecord,
+        // Set while the inner stream is polled.
+        polling: bool,
     }
 
     impl<S> PinnedDrop for ChatSpanStream<S> {
         fn drop(this: Pin<&mut Self>) {
-            this.project().record.dropped();
+            let this = this.project();
+            if *this.polling {
+                this.record.panicked();
+            } else {
+                this.record.dropped();
+            }
         }
     }
 }
 
 impl<S> ChatSpanStream<S> {
     pub(crate) fn new(inner: S, record: ChatRecord) -> Self {
-        Self { inner, record }
+        Self {
+            inner,
+            record,
+            polling: false,
+        }
     }
 }
 
@@ -54,7 +65,11 @@ where
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.project();
-        let item = ready!(this.inner.poll_next(cx));
+        // Still set when the stream is dropped: the poll unwound.
+        *this.polling = true;
+        let poll = this.inner.poll_next(cx);
+        *this.polling = false;
+        let item = ready!(poll);
         if this.record.done() {
             return Poll::Ready(item);
         }

@@ -182,6 +182,12 @@ impl ReplyRecord {
         self.span.end();
     }
 
+    /// A poll of the stream unwound (a panic below), and the stream was dropped.
+    pub(crate) fn panicked(&mut self) {
+        self.span.fail(crate::span::PANICKED);
+        self.end();
+    }
+
     /// The stream was dropped: a normal end after the reply's outcome (its final message or
     /// error), else a cancellation.
     pub(crate) fn dropped(&mut self) {

@@ -17,21 +17,29 @@ pin_project! {
     /// the inner layers create while they run (chat and execute_tool spans, a nested agent's
     /// invoke_agent span) has it as parent, and nothing is left current when the poll returns.
     /// The span ends when the stream ends, or when the stream is dropped: after the final
-    /// message that is a normal end, before it a cancellation (ERROR, `error.type = cancelled`).
-    /// Dropping it on any thread or task is safe.
+    /// message that is a normal end, before it a cancellation (ERROR, `error.type = cancelled`),
+    /// and in a poll that panicked (a model, tool or layer below) a failure (ERROR,
+    /// `error.type = middleware_error`, the error the agent turns the panic into). Dropping it
+    /// on any thread or task is safe.
     pub struct ReplySpanStream<S> {
         // An `Option` so that dropping the stream can drop the inner stream (and the spans
         // under this one) before this span ends.
         #[pin]
         inner: Option<S>,
         record: ReplyRecord,
+        // Set while the inner stream is polled.
+        polling: bool,
     }
 
     impl<S> PinnedDrop for ReplySpanStream<S> {
         fn drop(this: Pin<&mut Self>) {
             let mut this = this.project();
             this.inner.set(None);
-            this.record.dropped();
+            if *this.polling {
+                this.record.panicked();
+            } else {
+                this.record.dropped();
+            }
         }
     }
 }
@@ -41,6 +49,7 @@ impl<S> ReplySpanStream<S> {
         Self {
             inner: Some(inner),
             record,
+            polling: false,
         }
     }
 }
@@ -69,7 +78,11 @@ where
         }
         let item = {
             let _attached = this.record.context().clone().attach();
-            ready!(inner.poll_next(cx))
+            // Still set when the stream is dropped: the poll unwound.
+            *this.polling = true;
+            let poll = inner.poll_next(cx);
+            *this.polling = false;
+            ready!(poll)
         };
         match &item {
             Some(item) => this.record.observe(item),
