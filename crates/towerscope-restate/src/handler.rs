@@ -253,9 +253,7 @@ impl Drive<'_> {
                         Err(err) => StepRecord {
                             fingerprint,
                             at: system_now(),
-                            output: StepOutput::Failed {
-                                message: err.to_string(),
-                            },
+                            output: StepOutput::failed(&err),
                         },
                     };
                     serde_json::to_vec(&record).map_err(HandlerError::from)
@@ -291,6 +289,7 @@ impl Drive<'_> {
             // Restate's retries ran out; the failure is journaled, a replay sees it too.
             Err(err) => StepOutput::Failed {
                 message: format!("the step failed after Restate's retries: {err}"),
+                limit: None,
             },
         };
         let _ = reply.send(Ok(output));

@@ -28,7 +28,7 @@
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
-use towerscope_core::{ChatResponse, Timestamp, ToolResponse};
+use towerscope_core::{AgentError, ChatResponse, LimitKind, Timestamp, ToolResponse};
 
 use crate::error::{DurableError, StepKind};
 
@@ -105,7 +105,82 @@ pub enum StepOutput {
     Failed {
         /// The error's message.
         message: String,
+        /// The call limit a layer inside the step reached, if that was the error: the replayed
+        /// step fails with it again, and the agent ends the reply as it does for a limit
+        /// outside a step (its `REPLY_END` with the error), not as a failed model call.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<StepLimit>,
     },
+}
+
+impl StepOutput {
+    /// The journaled failure of `err`.
+    pub fn failed(err: &AgentError) -> Self {
+        let limit = match err {
+            AgentError::CallLimit { kind, limit, scope }
+                if matches!(kind, LimitKind::ModelCalls | LimitKind::ToolCalls) =>
+            {
+                Some(StepLimit {
+                    kind: *kind,
+                    limit: *limit,
+                    session: *scope == "session",
+                })
+            }
+            _ => None,
+        };
+        Self::Failed {
+            message: err.to_string(),
+            limit,
+        }
+    }
+
+    /// The error a journaled failure stands for: the call limit it reached, or a model error
+    /// with its message (a model step's failure as the agent sees it).
+    pub fn model_error(message: String, limit: Option<StepLimit>) -> AgentError {
+        match limit {
+            Some(StepLimit { kind, limit, session }) => AgentError::CallLimit {
+                kind,
+                limit,
+                scope: if session { "session" } else { "reply" },
+            },
+            None => AgentError::model(message),
+        }
+    }
+}
+
+/// A call limit reached inside a step ([`AgentError::CallLimit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepLimit {
+    /// What was counted.
+    #[serde(with = "limit_kind")]
+    pub kind: LimitKind,
+    /// The configured limit.
+    pub limit: u32,
+    /// Whether the limit was the session's (else the reply's).
+    pub session: bool,
+}
+
+/// [`LimitKind`] as `model_calls` or `tool_calls`.
+mod limit_kind {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use towerscope_core::LimitKind;
+
+    pub(super) fn serialize<S: Serializer>(kind: &LimitKind, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(match kind {
+            LimitKind::ModelCalls => "model_calls",
+            LimitKind::ToolCalls => "tool_calls",
+            // `StepOutput::failed` keeps only the kinds above.
+            _ => "unknown",
+        })
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<LimitKind, D::Error> {
+        match String::deserialize(d)?.as_str() {
+            "model_calls" => Ok(LimitKind::ModelCalls),
+            "tool_calls" => Ok(LimitKind::ToolCalls),
+            other => Err(serde::de::Error::unknown_variant(other, &["model_calls", "tool_calls"])),
+        }
+    }
 }
 
 /// One step a journal layer asks the handler to run.

@@ -495,3 +495,28 @@ async fn a_parked_reply_waits_past_bad_answers_and_one_that_gives_up_leaves_the_
     let (_, state) = call(&ingress, &given_up, "state", Value::Null).await;
     assert!(state.to_string().contains("hello again"), "{state}");
 }
+
+/// A call limit layer inside the step ends the reply as it does in memory: HTTP 200, the
+/// reply's message finished with `error`, the tool it asked for run once (not a failed model
+/// call and a 500).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_limit_inside_a_step_ends_the_reply_as_in_memory() {
+    let Some((ingress, admin)) = server("call_limit") else {
+        return;
+    };
+    let _one = SERVER.lock().await;
+    let port = free_port();
+    let _endpoint = Endpoint::start(port, &[]);
+    register(&admin, port).await;
+
+    let session = key("limit");
+    let (status, body) = call(&ingress, &session, "reply", json!({"text": "charge me"})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["message"]["finished_reason"], "error", "{body}");
+    assert_eq!(count(&session, "tool_charge"), 1);
+    assert_eq!(
+        count(&session, "model_calls"),
+        1,
+        "the second call was refused by the limit"
+    );
+}

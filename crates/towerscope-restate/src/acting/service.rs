@@ -92,7 +92,8 @@ fn into_output(output: StepOutput) -> Result<ToolStream, AgentError> {
         StepOutput::Tool { response } => Ok(Box::pin(futures_util::stream::once(async move {
             Ok(ToolItem::Response(response))
         }))),
-        StepOutput::Failed { message } => Ok(Box::pin(futures_util::stream::once(async move {
+        // As the agent takes a failed tool call: an error result the model sees.
+        StepOutput::Failed { message, .. } => Ok(Box::pin(futures_util::stream::once(async move {
             Ok(ToolItem::Response(ToolResponse::error(message)))
         }))),
         StepOutput::Model { .. } => Err(AgentError::model(

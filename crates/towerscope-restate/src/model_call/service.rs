@@ -100,7 +100,7 @@ async fn collect(output: ModelOutput) -> Result<ChatResponse, AgentError> {
 fn into_output(output: StepOutput) -> Result<ModelOutput, AgentError> {
     match output {
         StepOutput::Model { response } => Ok(ModelOutput::Complete(response)),
-        StepOutput::Failed { message } => Err(AgentError::model(message)),
+        StepOutput::Failed { message, limit } => Err(StepOutput::model_error(message, limit)),
         StepOutput::Tool { .. } => Err(AgentError::model(
             "the journal holds a tool call where a model call was asked for",
         )),

@@ -8,6 +8,8 @@
 //! - `both-…`: one answer calls `refund` (confirmed) and the external `lookup`, decided in one
 //!   concurrent batch;
 //! - `slow-…`: a model that takes 1 s, no tools;
+//! - `limit-…`: as `shop-`'s first call, with a call limit of one model call per reply inside
+//!   the step;
 //! - `changed-…`: as `shop-` in the endpoint started with `TOWERSCOPE_TEST_AGENT_VERSION=2`, `ship`
 //!   has another schema and `charge` is gone.
 //!
@@ -431,6 +433,15 @@ fn build(ctx: &DurableContext) -> Result<Agent, AgentError> {
                 RetryLayer::new(3).backoff(Backoff::new(Duration::from_millis(10), Duration::from_millis(50))),
             )
             .model(failing(2, true))
+            .build(),
+        // A call limit inside the step: one model call per reply, and the model calls a tool.
+        "limit" => builder
+            .on_model_call(towerscope_layers::CallLimitLayer::new().model_calls_per_reply(1))
+            .model(model(
+                vec![Answer::Call("charge", r#"{"cents":500}"#), Answer::Text("unused")],
+                false,
+            ))
+            .tool(counted_tool::<Charge>(&key, "charge"))
             .build(),
         // Two failed attempts of the step, retried by Restate.
         "restep" => builder.model(failing(2, true)).build(),
