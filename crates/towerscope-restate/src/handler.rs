@@ -82,6 +82,11 @@ struct Drive<'a> {
     invocation: String,
     seq: u64,
     step: u64,
+    /// Restate cancelled the invocation during a step: the reply was interrupted.
+    cancelled: bool,
+    /// The cancelled step's answer, never sent: its model or tool call waits until the
+    /// interrupt stops it.
+    unanswered: Option<tokio::sync::oneshot::Sender<Result<StepOutput, DurableError>>>,
 }
 
 /// Runs one durable reply (see the [module docs](self)).
@@ -110,6 +115,8 @@ pub(crate) async fn reply(
         invocation: ctx.invocation_id().to_owned(),
         seq: 0,
         step: 0,
+        cancelled: false,
+        unanswered: None,
     };
     source
         .scope(async move {
@@ -124,11 +131,14 @@ pub(crate) async fn reply(
             let mut parks = 0;
             loop {
                 let resuming = input.is_resume();
-                let outcome = drive.run(ctx, agent.reply_stream(input), &mut requests).await;
+                let outcome = drive.run(ctx, &agent, agent.reply_stream(input), &mut requests).await;
                 // A failed reply keeps its state, as an agent in memory does; after a journal
                 // mismatch the state stays as the agent that wrote the journal left it.
                 if !matches!(outcome, Err(DurableError::JournalMismatch { .. })) {
                     ctx.set(STATE_KEY, Json(agent.state()));
+                }
+                if drive.cancelled {
+                    return Err(DurableError::Cancelled);
                 }
                 let (message, seen) = match outcome {
                     // The agent refused the answer before any event (it names no call the reply
@@ -182,6 +192,7 @@ impl Drive<'_> {
     async fn run(
         &mut self,
         ctx: &ObjectContext<'_>,
+        agent: &towerscope_agent::Agent,
         mut stream: ReplyStream,
         requests: &mut UnboundedReceiver<StepRequest>,
     ) -> Result<(Option<Msg>, Option<PendingInput>), DurableError> {
@@ -190,7 +201,7 @@ impl Drive<'_> {
         loop {
             tokio::select! {
                 biased;
-                Some(request) = requests.recv() => self.step(ctx, request).await?,
+                Some(request) = requests.recv() => self.step(ctx, agent, request).await?,
                 item = stream.next() => match item {
                     None => return Ok((message, pending)),
                     Some(Err(err)) => return Err(err.into()),
@@ -222,7 +233,7 @@ impl Drive<'_> {
             return;
         };
         let closing: ReplyInput = UserInterruptEvent::new(waiting.reply_id).into();
-        let closed = self.run(ctx, agent.reply_stream(closing), requests).await;
+        let closed = self.run(ctx, agent, agent.reply_stream(closing), requests).await;
         if closed.is_err() {
             tracing::warn!("closing a parked reply the handler gave up on failed; it stays parked");
         }
@@ -231,7 +242,12 @@ impl Drive<'_> {
 
     /// One journaled step: runs its work in `ctx.run` (or reads the journal), checks that the
     /// journal recorded this step, hands the output to the layer.
-    async fn step(&mut self, ctx: &ObjectContext<'_>, request: StepRequest) -> Result<(), DurableError> {
+    async fn step(
+        &mut self,
+        ctx: &ObjectContext<'_>,
+        agent: &towerscope_agent::Agent,
+        request: StepRequest,
+    ) -> Result<(), DurableError> {
         let StepRequest {
             fingerprint,
             work,
@@ -286,6 +302,15 @@ impl Drive<'_> {
                 self.source.advance_to(record.at);
                 record.output
             }
+            // Restate cancelled the invocation (its first await after the cancel fails with
+            // 409): the reply is interrupted, as a person's Ctrl-C would, and the handler ends
+            // with the cancellation once the reply has closed and its state is stored.
+            Err(err) if err.code() == CANCELLED => {
+                self.cancelled = true;
+                self.unanswered = Some(reply);
+                agent.interrupt();
+                return Ok(());
+            }
             // Restate's retries ran out; the failure is journaled, a replay sees it too.
             Err(err) => StepOutput::Failed {
                 message: format!("the step failed after Restate's retries: {err}"),
@@ -318,6 +343,9 @@ async fn drain(ctx: &ObjectContext<'_>) {
         }
     }
 }
+
+/// The code of the error Restate's SDK fails an await with once the invocation is cancelled.
+const CANCELLED: u16 = 409;
 
 /// At most this many recorded steps are read past a journal mismatch.
 const MAX_DRAINED_STEPS: usize = 10_000;
@@ -407,7 +435,7 @@ fn reply_id(pending: &PendingInput) -> Id {
 impl From<DurableError> for TerminalError {
     fn from(err: DurableError) -> Self {
         let code = match err {
-            DurableError::JournalMismatch { .. } => 409,
+            DurableError::JournalMismatch { .. } | DurableError::Cancelled => 409,
             DurableError::BadAnswer { .. } => 400,
             _ => 500,
         };

@@ -520,3 +520,51 @@ async fn a_call_limit_inside_a_step_ends_the_reply_as_in_memory() {
         "the second call was refused by the limit"
     );
 }
+
+/// Restate cancels the invocation while its model call runs: the reply is interrupted (its
+/// state stored, as after a person's interrupt), the model is not called again, and the
+/// handler ends with 409.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_invocation_interrupts_the_reply() {
+    let Some((ingress, admin)) = server("cancel") else {
+        return;
+    };
+    let _one = SERVER.lock().await;
+    let port = free_port();
+    let _endpoint = Endpoint::start(port, &[]);
+    register(&admin, port).await;
+
+    let session = key("slow");
+    let reply = tokio::spawn({
+        let (ingress, session) = (ingress.clone(), session.clone());
+        async move { call(&ingress, &session, "reply", json!({"text": "take your time"})).await }
+    });
+    // The invocation's id, from its first event; then wait for the model call to start.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let invocation = loop {
+        let events = std::fs::read_to_string(support::side_effects(&session).join("events.jsonl")).unwrap_or_default();
+        if let Some(line) = events.lines().next() {
+            let event: Value = serde_json::from_str(line).unwrap();
+            break event["invocation"].as_str().unwrap().to_owned();
+        }
+        assert!(Instant::now() < deadline, "the reply never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    while count(&session, "model_calls") == 0 {
+        assert!(Instant::now() < deadline, "the model was never called");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let response = support::client()
+        .patch(format!("{admin}/invocations/{invocation}/cancel"))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+
+    let (status, body) = reply.await.unwrap();
+    assert_eq!(status, 409, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("cancelled"), "{body}");
+    assert_eq!(count(&session, "model_calls"), 1);
+    let (_, state) = call(&ingress, &session, "state", Value::Null).await;
+    assert_eq!(state["context"][0]["content"][0]["text"], "take your time", "{state}");
+}
