@@ -93,11 +93,27 @@ impl Logs {
 }
 
 /// Captures what is logged on the current thread (a `current_thread` test runtime) until the
-/// guard is dropped.
-pub fn capture_logs() -> (Logs, tracing::subscriber::DefaultGuard) {
+/// guard is dropped. One capture at a time in the process: tracing caches whether a log line
+/// is wanted, and rebuilds that cache as subscribers come and go, so two captures on two test
+/// threads could make one miss its lines.
+pub fn capture_logs() -> (Logs, CaptureGuard) {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let held = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let logs = Logs::default();
     let guard = tracing::subscriber::set_default(Capture(logs.clone()));
-    (logs, guard)
+    (
+        logs,
+        CaptureGuard {
+            _default: guard,
+            _held: held,
+        },
+    )
+}
+
+/// What [`capture_logs`] holds: the subscriber, then the process-wide capture lock.
+pub struct CaptureGuard {
+    _default: tracing::subscriber::DefaultGuard,
+    _held: std::sync::MutexGuard<'static, ()>,
 }
 
 struct Capture(Logs);

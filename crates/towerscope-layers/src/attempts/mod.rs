@@ -37,7 +37,8 @@ pub(crate) trait Recovery: Send + 'static {
     /// error goes to the caller).
     fn next(&mut self, failed: &ModelCallRequest, error: &AgentError) -> Option<(ModelCallRequest, Option<Duration>)>;
 
-    /// The call succeeded: a complete answer, or the final chunk of a stream.
+    /// The call succeeded: a complete answer, or a stream read to its end past its final chunk
+    /// with no error (a layer below may still reject an answer after that chunk).
     fn succeeded(&mut self) {}
 
     /// The reason sent with the restart marker when output of the failed attempt is discarded.

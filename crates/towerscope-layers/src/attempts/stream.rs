@@ -71,17 +71,21 @@ where
                     // After the final chunk the stream is read to its end, as the agent reads
                     // it: an inner layer's error there rejects the answer, and reaches the
                     // consumer as it is (an answer that went out is not attempted again).
-                    if item.is_none() {
-                        *this.finished = true;
-                        *this.stream = None;
+                    match &item {
+                        // Read to its end without an error: the call succeeded.
+                        None => this.core.policy.succeeded(),
+                        // The answer was rejected: the call failed, and ends here.
+                        Some(Err(_)) => {}
+                        Some(Ok(_)) => return Poll::Ready(item),
                     }
+                    *this.finished = true;
+                    *this.stream = None;
                     return Poll::Ready(item);
                 }
                 match item {
                     Some(Ok(chunk)) => {
                         if chunk.is_last {
                             *this.answered = true;
-                            this.core.policy.succeeded();
                         } else {
                             *this.emitted = true;
                         }

@@ -246,6 +246,27 @@ impl Budget for Tokens {
     }
 }
 
+/// An answer a layer below rejects after its final chunk is no success: nothing is deposited
+/// into the budget; one read to its end without an error deposits.
+#[tokio::test(start_paused = true)]
+async fn an_answer_rejected_after_its_final_chunk_deposits_nothing() {
+    let budget = Arc::new(Tokens(AtomicI32::new(0)));
+    let shared: SharedBudget = Arc::clone(&budget) as SharedBudget;
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("unused")]);
+    let rejected = ServiceBuilder::new()
+        .layer(no_jitter(3).shared_budget(Arc::clone(&shared)))
+        .service(crate::testing::answer_then(|| {
+            futures_util::stream::iter([Err(AgentError::model("rejected"))])
+        }));
+    describe(rejected.oneshot(model_request(&model)).await).await;
+    assert_eq!(budget.0.load(Ordering::SeqCst), 0);
+    let accepted = ServiceBuilder::new()
+        .layer(no_jitter(3).shared_budget(shared))
+        .service(crate::testing::answer_then(futures_util::stream::empty));
+    describe(accepted.oneshot(model_request(&model)).await).await;
+    assert_eq!(budget.0.load(Ordering::SeqCst), 1);
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_budget_is_shared_by_clones() {
     let budget: SharedBudget = Arc::new(Tokens(AtomicI32::new(1)));
