@@ -151,9 +151,11 @@ impl DurableAgent {
     }
 
     /// How many times one reply may park for confirmation or external execution (default 64);
-    /// also how many malformed or refused answers one park takes. A reply that parks once more,
-    /// or takes one more bad answer, is closed as interrupted (its waiting calls get
-    /// interrupted results, and the session takes new messages), and the handler fails with
+    /// an answer the agent refuses (a result for a call the reply does not wait on) parks it
+    /// again, and counts. Also how many malformed answers (not JSON, not an answer to the
+    /// request) one park takes: the last of them gives up. A reply that parks once more than
+    /// this, or gives up, is closed as interrupted (its waiting calls get interrupted results,
+    /// and the session takes new messages), and the handler fails with
     /// [`DurableError::TooManyParks`](crate::DurableError::TooManyParks).
     pub fn max_parks(mut self, n: u32) -> Self {
         self.max_parks = n;

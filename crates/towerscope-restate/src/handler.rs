@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::UnboundedReceiver;
 use towerscope_agent::{AgentState, ReplyStream};
 use towerscope_core::event::{RequireExternalExecutionEvent, RequireUserConfirmEvent, UserInterruptEvent};
-use towerscope_core::{AgentEvent, Id, Msg, ReplyInput, ReplyItem, ToolCallBlock};
+use towerscope_core::{AgentError, AgentEvent, Id, Msg, ReplyInput, ReplyItem, ToolCallBlock};
 
 use crate::agent::{DurableAgent, DurableContext, system_now};
 use crate::error::DurableError;
@@ -131,6 +131,7 @@ pub(crate) async fn reply(
             let mut parks = 0;
             loop {
                 let resuming = input.is_resume();
+                let events_before = drive.seq;
                 let outcome = drive.run(ctx, &agent, agent.reply_stream(input), &mut requests).await;
                 // A failed reply keeps its state, as an agent in memory does; after a journal
                 // mismatch the state stays as the agent that wrote the journal left it.
@@ -145,7 +146,9 @@ pub(crate) async fn reply(
                     // waits on, or one twice): nothing changed and the reply still waits, as
                     // after a malformed answer. Ending here would leave the session parked
                     // with no one waiting on an answer, refusing every new message.
-                    Err(DurableError::Agent(_)) if parks > 0 && resuming && agent.waiting_calls().is_some() => {
+                    Err(DurableError::Agent(AgentError::State(_)))
+                        if parks > 0 && resuming && drive.seq == events_before && agent.waiting_calls().is_some() =>
+                    {
                         tracing::warn!("the agent refused an answer to a parked reply; waiting for another");
                         (None, None)
                     }

@@ -420,8 +420,8 @@ async fn a_round_waiting_on_a_confirmation_and_an_external_call_asks_for_each_in
 /// - a body that is not JSON, and a result the agent refuses (it names no waiting call), are
 ///   waited past: the reply parks again, and the right answer still resumes it;
 /// - a confirmation per call (`confirm_results`, with no reply id) resumes the reply;
-/// - a park that takes more bad answers than `max_parks` (3 in this endpoint) ends the reply
-///   with an error, and closes the park: the session takes a new message.
+/// - a park that takes `max_parks` malformed answers (3 in this endpoint) ends the reply with
+///   an error, and closes the park: the session takes a new message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parked_reply_waits_past_bad_answers_and_one_that_gives_up_leaves_the_session_usable() {
     let Some((ingress, admin)) = server("bad_answers") else {
