@@ -3,10 +3,12 @@
 //! The span is a child of the reply's `invoke_agent` span, found in the request's
 //! [`AgentContext`](towerscope_core::AgentContext) (or of the current context when this layer is
 //! used without the reply layer). It records the tool's name, call id, description and type
-//! (`function`), with content capture its arguments and result, and ends at the tool's final
-//! [`ToolResponse`](towerscope_core::ToolResponse) ([`ToolSpanStream`]). A response in the
-//! `error` state, an error item, a stream without a final response and a dropped stream end it
-//! with ERROR; an interrupted tool ends it OK.
+//! (`function`), with content capture its arguments and result (the tool's final
+//! [`ToolResponse`](towerscope_core::ToolResponse)), and ends with the tool's stream, which the
+//! agent reads past the response ([`ToolSpanStream`]). A response in the `error` state, an
+//! error item (also after the response: a layer rejecting the result), a stream without a final
+//! response, a stream dropped before its response and a poll that panicked end it with ERROR;
+//! an interrupted tool, and a stream dropped after its response, end it OK.
 //!
 //! While the tool's stream is polled the span's context is attached, so an agent called from
 //! inside the tool has its `invoke_agent` span under this `execute_tool` span.
