@@ -260,7 +260,12 @@ where
         Ok(s) => (s.text, s.usage),
         Err(AgentError::Interrupted) => return Err(AgentError::Interrupted),
         Err(e) if config.fallback_to_truncation => {
-            tracing::warn!(error = %e, "the summary could not be written; truncating the oldest context instead");
+            // The error's kind only: a summary that did not validate is quoted in its error,
+            // and that is conversation content.
+            tracing::warn!(
+                error.kind = e.kind(),
+                "the summary could not be written; truncating the oldest context instead"
+            );
             let kept = if summary.is_empty() {
                 towerscope_core::context_config::TRUNCATION_NOTICE.to_owned()
             } else {

@@ -27,7 +27,7 @@ use super::read_tool::ReadTool;
 /// [`FileOffloader`] appends the messages, one JSON message per line, to
 /// `{dir}/sessions/{session_id}/context.jsonl` (as the reference's workspace does), the cut
 /// part of a tool result to `{dir}/sessions/{session_id}/tool_result-{id}.txt` (`(1)`, `(2)`, …
-/// when the id repeats), and images to `{dir}/data/{block_id}.{ext}`. [`FileOffloader::read_context`] reads the messages
+/// when the id repeats), and images to `{dir}/data/{block_id}-{hash of its bytes}.{ext}`. [`FileOffloader::read_context`] reads the messages
 /// back, and [`FileOffloader::read_tool`] is the reference's `Read` tool (text, `cat -n`
 /// numbering, `offset` and `limit`) confined to the directory, for the model to follow the
 /// reminder.
@@ -216,9 +216,12 @@ fn write_data(data: &Path, block: &DataBlock) -> Result<String, AgentError> {
             block.id
         )));
     };
+    // Named by the block's id and its bytes: block ids may come from clients, and a different
+    // image under an id already written gets its own file (the same image is written once).
     let path = data.join(format!(
-        "{}.{}",
+        "{}-{:016x}.{}",
         file_name(&block.id.to_string()),
+        fnv1a(&bytes),
         extension(media_type)
     ));
     fs::create_dir_all(data).map_err(|e| io_error(data, &e))?;
@@ -241,20 +244,39 @@ fn io_error(path: &Path, e: &std::io::Error) -> AgentError {
     AgentError::State(format!("{}: {e}", path.display()))
 }
 
-/// A file name that stays inside its directory whatever the id holds.
+/// A file name that stays inside its directory whatever the id holds, and that two different
+/// ids never share: letters, digits and `-` stay, every other byte is written `_XX` (its hex
+/// value, `_` itself too), so `conv.1` and `conv_1` are different names. A long id keeps its
+/// first 96 characters and adds a hash of the whole id.
 fn file_name(id: &str) -> String {
-    let name: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(128)
-        .collect();
-    if name.is_empty() { "_".to_owned() } else { name }
+    let mut name = String::with_capacity(id.len());
+    for byte in id.bytes() {
+        if byte.is_ascii_alphanumeric() || byte == b'-' {
+            name.push(char::from(byte));
+        } else {
+            name.push_str(&format!("_{byte:02x}"));
+        }
+    }
+    if name.is_empty() {
+        return "_".to_owned();
+    }
+    if name.len() > 128 {
+        // Cut on a boundary of the encoding: every character is ASCII, and `_XX` is not split.
+        let mut cut = 96;
+        while name.as_bytes()[cut - 1] == b'_' || name.as_bytes().get(cut - 2) == Some(&b'_') {
+            cut -= 1;
+        }
+        name.truncate(cut);
+        name.push_str(&format!("-{:016x}", fnv1a(id.as_bytes())));
+    }
+    name
+}
+
+/// The 64-bit FNV-1a hash: stable across builds and platforms (file names outlive a process).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 fn extension(media_type: &str) -> &'static str {
@@ -274,8 +296,33 @@ mod tests {
 
     #[test]
     fn ids_never_leave_the_directory() {
-        assert_eq!(file_name("../../etc/passwd"), "______etc_passwd");
+        assert_eq!(file_name("../../etc/passwd"), "_2e_2e_2f_2e_2e_2fetc_2fpasswd");
         assert_eq!(file_name(""), "_");
-        assert_eq!(file_name("abc-1_2"), "abc-1_2");
+        assert_eq!(file_name("abc-12"), "abc-12");
+    }
+
+    /// Two different ids never share a file name (the sessions `conv.1` and `conv_1` shared a
+    /// directory, and read each other's offloaded messages).
+    #[test]
+    fn different_ids_get_different_names() {
+        let long = |tail: &str| format!("{}{tail}", "x".repeat(200));
+        let ids = [
+            "conv.1",
+            "conv_1",
+            "conv 1",
+            "会话1",
+            "对话1",
+            "_",
+            "__",
+            &long("a"),
+            &long("b"),
+            &long("_é"),
+        ];
+        let names: std::collections::HashSet<String> = ids.iter().map(|id| file_name(id)).collect();
+        assert_eq!(names.len(), ids.len(), "{names:?}");
+        assert!(
+            names.iter().all(|n| n.len() <= 128 && !n.contains(['/', '.', '\\'])),
+            "{names:?}"
+        );
     }
 }

@@ -104,8 +104,11 @@ pub(crate) fn split(
 
 /// Moves the cut so that every result kept has its call kept too: a result whose call would
 /// be summarised goes into the summary with it, unless that would summarise an unfinished
-/// call; then the calls of those results are kept instead. Repeated until stable.
+/// call; then the calls of those results are kept instead, and from then on the cut only
+/// moves back (keeping more), so the loop ends: the cut moves forward only while it has never
+/// moved back, and each move is strict.
 fn pair_calls(blocks: &[ContentBlock], mut cut: Option<usize>, unfinished_at: Option<usize>) -> Option<usize> {
+    let mut backward = false;
     loop {
         let start = cut.map_or(0, |c| c + 1);
         let mut orphans: HashMap<&Id, usize> = HashMap::new();
@@ -123,7 +126,8 @@ fn pair_calls(blocks: &[ContentBlock], mut cut: Option<usize>, unfinished_at: Op
         let Some(&last_orphan) = orphans.values().max() else {
             return cut;
         };
-        if unfinished_at.is_some_and(|u| last_orphan >= u) {
+        if backward || unfinished_at.is_some_and(|u| last_orphan >= u) {
+            backward = true;
             let first_call = blocks
                 .iter()
                 .position(|b| matches!(b, ContentBlock::ToolCall(c) if orphans.contains_key(&c.id)));
@@ -190,6 +194,25 @@ mod tests {
             let s = split(&context, &EstimateCounter, 0, reserve, &HashSet::new());
             pairs_intact(&s);
         }
+    }
+
+    /// Calls and results interleaved around an unfinished call (an imported or hand-built
+    /// state): moving the cut back to keep a call must not move it forward again (it looped).
+    #[test]
+    fn interleaved_calls_around_an_unfinished_one_end() {
+        let msg = Msg::assistant_blocks(
+            "a",
+            vec![call("a"), call("b"), result("a", 40), call("u"), result("b", 40)],
+        );
+        let context = vec![Arc::new(Msg::user("u", "q")), Arc::new(msg)];
+        let unfinished: HashSet<Id> = [Id::from("u")].into_iter().collect();
+        for reserve in [0, 1, 5, 20, 60] {
+            let s = split(&context, &EstimateCounter, 0, reserve, &unfinished);
+            pairs_intact(&s);
+            assert!(!s.compress.iter().any(|m| m.tool_calls().any(|c| c.id == "u")));
+        }
+        let blocks = &context[1].content;
+        assert_eq!(pair_calls(blocks, Some(2), Some(3)), None, "everything kept");
     }
 
     #[test]
