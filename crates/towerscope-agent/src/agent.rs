@@ -196,7 +196,9 @@ impl Agent {
     /// during a reply (the summary's model call may take seconds, and both would rewrite the
     /// context), `observe_when_free` waits for the end, and [`interrupt`](Self::interrupt)
     /// stops it with [`AgentError::Interrupted`]: the summary is not applied (images the
-    /// compression already replaced by placeholders stay replaced).
+    /// compression already replaced by placeholders stay replaced). An agent with a session
+    /// loads it first, as a reply does, and saves the compressed context after (else the next
+    /// reply, finding the stored conversation changed, would load the old one back).
     pub async fn compress_context(
         &self,
         config: Option<ContextConfig>,
@@ -212,6 +214,9 @@ impl Agent {
             busy: Arc::clone(&self.busy),
             runtime: Arc::clone(&self.runtime),
         };
+        if let Some(session) = &self.session {
+            Arc::clone(session).load().await?;
+        }
         let (session_id, reply_id) = {
             let state = self.runtime.lock_state();
             (state.session_id.clone(), state.reply_context.reply_id.clone())
@@ -227,13 +232,17 @@ impl Agent {
         let compress = std::pin::pin!(self.runtime.positions.compress.clone().oneshot(request));
         let interrupted = self.runtime.interrupt.requested_unshielded();
         match crate::interrupt::Unless::new(&self.runtime.interrupt, compress, interrupted).await {
-            futures_util::future::Either::Left(done) => done,
+            futures_util::future::Either::Left(done) => done?,
             futures_util::future::Either::Right(()) => {
                 // Before the work in flight is dropped: layers that see their call dropped
                 // (tracing) tell an interruption from an abandoned call.
                 ctx.mark_interrupted();
-                Err(AgentError::Interrupted)
+                return Err(AgentError::Interrupted);
             }
+        }
+        match &self.session {
+            Some(session) => Arc::clone(session).save().await,
+            None => Ok(()),
         }
     }
 

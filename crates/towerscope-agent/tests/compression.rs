@@ -500,3 +500,47 @@ async fn interrupting_a_compression_leaves_the_context_as_it_was() {
     );
     assert_eq!(agent.state().context, before);
 }
+
+/// An agent with a session compresses its context between two replies: the compressed context
+/// is saved, so the next reply (which loads the session) goes on from the summary rather than
+/// loading the long conversation back.
+#[tokio::test]
+async fn a_compression_between_replies_of_an_agent_with_a_session_is_kept() {
+    let dir = std::env::temp_dir().join(format!("towerscope-compress-session-{}", std::process::id()));
+    let store = towerscope_agent::session::JsonFileStore::new(&dir);
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::text("First."),
+            ScriptedResponse::tool_call("s", SUMMARY_TOOL, SUMMARY),
+            ScriptedResponse::text("Second."),
+        ],
+    )
+    .context_size(400);
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .hints(HintConfig::disabled())
+        .session(store, "", "s1")
+        .build()
+        .unwrap();
+    let history: Vec<Msg> = (0..20)
+        .map(|i| Msg::user("user", format!("message {i} {}", "x".repeat(60))))
+        .collect();
+    agent.observe(history).unwrap();
+    agent.reply(Msg::user("user", "go on")).await.unwrap();
+    agent.compress_context(Some(ContextConfig::new()), None).await.unwrap();
+    let compressed = agent.state();
+    assert!(!compressed.summary.is_empty() && compressed.context.len() < 20);
+
+    agent.reply(Msg::user("user", "and now?")).await.unwrap();
+    let state = agent.state();
+    assert_eq!(state.summary, compressed.summary, "the summary is kept");
+    assert!(state.context.len() < 20, "the old conversation was not loaded back");
+    let sent = &model.requests()[2];
+    assert!(
+        sent.messages.len() < 20,
+        "the model saw the compressed context: {}",
+        sent.messages.len()
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
