@@ -676,6 +676,42 @@ async fn a_panicking_model_stream_fails_the_spans_as_the_reply_fails() {
     }
 }
 
+/// A layer below the tracing panics before it calls the model (in the future that opens the
+/// call, not in a stream): the chat span records the failure the reply records.
+#[tokio::test]
+async fn a_layer_panicking_as_it_opens_the_model_call_fails_the_chat_span() {
+    let (provider, exporter) = in_memory();
+    let panicking = towerscope_core::from_fn(
+        |_req: ModelCallRequest, _next: towerscope_core::Next<ModelCallRequest, ModelOutput>| async move {
+            if true {
+                panic!("a bug in a layer");
+            }
+            Err::<ModelOutput, AgentError>(AgentError::model("unreachable"))
+        },
+    );
+    let agent = Agent::builder("a")
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("hi")]))
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .on_model_call(panicking)
+        .build()
+        .unwrap();
+    let reply = collect(agent.reply_stream(Msg::user("user", "hi"))).await;
+    assert!(
+        matches!(reply.error, Some(AgentError::Middleware(_))),
+        "{:?}",
+        reply.error
+    );
+    let spans = spans(&exporter);
+    for name in ["chat m", "invoke_agent a"] {
+        let span = one(&spans, name);
+        assert_eq!(
+            str_attr(span, "error.type").as_deref(),
+            Some("middleware_error"),
+            "{name}: {span:?}"
+        );
+    }
+}
+
 /// An agent whose `explode` tool fails with an error text holding content and a password.
 fn exploding_agent(tracing: TracingMiddleware) -> Agent {
     let failing = towerscope_agent::toolkit::FunctionTool::new("explode", |_: Add| async move {

@@ -128,6 +128,7 @@ where
             return ActingTracingFuture {
                 record: None,
                 inner: self.inner.call(req),
+                polling: false,
             };
         };
         let record = ToolRecord::start(tracer, &self.config, &req);
@@ -138,6 +139,7 @@ where
         ActingTracingFuture {
             record: Some(record),
             inner,
+            polling: false,
         }
     }
 }
@@ -149,6 +151,19 @@ pin_project! {
         #[pin]
         inner: F,
         record: Option<ToolRecord>,
+        // Set while the inner future is polled: still set on drop, the poll unwound.
+        polling: bool,
+    }
+
+    impl<F> PinnedDrop for ActingTracingFuture<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if *this.polling
+                && let Some(record) = this.record.as_mut()
+            {
+                record.panicked();
+            }
+        }
     }
 }
 
@@ -172,7 +187,10 @@ where
             None => return this.inner.poll(cx),
             Some(record) => {
                 let _attached = record.context().clone().attach();
-                ready!(this.inner.poll(cx))
+                *this.polling = true;
+                let poll = this.inner.poll(cx);
+                *this.polling = false;
+                ready!(poll)
             }
         };
         let Some(mut record) = this.record.take() else {

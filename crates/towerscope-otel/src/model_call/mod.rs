@@ -127,6 +127,7 @@ where
             return ModelCallTracingFuture {
                 record: None,
                 inner: self.inner.call(req),
+                polling: false,
             };
         };
         let record = ChatRecord::start(instruments, &self.config, &req);
@@ -138,6 +139,7 @@ where
         ModelCallTracingFuture {
             record: Some(record),
             inner,
+            polling: false,
         }
     }
 }
@@ -149,6 +151,19 @@ pin_project! {
         #[pin]
         inner: F,
         record: Option<ChatRecord>,
+        // Set while the inner future is polled: still set on drop, the poll unwound.
+        polling: bool,
+    }
+
+    impl<F> PinnedDrop for ModelCallTracingFuture<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if *this.polling
+                && let Some(record) = this.record.as_mut()
+            {
+                record.panicked();
+            }
+        }
     }
 }
 
@@ -172,7 +187,10 @@ where
             None => return this.inner.poll(cx),
             Some(record) => {
                 let _attached = record.context().map(|c| c.clone().attach());
-                ready!(this.inner.poll(cx))
+                *this.polling = true;
+                let poll = this.inner.poll(cx);
+                *this.polling = false;
+                ready!(poll)
             }
         };
         let Some(mut record) = this.record.take() else {
