@@ -93,7 +93,12 @@ impl ProviderError {
                 }
                 if error.message.is_empty() {
                     error.message = cut(&String::from_utf8_lossy(body));
+                } else {
+                    // A proxy's message may quote the whole upstream answer or the request.
+                    error.message = cut(&error.message);
                 }
+                error.kind = error.kind.map(|kind| cut(&kind));
+                error.code = error.code.map(|code| cut(&code));
             }
             _ => {
                 let text = String::from_utf8_lossy(body);
@@ -319,6 +324,15 @@ mod tests {
         assert_eq!(empty.message, "Service Unavailable");
         let long = ProviderError::from_body("openai", Some(500), None, "é".repeat(2000).as_bytes());
         assert!(long.message.chars().count() < 600);
+        // A JSON message is cut too (a proxy quoting the upstream answer or the request).
+        let dump = format!(
+            r#"{{"error": {{"message": "{}", "type": "{}"}}}}"#,
+            "x".repeat(10_000),
+            "t".repeat(2_000)
+        );
+        let long = ProviderError::from_body("openai", Some(400), None, dump.as_bytes());
+        assert!(long.message.chars().count() < 600, "{}", long.message.len());
+        assert!(long.kind.as_ref().is_some_and(|k| k.chars().count() < 600));
 
         let invalid = ProviderError::from_body(
             "anthropic",
