@@ -425,3 +425,54 @@ async fn a_question_whose_reply_ended_is_not_asked() {
     );
     assert_eq!(model.calls(), 1);
 }
+
+/// The interrupt stream ends (a front end feeding Ctrl-C through a channel went away) before
+/// and during a reply: that is no Ctrl-C, the reply runs to its end, and the chat goes on.
+#[tokio::test(start_paused = true)]
+async fn an_interrupt_stream_that_ends_interrupts_nothing() {
+    let model = ScriptedModel::new(
+        "m",
+        [ScriptedResponse::text("A story told slowly").chunk_delay(Duration::from_millis(10))],
+    );
+    let agent = Agent::builder("teller").model(model).build().unwrap();
+    let (input, person) = ChannelInput::new();
+    person.send_text("A story?").unwrap();
+    person.send_text("exit").unwrap();
+    let chat = Chat::new(UserAgent::new("me").with_input(input), agent)
+        .console(Console::new(Vec::new()))
+        .interrupts(futures_util::stream::empty());
+    let (end, console) = chat.run().await.unwrap();
+    assert_eq!(end, ChatEnd::Exit);
+    let printed = String::from_utf8(console.into_inner()).unwrap();
+    assert!(printed.contains("A story told slowly"), "{printed}");
+    assert!(!printed.contains("nterrupted"), "{printed}");
+}
+
+/// A tool's result and the model's text hold escape sequences (a clipboard write, the
+/// alternate screen): the console shows them, the terminal never receives them.
+#[tokio::test]
+async fn text_a_terminal_would_act_on_is_shown_not_sent() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "fetch", r#"{"city": "Oslo"}"#),
+            ScriptedResponse::text("done \x1b[?1049h"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .model(model)
+        .tool(FunctionTool::new("fetch", |_: City| async move {
+            "\x1b]52;c;aGk=\x07page\r\n".to_owned()
+        }))
+        .build()
+        .unwrap();
+    let mut console = Console::new(Vec::new());
+    console
+        .show(Participant::reply_stream(&agent, Msg::user("u", "go").into()))
+        .await
+        .unwrap();
+    let printed = String::from_utf8(console.into_inner()).unwrap();
+    assert!(!printed.contains(['\x1b', '\x07', '\r']), "{printed:?}");
+    assert!(printed.contains("^[]52;c;aGk=^Gpage"), "{printed}");
+    assert!(printed.contains("done ^[[?1049h"), "{printed}");
+}

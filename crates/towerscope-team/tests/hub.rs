@@ -250,3 +250,35 @@ async fn what_a_person_says_in_a_hub_is_heard_and_the_person_hears_the_agents() 
     let ann_heard: Vec<_> = ann.observed().iter().map(common::line).collect();
     assert_eq!(ann_heard, ["bot: Welcome, Ann."]);
 }
+
+/// A reply that ends with an error (a call limit reached) is not shared: its message is the
+/// error's text, which the speaker did not say. The next reply that completes is.
+#[tokio::test]
+async fn a_reply_that_ended_with_an_error_is_not_heard() {
+    let alice = Agent::builder("alice")
+        .model(towerscope_models::ScriptedModel::new(
+            "scripted",
+            [
+                ScriptedResponse::tool_call("c1", "missing", "{}"),
+                // The second call of the first reply is refused by the limit, and never made.
+                ScriptedResponse::text("Fine now."),
+            ],
+        ))
+        .middleware(towerscope_team::hub::Broadcaster::new())
+        .on_model_call(towerscope_layers::CallLimitLayer::new().model_calls_per_reply(1))
+        .build()
+        .unwrap();
+    let bob = member("bob", [ScriptedResponse::text("unused")]);
+    let hub = MsgHub::builder()
+        .participants([alice.clone(), bob.clone()])
+        .enter()
+        .unwrap();
+    let failed = alice.reply(Msg::user("user", "go")).await.unwrap();
+    assert_eq!(
+        failed.finished_reason,
+        Some(towerscope_core::ReplyFinishedReason::Error)
+    );
+    alice.reply(Msg::user("user", "again")).await.unwrap();
+    drop(hub);
+    assert_eq!(context(&bob), ["alice: Fine now."]);
+}

@@ -135,3 +135,42 @@ async fn the_end_of_input_and_resume_events_are_errors_that_say_why() {
     );
     assert!(user.next_message().await.unwrap().is_none());
 }
+
+/// A line of standard input that is not UTF-8 (a Latin-1 terminal, a piped file) is read with
+/// its bad byte replaced, and the input goes on (it used to end standard input for the whole
+/// process). Run in a child process of this test binary, with its standard input piped.
+#[test]
+fn a_terminal_line_that_is_not_utf8_is_read_and_input_goes_on() {
+    if std::env::var_os("TERMINAL_INPUT_CHILD").is_some() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (first, second) = runtime.block_on(async {
+            let first = towerscope_team::user::read_line("").await.unwrap();
+            (first, towerscope_team::user::read_line("").await.unwrap())
+        });
+        println!("\nread: {first:?} {second:?}");
+        return;
+    }
+    use std::io::Write;
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_terminal_line_that_is_not_utf8_is_read_and_input_goes_on",
+            "--nocapture",
+        ])
+        .env("TERMINAL_INPUT_CHILD", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"caf\xe9\nhello\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains("read: Some(\"caf\u{fffd}\") Some(\"hello\")"),
+        "{printed}"
+    );
+}

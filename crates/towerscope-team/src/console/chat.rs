@@ -110,10 +110,12 @@ impl<W: Write> Chat<W> {
     }
 
     /// Listens to `interrupts` for Ctrl-C (see [`ctrl_c`](super::ctrl_c) with the `ctrl-c`
-    /// feature); without it the chat cannot be interrupted.
+    /// feature); without it the chat cannot be interrupted. A stream that ends (a closed
+    /// channel) interrupts nothing: the chat stops listening to it.
     #[must_use]
     pub fn interrupts(mut self, interrupts: impl Stream<Item = ()> + Send + 'static) -> Self {
-        self.interrupts = Box::pin(interrupts);
+        // Its end is not a press, and an ended stream is never polled again.
+        self.interrupts = Box::pin(interrupts.chain(futures_util::stream::pending()));
         self
     }
 

@@ -54,9 +54,36 @@ impl Tone {
 
     /// `text` painted, or as it is without colours.
     pub(crate) fn paint(self, text: &str, colors: bool) -> String {
+        let text = printable(text);
         if !colors || self == Self::Plain || text.is_empty() {
-            return text.to_owned();
+            return text.into_owned();
         }
         format!("{}{text}\x1b[0m", self.code())
     }
+}
+
+/// `text` as the terminal should show it, not act on it: what a model or a tool wrote may hold
+/// escape sequences (colours, a title, the clipboard, the alternate screen) and other control
+/// characters. Those are shown in caret notation (`ESC` as `^[`, `BEL` as `^G`), the C1
+/// controls as U+FFFD, and carriage returns dropped (a line is not overwritten); newlines and
+/// tabs stay. Text without any is borrowed as it is.
+pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let acts = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(acts) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\r' => {}
+            c if !acts(c) => out.push(c),
+            '\u{7f}' => out.push_str("^?"),
+            c if u32::from(c) < 0x20 => {
+                out.push('^');
+                out.push(char::from(b'@' + u8::try_from(u32::from(c)).unwrap_or(0)));
+            }
+            _ => out.push('\u{fffd}'),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }

@@ -110,7 +110,8 @@ where
 }
 
 /// A reply stream whose final message is broadcast when it passes, if the reply finished (a
-/// reply parked for the user is broadcast when the reply resuming it finishes).
+/// reply parked for the user is broadcast when the reply resuming it finishes) and did not end
+/// with an error: that message is the error's text, not something the speaker said.
 struct BroadcastStream {
     inner: EventStream,
     broadcaster: Broadcaster,
@@ -123,6 +124,7 @@ impl Stream for BroadcastStream {
         let item = ready!(self.inner.as_mut().poll_next(cx));
         if let Some(Ok(ReplyItem::Final(msg))) = &item
             && msg.finished_reason.is_some()
+            && msg.finished_reason != Some(towerscope_core::ReplyFinishedReason::Error)
         {
             self.broadcaster.broadcast(msg);
         }

@@ -7,7 +7,8 @@
 //!   it: text and data, thinking stripped, no tool calls or results (they stay in the
 //!   speaker's context), as a user message under the speaker's name. A reply parked for the
 //!   user is shared when the reply resuming it finishes; interrupted replies are shared too, as
-//!   in the reference.
+//!   in the reference. A reply that ended with an error (a call limit) is not: its message is
+//!   the error's text (in the reference, the error is raised and nothing is shared).
 //! - **How**: by a layer on the speaker's `on_reply`, the [`Broadcaster`] middleware, which the
 //!   hub finds on each participant. Every reply passes it, however it is started (`reply`,
 //!   `reply_stream`, a pipeline, another hub). Install it first so it broadcasts what the

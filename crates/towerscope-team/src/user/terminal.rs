@@ -9,28 +9,35 @@ use towerscope_core::AgentError;
 
 use super::{InputFuture, InputRequest, UserInput, UserReply};
 
+/// How many lines the reading thread reads ahead of the readers.
+const READ_AHEAD: usize = 64;
+
 /// The lines of standard input, read by one thread for the whole process (standard input is
 /// one stream: every terminal input shares it, and a read given up leaves the next line to the
-/// next read).
-fn lines() -> Result<&'static Mutex<mpsc::UnboundedReceiver<String>>, AgentError> {
-    static LINES: OnceLock<Option<Mutex<mpsc::UnboundedReceiver<String>>>> = OnceLock::new();
+/// next read). A line that is not UTF-8 is read with its bad bytes replaced (U+FFFD), not taken
+/// for the end of input; the thread reads at most [`READ_AHEAD`] lines ahead.
+fn lines() -> Result<&'static Mutex<mpsc::Receiver<String>>, AgentError> {
+    static LINES: OnceLock<Option<Mutex<mpsc::Receiver<String>>>> = OnceLock::new();
     LINES
         .get_or_init(|| {
-            let (tx, rx) = mpsc::unbounded_channel();
+            let (tx, rx) = mpsc::channel(READ_AHEAD);
             let reader = std::thread::Builder::new()
                 .name("towerscope-stdin".to_owned())
                 .spawn(move || {
                     let stdin = std::io::stdin();
                     loop {
-                        let mut line = String::new();
-                        match stdin.lock().read_line(&mut line) {
-                            Ok(0) | Err(_) => break, // end of input: dropping `tx` tells the readers
+                        let mut bytes = Vec::new();
+                        match stdin.lock().read_until(b'\n', &mut bytes) {
+                            Ok(0) => break, // end of input: dropping `tx` tells the readers
                             Ok(_) => {
+                                let line = String::from_utf8_lossy(&bytes);
                                 let line = line.trim_end_matches(['\n', '\r']).to_owned();
-                                if tx.send(line).is_err() {
+                                if tx.blocking_send(line).is_err() {
                                     break;
                                 }
                             }
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                            Err(_) => break,
                         }
                     }
                 });
