@@ -84,7 +84,11 @@ pub struct LastCall {
 }
 
 /// The agent's whole state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Two states are equal when what is saved of them is: the caches the agent keeps beside
+/// (the last call's token count, a lookup hint) are not saved, and not compared, so a state
+/// equals itself read back from its JSON.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AgentState {
     /// Stable across replies.
     pub session_id: Id,
@@ -119,6 +123,32 @@ pub struct AgentState {
     /// Where the tail message's call last looked up is (see [`CallHint`]).
     #[serde(skip)]
     pub(crate) call_hint: CallHint,
+}
+
+impl PartialEq for AgentState {
+    fn eq(&self, other: &Self) -> bool {
+        // Every field named: a new one must be added here, or left out on purpose.
+        let Self {
+            session_id,
+            summary,
+            context,
+            reply_context,
+            activated_groups,
+            permission_rules,
+            permission_mode,
+            tasks,
+            last_call: _,
+            call_hint: _,
+        } = self;
+        *session_id == other.session_id
+            && *summary == other.summary
+            && *context == other.context
+            && *reply_context == other.reply_context
+            && *activated_groups == other.activated_groups
+            && *permission_rules == other.permission_rules
+            && *permission_mode == other.permission_mode
+            && *tasks == other.tasks
+    }
 }
 
 /// The place, among the tail message's blocks, of the tool call last looked up by id: the

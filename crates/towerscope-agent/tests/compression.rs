@@ -544,3 +544,19 @@ async fn a_compression_between_replies_of_an_agent_with_a_session_is_kept() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A state holding the last call's token count (kept beside the state for the counter, not
+/// saved) equals itself read back from its JSON.
+#[tokio::test]
+async fn a_state_read_back_from_its_json_is_equal() {
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("a").with_usage(10, 5)]);
+    let agent = Agent::builder("a")
+        .model(model)
+        .context(ContextConfig::new())
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "hi")).await.unwrap();
+    let state = agent.state();
+    let back: towerscope_agent::AgentState = serde_json::from_str(&serde_json::to_string(&state).unwrap()).unwrap();
+    assert_eq!(back, state);
+}
