@@ -106,6 +106,27 @@ async fn interrupt_gives_up_the_read_and_the_next_reply_gets_the_next_answer() {
     assert_eq!(next.text_content().as_deref(), Some("Back now."));
 }
 
+/// An interrupt asked for a reply whose stream is not read yet, then a second reply refused
+/// (the person is already asked): the first reply still ends interrupted when read.
+#[tokio::test(start_paused = true)]
+async fn an_interrupt_survives_a_reply_refused_meanwhile() {
+    let (input, _person) = ChannelInput::new();
+    let user = UserAgent::new("ann").with_input(input);
+    let first = Participant::reply_stream(&user, Msg::user("bot", "Still there?").into());
+    assert!(user.interrupt(), "a reply waits");
+    let refused: Vec<_> = Participant::reply_stream(&user, Msg::user("bot", "Hello?").into())
+        .collect()
+        .await;
+    assert!(matches!(refused.as_slice(), [Err(_)]), "{refused:?}");
+    let items: Vec<_> = tokio::time::timeout(Duration::from_secs(60), first.collect::<Vec<_>>())
+        .await
+        .expect("the interrupt ends the first reply");
+    let Some(Ok(ReplyItem::Final(last))) = items.last() else {
+        panic!("{items:?}")
+    };
+    assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Interrupted));
+}
+
 #[tokio::test]
 async fn a_reply_stream_dropped_before_it_is_read_leaves_the_person_free() {
     let (input, person) = ChannelInput::new();

@@ -161,13 +161,15 @@ impl UserAgent {
                 )));
             }
         };
-        self.shared.interrupt_requested.store(false, Ordering::Release);
         if self.shared.replying.swap(true, Ordering::AcqRel) {
+            // The reply waiting keeps an interrupt asked for it.
             return failed(AgentError::State(format!(
                 "user agent '{}' is already waiting for the person's reply",
                 self.name
             )));
         }
+        // An interrupt asked for an earlier reply is not this one's.
+        self.shared.interrupt_requested.store(false, Ordering::Release);
         // Held by the stream from now: dropping it, even before it is read, frees the agent.
         let replying = Replying(Arc::clone(&self.shared));
         self.shared
