@@ -24,7 +24,9 @@ mkdir -p "$HOME_DIR"
         exec 9>"$HOME_DIR/a2a-install.lock"
         flock 9
     fi
-    if [ ! -x "$VENV/bin/python" ]; then
+    # A venv whose creation failed half-way (no pip: ensurepip missing) is made again.
+    if [ ! -x "$VENV/bin/pip" ]; then
+        rm -rf "$VENV"
         say "creating a venv in $VENV"
         python3 -m venv "$VENV" >&2
     fi

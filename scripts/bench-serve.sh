@@ -27,7 +27,9 @@ mkdir -p "$HOME_DIR" "$RUN_DIR"
         exec 9>"$HOME_DIR/agui-peer-install.lock"
         flock 9
     fi
-    if [ ! -x "$VENV/bin/python" ]; then
+    # A venv whose creation failed half-way (no pip: ensurepip missing) is made again.
+    if [ ! -x "$VENV/bin/pip" ]; then
+        rm -rf "$VENV"
         say "creating a venv in $VENV"
         python3 -m venv "$VENV" >&2
     fi

@@ -57,7 +57,9 @@ install() {
         # One installer at a time (parallel runs share the cache).
         exec 9>"$LLM_HOME/install.lock"
         flock 9
-        if [ ! -x "$VENV/bin/python" ]; then
+        # A venv whose creation failed half-way (no pip: ensurepip missing) is made again.
+        if [ ! -x "$VENV/bin/pip" ]; then
+            rm -rf "$VENV"
             say "creating a venv in $VENV"
             python3 -m venv "$VENV" >&2
         fi
@@ -114,6 +116,9 @@ start() {
     binary="$(server_binary)"
     model="$(model_file)"
     lib_dir="$(dirname "$binary")"
+    # A server left by an earlier run (its own session: a killed job's group does not take it)
+    # would answer the health check in place of this one.
+    port_open "$PORT" && die "127.0.0.1:$PORT is already in use; set LLM_SERVER_PORT, or stop what listens there"
     say "starting $(basename "$binary") on 127.0.0.1:$PORT with $(basename "$model")"
     LD_LIBRARY_PATH="$lib_dir:$lib_dir/../lib:${LD_LIBRARY_PATH:-}" \
         setsid "$binary" -m "$model" --host 127.0.0.1 --port "$PORT" -np 1 -c 4096 \

@@ -55,7 +55,9 @@ install() {
             exec 9>"$HOME_DIR/mcp-install.lock"
             flock 9
         fi
-        if [ ! -x "$VENV/bin/python" ]; then
+        # A venv whose creation failed half-way (no pip: ensurepip missing) is made again.
+        if [ ! -x "$VENV/bin/pip" ]; then
+            rm -rf "$VENV"
             say "creating a venv in $VENV"
             python3 -m venv "$VENV" >&2
         fi
@@ -73,7 +75,9 @@ install_real() {
             exec 9>"$HOME_DIR/mcp-real-install.lock"
             flock 9
         fi
-        if [ ! -x "$REAL_VENV/bin/python" ]; then
+        # A venv whose creation failed half-way (no pip: ensurepip missing) is made again.
+        if [ ! -x "$REAL_VENV/bin/pip" ]; then
+            rm -rf "$REAL_VENV"
             say "creating a venv in $REAL_VENV"
             python3 -m venv "$REAL_VENV" >&2
         fi

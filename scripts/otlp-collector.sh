@@ -74,7 +74,9 @@ install() {
             exec 9>"$OTLP_HOME/install.lock"
             flock 9
         fi
-        if [ ! -x "$VENV/bin/python" ]; then
+        # A venv whose creation failed half-way (no pip: ensurepip missing) is made again.
+        if [ ! -x "$VENV/bin/pip" ]; then
+            rm -rf "$VENV"
             say "creating a Python 3.11 venv in $VENV"
             "$python" -m venv "$VENV" >&2
         fi

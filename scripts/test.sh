@@ -9,12 +9,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Each script stops its server by the PID it recorded when it started it.
+# The servers this run started, stopped at its end; one that failed to start (its port in use
+# by another run's) is not this run's to stop.
+started=()
 cleanup() {
-    scripts/otlp-collector.sh stop || true
-    scripts/mcp-server.sh stop || true
-    scripts/redis-server.sh stop || true
-    scripts/llm-server.sh stop || true
-    scripts/restate-server.sh stop || true
+    local server
+    for server in "${started[@]}"; do
+        "scripts/$server.sh" stop || true
+    done
 }
 trap cleanup EXIT
 
@@ -22,6 +24,7 @@ trap cleanup EXIT
 # loopback for crates/towerscope-otel/tests/collector.rs; it exports TOWERSCOPE_OTLP_ENDPOINT and
 # SPANS_JSONL.
 collector_env="$(scripts/otlp-collector.sh start)"
+started+=(otlp-collector)
 eval "$collector_env"
 
 # The MCP test server (tests/mcp/server.py, Python `mcp` from PyPI, installed into
@@ -31,6 +34,7 @@ eval "$collector_env"
 # server-everything, PyPI mcp-server-time and mcp-server-git, installed into ~/.cache/towerscope/,
 # started by the tests over stdio). Required, so a missing server fails those tests.
 mcp_env="$(scripts/mcp-server.sh start)"
+started+=(mcp-server)
 eval "$mcp_env"
 export TOWERSCOPE_REQUIRE_MCP=1
 
@@ -45,6 +49,7 @@ export TOWERSCOPE_REQUIRE_SUITE=1
 # TOWERSCOPE_REQUIRE_REDIS=1 a test that needs Redis fails, instead of skipping, when they are
 # missing.
 redis_env="$(scripts/redis-server.sh start)"
+started+=(redis-server)
 eval "$redis_env"
 export TOWERSCOPE_REQUIRE_REDIS=1
 
@@ -63,6 +68,7 @@ export TOWERSCOPE_REQUIRE_A2A=1
 # TOWERSCOPE_RESTATE_ADMIN. With TOWERSCOPE_REQUIRE_RESTATE=1 those tests fail, rather than skip,
 # without it.
 restate_env="$(scripts/restate-server.sh start)"
+started+=(restate-server)
 eval "$restate_env"
 export TOWERSCOPE_REQUIRE_RESTATE=1
 
@@ -71,6 +77,7 @@ export TOWERSCOPE_REQUIRE_RESTATE=1
 # exports TOWERSCOPE_LLM_BASE_URL, TOWERSCOPE_LLM_MODEL and LLM_SERVER_PID. With
 # TOWERSCOPE_REQUIRE_LLM=1 those tests fail, rather than skip, if the server is missing.
 llm_env="$(scripts/llm-server.sh start)"
+started+=(llm-server)
 eval "$llm_env"
 export TOWERSCOPE_REQUIRE_LLM=1
 # The cassettes of crates/towerscope-models/tests/cassettes/ replay (no server needed) unless
@@ -98,7 +105,11 @@ if ! command -v cargo-nextest >/dev/null 2>&1; then
 fi
 status=0
 cargo nextest run --workspace --all-features -E 'not binary(soak)' "$@" || status=$?
-cargo test --workspace --all-features --doc "$@" || status=$?
+# The doctests take no nextest arguments (`--test`, `-E`): a run narrowed with arguments
+# leaves them out, as it leaves out the soak.
+if [ "$#" -eq 0 ]; then
+    cargo test --workspace --all-features --doc || status=$?
+fi
 # The soak (tests/soak.rs: 10,000 replies against a hostile model) on its own, so its counts
 # are printed; skipped when the run was narrowed with arguments. Built with the features above,
 # so it reuses their build instead of building the crates again with other features.
