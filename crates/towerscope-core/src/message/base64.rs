@@ -97,7 +97,12 @@ pub(crate) fn append_bytes(existing: &mut String, bytes: &[u8]) {
     // The last group: 4 characters, or the unpadded remainder of a text without padding.
     let partial = existing.len() % 4;
     let tail_start = existing.len() - if partial == 0 { existing.len().min(4) } else { partial };
-    let tail = existing.get(tail_start..).unwrap_or_default();
+    // Text that is not base64 may end `existing` (appended as it was): a group boundary inside
+    // one of its characters is no group of base64.
+    let Some(tail) = existing.get(tail_start..) else {
+        existing.push_str(&encode(bytes));
+        return;
+    };
     if partial == 0 && !tail.bytes().any(|b| b == b'=') {
         existing.push_str(&encode(bytes));
         return;
@@ -116,6 +121,19 @@ pub(crate) fn append_bytes(existing: &mut String, bytes: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Text that is not base64, with characters of several bytes, then base64: kept as it is,
+    /// the new bytes after it (a group boundary fell inside a character, and truncating
+    /// there panicked).
+    #[test]
+    fn base64_after_text_with_wide_characters_is_appended() {
+        for text in ["ab€", "€", "a€€", "ü", "xyz€1"] {
+            let mut existing = String::new();
+            merge(&mut existing, text);
+            merge(&mut existing, "Zg==");
+            assert_eq!(existing, format!("{text}Zg=="));
+        }
+    }
 
     #[test]
     fn round_trips_every_length() {
