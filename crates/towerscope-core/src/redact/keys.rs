@@ -101,7 +101,12 @@ const STOP_WORDS: &[&str] = &[
 pub fn is_sensitive_key(key: &str) -> bool {
     let mut previous_qualifies = false;
     for word in KeyWords::new(key) {
-        if ends_with(word, "apikey") {
+        // Run-together names (`PGPASSWORD`, `APIToken`, `JWTSecret`, ngrok's `authtoken`) are
+        // one word: their ending names the credential.
+        if ["apikey", "password", "passwd", "secret", "token"]
+            .iter()
+            .any(|suffix| ends_with(word, suffix))
+        {
             return true;
         }
         let mut buf = [0; 16];
@@ -282,6 +287,26 @@ fn value_at(text: &str, mut i: usize, form: Form) -> Option<Range<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Names written together, in one case or in capitals, are one word: their ending names the
+    /// credential.
+    #[test]
+    fn run_together_credential_names_are_sensitive() {
+        for key in [
+            "PGPASSWORD",
+            "APIToken",
+            "JWTSecret",
+            "DBPassword",
+            "authtoken",
+            "identitytoken",
+            "MYSQL_PWD",
+        ] {
+            assert!(is_sensitive_key(key), "{key}");
+        }
+        for key in ["max_tokens", "tokens", "secretary", "passport", "tokenizer"] {
+            assert!(!is_sensitive_key(key), "{key}");
+        }
+    }
 
     #[test]
     fn credential_keys_but_not_token_counts() {

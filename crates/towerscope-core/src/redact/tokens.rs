@@ -219,28 +219,44 @@ pub(super) fn private_key_body(text: &str, start: usize) -> Option<Range<usize>>
     (end > body).then_some(body..end)
 }
 
-/// The password of `scheme://user:password@host`, the `:` of `://` being at `colon`.
+/// The password of `scheme://user:password@host`, the `:` of `://` being at `colon`. The user
+/// information ends at the authority's last `@` (as URL parsers split it), so a password
+/// holding `@` is taken whole.
 pub(super) fn url_password(bytes: &[u8], colon: usize) -> Option<Range<usize>> {
     if !bytes[colon..].starts_with(b"://") {
         return None;
     }
     let authority = colon + 3;
     let mut password = None;
+    let mut last_at = None;
     for (i, &b) in bytes.iter().enumerate().skip(authority) {
         match b {
             b':' if password.is_none() => password = Some(i + 1),
-            b'@' => return password.filter(|&start| i > start).map(|start| start..i),
-            b'/' | b'?' | b'#' | b'"' | b'\'' | b'`' | b'<' | b'>' => return None,
-            _ if b.is_ascii_whitespace() => return None,
+            b'@' => last_at = Some(i),
+            b'/' | b'?' | b'#' | b'"' | b'\'' | b'`' | b'<' | b'>' => break,
+            _ if b.is_ascii_whitespace() => break,
             _ => {}
         }
     }
-    None
+    let (start, end) = (password?, last_at?);
+    (end > start).then_some(start..end)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A password holding `@`: the user information ends at the last `@` of the authority.
+    #[test]
+    fn a_url_password_holding_an_at_sign_is_redacted_whole() {
+        use crate::redact::redact_text;
+        assert_eq!(
+            redact_text("postgres://app:p@ssw0rd@db/app"),
+            "postgres://app:[REDACTED]@db/app"
+        );
+        assert_eq!(redact_text("https://host:8080/path"), "https://host:8080/path");
+        assert_eq!(redact_text("https://me@host:8080/a@b"), "https://me@host:8080/a@b");
+    }
 
     #[test]
     fn the_quick_check_lets_every_prefix_through() {
