@@ -469,6 +469,10 @@ fn parse_timestamp(text: &str) -> Option<Timestamp> {
             }
             let hours = i64::from((h1 - b'0') * 10 + (h2 - b'0'));
             let minutes = i64::from((m1 - b'0') * 10 + (m2 - b'0'));
+            // As Python's `fromisoformat`: an offset is less than a day.
+            if hours >= 24 || minutes >= 60 {
+                return None;
+            }
             let secs = hours * 3600 + minutes * 60;
             if *sign == b'+' { secs } else { -secs }
         }
@@ -753,6 +757,9 @@ mod tests {
             "2026-13-01T00:00:00",
             "2026-02-30T00:00:00",
             "2026-11-21T24:00:00",
+            "2026-01-01T00:00:00+99:99",
+            "2026-01-01T00:00:00-24:00",
+            "2026-01-01T00:00:00+01:60",
             "2026-11-21T08:05:55.",
             "2026-11-21T08:05:55+2",
         ] {
