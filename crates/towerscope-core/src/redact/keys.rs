@@ -253,6 +253,10 @@ fn value_at(text: &str, mut i: usize, form: Form) -> Option<Range<usize>> {
     let bytes = text.as_bytes();
     if let Some(&quote @ (b'"' | b'\'' | b'`')) = bytes.get(i) {
         let start = i + 1;
+        // A private key as the value: its body, over its lines (as the key's own rule takes it).
+        if let Some(body) = super::tokens::private_key_body(text, start) {
+            return Some(body);
+        }
         let mut j = start;
         while j < bytes.len() && bytes[j] != quote && bytes[j] != b'\n' {
             j += if bytes[j] == b'\\' { 2 } else { 1 };
@@ -273,6 +277,9 @@ fn value_at(text: &str, mut i: usize, form: Form) -> Option<Range<usize>> {
     if matches!(bytes.get(i), None | Some(b'{' | b'[')) {
         return None;
     }
+    if let Some(body) = super::tokens::private_key_body(text, i) {
+        return Some(body);
+    }
     let start = i;
     while i < bytes.len() && !ends_value(bytes[i], form) {
         i += 1;
@@ -290,6 +297,24 @@ mod tests {
 
     /// Names written together, in one case or in capitals, are one word: their ending names the
     /// credential.
+    /// A private key as the value of a credential key: its body is redacted over its lines,
+    /// quoted or not (the key's value used to end at the first blank or line).
+    #[test]
+    fn a_private_key_under_a_credential_key_loses_its_body() {
+        let key = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkq\nhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----";
+        for text in [
+            format!("PRIVATE_KEY={key}"),
+            format!("PRIVATE_KEY=\"{key}\""),
+            format!("secret: {key}"),
+        ] {
+            let out = super::super::redact_text(&text);
+            assert!(
+                !out.contains("MIIEvQIBADANBgkq") && !out.contains("hkiG9w0BAQEFAASC"),
+                "{out}"
+            );
+        }
+    }
+
     #[test]
     fn run_together_credential_names_are_sensitive() {
         for key in [
