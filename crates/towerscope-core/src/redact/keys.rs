@@ -184,6 +184,9 @@ pub(super) fn value_after_key(text: &str, start: usize, end: usize) -> Option<Ra
     let mut i = end;
     if i < bytes.len() && matches!(bytes[i], b'"' | b'\'') {
         i += 1;
+    } else if bytes.get(i) == Some(&b'\\') && matches!(bytes.get(i + 1), Some(b'"' | b'\'')) {
+        // JSON escaped inside a string (a tool's `body` argument): `{\"password\": \"…\"}`.
+        i += 2;
     }
     i = skip_blanks(bytes, i);
     let separator = match bytes.get(i) {
@@ -251,6 +254,17 @@ fn ends_value(b: u8, form: Form) -> bool {
 /// `None` for an empty value, an object or array, or a stop word.
 fn value_at(text: &str, mut i: usize, form: Form) -> Option<Range<usize>> {
     let bytes = text.as_bytes();
+    if bytes.get(i) == Some(&b'\\')
+        && let Some(&quote @ (b'"' | b'\'')) = bytes.get(i + 1)
+    {
+        // An escaped quote opens the value: it ends at the next escaped quote of its kind.
+        let start = i + 2;
+        let mut j = start;
+        while j < bytes.len() && bytes[j] != b'\n' && !(bytes[j] == b'\\' && bytes.get(j + 1) == Some(&quote)) {
+            j += 1;
+        }
+        return (j > start).then_some(start..j);
+    }
     if let Some(&quote @ (b'"' | b'\'' | b'`')) = bytes.get(i) {
         let start = i + 1;
         // A private key as the value: its body, over its lines (as the key's own rule takes it).
@@ -313,6 +327,17 @@ mod tests {
                 "{out}"
             );
         }
+    }
+
+    /// JSON escaped inside a string (an HTTP tool's `body` argument, a JSON log line a tool
+    /// read): its credential keys are found, and the rest is left as it is.
+    #[test]
+    fn credential_keys_in_escaped_json_are_redacted() {
+        let out = super::super::redact_text(r#"{\"password\": \"hunter2\", \"name\": \"ann\"}"#);
+        assert!(!out.contains("hunter2"), "{out}");
+        assert!(out.contains(r#"\"name\": \"ann\""#), "{out}");
+        let plain = r#"{\"name\": \"ann\"}"#;
+        assert_eq!(super::super::redact_text(plain), plain);
     }
 
     #[test]
