@@ -6,7 +6,9 @@ use super::Interrupts;
 
 /// Every Ctrl-C (SIGINT) from now on, as an item of a stream, for
 /// [`Chat::interrupts`](super::Chat::interrupts). Once it is listened to, Ctrl-C no longer ends
-/// the process: the chat decides (interrupt the reply, or quit).
+/// the process: the chat decides (interrupt the reply, or quit). That lasts for the rest of
+/// the process, after the chat and this stream are gone too (tokio does not give the signal
+/// back): a program that goes on after its chat ends its process itself on Ctrl-C.
 ///
 /// Needs a tokio runtime with its signal driver (`#[tokio::main]` has it).
 pub fn ctrl_c() -> Result<Interrupts, AgentError> {
