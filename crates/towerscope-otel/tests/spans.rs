@@ -632,6 +632,26 @@ async fn a_tool_interrupted_before_its_stack_answers_ends_ok() {
     assert_eq!(str_attr(tool, "error.type"), None);
 }
 
+/// The reply ends with the panic as a middleware error, and both its spans record that error
+/// (not a cancelled call).
+async fn assert_the_panic_fails_both_spans(agent: &Agent, exporter: &opentelemetry_sdk::trace::InMemorySpanExporter) {
+    let reply = collect(agent.reply_stream(Msg::user("user", "hi"))).await;
+    assert!(
+        matches!(reply.error, Some(AgentError::Middleware(_))),
+        "{:?}",
+        reply.error
+    );
+    let spans = spans(exporter);
+    for name in ["chat m", "invoke_agent a"] {
+        let span = one(&spans, name);
+        assert_eq!(
+            str_attr(span, "error.type").as_deref(),
+            Some("middleware_error"),
+            "{name}: {span:?}"
+        );
+    }
+}
+
 /// A model whose stream panics when polled (a provider decoder meeting unexpected JSON).
 #[derive(Debug)]
 struct PanickingModel;
@@ -659,21 +679,7 @@ async fn a_panicking_model_stream_fails_the_spans_as_the_reply_fails() {
         .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
         .build()
         .unwrap();
-    let reply = collect(agent.reply_stream(Msg::user("user", "hi"))).await;
-    assert!(
-        matches!(reply.error, Some(AgentError::Middleware(_))),
-        "{:?}",
-        reply.error
-    );
-    let spans = spans(&exporter);
-    for name in ["chat m", "invoke_agent a"] {
-        let span = one(&spans, name);
-        assert_eq!(
-            str_attr(span, "error.type").as_deref(),
-            Some("middleware_error"),
-            "{name}: {span:?}"
-        );
-    }
+    assert_the_panic_fails_both_spans(&agent, &exporter).await;
 }
 
 /// A layer below the tracing panics before it calls the model (in the future that opens the
@@ -695,21 +701,7 @@ async fn a_layer_panicking_as_it_opens_the_model_call_fails_the_chat_span() {
         .on_model_call(panicking)
         .build()
         .unwrap();
-    let reply = collect(agent.reply_stream(Msg::user("user", "hi"))).await;
-    assert!(
-        matches!(reply.error, Some(AgentError::Middleware(_))),
-        "{:?}",
-        reply.error
-    );
-    let spans = spans(&exporter);
-    for name in ["chat m", "invoke_agent a"] {
-        let span = one(&spans, name);
-        assert_eq!(
-            str_attr(span, "error.type").as_deref(),
-            Some("middleware_error"),
-            "{name}: {span:?}"
-        );
-    }
+    assert_the_panic_fails_both_spans(&agent, &exporter).await;
 }
 
 /// An agent whose `explode` tool fails with an error text holding content and a password.

@@ -25,6 +25,15 @@ fn endpoint_process() {
     }
 }
 
+/// The server to this test alone, and one endpoint process (this binary), registered with it.
+async fn one_endpoint(admin: &str) -> (tokio::sync::MutexGuard<'static, ()>, Endpoint) {
+    let one = SERVER.lock().await;
+    let port = free_port();
+    let endpoint = Endpoint::start(port, &[]);
+    register(admin, port).await;
+    (one, endpoint)
+}
+
 async fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !done() {
@@ -112,10 +121,7 @@ async fn replies_of_one_session_run_one_after_the_other_and_sessions_in_parallel
     let Some((ingress, admin)) = server("one_at_a_time") else {
         return;
     };
-    let _one = SERVER.lock().await;
-    let port = free_port();
-    let _endpoint = Endpoint::start(port, &[]);
-    register(&admin, port).await;
+    let (_one, _endpoint) = one_endpoint(&admin).await;
 
     let session = key("slow");
     let other = key("slow");
@@ -310,10 +316,7 @@ async fn retry_layers_retry_inside_a_step_and_restate_retries_the_step() {
     let Some((ingress, admin)) = server("retries") else {
         return;
     };
-    let _one = SERVER.lock().await;
-    let port = free_port();
-    let _endpoint = Endpoint::start(port, &[]);
-    register(&admin, port).await;
+    let (_one, _endpoint) = one_endpoint(&admin).await;
 
     let [retry, restep, broken, down] = ["retry", "restep", "broken", "down"].map(key);
     let (a, b, c, d) = tokio::join!(
@@ -343,10 +346,7 @@ async fn an_external_tool_call_waits_on_a_durable_promise_that_the_caller_resolv
     let Some((ingress, admin)) = server("external_execution") else {
         return;
     };
-    let _one = SERVER.lock().await;
-    let port = free_port();
-    let _endpoint = Endpoint::start(port, &[]);
-    register(&admin, port).await;
+    let (_one, _endpoint) = one_endpoint(&admin).await;
 
     let session = key("external");
     let reply = tokio::spawn({
@@ -377,10 +377,7 @@ async fn a_round_waiting_on_a_confirmation_and_an_external_call_asks_for_each_in
     let Some((ingress, admin)) = server("confirm_then_external") else {
         return;
     };
-    let _one = SERVER.lock().await;
-    let port = free_port();
-    let _endpoint = Endpoint::start(port, &[]);
-    register(&admin, port).await;
+    let (_one, _endpoint) = one_endpoint(&admin).await;
 
     let session = key("both");
     let reply = tokio::spawn({
@@ -427,10 +424,7 @@ async fn a_parked_reply_waits_past_bad_answers_and_one_that_gives_up_leaves_the_
     let Some((ingress, admin)) = server("bad_answers") else {
         return;
     };
-    let _one = SERVER.lock().await;
-    let port = free_port();
-    let _endpoint = Endpoint::start(port, &[]);
-    register(&admin, port).await;
+    let (_one, _endpoint) = one_endpoint(&admin).await;
     let start = |session: &String| {
         let (ingress, session) = (ingress.clone(), session.clone());
         tokio::spawn(async move { call(&ingress, &session, "reply", json!({"text": "go"})).await })
@@ -504,10 +498,7 @@ async fn a_call_limit_inside_a_step_ends_the_reply_as_in_memory() {
     let Some((ingress, admin)) = server("call_limit") else {
         return;
     };
-    let _one = SERVER.lock().await;
-    let port = free_port();
-    let _endpoint = Endpoint::start(port, &[]);
-    register(&admin, port).await;
+    let (_one, _endpoint) = one_endpoint(&admin).await;
 
     let session = key("limit");
     let (status, body) = call(&ingress, &session, "reply", json!({"text": "charge me"})).await;
@@ -529,10 +520,7 @@ async fn a_cancelled_invocation_interrupts_the_reply() {
     let Some((ingress, admin)) = server("cancel") else {
         return;
     };
-    let _one = SERVER.lock().await;
-    let port = free_port();
-    let _endpoint = Endpoint::start(port, &[]);
-    register(&admin, port).await;
+    let (_one, _endpoint) = one_endpoint(&admin).await;
 
     let session = key("slow");
     let reply = tokio::spawn({
