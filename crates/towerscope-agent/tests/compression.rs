@@ -146,8 +146,14 @@ fn is_summary_request_recorded(r: &towerscope_models::RecordedRequest) -> bool {
     r.tools.len() == 1 && r.tools[0].name == SUMMARY_TOOL
 }
 
-/// An agent holding a conversation of `turns` plain exchanges, over the trigger of a model of
-/// 400 tokens, built with `config`.
+/// Twenty user messages, over the trigger of a model of 400 tokens.
+fn long_history() -> Vec<Msg> {
+    (0..20)
+        .map(|i| Msg::user("user", format!("message {i} {}", "x".repeat(60))))
+        .collect()
+}
+
+/// An agent holding [`long_history`], built with `config`.
 async fn long_agent(model: &ScriptedModel, config: ContextConfig) -> Agent {
     let agent = Agent::builder("a")
         .model(model.clone())
@@ -155,10 +161,7 @@ async fn long_agent(model: &ScriptedModel, config: ContextConfig) -> Agent {
         .context(config)
         .build()
         .unwrap();
-    let history: Vec<Msg> = (0..20)
-        .map(|i| Msg::user("user", format!("message {i} {}", "x".repeat(60))))
-        .collect();
-    agent.observe(history).unwrap();
+    agent.observe(long_history()).unwrap();
     agent
 }
 
@@ -179,10 +182,7 @@ async fn the_summary_request_holds_the_old_part_the_instructions_and_the_prompt_
         }))
         .build()
         .unwrap();
-    let history: Vec<Msg> = (0..20)
-        .map(|i| Msg::user("user", format!("message {i} {}", "x".repeat(60))))
-        .collect();
-    agent.observe(history).unwrap();
+    agent.observe(long_history()).unwrap();
     let instructions = HintBlock::new("Keep the numbers.", None);
     agent
         .compress_context(Some(ContextConfig::new()), Some(instructions))
@@ -523,10 +523,7 @@ async fn a_compression_between_replies_of_an_agent_with_a_session_is_kept() {
         .session(store, "", "s1")
         .build()
         .unwrap();
-    let history: Vec<Msg> = (0..20)
-        .map(|i| Msg::user("user", format!("message {i} {}", "x".repeat(60))))
-        .collect();
-    agent.observe(history).unwrap();
+    agent.observe(long_history()).unwrap();
     agent.reply(Msg::user("user", "go on")).await.unwrap();
     agent.compress_context(Some(ContextConfig::new()), None).await.unwrap();
     let compressed = agent.state();

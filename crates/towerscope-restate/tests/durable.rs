@@ -34,6 +34,13 @@ async fn one_endpoint(admin: &str) -> (tokio::sync::MutexGuard<'static, ()>, End
     (one, endpoint)
 }
 
+/// A reply to `text` in `session`, through the ingress, on a task of its own (it may park, or
+/// wait on a model the test holds back): its status and body.
+fn reply_in_background(ingress: &str, session: &str, text: &str) -> tokio::task::JoinHandle<(u16, Value)> {
+    let (ingress, session, body) = (ingress.to_owned(), session.to_owned(), json!({ "text": text }));
+    tokio::spawn(async move { call(&ingress, &session, "reply", body).await })
+}
+
 async fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !done() {
@@ -54,10 +61,7 @@ async fn a_reply_killed_mid_model_call_finishes_in_a_new_process_without_running
 
     // The interrupted run.
     let session = key("shop");
-    let reply = tokio::spawn({
-        let (ingress, session) = (ingress.clone(), session.clone());
-        async move { call(&ingress, &session, "reply", json!({"text": "charge and ship"})).await }
-    });
+    let reply = reply_in_background(&ingress, &session, "charge and ship");
     wait_for("the third model call", 60, || count(&session, "model_calls") == 3).await;
     assert_eq!(count(&session, "tool_charge"), 1);
     assert_eq!(count(&session, "tool_ship"), 1);
@@ -214,10 +218,7 @@ async fn a_reply_parked_for_confirmation_survives_a_restart_and_is_confirmed_by_
     let rejected = key("confirm");
     let replies: Vec<_> = [&by_http, &by_curl, &rejected]
         .into_iter()
-        .map(|session| {
-            let (ingress, session) = (ingress.clone(), session.clone());
-            tokio::spawn(async move { call(&ingress, &session, "reply", json!({"text": "refund me"})).await })
-        })
+        .map(|session| reply_in_background(&ingress, session, "refund me"))
         .collect();
     let (http_id, request) = parked(&ingress, &by_http).await;
     let (curl_id, _) = parked(&ingress, &by_curl).await;
@@ -287,10 +288,7 @@ async fn a_journal_written_by_an_older_agent_ends_the_reply_with_a_typed_error()
     register(&admin, port).await;
 
     let session = key("changed");
-    let reply = tokio::spawn({
-        let (ingress, session) = (ingress.clone(), session.clone());
-        async move { call(&ingress, &session, "reply", json!({"text": "charge and ship"})).await }
-    });
+    let reply = reply_in_background(&ingress, &session, "charge and ship");
     wait_for("the second model call", 60, || count(&session, "model_calls") == 2).await;
     assert_eq!(count(&session, "tool_charge"), 1);
     old.kill();
@@ -349,10 +347,7 @@ async fn an_external_tool_call_waits_on_a_durable_promise_that_the_caller_resolv
     let (_one, _endpoint) = one_endpoint(&admin).await;
 
     let session = key("external");
-    let reply = tokio::spawn({
-        let (ingress, session) = (ingress.clone(), session.clone());
-        async move { call(&ingress, &session, "reply", json!({"text": "is the mug in stock?"})).await }
-    });
+    let reply = reply_in_background(&ingress, &session, "is the mug in stock?");
     let (id, request) = parked(&ingress, &session).await;
     assert_eq!(request["type"], "REQUIRE_EXTERNAL_EXECUTION", "{request}");
     let call_id = request["tool_calls"][0]["id"].as_str().unwrap().to_owned();
@@ -380,10 +375,7 @@ async fn a_round_waiting_on_a_confirmation_and_an_external_call_asks_for_each_in
     let (_one, _endpoint) = one_endpoint(&admin).await;
 
     let session = key("both");
-    let reply = tokio::spawn({
-        let (ingress, session) = (ingress.clone(), session.clone());
-        async move { call(&ingress, &session, "reply", json!({"text": "refund and look up"})).await }
-    });
+    let reply = reply_in_background(&ingress, &session, "refund and look up");
     // The confirmation first (the agent sent it before the external request)...
     let (id, request) = parked(&ingress, &session).await;
     assert_eq!(request["type"], "REQUIRE_USER_CONFIRM", "{request}");
@@ -425,14 +417,10 @@ async fn a_parked_reply_waits_past_bad_answers_and_one_that_gives_up_leaves_the_
         return;
     };
     let (_one, _endpoint) = one_endpoint(&admin).await;
-    let start = |session: &String| {
-        let (ingress, session) = (ingress.clone(), session.clone());
-        tokio::spawn(async move { call(&ingress, &session, "reply", json!({"text": "go"})).await })
-    };
 
     // Not JSON, then a result for a call the reply does not wait on, then the right one.
     let external = key("external");
-    let reply = start(&external);
+    let reply = reply_in_background(&ingress, &external, "go");
     let (id, request) = parked(&ingress, &external).await;
     let response = support::client()
         .post(format!("{ingress}/restate/awakeables/{id}/resolve"))
@@ -459,7 +447,7 @@ async fn a_parked_reply_waits_past_bad_answers_and_one_that_gives_up_leaves_the_
 
     // A confirmation per call.
     let per_call = key("confirm");
-    let reply = start(&per_call);
+    let reply = reply_in_background(&ingress, &per_call, "go");
     let (id, request) = parked(&ingress, &per_call).await;
     let answer = json!({"confirm_results": [{"confirmed": true, "tool_call": request["tool_calls"][0]}]});
     resolve(&ingress, &id, &answer).await;
@@ -470,7 +458,7 @@ async fn a_parked_reply_waits_past_bad_answers_and_one_that_gives_up_leaves_the_
 
     // Three malformed answers: the reply gives up, and the session takes a new message.
     let given_up = key("confirm");
-    let reply = start(&given_up);
+    let reply = reply_in_background(&ingress, &given_up, "go");
     let (mut id, _) = parked(&ingress, &given_up).await;
     for n in 0..3 {
         resolve(&ingress, &id, &json!({"yes": n})).await;
@@ -523,10 +511,7 @@ async fn a_cancelled_invocation_interrupts_the_reply() {
     let (_one, _endpoint) = one_endpoint(&admin).await;
 
     let session = key("slow");
-    let reply = tokio::spawn({
-        let (ingress, session) = (ingress.clone(), session.clone());
-        async move { call(&ingress, &session, "reply", json!({"text": "take your time"})).await }
-    });
+    let reply = reply_in_background(&ingress, &session, "take your time");
     // The invocation's id, from its first event; then wait for the model call to start.
     let deadline = Instant::now() + Duration::from_secs(60);
     let invocation = loop {
