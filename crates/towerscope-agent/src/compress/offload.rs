@@ -245,29 +245,30 @@ fn io_error(path: &Path, e: &std::io::Error) -> AgentError {
 }
 
 /// A file name that stays inside its directory whatever the id holds, and that two different
-/// ids never share: letters, digits and `-` stay, every other byte is written `_XX` (its hex
-/// value, `_` itself too), so `conv.1` and `conv_1` are different names. A long id keeps its
-/// first 96 characters and adds a hash of the whole id.
+/// ids do not share: letters, digits, `-` and `_` stay (so the names given before stay the
+/// same), every other byte is written `~XX` (its hex value), so `conv.1` and `conv_1` are
+/// different names. A long id keeps its first 96 characters and adds `~~` and a hash of the
+/// whole id (`~~` is in no encoded byte).
 fn file_name(id: &str) -> String {
     let mut name = String::with_capacity(id.len());
     for byte in id.bytes() {
-        if byte.is_ascii_alphanumeric() || byte == b'-' {
+        if byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_' {
             name.push(char::from(byte));
         } else {
-            name.push_str(&format!("_{byte:02x}"));
+            name.push_str(&format!("~{byte:02x}"));
         }
     }
     if name.is_empty() {
-        return "_".to_owned();
+        return "~".to_owned();
     }
     if name.len() > 128 {
-        // Cut on a boundary of the encoding: every character is ASCII, and `_XX` is not split.
+        // Cut on a boundary of the encoding: every character is ASCII, and `~XX` is not split.
         let mut cut = 96;
-        while name.as_bytes()[cut - 1] == b'_' || name.as_bytes().get(cut - 2) == Some(&b'_') {
+        while name.as_bytes()[cut - 1] == b'~' || name.as_bytes().get(cut - 2) == Some(&b'~') {
             cut -= 1;
         }
         name.truncate(cut);
-        name.push_str(&format!("-{:016x}", fnv1a(id.as_bytes())));
+        name.push_str(&format!("~~{:016x}", fnv1a(id.as_bytes())));
     }
     name
 }
@@ -296,9 +297,10 @@ mod tests {
 
     #[test]
     fn ids_never_leave_the_directory() {
-        assert_eq!(file_name("../../etc/passwd"), "_2e_2e_2f_2e_2e_2fetc_2fpasswd");
-        assert_eq!(file_name(""), "_");
-        assert_eq!(file_name("abc-12"), "abc-12");
+        assert_eq!(file_name("../../etc/passwd"), "~2e~2e~2f~2e~2e~2fetc~2fpasswd");
+        assert_eq!(file_name(""), "~");
+        // The names given before this encoding, for ids of letters, digits, `-` and `_`.
+        assert_eq!(file_name("abc-1_2"), "abc-1_2");
     }
 
     /// Two different ids never share a file name (the sessions `conv.1` and `conv_1` shared a
@@ -313,7 +315,8 @@ mod tests {
             "会话1",
             "对话1",
             "_",
-            "__",
+            "",
+            "~",
             &long("a"),
             &long("b"),
             &long("_é"),
