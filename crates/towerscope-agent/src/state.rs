@@ -158,12 +158,6 @@ impl PartialEq for AgentState {
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct CallHint(usize);
 
-impl PartialEq for CallHint {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
 impl Default for AgentState {
     /// A new state with a fresh session id.
     fn default() -> Self {
