@@ -3,19 +3,19 @@
 
 use std::ops::Range;
 
-/// Whether a word (lower case) makes a key a credential's key, wherever it appears in it.
+/// The endings that make a word a credential's, whole or run together with others
+/// (`PGPASSWORD`, `APIToken`, `JWTSecret`, ngrok's `authtoken`).
+const CREDENTIAL_ENDINGS: [&str; 5] = ["apikey", "password", "passwd", "secret", "token"];
+
+/// Whether a word (lower case) makes a key a credential's key, wherever it appears in it, besides
+/// the words ending in one of [`CREDENTIAL_ENDINGS`].
 fn is_credential_word(word: &[u8]) -> bool {
     matches!(
         word,
-        b"password"
-            | b"passwords"
-            | b"passwd"
+        b"passwords"
             | b"pwd"
             | b"passphrase"
             | b"passcode"
-            | b"secret"
-            | b"token"
-            | b"apikey"
             | b"authorization"
             | b"auth"
             | b"cookie"
@@ -101,12 +101,7 @@ const STOP_WORDS: &[&str] = &[
 pub fn is_sensitive_key(key: &str) -> bool {
     let mut previous_qualifies = false;
     for word in KeyWords::new(key) {
-        // Run-together names (`PGPASSWORD`, `APIToken`, `JWTSecret`, ngrok's `authtoken`) are
-        // one word: their ending names the credential.
-        if ["apikey", "password", "passwd", "secret", "token"]
-            .iter()
-            .any(|suffix| ends_with(word, suffix))
-        {
+        if CREDENTIAL_ENDINGS.iter().any(|ending| ends_with(word, ending)) {
             return true;
         }
         let mut buf = [0; 16];
@@ -309,8 +304,6 @@ fn value_at(text: &str, mut i: usize, form: Form) -> Option<Range<usize>> {
 mod tests {
     use super::*;
 
-    /// Names written together, in one case or in capitals, are one word: their ending names the
-    /// credential.
     /// A private key as the value of a credential key: its body is redacted over its lines,
     /// quoted or not (the key's value used to end at the first blank or line).
     #[test]
@@ -340,6 +333,8 @@ mod tests {
         assert_eq!(super::super::redact_text(plain), plain);
     }
 
+    /// Names written together, in one case or in capitals, are one word: their ending names the
+    /// credential.
     #[test]
     fn run_together_credential_names_are_sensitive() {
         for key in [
