@@ -137,6 +137,16 @@ impl OpenSpan {
     }
 }
 
+/// Runs `poll` with `polling` set, and clears it once `poll` returns: a flag still set when
+/// its future or stream is dropped says the poll unwound (a panic below), which the drop
+/// records as [`PANICKED`].
+pub(crate) fn marked<T>(polling: &mut bool, poll: impl FnOnce() -> T) -> T {
+    *polling = true;
+    let out = poll();
+    *polling = false;
+    out
+}
+
 /// What a span records when a poll of its stream unwound (a panic in the model, a tool or a
 /// layer below): the agent turns the panic into a middleware error, which this kind matches.
 pub(crate) const PANICKED: Failure<'static> = Failure {

@@ -682,6 +682,41 @@ async fn a_panicking_model_stream_fails_the_spans_as_the_reply_fails() {
     assert_the_panic_fails_both_spans(&agent, &exporter).await;
 }
 
+/// An `on_reply` layer below the tracing panics before it answers with the reply's stream:
+/// the reply fails with the panic as a middleware error, and its span records that error.
+#[tokio::test]
+async fn an_on_reply_layer_panicking_as_it_opens_the_reply_fails_its_span() {
+    let (provider, exporter) = in_memory();
+    let panicking = towerscope_core::from_fn(
+        |_req: towerscope_core::ReplyRequest,
+         _next: towerscope_core::Next<towerscope_core::ReplyRequest, towerscope_core::EventStream>| async move {
+            if true {
+                panic!("a bug in a layer");
+            }
+            Err::<towerscope_core::EventStream, AgentError>(AgentError::model("unreachable"))
+        },
+    );
+    let agent = Agent::builder("a")
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("hi")]))
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .on_reply(panicking)
+        .build()
+        .unwrap();
+    let reply = collect(agent.reply_stream(Msg::user("user", "hi"))).await;
+    assert!(
+        matches!(reply.error, Some(AgentError::Middleware(_))),
+        "{:?}",
+        reply.error
+    );
+    let spans = spans(&exporter);
+    let root = one(&spans, "invoke_agent a");
+    assert_eq!(
+        str_attr(root, "error.type").as_deref(),
+        Some("middleware_error"),
+        "{root:?}"
+    );
+}
+
 /// A layer below the tracing panics before it calls the model (in the future that opens the
 /// call, not in a stream): the chat span records the failure the reply records.
 #[tokio::test]

@@ -187,10 +187,7 @@ where
             None => return this.inner.poll(cx),
             Some(record) => {
                 let _attached = record.context().clone().attach();
-                *this.polling = true;
-                let poll = this.inner.poll(cx);
-                *this.polling = false;
-                ready!(poll)
+                ready!(crate::span::marked(this.polling, || this.inner.poll(cx)))
             }
         };
         let Some(mut record) = this.record.take() else {

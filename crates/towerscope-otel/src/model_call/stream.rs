@@ -65,11 +65,7 @@ where
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.project();
-        // Still set when the stream is dropped: the poll unwound.
-        *this.polling = true;
-        let poll = this.inner.poll_next(cx);
-        *this.polling = false;
-        let item = ready!(poll);
+        let item = ready!(crate::span::marked(this.polling, || this.inner.poll_next(cx)));
         if this.record.done() {
             return Poll::Ready(item);
         }

@@ -155,6 +155,7 @@ where
             return ReplyTracingFuture {
                 record: None,
                 inner: self.inner.call(req),
+                polling: false,
             };
         };
         let record = start(tracer, &self.config, &req);
@@ -165,6 +166,7 @@ where
         ReplyTracingFuture {
             record: Some(record),
             inner,
+            polling: false,
         }
     }
 }
@@ -278,6 +280,19 @@ pin_project! {
         #[pin]
         inner: F,
         record: Option<ReplyRecord>,
+        // Set while the inner future is polled: still set on drop, the poll unwound.
+        polling: bool,
+    }
+
+    impl<F> PinnedDrop for ReplyTracingFuture<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if *this.polling
+                && let Some(record) = this.record.as_mut()
+            {
+                record.panicked();
+            }
+        }
     }
 }
 
@@ -301,7 +316,7 @@ where
             None => return this.inner.poll(cx),
             Some(record) => {
                 let _attached = record.context().clone().attach();
-                ready!(this.inner.poll(cx))
+                ready!(crate::span::marked(this.polling, || this.inner.poll(cx)))
             }
         };
         let Some(mut record) = this.record.take() else {

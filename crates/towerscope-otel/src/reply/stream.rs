@@ -78,11 +78,7 @@ where
         }
         let item = {
             let _attached = this.record.context().clone().attach();
-            // Still set when the stream is dropped: the poll unwound.
-            *this.polling = true;
-            let poll = inner.poll_next(cx);
-            *this.polling = false;
-            ready!(poll)
+            ready!(crate::span::marked(this.polling, || inner.poll_next(cx)))
         };
         match &item {
             Some(item) => this.record.observe(item),
