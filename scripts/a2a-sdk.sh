@@ -17,6 +17,8 @@ HOME_DIR="${A2A_HOME:-$HOME/.cache/towerscope}"
 VENV="$HOME_DIR/a2a-venv"
 
 say() { echo "a2a-sdk: $*" >&2; }
+# shellcheck source=lib/venv.sh
+. "$(cd "$(dirname "$0")" && pwd)/lib/venv.sh"
 
 mkdir -p "$HOME_DIR"
 (
@@ -24,12 +26,7 @@ mkdir -p "$HOME_DIR"
         exec 9>"$HOME_DIR/a2a-install.lock"
         flock 9
     fi
-    # A venv whose creation failed half-way (no pip: ensurepip missing) is made again.
-    if [ ! -x "$VENV/bin/pip" ]; then
-        rm -rf "$VENV"
-        say "creating a venv in $VENV"
-        python3 -m venv "$VENV" >&2
-    fi
+    fresh_venv "$VENV"
     if ! "$VENV/bin/python" - "$A2A_SDK_VERSION" "$UVICORN_VERSION" 2>/dev/null <<'PY'; then
 import importlib.metadata as m, sys
 sys.exit(m.version("a2a-sdk") != sys.argv[1] or m.version("uvicorn") != sys.argv[2])

@@ -20,6 +20,8 @@ PID_FILE="$RUN_DIR/server.pid"
 say() { echo "bench-serve: $*" >&2; }
 # shellcheck source=lib/pid.sh
 . "$ROOT/scripts/lib/pid.sh"
+# shellcheck source=lib/venv.sh
+. "$ROOT/scripts/lib/venv.sh"
 
 mkdir -p "$HOME_DIR" "$RUN_DIR"
 (
@@ -27,12 +29,7 @@ mkdir -p "$HOME_DIR" "$RUN_DIR"
         exec 9>"$HOME_DIR/agui-peer-install.lock"
         flock 9
     fi
-    # A venv whose creation failed half-way (no pip: ensurepip missing) is made again.
-    if [ ! -x "$VENV/bin/pip" ]; then
-        rm -rf "$VENV"
-        say "creating a venv in $VENV"
-        python3 -m venv "$VENV" >&2
-    fi
+    fresh_venv "$VENV"
     if ! "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('pydantic-ai-slim') != '2.68.0' or m.version('uvicorn') != '0.38.0')" 2>/dev/null; then
         say "installing ${PINS[*]} from PyPI"
         "$VENV/bin/pip" install -q --disable-pip-version-check "${PINS[@]}" >&2

@@ -39,6 +39,8 @@ TEMPLATE="$ROOT/tests/llm/tool-template.jinja"
 say() { echo "llm-server: $*" >&2; }
 # shellcheck source=lib/pid.sh
 . "$ROOT/scripts/lib/pid.sh"
+# shellcheck source=lib/venv.sh
+. "$ROOT/scripts/lib/venv.sh"
 die() {
     say "$*"
     exit 1
@@ -57,12 +59,7 @@ install() {
         # One installer at a time (parallel runs share the cache).
         exec 9>"$LLM_HOME/install.lock"
         flock 9
-        # A venv whose creation failed half-way (no pip: ensurepip missing) is made again.
-        if [ ! -x "$VENV/bin/pip" ]; then
-            rm -rf "$VENV"
-            say "creating a venv in $VENV"
-            python3 -m venv "$VENV" >&2
-        fi
+        fresh_venv "$VENV"
         if installed; then
             exit 0
         fi

@@ -43,6 +43,8 @@ SERVER="$ROOT/tests/mcp/server.py"
 say() { echo "mcp-server: $*" >&2; }
 # shellcheck source=lib/pid.sh
 . "$ROOT/scripts/lib/pid.sh"
+# shellcheck source=lib/venv.sh
+. "$ROOT/scripts/lib/venv.sh"
 die() {
     say "$*"
     exit 1
@@ -55,12 +57,7 @@ install() {
             exec 9>"$HOME_DIR/mcp-install.lock"
             flock 9
         fi
-        # A venv whose creation failed half-way (no pip: ensurepip missing) is made again.
-        if [ ! -x "$VENV/bin/pip" ]; then
-            rm -rf "$VENV"
-            say "creating a venv in $VENV"
-            python3 -m venv "$VENV" >&2
-        fi
+        fresh_venv "$VENV"
         if ! "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_VERSION')" 2>/dev/null; then
             say "installing mcp==$MCP_VERSION from PyPI"
             "$VENV/bin/pip" install -q --disable-pip-version-check "mcp==$MCP_VERSION" >&2
@@ -75,12 +72,7 @@ install_real() {
             exec 9>"$HOME_DIR/mcp-real-install.lock"
             flock 9
         fi
-        # A venv whose creation failed half-way (no pip: ensurepip missing) is made again.
-        if [ ! -x "$REAL_VENV/bin/pip" ]; then
-            rm -rf "$REAL_VENV"
-            say "creating a venv in $REAL_VENV"
-            python3 -m venv "$REAL_VENV" >&2
-        fi
+        fresh_venv "$REAL_VENV"
         if ! "$REAL_VENV/bin/python" -c "
 import importlib.metadata as m, sys
 sys.exit(m.version('mcp-server-time') != '$TIME_VERSION' or m.version('mcp-server-git') != '$GIT_VERSION')" 2>/dev/null; then

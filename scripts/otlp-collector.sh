@@ -37,6 +37,8 @@ PROCESSOR="$ROOT/tests/otlp/dump_spans.py"
 say() { echo "otlp-collector: $*" >&2; }
 # shellcheck source=lib/pid.sh
 . "$ROOT/scripts/lib/pid.sh"
+# shellcheck source=lib/venv.sh
+. "$ROOT/scripts/lib/venv.sh"
 die() {
     say "$*"
     exit 1
@@ -74,12 +76,7 @@ install() {
             exec 9>"$OTLP_HOME/install.lock"
             flock 9
         fi
-        # A venv whose creation failed half-way (no pip: ensurepip missing) is made again.
-        if [ ! -x "$VENV/bin/pip" ]; then
-            rm -rf "$VENV"
-            say "creating a Python 3.11 venv in $VENV"
-            "$python" -m venv "$VENV" >&2
-        fi
+        fresh_venv "$VENV" "$python"
         if ! "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('rotel') != '$ROTEL_VERSION')" 2>/dev/null; then
             say "installing rotel==$ROTEL_VERSION from PyPI"
             "$VENV/bin/pip" install -q --disable-pip-version-check "rotel==$ROTEL_VERSION" >&2
