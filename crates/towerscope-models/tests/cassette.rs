@@ -264,6 +264,53 @@ async fn a_hand_edited_cassette_fails_with_a_readable_diff() {
     assert_eq!(cassette_error.differences, ["messages[1]"]);
 }
 
+/// A request that differs from the recording only in a generation parameter is not answered
+/// with the recorded reply (the recorded answer may not be what the model would say now).
+#[tokio::test]
+async fn a_changed_generation_parameter_is_not_replayed() {
+    let path = cassette_path("temperature");
+    let server = MockServer::start(vec![Reply::sse(pieces(OPENAI_ANSWER.as_bytes(), 64))]).await;
+    let recording = Cassette::builder(&path).mode(CassetteMode::Record).open().unwrap();
+    run(Provider::OpenAi, &server.base, &recording, 1).await;
+    drop(server);
+
+    let trap = MockServer::start(Vec::new()).await;
+    let replaying = Cassette::builder(&path).mode(CassetteMode::Replay).open().unwrap();
+    let cooler = OpenAiChatModel::builder("gpt-4o")
+        .base_url(format!("{}/v1", trap.base))
+        .api_key(KEY)
+        .temperature(0.2)
+        .from_env(false)
+        .http_service(replaying.http_service().unwrap())
+        .build()
+        .unwrap();
+    let err = Agent::builder("Friday")
+        .system_prompt("You are Friday, a weather assistant.")
+        .model(cooler)
+        .build()
+        .unwrap()
+        .reply(Msg::user("user", "Weather in Paris and London?"))
+        .await
+        .unwrap_err();
+    assert!(trap.requests().is_empty(), "nothing was sent");
+    let AgentError::Other {
+        source: Some(source), ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    let cassette_error = source.get().downcast_ref::<CassetteError>().unwrap();
+    assert_eq!(cassette_error.differences, ["temperature"]);
+    assert!(
+        cassette_error
+            .message
+            .contains("  temperature:\n    - (none)\n    + 0.2\n"),
+        "{}",
+        cassette_error.message
+    );
+    assert_eq!(replaying.unplayed(), [1]);
+}
+
 #[tokio::test]
 async fn record_missing_replays_what_it_holds_and_records_the_rest() {
     let path = cassette_path("missing");

@@ -29,8 +29,9 @@ pub struct CassetteError {
     /// What went wrong, in full.
     pub message: String,
     /// The parts of the request that differ from the closest recorded one (`model`,
-    /// `messages[1]`, `tools`, ...); empty when nothing was recorded or the request matches
-    /// one already replayed.
+    /// `messages[1]`, `tools` for the names, `tools[0]` for one tool's definition, or a body
+    /// field such as `temperature` or `tool_choice`); empty when nothing was recorded or the
+    /// request matches one already replayed.
     pub differences: Vec<String>,
 }
 
@@ -131,6 +132,34 @@ fn differences(recorded: &RequestKey, request: &RequestKey) -> Vec<(String, Vec<
     let model = |m: &Option<String>| m.clone().unwrap_or_else(|| "(none)".to_owned());
     simple("model", model(&recorded.model), model(&request.model));
     simple("tools", recorded.tools.join(", "), request.tools.join(", "));
+    if recorded.tools == request.tools {
+        // The same names: say which tool's definition (description, schema) changed.
+        for (i, (a, b)) in recorded
+            .tool_definitions
+            .iter()
+            .zip(&request.tool_definitions)
+            .enumerate()
+        {
+            simple(&format!("tools[{i}]"), a.clone(), b.clone());
+        }
+    }
+    let option = |options: &[(String, String)], name: &str| {
+        options
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or_else(|| "(none)".to_owned(), |(_, value)| value.clone())
+    };
+    let mut names: Vec<&str> = recorded
+        .options
+        .iter()
+        .chain(&request.options)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        simple(name, option(&recorded.options, name), option(&request.options, name));
+    }
     let count = recorded.messages.len().max(request.messages.len());
     for i in 0..count {
         let (a, b) = (recorded.messages.get(i), request.messages.get(i));
@@ -173,6 +202,8 @@ mod tests {
                 })
                 .collect(),
             tools: vec!["get_weather".into()],
+            tool_definitions: vec![r#"{"name":"get_weather"}"#.into()],
+            options: vec![("stream".into(), "true".into())],
         }
     }
 
@@ -211,6 +242,25 @@ mod tests {
             "{}",
             replayed.message
         );
+        let mut cooler = two.clone();
+        cooler.options.push(("temperature".into(), "0.2".into()));
+        cooler.tool_definitions[0] = r#"{"name":"get_weather","parameters":{}}"#.into();
+        let err = no_match(
+            "c.jsonl".into(),
+            CassetteMode::Replay,
+            &cooler,
+            &[(1, &one, false), (2, &two, false)],
+        );
+        assert_eq!(err.differences, ["tools[0]", "temperature"]);
+        assert!(
+            err.message.contains(
+                "  tools[0]:\n    - {\"name\":\"get_weather\"}\n    + {\"name\":\"get_weather\",\"parameters\":{}}\n  \
+                 temperature:\n    - (none)\n    + 0.2\n"
+            ),
+            "{}",
+            err.message
+        );
+
         let empty = no_match("c.jsonl".into(), CassetteMode::Replay, &one, &[]);
         assert!(empty.message.contains("It holds no interactions."), "{}", empty.message);
     }

@@ -1,11 +1,16 @@
-//! [`RequestKey`]: what a request is matched on: method, path, model, each message's role and
-//! contents (texts, tool calls with their arguments, tool results), and the offered tools'
-//! names. Ids and times that differ from run to run are left out: tool-call ids are not part
-//! of the key, and in texts a time (`2026-11-25T11:30:00`, the agent's hints) reads `<time>`
-//! and a 32-hex-digit id reads `<id>`.
+//! [`RequestKey`]: what a request is matched on: method, path, model, each message's role,
+//! name and contents (texts, tool calls with their arguments, tool results, and a digest of
+//! each image, audio or file part), the offered tools' definitions (name, description and
+//! schema), and every other field of the body (`tool_choice`, `temperature`, `max_tokens`,
+//! `stream`, a response format, extra fields...). Ids and times that differ from run to run are
+//! left out: tool-call ids are not part of the key, and in texts a time
+//! (`2026-11-25T11:30:00`, the agent's hints) reads `<time>` and a 32-hex-digit id reads
+//! `<id>`.
 //!
 //! Both providers' bodies are read: OpenAI's `messages` with `content` parts and `tool_calls`,
 //! Anthropic's `system` and content blocks (`text`, `tool_use`, `tool_result`, `thinking`).
+
+use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde_json::Value;
 
@@ -18,8 +23,16 @@ pub(crate) struct RequestKey {
     pub(crate) path: String,
     pub(crate) model: Option<String>,
     pub(crate) messages: Vec<MessageKey>,
+    /// The offered tools' names, in order.
     pub(crate) tools: Vec<String>,
+    /// Each offered tool's whole definition, as compact JSON (times and ids normalised).
+    pub(crate) tool_definitions: Vec<String>,
+    /// Every other top-level field of the body, `(name, compact JSON)`, sorted by name.
+    pub(crate) options: Vec<(String, String)>,
 }
+
+/// The body's fields the key reads on their own; every other one is an option.
+const OWN_FIELDS: [&str; 4] = ["model", "messages", "system", "tools"];
 
 /// One message: its role and its parts, each as a line of text.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -56,10 +69,12 @@ impl RequestKey {
                 parts: vec![normalize(text)],
             });
         }
-        let tools = field("tools")
+        let offered = field("tools")
             .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let tools = offered
+            .iter()
             .map(|tool| {
                 tool.pointer("/function/name")
                     .or_else(|| tool.get("name"))
@@ -68,18 +83,34 @@ impl RequestKey {
                     .to_owned()
             })
             .collect();
+        let tool_definitions = offered.iter().map(compact).collect();
+        let mut options: Vec<(String, String)> = body
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter(|(name, _)| !OWN_FIELDS.contains(&name.as_str()))
+            .map(|(name, value)| (name.clone(), compact(value)))
+            .collect();
+        options.sort();
         Self {
             method: request.method.clone(),
             path: request.path.clone(),
             model: field("model").and_then(Value::as_str).map(str::to_owned),
             messages,
             tools,
+            tool_definitions,
+            options,
         }
     }
 }
 
 fn message_key(message: &Value) -> MessageKey {
     let role = message.get("role").and_then(Value::as_str).unwrap_or("(no role)");
+    // A name the model sees is matched too, written after the role when it is not the role.
+    let role = match message.get("name").and_then(Value::as_str) {
+        Some(name) if name != role => format!("{role} ({name})"),
+        _ => role.to_owned(),
+    };
     let mut parts = message.get("content").map(content_parts).unwrap_or_default();
     if role == "tool" {
         // OpenAI's tool result: its content is the result.
@@ -98,10 +129,7 @@ fn message_key(message: &Value) -> MessageKey {
             .unwrap_or_default();
         parts.push(format!("call {name} {arguments}"));
     }
-    MessageKey {
-        role: role.to_owned(),
-        parts,
-    }
+    MessageKey { role, parts }
 }
 
 /// The parts of a `content` (or Anthropic `system`): a string, or an array of parts/blocks.
@@ -136,7 +164,14 @@ fn block_part(block: &Value) -> String {
             format!("result: {}", content.join(" "))
         }
         "" => normalize(&block.to_string()),
-        other => format!("({other})"),
+        // An image, audio or file part: its bytes (or URL) are matched by a digest, which
+        // the diff shows; the key is built again in each process, so the hasher need not
+        // stay the same across Rust releases.
+        other => {
+            let mut hasher = DefaultHasher::new();
+            compact(block).hash(&mut hasher);
+            format!("({other} {:016x})", hasher.finish())
+        }
     }
 }
 
@@ -146,7 +181,12 @@ fn canonical_json(value: &Value) -> String {
         Value::String(text) => serde_json::from_str::<Value>(text).ok(),
         _ => None,
     };
-    normalize(&parsed.as_ref().unwrap_or(value).to_string())
+    compact(parsed.as_ref().unwrap_or(value))
+}
+
+/// A value as compact JSON, with times and ids normalised.
+fn compact(value: &Value) -> String {
+    normalize(&value.to_string())
 }
 
 /// `text` with times written as `<time>` and 32-hex-digit ids as `<id>`.
@@ -280,5 +320,54 @@ mod tests {
             (openai.tools, anthropic.tools),
             (vec!["get_weather".to_owned()], vec!["get_weather".to_owned()])
         );
+    }
+
+    #[test]
+    fn options_tool_definitions_names_and_images_are_matched() {
+        let base = json!({
+            "model": "m",
+            "stream": true,
+            "messages": [
+                {"role": "user", "name": "alice", "content": [
+                    {"type": "text", "text": "What is this?"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}}
+                ]}
+            ],
+            "tools": [{"type": "function", "function": {"name": "look", "parameters": {"type": "object"}}}]
+        });
+        let changed = |edit: &dyn Fn(&mut Value)| {
+            let mut body = base.clone();
+            edit(&mut body);
+            key(body)
+        };
+        let same = changed(&|_| {});
+        assert_eq!(same, key(base.clone()));
+        assert_eq!(same.options, [("stream".to_owned(), "true".to_owned())]);
+        let image = &same.messages[0].parts[1];
+        assert!(
+            image.starts_with("(image_url ") && image.len() == 28 && !image.contains("iVBO"),
+            "an image is matched by a digest, not its bytes: {image}"
+        );
+        assert_eq!(same.messages[0].role, "user (alice)");
+
+        type Edit<'a> = (&'a str, &'a dyn Fn(&mut Value));
+        let edits: [Edit<'_>; 6] = [
+            ("tool_choice", &|b| b["tool_choice"] = json!("required")),
+            ("temperature", &|b| b["temperature"] = json!(0.2)),
+            ("stream", &|b| b["stream"] = json!(false)),
+            ("schema", &|b| {
+                b["tools"][0]["function"]["parameters"]["required"] = json!(["x"])
+            }),
+            ("image", &|b| {
+                b["messages"][0]["content"][1]["image_url"]["url"] = json!("data:image/png;base64,iVBP")
+            }),
+            ("name", &|b| b["messages"][0]["name"] = json!("bob")),
+        ];
+        for (what, edit) in edits {
+            assert_ne!(changed(edit), same, "a changed {what} is another request");
+        }
+        // A time inside an option is normalised like one in a text.
+        let at = |time: &str| changed(&|b| b["metadata"] = json!({"sent": time}));
+        assert_eq!(at("2026-11-25T11:30:00"), at("2026-11-28T01:02:03"));
     }
 }

@@ -20,9 +20,11 @@
 //! holds and records the rest. The environment variable [`TOWERSCOPE_CASSETTE`](MODE_VAR)
 //! (`record`, `replay`, `record-missing`) sets the mode of every cassette opened without one.
 //!
-//! Requests are matched on the method, the path, the model, each message's role and contents
-//! (texts, tool calls with their arguments, tool results) and the offered tools' names, in
-//! order, each recorded interaction answering once. Tool-call ids are not matched, and in
+//! Requests are matched on the method, the path, the model, each message's role, name and
+//! contents (texts, tool calls with their arguments, tool results, a digest of each image,
+//! audio or file part), the offered tools' whole definitions, and every other field of the
+//! body (`tool_choice`, `temperature`, `max_tokens`, `stream`, a response format, extra
+//! fields), in order, each recorded interaction answering once. Tool-call ids are not matched, and in
 //! texts times (the agent's hints) and generated ids are not either, so a real agent's second
 //! run matches its first.
 //!
