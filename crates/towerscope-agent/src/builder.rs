@@ -336,6 +336,7 @@ impl AgentBuilder {
             return Err(AgentError::validation("structured_output_grace_iters must be > 0"));
         }
         self.session.check()?;
+        let user_id: Arc<str> = Arc::from(self.session.user_id());
         if let Some(context) = &self.context {
             context
                 .validate()
@@ -391,6 +392,7 @@ impl AgentBuilder {
                 clock: hints.clock.clone(),
                 timezone: hints.timezone.clone(),
                 offloader: self.offloader.clone(),
+                user_id: Arc::clone(&user_id),
             }),
             model_call: model_call.clone(),
         });
@@ -437,6 +439,7 @@ impl AgentBuilder {
             context,
             counter,
             offloader: self.offloader,
+            user_id,
             hints: hints.enabled.then(|| crate::hint_config::Hints::new(hints, hint_split)),
         });
         let reasoning = stacks.reasoning.build(ReasoningStep {

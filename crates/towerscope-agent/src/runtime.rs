@@ -94,6 +94,8 @@ pub(crate) struct Runtime {
     pub(crate) counter: Arc<dyn TokenCounter>,
     /// Where the cut part of a truncated tool result is stored, if anywhere.
     pub(crate) offloader: Option<Arc<dyn Offloader>>,
+    /// The user id of the agent's session key (empty for none): the offloader's scope.
+    pub(crate) user_id: Arc<str>,
     /// The runtime-state hints (`None`: disabled, no work).
     pub(crate) hints: Option<Hints>,
 }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use towerscope_agent::compress::{FileOffloader, Offloader, SUMMARY_TOOL};
+use towerscope_agent::compress::{FileOffloader, OffloadScope, Offloader, SUMMARY_TOOL};
 use towerscope_agent::{Agent, ContextConfig, HintConfig};
 use towerscope_core::{AgentError, ContentBlock, DataBlock, Id, Msg, Role, ToolResultBlock, ToolResultState};
 use towerscope_models::{ScriptedModel, ScriptedResponse};
@@ -66,7 +66,7 @@ async fn compressed_messages_are_offloaded_and_the_model_reads_them_back() {
     agent.reply(Msg::user("user", "Where were we?")).await.unwrap();
 
     let state = agent.state();
-    let path = offloader.context_path(&state.session_id);
+    let path = offloader.context_path(OffloadScope::new("", &state.session_id));
     let reminder = format!(
         "<system-reminder>The compressed context is offloaded to '{}', you can refer to it when needed.</system-reminder>",
         path.display()
@@ -82,7 +82,10 @@ async fn compressed_messages_are_offloaded_and_the_model_reads_them_back() {
         "one reminder, however many compressions"
     );
     // What was summarised is in the file, in order, and no longer in the context.
-    let back = offloader.read_context(&state.session_id).await.unwrap();
+    let back = offloader
+        .read_context(OffloadScope::new("", &state.session_id))
+        .await
+        .unwrap();
     let offloaded: Vec<String> = back.iter().filter_map(Msg::text_content).collect();
     let expected: Vec<String> = history().iter().filter_map(Msg::text_content).collect();
     assert_eq!(offloaded[..20], expected[..]);
@@ -102,6 +105,72 @@ async fn compressed_messages_are_offloaded_and_the_model_reads_them_back() {
     assert!(lines[0].starts_with("     1\t{"), "{}", lines[0]);
     assert!(lines[0].contains("message 0 "));
     assert!(lines[1].starts_with("     2\t{") && lines[1].contains("message 1 "));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two users whose session ids are the same, with one offloader directory: each agent's
+/// compression stores into its user's directory, and a user's `Read` tool cannot open the
+/// other's file (they shared `sessions/s1/context.jsonl`, and read each other's messages).
+#[tokio::test]
+async fn users_with_the_same_session_id_do_not_share_offloaded_messages() {
+    let dir = temp_dir("users");
+    let offloader = FileOffloader::new(&dir);
+    let store = towerscope_agent::session::JsonFileStore::new(dir.join("store"));
+    let session = Id::from("s1");
+    let mut paths = Vec::new();
+    for user in ["alice", "bob"] {
+        let model = ScriptedModel::new("m", [ScriptedResponse::text("ok")])
+            .context_size(400)
+            .respond_with(|req| {
+                (req.tools.len() == 1 && req.tools[0].name == SUMMARY_TOOL)
+                    .then(|| ScriptedResponse::tool_call("s", SUMMARY_TOOL, SUMMARY))
+            });
+        let agent = Agent::builder("a")
+            .model(model)
+            .hints(HintConfig::disabled())
+            .context(ContextConfig::new())
+            .offloader(offloader.clone())
+            .session(store.clone(), user, "s1")
+            .build()
+            .unwrap();
+        agent
+            .observe(vec![Msg::user("user", format!("{user}'s secret {}", "x".repeat(400)))])
+            .unwrap();
+        agent.observe(history()).unwrap();
+        agent.reply(Msg::user("user", "Where were we?")).await.unwrap();
+        assert_eq!(agent.state().session_id, session);
+        let path = offloader.context_path(OffloadScope::new(user, &session));
+        assert!(agent.state().summary.contains(&path.display().to_string()));
+        paths.push(path);
+    }
+    assert!(paths[0].starts_with(dir.join("users").join("alice")), "{paths:?}");
+    assert_ne!(paths[0], paths[1]);
+    for (user, other) in [("alice", "bob"), ("bob", "alice")] {
+        let back = offloader.read_context(OffloadScope::new(user, &session)).await.unwrap();
+        let texts: Vec<String> = back.iter().filter_map(Msg::text_content).collect();
+        assert!(texts[0].starts_with(&format!("{user}'s secret")), "{texts:?}");
+        assert!(!texts.iter().any(|t| t.starts_with(&format!("{other}'s"))), "{texts:?}");
+    }
+
+    // Bob's model asks to read Alice's file: his Read tool is confined to his own.
+    let input = serde_json::json!({"file_path": paths[0].display().to_string()}).to_string();
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("r1", "Read", input),
+            ScriptedResponse::text("ok"),
+        ],
+    );
+    let bob = Agent::builder("a")
+        .model(model)
+        .hints(HintConfig::disabled())
+        .tool(offloader.read_tool_for("bob"))
+        .build()
+        .unwrap();
+    bob.reply(Msg::user("user", "read")).await.unwrap();
+    let result = bob.state().context[1].tool_results().next().unwrap().clone();
+    assert_eq!(result.state, ToolResultState::Error);
+    assert!(!result.output.text_content().unwrap().contains("alice's secret"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -202,15 +271,19 @@ async fn images_past_the_limit_are_replaced_oldest_first_and_offloaded_when_poss
 struct Broken;
 
 impl Offloader for Broken {
-    fn offload_context(&self, _: &Id, _: Vec<Arc<Msg>>) -> BoxFuture<'static, Result<String, AgentError>> {
+    fn offload_context(&self, _: OffloadScope<'_>, _: Vec<Arc<Msg>>) -> BoxFuture<'static, Result<String, AgentError>> {
         Box::pin(async { Err(AgentError::State("the store is down".to_owned())) })
     }
 
-    fn offload_data_block(&self, _: DataBlock) -> BoxFuture<'static, Result<String, AgentError>> {
+    fn offload_data_block(&self, _: OffloadScope<'_>, _: DataBlock) -> BoxFuture<'static, Result<String, AgentError>> {
         Box::pin(async { Err(AgentError::State("the store is down".to_owned())) })
     }
 
-    fn offload_tool_result(&self, _: &Id, _: ToolResultBlock) -> BoxFuture<'static, Result<String, AgentError>> {
+    fn offload_tool_result(
+        &self,
+        _: OffloadScope<'_>,
+        _: ToolResultBlock,
+    ) -> BoxFuture<'static, Result<String, AgentError>> {
         Box::pin(async { Err(AgentError::State("the store is down".to_owned())) })
     }
 }

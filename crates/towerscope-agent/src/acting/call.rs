@@ -363,7 +363,8 @@ async fn cut(runtime: &Runtime, result: &mut ToolResultBlock, split: compress::S
     let mut note = String::new();
     if let Some(offloader) = &runtime.offloader {
         let session_id = runtime.lock_state().session_id.clone();
-        match offloader.offload_tool_result(&session_id, split.omitted).await {
+        let scope = crate::compress::OffloadScope::new(&runtime.user_id, &session_id);
+        match offloader.offload_tool_result(scope, split.omitted).await {
             Ok(path) => {
                 note = format!(" You can refer to the file in '{path}' for the truncated content if needed.");
             }

@@ -79,7 +79,7 @@ use crate::state::AgentState;
 use crate::toolkit::Toolkit;
 
 pub use count::{DATA_BLOCK_TOKENS, EstimateCounter, LastCall, TokenCounter, TokenInput, UsageCounter};
-pub use offload::{FileOffloader, Offloader};
+pub use offload::{FileOffloader, OffloadScope, Offloader};
 pub use read_tool::ReadTool;
 pub use summarize::SUMMARY_TOOL;
 #[cfg(feature = "tiktoken")]
@@ -111,6 +111,8 @@ pub(crate) struct CompressShared {
     pub(crate) timezone: Timezone,
     /// Where compressed messages and removed images are stored, if anywhere.
     pub(crate) offloader: Option<Arc<dyn Offloader>>,
+    /// The user id of the agent's session key (empty for none): the offloader's scope.
+    pub(crate) user_id: Arc<str>,
 }
 
 impl CompressShared {
@@ -278,7 +280,8 @@ where
 
     if let Some(offloader) = &shared.offloader {
         // Stored before the context changes: a failure here leaves it as it was.
-        let path = offloader.offload_context(&session_id, parts.compress.clone()).await?;
+        let scope = OffloadScope::new(&shared.user_id, &session_id);
+        let path = offloader.offload_context(scope, parts.compress.clone()).await?;
         let reminder = format!(
             "<system-reminder>The compressed context is offloaded to '{path}', you can refer to it when needed.</system-reminder>"
         );

@@ -24,18 +24,23 @@ use super::read_tool::ReadTool;
 /// messages or images fails the step and leaves the context as it was: nothing is dropped that
 /// was not stored (a tool result keeps the plain reminder, with a warning).
 ///
+/// Each call names its [`OffloadScope`]: the agent's session id and the user id of its
+/// session store's key ([`AgentBuilder::session`](crate::AgentBuilder::session); empty without
+/// one), so two users whose session ids repeat never share what was offloaded.
+///
 /// [`FileOffloader`] appends the messages, one JSON message per line, to
-/// `{dir}/sessions/{session_id}/context.jsonl` (as the reference's workspace does), the cut
-/// part of a tool result to `{dir}/sessions/{session_id}/tool_result-{id}.txt` (`(1)`, `(2)`, …
-/// when the id repeats), and images to `{dir}/data/{block_id}-{hash of its bytes}.{ext}`. [`FileOffloader::read_context`] reads the messages
-/// back, and [`FileOffloader::read_tool`] is the reference's `Read` tool (text, `cat -n`
-/// numbering, `offset` and `limit`) confined to the directory, for the model to follow the
-/// reminder.
+/// `{base}/sessions/{session_id}/context.jsonl` (as the reference's workspace does), the cut
+/// part of a tool result to `{base}/sessions/{session_id}/tool_result-{id}.txt` (`(1)`, `(2)`, …
+/// when the id repeats), and images to `{base}/data/{block_id}-{hash of its bytes}.{ext}`,
+/// where `{base}` is the directory for an agent without a user id and `{dir}/users/{user_id}`
+/// for one with. [`FileOffloader::read_context`] reads the messages back, and
+/// [`FileOffloader::read_tool_for`] is the reference's `Read` tool (text, `cat -n` numbering,
+/// `offset` and `limit`) confined to one user's files, for the model to follow the reminder.
 ///
 /// # Example
 ///
 /// ```
-/// use towerscope_agent::compress::{FileOffloader, Offloader};
+/// use towerscope_agent::compress::{FileOffloader, OffloadScope, Offloader};
 /// use towerscope_core::{Id, Msg};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
@@ -43,30 +48,59 @@ use super::read_tool::ReadTool;
 /// let dir = std::env::temp_dir().join(format!("towerscope-offload-doc-{}", std::process::id()));
 /// let offloader = FileOffloader::new(&dir);
 /// let session = Id::from("s1");
-/// let path = offloader.offload_context(&session, vec![Msg::user("user", "an old message").into()]).await?;
-/// assert!(path.ends_with("context.jsonl"));
-/// let back = offloader.read_context(&session).await?;
+/// let alice = OffloadScope::new("alice", &session);
+/// let path = offloader.offload_context(alice, vec![Msg::user("user", "an old message").into()]).await?;
+/// assert!(path.ends_with("users/alice/sessions/s1/context.jsonl"));
+/// let back = offloader.read_context(alice).await?;
 /// assert_eq!(back[0].text_content().as_deref(), Some("an old message"));
+/// // Bob's session s1 is his own.
+/// assert!(offloader.read_context(OffloadScope::new("bob", &session)).await?.is_empty());
 /// # std::fs::remove_dir_all(&dir).ok();
 /// # Ok(()) }
 /// ```
 pub trait Offloader: Send + Sync + 'static {
     /// Stores messages a compression summarises; returns where they are, for the model (the
     /// reference's `offload_context`).
-    fn offload_context(&self, session_id: &Id, msgs: Vec<Arc<Msg>>) -> BoxFuture<'static, Result<String, AgentError>>;
+    fn offload_context(
+        &self,
+        scope: OffloadScope<'_>,
+        msgs: Vec<Arc<Msg>>,
+    ) -> BoxFuture<'static, Result<String, AgentError>>;
 
     /// Stores an inline image the context no longer keeps; returns where it is (the
     /// reference's `offload_data_block`).
-    fn offload_data_block(&self, block: DataBlock) -> BoxFuture<'static, Result<String, AgentError>>;
+    fn offload_data_block(
+        &self,
+        scope: OffloadScope<'_>,
+        block: DataBlock,
+    ) -> BoxFuture<'static, Result<String, AgentError>>;
 
     /// Stores the part of a tool result cut at
     /// [`ContextConfig::tool_result_limit`](towerscope_core::ContextConfig::tool_result_limit);
     /// returns where it is (the reference's `offload_tool_result`).
     fn offload_tool_result(
         &self,
-        session_id: &Id,
+        scope: OffloadScope<'_>,
         result: ToolResultBlock,
     ) -> BoxFuture<'static, Result<String, AgentError>>;
+}
+
+/// Whose content an [`Offloader`] stores: the agent's session, and the user of its session
+/// store's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffloadScope<'a> {
+    /// The user id of the agent's [`SessionKey`](crate::session::SessionKey); empty when the
+    /// agent keeps no session or its key names no user.
+    pub user_id: &'a str,
+    /// The agent's session id.
+    pub session_id: &'a Id,
+}
+
+impl<'a> OffloadScope<'a> {
+    /// The session `session_id` of user `user_id` (empty for none).
+    pub fn new(user_id: &'a str, session_id: &'a Id) -> Self {
+        Self { user_id, session_id }
+    }
 }
 
 /// An [`Offloader`] writing into a directory (see [`Offloader`] for the layout).
@@ -86,17 +120,31 @@ impl FileOffloader {
         &self.dir
     }
 
-    /// The file a session's compressed messages are appended to.
-    pub fn context_path(&self, session_id: &Id) -> PathBuf {
-        self.dir
-            .join("sessions")
-            .join(file_name(&session_id.to_string()))
-            .join("context.jsonl")
+    /// The directory of a user's files: the offloader's own for no user id,
+    /// `{dir}/users/{user_id}` for one.
+    pub fn user_dir(&self, user_id: &str) -> PathBuf {
+        if user_id.is_empty() {
+            self.dir.clone()
+        } else {
+            self.dir.join("users").join(file_name(user_id))
+        }
     }
 
-    /// The messages offloaded for `session_id`, oldest first (none when nothing was offloaded).
-    pub async fn read_context(&self, session_id: &Id) -> Result<Vec<Msg>, AgentError> {
-        let path = self.context_path(session_id);
+    /// The directory of a session's files.
+    fn session_dir(&self, scope: OffloadScope<'_>) -> PathBuf {
+        self.user_dir(scope.user_id)
+            .join("sessions")
+            .join(file_name(&scope.session_id.to_string()))
+    }
+
+    /// The file a session's compressed messages are appended to.
+    pub fn context_path(&self, scope: OffloadScope<'_>) -> PathBuf {
+        self.session_dir(scope).join("context.jsonl")
+    }
+
+    /// The messages offloaded for a session, oldest first (none when nothing was offloaded).
+    pub async fn read_context(&self, scope: OffloadScope<'_>) -> Result<Vec<Msg>, AgentError> {
+        let path = self.context_path(scope);
         blocking(move || {
             let text = match fs::read_to_string(&path) {
                 Ok(text) => text,
@@ -116,15 +164,27 @@ impl FileOffloader {
         .await
     }
 
-    /// The reference's `Read` tool, reading only files inside this directory.
+    /// The reference's `Read` tool, reading only the files of user `user_id` (see
+    /// [`user_dir`](Self::user_dir)); give each user's agent its own, so a model cannot read
+    /// another user's offloaded messages.
+    pub fn read_tool_for(&self, user_id: &str) -> ReadTool {
+        ReadTool::new(self.user_dir(user_id))
+    }
+
+    /// The reference's `Read` tool over the whole directory: every user's files. For an
+    /// application whose agents keep no user id; otherwise use [`read_tool_for`](Self::read_tool_for).
     pub fn read_tool(&self) -> ReadTool {
         ReadTool::new(self.dir.clone())
     }
 }
 
 impl Offloader for FileOffloader {
-    fn offload_context(&self, session_id: &Id, msgs: Vec<Arc<Msg>>) -> BoxFuture<'static, Result<String, AgentError>> {
-        let path = self.context_path(session_id);
+    fn offload_context(
+        &self,
+        scope: OffloadScope<'_>,
+        msgs: Vec<Arc<Msg>>,
+    ) -> BoxFuture<'static, Result<String, AgentError>> {
+        let path = self.context_path(scope);
         Box::pin(blocking(move || {
             let mut lines = String::new();
             for msg in &msgs {
@@ -150,11 +210,11 @@ impl Offloader for FileOffloader {
 
     fn offload_tool_result(
         &self,
-        session_id: &Id,
+        scope: OffloadScope<'_>,
         result: ToolResultBlock,
     ) -> BoxFuture<'static, Result<String, AgentError>> {
-        let base = self.dir.join("sessions").join(file_name(&session_id.to_string()));
-        let data = self.dir.join("data");
+        let base = self.session_dir(scope);
+        let data = self.user_dir(scope.user_id).join("data");
         Box::pin(blocking(move || {
             let mut text = String::new();
             match &result.output {
@@ -199,8 +259,12 @@ impl Offloader for FileOffloader {
         }))
     }
 
-    fn offload_data_block(&self, block: DataBlock) -> BoxFuture<'static, Result<String, AgentError>> {
-        let data = self.dir.join("data");
+    fn offload_data_block(
+        &self,
+        scope: OffloadScope<'_>,
+        block: DataBlock,
+    ) -> BoxFuture<'static, Result<String, AgentError>> {
+        let data = self.user_dir(scope.user_id).join("data");
         Box::pin(blocking(move || write_data(&data, &block)))
     }
 }

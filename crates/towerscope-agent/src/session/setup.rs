@@ -38,6 +38,14 @@ impl SessionSetup {
         self.target = Some((store, key));
     }
 
+    /// The user id of the session's key; empty without a session.
+    pub(crate) fn user_id(&self) -> &str {
+        match &self.target {
+            Some((_, Ok(key))) => key.user_id(),
+            _ => "",
+        }
+    }
+
     pub(crate) fn register(&mut self, name: String, module: impl StateModule) {
         if let Err(e) = self.modules.register(name, module) {
             self.error.get_or_insert(e);
