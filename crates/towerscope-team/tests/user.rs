@@ -195,3 +195,32 @@ fn a_terminal_line_that_is_not_utf8_is_read_and_input_goes_on() {
         "{printed}"
     );
 }
+
+/// What the person was shown is kept up to a limit, newest first kept, so a long chat does not
+/// grow it without end; `take_observed` hands it over and forgets it.
+#[tokio::test]
+async fn observed_messages_are_bounded_and_can_be_taken() {
+    let (input, person) = ChannelInput::new();
+    let user = UserAgent::new("ann").with_input(input).with_observed_limit(3);
+    let shown = |range: std::ops::Range<u32>| range.map(|i| Msg::user("bot", format!("m{i}"))).collect::<Vec<_>>();
+    user.observe(shown(0..5)).unwrap();
+    let texts = |msgs: Vec<Msg>| msgs.iter().filter_map(Msg::text_content).collect::<Vec<_>>();
+    assert_eq!(texts(user.observed()), ["m2", "m3", "m4"]);
+
+    // A reply's question is kept too, within the limit.
+    person.send(UserReply::text("ok")).unwrap();
+    let mut stream = user.reply_stream(Msg::user("bot", "q").into());
+    while stream.next().await.is_some() {}
+    assert_eq!(texts(user.take_observed()), ["m3", "m4", "q"]);
+    assert!(user.observed().is_empty());
+    user.observe(shown(5..6)).unwrap();
+    assert_eq!(texts(user.clone().observed()), ["m5"], "clones share what was shown");
+
+    // Without a limit of its own, an agent keeps the newest DEFAULT_OBSERVED_LIMIT.
+    let unbounded = UserAgent::new("bo");
+    let limit = towerscope_team::user::DEFAULT_OBSERVED_LIMIT;
+    unbounded.observe(shown(0..limit as u32 + 1)).unwrap();
+    let kept = unbounded.observed();
+    assert_eq!(kept.len(), limit);
+    assert_eq!(kept[0].text_content().as_deref(), Some("m1"));
+}

@@ -1,5 +1,6 @@
 //! [`UserAgent`]: a person as a participant.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -17,9 +18,26 @@ use super::{InputRequest, TerminalInput, UserInput, UserReply};
 use crate::Participant;
 use crate::hub::Broadcaster;
 
+/// How many observed messages a user agent keeps unless told otherwise.
+pub const DEFAULT_OBSERVED_LIMIT: usize = 1_000;
+
+/// The newest messages the person was shown, at most `limit`.
+struct Observed {
+    msgs: VecDeque<Msg>,
+    limit: usize,
+}
+
+impl Observed {
+    fn extend(&mut self, msgs: impl IntoIterator<Item = Msg>) {
+        self.msgs.extend(msgs);
+        let over = self.msgs.len().saturating_sub(self.limit);
+        self.msgs.drain(..over);
+    }
+}
+
 /// What every clone of a user agent shares.
 struct Shared {
-    observed: Mutex<Vec<Msg>>,
+    observed: Mutex<Observed>,
     replying: AtomicBool,
     interrupt_requested: AtomicBool,
     interrupt: Notify,
@@ -34,8 +52,10 @@ struct Shared {
 /// person like an agent; the final message is a user message named after the agent, with the
 /// structured data the input attached as its `structured_output`. It has its own
 /// [`Broadcaster`], so in a hub the others hear what the person says. `observe` keeps what the
-/// person was shown ([`observed`](Self::observed)); `interrupt` gives up the read in progress
-/// (the reply ends interrupted).
+/// person was shown ([`observed`](Self::observed), the newest
+/// [`DEFAULT_OBSERVED_LIMIT`] unless [`with_observed_limit`](Self::with_observed_limit) says
+/// otherwise, so a long chat does not grow it without end; [`take_observed`](Self::take_observed)
+/// empties it); `interrupt` gives up the read in progress (the reply ends interrupted).
 ///
 /// # Example
 ///
@@ -86,7 +106,10 @@ impl UserAgent {
             broadcaster: Broadcaster::new(),
             hooks: None,
             shared: Arc::new(Shared {
-                observed: Mutex::new(Vec::new()),
+                observed: Mutex::new(Observed {
+                    msgs: VecDeque::new(),
+                    limit: DEFAULT_OBSERVED_LIMIT,
+                }),
                 replying: AtomicBool::new(false),
                 interrupt_requested: AtomicBool::new(false),
                 interrupt: Notify::new(),
@@ -109,14 +132,31 @@ impl UserAgent {
         self
     }
 
+    /// Keeps at most the newest `limit` observed messages (default
+    /// [`DEFAULT_OBSERVED_LIMIT`]; 0 keeps none). Shared by every clone of this agent.
+    #[must_use]
+    pub fn with_observed_limit(self, limit: usize) -> Self {
+        let mut observed = self.lock_observed();
+        observed.limit = limit;
+        observed.extend([]);
+        drop(observed);
+        self
+    }
+
     /// What the person was shown with `observe` (and the messages its replies answered), in
-    /// order.
+    /// order: the newest, up to the agent's limit.
     pub fn observed(&self) -> Vec<Msg> {
-        self.shared
-            .observed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.lock_observed().msgs.iter().cloned().collect()
+    }
+
+    /// Like [`observed`](Self::observed), and forgets them: the next call returns only what
+    /// was shown since.
+    pub fn take_observed(&self) -> Vec<Msg> {
+        self.lock_observed().msgs.drain(..).collect()
+    }
+
+    fn lock_observed(&self) -> std::sync::MutexGuard<'_, Observed> {
+        self.shared.observed.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Reads the person's next message (prompt `{name}> `), without the reply's events; `None`
@@ -172,11 +212,7 @@ impl UserAgent {
         self.shared.interrupt_requested.store(false, Ordering::Release);
         // Held by the stream from now: dropping it, even before it is read, frees the agent.
         let replying = Replying(Arc::clone(&self.shared));
-        self.shared
-            .observed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend(msgs.iter().cloned());
+        self.lock_observed().extend(msgs.iter().cloned());
         let this = self.clone();
         let request = InputRequest {
             prompt: format!("{}> ", self.name),
@@ -274,11 +310,7 @@ impl Participant for UserAgent {
 
     /// Keeps the messages as what the person was shown; never refuses.
     fn observe(&self, msgs: Vec<Msg>) -> Result<(), AgentError> {
-        self.shared
-            .observed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend(msgs);
+        self.lock_observed().extend(msgs);
         Ok(())
     }
 

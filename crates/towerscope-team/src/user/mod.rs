@@ -30,7 +30,7 @@ mod channel;
 mod input;
 mod terminal;
 
-pub use agent::UserAgent;
+pub use agent::{DEFAULT_OBSERVED_LIMIT, UserAgent};
 pub use channel::{ChannelInput, ReplySender};
 pub use input::{InputFuture, InputRequest, UserInput, UserReply};
 pub use terminal::{TerminalInput, read_line};
