@@ -64,7 +64,8 @@
 //! A failed span has the ERROR status, `error.type` (a low-cardinality name:
 //! `AgentError::kind`, `tool_error` for a tool's error result, `cancelled` for a stream dropped
 //! before its answer (a reply's final message, a model's final chunk, a tool's response),
-//! `middleware_error` for a stream whose poll panicked) and one `exception` event. The first failure of a span wins: what happens
+//! `middleware_error` for a call or a stream's poll that panicked below) and one `exception`
+//! event. The first failure of a span wins: what happens
 //! after it (the consumer dropping the reply's stream, as `Agent::reply` does at the first
 //! error) changes neither its description nor its `error.type`.
 //!

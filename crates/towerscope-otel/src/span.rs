@@ -147,11 +147,14 @@ pub(crate) fn marked<T>(polling: &mut bool, poll: impl FnOnce() -> T) -> T {
     out
 }
 
-/// What a span records when a poll of its stream unwound (a panic in the model, a tool or a
-/// layer below): the agent turns the panic into a middleware error, which this kind matches.
+/// What a span records when the call below or a poll of its stream unwound (a panic in the
+/// model, a tool or a layer below): the agent turns the panic into a middleware error, which
+/// this kind matches.
 pub(crate) const PANICKED: Failure<'static> = Failure {
     kind: "middleware_error",
-    description: std::borrow::Cow::Borrowed("a poll of the stream panicked (the consumer gets the panic as an error)"),
+    description: std::borrow::Cow::Borrowed(
+        "a layer, tool or model below panicked (the agent gets the panic as an error)",
+    ),
 };
 
 impl Drop for OpenSpan {

@@ -827,3 +827,93 @@ async fn no_provider_given_to_the_builder_means_no_current_span() {
     agent.reply(Msg::user("user", "hi")).await.unwrap();
     assert!(!saw_span.load(std::sync::atomic::Ordering::Relaxed));
 }
+
+/// A layer whose service panics in `call` itself (before it returns a future).
+#[derive(Clone)]
+struct PanicsInCall;
+
+impl<S> tower::Layer<S> for PanicsInCall {
+    type Service = PanicsInCallService<S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        PanicsInCallService(inner)
+    }
+}
+
+#[derive(Clone)]
+struct PanicsInCallService<S>(S);
+
+impl<S: tower::Service<R>, R> tower::Service<R> for PanicsInCallService<S> {
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), S::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, _req: R) -> Self::Future {
+        panic!("a bug in a layer's call")
+    }
+}
+
+/// A layer below the tracing panics in its synchronous `call` on `on_model_call`, `on_acting`
+/// and `on_reply`: each span records the panic as the reply does (a middleware error), not as a
+/// cancelled call.
+#[tokio::test]
+async fn a_layer_panicking_in_its_call_fails_the_spans() {
+    let (provider, exporter) = in_memory();
+    let agent = Agent::builder("a")
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("hi")]))
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .on_model_call(PanicsInCall)
+        .build()
+        .unwrap();
+    assert_the_panic_fails_both_spans(&agent, &exporter).await;
+
+    let (provider, exporter) = in_memory();
+    let add = towerscope_agent::toolkit::FunctionTool::new("add", |a: Add| async move {
+        Ok::<_, towerscope_agent::toolkit::ToolError>((a.a + a.b).to_string())
+    });
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#),
+            ScriptedResponse::text("3"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .model(model)
+        .tool(add)
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .on_acting(PanicsInCall)
+        .build()
+        .unwrap();
+    let _ = collect(agent.reply_stream(Msg::user("user", "hi"))).await;
+    let recorded = spans(&exporter);
+    let tool = one(&recorded, "execute_tool add");
+    assert_eq!(
+        str_attr(tool, "error.type").as_deref(),
+        Some("middleware_error"),
+        "{tool:?}"
+    );
+
+    let (provider, exporter) = in_memory();
+    let agent = Agent::builder("a")
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("hi")]))
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .on_reply(PanicsInCall)
+        .build()
+        .unwrap();
+    let reply = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(collect(
+        agent.reply_stream(Msg::user("user", "hi")),
+    )))
+    .await;
+    let spans = spans(&exporter);
+    let root = one(&spans, "invoke_agent a");
+    assert_eq!(
+        str_attr(root, "error.type").as_deref(),
+        Some("middleware_error"),
+        "{root:?} ({:?})",
+        reply.as_ref().map(|r| &r.error)
+    );
+}

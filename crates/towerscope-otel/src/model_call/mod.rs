@@ -130,12 +130,18 @@ where
                 polling: false,
             };
         };
-        let record = ChatRecord::start(instruments, &self.config, &req);
+        let mut record = ChatRecord::start(instruments, &self.config, &req);
         // The inner layers' `call` runs under the chat span, as their futures do.
         let inner = {
             let _attached = record.context().map(|c| c.clone().attach());
-            self.inner.call(req)
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.inner.call(req)))
         };
+        // A panic in the `call` below is recorded as one (the agent turns it into a middleware
+        // error), not as the cancelled call the span's drop would record.
+        let inner = inner.unwrap_or_else(|panic| {
+            record.panicked();
+            std::panic::resume_unwind(panic)
+        });
         ModelCallTracingFuture {
             record: Some(record),
             inner,

@@ -158,11 +158,17 @@ where
                 polling: false,
             };
         };
-        let record = start(tracer, &self.config, &req);
+        let mut record = start(tracer, &self.config, &req);
         let inner = {
             let _attached = record.context().clone().attach();
-            self.inner.call(req)
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.inner.call(req)))
         };
+        // A panic in the `call` below is recorded as one (the agent turns it into a middleware
+        // error), not as the cancelled call the span's drop would record.
+        let inner = inner.unwrap_or_else(|panic| {
+            record.panicked();
+            std::panic::resume_unwind(panic)
+        });
         ReplyTracingFuture {
             record: Some(record),
             inner,
