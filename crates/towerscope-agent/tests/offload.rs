@@ -267,6 +267,76 @@ async fn images_past_the_limit_are_replaced_oldest_first_and_offloaded_when_poss
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Offloaded messages keep no image bytes in `context.jsonl`: each inline image, the message's
+/// own or a tool result's, is written to a file of its own and the line names it by its path
+/// (as the reference does); one whose base64 does not decode stays as it was.
+#[tokio::test]
+async fn offloaded_images_go_to_files_of_their_own() {
+    let dir = temp_dir("context-images");
+    let offloader = FileOffloader::new(&dir);
+    let session = Id::from("s1");
+    let screenshot = ToolResultBlock::new(
+        "c1",
+        "screenshot",
+        towerscope_core::ToolOutput::Blocks(vec![towerscope_core::MediaBlock::Data(
+            DataBlock::new(towerscope_core::DataSource::Base64 {
+                data: "d29ybGQ=".to_owned(), // "world"
+                media_type: "image/jpeg".to_owned(),
+            })
+            .with_name("shot.jpg"),
+        )]),
+        ToolResultState::Success,
+    );
+    let msgs = vec![
+        Arc::new(image_msg("cat.png", "aGVsbG8=")), // "hello"
+        Arc::new(Msg::assistant_blocks(
+            "a",
+            vec![
+                ContentBlock::tool_call("c1", "screenshot", "{}"),
+                ContentBlock::ToolResult(screenshot),
+            ],
+        )),
+        Arc::new(image_msg("broken.png", "not base64!")),
+    ];
+    let scope = OffloadScope::new("", &session);
+    let path = offloader.offload_context(scope, msgs).await.unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("aGVsbG8=") && !text.contains("d29ybGQ="), "{text}");
+    assert!(
+        text.contains("not base64!"),
+        "an image that does not decode stays: {text}"
+    );
+
+    let back = offloader.read_context(scope).await.unwrap();
+    let url = |block: &DataBlock| match &block.source {
+        towerscope_core::DataSource::Url { url, media_type } => (url.clone(), media_type.clone()),
+        other => panic!("still inline: {other:?}"),
+    };
+    let ContentBlock::Data(cat) = &back[0].content[0] else {
+        panic!("{:?}", back[0])
+    };
+    let (cat_path, media_type) = url(cat);
+    assert_eq!(media_type, "image/png");
+    assert!(
+        cat_path.starts_with(&dir.join("data").display().to_string()),
+        "{cat_path}"
+    );
+    assert_eq!(std::fs::read(&cat_path).unwrap(), b"hello");
+    let result = back[1].tool_results().next().unwrap();
+    assert_eq!(result.id, Id::from("c1"));
+    let towerscope_core::ToolOutput::Blocks(blocks) = &result.output else {
+        panic!("{result:?}")
+    };
+    let towerscope_core::MediaBlock::Data(shot) = &blocks[0] else {
+        panic!("{blocks:?}")
+    };
+    let (shot_path, _) = url(shot);
+    assert!(shot_path.ends_with(".jpg"), "{shot_path}");
+    assert_eq!(std::fs::read(&shot_path).unwrap(), b"world");
+    assert_eq!(shot.name.as_deref(), Some("shot.jpg"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// An offloader whose storage is down.
 struct Broken;
 

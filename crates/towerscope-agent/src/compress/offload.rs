@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use towerscope_core::{AgentError, DataBlock, DataSource, Id, MediaBlock, Msg, ToolOutput, ToolResultBlock};
+use towerscope_core::{
+    AgentError, ContentBlock, DataBlock, DataSource, Id, MediaBlock, Msg, ToolOutput, ToolResultBlock,
+};
 
 use super::read_tool::ReadTool;
 
@@ -29,7 +31,9 @@ use super::read_tool::ReadTool;
 /// one), so two users whose session ids repeat never share what was offloaded.
 ///
 /// [`FileOffloader`] appends the messages, one JSON message per line, to
-/// `{base}/sessions/{session_id}/context.jsonl` (as the reference's workspace does), the cut
+/// `{base}/sessions/{session_id}/context.jsonl` (as the reference's workspace does; their
+/// inline images and files, and those of their tool results, are written to files of their
+/// own, below, and the line names each by its path), the cut
 /// part of a tool result to `{base}/sessions/{session_id}/tool_result-{id}.txt` (`(1)`, `(2)`, …
 /// when the id repeats), and images to `{base}/data/{block_id}-{hash of its bytes}.{ext}`,
 /// where `{base}` is the directory for an agent without a user id and `{dir}/users/{user_id}`
@@ -185,10 +189,12 @@ impl Offloader for FileOffloader {
         msgs: Vec<Arc<Msg>>,
     ) -> BoxFuture<'static, Result<String, AgentError>> {
         let path = self.context_path(scope);
+        let data = self.user_dir(scope.user_id).join("data");
         Box::pin(blocking(move || {
             let mut lines = String::new();
             for msg in &msgs {
-                let line = serde_json::to_string(&**msg)
+                let moved = inline_data_to_files(msg, &data)?;
+                let line = serde_json::to_string(moved.as_ref().unwrap_or(msg))
                     .map_err(|e| AgentError::State(format!("a message could not be offloaded: {e}")))?;
                 lines.push_str(&line);
                 lines.push('\n');
@@ -269,6 +275,53 @@ impl Offloader for FileOffloader {
     }
 }
 
+/// `msg` with each inline data block (its own, and those of its tool results) written to a file
+/// under `data` and named by that file's path (as the reference does), so the JSONL file holds
+/// no image bytes; `None` when it has no inline data. A block whose base64 does not decode
+/// stays inline: its bytes cannot be written, and the compression must not fail on it.
+fn inline_data_to_files(msg: &Msg, data: &Path) -> Result<Option<Msg>, AgentError> {
+    let inline = |block: &DataBlock| matches!(block.source, DataSource::Base64 { .. });
+    let has_inline = msg.content.iter().any(|block| match block {
+        ContentBlock::Data(d) => inline(d),
+        ContentBlock::ToolResult(r) => match &r.output {
+            ToolOutput::Blocks(blocks) => blocks.iter().any(|b| matches!(b, MediaBlock::Data(d) if inline(d))),
+            ToolOutput::Text(_) => false,
+        },
+        _ => false,
+    });
+    if !has_inline {
+        return Ok(None);
+    }
+    let to_file = |block: &mut DataBlock| -> Result<(), AgentError> {
+        if let DataSource::Base64 { media_type, .. } = &block.source
+            && let Some(bytes) = block.source.decode_bytes()
+        {
+            let url = write_bytes(data, block, media_type, &bytes)?;
+            let media_type = media_type.clone();
+            block.source = DataSource::Url { url, media_type };
+        }
+        Ok(())
+    };
+    let mut moved = msg.clone();
+    for block in &mut moved.content {
+        match block {
+            ContentBlock::Data(d) => to_file(d)?,
+            ContentBlock::ToolResult(ToolResultBlock {
+                output: ToolOutput::Blocks(blocks),
+                ..
+            }) => {
+                for block in blocks {
+                    if let MediaBlock::Data(d) = block {
+                        to_file(d)?;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(Some(moved))
+}
+
 /// Writes an inline data block's bytes under `data`; returns the file's path.
 fn write_data(data: &Path, block: &DataBlock) -> Result<String, AgentError> {
     let DataSource::Base64 { media_type, .. } = &block.source else {
@@ -280,12 +333,17 @@ fn write_data(data: &Path, block: &DataBlock) -> Result<String, AgentError> {
             block.id
         )));
     };
+    write_bytes(data, block, media_type, &bytes)
+}
+
+/// Writes `bytes`, the decoded data of `block`, under `data`; returns the file's path.
+fn write_bytes(data: &Path, block: &DataBlock, media_type: &str, bytes: &[u8]) -> Result<String, AgentError> {
     // Named by the block's id and its bytes: block ids may come from clients, and a different
     // image under an id already written gets its own file (the same image is written once).
     let path = data.join(format!(
         "{}-{:016x}.{}",
         file_name(&block.id.to_string()),
-        fnv1a(&bytes),
+        fnv1a(bytes),
         extension(media_type)
     ));
     fs::create_dir_all(data).map_err(|e| io_error(data, &e))?;
