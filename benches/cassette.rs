@@ -40,7 +40,7 @@ fn write_cassette(path: &std::path::Path) {
         "method": "POST",
         "path": "/v1/chat/completions",
         "headers": {"authorization": "[REDACTED]", "content-type": "application/json"},
-        "body": {"model": "gpt-4o", "stream": true, "messages": [
+        "body": {"model": "gpt-4o", "stream": true, "stream_options": {"include_usage": true}, "messages": [
             {"role": "system", "content": SYSTEM},
             {"role": "user", "name": "user", "content": QUESTION}
         ]}

@@ -106,11 +106,6 @@ impl RequestKey {
 
 fn message_key(message: &Value) -> MessageKey {
     let role = message.get("role").and_then(Value::as_str).unwrap_or("(no role)");
-    // A name the model sees is matched too, written after the role when it is not the role.
-    let role = match message.get("name").and_then(Value::as_str) {
-        Some(name) if name != role => format!("{role} ({name})"),
-        _ => role.to_owned(),
-    };
     let mut parts = message.get("content").map(content_parts).unwrap_or_default();
     if role == "tool" {
         // OpenAI's tool result: its content is the result.
@@ -129,6 +124,11 @@ fn message_key(message: &Value) -> MessageKey {
             .unwrap_or_default();
         parts.push(format!("call {name} {arguments}"));
     }
+    // A name the model sees is matched too, written after the role when it is not the role.
+    let role = match message.get("name").and_then(Value::as_str) {
+        Some(name) if name != role => format!("{role} ({name})"),
+        _ => role.to_owned(),
+    };
     MessageKey { role, parts }
 }
 
@@ -366,6 +366,9 @@ mod tests {
         for (what, edit) in edits {
             assert_ne!(changed(edit), same, "a changed {what} is another request");
         }
+        // A tool result with a name is still read as a result.
+        let named = key(json!({"messages": [{"role": "tool", "name": "look", "tool_call_id": "c", "content": "ok"}]}));
+        assert_eq!(named.messages[0].describe(), "tool (look): result: ok");
         // A time inside an option is normalised like one in a text.
         let at = |time: &str| changed(&|b| b["metadata"] = json!({"sent": time}));
         assert_eq!(at("2026-11-25T11:30:00"), at("2026-11-28T01:02:03"));
