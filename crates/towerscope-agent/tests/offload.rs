@@ -171,6 +171,26 @@ async fn users_with_the_same_session_id_do_not_share_offloaded_messages() {
     let result = bob.state().context[1].tool_results().next().unwrap().clone();
     assert_eq!(result.state, ToolResultState::Error);
     assert!(!result.output.text_content().unwrap().contains("alice's secret"));
+
+    // Nor can an agent without a user id (whose files are the directory's own).
+    let input = serde_json::json!({"file_path": paths[0].display().to_string()}).to_string();
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("r1", "Read", input),
+            ScriptedResponse::text("ok"),
+        ],
+    );
+    let anonymous = Agent::builder("a")
+        .model(model)
+        .hints(HintConfig::disabled())
+        .tool(offloader.read_tool_for(""))
+        .build()
+        .unwrap();
+    anonymous.reply(Msg::user("user", "read")).await.unwrap();
+    let result = anonymous.state().context[1].tool_results().next().unwrap().clone();
+    assert_eq!(result.state, ToolResultState::Error);
+    assert!(!result.output.text_content().unwrap().contains("alice's secret"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -268,72 +288,76 @@ async fn images_past_the_limit_are_replaced_oldest_first_and_offloaded_when_poss
 }
 
 /// Offloaded messages keep no image bytes in `context.jsonl`: each inline image, the message's
-/// own or a tool result's, is written to a file of its own and the line names it by its path
-/// (as the reference does); one whose base64 does not decode stays as it was.
+/// own, a tool result's or a hint's, is written to a file of its own and the line names it by
+/// its `file://` URL (the reference names it by its path); `read_context` gives the messages
+/// back as they were. An image whose base64 does not decode stays inline; an image file left
+/// cut short (by a crash) is written again.
 #[tokio::test]
 async fn offloaded_images_go_to_files_of_their_own() {
     let dir = temp_dir("context-images");
     let offloader = FileOffloader::new(&dir);
     let session = Id::from("s1");
+    let jpeg = |data: &str, name: &str| {
+        DataBlock::new(towerscope_core::DataSource::Base64 {
+            data: data.to_owned(),
+            media_type: "image/jpeg".to_owned(),
+        })
+        .with_name(name)
+    };
     let screenshot = ToolResultBlock::new(
         "c1",
         "screenshot",
-        towerscope_core::ToolOutput::Blocks(vec![towerscope_core::MediaBlock::Data(
-            DataBlock::new(towerscope_core::DataSource::Base64 {
-                data: "d29ybGQ=".to_owned(), // "world"
-                media_type: "image/jpeg".to_owned(),
-            })
-            .with_name("shot.jpg"),
-        )]),
+        towerscope_core::ToolOutput::Blocks(vec![towerscope_core::MediaBlock::Data(jpeg(
+            "d29ybGQ=", // "world"
+            "shot.jpg",
+        ))]),
         ToolResultState::Success,
     );
+    let hint = towerscope_core::HintBlock::new(
+        towerscope_core::HintContent::Blocks(vec![
+            towerscope_core::MediaBlock::Data(jpeg("aGludA==", "hint.jpg")), // "hint"
+        ]),
+        None,
+    );
+    let cat = image_msg("cat.png", "aGVsbG8="); // "hello"
+    // The cat's file as a crash before its rename could have left it: cut short.
+    let cat_id = match &cat.content[0] {
+        ContentBlock::Data(d) => d.id.to_string(),
+        other => panic!("{other:?}"),
+    };
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let cut = dir.join("data").join(format!("{cat_id}-a430d84680aabd0b.png"));
+    std::fs::write(&cut, b"hel").unwrap();
     let msgs = vec![
-        Arc::new(image_msg("cat.png", "aGVsbG8=")), // "hello"
+        Arc::new(cat),
         Arc::new(Msg::assistant_blocks(
             "a",
             vec![
                 ContentBlock::tool_call("c1", "screenshot", "{}"),
                 ContentBlock::ToolResult(screenshot),
+                ContentBlock::Hint(hint),
             ],
         )),
         Arc::new(image_msg("broken.png", "not base64!")),
     ];
     let scope = OffloadScope::new("", &session);
-    let path = offloader.offload_context(scope, msgs).await.unwrap();
+    let path = offloader.offload_context(scope, msgs.clone()).await.unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(!text.contains("aGVsbG8=") && !text.contains("d29ybGQ="), "{text}");
+    for bytes in ["aGVsbG8=", "d29ybGQ=", "aGludA=="] {
+        assert!(!text.contains(bytes), "{bytes} is in {text}");
+    }
+    assert_eq!(text.matches("\"url\":\"file:///").count(), 3, "{text}");
     assert!(
         text.contains("not base64!"),
         "an image that does not decode stays: {text}"
     );
+    assert_eq!(std::fs::read(&cut).unwrap(), b"hello", "the cut file was written again");
+    let files = std::fs::read_dir(dir.join("data")).unwrap().count();
+    assert_eq!(files, 3, "no temporary file is left");
 
     let back = offloader.read_context(scope).await.unwrap();
-    let url = |block: &DataBlock| match &block.source {
-        towerscope_core::DataSource::Url { url, media_type } => (url.clone(), media_type.clone()),
-        other => panic!("still inline: {other:?}"),
-    };
-    let ContentBlock::Data(cat) = &back[0].content[0] else {
-        panic!("{:?}", back[0])
-    };
-    let (cat_path, media_type) = url(cat);
-    assert_eq!(media_type, "image/png");
-    assert!(
-        cat_path.starts_with(&dir.join("data").display().to_string()),
-        "{cat_path}"
-    );
-    assert_eq!(std::fs::read(&cat_path).unwrap(), b"hello");
-    let result = back[1].tool_results().next().unwrap();
-    assert_eq!(result.id, Id::from("c1"));
-    let towerscope_core::ToolOutput::Blocks(blocks) = &result.output else {
-        panic!("{result:?}")
-    };
-    let towerscope_core::MediaBlock::Data(shot) = &blocks[0] else {
-        panic!("{blocks:?}")
-    };
-    let (shot_path, _) = url(shot);
-    assert!(shot_path.ends_with(".jpg"), "{shot_path}");
-    assert_eq!(std::fs::read(&shot_path).unwrap(), b"world");
-    assert_eq!(shot.name.as_deref(), Some("shot.jpg"));
+    let given: Vec<Msg> = msgs.iter().map(|m| Msg::clone(m)).collect();
+    assert_eq!(back, given, "read back as they were given");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

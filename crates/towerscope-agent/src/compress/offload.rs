@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use towerscope_core::{
-    AgentError, ContentBlock, DataBlock, DataSource, Id, MediaBlock, Msg, ToolOutput, ToolResultBlock,
+    AgentError, ContentBlock, DataBlock, DataSource, HintBlock, HintContent, Id, MediaBlock, Msg, ToolOutput,
+    ToolResultBlock,
 };
 
 use super::read_tool::ReadTool;
@@ -28,12 +29,17 @@ use super::read_tool::ReadTool;
 ///
 /// Each call names its [`OffloadScope`]: the agent's session id and the user id of its
 /// session store's key ([`AgentBuilder::session`](crate::AgentBuilder::session); empty without
-/// one), so two users whose session ids repeat never share what was offloaded.
+/// one), so two users whose session ids repeat never share what was offloaded. An agent
+/// without a session store has no user id: give each user's agents a directory of their own
+/// (`FileOffloader::new(dir.join(user))`) if their session ids may repeat. User and session
+/// ids keep their case in file names, so on a file system that ignores case (macOS, Windows)
+/// `Bob` and `bob` share a directory. Files offloaded before they were kept by user stay under
+/// `{dir}/sessions`, where only [`FileOffloader::read_tool`] reads them.
 ///
 /// [`FileOffloader`] appends the messages, one JSON message per line, to
 /// `{base}/sessions/{session_id}/context.jsonl` (as the reference's workspace does; their
-/// inline images and files, and those of their tool results, are written to files of their
-/// own, below, and the line names each by its path), the cut
+/// inline images and files, and those of their tool results and hints, are written to files of
+/// their own, below, and the line names each by its `file://` URL), the cut
 /// part of a tool result to `{base}/sessions/{session_id}/tool_result-{id}.txt` (`(1)`, `(2)`, …
 /// when the id repeats), and images to `{base}/data/{block_id}-{hash of its bytes}.{ext}`,
 /// where `{base}` is the directory for an agent without a user id and `{dir}/users/{user_id}`
@@ -146,22 +152,31 @@ impl FileOffloader {
         self.session_dir(scope).join("context.jsonl")
     }
 
-    /// The messages offloaded for a session, oldest first (none when nothing was offloaded).
+    /// The messages offloaded for a session, oldest first (none when nothing was offloaded),
+    /// as they were given: an image written to a file of its own is read back inline (one whose
+    /// file is gone keeps its `file://` URL).
     pub async fn read_context(&self, scope: OffloadScope<'_>) -> Result<Vec<Msg>, AgentError> {
         let path = self.context_path(scope);
+        let root = self.dir.clone();
         blocking(move || {
             let text = match fs::read_to_string(&path) {
                 Ok(text) => text,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
                 Err(e) => return Err(io_error(&path, &e)),
             };
+            let root = fs::canonicalize(&root).unwrap_or(root);
             text.lines()
                 .filter(|l| !l.trim().is_empty())
                 .enumerate()
                 .map(|(i, line)| {
-                    serde_json::from_str(line).map_err(|e| {
+                    let mut msg: Msg = serde_json::from_str(line).map_err(|e| {
                         AgentError::State(format!("{}: line {} is not a message: {e}", path.display(), i + 1))
-                    })
+                    })?;
+                    for_each_data(&mut msg, &mut |block| {
+                        read_back(&root, block);
+                        Ok(())
+                    })?;
+                    Ok(msg)
                 })
                 .collect()
         })
@@ -170,13 +185,20 @@ impl FileOffloader {
 
     /// The reference's `Read` tool, reading only the files of user `user_id` (see
     /// [`user_dir`](Self::user_dir)); give each user's agent its own, so a model cannot read
-    /// another user's offloaded messages.
+    /// another user's offloaded messages. For no user id it reads the directory without
+    /// `{dir}/users`.
     pub fn read_tool_for(&self, user_id: &str) -> ReadTool {
-        ReadTool::new(self.user_dir(user_id))
+        let tool = ReadTool::new(self.user_dir(user_id));
+        if user_id.is_empty() {
+            tool.except(self.dir.join("users"))
+        } else {
+            tool
+        }
     }
 
-    /// The reference's `Read` tool over the whole directory: every user's files. For an
-    /// application whose agents keep no user id; otherwise use [`read_tool_for`](Self::read_tool_for).
+    /// The reference's `Read` tool over the whole directory: every user's files (and those
+    /// offloaded before files were kept by user, under `{dir}/sessions`). For an application
+    /// whose agents keep no user id; otherwise use [`read_tool_for`](Self::read_tool_for).
     pub fn read_tool(&self) -> ReadTool {
         ReadTool::new(self.dir.clone())
     }
@@ -275,51 +297,124 @@ impl Offloader for FileOffloader {
     }
 }
 
-/// `msg` with each inline data block (its own, and those of its tool results) written to a file
-/// under `data` and named by that file's path (as the reference does), so the JSONL file holds
-/// no image bytes; `None` when it has no inline data. A block whose base64 does not decode
-/// stays inline: its bytes cannot be written, and the compression must not fail on it.
+/// `msg` with each inline data block (its own, those of its tool results and of its hints)
+/// written to a file under `data` and named by that file's `file://` URL (as the reference
+/// does, with a path), so the JSONL file holds no image bytes; `None` when it has no inline
+/// data. A block whose base64 does not decode stays inline: its bytes cannot be written, and
+/// the compression must not fail on it.
 fn inline_data_to_files(msg: &Msg, data: &Path) -> Result<Option<Msg>, AgentError> {
-    let inline = |block: &DataBlock| matches!(block.source, DataSource::Base64 { .. });
-    let has_inline = msg.content.iter().any(|block| match block {
-        ContentBlock::Data(d) => inline(d),
-        ContentBlock::ToolResult(r) => match &r.output {
-            ToolOutput::Blocks(blocks) => blocks.iter().any(|b| matches!(b, MediaBlock::Data(d) if inline(d))),
-            ToolOutput::Text(_) => false,
-        },
-        _ => false,
-    });
-    if !has_inline {
+    if !any_data(msg, |block| matches!(block.source, DataSource::Base64 { .. })) {
         return Ok(None);
     }
-    let to_file = |block: &mut DataBlock| -> Result<(), AgentError> {
+    let mut moved = msg.clone();
+    for_each_data(&mut moved, &mut |block| {
         if let DataSource::Base64 { media_type, .. } = &block.source
             && let Some(bytes) = block.source.decode_bytes()
         {
-            let url = write_bytes(data, block, media_type, &bytes)?;
+            let path = write_bytes(data, block, media_type, &bytes)?;
             let media_type = media_type.clone();
-            block.source = DataSource::Url { url, media_type };
+            block.source = DataSource::Url {
+                url: file_url(&path),
+                media_type,
+            };
         }
         Ok(())
+    })?;
+    Ok(Some(moved))
+}
+
+/// An image of `root` read back inline from its `file://` URL; left as it is when the URL
+/// names no readable file inside `root`.
+fn read_back(root: &Path, block: &mut DataBlock) {
+    let DataSource::Url { url, media_type } = &block.source else {
+        return;
     };
-    let mut moved = msg.clone();
-    for block in &mut moved.content {
-        match block {
-            ContentBlock::Data(d) => to_file(d)?,
+    let Some(path) = path_of_file_url(url) else {
+        return;
+    };
+    let inside = fs::canonicalize(&path).is_ok_and(|path| path.starts_with(root));
+    if let Some(bytes) = inside.then(|| fs::read(&path).ok()).flatten() {
+        block.source = DataSource::inline(&bytes, media_type.clone());
+    }
+}
+
+/// Whether a data block of `msg` (its own, a tool result's, a hint's) is one `test` accepts.
+fn any_data(msg: &Msg, test: impl Fn(&DataBlock) -> bool) -> bool {
+    let in_media = |blocks: &[MediaBlock]| blocks.iter().any(|b| matches!(b, MediaBlock::Data(d) if test(d)));
+    msg.content.iter().any(|block| match block {
+        ContentBlock::Data(d) => test(d),
+        ContentBlock::ToolResult(ToolResultBlock {
+            output: ToolOutput::Blocks(blocks),
+            ..
+        }) => in_media(blocks),
+        ContentBlock::Hint(HintBlock {
+            hint: HintContent::Blocks(blocks),
+            ..
+        }) => in_media(blocks),
+        _ => false,
+    })
+}
+
+/// Runs `f` on each data block of `msg` (its own, a tool result's, a hint's), in order.
+fn for_each_data(msg: &mut Msg, f: &mut dyn FnMut(&mut DataBlock) -> Result<(), AgentError>) -> Result<(), AgentError> {
+    for block in &mut msg.content {
+        let media = match block {
+            ContentBlock::Data(d) => {
+                f(d)?;
+                continue;
+            }
             ContentBlock::ToolResult(ToolResultBlock {
                 output: ToolOutput::Blocks(blocks),
                 ..
-            }) => {
-                for block in blocks {
-                    if let MediaBlock::Data(d) = block {
-                        to_file(d)?;
-                    }
-                }
+            })
+            | ContentBlock::Hint(HintBlock {
+                hint: HintContent::Blocks(blocks),
+                ..
+            }) => blocks,
+            _ => continue,
+        };
+        for block in media {
+            if let MediaBlock::Data(d) = block {
+                f(d)?;
             }
-            _ => {}
         }
     }
-    Ok(Some(moved))
+    Ok(())
+}
+
+/// The `file://` URL of `path` (made absolute; bytes other than letters, digits, `-._~/`
+/// percent-encoded).
+fn file_url(path: &Path) -> String {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let text = absolute.to_string_lossy();
+    let mut url = String::with_capacity(text.len() + 7);
+    url.push_str("file://");
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+            url.push(char::from(byte));
+        } else {
+            url.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    url
+}
+
+/// The path of a `file://` URL [`file_url`] wrote; `None` for any other URL.
+fn path_of_file_url(url: &str) -> Option<PathBuf> {
+    let encoded = url.strip_prefix("file://")?.as_bytes();
+    let mut bytes = Vec::with_capacity(encoded.len());
+    let mut i = 0;
+    while i < encoded.len() {
+        if encoded[i] == b'%' {
+            let hex = std::str::from_utf8(encoded.get(i + 1..i + 3)?).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            bytes.push(encoded[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(bytes).ok().map(PathBuf::from)
 }
 
 /// Writes an inline data block's bytes under `data`; returns the file's path.
@@ -333,11 +428,14 @@ fn write_data(data: &Path, block: &DataBlock) -> Result<String, AgentError> {
             block.id
         )));
     };
-    write_bytes(data, block, media_type, &bytes)
+    write_bytes(data, block, media_type, &bytes).map(|path| path.display().to_string())
 }
 
-/// Writes `bytes`, the decoded data of `block`, under `data`; returns the file's path.
-fn write_bytes(data: &Path, block: &DataBlock, media_type: &str, bytes: &[u8]) -> Result<String, AgentError> {
+/// Writes `bytes`, the decoded data of `block`, under `data`; returns the file's path. The
+/// file is written under a temporary name, flushed, then renamed, so its name never shows a
+/// partial file; one already there with another length (cut short by a crash before this
+/// rule) is written again.
+fn write_bytes(data: &Path, block: &DataBlock, media_type: &str, bytes: &[u8]) -> Result<PathBuf, AgentError> {
     // Named by the block's id and its bytes: block ids may come from clients, and a different
     // image under an id already written gets its own file (the same image is written once).
     let path = data.join(format!(
@@ -347,10 +445,19 @@ fn write_bytes(data: &Path, block: &DataBlock, media_type: &str, bytes: &[u8]) -
         extension(media_type)
     ));
     fs::create_dir_all(data).map_err(|e| io_error(data, &e))?;
-    if !path.exists() {
-        fs::write(&path, bytes).map_err(|e| io_error(&path, &e))?;
+    let whole = fs::metadata(&path).is_ok_and(|m| u64::try_from(bytes.len()).is_ok_and(|len| m.len() == len));
+    if !whole {
+        // The temporary name is this process's and thread's: two writers never share one.
+        let temporary = path.with_extension(format!("tmp-{}-{:?}", std::process::id(), std::thread::current().id()));
+        let written = fs::File::create(&temporary)
+            .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_data()))
+            .and_then(|()| fs::rename(&temporary, &path));
+        if let Err(e) = written {
+            let _ = fs::remove_file(&temporary);
+            return Err(io_error(&path, &e));
+        }
     }
-    Ok(path.display().to_string())
+    Ok(path)
 }
 
 /// Runs blocking file work on tokio's blocking pool.

@@ -52,12 +52,24 @@ fn schema() -> &'static Arc<Value> {
 #[derive(Debug, Clone)]
 pub struct ReadTool {
     dir: PathBuf,
+    /// A directory inside `dir` it does not read (the named users' files, for the tool of an
+    /// agent without a user id).
+    except: Option<PathBuf>,
 }
 
 impl ReadTool {
     /// A tool reading inside `dir`.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+        Self {
+            dir: dir.into(),
+            except: None,
+        }
+    }
+
+    /// The tool, refusing the files under `except` too.
+    pub(crate) fn except(mut self, except: PathBuf) -> Self {
+        self.except = Some(except);
+        self
     }
 }
 
@@ -83,9 +95,9 @@ impl Tool for ReadTool {
     }
 
     fn call(&self, input: Value) -> ToolChunkStream {
-        let dir = self.dir.clone();
+        let (dir, except) = (self.dir.clone(), self.except.clone());
         let read = async move {
-            let answer = tokio::task::spawn_blocking(move || read(&dir, &input))
+            let answer = tokio::task::spawn_blocking(move || read(&dir, except.as_deref(), &input))
                 .await
                 .unwrap_or_else(|e| Err(format!("Error reading file: {e}")));
             let chunk = match answer {
@@ -98,7 +110,7 @@ impl Tool for ReadTool {
     }
 }
 
-fn read(dir: &std::path::Path, input: &Value) -> Result<String, String> {
+fn read(dir: &std::path::Path, except: Option<&std::path::Path>, input: &Value) -> Result<String, String> {
     let file_path = input.get("file_path").and_then(Value::as_str).unwrap_or_default();
     let offset = input.get("offset").and_then(Value::as_u64).unwrap_or(1).max(1);
     let limit = input
@@ -110,7 +122,11 @@ fn read(dir: &std::path::Path, input: &Value) -> Result<String, String> {
         return Err(format!("Error: File does not exist: {file_path}"));
     };
     let inside = std::fs::canonicalize(dir).is_ok_and(|dir| path.starts_with(dir));
-    if !inside {
+    let excepted = except.is_some_and(|except| {
+        // A directory not made yet holds nothing to refuse.
+        std::fs::canonicalize(except).is_ok_and(|except| path.starts_with(except))
+    });
+    if !inside || excepted {
         return Err(format!(
             "Error: {file_path} is not an offloaded file; this tool reads only inside {}",
             dir.display()

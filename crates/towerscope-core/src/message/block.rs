@@ -115,6 +115,22 @@ pub enum DataSource {
 }
 
 impl DataSource {
+    /// An inline source holding `bytes` (base64-encoded, standard alphabet, padded).
+    ///
+    /// ```
+    /// use towerscope_core::DataSource;
+    ///
+    /// let source = DataSource::inline(b"hello", "text/plain");
+    /// assert_eq!(source, DataSource::Base64 { data: "aGVsbG8=".into(), media_type: "text/plain".into() });
+    /// assert_eq!(source.decode_bytes().as_deref(), Some(&b"hello"[..]));
+    /// ```
+    pub fn inline(bytes: &[u8], media_type: impl Into<String>) -> Self {
+        Self::Base64 {
+            data: crate::message::base64::encode(bytes),
+            media_type: media_type.into(),
+        }
+    }
+
     /// The bytes of an inline source (`None` for a URL, or base64 text that does not decode).
     pub fn decode_bytes(&self) -> Option<Vec<u8>> {
         match self {
