@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: unit, integration and doc tests of every crate.
+# Runs the whole test suite: unit, integration and doc tests of every crate, and each benchmark
+# once.
 # Whatever the tests need beyond cargo (the OTLP collector of the tracing tests, the MCP server,
 # the Redis of the session-store and shared-rate-limit tests, the LLM server of the provider
 # tests, tmux for the terminal chat, the A2A SDK of the serve tests) is installed and started
@@ -110,6 +111,10 @@ cargo nextest run --workspace --all-features -E 'not binary(soak)' "$@" || statu
 # leaves them out, as it leaves out the soak.
 if [ "$#" -eq 0 ]; then
     cargo test --workspace --all-features --doc || status=$?
+    # Each benchmark once, as a test (criterion's test mode; unoptimised, seconds): a bench
+    # that can no longer run (its recorded input out of date, say) fails here, not when
+    # someone next measures.
+    cargo test --all-features --benches || status=$?
 fi
 # The soak (tests/soak.rs: 10,000 replies against a hostile model) on its own, so its counts
 # are printed; skipped when the run was narrowed with arguments. Built with the features above,
