@@ -393,6 +393,7 @@ impl AgentBuilder {
                 timezone: hints.timezone.clone(),
                 offloader: self.offloader.clone(),
                 user_id: Arc::clone(&user_id),
+                offloaded: Mutex::default(),
             }),
             model_call: model_call.clone(),
         });

@@ -361,6 +361,102 @@ async fn offloaded_images_go_to_files_of_their_own() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A file offloader that answers 5 s after it stored the messages (a slow disk's sync).
+struct SlowToAnswer(FileOffloader);
+
+impl Offloader for SlowToAnswer {
+    fn offload_context(
+        &self,
+        scope: OffloadScope<'_>,
+        msgs: Vec<Arc<Msg>>,
+    ) -> BoxFuture<'static, Result<String, AgentError>> {
+        let stored = self.0.offload_context(scope, msgs);
+        Box::pin(async move {
+            let path = stored.await?;
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            Ok(path)
+        })
+    }
+
+    fn offload_data_block(
+        &self,
+        scope: OffloadScope<'_>,
+        block: DataBlock,
+    ) -> BoxFuture<'static, Result<String, AgentError>> {
+        self.0.offload_data_block(scope, block)
+    }
+
+    fn offload_tool_result(
+        &self,
+        scope: OffloadScope<'_>,
+        result: ToolResultBlock,
+    ) -> BoxFuture<'static, Result<String, AgentError>> {
+        self.0.offload_tool_result(scope, result)
+    }
+}
+
+/// A compression interrupted after it stored its messages leaves the context as it was; the
+/// next one stores only what was not stored yet, so each message is in the file once.
+#[tokio::test(start_paused = true)]
+async fn a_compression_dropped_after_its_offload_does_not_store_its_messages_twice() {
+    let dir = temp_dir("dropped");
+    let offloader = FileOffloader::new(&dir);
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("s", SUMMARY_TOOL, SUMMARY),
+            ScriptedResponse::tool_call("s", SUMMARY_TOOL, SUMMARY),
+        ],
+    )
+    .context_size(400);
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .hints(HintConfig::disabled())
+        .context(ContextConfig::new())
+        .offloader(SlowToAnswer(offloader.clone()))
+        .build()
+        .unwrap();
+    agent.observe(history()).unwrap();
+    let before = agent.state().context;
+    let scope_of = |agent: &Agent| agent.state().session_id;
+    let session = scope_of(&agent);
+    let compressing = tokio::spawn({
+        let agent = agent.clone();
+        async move { agent.compress_context(Some(ContextConfig::new()), None).await }
+    });
+    while offloader
+        .read_context(OffloadScope::new("", &session))
+        .await
+        .unwrap()
+        .is_empty()
+    {
+        tokio::task::yield_now().await;
+    }
+    assert!(agent.interrupt(), "the compression waits on its offloader");
+    assert!(matches!(compressing.await.unwrap(), Err(AgentError::Interrupted)));
+    assert_eq!(agent.state().context, before, "nothing was applied");
+    let first = offloader
+        .read_context(OffloadScope::new("", &session))
+        .await
+        .unwrap()
+        .len();
+    assert!(first > 0);
+
+    agent.compress_context(Some(ContextConfig::new()), None).await.unwrap();
+    assert!(agent.state().context.len() < before.len(), "applied this time");
+    let stored = offloader.read_context(OffloadScope::new("", &session)).await.unwrap();
+    let stored: Vec<String> = stored.iter().filter_map(Msg::text_content).collect();
+    let mut once = stored.clone();
+    once.dedup();
+    assert_eq!(stored, once, "each message once");
+    assert_eq!(
+        stored.len(),
+        first,
+        "the same messages were compressed again, and none stored twice"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// An offloader whose storage is down.
 struct Broken;
 

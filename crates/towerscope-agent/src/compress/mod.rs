@@ -113,11 +113,43 @@ pub(crate) struct CompressShared {
     pub(crate) offloader: Option<Arc<dyn Offloader>>,
     /// The user id of the agent's session key (empty for none): the offloader's scope.
     pub(crate) user_id: Arc<str>,
+    /// What compressions that were then abandoned (interrupted, or the context changed)
+    /// offloaded: the next one stores only the rest.
+    pub(crate) offloaded: Mutex<Offloaded>,
+}
+
+/// Messages already offloaded for a session by a compression that was not applied.
+#[derive(Default)]
+pub(crate) struct Offloaded {
+    session_id: Option<Id>,
+    /// Held, so that their addresses name them until the next compression applies.
+    msgs: Vec<Arc<Msg>>,
+}
+
+impl Offloaded {
+    /// The messages of `compress` not offloaded yet for `session_id` (the same message: the
+    /// same allocation, which these held ones keep from being reused).
+    fn not_yet(&mut self, session_id: &Id, compress: &[Arc<Msg>]) -> Vec<Arc<Msg>> {
+        if self.session_id.as_ref() != Some(session_id) {
+            self.session_id = Some(session_id.clone());
+            self.msgs.clear();
+        }
+        let stored: HashSet<*const Msg> = self.msgs.iter().map(Arc::as_ptr).collect();
+        compress
+            .iter()
+            .filter(|m| !stored.contains(&Arc::as_ptr(m)))
+            .cloned()
+            .collect()
+    }
 }
 
 impl CompressShared {
     fn lock(&self) -> std::sync::MutexGuard<'_, AgentState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn offloaded(&self) -> std::sync::MutexGuard<'_, Offloaded> {
+        self.offloaded.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The context size the ratios apply to.
@@ -281,7 +313,19 @@ where
     if let Some(offloader) = &shared.offloader {
         // Stored before the context changes: a failure here leaves it as it was.
         let scope = OffloadScope::new(&shared.user_id, &session_id);
-        let path = offloader.offload_context(scope, parts.compress.clone()).await?;
+        // An abandoned compression stored some of them already.
+        let fresh = shared.offloaded().not_yet(&session_id, &parts.compress);
+        // Until this compression applies, they count as stored: an interrupt may drop it
+        // while the offloader answers, after it wrote them. A failure stored nothing.
+        shared.offloaded().msgs.extend(fresh.iter().cloned());
+        let path = match offloader.offload_context(scope, fresh.clone()).await {
+            Ok(path) => path,
+            Err(e) => {
+                let failed: HashSet<*const Msg> = fresh.iter().map(Arc::as_ptr).collect();
+                shared.offloaded().msgs.retain(|m| !failed.contains(&Arc::as_ptr(m)));
+                return Err(e);
+            }
+        };
         let reminder = format!(
             "<system-reminder>The compressed context is offloaded to '{path}', you can refer to it when needed.</system-reminder>"
         );
@@ -303,6 +347,8 @@ where
     state.summary = new_summary;
     state.context = parts.keep.into();
     state.last_call = None;
+    // What was offloaded left the context for good.
+    shared.offloaded().msgs.clear();
     if let Some(usage) = usage
         && state.reply_context.reply_id == *ctx.reply_id()
     {
