@@ -339,6 +339,19 @@ async fn offloaded_images_go_to_files_of_their_own() {
             ],
         )),
         Arc::new(image_msg("broken.png", "not base64!")),
+        // A URL a message brought itself, naming a file of the offloader's (another user's, say):
+        // read back as it was, not inline.
+        Arc::new(
+            Msg::new(
+                "user",
+                Role::User,
+                vec![ContentBlock::Data(DataBlock::url(
+                    format!("file://{}", dir.join("sessions/s1/context.jsonl").display()),
+                    "image/png",
+                ))],
+            )
+            .unwrap(),
+        ),
     ];
     let scope = OffloadScope::new("", &session);
     let path = offloader.offload_context(scope, msgs.clone()).await.unwrap();
@@ -346,7 +359,7 @@ async fn offloaded_images_go_to_files_of_their_own() {
     for bytes in ["aGVsbG8=", "d29ybGQ=", "aGludA=="] {
         assert!(!text.contains(bytes), "{bytes} is in {text}");
     }
-    assert_eq!(text.matches("\"url\":\"file:///").count(), 3, "{text}");
+    assert_eq!(text.matches("\"url\":\"file:///").count(), 4, "{text}");
     assert!(
         text.contains("not base64!"),
         "an image that does not decode stays: {text}"

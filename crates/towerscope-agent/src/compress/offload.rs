@@ -34,7 +34,8 @@ use super::read_tool::ReadTool;
 /// (`FileOffloader::new(dir.join(user))`) if their session ids may repeat. User and session
 /// ids keep their case in file names, so on a file system that ignores case (macOS, Windows)
 /// `Bob` and `bob` share a directory. Files offloaded before they were kept by user stay under
-/// `{dir}/sessions`, where only [`FileOffloader::read_tool`] reads them.
+/// `{dir}/sessions`, where [`FileOffloader::read_tool`] and the tool of agents without a user
+/// id read them.
 ///
 /// [`FileOffloader`] appends the messages, one JSON message per line, to
 /// `{base}/sessions/{session_id}/context.jsonl` (as the reference's workspace does; their
@@ -153,18 +154,20 @@ impl FileOffloader {
     }
 
     /// The messages offloaded for a session, oldest first (none when nothing was offloaded),
-    /// as they were given: an image written to a file of its own is read back inline (one whose
-    /// file is gone keeps its `file://` URL).
+    /// with the content they were given: an image written to a file of its own is read back
+    /// inline (its bytes, base64-encoded; one whose file is gone keeps its `file://` URL), so
+    /// the messages hold every image of the session in memory.
     pub async fn read_context(&self, scope: OffloadScope<'_>) -> Result<Vec<Msg>, AgentError> {
         let path = self.context_path(scope);
-        let root = self.dir.clone();
+        let data = self.user_dir(scope.user_id).join("data");
         blocking(move || {
             let text = match fs::read_to_string(&path) {
                 Ok(text) => text,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
                 Err(e) => return Err(io_error(&path, &e)),
             };
-            let root = fs::canonicalize(&root).unwrap_or(root);
+            // No image was moved for this user if there is no such directory.
+            let data = fs::canonicalize(&data).ok();
             text.lines()
                 .filter(|l| !l.trim().is_empty())
                 .enumerate()
@@ -172,10 +175,12 @@ impl FileOffloader {
                     let mut msg: Msg = serde_json::from_str(line).map_err(|e| {
                         AgentError::State(format!("{}: line {} is not a message: {e}", path.display(), i + 1))
                     })?;
-                    for_each_data(&mut msg, &mut |block| {
-                        read_back(&root, block);
-                        Ok(())
-                    })?;
+                    if let Some(data) = &data {
+                        for_each_data(&mut msg, &mut |block| {
+                            read_back(data, block);
+                            Ok(())
+                        })?;
+                    }
                     Ok(msg)
                 })
                 .collect()
@@ -323,17 +328,24 @@ fn inline_data_to_files(msg: &Msg, data: &Path) -> Result<Option<Msg>, AgentErro
     Ok(Some(moved))
 }
 
-/// An image of `root` read back inline from its `file://` URL; left as it is when the URL
-/// names no readable file inside `root`.
-fn read_back(root: &Path, block: &mut DataBlock) {
+/// An image read back inline from its `file://` URL when the URL names a file directly in
+/// `data` (the canonical path of the user's image directory: an URL a message brought itself,
+/// naming any other file, is left as it is, as is one whose file is gone).
+fn read_back(data: &Path, block: &mut DataBlock) {
     let DataSource::Url { url, media_type } = &block.source else {
         return;
     };
     let Some(path) = path_of_file_url(url) else {
         return;
     };
-    let inside = fs::canonicalize(&path).is_ok_and(|path| path.starts_with(root));
-    if let Some(bytes) = inside.then(|| fs::read(&path).ok()).flatten() {
+    // The canonical path is the one checked and the one read.
+    let Ok(path) = fs::canonicalize(&path) else {
+        return;
+    };
+    if path.parent() != Some(data) {
+        return;
+    }
+    if let Ok(bytes) = fs::read(&path) {
         block.source = DataSource::inline(&bytes, media_type.clone());
     }
 }
@@ -386,10 +398,10 @@ fn for_each_data(msg: &mut Msg, f: &mut dyn FnMut(&mut DataBlock) -> Result<(), 
 /// percent-encoded).
 fn file_url(path: &Path) -> String {
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let text = absolute.to_string_lossy();
-    let mut url = String::with_capacity(text.len() + 7);
+    let bytes = os_bytes(absolute.as_os_str());
+    let mut url = String::with_capacity(bytes.len() + 7);
     url.push_str("file://");
-    for byte in text.bytes() {
+    for &byte in bytes.iter() {
         if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
             url.push(char::from(byte));
         } else {
@@ -414,6 +426,32 @@ fn path_of_file_url(url: &str) -> Option<PathBuf> {
             i += 1;
         }
     }
+    path_from_bytes(bytes)
+}
+
+/// A path's bytes: on Unix its own (a name need not be UTF-8), elsewhere its UTF-8 text.
+#[cfg(unix)]
+fn os_bytes(path: &std::ffi::OsStr) -> std::borrow::Cow<'_, [u8]> {
+    std::borrow::Cow::Borrowed(std::os::unix::ffi::OsStrExt::as_bytes(path))
+}
+
+#[cfg(not(unix))]
+fn os_bytes(path: &std::ffi::OsStr) -> std::borrow::Cow<'_, [u8]> {
+    match path.to_string_lossy() {
+        std::borrow::Cow::Borrowed(text) => std::borrow::Cow::Borrowed(text.as_bytes()),
+        std::borrow::Cow::Owned(text) => std::borrow::Cow::Owned(text.into_bytes()),
+    }
+}
+
+#[cfg(unix)]
+fn path_from_bytes(bytes: Vec<u8>) -> Option<PathBuf> {
+    Some(PathBuf::from(
+        <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes),
+    ))
+}
+
+#[cfg(not(unix))]
+fn path_from_bytes(bytes: Vec<u8>) -> Option<PathBuf> {
     String::from_utf8(bytes).ok().map(PathBuf::from)
 }
 
@@ -432,9 +470,9 @@ fn write_data(data: &Path, block: &DataBlock) -> Result<String, AgentError> {
 }
 
 /// Writes `bytes`, the decoded data of `block`, under `data`; returns the file's path. The
-/// file is written under a temporary name, flushed, then renamed, so its name never shows a
-/// partial file; one already there with another length (cut short by a crash before this
-/// rule) is written again.
+/// file is written under a temporary name of its own, flushed, then renamed (and the directory
+/// flushed), so its name never shows a partial file; one already there that holds other bytes
+/// (cut short by a crash before this rule) is written again.
 fn write_bytes(data: &Path, block: &DataBlock, media_type: &str, bytes: &[u8]) -> Result<PathBuf, AgentError> {
     // Named by the block's id and its bytes: block ids may come from clients, and a different
     // image under an id already written gets its own file (the same image is written once).
@@ -445,19 +483,54 @@ fn write_bytes(data: &Path, block: &DataBlock, media_type: &str, bytes: &[u8]) -
         extension(media_type)
     ));
     fs::create_dir_all(data).map_err(|e| io_error(data, &e))?;
-    let whole = fs::metadata(&path).is_ok_and(|m| u64::try_from(bytes.len()).is_ok_and(|len| m.len() == len));
-    if !whole {
-        // The temporary name is this process's and thread's: two writers never share one.
-        let temporary = path.with_extension(format!("tmp-{}-{:?}", std::process::id(), std::thread::current().id()));
-        let written = fs::File::create(&temporary)
-            .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_data()))
-            .and_then(|()| fs::rename(&temporary, &path));
-        if let Err(e) = written {
-            let _ = fs::remove_file(&temporary);
-            return Err(io_error(&path, &e));
-        }
+    if fs::read(&path).is_ok_and(|there| there == bytes) {
+        return Ok(path);
+    }
+    let (mut file, temporary) = temporary_file(&path)?;
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_data())
+        .and_then(|()| fs::rename(&temporary, &path))
+        .and_then(|()| sync_dir(data));
+    if let Err(e) = written {
+        let _ = fs::remove_file(&temporary);
+        return Err(io_error(&path, &e));
     }
     Ok(path)
+}
+
+/// A new file beside `path` under a name no other writer has (made with `create_new`: the
+/// process id, a time and a counter, and another try if it exists all the same).
+fn temporary_file(path: &Path) -> Result<(fs::File, PathBuf), AgentError> {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mut last = None;
+    for _ in 0..16 {
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let temporary = path.with_extension(format!("tmp-{}-{nanos}-{n}", std::process::id()));
+        match OpenOptions::new().write(true).create_new(true).open(&temporary) {
+            Ok(file) => return Ok((file, temporary)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(io_error(&temporary, &e)),
+        }
+    }
+    let e = last.unwrap_or_else(|| std::io::Error::from(std::io::ErrorKind::AlreadyExists));
+    Err(io_error(path, &e))
+}
+
+/// Flushes a directory's entries (a rename into it), where the platform can.
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        fs::File::open(dir)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
 }
 
 /// Runs blocking file work on tokio's blocking pool.
@@ -523,6 +596,23 @@ fn extension(media_type: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A path's `file://` URL names it again, whatever bytes it holds (a name need not be
+    /// UTF-8 on Unix); other URLs name no file.
+    #[test]
+    fn file_urls_round_trip() {
+        let plain = Path::new("/tmp/off load/data/a~1%.png");
+        assert_eq!(file_url(plain), "file:///tmp/off%20load/data/a~1%25.png");
+        assert_eq!(path_of_file_url(&file_url(plain)).as_deref(), Some(plain));
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let odd = Path::new(std::ffi::OsStr::from_bytes(b"/tmp/d\xff/x.png"));
+            assert_eq!(path_of_file_url(&file_url(odd)).as_deref(), Some(odd));
+        }
+        assert_eq!(path_of_file_url("https://example.invalid/a.png"), None);
+        assert_eq!(path_of_file_url("file:///a%zz"), None);
+    }
 
     #[test]
     fn ids_never_leave_the_directory() {
