@@ -114,7 +114,7 @@ if [ "$#" -eq 0 ]; then
     # Each benchmark once, as a test (criterion's test mode; unoptimised, seconds): a bench
     # that can no longer run (its recorded input out of date, say) fails here, not when
     # someone next measures.
-    cargo test --all-features --benches || status=$?
+    cargo test --workspace --all-features --bench '*' || status=$?
 fi
 # The soak (tests/soak.rs: 10,000 replies against a hostile model) on its own, so its counts
 # are printed; skipped when the run was narrowed with arguments. Built with the features above,
