@@ -16,7 +16,8 @@
 //! cargo bench -p towerscope-restate --bench durable
 //! ```
 //!
-//! Skipped (with a message) without `TOWERSCOPE_RESTATE_INGRESS`.
+//! Skipped (with a message) without `TOWERSCOPE_RESTATE_INGRESS`, unless
+//! `TOWERSCOPE_REQUIRE_RESTATE=1` (as `scripts/test.sh` sets), which makes that a failure.
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
@@ -62,6 +63,11 @@ fn bench(c: &mut Criterion) {
         std::env::var("TOWERSCOPE_RESTATE_INGRESS"),
         std::env::var("TOWERSCOPE_RESTATE_ADMIN"),
     ) else {
+        // scripts/test.sh starts the server and asks for it: there, a missing one fails.
+        assert!(
+            std::env::var("TOWERSCOPE_REQUIRE_RESTATE").as_deref() != Ok("1"),
+            "TOWERSCOPE_REQUIRE_RESTATE=1, but TOWERSCOPE_RESTATE_INGRESS/ADMIN are not set"
+        );
         eprintln!("durable: skipped, no Restate server (eval \"$(scripts/restate-server.sh start)\")");
         return;
     };
