@@ -312,6 +312,30 @@ fn the_builder_checks_its_settings() {
         .build()
         .unwrap_err();
     assert!(err.to_string().contains("must be below max_tokens (1024)"), "{err}");
+    // What the API refuses beside thinking is refused when the model is built.
+    for refused in [
+        AnthropicChatModel::builder("claude").temperature(0.5),
+        AnthropicChatModel::builder("claude").top_k(40),
+        AnthropicChatModel::builder("claude").top_p(0.9),
+    ] {
+        let err = refused
+            .api_key("k")
+            .from_env(false)
+            .max_tokens(4096)
+            .thinking(2048)
+            .build()
+            .unwrap_err();
+        assert!(err.to_string().contains("with thinking"), "{err}");
+    }
+    AnthropicChatModel::builder("claude")
+        .api_key("k")
+        .from_env(false)
+        .max_tokens(4096)
+        .thinking(2048)
+        .temperature(1.0)
+        .top_p(0.95)
+        .build()
+        .unwrap();
     let model = AnthropicChatModel::builder("claude")
         .base_url("http://127.0.0.1:9")
         .from_env(false)
@@ -381,4 +405,70 @@ async fn a_tool_call_is_named_at_its_start_and_counts_that_overflow_saturate() {
 fn the_default_read_timeout_is_ten_minutes() {
     let default = format!("{:?}", AnthropicChatModel::builder("claude"));
     assert!(default.contains("read_timeout: Some(600s)"), "{default}");
+}
+
+/// A redirect to another origin is not followed: reqwest would send `x-api-key` (and the
+/// builder's headers) on to the other host. One within the origin is followed.
+#[tokio::test]
+async fn the_key_does_not_follow_a_redirect_to_another_origin() {
+    let elsewhere = MockServer::start(vec![Reply::sse(pieces(ANSWER.as_bytes(), 64))]).await;
+    let server = MockServer::start(vec![
+        Reply::json(307, "{}").header("location", &format!("{}/v1/messages", elsewhere.base)),
+        Reply::json(307, "{}").header("location", "/v1/messages?moved=1"),
+        Reply::sse(pieces(ANSWER.as_bytes(), 64)),
+    ])
+    .await;
+    let model = builder(&server)
+        .header("x-team-token", "team-0123456789")
+        .build()
+        .unwrap();
+    let agent = agent(model);
+    let err = agent.reply(Msg::user("alice", "Weather in Paris?")).await.unwrap_err();
+    assert!(elsewhere.requests().is_empty(), "nothing reached the other origin");
+    assert!(err.to_string().contains("307"), "{err}");
+
+    let answer = agent.reply(Msg::user("alice", "Weather in Paris?")).await.unwrap();
+    assert!(answer.text_content().is_some());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "the redirect within the origin was followed");
+    assert_eq!(requests[2].header("x-api-key"), Some(KEY));
+}
+
+/// Deltas for thousands of blocks never started (a broken proxy) each open their block once,
+/// found by index (the search through every block so far made this quadratic); an answer
+/// whose server sent no usage has none, rather than a free call.
+#[tokio::test]
+async fn deltas_of_thousands_of_unstarted_blocks_and_an_answer_without_usage() {
+    let n = 5_000u32;
+    let mut events = vec![(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_1", "model": "claude"}}),
+    )];
+    for index in 0..n {
+        events.push((
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": format!("t{index} ")}}),
+        ));
+    }
+    for index in 0..n {
+        events.push((
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": "again"}}),
+        ));
+    }
+    events.push(("message_stop", json!({"type": "message_stop"})));
+    let items = decoded(&events).await;
+    let last = items.last().unwrap().as_ref().unwrap();
+    let texts: Vec<String> = last
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts.len(), n as usize, "one block per index");
+    assert_eq!(texts[0], "t0 again");
+    assert_eq!(texts[4_999], "t4999 again");
+    assert!(last.usage.is_none(), "{:?}", last.usage);
 }

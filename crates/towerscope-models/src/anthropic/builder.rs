@@ -156,7 +156,10 @@ impl AnthropicChatModelBuilder {
     }
 
     /// Extended thinking with this budget of tokens (at least 1024, below the output limit).
-    /// The thinking blocks come back with their signatures and are sent back in later turns.
+    /// The thinking blocks come back with their signatures and are sent back in later turns. A
+    /// call whose tool choice forces a tool (a context summary, the last turns of structured
+    /// output) goes without thinking, which the API refuses beside it; `build` refuses a
+    /// temperature other than 1, a `top_k` and a `top_p` under 0.95, as the API does.
     pub fn thinking(mut self, budget_tokens: u32) -> Self {
         self.options.thinking_budget = Some(budget_tokens);
         self
@@ -250,12 +253,19 @@ impl AnthropicChatModelBuilder {
             ));
         }
         let max_tokens = self.params.max_tokens.unwrap_or(self.options.max_tokens);
-        if let Some(budget) = self.options.thinking_budget
-            && budget >= max_tokens
-        {
-            return Err(AgentError::validation(format!(
-                "the thinking budget ({budget} tokens) must be below max_tokens ({max_tokens}); raise max_tokens"
-            )));
+        if let Some(budget) = self.options.thinking_budget {
+            if budget >= max_tokens {
+                return Err(AgentError::validation(format!(
+                    "the thinking budget ({budget} tokens) must be below max_tokens ({max_tokens}); raise max_tokens"
+                )));
+            }
+            // What the API refuses beside thinking, refused here rather than at every call.
+            let p = &self.params;
+            if p.temperature.is_some_and(|t| t != 1.0) || p.top_k.is_some() || p.top_p.is_some_and(|t| t < 0.95) {
+                return Err(AgentError::validation(
+                    "with thinking, the Anthropic API takes no temperature (but 1), no top_k and a top_p of at least 0.95",
+                ));
+            }
         }
         let mut headers = HeaderMap::new();
         headers.insert(

@@ -63,6 +63,12 @@ struct Answer {
     id: Option<Id>,
     model: Option<String>,
     blocks: Vec<(u32, Block)>,
+    /// Where each index's newest block is in `blocks` (a delta finds its block at once, however
+    /// many there are).
+    positions: std::collections::HashMap<u32, usize>,
+    /// Whether the server reported any usage (a proxy may send none: then the answer has none,
+    /// rather than a free call).
+    usage_seen: bool,
     input_tokens: u64,
     output_tokens: u64,
     cache_read: u64,
@@ -91,6 +97,10 @@ impl Answer {
     }
 
     fn usage(&mut self, usage: &UsageWire) {
+        self.usage_seen |= usage.input_tokens.is_some()
+            || usage.output_tokens.is_some()
+            || usage.cache_read_input_tokens.is_some()
+            || usage.cache_creation_input_tokens.is_some();
         let fields = [
             (&mut self.input_tokens, usage.input_tokens),
             (&mut self.output_tokens, usage.output_tokens),
@@ -158,6 +168,7 @@ impl Answer {
             }
             _ => (Block::Other, None),
         };
+        self.positions.insert(index, self.blocks.len());
         self.blocks.push((index, block));
         chunk
     }
@@ -167,7 +178,7 @@ impl Answer {
         // The latest block first: deltas come for the block last started.
         let found = match self.blocks.last() {
             Some((last, _)) if *last == index => Some(self.blocks.len() - 1),
-            _ => self.blocks.iter().position(|(i, _)| *i == index),
+            _ => self.positions.get(&index).copied(),
         };
         let position = match found {
             Some(position) => position,
@@ -258,7 +269,7 @@ impl Answer {
         .with_time(started.elapsed().as_secs_f64());
         usage.cache_input_tokens = self.cache_read;
         usage.cache_creation_input_tokens = self.cache_creation;
-        response.usage = Some(usage);
+        response.usage = self.usage_seen.then_some(usage);
         let mut metadata = Map::new();
         if let Some(model) = self.model {
             metadata.insert("model".into(), Value::String(model));

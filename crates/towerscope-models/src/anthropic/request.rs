@@ -101,10 +101,12 @@ pub(super) fn body(call: &Call<'_>) -> Result<Vec<u8>, AgentError> {
             cache_control: None,
         })
         .collect();
-    let system_text = match formatted.system.len() {
+    // Whitespace only is left out: the API refuses an empty system text block.
+    let mut parts: Vec<_> = formatted.system.into_iter().filter(|t| !t.trim().is_empty()).collect();
+    let system_text = match parts.len() {
         0 => None,
-        1 => formatted.system.into_iter().next(),
-        _ => Some(Cow::Owned(formatted.system.join("\n"))),
+        1 => parts.pop(),
+        _ => Some(Cow::Owned(parts.join("\n"))),
     };
     let system = match system_text {
         None => None,
@@ -126,6 +128,7 @@ pub(super) fn body(call: &Call<'_>) -> Result<Vec<u8>, AgentError> {
     let tool_choice = (!tools.is_empty())
         .then(|| tool_choice(call.tool_choice, options.parallel_tool_calls))
         .flatten();
+    let forced = forces_a_call(tool_choice.as_ref());
     let body = Body {
         model,
         max_tokens: params.max_tokens.unwrap_or(options.max_tokens),
@@ -138,13 +141,24 @@ pub(super) fn body(call: &Call<'_>) -> Result<Vec<u8>, AgentError> {
         top_p: params.top_p,
         top_k: params.top_k,
         stop_sequences: &params.stop_sequences,
+        // The API refuses thinking beside a tool_choice that forces a call (a summary, the last
+        // turns of structured output): that call goes without thinking.
         thinking: options
             .thinking_budget
+            .filter(|_| !forced)
             .map(|budget| json!({"type": "enabled", "budget_tokens": budget})),
         extra: &options.extra,
     };
     serde_json::to_vec(&body)
         .map_err(|e| AgentError::validation(format!("could not encode the Anthropic request: {e}")))
+}
+
+/// Whether a wire `tool_choice` forces a tool call (`any` or `tool`).
+fn forces_a_call(choice: Option<&Value>) -> bool {
+    matches!(
+        choice.and_then(|c| c.get("type")).and_then(Value::as_str),
+        Some("any" | "tool")
+    )
 }
 
 /// `auto`, `none`, `any` (required) or `tool`, with `disable_parallel_tool_use` when parallel
@@ -218,6 +232,37 @@ mod tests {
                 "thinking": {"type": "enabled", "budget_tokens": 2048}
             })
         );
+    }
+
+    /// A call that must call a tool goes without thinking (the API refuses the two together:
+    /// "Thinking may not be enabled when tool_choice forces tool use"); others keep it.
+    #[test]
+    fn a_forced_tool_call_goes_without_thinking() {
+        let mut options = options();
+        options.thinking_budget = Some(2048);
+        let messages = [Msg::user("u", "hi")];
+        let params = GenerationParams::new();
+        for choice in [ToolChoice::required(), ToolChoice::tool("b")] {
+            let value = sent(&options, &params, &messages, Some(&choice));
+            assert!(value.get("thinking").is_none(), "{value}");
+        }
+        for choice in [Some(ToolChoice::auto()), Some(ToolChoice::none()), None] {
+            let value = sent(&options, &params, &messages, choice.as_ref());
+            assert_eq!(value["thinking"]["budget_tokens"], 2048, "{value}");
+        }
+    }
+
+    /// A system text of whitespace only is not sent (with prompt caching it went as an empty
+    /// block, which the API refuses).
+    #[test]
+    fn an_empty_system_text_is_left_out() {
+        for caching in [false, true] {
+            let mut options = options();
+            options.prompt_caching = caching;
+            let messages = [Msg::system("s", " \n"), Msg::user("u", "hi")];
+            let value = sent(&options, &GenerationParams::new(), &messages, None);
+            assert!(value.get("system").is_none(), "{value}");
+        }
     }
 
     #[test]

@@ -92,7 +92,7 @@ impl ProviderError {
                     error.request_id = top.get("request_id").and_then(Value::as_str).map(str::to_owned);
                 }
                 if error.message.is_empty() {
-                    error.message = cut(&String::from_utf8_lossy(body));
+                    error.message = unquoted_message(&top, body.len());
                 } else {
                     // A proxy's message may quote the whole upstream answer or the request.
                     error.message = cut(&error.message);
@@ -108,6 +108,9 @@ impl ProviderError {
                         .and_then(|s| s.canonical_reason())
                         .unwrap_or("no error body")
                         .to_owned()
+                } else if text.trim_start().starts_with(['{', '[']) {
+                    // JSON cut short (the body's first 64 KiB): it may echo the request.
+                    format!("(JSON that does not parse, {} bytes, not quoted)", body.len())
                 } else {
                     format!("(not JSON) {}", cut(text.trim()))
                 };
@@ -207,6 +210,47 @@ pub(crate) fn request_id(headers: &HeaderMap) -> Option<String> {
         .iter()
         .find_map(|name| headers.get(*name)?.to_str().ok())
         .map(str::to_owned)
+}
+
+/// The message of a JSON error body that has no `message`: FastAPI's `detail` (a text, or its
+/// validation errors' `loc` and `msg`, never their `input`, which echoes the request), else the
+/// body's field names only: an unknown body may quote the conversation.
+fn unquoted_message(top: &serde_json::Map<String, Value>, len: usize) -> String {
+    match top.get("detail") {
+        Some(Value::String(detail)) if !detail.is_empty() => return cut(detail),
+        Some(Value::Array(items)) => {
+            let described: Vec<String> = items
+                .iter()
+                .filter_map(|item| {
+                    let msg = item.get("msg").and_then(Value::as_str)?;
+                    let loc: Vec<String> = item
+                        .get("loc")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .map(|part| match part {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        })
+                        .collect();
+                    Some(if loc.is_empty() {
+                        msg.to_owned()
+                    } else {
+                        format!("{}: {msg}", loc.join("."))
+                    })
+                })
+                .collect();
+            if !described.is_empty() {
+                return cut(&described.join("; "));
+            }
+        }
+        _ => {}
+    }
+    let fields: Vec<&str> = top.keys().map(String::as_str).take(8).collect();
+    cut(&format!(
+        "(a {len}-byte JSON error without a message, not quoted; its fields: {})",
+        fields.join(", ")
+    ))
 }
 
 fn cut(text: &str) -> String {
@@ -322,6 +366,22 @@ mod tests {
         assert_eq!(html.message, "(not JSON) <html>Bad Gateway</html>");
         let empty = ProviderError::from_body("openai", Some(503), None, b"");
         assert_eq!(empty.message, "Service Unavailable");
+        // FastAPI's validation errors (vLLM, proxies): their places and messages, never the
+        // `input` they echo; an unknown body: its field names only; JSON cut short: nothing.
+        let fastapi =
+            br#"{"detail": [{"loc": ["body", "messages", 0], "msg": "field required", "input": {"PATIENT": 1}}]}"#;
+        let err = ProviderError::from_body("openai", Some(422), None, fastapi);
+        assert_eq!(err.message, "body.messages.0: field required");
+        let detail = ProviderError::from_body("openai", Some(400), None, br#"{"detail": "Not Found"}"#);
+        assert_eq!(detail.message, "Not Found");
+        let unknown = ProviderError::from_body("openai", Some(400), None, br#"{"oops": "PATIENT", "n": 1}"#);
+        assert!(
+            !unknown.message.contains("PATIENT") && unknown.message.contains("n, oops"),
+            "{}",
+            unknown.message
+        );
+        let cut_short = ProviderError::from_body("openai", Some(400), None, br#"{"error": {"message": "PATIENT"#);
+        assert!(!cut_short.message.contains("PATIENT"), "{}", cut_short.message);
         let long = ProviderError::from_body("openai", Some(500), None, "é".repeat(2000).as_bytes());
         assert!(long.message.chars().count() < 600);
         // A JSON message is cut too (a proxy quoting the upstream answer or the request).

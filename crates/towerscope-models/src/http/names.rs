@@ -30,13 +30,23 @@ impl Names {
     /// JSON that could not be read. JSON (an object, an array, a string) is not quoted, nor
     /// are the values serde's message quotes: they may hold the conversation (a delta of the
     /// answer, the prompt a server echoes), and errors are logged and shown without the user's
-    /// opt-in. A body that is no JSON at all (an HTML page from a proxy) is quoted from its
-    /// start.
+    /// opt-in. Nor is an event stream sent without its content type (it is the answer). A body
+    /// that is neither (an HTML page from a proxy) is quoted from its start.
     pub(crate) fn decode_error(&self, what: &str, err: &serde_json::Error, data: &str) -> AgentError {
         let message = without_quoted(&err.to_string());
-        let detail = if data.trim_start().starts_with(['{', '[', '"']) {
+        let start = data.trim_start();
+        let detail = if start.starts_with(['{', '[', '"']) {
             format!(
                 "{message} (the {}-byte JSON is not quoted: it may hold the conversation)",
+                data.len()
+            )
+        } else if ["data:", "event:", "id:", "retry:", ":"]
+            .iter()
+            .any(|field| start.starts_with(field))
+        {
+            format!(
+                "{message} (the {}-byte body, not quoted, is an event stream: the server sent it without \
+                 `Content-Type: text/event-stream`)",
                 data.len()
             )
         } else {
@@ -117,6 +127,15 @@ mod tests {
             .err()
             .map(|e| names.decode_error("body", &e, page));
         assert!(err.is_some_and(|e| e.to_string().contains(page)));
+
+        // An event stream sent without its content type is the answer: not quoted.
+        let stream = "data: {\"choices\":[{\"delta\":{\"content\":\"PATIENT\"}}]}\n\n";
+        let err = serde_json::from_str::<serde_json::Value>(stream)
+            .err()
+            .map(|e| names.decode_error("body", &e, stream))
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(!err.contains("PATIENT") && err.contains("is an event stream"), "{err}");
     }
 
     #[derive(Debug, serde::Deserialize)]

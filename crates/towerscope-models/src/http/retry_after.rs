@@ -7,8 +7,12 @@ use reqwest::header::HeaderMap;
 /// The hint of `retry-after-ms` (OpenAI) or `retry-after` (seconds, or an HTTP date), if any.
 pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
-    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        return seconds(ms / 1000.0);
+    // One out of range (negative, NaN) falls back to `retry-after`.
+    if let Some(hint) = text("retry-after-ms")
+        .and_then(|v| v.parse::<f64>().ok())
+        .and_then(|ms| seconds(ms / 1000.0))
+    {
+        return Some(hint);
     }
     let value = text("retry-after")?;
     match value.parse::<f64>() {
@@ -91,6 +95,13 @@ mod tests {
             retry_after(&headers(&[("retry-after", "2"), ("retry-after-ms", "250")])),
             Some(Duration::from_millis(250))
         );
+        // A millisecond hint out of range gives way to the seconds.
+        for ms in ["-5", "NaN"] {
+            assert_eq!(
+                retry_after(&headers(&[("retry-after", "2"), ("retry-after-ms", ms)])),
+                Some(Duration::from_secs(2))
+            );
+        }
         assert_eq!(retry_after(&headers(&[("retry-after", "soon")])), None);
         assert_eq!(retry_after(&headers(&[("retry-after", "-1")])), None);
         assert_eq!(retry_after(&HeaderMap::new()), None);

@@ -58,10 +58,14 @@ impl HttpTarget {
         transport: HttpService,
         read_timeout: Option<Duration>,
     ) -> Result<Self, AgentError> {
-        let joined = format!("{}{path}", base.trim_end_matches('/'));
         // The URL is not quoted: it may hold credentials.
-        let url =
-            Url::parse(&joined).map_err(|e| AgentError::validation(format!("invalid {provider} base URL ({e})")))?;
+        let mut url =
+            Url::parse(base).map_err(|e| AgentError::validation(format!("invalid {provider} base URL ({e})")))?;
+        // The path goes after the base's path; a query (Azure's `?api-version=...`) stays the
+        // query, and a fragment is dropped.
+        url.set_fragment(None);
+        let joined_path = format!("{}{path}", url.path().trim_end_matches('/'));
+        url.set_path(&joined_path);
         if !url.username().is_empty() || url.password().is_some() {
             // reqwest sends a URL's credentials only for requests made with its builder, which
             // these are not; they would show in transport errors.
@@ -274,7 +278,12 @@ fn is_event_stream(response: &reqwest::Response) -> bool {
         .headers()
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
+        // Media types are case-insensitive (`Text/Event-Stream`).
+        .is_some_and(|v| {
+            v.trim_start()
+                .get(.."text/event-stream".len())
+                .is_some_and(|t| t.eq_ignore_ascii_case("text/event-stream"))
+        })
 }
 
 /// `scheme://host[:port]/path`, without user, password or query.
@@ -314,5 +323,41 @@ mod tests {
         assert_eq!(shown_url("https://tok@host/v1?x=a@b"), "https://***@host/v1?x=a@b");
         assert_eq!(shown_url("http://host/v1/a@b"), "http://host/v1/a@b");
         assert_eq!(shown_url("not a url"), "not a url");
+    }
+
+    /// The endpoint's path goes after the base's path; the base's query stays the query (an
+    /// Azure deployment's `?api-version=`: it was joined into the query).
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn the_path_joins_the_base_path_and_the_query_stays() {
+        let target = |base: &str| {
+            let transport = crate::http::http_service(tower::service_fn(|_: reqwest::Request| async {
+                Err::<reqwest::Response, towerscope_core::BoxError>("unused".into())
+            }));
+            HttpTarget::new(
+                "openai",
+                "m",
+                base,
+                "/chat/completions",
+                HeaderMap::new(),
+                transport,
+                None,
+            )
+            .unwrap()
+        };
+        let azure = target("https://h.example/openai/deployments/d?api-version=2024-10-21");
+        assert_eq!(azure.url.path(), "/openai/deployments/d/chat/completions");
+        assert_eq!(azure.url.query(), Some("api-version=2024-10-21"));
+        assert_eq!(
+            azure.endpoint,
+            "https://h.example/openai/deployments/d/chat/completions"
+        );
+        for base in ["http://127.0.0.1:9", "http://127.0.0.1:9/", "http://127.0.0.1:9/v1/"] {
+            let path = target(base).url.path().to_owned();
+            assert!(
+                path == "/chat/completions" || path == "/v1/chat/completions",
+                "{base}: {path}"
+            );
+        }
     }
 }

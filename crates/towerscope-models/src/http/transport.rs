@@ -27,7 +27,11 @@ where
 /// accepted the request and went silent; a whole answer that takes longer needs a longer one).
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// A reqwest client with these timeouts, speaking HTTPS through rustls.
+/// A reqwest client with these timeouts, speaking HTTPS through rustls, that follows redirects
+/// only within the origin (scheme, host and port) of the request: reqwest takes `Authorization`
+/// off a request sent to another host, but not `x-api-key` (Anthropic's key) nor the headers a
+/// builder adds, so a redirect elsewhere is answered with the redirect itself (an HTTP error
+/// naming its status), not followed.
 ///
 /// rustls needs a process-wide crypto provider; when none is installed yet, this installs
 /// rustls' `ring` provider (an application that installs another one first keeps its own).
@@ -52,7 +56,7 @@ pub fn http_client(
         // Fails only when another thread installed a provider meanwhile, which is as good.
         let _ = rustls::crypto::ring::default_provider().install_default();
     }
-    let mut builder = reqwest::Client::builder();
+    let mut builder = reqwest::Client::builder().redirect(same_origin_redirects());
     if let Some(timeout) = connect_timeout {
         builder = builder.connect_timeout(timeout);
     }
@@ -62,4 +66,21 @@ pub fn http_client(
     builder
         .build()
         .map_err(|e| AgentError::validation(format!("could not build the HTTP client: {e}")))
+}
+
+/// Follows at most 10 redirects, each within the origin of the first request.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > 10 {
+            attempt.error("too many redirects")
+        } else {
+            attempt.follow()
+        }
+    })
 }
