@@ -149,6 +149,67 @@ async fn a_parked_confirmation_is_input_required_and_the_next_message_answers_it
     assert!(e.message.contains("has ended"), "{}", e.message);
 }
 
+/// With every other context waiting for input, a new context is kept past `max_contexts` (it
+/// was dropped as it was made, and its "yes" became a new message to a new agent); the
+/// contexts come back under the limit once their tasks end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_context_beside_busy_ones_keeps_its_waiting_task() {
+    let limits = Limits {
+        max_contexts: 1,
+        ..Limits::default()
+    };
+    let base = serve(A2aConfig::new("helper").limits(limits)).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let a = client.send(user("Delete /tmp/a", "confirm-a")).await.unwrap();
+    assert_eq!(a.task().unwrap().status.state, TaskState::InputRequired);
+    let b = client.send(user("Delete /tmp/b", "confirm-b")).await.unwrap();
+    let b = b.task().unwrap().clone();
+    assert_eq!(b.status.state, TaskState::InputRequired);
+
+    let answered = client.send(user("yes", "confirm-b")).await.unwrap();
+    let done = answered.task().unwrap();
+    assert_eq!(done.id, b.id, "the waiting task goes on");
+    assert_eq!(done.status.state, TaskState::Completed);
+    assert_eq!(done.answer_text(), "Deleted /tmp/a.");
+    let answered = client.send(user("yes", "confirm-a")).await.unwrap();
+    let done = answered.task().unwrap();
+    assert_eq!(done.id, a.task().unwrap().id);
+    assert_eq!(done.answer_text(), "Deleted /tmp/a.");
+}
+
+/// The answer to a waiting task is checked as a new message is: no parts, or a URL part, is
+/// refused, and the task still waits (an empty answer denied every confirmation).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_the_agent_cannot_read_is_refused_and_the_task_still_waits() {
+    let base = serve(A2aConfig::new("helper")).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let parked = client.send(user("Delete /tmp/u", "confirm-parts")).await.unwrap();
+    let task = parked.task().unwrap().clone();
+    assert_eq!(task.status.state, TaskState::InputRequired);
+
+    let mut empty = user("", "confirm-parts");
+    empty.parts.clear();
+    let mut url = user("", "confirm-parts");
+    url.parts = vec![towerscope_serve::a2a::wire::Part {
+        url: Some("http://example.invalid/a.png".into()),
+        ..Default::default()
+    }];
+    for (answer, code) in [
+        (empty, RpcError::INVALID_PARAMS),
+        (url, RpcError::CONTENT_TYPE_NOT_SUPPORTED),
+    ] {
+        let err = client.send(answer).await.unwrap_err();
+        let ClientError::Rpc(e) = err else { panic!("{err:?}") };
+        assert_eq!(e.code, code, "{}", e.message);
+        assert_eq!(
+            client.get_task(&task.id).await.unwrap().status.state,
+            TaskState::InputRequired
+        );
+    }
+    let answered = client.send(user("yes", "confirm-parts")).await.unwrap();
+    assert_eq!(answered.task().unwrap().answer_text(), "Deleted /tmp/a.");
+}
+
 /// The data part of a waiting task's question (what it waits for).
 fn question_data(task: &Task) -> Value {
     let question = task.status.message.as_ref().expect("a waiting task asks");
@@ -395,6 +456,19 @@ async fn bad_input_gets_the_protocols_error_codes() {
     .await;
     assert_eq!(code(&body), RpcError::INTERNAL_ERROR);
     assert!(!body.to_string().contains("no agent for"), "{body}");
+
+    // The factory panicking: the same JSON-RPC error, not a dropped connection.
+    let (status, body) = post(
+        &base,
+        rpc(
+            "SendMessage",
+            json!({"message": {"role": "ROLE_USER", "contextId": "panic-1", "parts": [{"text": "Hi"}]}}),
+        ),
+        None,
+    )
+    .await;
+    assert_eq!((status, code(&body)), (200, RpcError::INTERNAL_ERROR), "{body}");
+    assert!(!body.to_string().contains("a bug"), "{body}");
 
     // The server still serves after all that.
     let client = A2aClient::connect(&base).await.unwrap();

@@ -20,23 +20,36 @@ use super::wire::Message;
 
 /// The message as a new user message for the agent: its text parts, and its data parts as JSON.
 pub(crate) fn new_message(message: &Message) -> Result<ReplyInput, RpcError> {
-    let mut pieces = Vec::new();
-    for part in &message.parts {
-        if let Some(text) = &part.text {
-            pieces.push(text.clone());
-        } else if let Some(data) = &part.data {
-            pieces.push(data.to_string());
-        } else {
-            return Err(RpcError::new(
-                RpcError::CONTENT_TYPE_NOT_SUPPORTED,
-                "this agent takes text and data parts; a raw or url part is not supported",
-            ));
-        }
-    }
-    if pieces.is_empty() {
+    check_parts(message)?;
+    let pieces: Vec<String> = message
+        .parts
+        .iter()
+        .filter_map(|part| match (&part.text, &part.data) {
+            (Some(text), _) => Some(text.clone()),
+            (None, Some(data)) => Some(data.to_string()),
+            (None, None) => None,
+        })
+        .collect();
+    Ok(Msg::user("user", pieces.join("\n")).into())
+}
+
+/// Refuses a message this agent cannot read, new or the answer to a waiting task: one with
+/// no parts, or a raw or URL part.
+pub(crate) fn check_parts(message: &Message) -> Result<(), RpcError> {
+    if message.parts.is_empty() {
         return Err(RpcError::invalid_params("the message has no parts"));
     }
-    Ok(Msg::user("user", pieces.join("\n")).into())
+    if message
+        .parts
+        .iter()
+        .any(|part| part.text.is_none() && part.data.is_none())
+    {
+        return Err(RpcError::new(
+            RpcError::CONTENT_TYPE_NOT_SUPPORTED,
+            "this agent takes text and data parts; a raw or url part is not supported",
+        ));
+    }
+    Ok(())
 }
 
 /// The message as the answer to `parked`.

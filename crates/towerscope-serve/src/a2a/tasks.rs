@@ -187,11 +187,20 @@ impl Tasks {
         if let Some(c) = self.lock().contexts.get(context) {
             return Ok(c.agent.clone());
         }
-        // Built outside the lock: a slow factory holds up only this request.
-        let agent = self.factory.agent(context).map_err(|e| {
-            tracing::error!(kind = e.kind(), "the agent factory failed for an A2A context");
-            RpcError::internal()
-        })?;
+        // Built outside the lock: a slow factory holds up only this request. A panicking one
+        // is a JSON-RPC internal error too (nothing else would answer the request).
+        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.factory.agent(context)));
+        let agent = match built {
+            Ok(Ok(agent)) => agent,
+            Ok(Err(e)) => {
+                tracing::error!(kind = e.kind(), "the agent factory failed for an A2A context");
+                return Err(RpcError::internal());
+            }
+            Err(_) => {
+                tracing::error!("the agent factory panicked for an A2A context");
+                return Err(RpcError::internal());
+            }
+        };
         let mut inner = self.lock();
         if let Some(c) = inner.contexts.get(context) {
             return Ok(c.agent.clone()); // another request built it first
@@ -205,7 +214,7 @@ impl Tasks {
             },
         );
         inner.context_order.push_back(context.to_owned());
-        evict_contexts(&mut inner, self.limits.max_contexts);
+        evict_contexts(&mut inner, self.limits.max_contexts, context);
         Ok(agent)
     }
 
@@ -285,6 +294,7 @@ impl Tasks {
                 ),
             ));
         }
+        let context_agent = agent.clone();
         inner.tasks.insert(
             id.clone(),
             TaskEntry {
@@ -299,10 +309,24 @@ impl Tasks {
             },
         );
         inner.task_order.push_back(id.clone());
+        if !inner.contexts.contains_key(context) {
+            // Evicted since its agent was made (by another context's new agent): it is kept
+            // again, since the task and its message must be found by context.
+            inner.contexts.insert(
+                context.to_owned(),
+                ContextEntry {
+                    agent: context_agent,
+                    last_task: None,
+                    recent: VecDeque::new(),
+                },
+            );
+            inner.context_order.push_back(context.to_owned());
+        }
         if let Some(c) = inner.contexts.get_mut(context) {
             c.last_task = Some(id.clone());
             remember(&mut c.recent, &task.history[0].message_id, &id);
         }
+        evict_contexts(&mut inner, self.limits.max_contexts, context);
         Ok(Inserted::New(id, Box::new(task), rx))
     }
 
@@ -433,20 +457,24 @@ fn json_len(task: &Task) -> usize {
     count.0
 }
 
-/// Drops the oldest contexts' agents past `max`, except those whose last task has not ended.
-fn evict_contexts(inner: &mut Inner, max: usize) {
+/// Drops the oldest contexts' agents past `max`, except `keep` (the context a request is
+/// using: its task is about to be recorded) and those whose last task has not ended. When
+/// every other context is busy, there are more than `max` for a while: as many as tasks that
+/// have not ended ([`Limits::max_tasks`]).
+fn evict_contexts(inner: &mut Inner, max: usize, keep: &str) {
     let mut tries = inner.context_order.len();
     while inner.contexts.len() > max && tries > 0 {
         tries -= 1;
         let Some(ctx) = inner.context_order.pop_front() else {
             break;
         };
-        let busy = inner
-            .contexts
-            .get(&ctx)
-            .and_then(|c| c.last_task.as_ref())
-            .and_then(|t| inner.tasks.get(t))
-            .is_some_and(|t| !t.task.status.state.is_terminal());
+        let busy = ctx == keep
+            || inner
+                .contexts
+                .get(&ctx)
+                .and_then(|c| c.last_task.as_ref())
+                .and_then(|t| inner.tasks.get(t))
+                .is_some_and(|t| !t.task.status.state.is_terminal());
         if busy {
             inner.context_order.push_back(ctx);
         } else {

@@ -61,20 +61,13 @@ impl RemoteAgentTool {
     /// The agent `client` talks to, as a tool.
     pub fn new(client: A2aClient) -> Self {
         let card = client.card();
-        let slug: String = card
-            .name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c.to_ascii_lowercase()
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let description = format!("Ask the agent `{}` and get its answer. {}", card.name, card.description);
+        let description = format!(
+            "Ask the agent `{}` and get its answer. {}",
+            cut(&card.name, MAX_NAME_CHARS),
+            cut(&card.description, MAX_DESCRIPTION_CHARS)
+        );
         Self {
-            name: format!("ask_{slug}"),
+            name: tool_name(&card.name),
             description,
             schema: Arc::new(json!({
                 "type": "object",
@@ -137,5 +130,47 @@ impl Tool for RemoteAgentTool {
             }
             Ok(ToolChunk::text(answer.answer_text()).with_state(ToolResultState::Success))
         }))
+    }
+}
+
+/// The most characters of a remote card's description that go into the tool's description
+/// (sent with every model call).
+const MAX_DESCRIPTION_CHARS: usize = 2_000;
+
+/// The most characters of a remote card's name quoted in the tool's description.
+const MAX_NAME_CHARS: usize = 200;
+
+/// `ask_` and the card's name in letters, digits, `-` and `_`, at most 64 characters (the
+/// providers' limit on a tool's name).
+fn tool_name(card_name: &str) -> String {
+    let slug = card_name.chars().take(60).map(|c| {
+        if c.is_ascii_alphanumeric() || c == '-' {
+            c.to_ascii_lowercase()
+        } else {
+            '_'
+        }
+    });
+    std::iter::once("ask_").flat_map(str::chars).chain(slug).collect()
+}
+
+/// `text`'s first `max` characters.
+fn cut(text: &str, max: usize) -> &str {
+    text.char_indices().nth(max).map_or(text, |(at, _)| &text[..at])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A remote card's name makes a tool name providers take (at most 64 characters), and a long
+    /// description is cut (it goes with every model call).
+    #[test]
+    fn a_long_card_name_makes_a_short_tool_name() {
+        assert_eq!(tool_name("Travel Agent v2"), "ask_travel_agent_v2");
+        let long = tool_name(&"é".repeat(200));
+        assert_eq!(long.chars().count(), 64);
+        assert!(long.starts_with("ask____"));
+        assert_eq!(cut(&"x".repeat(3_000), MAX_DESCRIPTION_CHARS).len(), 2_000);
+        assert_eq!(cut("short", 10), "short");
     }
 }

@@ -20,7 +20,8 @@ pub struct RunAgentInput {
     /// Ambient information for this run.
     #[serde(default)]
     pub context: Vec<ContextItem>,
-    /// The client's state (echoed back in a `STATE_SNAPSHOT`).
+    /// The client's state: read by no one (the agent's state lives in its session), and no
+    /// `STATE_SNAPSHOT` is sent.
     #[serde(default)]
     pub state: Option<Value>,
     /// Answers to the interrupts the previous run ended with.

@@ -38,6 +38,7 @@ pub(crate) const CHAT_SECOND: &str = "Still here, same session.";
 ///   through an `on_reply` layer that replaces every final message with a new one, `Veiled.`,
 ///   which carries no finished reason;
 /// - `fail-*`: its model fails with a message holding a fake key;
+/// - `panic-*`: the factory panics;
 /// - anything else: the factory fails.
 pub(crate) fn agent(context: &str) -> Result<Agent, AgentError> {
     let (prefix, _) = context.split_once('-').unwrap_or((context, ""));
@@ -92,6 +93,7 @@ pub(crate) fn agent(context: &str) -> Result<Agent, AgentError> {
                 "upstream said: invalid key sk-SECRET-123",
             ))],
         ),
+        "panic" => panic!("a bug in the factory"),
         _ => return Err(AgentError::Validation(format!("no agent for {context}"))),
     };
     let mut builder = Agent::builder("helper");
