@@ -176,7 +176,10 @@ fn lost() -> AgentError {
 }
 
 fn tokens_of(response: &ChatResponse) -> u64 {
-    response.usage.as_ref().map_or(0, |u| u.input_tokens + u.output_tokens)
+    response
+        .usage
+        .as_ref()
+        .map_or(0, |u| u.input_tokens.saturating_add(u.output_tokens))
 }
 
 impl<S> fmt::Debug for ResponseFuture<S>

@@ -65,7 +65,7 @@ impl State {
                 if plus(t, window) > now {
                     break;
                 }
-                self.token_sum -= n;
+                self.token_sum = self.token_sum.saturating_sub(n);
                 self.tokens.pop_front();
             }
         }
@@ -100,7 +100,7 @@ impl State {
                 if sum < limit {
                     break;
                 }
-                sum -= n;
+                sum = sum.saturating_sub(*n);
                 if sum < limit {
                     later(plus(*t, window), Binding::Tokens(limit, window));
                 }
@@ -211,7 +211,9 @@ impl RateLimiter {
         }
         let mut state = self.lock();
         state.tokens.push_back((Instant::now(), tokens));
-        state.token_sum += tokens;
+        // A usage figure a server got wrong (u64::MAX) saturates: it holds calls back for a
+        // window, it does not panic or wrap to nothing.
+        state.token_sum = state.token_sum.saturating_add(tokens);
     }
 
     /// Admits a new call: now when nobody waits and the limits allow it, otherwise in the queue

@@ -113,6 +113,32 @@ async fn tokens_per_minute_hold_calls_back_until_the_window_frees() {
     assert_eq!(layer.limiter().tokens_in_window(), 0);
 }
 
+/// A usage figure a server got wrong (`u64::MAX` tokens) holds calls back for a window; it
+/// neither panics (overflow) nor wraps to a small count that would let calls through.
+#[tokio::test(start_paused = true)]
+async fn an_overflowing_usage_holds_calls_back_for_a_window() {
+    let log = Log::default();
+    let layer = RateLimitLayer::new(RateLimits::new().tokens_per_minute(100));
+    let origin = Instant::now();
+    let model = {
+        let log = log.clone();
+        service_fn(move |req: ModelCallRequest| {
+            log.lock()
+                .unwrap()
+                .push((origin.elapsed(), req.ctx.reply_id().to_string()));
+            let response = ChatResponse::new(vec![]).with_usage(ChatUsage::new(u64::MAX, 1));
+            std::future::ready(Ok::<_, AgentError>(ModelOutput::Complete(response)))
+        })
+    };
+    let svc = ServiceBuilder::new().layer(layer.clone()).service(model);
+    let calls = (0..3).map(|i| svc.clone().oneshot(request(i)));
+    assert!(join_all(calls).await.iter().all(Result::is_ok));
+    assert_eq!(secs(&log), [0, 60, 120]);
+    assert_eq!(layer.limiter().tokens_in_window(), u64::MAX);
+    tokio::time::advance(Duration::from_secs(60)).await;
+    assert_eq!(layer.limiter().tokens_in_window(), 0);
+}
+
 #[tokio::test(start_paused = true)]
 async fn streamed_answers_count_the_usage_of_their_final_chunk() {
     use towerscope_models::ScriptedResponse;
