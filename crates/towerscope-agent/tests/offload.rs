@@ -606,5 +606,20 @@ async fn the_cut_part_of_a_long_tool_result_is_offloaded_and_the_reminder_names_
         long,
         "nothing lost: the kept part and the file make the whole"
     );
+
+    // The same result again (a durable reply replayed) gets the same file; another result of
+    // the same id gets a file of its own.
+    let offloader = FileOffloader::new(&dir);
+    let session = state.session_id.clone();
+    let scope = OffloadScope::new("", &session);
+    let again = |text: &str| {
+        offloader.offload_tool_result(
+            scope,
+            ToolResultBlock::new("c1", "dump", text.to_owned(), ToolResultState::Success),
+        )
+    };
+    assert_eq!(again(&omitted).await.unwrap(), path, "the same name");
+    let other = again("something else").await.unwrap();
+    assert!(other.ends_with("tool_result-c1(1).txt"), "{other}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -84,9 +84,9 @@ struct Drive<'a> {
     step: u64,
     /// Restate cancelled the invocation during a step: the reply was interrupted.
     cancelled: bool,
-    /// The cancelled step's answer, never sent: its model or tool call waits until the
-    /// interrupt stops it.
-    unanswered: Option<tokio::sync::oneshot::Sender<Result<StepOutput, DurableError>>>,
+    /// The answers of the cancelled step and of those asked for after it, never sent: their
+    /// model or tool calls wait until the interrupt stops them.
+    unanswered: Vec<tokio::sync::oneshot::Sender<Result<StepOutput, DurableError>>>,
 }
 
 /// Runs one durable reply (see the [module docs](self)).
@@ -116,13 +116,24 @@ pub(crate) async fn reply(
         seq: 0,
         step: 0,
         cancelled: false,
-        unanswered: None,
+        unanswered: Vec::new(),
     };
     source
         .scope(async move {
             let agent = (config.factory)(&durable)?;
             if let Some(state) = stored {
                 agent.load_state(state)?;
+            }
+            // A new message while the state says parked: the reply that parked is gone (killed;
+            // a live one holds the object's lock, and this invocation would not run). Its park
+            // is closed, as when the handler gives up on it, or every new message is refused.
+            if agent.waiting_calls().is_some() {
+                tracing::warn!("the session's parked reply has no invocation left; closing it");
+                ctx.clear(PENDING_KEY);
+                drive.close_parked(ctx, &agent, &mut requests).await;
+                if drive.cancelled {
+                    return Err(DurableError::Cancelled);
+                }
             }
             let mut input: ReplyInput = match body {
                 ReplyBody::Text { text } => Msg::user("user", text).into(),
@@ -256,6 +267,12 @@ impl Drive<'_> {
             work,
             reply,
         } = request;
+        if self.cancelled {
+            // Restate reports a cancel once: a step asked for after it would run (a tool call
+            // waiting behind the cancelled one), its result thrown away by the interrupt.
+            self.unanswered.push(reply);
+            return Ok(());
+        }
         let index = self.step;
         self.step += 1;
         // The record is journaled as its JSON bytes and read back here: a record this version
@@ -310,7 +327,7 @@ impl Drive<'_> {
             // with the cancellation once the reply has closed and its state is stored.
             Err(err) if err.code() == CANCELLED => {
                 self.cancelled = true;
-                self.unanswered = Some(reply);
+                self.unanswered.push(reply);
                 agent.interrupt();
                 return Ok(());
             }

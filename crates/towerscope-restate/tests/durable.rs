@@ -541,3 +541,66 @@ async fn a_cancelled_invocation_interrupts_the_reply() {
     let (_, state) = call(&ingress, &session, "state", Value::Null).await;
     assert_eq!(state["context"][0]["content"][0]["text"], "take your time", "{state}");
 }
+
+/// A reply parked for confirmation is killed (Restate's way out of a stuck invocation): the
+/// session's next message closes that park (its call gets an interrupted result) and is
+/// answered; it was refused for good ("waiting for ... tool calls").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_parked_reply_leaves_the_session_usable() {
+    let Some((ingress, admin)) = server("killed_park") else {
+        return;
+    };
+    let (_one, _endpoint) = one_endpoint(&admin).await;
+
+    let session = key("confirm");
+    let reply = reply_in_background(&ingress, &session, "refund me");
+    parked(&ingress, &session).await;
+    let events = std::fs::read_to_string(support::side_effects(&session).join("events.jsonl")).unwrap();
+    let first: Value = serde_json::from_str(events.lines().next().unwrap()).unwrap();
+    let invocation = first["invocation"].as_str().unwrap().to_owned();
+    let response = support::client()
+        .patch(format!("{admin}/invocations/{invocation}/kill"))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    let (status, _) = reply.await.unwrap();
+    assert_ne!(status, 200, "the killed reply did not answer");
+
+    let (status, body) = call(&ingress, &session, "reply", json!({"text": "never mind"})).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, pending) = call(&ingress, &session, "pending", Value::Null).await;
+    assert!(pending.is_null(), "{pending}");
+    assert_eq!(count(&session, "tool_refund"), 0, "the refund never ran");
+    let (_, state) = call(&ingress, &session, "state", Value::Null).await;
+    let texts = state["context"].to_string();
+    assert!(texts.contains("never mind") && texts.contains("interrupted"), "{state}");
+}
+
+/// Restate cancels the invocation while the first of two tool calls of one answer runs: the
+/// second, whose step was waiting behind it, never starts (it ran after the cancel, its result
+/// thrown away, so the next reply could run it again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_starts_no_further_step() {
+    let Some((ingress, admin)) = server("cancel_steps") else {
+        return;
+    };
+    let (_one, _endpoint) = one_endpoint(&admin).await;
+
+    let session = key("pair");
+    let reply = reply_in_background(&ingress, &session, "pack both");
+    wait_for("the first pack", 60, || count(&session, "tool_pack") == 1).await;
+    let events = std::fs::read_to_string(support::side_effects(&session).join("events.jsonl")).unwrap();
+    let first: Value = serde_json::from_str(events.lines().next().unwrap()).unwrap();
+    let invocation = first["invocation"].as_str().unwrap().to_owned();
+    let response = support::client()
+        .patch(format!("{admin}/invocations/{invocation}/cancel"))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    let (status, body) = reply.await.unwrap();
+    assert_eq!(status, 409, "{body}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(count(&session, "tool_pack"), 1, "the second pack never started");
+}

@@ -271,12 +271,20 @@ impl Offloader for FileOffloader {
             }
             fs::create_dir_all(&base).map_err(|e| io_error(&base, &e))?;
             let stem = format!("tool_result-{}", file_name(&result.id.to_string()));
-            // A second result of the same id gets (1), (2), … instead of replacing the first.
+            // A second result of the same id gets (1), (2), … instead of replacing the first;
+            // the same result again (a durable reply replayed, a retried step) gets the name it
+            // had, so what the context says of it does not change.
             let mut path = base.join(format!("{stem}.txt"));
             let mut index = 1;
             let file = loop {
                 match OpenOptions::new().write(true).create_new(true).open(&path) {
                     Ok(file) => break file,
+                    Err(e)
+                        if e.kind() == std::io::ErrorKind::AlreadyExists
+                            && fs::read(&path).is_ok_and(|there| there == text.as_bytes()) =>
+                    {
+                        return Ok(path.display().to_string());
+                    }
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && index < 10_000 => {
                         path = base.join(format!("{stem}({index}).txt"));
                         index += 1;

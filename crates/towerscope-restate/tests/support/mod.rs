@@ -11,7 +11,8 @@
 //! - `limit-…`: as `shop-`'s first call, with a call limit of one model call per reply inside
 //!   the step;
 //! - `changed-…`: as `shop-` in the endpoint started with `TOWERSCOPE_TEST_AGENT_VERSION=2`, `ship`
-//!   has another schema and `charge` is gone.
+//!   has another schema and `charge` is gone;
+//! - `pair-…`: one answer calls the slow (2 s) `pack` twice, both safe to run together.
 //!
 //! Side effects are counted in files under `side_effects(key)`: one line per model call
 //! (`model_calls`), one per tool run (`tool_<name>`), and each event the endpoint sends
@@ -443,6 +444,29 @@ fn build(ctx: &DurableContext) -> Result<Agent, AgentError> {
             ))
             .tool(counted_tool::<Charge>(&key, "charge"))
             .build(),
+        // One answer calls the slow `pack` twice, both safe to run together.
+        "pair" => {
+            let key = key.clone();
+            let pack = FunctionTool::new("pack", move |_: Charge| {
+                let key = key.clone();
+                async move {
+                    append(&key, "tool_pack", "started");
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                    "packed".to_owned()
+                }
+            })
+            .concurrency_safe(true);
+            builder
+                .model(model(
+                    vec![
+                        Answer::Calls([("pack", r#"{"cents":1}"#), ("pack", r#"{"cents":2}"#)]),
+                        Answer::Text("packed both"),
+                    ],
+                    false,
+                ))
+                .tool(pack)
+                .build()
+        }
         // Two failed attempts of the step, retried by Restate.
         "restep" => builder.model(failing(2, true)).build(),
         // A failure no retry fixes: journaled at once.
