@@ -267,3 +267,35 @@ async fn a_server_that_pages_for_ever_fails_the_listing_after_max_pages() {
         );
     }
 }
+
+/// No argument.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Nothing {}
+
+/// A server tool whose name is taken (here by a local tool) is not added: the local tool stays,
+/// and the server's tool is listed as clashing (it replaced the local one, which moved into the
+/// server's group).
+#[tokio::test]
+async fn a_server_tool_whose_name_is_taken_is_not_added() {
+    let Some(env) = env() else { return };
+    let mut toolkit = Toolkit::new();
+    toolkit.add(towerscope_agent::toolkit::FunctionTool::new(
+        "mcp__py__echo",
+        |_: Nothing| async { "local".to_owned() },
+    ));
+    let added = toolkit.add_mcp_server(stdio(&env)).await.unwrap();
+    assert_eq!(added.clashing, ["echo"]);
+    assert!(!added.tools.iter().any(|t| t == "mcp__py__echo"), "{:?}", added.tools);
+    assert!(added.tools.iter().any(|t| t == "mcp__py__add"));
+    let local = toolkit.get("mcp__py__echo").unwrap();
+    let properties = local
+        .input_schema()
+        .get("properties")
+        .and_then(|p| p.as_object())
+        .map(|p| p.len());
+    assert!(
+        properties.unwrap_or(0) == 0,
+        "the local tool (no argument) stays: {}",
+        local.input_schema()
+    );
+}

@@ -46,9 +46,37 @@ impl fmt::Debug for McpClient {
 
 fn connect_error(server: &str, e: impl fmt::Display) -> AgentError {
     AgentError::State(format!(
-        "could not connect to the MCP server '{server}': {e}; check that it runs and speaks MCP"
+        "could not connect to the MCP server '{server}': {}; check that it runs and speaks MCP",
+        shown(&e)
     ))
 }
+
+/// An error's text as it may be shown (and, for a call, sent to the model): URLs left out
+/// (reqwest names the URL it failed on, and a URL may carry a key in its path or query), cut
+/// to [`MAX_ERROR_CHARS`] (an HTTP error quotes the server's whole answer).
+pub(super) fn shown(e: &impl fmt::Display) -> String {
+    let text = e.to_string();
+    let mut out = String::with_capacity(text.len().min(MAX_ERROR_CHARS));
+    let mut rest = text.as_str();
+    while let Some(at) = ["http://", "https://"].iter().filter_map(|s| rest.find(s)).min() {
+        out.push_str(&rest[..at]);
+        out.push_str("<url>");
+        let url = &rest[at..];
+        let end = url
+            .find(|c: char| c.is_whitespace() || matches!(c, ')' | '"' | '\'' | '>' | ']'))
+            .unwrap_or(url.len());
+        rest = &url[end..];
+    }
+    out.push_str(rest);
+    if let Some((cut, _)) = out.char_indices().nth(MAX_ERROR_CHARS) {
+        out.truncate(cut);
+        out.push('…');
+    }
+    out
+}
+
+/// The most characters of an error's text kept.
+const MAX_ERROR_CHARS: usize = 1_000;
 
 /// A request that got no answer within `after`.
 fn timed_out(server: &str, what: &str, after: Duration) -> AgentError {
@@ -284,12 +312,28 @@ impl McpClient {
 
     /// The error of a failed request: what was asked, and the server's answer.
     pub(super) fn failed(&self, what: &str, e: impl fmt::Display) -> AgentError {
-        AgentError::State(format!("MCP server '{}': {what} failed: {e}", self.inner.server))
+        AgentError::State(format!(
+            "MCP server '{}': {what} failed: {}",
+            self.inner.server,
+            shown(&e)
+        ))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    /// An error names no URL (a key may be in it) and is cut short.
+    #[test]
+    fn errors_show_no_url_and_are_cut() {
+        let e = "error sending request for url (http://127.0.0.1:1/mcp?key=SECRET): refused; see https://h/x";
+        assert_eq!(
+            super::shown(&e),
+            "error sending request for url (<url>): refused; see <url>"
+        );
+        let long = super::shown(&"x".repeat(5_000));
+        assert_eq!(long.chars().count(), super::MAX_ERROR_CHARS + 1);
+    }
+
     use serde_json::Value;
 
     use super::*;

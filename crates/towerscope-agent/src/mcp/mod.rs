@@ -101,13 +101,18 @@ pub struct McpTools {
     pub tools: Vec<String>,
     /// Tools not added, because the validator cannot enforce their input schema.
     pub refused: Vec<ToolSchemaError>,
+    /// Tools not added because their name is taken (by a tool already in the toolkit, or an
+    /// earlier tool of this server whose name reads the same once cleaned and cut): the
+    /// server's own names.
+    pub clashing: Vec<String>,
     /// The connection the tools use, for the server's resources and prompts
     /// ([`McpClient::read_resource`], [`McpClient::get_prompt`]).
     pub client: McpClient,
 }
 
 /// The reference's tool name: `mcp__{server}__{tool}`, with every character other than an
-/// ASCII letter, digit, `_` or `-` replaced by `_`.
+/// ASCII letter, digit, `_` or `-` replaced by `_`, cut to [`MAX_TOOL_NAME`] characters (the
+/// providers refuse longer names, and with them every request).
 ///
 /// ```
 /// use towerscope_agent::mcp::{McpServer, McpTransport, tool_name};
@@ -128,11 +133,25 @@ pub fn tool_name(server: &str, tool: &str) -> String {
             })
             .collect()
     };
-    format!("mcp__{}__{}", clean(server), clean(tool))
+    let mut name = format!("mcp__{}__{}", clean(server), clean(tool));
+    // Every character is ASCII here: cutting at a byte is cutting at a character.
+    name.truncate(MAX_TOOL_NAME);
+    name
 }
+
+/// The longest tool name an MCP tool gets (the providers' limit).
+pub const MAX_TOOL_NAME: usize = 64;
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn long_names_are_cut_to_what_providers_take() {
+        let name = super::tool_name("server", &"x".repeat(100));
+        assert_eq!(name.len(), super::MAX_TOOL_NAME);
+        assert!(name.starts_with("mcp__server__xxx"));
+        assert_eq!(super::tool_name("s", "读取"), "mcp__s____", "non-ASCII reads `_`");
+    }
+
     #[test]
     fn names_follow_the_reference() {
         assert_eq!(

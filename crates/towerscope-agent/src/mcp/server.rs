@@ -86,7 +86,7 @@ pub struct McpServer {
 /// How to reach an MCP server.
 ///
 /// Its `Debug` output names environment variables and headers but never shows their values,
-/// nor the bearer token: they are often credentials.
+/// nor the bearer token, nor the URL's query and user information: they are often credentials.
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum McpTransport {
@@ -129,7 +129,7 @@ impl fmt::Debug for McpTransport {
                 root_certificates,
             } => f
                 .debug_struct("Http")
-                .field("url", url)
+                .field("url", &url_without_secrets(url))
                 .field("headers", &headers.iter().map(|(k, _)| k).collect::<Vec<_>>())
                 .field("bearer", &bearer.as_ref().map(|_| "<redacted>"))
                 .field("root_certificates", &root_certificates.len())
@@ -359,5 +359,36 @@ impl McpServer {
     pub fn total_timeout(mut self, timeout: Duration) -> Self {
         self.total_timeout = Some(timeout);
         self
+    }
+}
+
+/// A URL as `Debug` shows it: without its query, fragment and user information (a key may be in
+/// any of them).
+fn url_without_secrets(url: &str) -> String {
+    let end = url.find(['?', '#']).unwrap_or(url.len());
+    let url = &url[..end];
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let host_start = rest.find('/').unwrap_or(rest.len());
+            let authority = &rest[..host_start];
+            let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+            format!("{scheme}://{host}{}", &rest[host_start..])
+        }
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod url_tests {
+    #[test]
+    fn debug_shows_no_query_nor_user() {
+        assert_eq!(
+            super::url_without_secrets("https://u:p@h.example:8443/mcp?key=SECRET#x"),
+            "https://h.example:8443/mcp"
+        );
+        assert_eq!(
+            super::url_without_secrets("http://127.0.0.1:9/mcp"),
+            "http://127.0.0.1:9/mcp"
+        );
     }
 }

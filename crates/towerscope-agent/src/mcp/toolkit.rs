@@ -26,21 +26,38 @@ impl Toolkit {
             }
         }
         listed.retain(|t| server.wants_tool(&t.name));
+        // The server's instructions are cut: the group's description goes with every call.
         let description = server
             .description
             .clone()
-            .or_else(|| client.instructions())
+            .or_else(|| {
+                client
+                    .instructions()
+                    .map(|text| text.chars().take(MAX_INSTRUCTIONS).collect())
+            })
             .unwrap_or_else(|| format!("Tools of the MCP server '{}'.", server.name));
         self.add_group(ToolGroup::new(server.name.clone(), description).with_active(server.active));
         let mut out = McpTools {
             group: server.name.clone(),
             tools: Vec::new(),
             refused: Vec::new(),
+            clashing: Vec::new(),
             client: client.clone(),
         };
-        for tool in &listed {
-            let tool = McpTool::new(client.clone(), tool);
+        for listed_tool in &listed {
+            let tool = McpTool::new(client.clone(), listed_tool);
             let name = crate::toolkit::Tool::name(&tool).to_owned();
+            if self.get(&name).is_some() {
+                // Another server's tool, a local one, or this server's `a.b` beside `a_b`: the
+                // name is taken, and replacing it would drop a tool the model may be using.
+                tracing::warn!(
+                    server = %server.name,
+                    tool = %name,
+                    "an MCP tool was not added: its name is taken"
+                );
+                out.clashing.push(listed_tool.name.to_string());
+                continue;
+            }
             match self.add_to_group(&server.name, tool) {
                 Ok(_) => out.tools.push(name),
                 Err(AddToolError::Schema(e)) => {
@@ -53,3 +70,6 @@ impl Toolkit {
         Ok(out)
     }
 }
+
+/// The most characters of a server's instructions kept as its group's description.
+const MAX_INSTRUCTIONS: usize = 2_000;

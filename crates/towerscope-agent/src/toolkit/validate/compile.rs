@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
-use regex_lite::Regex;
+use regex_lite::{Regex, RegexBuilder};
 use serde_json::Value;
 
 use super::flat::FlatObject;
@@ -323,11 +323,20 @@ impl<'a> Trail<'a> {
     }
 }
 
+/// The largest compiled size a schema's `pattern` may have (regex-lite's default is 10 MiB).
+const MAX_PATTERN_BYTES: usize = 64 * 1024;
+
 fn compile(pattern: &str, patterns: &mut HashMap<String, Regex>, strict: bool) -> Result<(), SchemaError> {
     if patterns.contains_key(pattern) {
         return Ok(());
     }
-    match Regex::new(&ecma_to_regex_lite(pattern)) {
+    // A pattern is matched in time proportional to its compiled size times the text's length,
+    // and the schema may be a server's (MCP): its compiled size is bounded (a pattern over the
+    // bound does not compile, as an invalid one does not).
+    match RegexBuilder::new(&ecma_to_regex_lite(pattern))
+        .size_limit(MAX_PATTERN_BYTES)
+        .build()
+    {
         Ok(re) => {
             patterns.insert(pattern.to_owned(), re);
             Ok(())

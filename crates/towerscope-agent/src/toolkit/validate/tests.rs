@@ -218,6 +218,16 @@ fn pattern_is_enforced() {
     assert!(validate(&json!(12), &json!({"pattern": "abc"})).is_ok());
 }
 
+/// A pattern whose compiled program is huge (a server's schema, matched in time proportional
+/// to its size times the text's) is refused like an invalid one: `a{1000}{150}b` compiles to
+/// about 150,000 states under regex-lite's default 10 MiB bound.
+#[test]
+fn a_pattern_too_large_to_match_cheaply_is_refused() {
+    let err = CompiledSchema::new(json!({"type": "string", "pattern": "a{1000}{150}b"})).unwrap_err();
+    assert!(matches!(err, SchemaError::InvalidPattern { .. }), "{err}");
+    assert!(CompiledSchema::new(json!({"type": "string", "pattern": "^[a-z]{1,64}$"})).is_ok());
+}
+
 #[test]
 fn pattern_properties_and_property_names() {
     let schema = json!({
