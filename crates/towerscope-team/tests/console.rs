@@ -237,7 +237,9 @@ async fn editing_the_arguments_runs_the_tool_with_the_new_ones() {
     let model = ScriptedModel::new(
         "m",
         [
-            ScriptedResponse::tool_call("c1", "book", r#"{"city": "Paris"}"#),
+            // The model's arguments hold a terminal control (C1 CSI, which JSON lets a string
+            // hold as it is).
+            ScriptedResponse::tool_call("c1", "book", "{\"city\": \"Paris\", \"x\": \"\u{9b}31mpwned\"}"),
             ScriptedResponse::text("Booked."),
         ],
     );
@@ -283,6 +285,10 @@ async fn editing_the_arguments_runs_the_tool_with_the_new_ones() {
     let edits: Vec<&String> = asked.iter().filter(|p| p.contains("New arguments for book")).collect();
     assert_eq!(edits.len(), 2, "{asked:?}");
     assert!(!edits[0].contains("not a JSON object"), "{asked:?}");
+    assert!(
+        !edits[0].contains('\u{9b}') && edits[0].contains("pwned"),
+        "the arguments are shown, their escape not sent: {asked:?}"
+    );
     assert!(
         edits[1].starts_with("Those arguments are not a JSON object. New arguments for book"),
         "{asked:?}"

@@ -290,3 +290,42 @@ async fn the_team_leader_assigns_tasks_and_gets_the_answers_back_in_call_order()
     .unwrap_err();
     assert!(err.to_string().contains("has the leader's name 'lead'"), "{err}");
 }
+
+/// A participant that refuses every message it is shown.
+struct Refuses;
+
+impl Participant for Refuses {
+    fn name(&self) -> &str {
+        "refuses"
+    }
+
+    fn reply_stream(&self, _input: towerscope_core::ReplyInput) -> towerscope_core::EventStream {
+        Box::pin(futures_util::stream::empty())
+    }
+
+    fn observe(&self, _msgs: Vec<Msg>) -> Result<(), towerscope_core::AgentError> {
+        Err(towerscope_core::AgentError::validation("not for me"))
+    }
+
+    fn interrupt(&self) -> bool {
+        false
+    }
+}
+
+/// A member that refuses a message does not keep it from the members after it (they lost it);
+/// the refusal is still the answer.
+#[tokio::test]
+async fn every_member_observes_past_one_that_refuses() {
+    let says = ScriptedModel::new("m", [ScriptedResponse::text("unused")]);
+    let row_member = Agent::builder("after").model(says.clone()).build().unwrap();
+    let fan_member = Agent::builder("beside").model(says).build().unwrap();
+    let row =
+        SequentialPipeline::from_shared([Arc::new(Refuses) as Arc<dyn Participant>, Arc::new(row_member.clone())]);
+    let fan = FanoutPipeline::from_shared([Arc::new(Refuses) as Arc<dyn Participant>, Arc::new(fan_member.clone())]);
+    for (pipeline, member) in [(&row as &dyn Participant, &row_member), (&fan, &fan_member)] {
+        let err = pipeline.observe(vec![Msg::user("host", "news")]).unwrap_err();
+        assert!(err.to_string().contains("not for me"), "{err}");
+        let seen: Vec<String> = member.state().context.iter().filter_map(|m| m.text_content()).collect();
+        assert_eq!(seen, ["news"], "{}", member.name());
+    }
+}

@@ -99,10 +99,11 @@ async fn edit(
     loop {
         // The complaint goes into the next prompt, so it reaches the person through their
         // input (a terminal prints it), like the prompt itself.
+        // The model's text (name, arguments) with its control characters shown, not sent.
         let prompt = format!(
             "{again}New arguments for {} (JSON, was {}): ",
-            call.name,
-            call.input.trim()
+            super::style::printable(&call.name),
+            super::style::printable(call.input.trim())
         );
         let Some(line) = read(user, &prompt, interrupts).await? else {
             return Ok(None);

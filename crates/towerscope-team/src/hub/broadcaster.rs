@@ -113,7 +113,7 @@ impl Broadcaster {
                 Err(e) => tracing::warn!(
                     speaker = %msg.name,
                     subscriber = %receiver.name,
-                    error = %e,
+                    error.kind = e.kind(),
                     "a hub subscriber refused a broadcast message"
                 ),
             }

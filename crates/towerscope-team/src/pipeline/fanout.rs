@@ -298,7 +298,7 @@ impl Participant for FanoutPipeline {
 
     /// Every member observes the messages (a busy one when it is free).
     fn observe(&self, msgs: Vec<Msg>) -> Result<(), AgentError> {
-        self.members.iter().try_for_each(|m| m.observe(msgs.clone()))
+        super::observe_all(&self.members, &msgs)
     }
 
     /// Stops the [`reply_stream`](Participant::reply_stream) calls in progress (a member that
@@ -409,7 +409,8 @@ impl FanoutRun {
                     if self.error.is_none() {
                         self.error = Some(e);
                     } else {
-                        tracing::warn!(pipeline = %self.name, error = %e, "another fan-out member failed");
+                        // By kind: an error's text may quote the conversation.
+                        tracing::warn!(pipeline = %self.name, error.kind = e.kind(), "another fan-out member failed");
                     }
                 }
             }

@@ -70,6 +70,21 @@ use towerscope_core::{AgentEvent, Id};
 
 use crate::Participant;
 
+/// Every member observes `msgs`, even after one refused them (it is not to lose a message);
+/// the first refusal is the answer.
+fn observe_all(
+    members: &[Arc<dyn Participant>],
+    msgs: &[towerscope_core::Msg],
+) -> Result<(), towerscope_core::AgentError> {
+    let mut first = None;
+    for member in members {
+        if let Err(e) = member.observe(msgs.to_vec()) {
+            first.get_or_insert(e);
+        }
+    }
+    first.map_or(Ok(()), Err)
+}
+
 /// What a pipeline keeps of its members parked for the user (`T`: a row's parked member and
 /// its reply, a fan-out's round), shared by the pipeline's clones. A resume takes the record
 /// out while it runs, and puts it back if the member refused the resume.

@@ -397,7 +397,7 @@ impl Participant for SequentialPipeline {
 
     /// Every member observes the messages (a busy one when it is free).
     fn observe(&self, msgs: Vec<Msg>) -> Result<(), AgentError> {
-        self.members.iter().try_for_each(|m| m.observe(msgs.clone()))
+        super::observe_all(&self.members, &msgs)
     }
 
     /// Stops the runs in progress (no further member starts), then interrupts every member

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::StreamExt;
@@ -17,6 +17,11 @@ use towerscope_layers::Hooks;
 use super::{InputRequest, TerminalInput, UserInput, UserReply};
 use crate::Participant;
 use crate::hub::Broadcaster;
+
+/// The agent waits for the person's reply.
+const REPLYING: u8 = 1;
+/// An interrupt was asked for the reply waiting.
+const INTERRUPT: u8 = 2;
 
 /// How many observed messages a user agent keeps unless told otherwise.
 pub const DEFAULT_OBSERVED_LIMIT: usize = 1_000;
@@ -38,8 +43,10 @@ impl Observed {
 /// What every clone of a user agent shares.
 struct Shared {
     observed: Mutex<Observed>,
-    replying: AtomicBool,
-    interrupt_requested: AtomicBool,
+    /// [`REPLYING`] and [`INTERRUPT`]: one word, so that a reply's start clears an earlier
+    /// interrupt in the same step that marks it replying (an interrupt landing between the two
+    /// was lost).
+    status: AtomicU8,
     interrupt: Notify,
     session: Id,
 }
@@ -110,8 +117,7 @@ impl UserAgent {
                     msgs: VecDeque::new(),
                     limit: DEFAULT_OBSERVED_LIMIT,
                 }),
-                replying: AtomicBool::new(false),
-                interrupt_requested: AtomicBool::new(false),
+                status: AtomicU8::new(0),
                 interrupt: Notify::new(),
                 session: Id::new(),
             }),
@@ -201,15 +207,20 @@ impl UserAgent {
                 )));
             }
         };
-        if self.shared.replying.swap(true, Ordering::AcqRel) {
-            // The reply waiting keeps an interrupt asked for it.
+        // Replying from now, and an interrupt asked for an earlier reply is not this one's; the
+        // reply waiting keeps an interrupt asked for it.
+        let started = self
+            .shared
+            .status
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+                (s & REPLYING == 0).then_some(REPLYING)
+            });
+        if started.is_err() {
             return failed(AgentError::State(format!(
                 "user agent '{}' is already waiting for the person's reply",
                 self.name
             )));
         }
-        // An interrupt asked for an earlier reply is not this one's.
-        self.shared.interrupt_requested.store(false, Ordering::Release);
         // Held by the stream from now: dropping it, even before it is read, frees the agent.
         let replying = Replying(Arc::clone(&self.shared));
         self.lock_observed().extend(msgs.iter().cloned());
@@ -222,7 +233,7 @@ impl UserAgent {
             let _replying = replying;
             let mut interrupted = std::pin::pin!(this.shared.interrupt.notified());
             interrupted.as_mut().enable();
-            if this.shared.interrupt_requested.swap(false, Ordering::AcqRel) {
+            if this.shared.status.fetch_and(!INTERRUPT, Ordering::AcqRel) & INTERRUPT != 0 {
                 return futures_util::stream::iter(this.interrupted());
             }
             let read = std::pin::pin!(this.input.read(request));
@@ -291,7 +302,7 @@ struct Replying(Arc<Shared>);
 
 impl Drop for Replying {
     fn drop(&mut self) {
-        self.0.replying.store(false, Ordering::Release);
+        self.0.status.store(0, Ordering::Release);
     }
 }
 
@@ -315,10 +326,15 @@ impl Participant for UserAgent {
     }
 
     fn interrupt(&self) -> bool {
-        if !self.shared.replying.load(Ordering::Acquire) {
+        let asked = self
+            .shared
+            .status
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+                (s & REPLYING != 0).then_some(s | INTERRUPT)
+            });
+        if asked.is_err() {
             return false;
         }
-        self.shared.interrupt_requested.store(true, Ordering::Release);
         self.shared.interrupt.notify_waiters();
         true
     }
