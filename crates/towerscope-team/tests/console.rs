@@ -482,3 +482,30 @@ async fn text_a_terminal_would_act_on_is_shown_not_sent() {
     assert!(printed.contains("^[]52;c;aGk=^Gpage"), "{printed}");
     assert!(printed.contains("done ^[[?1049h"), "{printed}");
 }
+
+/// A fan-out shown in the console: each member's answer once, as it streamed (the combined
+/// message that ends the fan-out's reply repeats them, and was printed again).
+#[tokio::test]
+async fn a_fanouts_answers_show_once() {
+    let says = |name: &str, text: &str| {
+        Agent::builder(name)
+            .model(ScriptedModel::new("m", [ScriptedResponse::text(text)]))
+            .build()
+            .unwrap()
+    };
+    let panel =
+        towerscope_team::pipeline::FanoutPipeline::new([says("ann", "Tea please."), says("bo", "Coffee please.")]);
+    let mut console = Console::new(Vec::new());
+    let combined = console
+        .show(Participant::reply_stream(
+            &panel,
+            Msg::user("host", "Tea or coffee?").into(),
+        ))
+        .await
+        .unwrap();
+    assert!(combined.text_content().unwrap().contains("ann: Tea please."));
+    let screen = String::from_utf8(console.into_inner()).unwrap();
+    for answer in ["Tea please.", "Coffee please."] {
+        assert_eq!(screen.matches(answer).count(), 1, "{screen}");
+    }
+}

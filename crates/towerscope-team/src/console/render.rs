@@ -304,8 +304,21 @@ impl<W: Write> Console<W> {
     }
 
     fn render_final(&mut self, speaker: Option<&str>, msg: &Msg) {
-        // A finished reply whose text never streamed (a participant without text events).
+        // A finished reply whose text never streamed (a participant without text events); a
+        // fan-out's message that combines replies which all streamed is not shown again.
         if msg.finished_reason.is_none() || self.printer.spoke(&msg.id) {
+            return;
+        }
+        let combined = msg
+            .metadata
+            .get(crate::pipeline::COMBINED_REPLIES)
+            .and_then(serde_json::Value::as_array);
+        if let Some(ids) = combined
+            && !ids.is_empty()
+            && ids
+                .iter()
+                .all(|id| id.as_str().is_some_and(|id| self.printer.spoke(&Id::from(id))))
+        {
             return;
         }
         if let Some(text) = msg.text_content().filter(|t| !t.is_empty()) {

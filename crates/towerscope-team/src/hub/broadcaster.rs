@@ -139,13 +139,11 @@ impl Broadcaster {
     /// hears a reply once; the reference delivers it once per hub).
     fn receivers(&self) -> Vec<Receiver> {
         let subs = self.lock().clone();
-        let mut out: Vec<Receiver> = Vec::new();
-        for r in subs.into_iter().flat_map(|s| s.to) {
-            if !out.iter().any(|o| o.id == r.id) {
-                out.push(r);
-            }
-        }
-        out
+        let mut seen = std::collections::HashSet::new();
+        subs.into_iter()
+            .flat_map(|s| s.to)
+            .filter(|r| seen.insert(r.id))
+            .collect()
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<Subscription>> {

@@ -76,8 +76,21 @@ impl MsgHubBuilder {
                 auto: self.auto_broadcast,
             }),
         };
-        for p in self.participants {
-            hub.add_ref(p)?;
+        {
+            // Every participant first, then each one's subscriptions once (subscribing after
+            // each addition rebuilt every list each time: cubic in participants).
+            let mut state = hub.lock();
+            let mut names = std::collections::HashSet::new();
+            for p in self.participants {
+                if !names.insert(p.name().to_owned()) {
+                    return Err(hub.duplicate(p.name()));
+                }
+                if state.auto {
+                    check_broadcaster(&*p)?;
+                }
+                state.members.push(p);
+            }
+            hub.resubscribe(&state);
         }
         if !self.announcement.is_empty() {
             hub.broadcast(self.announcement)?;
@@ -151,11 +164,7 @@ impl MsgHub {
     pub fn add_ref(&self, participant: Arc<dyn Participant>) -> Result<(), AgentError> {
         let mut state = self.lock();
         if state.members.iter().any(|p| p.name() == participant.name()) {
-            return Err(AgentError::validation(format!(
-                "hub '{}' already has a participant named '{}'; participants of a hub need distinct names",
-                self.name,
-                participant.name()
-            )));
+            return Err(self.duplicate(participant.name()));
         }
         if state.auto {
             check_broadcaster(&*participant)?;
@@ -250,6 +259,14 @@ impl MsgHub {
                 .collect();
             b.subscribe(self.id, to);
         }
+    }
+
+    /// The error of a second participant named `name`.
+    fn duplicate(&self, name: &str) -> AgentError {
+        AgentError::validation(format!(
+            "hub '{}' already has a participant named '{name}'; participants of a hub need distinct names",
+            self.name
+        ))
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

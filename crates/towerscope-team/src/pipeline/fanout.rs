@@ -98,7 +98,8 @@ fn waits(members: &[Arc<dyn Participant>], m: usize, waiting: &Msg, reply_id: &I
 /// [`replies`](Self::replies) returns the messages; [`stream`](Self::stream) streams the
 /// members' items as they arrive, tagged with their speaker. As a [`Participant`] the
 /// pipeline streams the members' events and ends with one message under its own name that
-/// holds each reply's text as `name: text` (and its data), in participant order; its finished
+/// holds each reply's text as `name: text` (and its data), in participant order, and lists
+/// those replies' ids in its metadata under [`COMBINED_REPLIES`]; its finished
 /// reason is `interrupted` when a member was interrupted, `completed` otherwise. A member that
 /// parks for the user parks the pipeline: the stream ends with that member's waiting message,
 /// the resuming input goes to it, and the combined message comes once every member finished.
@@ -252,8 +253,16 @@ fn combine(name: &Arc<str>, finals: &[Msg], cut: bool) -> Msg {
         ReplyFinishedReason::Completed
     });
     msg.finished_at = Some(now_timestamp());
+    // What it combines, so that a reader who showed those replies as they streamed (the
+    // console) does not show them again.
+    let combined: Vec<serde_json::Value> = finals.iter().map(|m| m.id.to_string().into()).collect();
+    msg.metadata.insert(COMBINED_REPLIES.to_owned(), combined.into());
     msg
 }
+
+/// The metadata key of a fan-out's combined message that lists the ids of the replies it
+/// combines.
+pub const COMBINED_REPLIES: &str = "combined_replies";
 
 impl Participant for FanoutPipeline {
     fn name(&self) -> &str {

@@ -57,7 +57,7 @@ mod sequential;
 mod team;
 
 pub use assign::ASSIGN_TOOL;
-pub use fanout::FanoutPipeline;
+pub use fanout::{COMBINED_REPLIES, FanoutPipeline};
 pub use goal::{GOAL_VERIFICATION, GoalOutcome, GoalPipeline, Verdict};
 pub use merge::{MergedStream, Tagged, merge, tag};
 pub use sequential::SequentialPipeline;
