@@ -152,45 +152,28 @@ async fn users_with_the_same_session_id_do_not_share_offloaded_messages() {
         assert!(!texts.iter().any(|t| t.starts_with(&format!("{other}'s"))), "{texts:?}");
     }
 
-    // Bob's model asks to read Alice's file: his Read tool is confined to his own.
-    let input = serde_json::json!({"file_path": paths[0].display().to_string()}).to_string();
-    let model = ScriptedModel::new(
-        "m",
-        [
-            ScriptedResponse::tool_call("r1", "Read", input),
-            ScriptedResponse::text("ok"),
-        ],
-    );
-    let bob = Agent::builder("a")
-        .model(model)
-        .hints(HintConfig::disabled())
-        .tool(offloader.read_tool_for("bob"))
-        .build()
-        .unwrap();
-    bob.reply(Msg::user("user", "read")).await.unwrap();
-    let result = bob.state().context[1].tool_results().next().unwrap().clone();
-    assert_eq!(result.state, ToolResultState::Error);
-    assert!(!result.output.text_content().unwrap().contains("alice's secret"));
-
-    // Nor can an agent without a user id (whose files are the directory's own).
-    let input = serde_json::json!({"file_path": paths[0].display().to_string()}).to_string();
-    let model = ScriptedModel::new(
-        "m",
-        [
-            ScriptedResponse::tool_call("r1", "Read", input),
-            ScriptedResponse::text("ok"),
-        ],
-    );
-    let anonymous = Agent::builder("a")
-        .model(model)
-        .hints(HintConfig::disabled())
-        .tool(offloader.read_tool_for(""))
-        .build()
-        .unwrap();
-    anonymous.reply(Msg::user("user", "read")).await.unwrap();
-    let result = anonymous.state().context[1].tool_results().next().unwrap().clone();
-    assert_eq!(result.state, ToolResultState::Error);
-    assert!(!result.output.text_content().unwrap().contains("alice's secret"));
+    // Bob's model asks to read Alice's file: his Read tool is confined to his own; nor can an
+    // agent without a user id read it (its files are the directory's own, without `users/`).
+    for reader in ["bob", ""] {
+        let input = serde_json::json!({"file_path": paths[0].display().to_string()}).to_string();
+        let model = ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("r1", "Read", input),
+                ScriptedResponse::text("ok"),
+            ],
+        );
+        let agent = Agent::builder("a")
+            .model(model)
+            .hints(HintConfig::disabled())
+            .tool(offloader.read_tool_for(reader))
+            .build()
+            .unwrap();
+        agent.reply(Msg::user("user", "read")).await.unwrap();
+        let result = agent.state().context[1].tool_results().next().unwrap().clone();
+        assert_eq!(result.state, ToolResultState::Error, "{reader}");
+        assert!(!result.output.text_content().unwrap().contains("alice's secret"));
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -41,6 +41,20 @@ fn reply_in_background(ingress: &str, session: &str, text: &str) -> tokio::task:
     tokio::spawn(async move { call(&ingress, &session, "reply", body).await })
 }
 
+/// The id of the invocation that sent the session's first event, once there is one.
+async fn invocation_of(session: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let events = std::fs::read_to_string(support::side_effects(session).join("events.jsonl")).unwrap_or_default();
+        if let Some(line) = events.lines().next() {
+            let event: Value = serde_json::from_str(line).unwrap();
+            return event["invocation"].as_str().unwrap().to_owned();
+        }
+        assert!(Instant::now() < deadline, "the reply never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !done() {
@@ -514,15 +528,7 @@ async fn a_cancelled_invocation_interrupts_the_reply() {
     let reply = reply_in_background(&ingress, &session, "take your time");
     // The invocation's id, from its first event; then wait for the model call to start.
     let deadline = Instant::now() + Duration::from_secs(60);
-    let invocation = loop {
-        let events = std::fs::read_to_string(support::side_effects(&session).join("events.jsonl")).unwrap_or_default();
-        if let Some(line) = events.lines().next() {
-            let event: Value = serde_json::from_str(line).unwrap();
-            break event["invocation"].as_str().unwrap().to_owned();
-        }
-        assert!(Instant::now() < deadline, "the reply never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let invocation = invocation_of(&session).await;
     while count(&session, "model_calls") == 0 {
         assert!(Instant::now() < deadline, "the model was never called");
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -555,9 +561,7 @@ async fn a_killed_parked_reply_leaves_the_session_usable() {
     let session = key("confirm");
     let reply = reply_in_background(&ingress, &session, "refund me");
     parked(&ingress, &session).await;
-    let events = std::fs::read_to_string(support::side_effects(&session).join("events.jsonl")).unwrap();
-    let first: Value = serde_json::from_str(events.lines().next().unwrap()).unwrap();
-    let invocation = first["invocation"].as_str().unwrap().to_owned();
+    let invocation = invocation_of(&session).await;
     let response = support::client()
         .patch(format!("{admin}/invocations/{invocation}/kill"))
         .send()
@@ -590,9 +594,7 @@ async fn a_cancel_starts_no_further_step() {
     let session = key("pair");
     let reply = reply_in_background(&ingress, &session, "pack both");
     wait_for("the first pack", 60, || count(&session, "tool_pack") == 1).await;
-    let events = std::fs::read_to_string(support::side_effects(&session).join("events.jsonl")).unwrap();
-    let first: Value = serde_json::from_str(events.lines().next().unwrap()).unwrap();
-    let invocation = first["invocation"].as_str().unwrap().to_owned();
+    let invocation = invocation_of(&session).await;
     let response = support::client()
         .patch(format!("{admin}/invocations/{invocation}/cancel"))
         .send()
