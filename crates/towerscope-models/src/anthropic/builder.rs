@@ -158,8 +158,10 @@ impl AnthropicChatModelBuilder {
     /// Extended thinking with this budget of tokens (at least 1024, below the output limit).
     /// The thinking blocks come back with their signatures and are sent back in later turns. A
     /// call whose tool choice forces a tool (a context summary, the last turns of structured
-    /// output) goes without thinking, which the API refuses beside it; `build` refuses a
-    /// temperature other than 1, a `top_k` and a `top_p` under 0.95, as the API does.
+    /// output) asks with `auto` instead, offering only the tool it names: the API refuses
+    /// thinking beside a forcing choice, and a thinking setting must not change within a tool
+    /// loop. `build` refuses a temperature other than 1, a `top_k` and a `top_p` under 0.95, as
+    /// the API does.
     pub fn thinking(mut self, budget_tokens: u32) -> Self {
         self.options.thinking_budget = Some(budget_tokens);
         self
@@ -222,7 +224,10 @@ impl AnthropicChatModelBuilder {
     }
 
     /// The HTTP transport instead of the default client (see [`crate::http`]); the timeouts
-    /// above then do not apply.
+    /// above then do not apply, nor does the default client's rule of following redirects only
+    /// within the request's origin (a `reqwest::Client` of your own forwards the key headers to
+    /// another host unless its redirect policy says otherwise; [`crate::http::http_client`]
+    /// builds one that does not).
     pub fn http_service(mut self, transport: HttpService) -> Self {
         self.transport = Some(transport);
         self

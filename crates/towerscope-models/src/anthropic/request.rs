@@ -87,6 +87,14 @@ pub(super) fn body(call: &Call<'_>) -> Result<Vec<u8>, AgentError> {
     } = *call;
     let formatted = format(call.messages.iter())?;
     let mut messages = formatted.messages;
+    // With thinking, the API refuses a tool_choice that forces a call (a context summary, the
+    // last turns of structured output), and a thinking setting must not change within a tool
+    // loop: such a call keeps thinking and asks with `auto`, offering only the tool it names.
+    let thinking = options.thinking_budget.is_some();
+    let only = match call.tool_choice.map(|c| &c.mode) {
+        Some(ToolChoiceMode::Tool(name)) if thinking => Some(name.as_str()),
+        _ => None,
+    };
     let mut tools: Vec<WireTool<'_>> = call
         .tools
         .iter()
@@ -94,6 +102,7 @@ pub(super) fn body(call: &Call<'_>) -> Result<Vec<u8>, AgentError> {
             Some(allowed) => allowed.contains(&t.name),
             None => true,
         })
+        .filter(|t| only.is_none_or(|name| t.name == name))
         .map(|t| WireTool {
             name: &t.name,
             description: &t.description,
@@ -125,10 +134,18 @@ pub(super) fn body(call: &Call<'_>) -> Result<Vec<u8>, AgentError> {
             let _ = last.content.iter_mut().rev().any(|block| block.mark_cache());
         }
     }
-    let tool_choice = (!tools.is_empty())
+    let mut tool_choice = (!tools.is_empty())
         .then(|| tool_choice(call.tool_choice, options.parallel_tool_calls))
         .flatten();
-    let forced = forces_a_call(tool_choice.as_ref());
+    if thinking
+        && let Some(choice) = tool_choice.as_mut()
+        && forces_a_call(Some(choice))
+    {
+        choice["type"] = Value::from("auto");
+        if let Some(map) = choice.as_object_mut() {
+            map.remove("name");
+        }
+    }
     let body = Body {
         model,
         max_tokens: params.max_tokens.unwrap_or(options.max_tokens),
@@ -141,11 +158,8 @@ pub(super) fn body(call: &Call<'_>) -> Result<Vec<u8>, AgentError> {
         top_p: params.top_p,
         top_k: params.top_k,
         stop_sequences: &params.stop_sequences,
-        // The API refuses thinking beside a tool_choice that forces a call (a summary, the last
-        // turns of structured output): that call goes without thinking.
         thinking: options
             .thinking_budget
-            .filter(|_| !forced)
             .map(|budget| json!({"type": "enabled", "budget_tokens": budget})),
         extra: &options.extra,
     };
@@ -234,22 +248,27 @@ mod tests {
         );
     }
 
-    /// A call that must call a tool goes without thinking (the API refuses the two together:
-    /// "Thinking may not be enabled when tool_choice forces tool use"); others keep it.
+    /// With thinking, a call that must call a tool asks with `auto` (the API refuses thinking
+    /// beside a forcing tool_choice: "Thinking may not be enabled when tool_choice forces tool
+    /// use", and thinking must not change within a tool loop), offering only the tool it
+    /// names; without thinking it is forced as asked.
     #[test]
-    fn a_forced_tool_call_goes_without_thinking() {
+    fn a_forced_tool_call_keeps_thinking_and_asks_with_auto() {
         let mut options = options();
         options.thinking_budget = Some(2048);
         let messages = [Msg::user("u", "hi")];
         let params = GenerationParams::new();
-        for choice in [ToolChoice::required(), ToolChoice::tool("b")] {
-            let value = sent(&options, &params, &messages, Some(&choice));
-            assert!(value.get("thinking").is_none(), "{value}");
-        }
-        for choice in [Some(ToolChoice::auto()), Some(ToolChoice::none()), None] {
-            let value = sent(&options, &params, &messages, choice.as_ref());
-            assert_eq!(value["thinking"]["budget_tokens"], 2048, "{value}");
-        }
+        let named = sent(&options, &params, &messages, Some(&ToolChoice::tool("b")));
+        assert_eq!(named["thinking"]["budget_tokens"], 2048, "{named}");
+        assert_eq!(named["tool_choice"], json!({"type": "auto"}));
+        assert_eq!(named["tools"].as_array().map(Vec::len), Some(1), "only b: {named}");
+        assert_eq!(named["tools"][0]["name"], "b");
+        let any = sent(&options, &params, &messages, Some(&ToolChoice::required()));
+        assert_eq!(any["tool_choice"], json!({"type": "auto"}));
+        assert_eq!(any["tools"].as_array().map(Vec::len), Some(2));
+        let plain = sent(&self::options(), &params, &messages, Some(&ToolChoice::tool("b")));
+        assert_eq!(plain["tool_choice"], json!({"type": "tool", "name": "b"}));
+        assert!(plain.get("thinking").is_none());
     }
 
     /// A system text of whitespace only is not sent (with prompt caching it went as an empty

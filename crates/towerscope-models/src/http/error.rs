@@ -100,7 +100,16 @@ impl ProviderError {
                 error.kind = error.kind.map(|kind| cut(&kind));
                 error.code = error.code.map(|code| cut(&code));
             }
-            _ => {
+            Ok(other) => {
+                // A string, an array, a number: JSON that may echo the request; its kind only.
+                let kind = match other {
+                    Value::String(_) => "a string",
+                    Value::Array(_) => "an array",
+                    _ => "a scalar",
+                };
+                error.message = format!("(a JSON error body that is {kind}, {} bytes, not quoted)", body.len());
+            }
+            Err(_) => {
                 let text = String::from_utf8_lossy(body);
                 error.message = if text.trim().is_empty() {
                     status
@@ -108,7 +117,7 @@ impl ProviderError {
                         .and_then(|s| s.canonical_reason())
                         .unwrap_or("no error body")
                         .to_owned()
-                } else if text.trim_start().starts_with(['{', '[']) {
+                } else if text.trim_start().starts_with(['{', '[', '"']) {
                     // JSON cut short (the body's first 64 KiB): it may echo the request.
                     format!("(JSON that does not parse, {} bytes, not quoted)", body.len())
                 } else {
@@ -382,6 +391,10 @@ mod tests {
         );
         let cut_short = ProviderError::from_body("openai", Some(400), None, br#"{"error": {"message": "PATIENT"#);
         assert!(!cut_short.message.contains("PATIENT"), "{}", cut_short.message);
+        for body in [&br#""PATIENT""#[..], br#"["PATIENT"]"#, br#""PATIENT"#] {
+            let err = ProviderError::from_body("openai", Some(400), None, body);
+            assert!(!err.message.contains("PATIENT"), "{}", err.message);
+        }
         let long = ProviderError::from_body("openai", Some(500), None, "é".repeat(2000).as_bytes());
         assert!(long.message.chars().count() < 600);
         // A JSON message is cut too (a proxy quoting the upstream answer or the request).

@@ -236,7 +236,10 @@ impl OpenAiChatModelBuilder {
     }
 
     /// The HTTP transport instead of the default client (see [`crate::http`]); the timeouts
-    /// above then do not apply.
+    /// above then do not apply, nor does the default client's rule of following redirects only
+    /// within the request's origin (a `reqwest::Client` of your own forwards the key headers to
+    /// another host unless its redirect policy says otherwise; [`crate::http::http_client`]
+    /// builds one that does not).
     pub fn http_service(mut self, transport: HttpService) -> Self {
         self.transport = Some(transport);
         self
