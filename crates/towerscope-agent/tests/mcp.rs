@@ -298,4 +298,9 @@ async fn a_server_tool_whose_name_is_taken_is_not_added() {
         "the local tool (no argument) stays: {}",
         local.input_schema()
     );
+
+    // The same server added again (a new connection) replaces its own tools.
+    let again = toolkit.add_mcp_server(stdio(&env)).await.unwrap();
+    assert_eq!(again.clashing, ["echo"], "the local tool's name is still taken");
+    assert_eq!(again.tools, added.tools);
 }

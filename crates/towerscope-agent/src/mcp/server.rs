@@ -86,7 +86,7 @@ pub struct McpServer {
 /// How to reach an MCP server.
 ///
 /// Its `Debug` output names environment variables and headers but never shows their values,
-/// nor the bearer token, nor the URL's query and user information: they are often credentials.
+/// nor the bearer token, nor the URL past its host: they are often credentials.
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum McpTransport {
@@ -362,33 +362,29 @@ impl McpServer {
     }
 }
 
-/// A URL as `Debug` shows it: without its query, fragment and user information (a key may be in
-/// any of them).
+/// A URL as `Debug` shows it: its scheme and host only (a key may be in the user information,
+/// the path, as some hosted servers put it, or the query).
 fn url_without_secrets(url: &str) -> String {
-    let end = url.find(['?', '#']).unwrap_or(url.len());
-    let url = &url[..end];
     match url.split_once("://") {
         Some((scheme, rest)) => {
-            let host_start = rest.find('/').unwrap_or(rest.len());
-            let authority = &rest[..host_start];
+            let host_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            let authority = &rest[..host_end];
             let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-            format!("{scheme}://{host}{}", &rest[host_start..])
+            format!("{scheme}://{host}/…")
         }
-        None => url.to_owned(),
+        None => "…".to_owned(),
     }
 }
 
 #[cfg(test)]
 mod url_tests {
     #[test]
-    fn debug_shows_no_query_nor_user() {
+    fn debug_shows_only_scheme_and_host() {
         assert_eq!(
             super::url_without_secrets("https://u:p@h.example:8443/mcp?key=SECRET#x"),
-            "https://h.example:8443/mcp"
+            "https://h.example:8443/…"
         );
-        assert_eq!(
-            super::url_without_secrets("http://127.0.0.1:9/mcp"),
-            "http://127.0.0.1:9/mcp"
-        );
+        assert_eq!(super::url_without_secrets("https://h/mcp/sk-SECRET/sse"), "https://h/…");
+        assert_eq!(super::url_without_secrets("not a url SECRET"), "…");
     }
 }

@@ -44,12 +44,15 @@ impl Toolkit {
             clashing: Vec::new(),
             client: client.clone(),
         };
+        let mut added_now = std::collections::HashSet::new();
         for listed_tool in &listed {
             let tool = McpTool::new(client.clone(), listed_tool);
             let name = crate::toolkit::Tool::name(&tool).to_owned();
-            if self.get(&name).is_some() {
-                // Another server's tool, a local one, or this server's `a.b` beside `a_b`: the
-                // name is taken, and replacing it would drop a tool the model may be using.
+            // Another server's tool, a local one, or this server's `a.b` beside `a_b`: the name
+            // is taken, and replacing it would drop a tool the model may be using. The same
+            // server added again (a new connection) replaces its own tools.
+            let elsewhere = self.group_of(&name).is_some_and(|g| g.name != server.name);
+            if elsewhere || !added_now.insert(name.clone()) {
                 tracing::warn!(
                     server = %server.name,
                     tool = %name,

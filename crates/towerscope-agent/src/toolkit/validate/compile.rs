@@ -323,8 +323,9 @@ impl<'a> Trail<'a> {
     }
 }
 
-/// The largest compiled size a schema's `pattern` may have (regex-lite's default is 10 MiB).
-const MAX_PATTERN_BYTES: usize = 64 * 1024;
+/// The largest compiled size a schema's `pattern` may have: a tenth of regex-lite's default
+/// (10 MiB), room for `^.{0,10000}$`.
+const MAX_PATTERN_BYTES: usize = 1024 * 1024;
 
 fn compile(pattern: &str, patterns: &mut HashMap<String, Regex>, strict: bool) -> Result<(), SchemaError> {
     if patterns.contains_key(pattern) {

@@ -21,7 +21,7 @@
 //! per place it is reached from (the branches of `anyOf`/`oneOf` included), `uniqueItems` hashes
 //! its items, and a run gives up with an error past `MAX_DEPTH` (256) nested schemas or
 //! `MAX_STEPS` (4 million) schema applications. One application may cost as much as the value
-//! it checks (a string's length, a `pattern` over it, compiled to at most 64 KiB), so a schema
+//! it checks (a string's length, a `pattern` over it, compiled to at most 1 MiB), so a schema
 //! that reaches one big value from many places costs that many times its size.
 
 use std::cell::Cell;
