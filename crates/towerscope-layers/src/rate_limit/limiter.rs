@@ -33,7 +33,9 @@ struct State {
     last_start: Option<Instant>,
     starts: VecDeque<Instant>,
     tokens: VecDeque<(Instant, u64)>,
-    token_sum: u64,
+    /// The sum of `tokens`' counts, exact: a `u128` holds any number of `u64` counts a window
+    /// can hold (a saturated sum forgot the others once the huge one left).
+    token_sum: u128,
     queue: VecDeque<Waiter>,
     next_ticket: u64,
 }
@@ -65,7 +67,7 @@ impl State {
                 if plus(t, window) > now {
                     break;
                 }
-                self.token_sum = self.token_sum.saturating_sub(n);
+                self.token_sum -= u128::from(n);
                 self.tokens.pop_front();
             }
         }
@@ -95,13 +97,14 @@ impl State {
             }
         }
         if let Some((limit, window)) = limits.tokens {
+            let limit_wide = u128::from(limit);
             let mut sum = self.token_sum;
             for (t, n) in &self.tokens {
-                if sum < limit {
+                if sum < limit_wide {
                     break;
                 }
-                sum = sum.saturating_sub(*n);
-                if sum < limit {
+                sum -= u128::from(*n);
+                if sum < limit_wide {
                     later(plus(*t, window), Binding::Tokens(limit, window));
                 }
             }
@@ -192,7 +195,7 @@ impl RateLimiter {
     pub fn tokens_in_window(&self) -> u64 {
         let mut state = self.lock();
         state.prune(Instant::now(), &self.shared.limits);
-        state.token_sum
+        u64::try_from(state.token_sum).unwrap_or(u64::MAX)
     }
 
     /// Whether answers must be looked at for their token usage.
@@ -211,9 +214,9 @@ impl RateLimiter {
         }
         let mut state = self.lock();
         state.tokens.push_back((Instant::now(), tokens));
-        // A usage figure a server got wrong (u64::MAX) saturates: it holds calls back for a
-        // window, it does not panic or wrap to nothing.
-        state.token_sum = state.token_sum.saturating_add(tokens);
+        // A usage figure a server got wrong (u64::MAX) holds calls back for a window; the sum
+        // neither overflows nor forgets the other counts.
+        state.token_sum += u128::from(tokens);
     }
 
     /// Admits a new call: now when nobody waits and the limits allow it, otherwise in the queue

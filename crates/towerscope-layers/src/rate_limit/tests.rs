@@ -139,6 +139,36 @@ async fn an_overflowing_usage_holds_calls_back_for_a_window() {
     assert_eq!(layer.limiter().tokens_in_window(), 0);
 }
 
+/// A huge count beside an ordinary one, both in the window: when the huge one leaves it, the
+/// other still counts (a saturated sum had forgotten it, and let the next call through early).
+#[tokio::test(start_paused = true)]
+async fn a_huge_count_leaving_the_window_leaves_the_others_counted() {
+    let log = Log::default();
+    let layer = RateLimitLayer::new(RateLimits::new().tokens_per_minute(100));
+    let origin = Instant::now();
+    let model = {
+        let log = log.clone();
+        service_fn(move |req: ModelCallRequest| {
+            let reply = req.ctx.reply_id().to_string();
+            log.lock().unwrap().push((origin.elapsed(), reply.clone()));
+            // r0 answers at 1 s with u64::MAX tokens, r1 at 2 s with 150.
+            let (delay, tokens) = if reply == "r0" { (1, u64::MAX) } else { (2, 150) };
+            async move {
+                tokio::time::sleep(Duration::from_secs(delay)).await;
+                let response = ChatResponse::new(vec![]).with_usage(ChatUsage::new(tokens, 0));
+                Ok::<_, AgentError>(ModelOutput::Complete(response))
+            }
+        })
+    };
+    let svc = ServiceBuilder::new().layer(layer.clone()).service(model);
+    let (a, b) = tokio::join!(svc.clone().oneshot(request(0)), svc.clone().oneshot(request(1)));
+    assert!(a.is_ok() && b.is_ok());
+    svc.clone().oneshot(request(2)).await.unwrap();
+    // Both started at once (nothing counted yet); the third waits until r1's 150 leave the
+    // window at 62 s, not only r0's count at 61 s.
+    assert_eq!(secs(&log), [0, 0, 62]);
+}
+
 #[tokio::test(start_paused = true)]
 async fn streamed_answers_count_the_usage_of_their_final_chunk() {
     use towerscope_models::ScriptedResponse;
