@@ -493,8 +493,13 @@ async fn a_fanouts_answers_show_once() {
             .build()
             .unwrap()
     };
-    let panel =
+    // A fan-out inside another: its combined message stands for its members' replies.
+    let inner =
         towerscope_team::pipeline::FanoutPipeline::new([says("ann", "Tea please."), says("bo", "Coffee please.")]);
+    let panel = towerscope_team::pipeline::FanoutPipeline::from_shared([
+        std::sync::Arc::new(inner.named("pair")) as std::sync::Arc<dyn Participant>,
+        std::sync::Arc::new(says("cy", "Water please.")),
+    ]);
     let mut console = Console::new(Vec::new());
     let combined = console
         .show(Participant::reply_stream(
@@ -505,7 +510,7 @@ async fn a_fanouts_answers_show_once() {
         .unwrap();
     assert!(combined.text_content().unwrap().contains("ann: Tea please."));
     let screen = String::from_utf8(console.into_inner()).unwrap();
-    for answer in ["Tea please.", "Coffee please."] {
+    for answer in ["Tea please.", "Coffee please.", "Water please."] {
         assert_eq!(screen.matches(answer).count(), 1, "{screen}");
     }
 }

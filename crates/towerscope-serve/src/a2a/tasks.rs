@@ -29,7 +29,9 @@ pub struct Limits {
     /// server hold `max_tasks` of them. Tasks that have not ended are not counted.
     pub max_ended_task_bytes: usize,
     /// Contexts whose agent is kept in memory (default 1,000); an evicted context's agent is
-    /// built again by the factory, from its session store.
+    /// built again by the factory, from its session store. A context whose last task has not
+    /// ended is never evicted, so while more than this many are busy, more are kept (at most
+    /// as many as tasks that have not ended, [`max_tasks`](Self::max_tasks)).
     pub max_contexts: usize,
     /// The largest request body in bytes (default 1 MiB); larger ones get HTTP 413.
     pub max_body_bytes: usize,

@@ -255,7 +255,16 @@ fn combine(name: &Arc<str>, finals: &[Msg], cut: bool) -> Msg {
     msg.finished_at = Some(now_timestamp());
     // What it combines, so that a reader who showed those replies as they streamed (the
     // console) does not show them again.
-    let combined: Vec<serde_json::Value> = finals.iter().map(|m| m.id.to_string().into()).collect();
+    // A member's own combined message (a fan-out inside) stands for the replies it lists.
+    let combined: Vec<serde_json::Value> = finals
+        .iter()
+        .flat_map(
+            |m| match m.metadata.get(COMBINED_REPLIES).and_then(serde_json::Value::as_array) {
+                Some(inner) => inner.clone(),
+                None => vec![m.id.to_string().into()],
+            },
+        )
+        .collect();
     msg.metadata.insert(COMBINED_REPLIES.to_owned(), combined.into());
     msg
 }
