@@ -421,20 +421,7 @@ fn file_url(path: &Path) -> String {
 
 /// The path of a `file://` URL [`file_url`] wrote; `None` for any other URL.
 fn path_of_file_url(url: &str) -> Option<PathBuf> {
-    let encoded = url.strip_prefix("file://")?.as_bytes();
-    let mut bytes = Vec::with_capacity(encoded.len());
-    let mut i = 0;
-    while i < encoded.len() {
-        if encoded[i] == b'%' {
-            let hex = std::str::from_utf8(encoded.get(i + 1..i + 3)?).ok()?;
-            bytes.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            bytes.push(encoded[i]);
-            i += 1;
-        }
-    }
-    path_from_bytes(bytes)
+    path_from_bytes(crate::session::percent_decode(url.strip_prefix("file://")?)?)
 }
 
 /// A path's bytes: on Unix its own (a name need not be UTF-8), elsewhere its UTF-8 text.
@@ -477,9 +464,9 @@ fn write_data(data: &Path, block: &DataBlock) -> Result<String, AgentError> {
     write_bytes(data, block, media_type, &bytes).map(|path| path.display().to_string())
 }
 
-/// Writes `bytes`, the decoded data of `block`, under `data`; returns the file's path. The
-/// file is written under a temporary name of its own, flushed, then renamed (and the directory
-/// flushed), so its name never shows a partial file; one already there that holds other bytes
+/// Writes `bytes`, the decoded data of `block`, under `data`; returns the file's path. It is
+/// replaced atomically as a file store's session is (`session::file`'s temporary file, sync and
+/// rename), so its name never shows a partial file; one already there that holds other bytes
 /// (cut short by a crash before this rule) is written again.
 fn write_bytes(data: &Path, block: &DataBlock, media_type: &str, bytes: &[u8]) -> Result<PathBuf, AgentError> {
     // Named by the block's id and its bytes: block ids may come from clients, and a different
@@ -491,54 +478,10 @@ fn write_bytes(data: &Path, block: &DataBlock, media_type: &str, bytes: &[u8]) -
         extension(media_type)
     ));
     fs::create_dir_all(data).map_err(|e| io_error(data, &e))?;
-    if fs::read(&path).is_ok_and(|there| there == bytes) {
-        return Ok(path);
-    }
-    let (mut file, temporary) = temporary_file(&path)?;
-    let written = file
-        .write_all(bytes)
-        .and_then(|()| file.sync_data())
-        .and_then(|()| fs::rename(&temporary, &path))
-        .and_then(|()| sync_dir(data));
-    if let Err(e) = written {
-        let _ = fs::remove_file(&temporary);
-        return Err(io_error(&path, &e));
+    if !fs::read(&path).is_ok_and(|there| there == bytes) {
+        crate::session::replace_file(&path, bytes).map_err(|e| io_error(&path, &e))?;
     }
     Ok(path)
-}
-
-/// A new file beside `path` under a name no other writer has (made with `create_new`: the
-/// process id, a time and a counter, and another try if it exists all the same).
-fn temporary_file(path: &Path) -> Result<(fs::File, PathBuf), AgentError> {
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let mut last = None;
-    for _ in 0..16 {
-        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let temporary = path.with_extension(format!("tmp-{}-{nanos}-{n}", std::process::id()));
-        match OpenOptions::new().write(true).create_new(true).open(&temporary) {
-            Ok(file) => return Ok((file, temporary)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(io_error(&temporary, &e)),
-        }
-    }
-    let e = last.unwrap_or_else(|| std::io::Error::from(std::io::ErrorKind::AlreadyExists));
-    Err(io_error(path, &e))
-}
-
-/// Flushes a directory's entries (a rename into it), where the platform can.
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        fs::File::open(dir)?.sync_all()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = dir;
-        Ok(())
-    }
 }
 
 /// Runs blocking file work on tokio's blocking pool.

@@ -100,6 +100,12 @@ pub(crate) fn encode(id: &str) -> String {
 
 /// The id `encode` wrote, or `None` for text it cannot have written.
 pub(crate) fn decode(text: &str) -> Option<String> {
+    String::from_utf8(percent_decode(text)?).ok()
+}
+
+/// The bytes of percent-encoded `text` (`%XX` read as the byte `XX`, every other byte as it
+/// is); `None` for a `%` not followed by two hex digits.
+pub(crate) fn percent_decode(text: &str) -> Option<Vec<u8>> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -113,7 +119,7 @@ pub(crate) fn decode(text: &str) -> Option<String> {
             i += 1;
         }
     }
-    String::from_utf8(out).ok()
+    Some(out)
 }
 
 #[cfg(test)]

@@ -101,7 +101,9 @@ mod store;
 mod stream;
 
 pub use document::{SESSION_FORMAT_VERSION, SessionDocument};
+pub(crate) use file::replace::replace as replace_file;
 pub use file::{JsonFileStore, MAX_FILE_KEY_LEN};
+pub(crate) use key::percent_decode;
 pub use key::{MAX_ID_LEN, SessionKey};
 pub use layer::SessionLayer;
 #[cfg(feature = "redis")]

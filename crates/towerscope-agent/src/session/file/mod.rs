@@ -1,6 +1,6 @@
 //! [`JsonFileStore`]: one JSON file per session in a directory; the embedded default.
 
-mod replace;
+pub(crate) mod replace;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};

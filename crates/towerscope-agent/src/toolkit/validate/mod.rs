@@ -107,20 +107,7 @@ pub(crate) fn resolve_ref<'s>(root: &'s Value, reference: &str) -> Option<&'s Va
 }
 
 fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    String::from_utf8(crate::session::percent_decode(s)?).ok()
 }
 
 /// Whether `value` is of the JSON-Schema type `name` (`5.0` is an integer, as in the spec).
