@@ -147,6 +147,16 @@ pub(crate) fn marked<T>(polling: &mut bool, poll: impl FnOnce() -> T) -> T {
     out
 }
 
+/// The service below's answer to `call`, caught with `catch_unwind`: if the call panicked,
+/// `panicked` records it on the span (the agent turns the panic into a middleware error; the
+/// span's drop would record a cancelled call) and the panic goes on.
+pub(crate) fn or_panicked<T>(caught: std::thread::Result<T>, panicked: impl FnOnce()) -> T {
+    caught.unwrap_or_else(|panic| {
+        panicked();
+        std::panic::resume_unwind(panic)
+    })
+}
+
 /// What a span records when the call below or a poll of its stream unwound (a panic in the
 /// model, a tool or a layer below): the agent turns the panic into a middleware error, which
 /// this kind matches.

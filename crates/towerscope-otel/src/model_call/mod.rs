@@ -136,12 +136,7 @@ where
             let _attached = record.context().map(|c| c.clone().attach());
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.inner.call(req)))
         };
-        // A panic in the `call` below is recorded as one (the agent turns it into a middleware
-        // error), not as the cancelled call the span's drop would record.
-        let inner = inner.unwrap_or_else(|panic| {
-            record.panicked();
-            std::panic::resume_unwind(panic)
-        });
+        let inner = crate::span::or_panicked(inner, || record.panicked());
         ModelCallTracingFuture {
             record: Some(record),
             inner,
