@@ -134,18 +134,9 @@ pub(super) fn body(call: &Call<'_>) -> Result<Vec<u8>, AgentError> {
             let _ = last.content.iter_mut().rev().any(|block| block.mark_cache());
         }
     }
-    let mut tool_choice = (!tools.is_empty())
-        .then(|| tool_choice(call.tool_choice, options.parallel_tool_calls))
+    let tool_choice = (!tools.is_empty())
+        .then(|| tool_choice(call.tool_choice, options.parallel_tool_calls, thinking))
         .flatten();
-    if thinking
-        && let Some(choice) = tool_choice.as_mut()
-        && forces_a_call(Some(choice))
-    {
-        choice["type"] = Value::from("auto");
-        if let Some(map) = choice.as_object_mut() {
-            map.remove("name");
-        }
-    }
     let body = Body {
         model,
         max_tokens: params.max_tokens.unwrap_or(options.max_tokens),
@@ -167,20 +158,13 @@ pub(super) fn body(call: &Call<'_>) -> Result<Vec<u8>, AgentError> {
         .map_err(|e| AgentError::validation(format!("could not encode the Anthropic request: {e}")))
 }
 
-/// Whether a wire `tool_choice` forces a tool call (`any` or `tool`).
-fn forces_a_call(choice: Option<&Value>) -> bool {
-    matches!(
-        choice.and_then(|c| c.get("type")).and_then(Value::as_str),
-        Some("any" | "tool")
-    )
-}
-
 /// `auto`, `none`, `any` (required) or `tool`, with `disable_parallel_tool_use` when parallel
-/// calls are off.
-fn tool_choice(choice: Option<&ToolChoice>, parallel: Option<bool>) -> Option<Value> {
+/// calls are off; with `thinking`, a choice that forces a call is `auto` (see [`body`]).
+fn tool_choice(choice: Option<&ToolChoice>, parallel: Option<bool>, thinking: bool) -> Option<Value> {
     let mut value = match choice.map(|c| &c.mode) {
         None if parallel != Some(false) => return None,
         None | Some(ToolChoiceMode::Auto) => json!({"type": "auto"}),
+        Some(ToolChoiceMode::Required | ToolChoiceMode::Tool(_)) if thinking => json!({"type": "auto"}),
         Some(ToolChoiceMode::None) => return Some(json!({"type": "none"})),
         Some(ToolChoiceMode::Required) => json!({"type": "any"}),
         Some(ToolChoiceMode::Tool(name)) => json!({"type": "tool", "name": name}),

@@ -352,12 +352,13 @@ mod tests {
             azure.endpoint,
             "https://h.example/openai/deployments/d/chat/completions"
         );
-        for base in ["http://127.0.0.1:9", "http://127.0.0.1:9/", "http://127.0.0.1:9/v1/"] {
-            let path = target(base).url.path().to_owned();
-            assert!(
-                path == "/chat/completions" || path == "/v1/chat/completions",
-                "{base}: {path}"
-            );
+        for (base, path) in [
+            ("http://127.0.0.1:9", "/chat/completions"),
+            ("http://127.0.0.1:9/", "/chat/completions"),
+            ("http://127.0.0.1:9/v1", "/v1/chat/completions"),
+            ("http://127.0.0.1:9/v1/", "/v1/chat/completions"),
+        ] {
+            assert_eq!(target(base).url.path(), path, "{base}");
         }
     }
 }
