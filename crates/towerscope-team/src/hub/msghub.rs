@@ -80,15 +80,8 @@ impl MsgHubBuilder {
             // Every participant first, then each one's subscriptions once (subscribing after
             // each addition rebuilt every list each time: cubic in participants).
             let mut state = hub.lock();
-            let mut names = std::collections::HashSet::new();
             for p in self.participants {
-                if !names.insert(p.name().to_owned()) {
-                    return Err(hub.duplicate(p.name()));
-                }
-                if state.auto {
-                    check_broadcaster(&*p)?;
-                }
-                state.members.push(p);
+                hub.admit(&mut state, p)?;
             }
             hub.resubscribe(&state);
         }
@@ -163,13 +156,7 @@ impl MsgHub {
     /// Adds a shared participant.
     pub fn add_ref(&self, participant: Arc<dyn Participant>) -> Result<(), AgentError> {
         let mut state = self.lock();
-        if state.members.iter().any(|p| p.name() == participant.name()) {
-            return Err(self.duplicate(participant.name()));
-        }
-        if state.auto {
-            check_broadcaster(&*participant)?;
-        }
-        state.members.push(participant);
+        self.admit(&mut state, participant)?;
         self.resubscribe(&state);
         Ok(())
     }
@@ -261,12 +248,21 @@ impl MsgHub {
         }
     }
 
-    /// The error of a second participant named `name`.
-    fn duplicate(&self, name: &str) -> AgentError {
-        AgentError::validation(format!(
-            "hub '{}' already has a participant named '{name}'; participants of a hub need distinct names",
-            self.name
-        ))
+    /// Adds `participant` to the members, unless its name is taken or auto-broadcast needs a
+    /// broadcaster it lacks; subscribes no one.
+    fn admit(&self, state: &mut State, participant: Arc<dyn Participant>) -> Result<(), AgentError> {
+        if state.members.iter().any(|p| p.name() == participant.name()) {
+            return Err(AgentError::validation(format!(
+                "hub '{}' already has a participant named '{}'; participants of a hub need distinct names",
+                self.name,
+                participant.name()
+            )));
+        }
+        if state.auto {
+            check_broadcaster(&*participant)?;
+        }
+        state.members.push(participant);
+        Ok(())
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
