@@ -31,6 +31,17 @@ fn history() -> Vec<Msg> {
         .collect()
 }
 
+/// A model with a small context that writes the summary when asked for one, and answers "ok"
+/// otherwise.
+fn summarizing_model() -> ScriptedModel {
+    ScriptedModel::new("m", [ScriptedResponse::text("ok")])
+        .context_size(400)
+        .respond_with(|req| {
+            (req.tools.len() == 1 && req.tools[0].name == SUMMARY_TOOL)
+                .then(|| ScriptedResponse::tool_call("s", SUMMARY_TOOL, SUMMARY))
+        })
+}
+
 /// The path in an offload reminder.
 fn offloaded_path(text: &str) -> Option<String> {
     let start = text.find("is offloaded to '")? + "is offloaded to '".len();
@@ -119,12 +130,7 @@ async fn users_with_the_same_session_id_do_not_share_offloaded_messages() {
     let session = Id::from("s1");
     let mut paths = Vec::new();
     for user in ["alice", "bob"] {
-        let model = ScriptedModel::new("m", [ScriptedResponse::text("ok")])
-            .context_size(400)
-            .respond_with(|req| {
-                (req.tools.len() == 1 && req.tools[0].name == SUMMARY_TOOL)
-                    .then(|| ScriptedResponse::tool_call("s", SUMMARY_TOOL, SUMMARY))
-            });
+        let model = summarizing_model();
         let agent = Agent::builder("a")
             .model(model)
             .hints(HintConfig::disabled())
@@ -476,12 +482,7 @@ impl Offloader for Broken {
 
 #[tokio::test]
 async fn a_store_that_fails_leaves_the_context_as_it_was() {
-    let model = ScriptedModel::new("m", [ScriptedResponse::text("ok")])
-        .context_size(400)
-        .respond_with(|req| {
-            (req.tools.len() == 1 && req.tools[0].name == SUMMARY_TOOL)
-                .then(|| ScriptedResponse::tool_call("s", SUMMARY_TOOL, SUMMARY))
-        });
+    let model = summarizing_model();
     let agent = Agent::builder("a")
         .model(model)
         .hints(HintConfig::disabled())

@@ -91,6 +91,17 @@ impl Provider {
     }
 }
 
+/// The cassette's error inside an agent error.
+fn cassette_error(err: &AgentError) -> &CassetteError {
+    let AgentError::Other {
+        source: Some(source), ..
+    } = err
+    else {
+        panic!("{err:?}")
+    };
+    source.get().downcast_ref::<CassetteError>().unwrap()
+}
+
 fn cassette_path(name: &str) -> PathBuf {
     std::env::temp_dir()
         .join(format!("towerscope-cassettes-{}", std::process::id()))
@@ -254,13 +265,7 @@ async fn a_hand_edited_cassette_fails_with_a_readable_diff() {
         .await
         .unwrap_err();
     assert!(!err.is_retryable());
-    let AgentError::Other {
-        source: Some(source), ..
-    } = &err
-    else {
-        panic!("{err:?}")
-    };
-    let cassette_error = source.get().downcast_ref::<CassetteError>().unwrap();
+    let cassette_error = cassette_error(&err);
     assert_eq!(cassette_error.differences, ["messages[1]"]);
 }
 
@@ -293,13 +298,7 @@ async fn a_changed_generation_parameter_is_not_replayed() {
         .await
         .unwrap_err();
     assert!(trap.requests().is_empty(), "nothing was sent");
-    let AgentError::Other {
-        source: Some(source), ..
-    } = &err
-    else {
-        panic!("{err:?}")
-    };
-    let cassette_error = source.get().downcast_ref::<CassetteError>().unwrap();
+    let cassette_error = cassette_error(&err);
     assert_eq!(cassette_error.differences, ["temperature"]);
     assert!(
         cassette_error

@@ -41,6 +41,16 @@ fn reply_in_background(ingress: &str, session: &str, text: &str) -> tokio::task:
     tokio::spawn(async move { call(&ingress, &session, "reply", body).await })
 }
 
+/// Asks Restate's admin API to `cancel` or `kill` an invocation.
+async fn invocation_action(admin: &str, invocation: &str, action: &str) {
+    let response = support::client()
+        .patch(format!("{admin}/invocations/{invocation}/{action}"))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{action}: {}", response.status());
+}
+
 /// The id of the invocation that sent the session's first event, once there is one.
 async fn invocation_of(session: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -533,12 +543,7 @@ async fn a_cancelled_invocation_interrupts_the_reply() {
         assert!(Instant::now() < deadline, "the model was never called");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let response = support::client()
-        .patch(format!("{admin}/invocations/{invocation}/cancel"))
-        .send()
-        .await
-        .unwrap();
-    assert!(response.status().is_success(), "{}", response.status());
+    invocation_action(&admin, &invocation, "cancel").await;
 
     let (status, body) = reply.await.unwrap();
     assert_eq!(status, 409, "{body}");
@@ -562,12 +567,7 @@ async fn a_killed_parked_reply_leaves_the_session_usable() {
     let reply = reply_in_background(&ingress, &session, "refund me");
     parked(&ingress, &session).await;
     let invocation = invocation_of(&session).await;
-    let response = support::client()
-        .patch(format!("{admin}/invocations/{invocation}/kill"))
-        .send()
-        .await
-        .unwrap();
-    assert!(response.status().is_success(), "{}", response.status());
+    invocation_action(&admin, &invocation, "kill").await;
     let (status, _) = reply.await.unwrap();
     assert_ne!(status, 200, "the killed reply did not answer");
 
@@ -595,12 +595,7 @@ async fn a_cancel_starts_no_further_step() {
     let reply = reply_in_background(&ingress, &session, "pack both");
     wait_for("the first pack", 60, || count(&session, "tool_pack") == 1).await;
     let invocation = invocation_of(&session).await;
-    let response = support::client()
-        .patch(format!("{admin}/invocations/{invocation}/cancel"))
-        .send()
-        .await
-        .unwrap();
-    assert!(response.status().is_success(), "{}", response.status());
+    invocation_action(&admin, &invocation, "cancel").await;
     let (status, body) = reply.await.unwrap();
     assert_eq!(status, 409, "{body}");
     tokio::time::sleep(Duration::from_secs(3)).await;
