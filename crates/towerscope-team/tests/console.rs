@@ -370,6 +370,59 @@ async fn a_chat_asks_for_every_member_parked_at_once() {
     );
 }
 
+/// A team member's question in the terminal chat: the chat asks it, the answer reaches the
+/// member, and the leader answers with the member's result.
+#[tokio::test]
+async fn a_chat_asks_a_team_members_question_and_the_team_goes_on() {
+    let call = ScriptedResponse::tool_call("c1", "book", r#"{"city": "Paris"}"#);
+    let booker_model = ScriptedModel::new("m", [call, ScriptedResponse::text("Paris is booked.")]);
+    let booker = Agent::builder("booker")
+        .model(booker_model.clone())
+        .tool(FunctionTool::new("book", |c: City| async move {
+            format!("booked {}", c.city)
+        }))
+        .default_permission(ask_rule())
+        .build()
+        .unwrap();
+    let assign = serde_json::json!({"member": "booker", "prompt": "Book Paris."}).to_string();
+    let leader_model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("a1", towerscope_team::pipeline::ASSIGN_TOOL, assign),
+            ScriptedResponse::text("Your trip is set."),
+        ],
+    );
+    let team = towerscope_team::pipeline::TeamPipeline::new(
+        Agent::builder("lead").model(leader_model.clone()),
+        [towerscope_team::pipeline::TeamMember::new(booker, "Books trips.")],
+    )
+    .unwrap();
+    let (input, person) = ChannelInput::new();
+    let (prompts_tx, mut prompts) = tokio::sync::mpsc::unbounded_channel();
+    let input = input.with_prompts(prompts_tx);
+    for typed in ["Paris, please.", "y", "exit"] {
+        person.send_text(typed).unwrap();
+    }
+    let chat = Chat::new(UserAgent::new("me").with_input(input), team).console(Console::new(Vec::new()));
+    let (end, console) = chat.run().await.unwrap();
+    assert_eq!(end, ChatEnd::Exit);
+
+    let mut asked = Vec::new();
+    while let Ok(request) = prompts.try_recv() {
+        asked.push(request.prompt);
+    }
+    assert_eq!(
+        asked.iter().filter(|p| p.starts_with("Allow book?")).count(),
+        1,
+        "{asked:?}"
+    );
+    assert_eq!(booker_model.calls(), 2, "the member went on after the answer");
+    let result = format!("{:?}", leader_model.requests()[1].messages.last().unwrap());
+    assert!(result.contains("Paris is booked."), "{result}");
+    let printed = String::from_utf8(console.into_inner()).unwrap();
+    assert!(printed.contains("Your trip is set."), "{printed}");
+}
+
 /// A reply asks about one call while another still runs, and Ctrl-C ends it: its question is
 /// closed with it, and the chat does not ask it.
 #[tokio::test(start_paused = true)]

@@ -335,6 +335,80 @@ async fn park_and_resume(goal: &GoalPipeline, verifier_model: &ScriptedModel) {
     assert!(err.to_string().contains("waits on the reply"), "{err}");
 }
 
+/// A team executor whose member asks the user: the question parks the goal's run, and its
+/// answer, sent to the goal, reaches the member; the leader reports and the checker checks.
+#[tokio::test]
+async fn a_team_members_question_parks_the_run_and_its_answer_continues_it() {
+    let assign = serde_json::json!({ "member": "cleaner", "prompt": "Remove /tmp/x." }).to_string();
+    let leader_model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("a1", "TeamAssign", assign),
+            report("r1", "the cleaner removed it"),
+        ],
+    );
+    let cleaner_model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#),
+            ScriptedResponse::text("Removed."),
+        ],
+    );
+    let team = TeamPipeline::new(
+        Agent::builder("lead").model(leader_model.clone()),
+        [TeamMember::new(asking_cleaner(&cleaner_model), "Removes files.")],
+    )
+    .unwrap();
+    let verifier_model = ScriptedModel::new("m", [verdict("v1", "pass", "gone")]);
+    let goal = GoalPipeline::team(team, agent("checker", &verifier_model));
+
+    let mut stream = goal.reply_stream(Msg::user("user", "Remove /tmp/x.").into());
+    let (mut asked, mut parked) = (None, None);
+    while let Some(item) = stream.next().await {
+        match item.unwrap() {
+            ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) => asked = Some(e),
+            ReplyItem::Final(m) => parked = Some(m),
+            ReplyItem::Event(_) => {}
+        }
+    }
+    drop(stream);
+    let (asked, parked) = (asked.unwrap(), parked.unwrap());
+    assert_eq!(parked.finished_reason, None, "parked on the cleaner's question");
+    assert_eq!(&*parked.name, "cleaner");
+    assert_eq!(goal.parked_reply(), Some(asked.reply_id.clone()));
+    assert!(verifier_model.requests().is_empty());
+
+    let confirm = UserConfirmResultEvent::new(
+        asked.reply_id.clone(),
+        vec![ConfirmResult::new(true, asked.tool_calls[0].clone())],
+    );
+    let out = run(&goal, confirm.into()).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(
+        out.speakers,
+        ["checker"],
+        "the member and the leader resumed, then the check"
+    );
+    assert_eq!(
+        out.finals.last().unwrap().finished_reason,
+        Some(ReplyFinishedReason::Completed)
+    );
+    assert_eq!(cleaner_model.calls(), 2);
+    let result = leader_model.requests()[1].messages.last().cloned().unwrap();
+    let result = result.tool_results().next().and_then(|r| r.output.text_content());
+    assert_eq!(
+        result.as_deref(),
+        Some("Removed."),
+        "the member's answer reached the leader"
+    );
+    assert_eq!(
+        received(&verifier_model, 0),
+        [verify_text("Remove /tmp/x.", "the cleaner removed it")]
+    );
+    assert_eq!(goal.outcome().unwrap().verdict, Verdict::Pass);
+    assert_eq!(goal.parked_reply(), None);
+}
+
 #[tokio::test]
 async fn a_team_leader_plans_assigns_and_is_sent_back_when_the_check_fails() {
     let assign = |id: &str, prompt: &str| {

@@ -396,8 +396,8 @@ async fn a_row_keeps_waiting_on_a_fanout_member_after_the_resumed_one_failed() {
     assert_eq!(line(&out), "editor: Edited.");
 }
 
-/// A team's resume goes to its leader: one naming another reply (a member's question, which
-/// a team cannot forward yet) is refused, and the leader's own question still waits.
+/// A team's resume goes to its leader, or to a member whose question waits: one naming a reply
+/// nobody in the team waits on is refused, and the leader's own question still waits.
 #[tokio::test]
 async fn a_team_refuses_a_resume_naming_another_reply_than_its_leaders() {
     use towerscope_core::event::UserInterruptEvent;

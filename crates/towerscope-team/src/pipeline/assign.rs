@@ -38,10 +38,7 @@ pub(super) fn result_of(call: &ToolCallBlock, reply: &Msg) -> ToolResultBlock {
         }
         Some(ReplyFinishedReason::Interrupted) => (ToolResultState::Interrupted, "The member was interrupted."),
         Some(ReplyFinishedReason::Error) => (ToolResultState::Error, "The member's reply failed."),
-        None => (
-            ToolResultState::Error,
-            "The member is waiting for a user confirmation, which a team pipeline cannot forward yet.",
-        ),
+        None => (ToolResultState::Error, "The member is waiting for the user."),
     };
     let text = reply
         .finished_reason

@@ -37,9 +37,20 @@ impl Executor {
         }
     }
 
-    /// The reply a resuming input must name to reach the executor.
-    pub(super) fn reply_id(&self) -> Id {
-        self.agent().state().reply_context.reply_id
+    /// Whether a resuming input naming `reply` is for the executor: the agent's reply (or the
+    /// team leader's), or a question of one of the team's members.
+    pub(super) fn waits_on(&self, reply: &Id) -> bool {
+        self.agent().state().reply_context.reply_id == *reply
+            || matches!(self, Self::Team(team) if team.waits_on(reply))
+    }
+
+    /// The reply the executor is parked in for the user: the agent's, or, a team, its
+    /// leader's or a member's.
+    pub(super) fn parked_reply(&self) -> Option<Id> {
+        match self {
+            Self::Agent(agent) => crate::pipeline::parked_for_the_user(agent),
+            Self::Team(team) => team.parked_reply(),
+        }
     }
 
     pub(super) fn observe(&self, msgs: Vec<Msg>) -> Result<(), AgentError> {

@@ -185,7 +185,7 @@ impl GoalPipeline {
             let reply = input.resumed_reply().cloned().unwrap_or_default();
             let interrupt = matches!(input, ReplyInput::Interrupt(_));
             let verifier_parked = self.verifier.state().reply_context.reply_id == reply;
-            match (self.executor.reply_id() == reply, verifier_parked) {
+            match (self.executor.waits_on(&reply), verifier_parked) {
                 (true, _) if interrupt => Phase::Passthrough(self.executor.reply_stream(input)),
                 (_, true) if interrupt => Phase::Passthrough(Box::pin(self.verifier.reply_stream(input))),
                 (true, _) => Phase::Executor(run.start_executor(input)),
@@ -249,9 +249,11 @@ impl Participant for GoalPipeline {
         runs || executor || verifier
     }
 
-    /// The executor's parked reply (or its team leader's), else the verifier's.
+    /// The executor's parked reply (or its team leader's or members'), else the verifier's.
     fn parked_reply(&self) -> Option<towerscope_core::Id> {
-        super::parked_for_the_user(self.executor.agent()).or_else(|| super::parked_for_the_user(&self.verifier))
+        self.executor
+            .parked_reply()
+            .or_else(|| super::parked_for_the_user(&self.verifier))
     }
 }
 

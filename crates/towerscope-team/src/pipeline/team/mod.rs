@@ -10,10 +10,10 @@ use futures_util::StreamExt;
 use towerscope_agent::{Agent, AgentBuilder};
 use towerscope_core::{AgentError, EventStream, Msg, ReplyInput, ReplyItem, StructuredSchema};
 
-use self::run::TeamRun;
-use super::Runs;
+use self::run::{Parked, TeamRun};
 use super::assign::AssignTool;
 use super::merge::{MergedStream, Tagged};
+use super::{Runs, Waiting};
 use crate::Participant;
 
 /// A member of a team: a participant, and what the leader reads to decide when to give it a
@@ -64,18 +64,31 @@ impl fmt::Debug for TeamMember {
 /// running members are interrupted, tasks not started yet never start, and the leader's reply
 /// ends interrupted (its open assignments get interrupted results) without another model call.
 ///
-/// A resume is the leader's: one naming another reply than the leader's parked one (a
-/// member's question, which the team cannot forward yet) is refused with
-/// [`AgentError::State`], and the leader's question still waits.
+/// A member that parks for the user (a confirmation, a tool run outside) parks the team: the
+/// members still working finish, the member's `REQUIRE_*` event is in the stream, and the
+/// stream ends with its waiting message (whose id is the member's parked reply, as
+/// [`parked_reply`](Participant::parked_reply) says). The member's later tasks wait with it.
+/// The resuming input, addressed to the member's reply, goes to the member, and once every
+/// assignment has its result the leader goes on; with several members parked, each answer
+/// resumes its member and the team waits on the next. While a member waits, a new message is
+/// refused with [`AgentError::State`] (as a parked agent refuses one) and loses nothing; a
+/// `UserInterruptEvent` naming the member's reply or the leader's closes the whole reply: the
+/// waiting members' calls and the leader's assignments get interrupted results, without
+/// another model call. Otherwise a resume is the leader's: one naming a reply nobody in the
+/// team waits on is refused, and the leader's question still waits.
 ///
 /// Dropping the stream while members work stops them and leaves the leader parked on its
 /// assignments (as does loading a state saved then); the team's next run, unless it resumes
 /// that reply itself or another run's stream is still held, first closes it as interrupted,
-/// without a model call and without its items in the new run's stream.
+/// without a model call and without its items in the new run's stream. A stream dropped after
+/// a member asked keeps its question waiting: the members cut off get interrupted results, and
+/// the answer goes on from there. What a parked team waits with is kept in memory: a team
+/// built anew (another process) closes its leader's assignments on its next run, and a member
+/// left parked refuses new tasks until it is resumed or interrupted directly.
 ///
 /// Differences from the reference: members keep their context across the leader's replies
-/// (the reference clears it by default), and a member that parks for the user is not supported
-/// yet (its waiting message comes back to the leader as an error result, and it stays parked).
+/// (the reference clears it by default), and a member's question reaches the team's caller
+/// (the reference's team has no such path).
 ///
 /// # Example
 ///
@@ -111,6 +124,8 @@ pub struct TeamPipeline {
     leader: Agent,
     members: Arc<[TeamMember]>,
     runs: Arc<Runs>,
+    /// What a run that parked on its members' questions left, until they are answered.
+    waiting: Waiting<Parked>,
 }
 
 impl TeamPipeline {
@@ -137,6 +152,7 @@ impl TeamPipeline {
             leader,
             members,
             runs: Arc::default(),
+            waiting: Waiting::default(),
         })
     }
 
@@ -169,19 +185,53 @@ impl TeamPipeline {
         input: ReplyInput,
         schema: Option<StructuredSchema>,
     ) -> impl futures_core::Stream<Item = (Tagged, bool)> + Send + 'static {
-        // A resume is the leader's: one naming another reply (a member's question, which a team
-        // cannot forward yet) would answer or close the leader's parked reply.
-        if let (Some(named), Some(parked)) = (input.resumed_reply(), self.leader.waiting_calls())
-            && *named != parked.reply_id
-        {
-            let err = AgentError::State(format!(
-                "team '{}' is waiting on its leader's reply {}, not on reply {named}",
+        let named = input.resumed_reply().cloned();
+        // A member's question: the member gets the answer, and the run goes on from where it
+        // parked. An interrupt closes the whole reply (the member's and the leader's), as the
+        // team's `interrupt` does; one naming the leader's reply closes the waiting members too.
+        if let Some(named) = &named {
+            let interrupt = matches!(input, ReplyInput::Interrupt(_));
+            let record = self.waiting.take_if(|parked| {
+                parked.waits_on(named, &self.members) || (interrupt && parked.leader_reply() == named)
+            });
+            if let Some(record) = record {
+                let (stop, _) = self.runs.start_alone();
+                if interrupt {
+                    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+                let (leader, members, waiting) = (self.leader.clone(), Arc::clone(&self.members), self.waiting.clone());
+                let run = TeamRun::resumed(leader, members, record, named, input, stop, waiting);
+                return futures_util::stream::unfold(run, TeamRun::next);
+            }
+        }
+        let refused = match (&named, self.waiting.get(|p| p.first_waiting().cloned()).flatten()) {
+            // Members wait for the user: the leader's reply waits on them.
+            (_, Some(waiting)) => Some(format!(
+                "team '{}' is waiting on its member '{}' (reply {}); answer or interrupt that first",
                 self.leader.name(),
-                parked.reply_id
-            ));
-            let failed: EventStream = Box::pin(futures_util::stream::iter([Err(err)]));
+                waiting.name,
+                waiting.id
+            )),
+            // Otherwise a resume is the leader's: one naming another reply would answer or close
+            // the leader's parked reply.
+            (Some(named), None) => self
+                .leader
+                .waiting_calls()
+                .filter(|parked| *named != parked.reply_id)
+                .map(|parked| {
+                    format!(
+                        "team '{}' is waiting on its leader's reply {}, not on reply {named}",
+                        self.leader.name(),
+                        parked.reply_id
+                    )
+                }),
+            (None, None) => None,
+        };
+        if let Some(refused) = refused {
+            let failed: EventStream = Box::pin(futures_util::stream::iter([Err(AgentError::State(refused))]));
             // Not a run in progress: nothing of it can be stopped.
-            let run = TeamRun::new(self.leader.clone(), Arc::clone(&self.members), failed, Arc::default());
+            let (leader, members) = (self.leader.clone(), Arc::clone(&self.members));
+            let run = TeamRun::new(leader, members, failed, Arc::default(), self.waiting.clone());
             return futures_util::stream::unfold(run, TeamRun::next);
         }
         let (stop, alone) = self.runs.start_alone();
@@ -199,8 +249,10 @@ impl TeamPipeline {
         };
         let (leader, members) = (self.leader.clone(), Arc::clone(&self.members));
         let run = match orphan {
-            Some(orphan) => TeamRun::closing_first(leader, members, orphan, Box::new(start), stop),
-            None => TeamRun::new(leader, members, start(), stop),
+            Some(orphan) => {
+                TeamRun::closing_first(leader, members, orphan, Box::new(start), stop, self.waiting.clone())
+            }
+            None => TeamRun::new(leader, members, start(), stop, self.waiting.clone()),
         };
         futures_util::stream::unfold(run, TeamRun::next)
     }
@@ -240,10 +292,18 @@ impl Participant for TeamPipeline {
         runs || members > 0 || leader
     }
 
-    /// The leader's parked reply, when it waits for the user or an outside executor: a
-    /// leader waiting only on its `TeamAssign` calls waits for the team's own members.
+    /// The leader's parked reply, when it waits for the user or an outside executor, else the
+    /// reply of the member parked in the leader's first assignment still waiting (a leader
+    /// waiting on its `TeamAssign` calls waits for the team's own members).
     fn parked_reply(&self) -> Option<towerscope_core::Id> {
         super::parked_for_the_user(&self.leader)
+            .or_else(|| self.waiting.get(|p| p.first_waiting().map(|w| w.id.clone())).flatten())
+    }
+
+    /// The leader's parked reply, or any member's question the team waits on.
+    fn waits_on(&self, reply: &towerscope_core::Id) -> bool {
+        super::parked_for_the_user(&self.leader).as_ref() == Some(reply)
+            || self.waiting.get(|p| p.waits_on(reply, &self.members)) == Some(true)
     }
 }
 

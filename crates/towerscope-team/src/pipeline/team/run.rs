@@ -1,7 +1,9 @@
 //! One run of the team pipeline: the leader replies, the members work on its assignments,
 //! their answers go back to the leader, until the leader's reply ends (or the team is
-//! interrupted).
+//! interrupted). A member that parks for the user parks the run: what the run holds waits in
+//! the pipeline ([`Parked`]) until the member's resume comes.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -14,6 +16,8 @@ use towerscope_core::{
 };
 
 use super::TeamMember;
+use crate::Participant;
+use crate::pipeline::Waiting;
 use crate::pipeline::assign::{ASSIGN_TOOL, parse_assignment, result_of};
 use crate::pipeline::merge::Tagged;
 
@@ -22,18 +26,91 @@ type Assigned = std::pin::Pin<Box<dyn futures_core::Stream<Item = (usize, Result
 /// Starts the leader's reply of a run.
 pub(super) type Start = Box<dyn FnOnce() -> EventStream + Send>;
 
+/// A member's tasks of one run, in call order: each call's index and prompt.
+type Tasks = Vec<(usize, String)>;
+
+/// What a run that parked on its members keeps until they are answered: the leader's
+/// assignments, the results so far, and the members waiting for the user.
+pub(super) struct Parked {
+    leader_reply: Id,
+    calls: Vec<(ToolCallBlock, Option<usize>)>,
+    results: Vec<Option<ToolResultBlock>>,
+    members: Vec<ParkedMember>,
+}
+
+/// A member parked for the user in one of the leader's assignments.
+pub(super) struct ParkedMember {
+    member: usize,
+    /// The assignment (its index in the run's calls).
+    call: usize,
+    /// The member's waiting message, whose id is the parked reply's.
+    waiting: Msg,
+    /// The member's later tasks of the run, which wait with it.
+    queued: Tasks,
+}
+
+impl Parked {
+    /// The member (its index in `members`) waiting on reply `reply`: parked in it, or, a
+    /// pipeline, still parked there with a member of its own waiting on `reply`.
+    fn position(&self, reply: &Id, members: &[TeamMember]) -> Option<usize> {
+        self.members.iter().position(|p| {
+            let member = &members[p.member].participant;
+            &p.waiting.id == reply || (member.waits_on(&p.waiting.id) && member.waits_on(reply))
+        })
+    }
+
+    /// Whether a member waits on reply `reply` (see [`position`](Self::position)).
+    pub(super) fn waits_on(&self, reply: &Id, members: &[TeamMember]) -> bool {
+        self.position(reply, members).is_some()
+    }
+
+    /// The waiting message of the member parked in the leader's first assignment.
+    pub(super) fn first_waiting(&self) -> Option<&Msg> {
+        self.members.iter().min_by_key(|p| p.call).map(|p| &p.waiting)
+    }
+
+    /// The reply the leader's parked reply is (its assignments wait on the members).
+    pub(super) fn leader_reply(&self) -> &Id {
+        &self.leader_reply
+    }
+}
+
 enum Phase {
     /// The leader closes a reply whose run was dropped while its members worked (nobody reads
     /// that reply any more: its items are not the run's), then starts the run's own.
     Closing(EventStream, Option<Start>),
     Leader(EventStream),
-    Members {
-        merged: Assigned,
-        calls: Vec<(ToolCallBlock, Option<usize>)>,
-        results: Vec<Option<ToolResultBlock>>,
-        leader_reply: Id,
-    },
+    Members(Box<Working>),
     Done,
+}
+
+/// The members at work on the leader's assignments.
+struct Working {
+    merged: Assigned,
+    calls: Vec<(ToolCallBlock, Option<usize>)>,
+    results: Vec<Option<ToolResultBlock>>,
+    leader_reply: Id,
+    /// Each working member's tasks (a member that parks keeps those after its call waiting).
+    tasks: Vec<(usize, Tasks)>,
+    /// Members that parked for the user in this run, or wait from an earlier one.
+    parked: Vec<ParkedMember>,
+    /// The parked member this run resumes, until its first item (it accepted the resume).
+    resuming: Option<ParkedMember>,
+    /// The replies members asked the user or an outside executor about (their `REQUIRE_*`
+    /// events), by call: a member whose stream is dropped before its waiting message is read
+    /// is parked all the same if it parked in one of them.
+    asked: Vec<(usize, Id)>,
+}
+
+impl Working {
+    /// The tasks of `member` after call `k`.
+    fn queued_after(&self, member: usize, k: usize) -> Tasks {
+        let tasks = self.tasks.iter().find(|(m, _)| *m == member);
+        let later = tasks
+            .into_iter()
+            .flat_map(|(_, tasks)| tasks.iter().filter(|(q, _)| *q > k));
+        later.cloned().collect()
+    }
 }
 
 /// The state of one run, from which [`TeamRun::next`] unfolds the run's stream.
@@ -44,12 +121,20 @@ pub(super) struct TeamRun {
     assignments: Vec<ToolCallBlock>,
     /// Raised by the pipeline's `interrupt`; `None` once the run is over.
     stop: Option<Arc<AtomicBool>>,
+    /// Where the run leaves what it holds when members park (the pipeline's record).
+    waiting: Waiting<Parked>,
 }
 
 impl TeamRun {
     /// A run of `leader`'s reply `stream` with `members`, stopped when `stop` is raised.
-    pub(super) fn new(leader: Agent, members: Arc<[TeamMember]>, stream: EventStream, stop: Arc<AtomicBool>) -> Self {
-        Self::in_phase(leader, members, Phase::Leader(stream), stop)
+    pub(super) fn new(
+        leader: Agent,
+        members: Arc<[TeamMember]>,
+        stream: EventStream,
+        stop: Arc<AtomicBool>,
+        waiting: Waiting<Parked>,
+    ) -> Self {
+        Self::in_phase(leader, members, Phase::Leader(stream), stop, waiting)
     }
 
     /// A run that first closes the leader's parked reply `orphan`, whose assignments no run
@@ -60,23 +145,69 @@ impl TeamRun {
         orphan: Id,
         start: Start,
         stop: Arc<AtomicBool>,
+        waiting: Waiting<Parked>,
     ) -> Self {
         let close = Box::pin(leader.reply_stream(UserInterruptEvent::new(orphan)));
-        Self::in_phase(leader, members, Phase::Closing(close, Some(start)), stop)
+        Self::in_phase(leader, members, Phase::Closing(close, Some(start)), stop, waiting)
     }
 
-    fn in_phase(leader: Agent, members: Arc<[TeamMember]>, phase: Phase, stop: Arc<AtomicBool>) -> Self {
+    /// A run that goes on from `record`: the member waiting on reply `reply` gets `input` and
+    /// then its queued tasks; the other parked members still wait. When no member waits on
+    /// `reply` (an interrupt naming the leader's reply), nobody is resumed.
+    pub(super) fn resumed(
+        leader: Agent,
+        members: Arc<[TeamMember]>,
+        mut record: Parked,
+        reply: &Id,
+        input: ReplyInput,
+        stop: Arc<AtomicBool>,
+        waiting: Waiting<Parked>,
+    ) -> Self {
+        let resuming = record.position(reply, &members).map(|at| record.members.remove(at));
+        let leader_name: Arc<str> = Arc::from(leader.name());
+        let streams = resuming.iter().map(|p| {
+            let participant = Arc::clone(&members[p.member].participant);
+            let first = (p.call, participant.reply_stream(input.clone()));
+            member_tasks(
+                participant,
+                Arc::clone(&leader_name),
+                Some(first),
+                p.queued.clone(),
+                Arc::clone(&stop),
+            )
+        });
+        let work = Working {
+            merged: Box::pin(futures_util::stream::select_all(streams.collect::<Vec<_>>())),
+            calls: record.calls,
+            results: record.results,
+            leader_reply: record.leader_reply,
+            tasks: resuming.iter().map(|p| (p.member, p.queued.clone())).collect(),
+            parked: record.members,
+            resuming,
+            asked: Vec::new(),
+        };
+        Self::in_phase(leader, members, Phase::Members(Box::new(work)), stop, waiting)
+    }
+
+    fn in_phase(
+        leader: Agent,
+        members: Arc<[TeamMember]>,
+        phase: Phase,
+        stop: Arc<AtomicBool>,
+        waiting: Waiting<Parked>,
+    ) -> Self {
         Self {
             leader,
             members,
             phase,
             assignments: Vec::new(),
             stop: Some(stop),
+            waiting,
         }
     }
 
     /// The run's next item, tagged with its speaker, and whether it is the run's own final
-    /// item (the leader's last).
+    /// item (the leader's last, or the waiting message of a member that parked the run).
     pub(super) async fn next(mut self) -> Option<((Tagged, bool), Self)> {
         loop {
             match &mut self.phase {
@@ -132,38 +263,57 @@ impl TeamRun {
                         None => self.finish(),
                     }
                 }
-                Phase::Members {
-                    merged,
-                    calls,
-                    results,
-                    leader_reply,
-                } => {
-                    let Some((k, item)) = merged.next().await else {
-                        let leader_reply = leader_reply.clone();
-                        let results: Vec<ToolResultBlock> = results.drain(..).flatten().collect();
-                        // Interrupted: the leader's reply ends, its assignments interrupted.
-                        let resume: ReplyInput = if self.stopped() {
-                            UserInterruptEvent::new(leader_reply).into()
-                        } else {
-                            ExternalExecutionResultEvent::new(leader_reply, results).into()
-                        };
-                        self.phase = self.resume_leader(resume);
+                Phase::Members(work) => {
+                    let Some((k, item)) = work.merged.next().await else {
+                        if let Some(own) = self.members_done() {
+                            return Some((own, self));
+                        }
                         continue;
                     };
-                    let (call, member) = &calls[k];
-                    let name = member.map_or(Arc::from("team"), |m| {
-                        Arc::<str>::from(self.members[m].participant.name())
-                    });
+                    let resumed = work.resuming.as_ref().is_some_and(|p| p.call == k);
+                    if resumed && item.is_err() {
+                        // The member refused the resume (before any item): it still waits, and
+                        // so does the run's record.
+                        let name = speaker(&self.members, &work.calls, k);
+                        self.keep_parked();
+                        self.finish();
+                        return Some(((Tagged::new(name, item), true), self));
+                    }
+                    if resumed {
+                        work.resuming = None;
+                    }
+                    let name = speaker(&self.members, &work.calls, k);
+                    let call = &work.calls[k];
                     match item {
+                        Ok(ReplyItem::Final(msg)) if msg.finished_reason.is_none() => {
+                            // Parked for the user: the member's question goes to the team's caller
+                            // once the others are done (see `members_done`).
+                            if let Some(member) = call.1 {
+                                let queued = work.queued_after(member, k);
+                                work.parked.push(ParkedMember {
+                                    member,
+                                    call: k,
+                                    waiting: msg,
+                                    queued,
+                                });
+                            }
+                        }
                         Ok(ReplyItem::Final(msg)) => {
-                            results[k] = Some(result_of(call, &msg));
+                            work.results[k] = Some(result_of(&call.0, &msg));
                             return Some(((Tagged::new(name, Ok(ReplyItem::Final(msg))), false), self));
                         }
-                        Ok(event) => return Some(((Tagged::new(name, Ok(event)), false), self)),
+                        Ok(ReplyItem::Event(event)) => {
+                            match &event {
+                                AgentEvent::RequireUserConfirm(e) => work.asked.push((k, e.reply_id.clone())),
+                                AgentEvent::RequireExternalExecution(e) => work.asked.push((k, e.reply_id.clone())),
+                                _ => {}
+                            }
+                            return Some(((Tagged::new(name, Ok(ReplyItem::Event(event))), false), self));
+                        }
                         Err(e) => {
                             let text = format!("The member '{name}' failed: {e}");
-                            results[k] = Some(ToolResultBlock::new(
-                                &call.id,
+                            work.results[k] = Some(ToolResultBlock::new(
+                                &call.0.id,
                                 ASSIGN_TOOL,
                                 text,
                                 ToolResultState::Error,
@@ -173,6 +323,99 @@ impl TeamRun {
                 }
             }
         }
+    }
+
+    /// Every member stream of the run ended. Members that parked although the team was
+    /// interrupted are closed first; members parked for the user park the run (its own final
+    /// item is the first one's waiting message, and the pipeline keeps the rest); otherwise the
+    /// leader goes on with the results (or, interrupted, closes its assignments).
+    fn members_done(&mut self) -> Option<(Tagged, bool)> {
+        let Phase::Members(mut work) = std::mem::replace(&mut self.phase, Phase::Done) else {
+            return None;
+        };
+        if self.stopped() && !work.parked.is_empty() {
+            let closings = work.parked.drain(..).map(|p| {
+                let participant = &self.members[p.member].participant;
+                let call = p.call;
+                participant
+                    .reply_stream(UserInterruptEvent::new(p.waiting.id).into())
+                    .map(move |item| (call, item))
+            });
+            work.merged = Box::pin(futures_util::stream::select_all(closings.collect::<Vec<_>>()));
+            self.phase = Phase::Members(work);
+            return None;
+        }
+        if let Some(first) = work.parked.iter().min_by_key(|p| p.call) {
+            let (name, waiting) = (speaker(&self.members, &work.calls, first.call), first.waiting.clone());
+            self.waiting.park(Parked {
+                leader_reply: work.leader_reply,
+                calls: work.calls,
+                results: work.results,
+                members: work.parked,
+            });
+            self.finish();
+            return Some((Tagged::new(name, Ok(ReplyItem::Final(waiting))), true));
+        }
+        let results: Vec<ToolResultBlock> = work.results.into_iter().flatten().collect();
+        // Interrupted: the leader's reply ends, its assignments interrupted.
+        let resume: ReplyInput = if self.stopped() {
+            UserInterruptEvent::new(work.leader_reply).into()
+        } else {
+            ExternalExecutionResultEvent::new(work.leader_reply, results).into()
+        };
+        self.phase = self.resume_leader(resume);
+        None
+    }
+
+    /// A run left while members wait for the user (dropped, or its resume refused): the
+    /// pipeline keeps them and the results so far; the calls that were neither answered nor
+    /// waiting behind a parked member were cut off with the run. A run whose members are all
+    /// answered or cut off leaves the leader parked on its assignments, and the team's next
+    /// run closes them.
+    fn keep_parked(&mut self) {
+        let Phase::Members(mut work) = std::mem::replace(&mut self.phase, Phase::Done) else {
+            return;
+        };
+        work.parked.extend(work.resuming.take());
+        // The members still replying are stopped first; one that had parked before (its waiting
+        // message unread) stays parked.
+        work.merged = Box::pin(futures_util::stream::empty());
+        for k in 0..work.calls.len() {
+            let Some(member) = work.calls[k].1 else { continue };
+            let known = work.results[k].is_some() || work.parked.iter().any(|p| p.call == k);
+            let parked = self.members[member].participant.parked_reply();
+            let parked = parked.filter(|id| work.asked.iter().any(|(q, asked)| *q == k && asked == id));
+            if let (false, Some(reply)) = (known, parked) {
+                let waiting = Msg::assistant(self.members[member].participant.name(), "Waiting for the user.");
+                let queued = work.queued_after(member, k);
+                work.parked.push(ParkedMember {
+                    member,
+                    call: k,
+                    waiting: waiting.with_id(reply),
+                    queued,
+                });
+            }
+        }
+        if work.parked.is_empty() {
+            return;
+        }
+        for (k, (call, _)) in work.calls.iter().enumerate() {
+            let waits = |p: &ParkedMember| p.call == k || p.queued.iter().any(|(q, _)| *q == k);
+            if work.results[k].is_none() && !work.parked.iter().any(waits) {
+                work.results[k] = Some(ToolResultBlock::new(
+                    &call.id,
+                    ASSIGN_TOOL,
+                    "The member was interrupted.",
+                    ToolResultState::Interrupted,
+                ));
+            }
+        }
+        self.waiting.put_back(Parked {
+            leader_reply: work.leader_reply,
+            calls: work.calls,
+            results: work.results,
+            members: work.parked,
+        });
     }
 
     /// Whether the team was interrupted during this run.
@@ -204,7 +447,7 @@ impl TeamRun {
         let assignments = std::mem::take(&mut self.assignments);
         let mut calls = Vec::new();
         let mut results = Vec::new();
-        let mut groups: Vec<(usize, Vec<(usize, String)>)> = Vec::new();
+        let mut groups: Vec<(usize, Tasks)> = Vec::new();
         for call in assignments {
             let k = calls.len();
             match parse_assignment(&call, &self.members) {
@@ -229,29 +472,108 @@ impl TeamRun {
         }
         let leader: Arc<str> = Arc::from(self.leader.name());
         let stop = self.stop.clone().unwrap_or_default();
-        let streams = groups.into_iter().map(|(member, group)| {
-            let participant = Arc::clone(&self.members[member].participant);
-            let leader = Arc::clone(&leader);
-            let (before, after) = (Arc::clone(&stop), Arc::clone(&stop));
-            futures_util::stream::iter(group)
-                .take_while(move |_| std::future::ready(!before.load(Ordering::SeqCst)))
-                .map(move |(k, prompt)| {
-                    let stream = participant.reply_stream(Msg::user(Arc::clone(&leader), prompt).into());
-                    // An interrupt between the check above and the start reaches the task.
-                    if after.load(Ordering::SeqCst) {
-                        participant.interrupt();
-                    }
-                    stream.map(move |item| (k, item))
-                })
-                .flatten()
-        });
-        Phase::Members {
+        let streams: Vec<Assigned> = groups
+            .iter()
+            .map(|(member, group)| {
+                let participant = Arc::clone(&self.members[*member].participant);
+                member_tasks(participant, Arc::clone(&leader), None, group.clone(), Arc::clone(&stop))
+            })
+            .collect();
+        Phase::Members(Box::new(Working {
             merged: Box::pin(futures_util::stream::select_all(streams)),
             calls,
             results,
             leader_reply,
-        }
+            tasks: groups,
+            parked: Vec::new(),
+            resuming: None,
+            asked: Vec::new(),
+        }))
     }
+}
+
+/// The name of the member of call `k` (`team` for a call that named no member).
+fn speaker(members: &[TeamMember], calls: &[(ToolCallBlock, Option<usize>)], k: usize) -> Arc<str> {
+    let member = calls.get(k).and_then(|(_, m)| *m);
+    member.map_or(Arc::from("team"), |m| Arc::from(members[m].participant.name()))
+}
+
+impl Drop for TeamRun {
+    /// A run dropped while members wait for the user leaves them to the pipeline.
+    fn drop(&mut self) {
+        self.keep_parked();
+    }
+}
+
+/// One member's tasks of a run, one after another: `first` (a resumed task already started),
+/// then `tasks`, each as a reply to a message from the leader. The member's items come with
+/// their call's index. A reply that parks for the user ends the stream (the tasks after it
+/// wait with it); one that parks although the team was interrupted (the interrupt came after
+/// its reply decided to wait) is closed at once, and the closing's items follow. Once the
+/// team is interrupted, no further task starts.
+fn member_tasks(
+    participant: Arc<dyn Participant>,
+    leader: Arc<str>,
+    first: Option<(usize, EventStream)>,
+    tasks: Tasks,
+    stop: Arc<AtomicBool>,
+) -> Assigned {
+    struct Member {
+        participant: Arc<dyn Participant>,
+        leader: Arc<str>,
+        current: Option<(usize, EventStream)>,
+        queue: VecDeque<(usize, String)>,
+        stop: Arc<AtomicBool>,
+        closing: bool,
+        parked: bool,
+    }
+    let state = Member {
+        participant,
+        leader,
+        current: first,
+        queue: tasks.into(),
+        stop,
+        closing: false,
+        parked: false,
+    };
+    Box::pin(futures_util::stream::unfold(state, |mut s| async move {
+        loop {
+            if s.current.is_none() {
+                if s.parked || s.stop.load(Ordering::SeqCst) {
+                    return None;
+                }
+                let (k, prompt) = s.queue.pop_front()?;
+                let stream = s
+                    .participant
+                    .reply_stream(Msg::user(Arc::clone(&s.leader), prompt).into());
+                // An interrupt between the check above and the start reaches the task.
+                if s.stop.load(Ordering::SeqCst) {
+                    s.participant.interrupt();
+                }
+                s.current = Some((k, stream));
+                s.closing = false;
+            }
+            let (k, stream) = s.current.as_mut()?;
+            let k = *k;
+            match stream.next().await {
+                None => s.current = None,
+                Some(Ok(ReplyItem::Final(msg))) if msg.finished_reason.is_none() && !s.closing => {
+                    // The parked reply's stream goes first: while it is held, the member counts
+                    // as replying and would refuse the closing.
+                    s.current = None;
+                    if s.stop.load(Ordering::SeqCst) {
+                        let closing = s.participant.reply_stream(UserInterruptEvent::new(msg.id).into());
+                        s.current = Some((k, closing));
+                        s.closing = true;
+                    } else {
+                        s.parked = true;
+                        return Some(((k, Ok(ReplyItem::Final(msg))), s));
+                    }
+                }
+                Some(item) => return Some(((k, item), s)),
+            }
+        }
+    }))
 }
 
 #[cfg(test)]
@@ -276,7 +598,13 @@ mod tests {
         let leader = team.leader.clone();
 
         let stream = Box::pin(leader.reply_stream(Msg::user("user", "Do it.")));
-        let run = TeamRun::new(leader.clone(), team.members, stream, Arc::new(AtomicBool::new(true)));
+        let run = TeamRun::new(
+            leader.clone(),
+            team.members,
+            stream,
+            Arc::new(AtomicBool::new(true)),
+            team.waiting.clone(),
+        );
         let own: Vec<_> = futures_util::stream::unfold(run, TeamRun::next)
             .filter_map(|(tagged, own)| std::future::ready(own.then_some(tagged.item)))
             .collect()

@@ -1,0 +1,333 @@
+//! A team member that parks for the user (a confirmation, a tool run outside): its question
+//! goes to the team's caller, the answer reaches the member, and the leader goes on once every
+//! assignment has its result.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{asking_agent, line};
+use futures_util::StreamExt;
+use towerscope_agent::Agent;
+use towerscope_core::event::{ConfirmResult, RequireUserConfirmEvent, UserConfirmResultEvent, UserInterruptEvent};
+use towerscope_core::{
+    AgentError, AgentEvent, ContentBlock, EventStream, Msg, ReplyFinishedReason, ReplyItem, ToolResultState,
+};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
+use towerscope_team::Participant;
+use towerscope_team::pipeline::{ASSIGN_TOOL, TeamMember, TeamPipeline};
+
+/// The leader's call giving `member` the task `prompt`, under call id `id`.
+fn assign(id: &str, member: &str, prompt: &str) -> ScriptedResponse {
+    let input = serde_json::json!({"member": member, "prompt": prompt}).to_string();
+    ScriptedResponse::tool_call(id, ASSIGN_TOOL, input)
+}
+
+/// One model answer calling `TeamAssign` once for each (call id, member, prompt).
+fn assign_all(calls: &[(&str, &str, &str)]) -> ScriptedResponse {
+    let mut calls = calls.iter();
+    let Some((id, member, prompt)) = calls.next() else {
+        panic!("no call")
+    };
+    calls.fold(assign(id, member, prompt), |response, (id, member, prompt)| {
+        let input = serde_json::json!({"member": member, "prompt": prompt}).to_string();
+        response.and_tool_call(*id, ASSIGN_TOOL, input)
+    })
+}
+
+/// A worker that asks before it deletes `/tmp/<file>` (call `c<file>`), once for each file,
+/// and says `Deleted <file>.` after each.
+fn deleter(files: &[&str]) -> (Agent, ScriptedModel) {
+    let answers = files.iter().flat_map(|f| {
+        let call = ScriptedResponse::tool_call(format!("c{f}"), "delete", format!(r#"{{"path": "/tmp/{f}"}}"#));
+        [call, ScriptedResponse::text(format!("Deleted {f}."))]
+    });
+    let model = ScriptedModel::new("m", answers.collect::<Vec<_>>());
+    (asking_agent("deleter", model.clone()), model)
+}
+
+/// An agent that says `text` after `ms` milliseconds.
+fn says_after(name: &str, text: &str, ms: u64) -> (Agent, ScriptedModel) {
+    let model = ScriptedModel::new("m", [ScriptedResponse::text(text).delay(Duration::from_millis(ms))]);
+    (Agent::builder(name).model(model.clone()).build().unwrap(), model)
+}
+
+/// The team: a leader on `leader` with the members.
+fn team(leader: &ScriptedModel, members: impl IntoIterator<Item = Agent>) -> TeamPipeline {
+    let members = members.into_iter().map(|m| TeamMember::new(m, "Helps."));
+    TeamPipeline::new(Agent::builder("lead").model(leader.clone()), members).unwrap()
+}
+
+/// The answer allowing every call `request` asks about.
+fn allow_all(request: &RequireUserConfirmEvent) -> UserConfirmResultEvent {
+    let allow = request
+        .tool_calls
+        .iter()
+        .map(|c| ConfirmResult::new(true, c.clone()))
+        .collect();
+    UserConfirmResultEvent::new(request.reply_id.clone(), allow)
+}
+
+/// Reads a stream to its end: the questions asked, and the final message.
+async fn read(stream: EventStream) -> (Vec<RequireUserConfirmEvent>, Msg) {
+    let items: Vec<ReplyItem> = stream.map(Result::unwrap).collect().await;
+    let asked = items.iter().filter_map(|item| match item {
+        ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) => Some(e.clone()),
+        _ => None,
+    });
+    let asked = asked.collect();
+    let finals: Vec<&Msg> = items
+        .iter()
+        .filter_map(|item| match item {
+            ReplyItem::Final(m) => Some(m),
+            ReplyItem::Event(_) => None,
+        })
+        .collect();
+    let [last] = finals[..] else {
+        panic!("one final message: {finals:?}");
+    };
+    assert!(matches!(items.last(), Some(ReplyItem::Final(_))), "it ends the stream");
+    (asked, last.clone())
+}
+
+/// The results the leader's model was given in its request `n`, as (call id, state, text).
+fn results_given(leader: &ScriptedModel, n: usize) -> Vec<(String, ToolResultState, String)> {
+    let request = &leader.requests()[n];
+    let blocks = request.messages.iter().flat_map(|m| m.content.iter());
+    let results = blocks.filter_map(|b| match b {
+        ContentBlock::ToolResult(r) => Some((r.id.to_string(), r.state, r.output.text_content().unwrap_or_default())),
+        _ => None,
+    });
+    results.collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_members_question_reaches_the_caller_and_its_answer_the_member() {
+    let leader = ScriptedModel::new(
+        "m",
+        [
+            assign_all(&[("a1", "deleter", "Delete /tmp/x."), ("a2", "helper", "Say fine.")]),
+            ScriptedResponse::text("All done."),
+        ],
+    );
+    let (deleter, deleter_model) = deleter(&["x"]);
+    let (helper, _) = says_after("helper", "Fine.", 20);
+    let team = team(&leader, [deleter.clone(), helper]);
+
+    let (asked, waiting) = read(team.reply_stream(Msg::user("user", "Clean up.").into())).await;
+    let [question] = &asked[..] else {
+        panic!("one question: {asked:?}")
+    };
+    let parked = deleter.waiting_calls().unwrap().reply_id;
+    assert_eq!(question.reply_id, parked, "the member's own question");
+    assert_eq!(waiting.finished_reason, None, "the team waits: {}", line(&waiting));
+    assert_eq!(waiting.id, parked, "its waiting message names the member's reply");
+    assert_eq!(team.parked_reply(), Some(parked.clone()));
+    assert!(team.waits_on(&parked));
+    assert_eq!(leader.calls(), 1, "the leader waits for both results");
+
+    let (_, done) = read(team.reply_stream(allow_all(question).into())).await;
+    assert_eq!(line(&done), "lead: All done.");
+    assert_eq!(done.finished_reason, Some(ReplyFinishedReason::Completed));
+    assert_eq!(deleter_model.calls(), 2, "the member went on after the confirmation");
+    assert_eq!(
+        results_given(&leader, 1),
+        [
+            ("a1".to_owned(), ToolResultState::Success, "Deleted x.".to_owned()),
+            ("a2".to_owned(), ToolResultState::Success, "Fine.".to_owned()),
+        ],
+        "each assignment's result, in the leader's order"
+    );
+    assert_eq!(team.parked_reply(), None);
+    assert_eq!(deleter.waiting_calls(), None);
+}
+
+#[tokio::test]
+async fn a_parked_members_later_task_waits_for_the_answer() {
+    let leader = ScriptedModel::new(
+        "m",
+        [
+            assign_all(&[("a1", "deleter", "Delete /tmp/x."), ("a2", "deleter", "Delete /tmp/y.")]),
+            ScriptedResponse::text("Both gone."),
+        ],
+    );
+    let (deleter, deleter_model) = deleter(&["x", "y"]);
+    let team = team(&leader, [deleter]);
+
+    let (asked, _) = read(team.reply_stream(Msg::user("user", "Clean up.").into())).await;
+    assert_eq!(asked.len(), 1);
+    assert_eq!(deleter_model.calls(), 1, "the second task has not started");
+    // The second task asks again: its question is the team's next.
+    let (asked, waiting) = read(team.reply_stream(allow_all(&asked[0]).into())).await;
+    assert_eq!(asked.len(), 1, "the second task's question");
+    assert_eq!(waiting.finished_reason, None);
+    assert_eq!(leader.calls(), 1);
+    let (_, done) = read(team.reply_stream(allow_all(&asked[0]).into())).await;
+    assert_eq!(line(&done), "lead: Both gone.");
+    let given = results_given(&leader, 1);
+    let texts: Vec<&str> = given.iter().map(|(_, _, t)| t.as_str()).collect();
+    assert_eq!(texts, ["Deleted x.", "Deleted y."]);
+}
+
+#[tokio::test]
+async fn a_new_message_or_a_wrong_answer_while_a_member_waits_is_refused_and_loses_nothing() {
+    let leader = ScriptedModel::new(
+        "m",
+        [
+            assign("a1", "deleter", "Delete /tmp/x."),
+            ScriptedResponse::text("Done."),
+        ],
+    );
+    let (deleter, _) = deleter(&["x"]);
+    let team = team(&leader, [deleter]);
+    let (asked, _) = read(team.reply_stream(Msg::user("user", "Clean up.").into())).await;
+
+    let err = team
+        .reply(Msg::user("user", "Something else.").into())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, AgentError::State(m) if m.contains("deleter") && m.contains(&asked[0].reply_id.to_string())),
+        "{err}"
+    );
+    // An answer about another call: the member refuses it, and still waits.
+    let mut wrong = allow_all(&asked[0]);
+    wrong.confirm_results[0].tool_call.id = "not-asked".into();
+    assert!(team.reply(wrong.into()).await.is_err());
+    assert_eq!(team.parked_reply(), Some(asked[0].reply_id.clone()));
+    assert_eq!(leader.calls(), 1);
+
+    let done = team.reply(allow_all(&asked[0]).into()).await.unwrap();
+    assert_eq!(line(&done), "lead: Done.");
+}
+
+#[tokio::test]
+async fn interrupting_a_members_question_ends_the_teams_reply_and_frees_it() {
+    for name_the_leader in [false, true] {
+        let leader = ScriptedModel::new(
+            "m",
+            [
+                assign("a1", "deleter", "Delete /tmp/x."),
+                ScriptedResponse::text("Not reached."),
+            ],
+        );
+        let (deleter, deleter_model) = deleter(&["x"]);
+        let team = team(&leader, [deleter.clone()]);
+        let (asked, _) = read(team.reply_stream(Msg::user("user", "Clean up.").into())).await;
+        let leader_reply = team.leader().waiting_calls().unwrap().reply_id;
+
+        let named = if name_the_leader {
+            leader_reply
+        } else {
+            asked[0].reply_id.clone()
+        };
+        let (_, ended) = read(team.reply_stream(UserInterruptEvent::new(named).into())).await;
+        assert_eq!(
+            ended.finished_reason,
+            Some(ReplyFinishedReason::Interrupted),
+            "{}",
+            line(&ended)
+        );
+        assert_eq!(leader.calls(), 1, "no model call after the interrupt");
+        assert_eq!(deleter_model.calls(), 1);
+        assert_eq!(deleter.waiting_calls(), None, "the member's question is closed");
+        assert_eq!(team.leader().waiting_calls(), None, "and the leader's assignment");
+        assert_eq!(team.parked_reply(), None);
+        let leader_context = team.leader().state().context;
+        let closed = leader_context.iter().flat_map(|m| m.content.iter()).any(
+            |b| matches!(b, ContentBlock::ToolResult(r) if r.id == "a1" && r.state == ToolResultState::Interrupted),
+        );
+        assert!(closed, "the assignment's result says it was interrupted");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_dropped_after_a_member_asked_keeps_the_question_and_cuts_off_the_others() {
+    let leader = ScriptedModel::new(
+        "m",
+        [
+            assign_all(&[("a1", "deleter", "Delete /tmp/x."), ("a2", "helper", "Say fine.")]),
+            ScriptedResponse::text("Went on."),
+        ],
+    );
+    let (deleter, _) = deleter(&["x"]);
+    let (helper, _) = says_after("helper", "Fine.", 1_000);
+    let team = team(&leader, [deleter.clone(), helper]);
+
+    let mut stream = team.reply_stream(Msg::user("user", "Clean up.").into());
+    let question = loop {
+        if let ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) = stream.next().await.unwrap().unwrap() {
+            break e;
+        }
+    };
+    // Dropped before the member's waiting message is read, while the helper still works.
+    drop(stream);
+    assert_eq!(
+        team.parked_reply(),
+        Some(question.reply_id.clone()),
+        "the question still waits"
+    );
+
+    let (_, done) = read(team.reply_stream(allow_all(&question).into())).await;
+    assert_eq!(line(&done), "lead: Went on.");
+    assert_eq!(
+        results_given(&leader, 1),
+        [
+            ("a1".to_owned(), ToolResultState::Success, "Deleted x.".to_owned()),
+            (
+                "a2".to_owned(),
+                ToolResultState::Interrupted,
+                "The member was interrupted.".to_owned()
+            ),
+        ]
+    );
+}
+
+/// The team is interrupted while a member's question waits for the others: before the run
+/// read the member's waiting message (the member closes its reply as it parks), or after
+/// (the run closes it once the others stopped).
+#[tokio::test(start_paused = true)]
+async fn the_team_is_interrupted_while_a_member_waits_and_another_works() {
+    for waiting_message_read in [false, true] {
+        let leader = ScriptedModel::new(
+            "m",
+            [
+                assign_all(&[("a1", "deleter", "Delete /tmp/x."), ("a2", "helper", "Say fine.")]),
+                ScriptedResponse::text("Not reached."),
+            ],
+        );
+        let (deleter, _) = deleter(&["x"]);
+        let (helper, _) = says_after("helper", "Fine.", 1_000);
+        let team = team(&leader, [deleter.clone(), helper]);
+
+        let mut stream = team.reply_stream(Msg::user("user", "Clean up.").into());
+        let mut items = Vec::new();
+        while let Some(item) = stream.next().await {
+            let asked = matches!(&item, Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(_))));
+            items.push(item.unwrap());
+            if asked {
+                if waiting_message_read {
+                    // The run reads on (the member's waiting message) until only the helper works.
+                    while let Ok(item) = tokio::time::timeout(Duration::from_millis(500), stream.next()).await {
+                        items.push(item.unwrap().unwrap());
+                    }
+                }
+                assert!(team.interrupt());
+            }
+        }
+        let Some(ReplyItem::Final(last)) = items.last() else {
+            panic!("{items:?}")
+        };
+        assert_eq!(
+            last.finished_reason,
+            Some(ReplyFinishedReason::Interrupted),
+            "{}",
+            line(last)
+        );
+        assert_eq!(deleter.waiting_calls(), None, "the parked member was closed");
+        assert_eq!(team.leader().waiting_calls(), None);
+        assert_eq!(team.parked_reply(), None);
+        assert_eq!(leader.calls(), 1);
+    }
+}
