@@ -50,9 +50,9 @@ pub enum DurableError {
         /// What was wrong.
         detail: String,
     },
-    /// Restate cancelled the invocation while a step ran: the reply was interrupted (its open
-    /// calls closed, its state stored, as after a person's interrupt), and the handler ends
-    /// with HTTP 409.
+    /// Restate cancelled the invocation while a step ran or while the reply was parked: the
+    /// reply was interrupted (its open calls closed, its state stored, as after a person's
+    /// interrupt), and the handler ends with HTTP 409.
     #[error("the invocation was cancelled; the reply was interrupted")]
     Cancelled,
     /// The reply parked more often than allowed.

@@ -371,7 +371,8 @@ const CANCELLED: u16 = 409;
 const MAX_DRAINED_STEPS: usize = 10_000;
 
 /// Parks on an awakeable until an answer resumes the reply; a rejected awakeable interrupts
-/// it. A malformed answer (not JSON, or not an answer to the request) is logged and waited past
+/// it, and a cancelled invocation is [`DurableError::Cancelled`] (the caller closes the parked
+/// reply). A malformed answer (not JSON, or not an answer to the request) is logged and waited past
 /// (at most `max_answers` of them).
 async fn wait(
     ctx: &ObjectContext<'_>,
@@ -391,6 +392,10 @@ async fn wait(
                 kind: "parked reply",
                 detail: format!("not JSON: {}", shape_of(&e)),
             }),
+            // Restate cancelled the invocation: the reply is closed as interrupted, and the
+            // invocation ends with 409, as a cancel during a step does.
+            Err(err) if err.code() == CANCELLED => return Err(DurableError::Cancelled),
+            // Rejected: the reply is interrupted, and the invocation answers with it.
             Err(_) => return Ok(UserInterruptEvent::new(reply_id(&pending)).into()),
         };
         match answer.and_then(|value| pending.answer(value)) {

@@ -553,6 +553,34 @@ async fn a_cancelled_invocation_interrupts_the_reply() {
     assert_eq!(state["context"][0]["content"][0]["text"], "take your time", "{state}");
 }
 
+/// Restate cancels the invocation while its reply is parked for a confirmation: the reply is
+/// closed as interrupted (its call's result says so, the refund never runs), the handler ends
+/// with 409 as a cancel during a step does, and the session takes a new message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_while_parked_interrupts_the_reply_and_ends_with_409() {
+    let Some((ingress, admin)) = server("cancel_parked") else {
+        return;
+    };
+    let (_one, _endpoint) = one_endpoint(&admin).await;
+
+    let session = key("confirm");
+    let reply = reply_in_background(&ingress, &session, "refund me");
+    parked(&ingress, &session).await;
+    let invocation = invocation_of(&session).await;
+    invocation_action(&admin, &invocation, "cancel").await;
+    let (status, body) = reply.await.unwrap();
+    assert_eq!(status, 409, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("cancelled"), "{body}");
+
+    let (_, pending) = call(&ingress, &session, "pending", Value::Null).await;
+    assert!(pending.is_null(), "{pending}");
+    let (_, state) = call(&ingress, &session, "state", Value::Null).await;
+    assert!(state["context"].to_string().contains("interrupted"), "{state}");
+    assert_eq!(count(&session, "tool_refund"), 0, "the refund never ran");
+    let (status, body) = call(&ingress, &session, "reply", json!({"text": "never mind"})).await;
+    assert_eq!(status, 200, "the session takes a new message: {body}");
+}
+
 /// A reply parked for confirmation is killed (Restate's way out of a stuck invocation): the
 /// session's next message closes that park (its call gets an interrupted result) and is
 /// answered; it was refused for good ("waiting for ... tool calls").
