@@ -268,6 +268,49 @@ async fn a_server_that_pages_for_ever_fails_the_listing_after_max_pages() {
     }
 }
 
+/// A stdio server whose answer to a call is one line that never ends: the call fails once the
+/// line passes `max_message_bytes`, with an error that names the limit, instead of the agent
+/// reading it into memory; the smaller messages before it (initialising, the listing) pass.
+#[tokio::test]
+async fn a_stdio_message_past_the_limit_fails_the_call_and_is_not_read_whole() {
+    use towerscope_agent::mcp::McpClient;
+    let Some(env) = env() else { return };
+    let script = std::path::Path::new(&env.script).with_file_name("endless_line.py");
+    let limit = 1 << 20;
+    let server = McpServer::stdio("flood", env.python.clone(), [script.display().to_string()])
+        .max_message_bytes(limit)
+        .timeout(Duration::from_secs(20))
+        .active(true);
+    let client = McpClient::connect(&server).await.unwrap();
+    let tools = client.list_tools().await.unwrap();
+    assert_eq!(tools.len(), 1);
+    let mut toolkit = Toolkit::new();
+    toolkit.add_mcp_client(client.clone(), &server).await.unwrap();
+
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "mcp__flood__flood", "{}"),
+            ScriptedResponse::text("done"),
+        ],
+    );
+    let agent = agent(toolkit, &model);
+    agent.reply(Msg::user("u", "flood")).await.unwrap();
+    let result = model.requests()[1].messages.last().cloned().unwrap();
+    let result = result.tool_results().next().cloned().unwrap();
+    assert_eq!(result.state, ToolResultState::Error);
+    let text = result.output.text_content().unwrap_or_default();
+    assert!(
+        text.contains(&format!("longer than {limit} bytes")) && text.contains("max_message_bytes"),
+        "{text}"
+    );
+    let err = client.list_tools().await.unwrap_err().to_string();
+    assert!(
+        err.contains(&format!("longer than {limit} bytes")),
+        "the connection is closed: {err}"
+    );
+}
+
 /// No argument.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Nothing {}

@@ -10,10 +10,10 @@ use rmcp::model::{
     ClientRequest, ListToolsRequest, PaginatedRequestParams, RequestId, ServerResult, Tool,
 };
 use rmcp::service::{ClientInitializeError, PeerRequestOptions, RequestHandle, RoleClient, RunningService, ServiceExt};
-use rmcp::transport::TokioChildProcess;
 use tokio::sync::mpsc;
 use towerscope_core::{AgentError, TimeoutKind};
 
+use super::bounded::{LineBound, Overflow, ServerOutput};
 use super::http::HttpTarget;
 use super::progress::{Handler, ProgressRoutes, ProgressSender};
 use super::{McpServer, McpTransport};
@@ -34,6 +34,9 @@ struct Inner {
     server: String,
     timeout: Option<Duration>,
     total_timeout: Option<Duration>,
+    /// Raised when a stdio server sent a message past its limit (the connection closed).
+    overflow: Overflow,
+    max_message_bytes: usize,
 }
 
 impl fmt::Debug for McpClient {
@@ -90,7 +93,11 @@ fn timed_out(server: &str, what: &str, after: Duration) -> AgentError {
 /// Starts the session (`serving`: the SDK's initialisation over a transport) within the
 /// server's connect timeout. A server that never answers fails here, and its transport (a stdio
 /// server's process) is dropped with the initialisation.
-async fn initialise<F>(server: &McpServer, serving: F) -> Result<RunningService<RoleClient, Handler>, AgentError>
+async fn initialise<F>(
+    server: &McpServer,
+    serving: F,
+    overflow: &Overflow,
+) -> Result<RunningService<RoleClient, Handler>, AgentError>
 where
     F: Future<Output = Result<RunningService<RoleClient, Handler>, ClientInitializeError>>,
 {
@@ -100,7 +107,18 @@ where
             .map_err(|_| timed_out(&server.name, "initialising the session", after))?,
         None => serving.await,
     };
-    served.map_err(|e| connect_error(&server.name, e))
+    served.map_err(|e| match overflow.happened() {
+        true => connect_error(&server.name, too_long(server.max_message_bytes)),
+        false => connect_error(&server.name, e),
+    })
+}
+
+/// Why a connection closed: the server sent a message past its limit.
+fn too_long(max: usize) -> String {
+    format!(
+        "the server sent a message longer than {max} bytes (McpServer::max_message_bytes), and the connection was \
+         closed"
+    )
 }
 
 /// Why a dropped request is cancelled, as the server is told.
@@ -145,12 +163,15 @@ impl McpClient {
         server.check_settings()?;
         let handler = Handler::default();
         let progress = handler.routes();
+        let overflow = Overflow::default();
         let service = match &server.transport {
             McpTransport::Stdio { command, args, env } => {
                 let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).envs(env).kill_on_drop(true);
-                let transport = TokioChildProcess::new(cmd).map_err(|e| connect_error(&server.name, e))?;
-                initialise(server, handler.serve(transport)).await?
+                cmd.args(args).envs(env);
+                // The process lives as long as its output is read (it is ended when dropped).
+                let (output, input) = ServerOutput::spawn(cmd).map_err(|e| connect_error(&server.name, e))?;
+                let output = LineBound::new(output, server.max_message_bytes, overflow.clone());
+                initialise(server, handler.serve((output, input)), &overflow).await?
             }
             McpTransport::Http {
                 url,
@@ -166,7 +187,7 @@ impl McpClient {
                     root_certificates,
                 }
                 .transport()?;
-                initialise(server, handler.serve(transport)).await?
+                initialise(server, handler.serve(transport), &overflow).await?
             }
         };
         Ok(Self {
@@ -176,6 +197,8 @@ impl McpClient {
                 server: server.name.clone(),
                 timeout: server.timeout,
                 total_timeout: server.total_timeout,
+                overflow,
+                max_message_bytes: server.max_message_bytes,
             }),
         })
     }
@@ -312,11 +335,11 @@ impl McpClient {
 
     /// The error of a failed request: what was asked, and the server's answer.
     pub(super) fn failed(&self, what: &str, e: impl fmt::Display) -> AgentError {
-        AgentError::State(format!(
-            "MCP server '{}': {what} failed: {}",
-            self.inner.server,
-            shown(&e)
-        ))
+        let why = match self.inner.overflow.happened() {
+            true => too_long(self.inner.max_message_bytes),
+            false => shown(&e),
+        };
+        AgentError::State(format!("MCP server '{}': {what} failed: {why}", self.inner.server))
     }
 }
 

@@ -19,6 +19,12 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// installs its package before it answers.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 
+/// The longest message a stdio MCP server may send unless
+/// [`McpServer::max_message_bytes()`] says otherwise: 32 MiB, room for a tool result holding
+/// a few large images in base64. A longer one closes the connection (its requests fail, naming
+/// the limit) rather than filling memory.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 32 << 20;
+
 /// How to reach an MCP server, and how its tools join a toolkit.
 ///
 /// # Timeouts
@@ -78,6 +84,11 @@ pub struct McpServer {
     pub enable_tools: Option<Vec<String>>,
     /// These tools (names on the server) are not added (reference `disable_tools`).
     pub disable_tools: Vec<String>,
+    /// The longest message (one JSON-RPC line) a stdio server may send, in bytes (default
+    /// [`DEFAULT_MAX_MESSAGE_BYTES`]): a longer one closes the connection, and the requests
+    /// waiting on it fail with an error that names this limit. An HTTP server's answers are
+    /// read by the MCP SDK, which bounds none.
+    pub max_message_bytes: usize,
     /// Settings given that the transport has no use for (`header` on a stdio server, `env` on
     /// an HTTP one): connecting fails and names them, rather than ignoring them.
     misplaced: Vec<&'static str>,
@@ -182,6 +193,7 @@ impl McpServer {
             misplaced: Vec::new(),
             enable_tools: None,
             disable_tools: Vec::new(),
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         }
     }
 
@@ -351,6 +363,20 @@ impl McpServer {
         self.connect_timeout = Some(timeout);
         self.connect_timeout_set = true;
         self
+    }
+
+    /// Sets the longest message a stdio server may send (default
+    /// [`DEFAULT_MAX_MESSAGE_BYTES`]); on an HTTP server, connecting fails with a validation
+    /// error (the SDK reads its answers whole).
+    #[must_use]
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        match self.transport {
+            McpTransport::Stdio { .. } => {
+                self.max_message_bytes = bytes;
+                self
+            }
+            McpTransport::Http { .. } => self.misplaced("max_message_bytes()"),
+        }
     }
 
     /// Caps how long a request may take in all, however often the server reports progress
