@@ -375,6 +375,10 @@ async fn a_team_members_question_parks_the_run_and_its_answer_continues_it() {
     let (asked, parked) = (asked.unwrap(), parked.unwrap());
     assert_eq!(parked.finished_reason, None, "parked on the cleaner's question");
     assert_eq!(&*parked.name, "cleaner");
+    assert_eq!(
+        parked.id, asked.reply_id,
+        "the waiting message names the member's reply"
+    );
     assert_eq!(goal.parked_reply(), Some(asked.reply_id.clone()));
     assert!(verifier_model.requests().is_empty());
 
@@ -407,6 +411,85 @@ async fn a_team_members_question_parks_the_run_and_its_answer_continues_it() {
     );
     assert_eq!(goal.outcome().unwrap().verdict, Verdict::Pass);
     assert_eq!(goal.parked_reply(), None);
+}
+
+/// A goal whose team has two members asking, inside a row: the row takes the answer to either
+/// question (the second one first), each reaches its member, and the goal's check follows.
+#[tokio::test]
+async fn a_row_reaches_either_question_of_a_goals_team() {
+    use std::sync::Arc;
+    use towerscope_team::pipeline::SequentialPipeline;
+
+    let assign = |member: &str| serde_json::json!({ "member": member, "prompt": "Remove a file." }).to_string();
+    let leader_model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("a1", "TeamAssign", assign("ann")).and_tool_call(
+                "a2",
+                "TeamAssign",
+                assign("bo"),
+            ),
+            report("r1", "both removed"),
+        ],
+    );
+    let asker = |name: &str| {
+        let model = ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#),
+                ScriptedResponse::text(format!("{name} removed it.")),
+            ],
+        );
+        common::asking_agent(name, model)
+    };
+    let team = TeamPipeline::new(
+        Agent::builder("lead").model(leader_model.clone()),
+        [
+            TeamMember::new(asker("ann"), "Removes files."),
+            TeamMember::new(asker("bo"), "Removes files."),
+        ],
+    )
+    .unwrap();
+    let verifier_model = ScriptedModel::new("m", [verdict("v1", "pass", "gone")]);
+    let goal = GoalPipeline::team(team, agent("checker", &verifier_model));
+    let row = SequentialPipeline::from_shared([Arc::new(goal) as Arc<dyn Participant>]);
+
+    let asked = |items: &[ReplyItem]| -> Vec<towerscope_core::event::RequireUserConfirmEvent> {
+        let events = items.iter().filter_map(|item| match item {
+            ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) => Some(e.clone()),
+            _ => None,
+        });
+        events.collect()
+    };
+    let allow = |e: &towerscope_core::event::RequireUserConfirmEvent| {
+        let allowed = e
+            .tool_calls
+            .iter()
+            .map(|c| ConfirmResult::new(true, c.clone()))
+            .collect();
+        UserConfirmResultEvent::new(e.reply_id.clone(), allowed)
+    };
+    let first: Vec<ReplyItem> = row
+        .reply_stream(Msg::user("user", "Remove both.").into())
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    let questions = asked(&first);
+    assert_eq!(questions.len(), 2);
+    let Some(ReplyItem::Final(waiting)) = first.last() else {
+        panic!("{first:?}")
+    };
+    assert_eq!(waiting.id, questions[0].reply_id, "the row waits on the first question");
+
+    let second = row.reply(allow(&questions[1]).into()).await.unwrap();
+    assert_eq!(second.finished_reason, None, "still waiting on the first: {second:?}");
+    assert_eq!(second.id, questions[0].reply_id);
+    let done = row.reply(allow(&questions[0]).into()).await.unwrap();
+    assert_eq!(done.finished_reason, Some(ReplyFinishedReason::Completed), "{done:?}");
+    assert_eq!(verifier_model.calls(), 1, "checked once");
+    let results = leader_model.requests()[1].messages.last().cloned().unwrap();
+    let texts: Vec<String> = results.tool_results().filter_map(|r| r.output.text_content()).collect();
+    assert_eq!(texts, ["ann removed it.", "bo removed it."]);
 }
 
 #[tokio::test]

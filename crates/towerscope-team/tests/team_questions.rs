@@ -331,3 +331,198 @@ async fn the_team_is_interrupted_while_a_member_waits_and_another_works() {
         assert_eq!(leader.calls(), 1);
     }
 }
+
+/// A lookup run on the user's side (an external tool).
+struct Lookup;
+
+impl towerscope_agent::toolkit::Tool for Lookup {
+    fn name(&self) -> &str {
+        "lookup"
+    }
+    fn description(&self) -> &str {
+        "Look something up (runs outside the agent)."
+    }
+    fn input_schema(&self) -> &serde_json::Value {
+        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        SCHEMA.get_or_init(|| serde_json::json!({"type": "object"}))
+    }
+    fn external(&self) -> bool {
+        true
+    }
+    fn call(&self, _input: serde_json::Value) -> towerscope_agent::toolkit::ToolChunkStream {
+        Box::pin(futures_util::stream::empty())
+    }
+}
+
+/// A member answered on one question parks again, without asking, on a call it asked about
+/// before (an external one of the same turn), and the stream is dropped before its waiting
+/// message is read: the team still waits on it, and the result from outside reaches it.
+#[tokio::test]
+async fn a_member_that_parks_again_without_asking_as_the_stream_is_dropped_still_waits() {
+    let leader = ScriptedModel::new(
+        "m",
+        [
+            assign("a1", "mixed", "Delete /tmp/x and look it up."),
+            ScriptedResponse::text("All done."),
+        ],
+    );
+    let both = ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#).and_tool_call("c2", "lookup", "{}");
+    let mixed_model = ScriptedModel::new("m", [both, ScriptedResponse::text("Deleted and looked up.")]);
+    let mixed = Agent::builder("mixed")
+        .model(mixed_model.clone())
+        .tool(
+            towerscope_agent::toolkit::FunctionTool::new("delete", |a: common::Delete| async move {
+                format!("deleted {}", a.path)
+            })
+            .requires_confirmation(|_| true),
+        )
+        .tool(Lookup)
+        .build()
+        .unwrap();
+    let team = team(&leader, [mixed.clone()]);
+    let (asked, _) = read(team.reply_stream(Msg::user("user", "Go.").into())).await;
+    let reply = asked[0].reply_id.clone();
+
+    // The answer: the delete runs, then the member parks on the lookup (it asked about it in
+    // the first run); the stream is dropped once the delete's result is out.
+    let mut stream = team.reply_stream(allow_all(&asked[0]).into());
+    while let Some(item) = stream.next().await {
+        if let Ok(ReplyItem::Event(AgentEvent::ToolResultEnd(e))) = item
+            && e.tool_call_id == "c1"
+        {
+            break;
+        }
+    }
+    drop(stream);
+    let waiting = mixed.waiting_calls().unwrap();
+    assert_eq!(
+        (waiting.reply_id.clone(), waiting.external.len()),
+        (reply.clone(), 1),
+        "{waiting:?}"
+    );
+    assert_eq!(team.parked_reply(), Some(reply.clone()), "the team still waits on it");
+
+    let result = towerscope_core::ToolResultBlock::new("c2", "lookup", "found", ToolResultState::Success);
+    let resume = towerscope_core::event::ExternalExecutionResultEvent::new(reply, vec![result]);
+    let (_, done) = read(team.reply_stream(resume.into())).await;
+    assert_eq!(line(&done), "lead: All done.");
+    let given = results_given(&leader, 1);
+    assert_eq!(given[0].2, "Deleted and looked up.");
+}
+
+/// An interrupt naming the leader's reply while another run answers a member: refused (that
+/// run carries out the leader's assignments); the run goes on, and parks on the other member's
+/// question, whose answer completes the leader's reply.
+#[tokio::test(start_paused = true)]
+async fn an_interrupt_of_the_leaders_reply_while_a_member_is_answered_is_refused() {
+    let leader = ScriptedModel::new(
+        "m",
+        [
+            assign_all(&[("a1", "ann", "Delete /tmp/x."), ("a2", "bo", "Delete /tmp/y.")]),
+            ScriptedResponse::text("Both gone."),
+        ],
+    );
+    let asker = |name: &str, file: &str, ms: u64| {
+        let call = ScriptedResponse::tool_call(format!("c{file}"), "delete", format!(r#"{{"path": "/tmp/{file}"}}"#));
+        let after = ScriptedResponse::text(format!("Deleted {file}.")).delay(Duration::from_millis(ms));
+        asking_agent(name, ScriptedModel::new("m", [call, after]))
+    };
+    let team = team(&leader, [asker("ann", "x", 1_000), asker("bo", "y", 0)]);
+    let (asked, _) = read(team.reply_stream(Msg::user("user", "Clean up.").into())).await;
+    assert_eq!(asked.len(), 2);
+    let leader_reply = team.leader().waiting_calls().unwrap().reply_id;
+
+    let mut answering_ann = team.reply_stream(allow_all(&asked[0]).into());
+    let _first = answering_ann.next().await;
+    let err = team
+        .reply(UserInterruptEvent::new(leader_reply).into())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, AgentError::State(m) if m.contains("another run")),
+        "{err}"
+    );
+    let (_, waiting) = read(answering_ann).await;
+    assert_eq!(waiting.id, asked[1].reply_id, "parked on bo's question");
+    let (_, done) = read(team.reply_stream(allow_all(&asked[1]).into())).await;
+    assert_eq!(line(&done), "lead: Both gone.");
+    let texts: Vec<String> = results_given(&leader, 1).into_iter().map(|(_, _, t)| t).collect();
+    assert_eq!(texts, ["Deleted x.", "Deleted y."]);
+}
+
+/// A member that is a fan-out fails (one of its members did) while another of its members
+/// asks: the question still waits in the team, and its answer completes the fan-out's round,
+/// whose message the leader gets.
+#[tokio::test]
+async fn a_pipeline_member_that_fails_with_a_question_waiting_keeps_it() {
+    use std::sync::Arc;
+    use towerscope_team::pipeline::FanoutPipeline;
+
+    let leader = ScriptedModel::new(
+        "m",
+        [
+            assign("a1", "panel", "Delete /tmp/x."),
+            ScriptedResponse::text("Reported."),
+        ],
+    );
+    let (deleter, _) = deleter(&["x"]);
+    let broken = Agent::builder("broken")
+        .model(ScriptedModel::new(
+            "m",
+            [ScriptedResponse::error(AgentError::model("the model is down"))],
+        ))
+        .build()
+        .unwrap();
+    let panel = FanoutPipeline::from_shared([
+        Arc::new(deleter.clone()) as Arc<dyn Participant>,
+        Arc::new(broken) as Arc<dyn Participant>,
+    ])
+    .named("panel");
+    let members = [TeamMember::new(panel, "Two who delete.")];
+    let team = TeamPipeline::new(Agent::builder("lead").model(leader.clone()), members).unwrap();
+
+    let (asked, waiting) = read(team.reply_stream(Msg::user("user", "Clean up.").into())).await;
+    assert_eq!(waiting.finished_reason, None, "{}", line(&waiting));
+    assert_eq!(team.parked_reply(), Some(asked[0].reply_id.clone()));
+    assert_eq!(leader.calls(), 1, "the leader waits for the panel");
+
+    let (_, done) = read(team.reply_stream(allow_all(&asked[0]).into())).await;
+    assert_eq!(line(&done), "lead: Reported.");
+    let given = results_given(&leader, 1);
+    assert!(given[0].2.contains("deleter: Deleted x."), "{given:?}");
+    assert_eq!(deleter.waiting_calls(), None);
+}
+
+/// A member resumed directly (not through the team) and still replying when the team is told
+/// to interrupt its question: the member refuses the interrupt (it is busy), and the team
+/// still closes the rest of the reply (the leader's assignment) and waits for nothing.
+#[tokio::test(start_paused = true)]
+async fn an_interrupt_the_member_refuses_still_closes_the_teams_reply() {
+    let leader = ScriptedModel::new(
+        "m",
+        [
+            assign("a1", "deleter", "Delete /tmp/x."),
+            ScriptedResponse::text("Not reached."),
+        ],
+    );
+    let call = ScriptedResponse::tool_call("cx", "delete", r#"{"path": "/tmp/x"}"#);
+    let slow = ScriptedResponse::text("Deleted x.").delay(Duration::from_millis(1_000));
+    let deleter = asking_agent("deleter", ScriptedModel::new("m", [call, slow]));
+    let team = team(&leader, [deleter.clone()]);
+    let (asked, _) = read(team.reply_stream(Msg::user("user", "Clean up.").into())).await;
+
+    // Answered directly, and still replying.
+    let mut direct = Participant::reply_stream(&deleter, allow_all(&asked[0]).into());
+    let _first = direct.next().await;
+    let (_, ended) = read(team.reply_stream(UserInterruptEvent::new(asked[0].reply_id.clone()).into())).await;
+    assert_eq!(
+        ended.finished_reason,
+        Some(ReplyFinishedReason::Interrupted),
+        "{}",
+        line(&ended)
+    );
+    assert_eq!(team.parked_reply(), None);
+    assert_eq!(team.leader().waiting_calls(), None, "the leader's assignment is closed");
+    assert_eq!(leader.calls(), 1);
+    drop(direct);
+}

@@ -37,6 +37,15 @@ impl Executor {
         }
     }
 
+    /// Gives a parked reply's waiting message the id a resume names: an agent's is its parked
+    /// reply's (see `named_by_its_reply`); a team names its own (the leader's, or the member's
+    /// whose question waits).
+    pub(super) fn name_parked(&self, msg: &mut Msg) {
+        if let Self::Agent(agent) = self {
+            crate::participant::named_by_its_reply(agent, msg);
+        }
+    }
+
     /// Whether a resuming input naming `reply` is for the executor: the agent's reply (or the
     /// team leader's), or a question of one of the team's members.
     pub(super) fn waits_on(&self, reply: &Id) -> bool {

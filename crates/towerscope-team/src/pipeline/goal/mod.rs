@@ -255,6 +255,16 @@ impl Participant for GoalPipeline {
             .parked_reply()
             .or_else(|| super::parked_for_the_user(&self.verifier))
     }
+
+    /// The executor's parked reply (a team's leader's or any of its members' questions), or
+    /// the verifier's.
+    fn waits_on(&self, reply: &towerscope_core::Id) -> bool {
+        let executor = match &self.executor {
+            Executor::Agent(agent) => super::parked_for_the_user(agent).as_ref() == Some(reply),
+            Executor::Team(team) => team.waits_on(reply),
+        };
+        executor || super::parked_for_the_user(&self.verifier).as_ref() == Some(reply)
+    }
 }
 
 impl fmt::Debug for GoalPipeline {

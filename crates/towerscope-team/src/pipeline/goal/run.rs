@@ -157,7 +157,7 @@ impl GoalRun {
 
     /// The executor's reply ended: park, verify its report, or ask again for one.
     fn executor_replied(&mut self, mut msg: Msg) -> Option<Step> {
-        crate::participant::named_by_its_reply(self.executor.agent(), &mut msg);
+        self.executor.name_parked(&mut msg);
         if self.parked_when_stopped(&msg) {
             let closing: ReplyInput = UserInterruptEvent::new(msg.id).into();
             self.phase = Phase::Passthrough(self.executor.reply_stream(closing));

@@ -74,7 +74,8 @@ impl fmt::Debug for TeamMember {
 /// refused with [`AgentError::State`] (as a parked agent refuses one) and loses nothing; a
 /// `UserInterruptEvent` naming the member's reply or the leader's closes the whole reply: the
 /// waiting members' calls and the leader's assignments get interrupted results, without
-/// another model call. Otherwise a resume is the leader's: one naming a reply nobody in the
+/// another model call (one naming the leader's reply while another run answers a member is
+/// refused: interrupt the team itself to stop that run). Otherwise a resume is the leader's: one naming a reply nobody in the
 /// team waits on is refused, and the leader's question still waits.
 ///
 /// Dropping the stream while members work stops them and leaves the leader parked on its
@@ -212,6 +213,17 @@ impl TeamPipeline {
                 waiting.name,
                 waiting.id
             )),
+            // The leader's reply while another run carries out its assignments (members are
+            // answering a question): closing it there would leave that run's results nowhere.
+            (Some(named), None)
+                if super::parked_for_the_team(&self.leader).as_ref() == Some(named) && self.runs.any() =>
+            {
+                Some(format!(
+                    "team '{}' is carrying out its leader's assignments of reply {named} in another run; interrupt the \
+                     team to stop it",
+                    self.leader.name()
+                ))
+            }
             // Otherwise a resume is the leader's: one naming another reply would answer or close
             // the leader's parked reply.
             (Some(named), None) => self

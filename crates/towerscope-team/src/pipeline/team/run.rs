@@ -183,8 +183,13 @@ impl TeamRun {
             leader_reply: record.leader_reply,
             tasks: resuming.iter().map(|p| (p.member, p.queued.clone())).collect(),
             parked: record.members,
+            // The resumed reply is this run's: parked again without asking (a call asked about
+            // before), it is still the member's question.
+            asked: resuming
+                .iter()
+                .flat_map(|p| [(p.call, reply.clone()), (p.call, p.waiting.id.clone())])
+                .collect(),
             resuming,
-            asked: Vec::new(),
         };
         Self::in_phase(leader, members, Phase::Members(Box::new(work)), stop, waiting)
     }
@@ -272,6 +277,12 @@ impl TeamRun {
                     };
                     let resumed = work.resuming.as_ref().is_some_and(|p| p.call == k);
                     if resumed && item.is_err() {
+                        if crate::pipeline::stopped(self.stop.as_ref()) {
+                            // An interrupt (or a stop) the member refused: it is not parked any
+                            // more; the run closes the rest of the reply.
+                            work.resuming = None;
+                            continue;
+                        }
                         // The member refused the resume (before any item): it still waits, and
                         // so does the run's record.
                         let name = speaker(&self.members, &work.calls, k);
@@ -311,6 +322,14 @@ impl TeamRun {
                             return Some(((Tagged::new(name, Ok(ReplyItem::Event(event))), false), self));
                         }
                         Err(e) => {
+                            if let Some(parked) = found_parked(&self.members, work, k) {
+                                // A pipeline that failed with a member of its own parked: the
+                                // question still waits (by kind: an error's text may quote the
+                                // conversation).
+                                tracing::warn!(member = %name, error.kind = e.kind(), "a team member failed with a question waiting");
+                                work.parked.push(parked);
+                                continue;
+                            }
                             let text = format!("The member '{name}' failed: {e}");
                             work.results[k] = Some(ToolResultBlock::new(
                                 &call.0.id,
@@ -381,19 +400,9 @@ impl TeamRun {
         // message unread) stays parked.
         work.merged = Box::pin(futures_util::stream::empty());
         for k in 0..work.calls.len() {
-            let Some(member) = work.calls[k].1 else { continue };
             let known = work.results[k].is_some() || work.parked.iter().any(|p| p.call == k);
-            let parked = self.members[member].participant.parked_reply();
-            let parked = parked.filter(|id| work.asked.iter().any(|(q, asked)| *q == k && asked == id));
-            if let (false, Some(reply)) = (known, parked) {
-                let waiting = Msg::assistant(self.members[member].participant.name(), "Waiting for the user.");
-                let queued = work.queued_after(member, k);
-                work.parked.push(ParkedMember {
-                    member,
-                    call: k,
-                    waiting: waiting.with_id(reply),
-                    queued,
-                });
+            if let (false, Some(parked)) = (known, found_parked(&self.members, &work, k)) {
+                work.parked.push(parked);
             }
         }
         if work.parked.is_empty() {
@@ -492,6 +501,22 @@ impl TeamRun {
     }
 }
 
+/// The member of call `k`, parked in a reply it asked about in this run (or the run resumed),
+/// though its waiting message never reached the run: its stream was dropped, or it failed (a
+/// pipeline with a member of its own parked).
+fn found_parked(members: &[TeamMember], work: &Working, k: usize) -> Option<ParkedMember> {
+    let member = work.calls.get(k)?.1?;
+    let participant = &members[member].participant;
+    let reply = participant.parked_reply()?;
+    let asked = work.asked.iter().any(|(q, asked)| *q == k && *asked == reply);
+    asked.then(|| ParkedMember {
+        member,
+        call: k,
+        waiting: Msg::assistant(participant.name(), "Waiting for the user.").with_id(reply),
+        queued: work.queued_after(member, k),
+    })
+}
+
 /// The name of the member of call `k` (`team` for a call that named no member).
 fn speaker(members: &[TeamMember], calls: &[(ToolCallBlock, Option<usize>)], k: usize) -> Arc<str> {
     let member = calls.get(k).and_then(|(_, m)| *m);
@@ -508,9 +533,8 @@ impl Drop for TeamRun {
 /// One member's tasks of a run, one after another: `first` (a resumed task already started),
 /// then `tasks`, each as a reply to a message from the leader. The member's items come with
 /// their call's index. A reply that parks for the user ends the stream (the tasks after it
-/// wait with it); one that parks although the team was interrupted (the interrupt came after
-/// its reply decided to wait) is closed at once, and the closing's items follow. Once the
-/// team is interrupted, no further task starts.
+/// wait with it; one that parked although the team was interrupted is closed by the run, see
+/// `members_done`). Once the team is interrupted, no further task starts.
 fn member_tasks(
     participant: Arc<dyn Participant>,
     leader: Arc<str>,
@@ -524,7 +548,6 @@ fn member_tasks(
         current: Option<(usize, EventStream)>,
         queue: VecDeque<(usize, String)>,
         stop: Arc<AtomicBool>,
-        closing: bool,
         parked: bool,
     }
     let state = Member {
@@ -533,7 +556,6 @@ fn member_tasks(
         current: first,
         queue: tasks.into(),
         stop,
-        closing: false,
         parked: false,
     };
     Box::pin(futures_util::stream::unfold(state, |mut s| async move {
@@ -551,24 +573,17 @@ fn member_tasks(
                     s.participant.interrupt();
                 }
                 s.current = Some((k, stream));
-                s.closing = false;
             }
             let (k, stream) = s.current.as_mut()?;
             let k = *k;
             match stream.next().await {
                 None => s.current = None,
-                Some(Ok(ReplyItem::Final(msg))) if msg.finished_reason.is_none() && !s.closing => {
+                Some(Ok(ReplyItem::Final(msg))) if msg.finished_reason.is_none() => {
                     // The parked reply's stream goes first: while it is held, the member counts
-                    // as replying and would refuse the closing.
+                    // as replying and would refuse a resume or a closing.
                     s.current = None;
-                    if s.stop.load(Ordering::SeqCst) {
-                        let closing = s.participant.reply_stream(UserInterruptEvent::new(msg.id).into());
-                        s.current = Some((k, closing));
-                        s.closing = true;
-                    } else {
-                        s.parked = true;
-                        return Some(((k, Ok(ReplyItem::Final(msg))), s));
-                    }
+                    s.parked = true;
+                    return Some(((k, Ok(ReplyItem::Final(msg))), s));
                 }
                 Some(item) => return Some(((k, item), s)),
             }
