@@ -553,6 +553,16 @@ async fn a_cancelled_invocation_interrupts_the_reply() {
     assert_eq!(state["context"][0]["content"][0]["text"], "take your time", "{state}");
 }
 
+/// Starts a reply of `session` that parks for a confirmation, then asks Restate to `action`
+/// (`cancel` or `kill`) its invocation: the reply's status and body.
+async fn parked_then(ingress: &str, admin: &str, session: &str, action: &str) -> (u16, Value) {
+    let reply = reply_in_background(ingress, session, "refund me");
+    parked(ingress, session).await;
+    let invocation = invocation_of(session).await;
+    invocation_action(admin, &invocation, action).await;
+    reply.await.unwrap()
+}
+
 /// Restate cancels the invocation while its reply is parked for a confirmation: the reply is
 /// closed as interrupted (its call's result says so, the refund never runs), the handler ends
 /// with 409 as a cancel during a step does, and the session takes a new message.
@@ -564,11 +574,7 @@ async fn a_cancel_while_parked_interrupts_the_reply_and_ends_with_409() {
     let (_one, _endpoint) = one_endpoint(&admin).await;
 
     let session = key("confirm");
-    let reply = reply_in_background(&ingress, &session, "refund me");
-    parked(&ingress, &session).await;
-    let invocation = invocation_of(&session).await;
-    invocation_action(&admin, &invocation, "cancel").await;
-    let (status, body) = reply.await.unwrap();
+    let (status, body) = parked_then(&ingress, &admin, &session, "cancel").await;
     assert_eq!(status, 409, "{body}");
     assert!(body["message"].as_str().unwrap().contains("cancelled"), "{body}");
 
@@ -592,11 +598,7 @@ async fn a_killed_parked_reply_leaves_the_session_usable() {
     let (_one, _endpoint) = one_endpoint(&admin).await;
 
     let session = key("confirm");
-    let reply = reply_in_background(&ingress, &session, "refund me");
-    parked(&ingress, &session).await;
-    let invocation = invocation_of(&session).await;
-    invocation_action(&admin, &invocation, "kill").await;
-    let (status, _) = reply.await.unwrap();
+    let (status, _) = parked_then(&ingress, &admin, &session, "kill").await;
     assert_ne!(status, 200, "the killed reply did not answer");
 
     let (status, body) = call(&ingress, &session, "reply", json!({"text": "never mind"})).await;

@@ -291,8 +291,10 @@ async fn an_interrupt_of_the_parked_executor_ends_the_run_without_a_check() {
     assert_eq!(executor_model.requests().len(), 1, "nor retried");
 }
 
-async fn park_and_resume(goal: &GoalPipeline, verifier_model: &ScriptedModel) {
-    let mut stream = goal.reply_stream(Msg::user("user", "Remove /tmp/x.").into());
+/// Reads a stream that parks on a confirmation: the question, and the waiting message.
+async fn parked_on_a_question(
+    mut stream: towerscope_core::EventStream,
+) -> (towerscope_core::event::RequireUserConfirmEvent, Msg) {
     let (mut asked, mut parked) = (None, None);
     while let Some(item) = stream.next().await {
         match item.unwrap() {
@@ -301,8 +303,11 @@ async fn park_and_resume(goal: &GoalPipeline, verifier_model: &ScriptedModel) {
             ReplyItem::Event(_) => {}
         }
     }
-    drop(stream);
-    let (asked, parked) = (asked.unwrap(), parked.unwrap());
+    (asked.unwrap(), parked.unwrap())
+}
+
+async fn park_and_resume(goal: &GoalPipeline, verifier_model: &ScriptedModel) {
+    let (asked, parked) = parked_on_a_question(goal.reply_stream(Msg::user("user", "Remove /tmp/x.").into())).await;
     assert_eq!(parked.finished_reason, None, "parked, waiting for the user");
     assert!(verifier_model.requests().is_empty());
 
@@ -362,17 +367,7 @@ async fn a_team_members_question_parks_the_run_and_its_answer_continues_it() {
     let verifier_model = ScriptedModel::new("m", [verdict("v1", "pass", "gone")]);
     let goal = GoalPipeline::team(team, agent("checker", &verifier_model));
 
-    let mut stream = goal.reply_stream(Msg::user("user", "Remove /tmp/x.").into());
-    let (mut asked, mut parked) = (None, None);
-    while let Some(item) = stream.next().await {
-        match item.unwrap() {
-            ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) => asked = Some(e),
-            ReplyItem::Final(m) => parked = Some(m),
-            ReplyItem::Event(_) => {}
-        }
-    }
-    drop(stream);
-    let (asked, parked) = (asked.unwrap(), parked.unwrap());
+    let (asked, parked) = parked_on_a_question(goal.reply_stream(Msg::user("user", "Remove /tmp/x.").into())).await;
     assert_eq!(parked.finished_reason, None, "parked on the cleaner's question");
     assert_eq!(&*parked.name, "cleaner");
     assert_eq!(
