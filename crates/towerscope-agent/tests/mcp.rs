@@ -210,6 +210,45 @@ async fn the_stdio_server_lives_as_long_as_the_toolkit() {
     let _ = std::fs::remove_file(pid_file);
 }
 
+/// A stdio server is told the session ended (its stdin closes) and given a moment to exit
+/// before it is killed: a server that writes something on the way out does.
+#[tokio::test]
+async fn a_stdio_server_exits_on_its_own_when_the_client_closes() {
+    use towerscope_agent::mcp::McpClient;
+    let Some(env) = env() else { return };
+    const SERVER: &str = r#"
+import json, sys, time
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("id") is not None and m.get("method") == "initialize":
+        result = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {},
+                  "serverInfo": {"name": "tidy", "version": "0"}}
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": result}) + "\n")
+        sys.stdout.flush()
+time.sleep(0.5)
+open(sys.argv[1], "w").write("saved")
+"#;
+    let saved = std::env::temp_dir().join(format!("towerscope-mcp-exit-{}", std::process::id()));
+    let _ = std::fs::remove_file(&saved);
+    let args = ["-c".to_owned(), SERVER.to_owned(), saved.display().to_string()];
+    let client = McpClient::connect(&McpServer::stdio("tidy", env.python.clone(), args))
+        .await
+        .unwrap();
+    drop(client);
+    for _ in 0..100 {
+        if saved.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        std::fs::read_to_string(&saved).ok().as_deref(),
+        Some("saved"),
+        "the server wrote on its way out"
+    );
+    let _ = std::fs::remove_file(saved);
+}
+
 #[tokio::test]
 async fn enabled_and_disabled_tools_filter_what_is_added() {
     let Some(env) = env() else { return };

@@ -393,7 +393,8 @@ async fn wait(
                 detail: format!("not JSON: {}", shape_of(&e)),
             }),
             // Restate cancelled the invocation: the reply is closed as interrupted, and the
-            // invocation ends with 409, as a cancel during a step does.
+            // invocation ends with 409, as a cancel during a step does. (A rejection that
+            // carries 409 itself is taken the same way.)
             Err(err) if err.code() == CANCELLED => return Err(DurableError::Cancelled),
             // Rejected: the reply is interrupted, and the invocation answers with it.
             Err(_) => return Ok(UserInterruptEvent::new(reply_id(&pending)).into()),

@@ -576,12 +576,24 @@ async fn a_cancel_while_parked_interrupts_the_reply_and_ends_with_409() {
     let session = key("confirm");
     let (status, body) = parked_then(&ingress, &admin, &session, "cancel").await;
     assert_eq!(status, 409, "{body}");
-    assert!(body["message"].as_str().unwrap().contains("cancelled"), "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("the reply was interrupted"),
+        "the handler's own error, after closing the reply: {body}"
+    );
 
     let (_, pending) = call(&ingress, &session, "pending", Value::Null).await;
     assert!(pending.is_null(), "{pending}");
+    // Closed before the next message: the call's result is stored, interrupted.
     let (_, state) = call(&ingress, &session, "state", Value::Null).await;
-    assert!(state["context"].to_string().contains("interrupted"), "{state}");
+    let results: Vec<&Value> = state["context"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap().iter())
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 1, "{state}");
+    assert_eq!(results[0]["state"], "interrupted", "{state}");
     assert_eq!(count(&session, "tool_refund"), 0, "the refund never ran");
     let (status, body) = call(&ingress, &session, "reply", json!({"text": "never mind"})).await;
     assert_eq!(status, 200, "the session takes a new message: {body}");

@@ -13,9 +13,9 @@ use rmcp::service::{ClientInitializeError, PeerRequestOptions, RequestHandle, Ro
 use tokio::sync::mpsc;
 use towerscope_core::{AgentError, TimeoutKind};
 
-use super::bounded::{LineBound, Overflow, ServerOutput};
 use super::http::HttpTarget;
 use super::progress::{Handler, ProgressRoutes, ProgressSender};
+use super::stdio::{Overflow, StdioTransport};
 use super::{McpServer, McpTransport};
 
 /// The most pages an MCP listing follows (tools, prompts, resources, templates).
@@ -168,10 +168,9 @@ impl McpClient {
             McpTransport::Stdio { command, args, env } => {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args).envs(env);
-                // The process lives as long as its output is read (it is ended when dropped).
-                let (output, input) = ServerOutput::spawn(cmd).map_err(|e| connect_error(&server.name, e))?;
-                let output = LineBound::new(output, server.max_message_bytes, overflow.clone());
-                initialise(server, handler.serve((output, input)), &overflow).await?
+                let transport = StdioTransport::spawn(cmd, server.max_message_bytes, overflow.clone())
+                    .map_err(|e| connect_error(&server.name, e))?;
+                initialise(server, handler.serve(transport), &overflow).await?
             }
             McpTransport::Http {
                 url,
@@ -309,7 +308,7 @@ impl McpClient {
         self.peer()
             .send_request_with_option(request, self.options())
             .await
-            .map_err(|e| self.failed(what, e))
+            .map_err(|e| self.failed_with(what, e))
     }
 
     /// The server's answer to a sent request, or a timeout error naming the server and `what`.
@@ -324,7 +323,7 @@ impl McpClient {
         unanswered.disarm();
         answer.map_err(|e| match e {
             ServiceError::Timeout { timeout } => timed_out(&self.inner.server, what, timeout),
-            e => self.failed(what, e),
+            e => self.failed_with(what, e),
         })
     }
 
@@ -335,11 +334,21 @@ impl McpClient {
 
     /// The error of a failed request: what was asked, and the server's answer.
     pub(super) fn failed(&self, what: &str, e: impl fmt::Display) -> AgentError {
-        let why = match self.inner.overflow.happened() {
-            true => too_long(self.inner.max_message_bytes),
-            false => shown(&e),
-        };
-        AgentError::State(format!("MCP server '{}': {what} failed: {why}", self.inner.server))
+        AgentError::State(format!(
+            "MCP server '{}': {what} failed: {}",
+            self.inner.server,
+            shown(&e)
+        ))
+    }
+
+    /// [`failed`](Self::failed) for an error of the SDK: a closed connection says why when a
+    /// message past the server's limit closed it.
+    fn failed_with(&self, what: &str, e: ServiceError) -> AgentError {
+        let closed = matches!(e, ServiceError::TransportClosed | ServiceError::TransportSend(_));
+        match closed && self.inner.overflow.happened() {
+            true => self.failed(what, too_long(self.inner.max_message_bytes)),
+            false => self.failed(what, e),
+        }
     }
 }
 

@@ -71,7 +71,6 @@
 //! # Ok(()) }
 //! ```
 
-mod bounded;
 mod client;
 mod http;
 #[cfg(test)]
@@ -81,6 +80,7 @@ mod progress;
 mod prompts;
 mod resources;
 mod server;
+mod stdio;
 mod tool;
 mod toolkit;
 

@@ -1,0 +1,217 @@
+//! A stdio MCP server's transport: its process, its output read one JSON-RPC message a line
+//! with each line bounded ([`LineBound`], so that a server writing one endless line cannot fill
+//! the agent's memory: the SDK's transport reads a line whole before it parses it), and a
+//! graceful close (stdin closed, a moment for the process to exit, then it is killed).
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use rmcp::RoleClient;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+
+/// How long a server whose stdin was closed may take to exit before it is killed (as the MCP
+/// SDK's own child-process transport waits).
+const EXIT_WAIT: Duration = Duration::from_secs(3);
+
+/// Whether a server's message went past its limit: set by its [`LineBound`], read when a
+/// request fails because the connection closed.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Overflow(Arc<AtomicBool>);
+
+impl Overflow {
+    /// Whether a message was too long.
+    pub(super) fn happened(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Reads `inner`, failing with [`io::ErrorKind::InvalidData`] once a line (its bytes before the
+/// newline, a carriage return before it not counted) is longer than `max` bytes; the transport
+/// then closes the connection. Every line a read holds is checked, so at most `max` bytes of a
+/// line and one read's worth are buffered.
+pub(super) struct LineBound<R> {
+    inner: R,
+    max: usize,
+    /// The length of the line being read so far.
+    line: usize,
+    /// Whether the last byte read was a carriage return (not counted if a newline follows).
+    cr: bool,
+    overflow: Overflow,
+}
+
+impl<R> LineBound<R> {
+    /// `inner` with lines of at most `max` bytes; `overflow` is raised when one is longer.
+    pub(super) fn new(inner: R, max: usize, overflow: Overflow) -> Self {
+        Self {
+            inner,
+            max,
+            line: 0,
+            cr: false,
+            overflow,
+        }
+    }
+
+    /// Counts `read`'s bytes into the lines they belong to; whether every line is within `max`.
+    fn count(&mut self, read: &[u8]) -> bool {
+        let mut rest = read;
+        while let Some(at) = rest.iter().position(|b| *b == b'\n') {
+            let cr = if at == 0 { self.cr } else { rest[at - 1] == b'\r' };
+            if self.line.saturating_add(at) - usize::from(cr) > self.max {
+                return false;
+            }
+            self.line = 0;
+            self.cr = false;
+            rest = &rest[at + 1..];
+        }
+        self.line = self.line.saturating_add(rest.len());
+        self.cr = rest.last().map_or(self.cr, |b| *b == b'\r');
+        // A carriage return at the end may be the line's last byte, before its newline.
+        self.line - usize::from(self.cr) <= self.max
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for LineBound<R> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        std::task::ready!(Pin::new(&mut self.inner).poll_read(cx, buf))?;
+        if !self.count(&buf.filled()[before..]) {
+            self.overflow.0.store(true, Ordering::Relaxed);
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("a message longer than {} bytes", self.max),
+            )));
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// The transport of a stdio server: the SDK's line transport over the process's stdin and its
+/// bounded stdout, holding the process (killed if the transport is dropped unclosed).
+pub(super) struct StdioTransport {
+    lines: AsyncRwTransport<RoleClient, LineBound<ChildStdout>, ChildStdin>,
+    process: Option<Child>,
+}
+
+impl StdioTransport {
+    /// Starts `command` with its stdin and stdout piped (its stderr is the agent's), reading
+    /// lines of at most `max` bytes; `overflow` is raised when one is longer.
+    pub(super) fn spawn(mut command: tokio::process::Command, max: usize, overflow: Overflow) -> io::Result<Self> {
+        let piped = std::process::Stdio::piped;
+        let mut process = command
+            .stdin(piped())
+            .stdout(piped())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()?;
+        let (Some(stdout), Some(stdin)) = (process.stdout.take(), process.stdin.take()) else {
+            return Err(io::Error::other("the server's stdin and stdout were not piped"));
+        };
+        Ok(Self {
+            lines: AsyncRwTransport::new(LineBound::new(stdout, max, overflow), stdin),
+            process: Some(process),
+        })
+    }
+}
+
+impl Transport<RoleClient> for StdioTransport {
+    type Error = io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
+        self.lines.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        self.lines.receive()
+    }
+
+    /// Closes the server's stdin (a server exits when its input ends), gives it [`EXIT_WAIT`]
+    /// to exit, then kills it.
+    async fn close(&mut self) -> Result<(), io::Error> {
+        let closed = self.lines.close().await;
+        if let Some(mut process) = self.process.take()
+            && tokio::time::timeout(EXIT_WAIT, process.wait()).await.is_err()
+        {
+            process.kill().await?;
+        }
+        closed
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    use super::*;
+
+    /// Lines up to the limit pass, whole (a line split over many reads counts from its
+    /// start); the first longer one fails the read and raises the flag.
+    #[tokio::test]
+    async fn lines_up_to_the_limit_pass_and_a_longer_one_fails() {
+        let mut input = b"12345\n123\n".to_vec();
+        input.extend_from_slice(&[b'x'; 100]);
+        let overflow = Overflow::default();
+        // One byte a read: the limit holds across reads.
+        let chunks = tokio_test_reader(&input);
+        let mut lines = BufReader::new(LineBound::new(chunks, 5, overflow.clone()));
+        let mut line = Vec::new();
+        lines.read_until(b'\n', &mut line).await.unwrap();
+        assert_eq!(line, b"12345\n");
+        line.clear();
+        lines.read_until(b'\n', &mut line).await.unwrap();
+        assert_eq!(line, b"123\n");
+        assert!(!overflow.happened());
+        line.clear();
+        let err = lines.read_until(b'\n', &mut line).await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert!(overflow.happened());
+        assert!(line.len() <= 6, "at most the limit is kept: {}", line.len());
+    }
+
+    /// Every line of one read is checked, whatever its place: a long line before a short one,
+    /// a long one between two short ones; a carriage return before the newline is not counted.
+    #[test]
+    fn every_line_of_a_read_is_checked_and_a_carriage_return_is_not_counted() {
+        let fits = |chunks: &[&[u8]]| {
+            let mut bound = LineBound::new((), 5, Overflow::default());
+            chunks.iter().all(|chunk| bound.count(chunk))
+        };
+        assert!(fits(&[b"12345\n12\n12345"]));
+        assert!(fits(&[b"12345\r\n", b"12345\r", b"\n"]), "CRLF lines of the limit");
+        assert!(fits(&[b"123", b"45\n"]));
+        assert!(!fits(&[b"1234567\n"]), "a long line with its newline in the same read");
+        assert!(!fits(&[b"12\n1234567\n12\n"]), "a long line between two short ones");
+        assert!(!fits(&[b"1234", b"567\n1"]), "a line across reads");
+        assert!(!fits(&[b"123456\r\n"]));
+        assert!(!fits(&[b"123456"]), "a line not ended yet");
+    }
+
+    /// A reader handing out one byte at a time.
+    fn tokio_test_reader(bytes: &[u8]) -> impl AsyncRead + Unpin {
+        struct OneByte(std::collections::VecDeque<u8>);
+        impl AsyncRead for OneByte {
+            fn poll_read(
+                mut self: Pin<&mut Self>,
+                _cx: &mut Context<'_>,
+                buf: &mut ReadBuf<'_>,
+            ) -> Poll<io::Result<()>> {
+                if let Some(b) = self.0.pop_front() {
+                    buf.put_slice(&[b]);
+                }
+                Poll::Ready(Ok(()))
+            }
+        }
+        OneByte(bytes.iter().copied().collect())
+    }
+}
