@@ -269,6 +269,38 @@ async fn an_executor_parked_for_the_user_parks_the_run_and_the_resume_continues_
     park_and_resume(&goal, &verifier_model).await;
 }
 
+/// A new goal while the run waits for the user is refused, and the parked run keeps its goal:
+/// the answer's report is checked against the first goal, not the refused one.
+#[tokio::test]
+async fn a_new_goal_while_the_run_is_parked_is_refused_and_the_parked_goal_stays() {
+    let executor_model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#),
+            report("r1", "deleted /tmp/x"),
+        ],
+    );
+    let verifier_model = ScriptedModel::new("m", [verdict("v1", "pass", "gone")]);
+    let goal = GoalPipeline::new(asking_cleaner(&executor_model), agent("checker", &verifier_model));
+    let (asked, _) = parked_on_a_question(goal.reply_stream(Msg::user("user", "Remove /tmp/x.").into())).await;
+
+    let err = goal
+        .reply(Msg::user("user", "Something else.").into())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("waits on reply"), "{err}");
+    let confirm = UserConfirmResultEvent::new(
+        asked.reply_id.clone(),
+        vec![ConfirmResult::new(true, asked.tool_calls[0].clone())],
+    );
+    let out = run(&goal, confirm.into()).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(
+        received(&verifier_model, 0),
+        [verify_text("Remove /tmp/x.", "deleted /tmp/x")]
+    );
+}
+
 #[tokio::test]
 async fn an_interrupt_of_the_parked_executor_ends_the_run_without_a_check() {
     let executor_model = ScriptedModel::new(

@@ -284,9 +284,9 @@ async fn a_run_dropped_after_a_member_asked_keeps_the_question_and_cuts_off_the_
     );
 }
 
-/// The team is interrupted while a member's question waits for the others: before the run
-/// read the member's waiting message (the member closes its reply as it parks), or after
-/// (the run closes it once the others stopped).
+/// The team is interrupted while a member's question waits for the others, before or after
+/// the run read the member's waiting message: the run closes the question once the others
+/// stopped, then the leader's reply.
 #[tokio::test(start_paused = true)]
 async fn the_team_is_interrupted_while_a_member_waits_and_another_works() {
     for waiting_message_read in [false, true] {
@@ -451,8 +451,8 @@ async fn an_interrupt_of_the_leaders_reply_while_a_member_is_answered_is_refused
 }
 
 /// A member that is a fan-out fails (one of its members did) while another of its members
-/// asks: the question still waits in the team, and its answer completes the fan-out's round,
-/// whose message the leader gets.
+/// asks: the error ends the team's call, the question still waits in the team, and its answer
+/// completes the fan-out's round, whose message the leader gets.
 #[tokio::test]
 async fn a_pipeline_member_that_fails_with_a_question_waiting_keeps_it() {
     use std::sync::Arc;
@@ -481,9 +481,24 @@ async fn a_pipeline_member_that_fails_with_a_question_waiting_keeps_it() {
     let members = [TeamMember::new(panel, "Two who delete.")];
     let team = TeamPipeline::new(Agent::builder("lead").model(leader.clone()), members).unwrap();
 
-    let (asked, waiting) = read(team.reply_stream(Msg::user("user", "Clean up.").into())).await;
-    assert_eq!(waiting.finished_reason, None, "{}", line(&waiting));
-    assert_eq!(team.parked_reply(), Some(asked[0].reply_id.clone()));
+    // The panel's error ends the call (as a fan-out's does), and the question is in it.
+    let items: Vec<_> = team.reply_stream(Msg::user("user", "Clean up.").into()).collect().await;
+    let asked: Vec<RequireUserConfirmEvent> = items
+        .iter()
+        .filter_map(|item| match item {
+            Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e))) => Some(e.clone()),
+            _ => None,
+        })
+        .collect();
+    let Some(Err(err)) = items.last() else {
+        panic!("the call ends with the error: {items:?}")
+    };
+    assert!(err.to_string().contains("the model is down"), "{err}");
+    assert_eq!(
+        team.parked_reply(),
+        Some(asked[0].reply_id.clone()),
+        "the question still waits"
+    );
     assert_eq!(leader.calls(), 1, "the leader waits for the panel");
 
     let (_, done) = read(team.reply_stream(allow_all(&asked[0]).into())).await;
@@ -525,4 +540,138 @@ async fn an_interrupt_the_member_refuses_still_closes_the_teams_reply() {
     assert_eq!(team.leader().waiting_calls(), None, "the leader's assignment is closed");
     assert_eq!(leader.calls(), 1);
     drop(direct);
+}
+
+/// A fan-out member with two members asking: answered on one, whose reply then fails, the
+/// fan-out still waits on the other (its own older question); the team keeps it, and that
+/// answer completes the round.
+#[tokio::test]
+async fn a_pipeline_member_answered_on_one_question_keeps_its_other() {
+    use std::sync::Arc;
+    use towerscope_team::pipeline::FanoutPipeline;
+
+    let leader = ScriptedModel::new(
+        "m",
+        [
+            assign("a1", "panel", "Delete a file."),
+            ScriptedResponse::text("Reported."),
+        ],
+    );
+    let call = |file: &str| ScriptedResponse::tool_call("c1", "delete", format!(r#"{{"path": "/tmp/{file}"}}"#));
+    let failing = asking_agent(
+        "ann",
+        ScriptedModel::new(
+            "m",
+            [
+                call("x"),
+                ScriptedResponse::error(AgentError::model("the model is down")),
+            ],
+        ),
+    );
+    let bo = asking_agent(
+        "bo",
+        ScriptedModel::new("m", [call("y"), ScriptedResponse::text("Deleted y.")]),
+    );
+    let panel = FanoutPipeline::from_shared([
+        Arc::new(failing) as Arc<dyn Participant>,
+        Arc::new(bo.clone()) as Arc<dyn Participant>,
+    ])
+    .named("panel");
+    let team = TeamPipeline::new(
+        Agent::builder("lead").model(leader.clone()),
+        [TeamMember::new(panel, "Two who delete.")],
+    )
+    .unwrap();
+
+    let (asked, _) = read(team.reply_stream(Msg::user("user", "Clean up.").into())).await;
+    let [ann_asked, bo_asked] = &asked[..] else {
+        panic!("{asked:?}")
+    };
+    let items: Vec<_> = team.reply_stream(allow_all(ann_asked).into()).collect().await;
+    assert!(
+        matches!(items.last(), Some(Err(_))),
+        "ann's failure ends the call: {items:?}"
+    );
+    assert!(
+        team.waits_on(&bo_asked.reply_id),
+        "bo's question still waits in the team"
+    );
+
+    let (_, done) = read(team.reply_stream(allow_all(bo_asked).into())).await;
+    assert_eq!(line(&done), "lead: Reported.");
+    assert_eq!(bo.waiting_calls(), None);
+    assert!(results_given(&leader, 1)[0].2.contains("bo: Deleted y."));
+}
+
+/// A leader that asks the user in the same turn as it assigns: its own question comes first,
+/// alone (no member starts); answered, its reply parks again on the assignment, which runs,
+/// and a member's question then comes, whose answer completes the reply.
+#[tokio::test]
+async fn a_leader_asking_as_it_assigns_is_answered_before_its_members_start() {
+    let both = assign("a1", "deleter", "Delete /tmp/x.").and_tool_call("l1", "delete", r#"{"path": "/tmp/lead"}"#);
+    let leader = ScriptedModel::new("m", [both, ScriptedResponse::text("Both done.")]);
+    let builder = Agent::builder("lead")
+        .model(leader.clone())
+        .tool(towerscope_agent::toolkit::FunctionTool::new(
+            "delete",
+            |a: common::Delete| async move { format!("deleted {}", a.path) },
+        ))
+        .default_permission(towerscope_core::PermissionDecision::Ask {
+            suggested_rules: vec![],
+        });
+    let (deleter, deleter_model) = deleter(&["x"]);
+    let team = TeamPipeline::new(builder, [TeamMember::new(deleter, "Deletes.")]).unwrap();
+
+    let (asked, waiting) = read(team.reply_stream(Msg::user("user", "Clean up.").into())).await;
+    let [leader_asked] = &asked[..] else {
+        panic!("the leader's question alone: {asked:?}")
+    };
+    let leader_reply = team.leader().waiting_calls().unwrap().reply_id;
+    assert_eq!((&leader_asked.reply_id, &waiting.id), (&leader_reply, &leader_reply));
+    assert_eq!(team.parked_reply(), Some(leader_reply));
+    assert_eq!(
+        deleter_model.calls(),
+        0,
+        "no member starts while the leader waits for the user"
+    );
+
+    let (asked, waiting) = read(team.reply_stream(allow_all(leader_asked).into())).await;
+    let [member_asked] = &asked[..] else {
+        panic!("the member's question: {asked:?}")
+    };
+    assert_eq!(waiting.id, member_asked.reply_id);
+    let (_, done) = read(team.reply_stream(allow_all(member_asked).into())).await;
+    assert_eq!(line(&done), "lead: Both done.");
+    let given = results_given(&leader, 1);
+    let texts: Vec<&str> = given.iter().map(|(_, _, t)| t.as_str()).collect();
+    assert_eq!(texts, ["deleted /tmp/lead", "Deleted x."]);
+}
+
+/// A wrong answer sent as the team is interrupted: the member refuses it (it still waits), and
+/// the interrupted run closes its question with the leader's reply; nothing is left parked.
+#[tokio::test]
+async fn a_refused_answer_as_the_team_is_interrupted_closes_the_member_too() {
+    let leader = ScriptedModel::new(
+        "m",
+        [
+            assign("a1", "deleter", "Delete /tmp/x."),
+            ScriptedResponse::text("Not reached."),
+        ],
+    );
+    let (deleter, _) = deleter(&["x"]);
+    let team = team(&leader, [deleter.clone()]);
+    let (asked, _) = read(team.reply_stream(Msg::user("user", "Clean up.").into())).await;
+
+    let mut wrong = allow_all(&asked[0]);
+    wrong.confirm_results[0].tool_call.id = "not-asked".into();
+    let stream = team.reply_stream(wrong.into());
+    assert!(team.interrupt(), "the run is in progress");
+    let items: Vec<_> = stream.collect().await;
+    let Some(Ok(ReplyItem::Final(last))) = items.last() else {
+        panic!("{items:?}")
+    };
+    assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Interrupted));
+    assert_eq!(deleter.waiting_calls(), None, "the member's question is closed");
+    assert_eq!(team.leader().waiting_calls(), None);
+    assert_eq!(team.parked_reply(), None);
 }

@@ -154,12 +154,6 @@ impl Runs {
         (stop, alone)
     }
 
-    /// Whether a run is in progress.
-    fn any(&self) -> bool {
-        let runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        runs.iter().any(|run| run.strong_count() > 0)
-    }
-
     /// Stops every run in progress; whether there was one.
     fn stop(&self) -> bool {
         let runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);

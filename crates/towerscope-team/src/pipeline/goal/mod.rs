@@ -175,6 +175,13 @@ impl GoalPipeline {
             stop: Some(self.runs.start()),
         };
         run.phase = if let ReplyInput::Messages(msgs) = &input {
+            // A run parked for the user keeps its goal and budgets: a new goal is refused (as the
+            // parked participant would refuse it) before anything of the parked run is touched.
+            if let Some(parked) = Participant::parked_reply(self) {
+                return Err(AgentError::State(format!(
+                    "the goal pipeline waits on reply {parked}; answer or interrupt it before a new goal"
+                )));
+            }
             let (goal, first) = goal_of(msgs);
             *self.progress.lock().unwrap_or_else(PoisonError::into_inner) = Progress {
                 goal,

@@ -70,7 +70,11 @@ impl fmt::Debug for TeamMember {
 /// [`parked_reply`](Participant::parked_reply) says). The member's later tasks wait with it.
 /// The resuming input, addressed to the member's reply, goes to the member, and once every
 /// assignment has its result the leader goes on; with several members parked, each answer
-/// resumes its member and the team waits on the next. While a member waits, a new message is
+/// resumes its member and the team waits on the next. A pipeline member that fails with a
+/// question of its own waiting ends the call with its error, and the question still waits. A
+/// leader that asks the user in the turn it assigns is answered first (its question alone ends
+/// the stream); its members start once its reply waits on nothing but them. While a member
+/// waits, a new message is
 /// refused with [`AgentError::State`] (as a parked agent refuses one) and loses nothing; a
 /// `UserInterruptEvent` naming the member's reply or the leader's closes the whole reply: the
 /// waiting members' calls and the leader's assignments get interrupted results, without
@@ -186,6 +190,9 @@ impl TeamPipeline {
         input: ReplyInput,
         schema: Option<StructuredSchema>,
     ) -> impl futures_core::Stream<Item = (Tagged, bool)> + Send + 'static {
+        // Registered first: a run that takes the members' record out, or finds none, is seen by
+        // every run starting after it.
+        let (stop, alone) = self.runs.start_alone();
         let named = input.resumed_reply().cloned();
         // A member's question: the member gets the answer, and the run goes on from where it
         // parked. An interrupt closes the whole reply (the member's and the leader's), as the
@@ -196,7 +203,6 @@ impl TeamPipeline {
                 parked.waits_on(named, &self.members) || (interrupt && parked.leader_reply() == named)
             });
             if let Some(record) = record {
-                let (stop, _) = self.runs.start_alone();
                 if interrupt {
                     stop.store(true, std::sync::atomic::Ordering::SeqCst);
                 }
@@ -215,9 +221,7 @@ impl TeamPipeline {
             )),
             // The leader's reply while another run carries out its assignments (members are
             // answering a question): closing it there would leave that run's results nowhere.
-            (Some(named), None)
-                if super::parked_for_the_team(&self.leader).as_ref() == Some(named) && self.runs.any() =>
-            {
+            (Some(named), None) if super::parked_for_the_team(&self.leader).as_ref() == Some(named) && !alone => {
                 Some(format!(
                     "team '{}' is carrying out its leader's assignments of reply {named} in another run; interrupt the \
                      team to stop it",
@@ -241,12 +245,10 @@ impl TeamPipeline {
         };
         if let Some(refused) = refused {
             let failed: EventStream = Box::pin(futures_util::stream::iter([Err(AgentError::State(refused))]));
-            // Not a run in progress: nothing of it can be stopped.
             let (leader, members) = (self.leader.clone(), Arc::clone(&self.members));
-            let run = TeamRun::new(leader, members, failed, Arc::default(), self.waiting.clone());
+            let run = TeamRun::new(leader, members, failed, stop, self.waiting.clone());
             return futures_util::stream::unfold(run, TeamRun::next);
         }
-        let (stop, alone) = self.runs.start_alone();
         // A leader parked on its assignments with no other run in progress was left so by a
         // dropped run (or restored so from a saved state): nothing will carry them out.
         let orphan = (alone && !input.is_resume())

@@ -100,6 +100,13 @@ struct Working {
     /// events), by call: a member whose stream is dropped before its waiting message is read
     /// is parked all the same if it parked in one of them.
     asked: Vec<(usize, Id)>,
+    /// The call whose member this run resumed: any park of that member is this run's (it may
+    /// park again without asking, on a call it asked about before; a pipeline member may still
+    /// wait on another of its members' questions).
+    resumed: Option<usize>,
+    /// The first error of a member that failed with a question of its own waiting (a
+    /// pipeline): it ends the run once the others are done, and the question still waits.
+    error: Option<(Arc<str>, AgentError)>,
 }
 
 impl Working {
@@ -118,7 +125,6 @@ pub(super) struct TeamRun {
     leader: Agent,
     members: Arc<[TeamMember]>,
     phase: Phase,
-    assignments: Vec<ToolCallBlock>,
     /// Raised by the pipeline's `interrupt`; `None` once the run is over.
     stop: Option<Arc<AtomicBool>>,
     /// Where the run leaves what it holds when members park (the pipeline's record).
@@ -183,13 +189,10 @@ impl TeamRun {
             leader_reply: record.leader_reply,
             tasks: resuming.iter().map(|p| (p.member, p.queued.clone())).collect(),
             parked: record.members,
-            // The resumed reply is this run's: parked again without asking (a call asked about
-            // before), it is still the member's question.
-            asked: resuming
-                .iter()
-                .flat_map(|p| [(p.call, reply.clone()), (p.call, p.waiting.id.clone())])
-                .collect(),
+            asked: Vec::new(),
+            resumed: resuming.as_ref().map(|p| p.call),
             resuming,
+            error: None,
         };
         Self::in_phase(leader, members, Phase::Members(Box::new(work)), stop, waiting)
     }
@@ -205,7 +208,6 @@ impl TeamRun {
             leader,
             members,
             phase,
-            assignments: Vec::new(),
             stop: Some(stop),
             waiting,
         }
@@ -237,25 +239,28 @@ impl TeamRun {
                     if let Some(Ok(ReplyItem::Final(msg))) = &mut item {
                         crate::participant::named_by_its_reply(&self.leader, msg);
                     }
+                    // Parked on nothing but its assignments, which the team carries out (a leader
+                    // that also waits for the user is answered first: its reply parks again on
+                    // the assignments alone, and they run then).
+                    if let Some(Ok(ReplyItem::Final(msg))) = &item
+                        && msg.finished_reason.is_none()
+                        && let Some(waiting) = self.leader.waiting_calls()
+                        && crate::pipeline::for_the_team(&waiting)
+                    {
+                        // The parked reply's stream goes first: while it is held, the leader
+                        // counts as replying and a resume of it would be refused.
+                        drop(std::mem::replace(&mut self.phase, Phase::Done));
+                        self.phase = if self.stopped() {
+                            self.resume_leader(UserInterruptEvent::new(waiting.reply_id).into())
+                        } else {
+                            self.assign(waiting.reply_id, waiting.external)
+                        };
+                        continue;
+                    }
                     match item {
+                        // The team's own business, not the caller's.
                         Some(Ok(ReplyItem::Event(AgentEvent::RequireExternalExecution(e))))
-                            if e.tool_calls.iter().all(|c| c.name == ASSIGN_TOOL) =>
-                        {
-                            self.assignments.extend(e.tool_calls);
-                        }
-                        Some(Ok(ReplyItem::Final(msg)))
-                            if msg.finished_reason.is_none() && !self.assignments.is_empty() =>
-                        {
-                            // The parked reply's stream goes first: while it is held, the leader
-                            // counts as replying and a resume of it would be refused.
-                            drop(std::mem::replace(&mut self.phase, Phase::Done));
-                            self.phase = if self.stopped() {
-                                self.assignments.clear();
-                                self.resume_leader(UserInterruptEvent::new(msg.id.clone()).into())
-                            } else {
-                                self.assign(msg.id.clone())
-                            };
-                        }
+                            if e.tool_calls.iter().all(|c| c.name == ASSIGN_TOOL) => {}
                         Some(Ok(item @ ReplyItem::Final(_))) => {
                             self.finish();
                             return Some(((Tagged::new(leader, Ok(item)), true), self));
@@ -278,9 +283,14 @@ impl TeamRun {
                     let resumed = work.resuming.as_ref().is_some_and(|p| p.call == k);
                     if resumed && item.is_err() {
                         if crate::pipeline::stopped(self.stop.as_ref()) {
-                            // An interrupt (or a stop) the member refused: it is not parked any
-                            // more; the run closes the rest of the reply.
-                            work.resuming = None;
+                            // Refused as the team is interrupted: the run closes the rest of the
+                            // reply, and the member too if it still waits (a malformed answer),
+                            // not if it had left that park (an interrupt it refused).
+                            if let Some(p) = work.resuming.take()
+                                && self.members[p.member].participant.waits_on(&p.waiting.id)
+                            {
+                                work.parked.push(p);
+                            }
                             continue;
                         }
                         // The member refused the resume (before any item): it still waits, and
@@ -324,10 +334,15 @@ impl TeamRun {
                         Err(e) => {
                             if let Some(parked) = found_parked(&self.members, work, k) {
                                 // A pipeline that failed with a member of its own parked: the
-                                // question still waits (by kind: an error's text may quote the
-                                // conversation).
-                                tracing::warn!(member = %name, error.kind = e.kind(), "a team member failed with a question waiting");
+                                // question still waits, and the error ends the run (as a fan-out's
+                                // call ends with its member's error).
                                 work.parked.push(parked);
+                                if work.error.is_none() {
+                                    work.error = Some((name, e));
+                                } else {
+                                    // By kind: an error's text may quote the conversation.
+                                    tracing::warn!(member = %name, error.kind = e.kind(), "another team member failed");
+                                }
                                 continue;
                             }
                             let text = format!("The member '{name}' failed: {e}");
@@ -366,6 +381,10 @@ impl TeamRun {
         }
         if let Some(first) = work.parked.iter().min_by_key(|p| p.call) {
             let (name, waiting) = (speaker(&self.members, &work.calls, first.call), first.waiting.clone());
+            let own = match work.error.take() {
+                Some((failed, e)) => Tagged::new(failed, Err(e)),
+                None => Tagged::new(name, Ok(ReplyItem::Final(waiting))),
+            };
             self.waiting.park(Parked {
                 leader_reply: work.leader_reply,
                 calls: work.calls,
@@ -373,7 +392,7 @@ impl TeamRun {
                 members: work.parked,
             });
             self.finish();
-            return Some((Tagged::new(name, Ok(ReplyItem::Final(waiting))), true));
+            return Some((own, true));
         }
         let results: Vec<ToolResultBlock> = work.results.into_iter().flatten().collect();
         // Interrupted: the leader's reply ends, its assignments interrupted.
@@ -452,8 +471,7 @@ impl TeamRun {
     /// Starts the members on the leader's assignments: concurrently across members, in call
     /// order for one member. An assignment naming no member gets an error result at once. Once
     /// the team is interrupted, no further task starts.
-    fn assign(&mut self, leader_reply: Id) -> Phase {
-        let assignments = std::mem::take(&mut self.assignments);
+    fn assign(&mut self, leader_reply: Id, assignments: Vec<ToolCallBlock>) -> Phase {
         let mut calls = Vec::new();
         let mut results = Vec::new();
         let mut groups: Vec<(usize, Tasks)> = Vec::new();
@@ -497,19 +515,21 @@ impl TeamRun {
             parked: Vec::new(),
             resuming: None,
             asked: Vec::new(),
+            resumed: None,
+            error: None,
         }))
     }
 }
 
-/// The member of call `k`, parked in a reply it asked about in this run (or the run resumed),
-/// though its waiting message never reached the run: its stream was dropped, or it failed (a
+/// The member of call `k`, parked in a reply it asked about in this run (or in any, the member
+/// this run resumed), though its waiting message never reached the run: its stream was dropped, or it failed (a
 /// pipeline with a member of its own parked).
 fn found_parked(members: &[TeamMember], work: &Working, k: usize) -> Option<ParkedMember> {
     let member = work.calls.get(k)?.1?;
     let participant = &members[member].participant;
     let reply = participant.parked_reply()?;
     let asked = work.asked.iter().any(|(q, asked)| *q == k && *asked == reply);
-    asked.then(|| ParkedMember {
+    (asked || work.resumed == Some(k)).then(|| ParkedMember {
         member,
         call: k,
         waiting: Msg::assistant(participant.name(), "Waiting for the user.").with_id(reply),
