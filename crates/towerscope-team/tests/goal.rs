@@ -301,6 +301,29 @@ async fn a_new_goal_while_the_run_is_parked_is_refused_and_the_parked_goal_stays
     );
 }
 
+/// A new goal while another run works on one is refused, and the running goal is checked
+/// against its own text.
+#[tokio::test(start_paused = true)]
+async fn a_new_goal_while_a_run_works_is_refused_and_the_running_goal_stays() {
+    let slow = report("r1", "draft in a.txt").delay(std::time::Duration::from_millis(100));
+    let executor_model = ScriptedModel::new("m", [slow]);
+    let verifier_model = ScriptedModel::new("m", [verdict("v1", "pass", "")]);
+    let goal = GoalPipeline::new(agent("coder", &executor_model), agent("checker", &verifier_model));
+    let mut first = goal.reply_stream(Msg::user("user", "Write a.txt.").into());
+    let _started = first.next().await;
+
+    let err = goal
+        .reply(Msg::user("user", "Something else.").into())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("working on a goal"), "{err}");
+    while first.next().await.is_some() {}
+    assert_eq!(
+        received(&verifier_model, 0),
+        [verify_text("Write a.txt.", "draft in a.txt")]
+    );
+}
+
 #[tokio::test]
 async fn an_interrupt_of_the_parked_executor_ends_the_run_without_a_check() {
     let executor_model = ScriptedModel::new(

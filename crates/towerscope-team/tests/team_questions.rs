@@ -675,3 +675,148 @@ async fn a_refused_answer_as_the_team_is_interrupted_closes_the_member_too() {
     assert_eq!(team.leader().waiting_calls(), None);
     assert_eq!(team.parked_reply(), None);
 }
+
+/// A fan-out member given two tasks: in the first, one of its members asks and the other
+/// fails. The team's call ends with the failure, and the second task waits with the question
+/// (it does not start beside it); answered, the first task's round completes and the second
+/// runs once.
+#[tokio::test]
+async fn a_failed_pipeline_members_later_task_waits_and_runs_once() {
+    use std::sync::Arc;
+    use towerscope_team::pipeline::FanoutPipeline;
+
+    let leader = ScriptedModel::new(
+        "m",
+        [
+            assign_all(&[("a1", "panel", "First."), ("a2", "panel", "Second.")]),
+            ScriptedResponse::text("Reported."),
+        ],
+    );
+    let ann_model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#),
+            ScriptedResponse::text("Ann first."),
+            ScriptedResponse::text("Ann second."),
+        ],
+    );
+    let bo_model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::error(AgentError::model("the model is down")),
+            ScriptedResponse::text("Bo second."),
+        ],
+    );
+    let ann = asking_agent("ann", ann_model.clone());
+    let bo = Agent::builder("bo").model(bo_model.clone()).build().unwrap();
+    let panel = FanoutPipeline::from_shared([
+        Arc::new(ann) as Arc<dyn Participant>,
+        Arc::new(bo) as Arc<dyn Participant>,
+    ])
+    .named("panel");
+    let team = TeamPipeline::new(
+        Agent::builder("lead").model(leader.clone()),
+        [TeamMember::new(panel, "Two.")],
+    )
+    .unwrap();
+
+    let items: Vec<_> = team.reply_stream(Msg::user("user", "Go.").into()).collect().await;
+    assert!(
+        matches!(items.last(), Some(Err(_))),
+        "bo's failure ends the call: {items:?}"
+    );
+    let asked = items.iter().find_map(|item| match item {
+        Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e))) => Some(e.clone()),
+        _ => None,
+    });
+    let asked = asked.unwrap();
+    assert_eq!(bo_model.calls(), 1, "the second task waits with the question");
+
+    let (_, done) = read(team.reply_stream(allow_all(&asked).into())).await;
+    assert_eq!(line(&done), "lead: Reported.");
+    assert_eq!((ann_model.calls(), bo_model.calls()), (3, 2), "each task ran once");
+    let texts: Vec<String> = results_given(&leader, 1).into_iter().map(|(_, _, t)| t).collect();
+    assert_eq!(texts, ["ann: Ann first.", "ann: Ann second.\nbo: Bo second."]);
+}
+
+/// A team inside a row, parked on a member's question: an interrupt naming the leader's reply,
+/// sent to the row, reaches the team, which closes the whole reply.
+#[tokio::test]
+async fn an_interrupt_of_the_leaders_reply_reaches_a_team_inside_a_row() {
+    use std::sync::Arc;
+    use towerscope_team::pipeline::SequentialPipeline;
+
+    let leader = ScriptedModel::new(
+        "m",
+        [
+            assign("a1", "deleter", "Delete /tmp/x."),
+            ScriptedResponse::text("Not reached."),
+        ],
+    );
+    let (deleter, _) = deleter(&["x"]);
+    let team = team(&leader, [deleter.clone()]);
+    let lead = team.leader().clone();
+    let row = SequentialPipeline::from_shared([Arc::new(team) as Arc<dyn Participant>]);
+    let (_, waiting) = read(row.reply_stream(Msg::user("user", "Clean up.").into())).await;
+    assert_eq!(waiting.finished_reason, None);
+    let leader_reply = lead.waiting_calls().unwrap().reply_id;
+
+    let (_, ended) = read(row.reply_stream(UserInterruptEvent::new(leader_reply).into())).await;
+    assert_eq!(
+        ended.finished_reason,
+        Some(ReplyFinishedReason::Interrupted),
+        "{}",
+        line(&ended)
+    );
+    assert_eq!(deleter.waiting_calls(), None);
+    assert_eq!(lead.waiting_calls(), None);
+    assert_eq!(leader.calls(), 1);
+}
+
+/// A member that answers every input, even an interrupt, with the same waiting message (it
+/// never leaves its park): interrupting the team still ends, with the member's call
+/// interrupted for the leader, instead of closing it for ever.
+#[tokio::test]
+async fn an_interrupt_ends_even_if_a_member_never_leaves_its_park() {
+    use towerscope_core::{EventStream, Id};
+
+    struct Stuck(Id);
+    impl Participant for Stuck {
+        fn name(&self) -> &str {
+            "stuck"
+        }
+        fn reply_stream(&self, _input: towerscope_core::ReplyInput) -> EventStream {
+            let waiting = Msg::assistant("stuck", "Still waiting.").with_id(self.0.clone());
+            Box::pin(futures_util::stream::iter([Ok(ReplyItem::Final(waiting))]))
+        }
+        fn observe(&self, _msgs: Vec<Msg>) -> Result<(), AgentError> {
+            Ok(())
+        }
+        fn interrupt(&self) -> bool {
+            false
+        }
+        fn parked_reply(&self) -> Option<Id> {
+            Some(self.0.clone())
+        }
+    }
+
+    let leader = ScriptedModel::new("m", [assign("a1", "stuck", "Anything.")]);
+    let stuck = Id::from("stuck-reply");
+    let members = [TeamMember::new(Stuck(stuck.clone()), "Never done.")];
+    let team = TeamPipeline::new(Agent::builder("lead").model(leader.clone()), members).unwrap();
+    let (_, waiting) = read(team.reply_stream(Msg::user("user", "Go.").into())).await;
+    assert_eq!(waiting.id, stuck);
+
+    // On a thread of its own: a run that closed the member for ever would never yield, and
+    // this test would hang rather than fail.
+    let (done, ended) = std::sync::mpsc::channel();
+    let closing = team.clone();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let ended = runtime.block_on(read(closing.reply_stream(UserInterruptEvent::new(stuck).into())));
+        let _ = done.send(ended);
+    });
+    let (_, ended) = ended.recv_timeout(Duration::from_secs(10)).expect("the interrupt ends");
+    assert_eq!(ended.finished_reason, Some(ReplyFinishedReason::Interrupted));
+    assert_eq!(team.leader().waiting_calls(), None);
+}

@@ -166,17 +166,25 @@ impl GoalPipeline {
     }
 
     fn run(&self, input: ReplyInput) -> Result<GoalRun, AgentError> {
+        let (stop, alone) = self.runs.start_alone();
         let mut run = GoalRun {
             executor: self.executor.clone(),
             verifier: self.verifier.clone(),
             limits: self.limits,
             progress: Arc::clone(&self.progress),
             phase: Phase::Done,
-            stop: Some(self.runs.start()),
+            stop: Some(stop),
         };
         run.phase = if let ReplyInput::Messages(msgs) = &input {
-            // A run parked for the user keeps its goal and budgets: a new goal is refused (as the
-            // parked participant would refuse it) before anything of the parked run is touched.
+            // A run in progress, or one parked for the user, keeps its goal and budgets: a new
+            // goal is refused (as the busy or parked participant would refuse it) before
+            // anything of that run is touched.
+            if !alone {
+                return Err(AgentError::State(
+                    "the goal pipeline is working on a goal; wait for it, or interrupt it, before a new goal"
+                        .to_owned(),
+                ));
+            }
             if let Some(parked) = Participant::parked_reply(self) {
                 return Err(AgentError::State(format!(
                     "the goal pipeline waits on reply {parked}; answer or interrupt it before a new goal"

@@ -199,15 +199,17 @@ impl TeamPipeline {
         // team's `interrupt` does; one naming the leader's reply closes the waiting members too.
         if let Some(named) = &named {
             let interrupt = matches!(input, ReplyInput::Interrupt(_));
+            let mut at = None;
             let record = self.waiting.take_if(|parked| {
-                parked.waits_on(named, &self.members) || (interrupt && parked.leader_reply() == named)
+                at = parked.position(named, &self.members);
+                at.is_some() || (interrupt && parked.leader_reply() == named)
             });
             if let Some(record) = record {
                 if interrupt {
                     stop.store(true, std::sync::atomic::Ordering::SeqCst);
                 }
                 let (leader, members, waiting) = (self.leader.clone(), Arc::clone(&self.members), self.waiting.clone());
-                let run = TeamRun::resumed(leader, members, record, named, input, stop, waiting);
+                let run = TeamRun::resumed(leader, members, (record, at), input, stop, waiting);
                 return futures_util::stream::unfold(run, TeamRun::next);
             }
         }
@@ -314,10 +316,14 @@ impl Participant for TeamPipeline {
             .or_else(|| self.waiting.get(|p| p.first_waiting().map(|w| w.id.clone())).flatten())
     }
 
-    /// The leader's parked reply, or any member's question the team waits on.
+    /// The leader's parked reply, or any member's question the team waits on, or, while one
+    /// does, the leader's reply (an interrupt naming it closes the whole reply).
     fn waits_on(&self, reply: &towerscope_core::Id) -> bool {
         super::parked_for_the_user(&self.leader).as_ref() == Some(reply)
-            || self.waiting.get(|p| p.waits_on(reply, &self.members)) == Some(true)
+            || self
+                .waiting
+                .get(|p| p.waits_on(reply, &self.members) || p.leader_reply() == reply)
+                == Some(true)
     }
 }
 

@@ -50,9 +50,9 @@ pub(super) struct ParkedMember {
 }
 
 impl Parked {
-    /// The member (its index in `members`) waiting on reply `reply`: parked in it, or, a
+    /// The member (its index in the record) waiting on reply `reply`: parked in it, or, a
     /// pipeline, still parked there with a member of its own waiting on `reply`.
-    fn position(&self, reply: &Id, members: &[TeamMember]) -> Option<usize> {
+    pub(super) fn position(&self, reply: &Id, members: &[TeamMember]) -> Option<usize> {
         self.members.iter().position(|p| {
             let member = &members[p.member].participant;
             &p.waiting.id == reply || (member.waits_on(&p.waiting.id) && member.waits_on(reply))
@@ -107,6 +107,8 @@ struct Working {
     /// The first error of a member that failed with a question of its own waiting (a
     /// pipeline): it ends the run once the others are done, and the question still waits.
     error: Option<(Arc<str>, AgentError)>,
+    /// The calls whose members the interrupted run closed (each is closed once).
+    closed: Vec<usize>,
 }
 
 impl Working {
@@ -157,19 +159,19 @@ impl TeamRun {
         Self::in_phase(leader, members, Phase::Closing(close, Some(start)), stop, waiting)
     }
 
-    /// A run that goes on from `record`: the member waiting on reply `reply` gets `input` and
-    /// then its queued tasks; the other parked members still wait. When no member waits on
-    /// `reply` (an interrupt naming the leader's reply), nobody is resumed.
+    /// A run that goes on from `record`: its member at `at` (the one waiting on the reply
+    /// `input` names, found as the record was taken) gets `input` and then its queued tasks;
+    /// the other parked members still wait. With none (an interrupt naming the leader's
+    /// reply), nobody is resumed.
     pub(super) fn resumed(
         leader: Agent,
         members: Arc<[TeamMember]>,
-        mut record: Parked,
-        reply: &Id,
+        (mut record, at): (Parked, Option<usize>),
         input: ReplyInput,
         stop: Arc<AtomicBool>,
         waiting: Waiting<Parked>,
     ) -> Self {
-        let resuming = record.position(reply, &members).map(|at| record.members.remove(at));
+        let resuming = at.map(|at| record.members.remove(at));
         let leader_name: Arc<str> = Arc::from(leader.name());
         let streams = resuming.iter().map(|p| {
             let participant = Arc::clone(&members[p.member].participant);
@@ -193,6 +195,7 @@ impl TeamRun {
             resumed: resuming.as_ref().map(|p| p.call),
             resuming,
             error: None,
+            closed: Vec::new(),
         };
         Self::in_phase(leader, members, Phase::Members(Box::new(work)), stop, waiting)
     }
@@ -255,6 +258,17 @@ impl TeamRun {
                         } else {
                             self.assign(waiting.reply_id, waiting.external)
                         };
+                        continue;
+                    }
+                    if let Some(Ok(ReplyItem::Final(msg))) = &item
+                        && msg.finished_reason.is_none()
+                        && self.stopped()
+                    {
+                        // Parked for the user although the team was interrupted (the interrupt
+                        // came after its reply decided to wait): the reply is closed.
+                        let reply = msg.id.clone();
+                        drop(std::mem::replace(&mut self.phase, Phase::Done));
+                        self.phase = self.resume_leader(UserInterruptEvent::new(reply).into());
                         continue;
                     }
                     match item {
@@ -324,19 +338,17 @@ impl TeamRun {
                             return Some(((Tagged::new(name, Ok(ReplyItem::Final(msg))), false), self));
                         }
                         Ok(ReplyItem::Event(event)) => {
-                            match &event {
-                                AgentEvent::RequireUserConfirm(e) => work.asked.push((k, e.reply_id.clone())),
-                                AgentEvent::RequireExternalExecution(e) => work.asked.push((k, e.reply_id.clone())),
-                                _ => {}
+                            if let Some(reply) = asks_about(&event) {
+                                work.asked.push((k, reply.clone()));
                             }
                             return Some(((Tagged::new(name, Ok(ReplyItem::Event(event))), false), self));
                         }
                         Err(e) => {
-                            if let Some(parked) = found_parked(&self.members, work, k) {
-                                // A pipeline that failed with a member of its own parked: the
-                                // question still waits, and the error ends the run (as a fan-out's
-                                // call ends with its member's error).
-                                work.parked.push(parked);
+                            if work.parked.iter().any(|p| p.call == k) {
+                                // A pipeline that failed with a member of its own parked (its
+                                // waiting message came first): the question still waits, and the
+                                // error ends the run (as a fan-out's call ends with its member's
+                                // error).
                                 if work.error.is_none() {
                                     work.error = Some((name, e));
                                 } else {
@@ -368,14 +380,27 @@ impl TeamRun {
             return None;
         };
         if self.stopped() && !work.parked.is_empty() {
-            let closings = work.parked.drain(..).map(|p| {
+            // Each parked member is closed once: one that waits again after its closing (it
+            // refused it) is left as it is, its call interrupted for the leader.
+            let mut closings = Vec::new();
+            for p in std::mem::take(&mut work.parked) {
+                if work.closed.contains(&p.call) {
+                    tracing::warn!(member = %self.members[p.member].participant.name(), "a team member still waits after its question was closed");
+                    work.results[p.call] = Some(ToolResultBlock::new(
+                        &work.calls[p.call].0.id,
+                        ASSIGN_TOOL,
+                        "The member was interrupted.",
+                        ToolResultState::Interrupted,
+                    ));
+                    continue;
+                }
+                work.closed.push(p.call);
                 let participant = &self.members[p.member].participant;
                 let call = p.call;
-                participant
-                    .reply_stream(UserInterruptEvent::new(p.waiting.id).into())
-                    .map(move |item| (call, item))
-            });
-            work.merged = Box::pin(futures_util::stream::select_all(closings.collect::<Vec<_>>()));
+                let closing = participant.reply_stream(UserInterruptEvent::new(p.waiting.id).into());
+                closings.push(closing.map(move |item| (call, item)));
+            }
+            work.merged = Box::pin(futures_util::stream::select_all(closings));
             self.phase = Phase::Members(work);
             return None;
         }
@@ -517,6 +542,7 @@ impl TeamRun {
             asked: Vec::new(),
             resumed: None,
             error: None,
+            closed: Vec::new(),
         }))
     }
 }
@@ -554,7 +580,11 @@ impl Drop for TeamRun {
 /// then `tasks`, each as a reply to a message from the leader. The member's items come with
 /// their call's index. A reply that parks for the user ends the stream (the tasks after it
 /// wait with it; one that parked although the team was interrupted is closed by the run, see
-/// `members_done`). Once the team is interrupted, no further task starts.
+/// `members_done`). So does a reply that fails while the member is parked in a reply it asked
+/// about in that task (or in any, the resumed one: it may park again without asking): a
+/// pipeline member failing with a question of its own waiting. Its waiting message (under the
+/// parked reply's id) comes first, then its error. Once the team is interrupted, no further
+/// task starts.
 fn member_tasks(
     participant: Arc<dyn Participant>,
     leader: Arc<str>,
@@ -569,17 +599,29 @@ fn member_tasks(
         queue: VecDeque<(usize, String)>,
         stop: Arc<AtomicBool>,
         parked: bool,
+        /// The replies the current task asked about (its `REQUIRE_*` events).
+        asked: Vec<Id>,
+        /// Whether the current task is the resumed one.
+        resumed: bool,
+        /// The error that follows a failed member's waiting message.
+        then: Option<(usize, Result<ReplyItem, AgentError>)>,
     }
     let state = Member {
         participant,
         leader,
+        resumed: first.is_some(),
         current: first,
         queue: tasks.into(),
         stop,
         parked: false,
+        asked: Vec::new(),
+        then: None,
     };
     Box::pin(futures_util::stream::unfold(state, |mut s| async move {
         loop {
+            if let Some(item) = s.then.take() {
+                return Some((item, s));
+            }
             if s.current.is_none() {
                 if s.parked || s.stop.load(Ordering::SeqCst) {
                     return None;
@@ -593,6 +635,8 @@ fn member_tasks(
                     s.participant.interrupt();
                 }
                 s.current = Some((k, stream));
+                s.asked.clear();
+                s.resumed = false;
             }
             let (k, stream) = s.current.as_mut()?;
             let k = *k;
@@ -605,10 +649,36 @@ fn member_tasks(
                     s.parked = true;
                     return Some(((k, Ok(ReplyItem::Final(msg))), s));
                 }
+                Some(Err(e)) => {
+                    s.current = None;
+                    let parked = s.participant.parked_reply();
+                    let Some(reply) = parked.filter(|reply| s.resumed || s.asked.contains(reply)) else {
+                        return Some(((k, Err(e)), s));
+                    };
+                    s.parked = true;
+                    s.then = Some((k, Err(e)));
+                    let waiting = Msg::assistant(s.participant.name(), "Waiting for the user.").with_id(reply);
+                    return Some(((k, Ok(ReplyItem::Final(waiting))), s));
+                }
+                Some(Ok(ReplyItem::Event(event))) => {
+                    if let Some(reply) = asks_about(&event) {
+                        s.asked.push(reply.clone());
+                    }
+                    return Some(((k, Ok(ReplyItem::Event(event))), s));
+                }
                 Some(item) => return Some(((k, item), s)),
             }
         }
     }))
+}
+
+/// The reply a `REQUIRE_*` event asks about.
+fn asks_about(event: &AgentEvent) -> Option<&Id> {
+    match event {
+        AgentEvent::RequireUserConfirm(e) => Some(&e.reply_id),
+        AgentEvent::RequireExternalExecution(e) => Some(&e.reply_id),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -652,5 +722,48 @@ mod tests {
         assert_eq!(worker_model.calls(), 0, "no task starts");
         let again = leader.reply(Msg::user("user", "And now?")).await.unwrap();
         assert_eq!(again.text_content().as_deref(), Some("continued"), "the leader is free");
+    }
+
+    /// The same for a leader that parks for the user (a confirmation of its own tool): its
+    /// question is closed, not left waiting in an interrupted team.
+    #[tokio::test]
+    async fn a_stop_raised_as_the_leader_asks_the_user_closes_its_question() {
+        let leader_model = ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/x"}"#),
+                ScriptedResponse::text("continued"),
+            ],
+        );
+        let worker = Agent::builder("worker")
+            .model(ScriptedModel::new("m", [ScriptedResponse::text("done")]))
+            .build()
+            .unwrap();
+        let lead = Agent::builder("lead")
+            .model(leader_model.clone())
+            .tool(towerscope_agent::toolkit::FunctionTool::new(
+                "delete",
+                |a: serde_json::Value| async move { a.to_string() },
+            ))
+            .default_permission(towerscope_core::PermissionDecision::Ask {
+                suggested_rules: vec![],
+            });
+        let team = super::super::TeamPipeline::new(lead, [TeamMember::new(worker, "Works.")]).unwrap();
+        let leader = team.leader.clone();
+
+        let stream = Box::pin(leader.reply_stream(Msg::user("user", "Do it.")));
+        let stop = Arc::new(AtomicBool::new(true));
+        let run = TeamRun::new(leader.clone(), team.members, stream, stop, team.waiting.clone());
+        let own: Vec<_> = futures_util::stream::unfold(run, TeamRun::next)
+            .filter_map(|(tagged, own)| std::future::ready(own.then_some(tagged.item)))
+            .collect()
+            .await;
+
+        let [Ok(ReplyItem::Final(last))] = &own[..] else {
+            panic!("one final message: {own:?}");
+        };
+        assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Interrupted));
+        assert_eq!(leader.waiting_calls(), None, "the question is closed");
+        assert_eq!(leader_model.calls(), 1);
     }
 }
