@@ -820,3 +820,80 @@ async fn an_interrupt_ends_even_if_a_member_never_leaves_its_park() {
     assert_eq!(ended.finished_reason, Some(ReplyFinishedReason::Interrupted));
     assert_eq!(team.leader().waiting_calls(), None);
 }
+
+/// An interrupt of the leader's reply while two members wait, dropped after its first item:
+/// the member whose question was not closed yet still waits in the team, and a second
+/// interrupt closes everything.
+#[tokio::test]
+async fn an_interrupt_dropped_mid_way_leaves_the_unclosed_questions_to_the_team() {
+    let leader = ScriptedModel::new(
+        "m",
+        [
+            assign_all(&[("a1", "ann", "Delete /tmp/x."), ("a2", "bo", "Delete /tmp/y.")]),
+            ScriptedResponse::text("Not reached."),
+        ],
+    );
+    let asker = |name: &str, file: &str| {
+        let call = ScriptedResponse::tool_call(format!("c{file}"), "delete", format!(r#"{{"path": "/tmp/{file}"}}"#));
+        asking_agent(
+            name,
+            ScriptedModel::new("m", [call, ScriptedResponse::text("Deleted.")]),
+        )
+    };
+    let (ann, bo) = (asker("ann", "x"), asker("bo", "y"));
+    let team = team(&leader, [ann.clone(), bo.clone()]);
+    let (asked, _) = read(team.reply_stream(Msg::user("user", "Clean up.").into())).await;
+    assert_eq!(asked.len(), 2);
+    let leader_reply = team.leader().waiting_calls().unwrap().reply_id;
+
+    let mut closing = team.reply_stream(UserInterruptEvent::new(leader_reply.clone()).into());
+    let _first = closing.next().await;
+    drop(closing);
+    let still: Vec<&RequireUserConfirmEvent> = asked
+        .iter()
+        .filter(|q| {
+            [&ann, &bo]
+                .iter()
+                .any(|a| a.waiting_calls().is_some_and(|w| w.reply_id == q.reply_id))
+        })
+        .collect();
+    assert!(!still.is_empty(), "a question was not closed yet");
+    for question in &still {
+        assert!(
+            team.waits_on(&question.reply_id),
+            "the team still reaches {}",
+            question.reply_id
+        );
+    }
+
+    let (_, ended) = read(team.reply_stream(UserInterruptEvent::new(leader_reply).into())).await;
+    assert_eq!(ended.finished_reason, Some(ReplyFinishedReason::Interrupted));
+    assert_eq!((ann.waiting_calls(), bo.waiting_calls()), (None, None));
+    assert_eq!(team.leader().waiting_calls(), None);
+}
+
+/// A member answered directly (not through the team), then the same answer sent to the team:
+/// the member refuses it (it waits on nothing), its call gets that error, and the leader goes
+/// on; the team waits on nothing.
+#[tokio::test]
+async fn an_answer_the_member_no_longer_waits_for_fails_its_call_and_the_leader_goes_on() {
+    let leader = ScriptedModel::new(
+        "m",
+        [
+            assign("a1", "deleter", "Delete /tmp/x."),
+            ScriptedResponse::text("Went on."),
+        ],
+    );
+    let (deleter, _) = deleter(&["x"]);
+    let team = team(&leader, [deleter.clone()]);
+    let (asked, _) = read(team.reply_stream(Msg::user("user", "Clean up.").into())).await;
+    let direct = Participant::reply(&deleter, allow_all(&asked[0]).into()).await.unwrap();
+    assert_eq!(line(&direct), "deleter: Deleted x.");
+
+    let (_, done) = read(team.reply_stream(allow_all(&asked[0]).into())).await;
+    assert_eq!(line(&done), "lead: Went on.");
+    let given = results_given(&leader, 1);
+    assert_eq!(given[0].1, ToolResultState::Error, "{given:?}");
+    assert!(given[0].2.contains("The member 'deleter' failed"), "{given:?}");
+    assert_eq!(team.parked_reply(), None);
+}

@@ -268,7 +268,14 @@ impl TeamPipeline {
             Some(orphan) => {
                 TeamRun::closing_first(leader, members, orphan, Box::new(start), stop, self.waiting.clone())
             }
-            None => TeamRun::new(leader, members, start(), stop, self.waiting.clone()),
+            None => {
+                let stream = start();
+                // An interrupt of the team since it registered the run reaches the new reply.
+                if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    self.leader.interrupt();
+                }
+                TeamRun::new(leader, members, stream, stop, self.waiting.clone())
+            }
         };
         futures_util::stream::unfold(run, TeamRun::next)
     }
@@ -299,7 +306,9 @@ impl Participant for TeamPipeline {
     }
 
     /// Stops the runs in progress (no task starts and the leader is not called again; see
-    /// [`TeamPipeline`]), then interrupts every member that is replying, and the leader.
+    /// [`TeamPipeline`]), then interrupts every member that is replying, and the leader. A
+    /// member's question that waits with no run in progress is left waiting (as an agent's
+    /// parked reply is): a `UserInterruptEvent` naming it, or the leader's reply, closes it.
     fn interrupt(&self) -> bool {
         let runs = self.runs.stop();
         // Every member, not only up to the first running one.

@@ -39,6 +39,7 @@ pub(super) struct Parked {
 }
 
 /// A member parked for the user in one of the leader's assignments.
+#[derive(Clone)]
 pub(super) struct ParkedMember {
     member: usize,
     /// The assignment (its index in the run's calls).
@@ -94,7 +95,8 @@ struct Working {
     tasks: Vec<(usize, Tasks)>,
     /// Members that parked for the user in this run, or wait from an earlier one.
     parked: Vec<ParkedMember>,
-    /// The parked member this run resumes, until its first item (it accepted the resume).
+    /// The parked member this run resumes, until its first item (a run dropped before it puts
+    /// the member back in the record).
     resuming: Option<ParkedMember>,
     /// The replies members asked the user or an outside executor about (their `REQUIRE_*`
     /// events), by call: a member whose stream is dropped before its waiting message is read
@@ -107,8 +109,9 @@ struct Working {
     /// The first error of a member that failed with a question of its own waiting (a
     /// pipeline): it ends the run once the others are done, and the question still waits.
     error: Option<(Arc<str>, AgentError)>,
-    /// The calls whose members the interrupted run closed (each is closed once).
-    closed: Vec<usize>,
+    /// The parked members the interrupted run is closing (each is closed once): a run dropped
+    /// before a closing ran leaves that member waiting in the record.
+    closing: Vec<ParkedMember>,
 }
 
 impl Working {
@@ -176,6 +179,10 @@ impl TeamRun {
         let streams = resuming.iter().map(|p| {
             let participant = Arc::clone(&members[p.member].participant);
             let first = (p.call, participant.reply_stream(input.clone()));
+            // An interrupt of the team since it was checked reaches the resumed reply.
+            if stop.load(Ordering::SeqCst) {
+                participant.interrupt();
+            }
             member_tasks(
                 participant,
                 Arc::clone(&leader_name),
@@ -195,7 +202,7 @@ impl TeamRun {
             resumed: resuming.as_ref().map(|p| p.call),
             resuming,
             error: None,
-            closed: Vec::new(),
+            closing: Vec::new(),
         };
         Self::in_phase(leader, members, Phase::Members(Box::new(work)), stop, waiting)
     }
@@ -294,27 +301,11 @@ impl TeamRun {
                         }
                         continue;
                     };
-                    let resumed = work.resuming.as_ref().is_some_and(|p| p.call == k);
-                    if resumed && item.is_err() {
-                        if crate::pipeline::stopped(self.stop.as_ref()) {
-                            // Refused as the team is interrupted: the run closes the rest of the
-                            // reply, and the member too if it still waits (a malformed answer),
-                            // not if it had left that park (an interrupt it refused).
-                            if let Some(p) = work.resuming.take()
-                                && self.members[p.member].participant.waits_on(&p.waiting.id)
-                            {
-                                work.parked.push(p);
-                            }
-                            continue;
-                        }
-                        // The member refused the resume (before any item): it still waits, and
-                        // so does the run's record.
-                        let name = speaker(&self.members, &work.calls, k);
-                        self.keep_parked();
-                        self.finish();
-                        return Some(((Tagged::new(name, item), true), self));
-                    }
-                    if resumed {
+                    // The resumed member's first item: it took the resume, or refused it while
+                    // still waiting (then `member_tasks` sent its waiting message first), or no
+                    // longer waits on that question (resumed directly, say: its error is the
+                    // call's result).
+                    if work.resuming.as_ref().is_some_and(|p| p.call == k) {
                         work.resuming = None;
                     }
                     let name = speaker(&self.members, &work.calls, k);
@@ -384,7 +375,7 @@ impl TeamRun {
             // refused it) is left as it is, its call interrupted for the leader.
             let mut closings = Vec::new();
             for p in std::mem::take(&mut work.parked) {
-                if work.closed.contains(&p.call) {
+                if work.closing.iter().any(|c| c.call == p.call) {
                     tracing::warn!(member = %self.members[p.member].participant.name(), "a team member still waits after its question was closed");
                     work.results[p.call] = Some(ToolResultBlock::new(
                         &work.calls[p.call].0.id,
@@ -394,11 +385,11 @@ impl TeamRun {
                     ));
                     continue;
                 }
-                work.closed.push(p.call);
                 let participant = &self.members[p.member].participant;
                 let call = p.call;
-                let closing = participant.reply_stream(UserInterruptEvent::new(p.waiting.id).into());
+                let closing = participant.reply_stream(UserInterruptEvent::new(p.waiting.id.clone()).into());
                 closings.push(closing.map(move |item| (call, item)));
+                work.closing.push(p);
             }
             work.merged = Box::pin(futures_util::stream::select_all(closings));
             self.phase = Phase::Members(work);
@@ -419,6 +410,11 @@ impl TeamRun {
             self.finish();
             return Some((own, true));
         }
+        if let Some((failed, e)) = work.error.take() {
+            // Interrupted since: the leader's interrupted reply ends the run (by kind: an
+            // error's text may quote the conversation).
+            tracing::warn!(member = %failed, error.kind = e.kind(), "a team member failed as the team was interrupted");
+        }
         let results: Vec<ToolResultBlock> = work.results.into_iter().flatten().collect();
         // Interrupted: the leader's reply ends, its assignments interrupted.
         let resume: ReplyInput = if self.stopped() {
@@ -430,7 +426,7 @@ impl TeamRun {
         None
     }
 
-    /// A run left while members wait for the user (dropped, or its resume refused): the
+    /// A run dropped while members wait for the user: the
     /// pipeline keeps them and the results so far; the calls that were neither answered nor
     /// waiting behind a parked member were cut off with the run. A run whose members are all
     /// answered or cut off leaves the leader parked on its assignments, and the team's next
@@ -441,8 +437,14 @@ impl TeamRun {
         };
         work.parked.extend(work.resuming.take());
         // The members still replying are stopped first; one that had parked before (its waiting
-        // message unread) stays parked.
+        // message unread) stays parked, and so does one whose closing had not run yet.
         work.merged = Box::pin(futures_util::stream::empty());
+        for c in std::mem::take(&mut work.closing) {
+            let member = &self.members[c.member].participant;
+            if work.results[c.call].is_none() && member.waits_on(&c.waiting.id) {
+                work.parked.push(c);
+            }
+        }
         for k in 0..work.calls.len() {
             let known = work.results[k].is_some() || work.parked.iter().any(|p| p.call == k);
             if let (false, Some(parked)) = (known, found_parked(&self.members, &work, k)) {
@@ -542,14 +544,13 @@ impl TeamRun {
             asked: Vec::new(),
             resumed: None,
             error: None,
-            closed: Vec::new(),
+            closing: Vec::new(),
         }))
     }
 }
 
 /// The member of call `k`, parked in a reply it asked about in this run (or in any, the member
-/// this run resumed), though its waiting message never reached the run: its stream was dropped, or it failed (a
-/// pipeline with a member of its own parked).
+/// this run resumed), though its waiting message never reached the run: the run was dropped.
 fn found_parked(members: &[TeamMember], work: &Working, k: usize) -> Option<ParkedMember> {
     let member = work.calls.get(k)?.1?;
     let participant = &members[member].participant;
