@@ -157,7 +157,9 @@ async fn a_parked_members_later_task_waits_for_the_answer() {
 
     let (asked, _) = read(team.reply_stream(Msg::user("user", "Clean up.").into())).await;
     assert_eq!(asked.len(), 1);
-    assert_eq!(deleter_model.calls(), 1, "the second task has not started");
+    // Had it started, the parked member would have refused it, and its call's result would be
+    // that refusal rather than the deletion checked below.
+    assert_eq!(deleter_model.calls(), 1, "the second task has not run");
     // The second task asks again: its question is the team's next.
     let (asked, waiting) = read(team.reply_stream(allow_all(&asked[0]).into())).await;
     assert_eq!(asked.len(), 1, "the second task's question");
@@ -895,5 +897,32 @@ async fn an_answer_the_member_no_longer_waits_for_fails_its_call_and_the_leader_
     let given = results_given(&leader, 1);
     assert_eq!(given[0].1, ToolResultState::Error, "{given:?}");
     assert!(given[0].2.contains("The member 'deleter' failed"), "{given:?}");
+    assert_eq!(team.parked_reply(), None);
+}
+
+/// The leader's reply a member's question waited for is completed directly (the leader is a
+/// public agent): the team no longer waits on that question and takes a new message.
+#[tokio::test]
+async fn a_question_whose_leader_reply_ended_elsewhere_no_longer_holds_the_team() {
+    let leader = ScriptedModel::new(
+        "m",
+        [
+            assign("a1", "deleter", "Delete /tmp/x."),
+            ScriptedResponse::text("Finished elsewhere."),
+            ScriptedResponse::text("Next."),
+        ],
+    );
+    let (deleter, _) = deleter(&["x"]);
+    let team = team(&leader, [deleter]);
+    let (asked, _) = read(team.reply_stream(Msg::user("user", "Clean up.").into())).await;
+    assert_eq!(team.parked_reply(), Some(asked[0].reply_id.clone()));
+    let parked = team.leader().waiting_calls().unwrap();
+    let result =
+        towerscope_core::ToolResultBlock::new(&parked.external[0].id, ASSIGN_TOOL, "done", ToolResultState::Success);
+    let resume = towerscope_core::event::ExternalExecutionResultEvent::new(parked.reply_id, vec![result]);
+    team.leader().reply(resume).await.unwrap();
+
+    let next = team.reply(Msg::user("user", "And now?").into()).await.unwrap();
+    assert_eq!(line(&next), "lead: Next.");
     assert_eq!(team.parked_reply(), None);
 }

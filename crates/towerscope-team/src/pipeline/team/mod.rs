@@ -87,7 +87,9 @@ impl fmt::Debug for TeamMember {
 /// that reply itself or another run's stream is still held, first closes it as interrupted,
 /// without a model call and without its items in the new run's stream. A stream dropped after
 /// a member asked keeps its question waiting: the members cut off get interrupted results, and
-/// the answer goes on from there. What a parked team waits with is kept in memory: a team
+/// the answer goes on from there. A question whose leader reply was ended or replaced directly
+/// (through [`leader`](Self::leader)) no longer holds the team. What a parked team waits with is
+/// kept in memory: a team
 /// built anew (another process) closes its leader's assignments on its next run, and a member
 /// left parked refuses new tasks until it is resumed or interrupted directly.
 ///
@@ -172,7 +174,8 @@ impl TeamPipeline {
     }
 
     /// Runs the team and streams the leader's and the members' items, tagged with the speaker
-    /// (members' final messages included).
+    /// (members' final messages included; a run that parks on its members ends with the first
+    /// one's waiting message, the others' questions being in their events).
     pub fn stream(&self, input: ReplyInput) -> MergedStream {
         Box::pin(self.run(input, None).map(|(tagged, _)| tagged))
     }
@@ -193,6 +196,15 @@ impl TeamPipeline {
         // Registered first: a run that takes the members' record out, or finds none, is seen by
         // every run starting after it.
         let (stop, alone) = self.runs.start_alone();
+        // A record whose leader reply is no longer parked on the members (the leader was
+        // answered or reloaded directly) is stale: the team is free, and the member is left as
+        // it is, as a member parked outside the team.
+        let stale = self
+            .waiting
+            .take_if(|p| super::parked_for_the_team(&self.leader).as_ref() != Some(p.leader_reply()));
+        if stale.is_some() {
+            tracing::warn!(team = %self.leader.name(), "the leader's reply a member's question waited for is over; the question is dropped");
+        }
         let named = input.resumed_reply().cloned();
         // A member's question: the member gets the answer, and the run goes on from where it
         // parked. An interrupt closes the whole reply (the member's and the leader's), as the
