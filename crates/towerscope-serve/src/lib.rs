@@ -47,6 +47,7 @@
 pub mod a2a;
 pub mod agui;
 mod auth;
+mod busy;
 mod error;
 mod factory;
 mod info;

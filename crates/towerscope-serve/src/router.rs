@@ -165,8 +165,16 @@ impl RouterBuilder {
         // itself, past `DefaultBodyLimit`).
         let mut a2a = self.a2a_config().keep_alive(self.keep_alive);
         a2a.limits.max_body_bytes = a2a.limits.max_body_bytes.min(self.body_limit);
-        let mut router = crate::agui::routes(Arc::clone(&self.factory), self.body_limit, self.keep_alive)
-            .merge(a2a.routes(Arc::clone(&self.factory)));
+        // One factory makes a thread id and a context id one session: the two protocols see
+        // each other's replies running.
+        let busy = crate::busy::Busy::default();
+        let agui = crate::agui::routes(
+            Arc::clone(&self.factory),
+            self.body_limit,
+            self.keep_alive,
+            busy.clone(),
+        );
+        let mut router = agui.merge(a2a.routes_sharing(Arc::clone(&self.factory), busy));
         if self.page {
             router = router.route("/", get(|| async { Html(PAGE) }));
         }

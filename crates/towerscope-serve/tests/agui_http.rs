@@ -342,3 +342,80 @@ async fn the_routers_body_limit_and_keep_alive_hold_for_a2a_too() {
         assert!(sse.contains("Done waiting."), "{sse}");
     }
 }
+
+/// A JSON-RPC `SendMessage` to the router's A2A endpoint (`returnImmediately`: the task is
+/// answered as it starts), its response as JSON.
+async fn a2a_send(router: &axum::Router, context: &str, text: &str) -> serde_json::Value {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {
+            "message": {"messageId": support::fastrand_id(), "role": "ROLE_USER", "contextId": context, "parts": [{"text": text}]},
+            "configuration": {"returnImmediately": true}
+        }
+    });
+    let request = Request::post(towerscope_serve::a2a::RPC_PATH)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("A2A-Version", "1.0")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// One router serves AG-UI and A2A from one factory, so a thread id and a context id that are
+/// equal name one session: a reply running through one protocol makes the other wait (409
+/// `thread_busy`, or a JSON-RPC error), instead of both replying and the later save failing.
+#[tokio::test]
+async fn agui_and_a2a_on_one_router_see_each_others_replies_running() {
+    let (router, _) = router("shared-busy");
+
+    // An AG-UI run on s1 (slow): A2A refuses a message to context s1, takes one to s2.
+    let request = Request::post("/agui")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(run(
+            "s1",
+            json!([{"id": "u1", "role": "user", "content": "slow"}]),
+        )))
+        .unwrap();
+    let first = router.clone().oneshot(request).await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    let refused = a2a_send(&router, "s1", "hi").await;
+    assert!(
+        refused["error"]["message"].as_str().is_some_and(|m| m.contains("busy")),
+        "{refused}"
+    );
+    let other = a2a_send(&router, "s2", "hi").await;
+    assert!(other["result"]["task"]["id"].is_string(), "{other}");
+    let sse = axum::body::to_bytes(first.into_body(), usize::MAX).await.unwrap();
+    assert_eq!(
+        events(std::str::from_utf8(&sse).unwrap()).last().unwrap()["type"],
+        "RUN_FINISHED"
+    );
+
+    // An A2A task working on s3 (slow): an AG-UI run on thread s3 gets 409 thread_busy.
+    let started = a2a_send(&router, "s3", "slow").await;
+    assert!(started["result"]["task"]["id"].is_string(), "{started}");
+    let (status, body) = post(
+        &router,
+        run("s3", json!([{"id": "u1", "role": "user", "content": "hi"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(error_code(&body), "thread_busy");
+    // Once the task's reply ended, the thread runs.
+    let mut status = StatusCode::CONFLICT;
+    for _ in 0..100 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let answered = post(
+            &router,
+            run("s3", json!([{"id": "u2", "role": "user", "content": "hi"}])),
+        )
+        .await;
+        status = answered.0;
+        if status == StatusCode::OK {
+            break;
+        }
+    }
+    assert_eq!(status, StatusCode::OK);
+}

@@ -74,6 +74,9 @@ pub(crate) fn start(tasks: &Arc<Tasks>, request: SendMessageRequest) -> Result<S
         .context_id
         .clone()
         .unwrap_or_else(|| towerscope_core::id::new_id().to_string());
+    // Before anything is stored: a context busy with another reply (an AG-UI run of the same
+    // session) takes no message.
+    let claim = tasks.claim(&context)?;
     let agent = tasks.agent_for(&context)?;
     message.context_id = Some(context.clone());
     let inserted = tasks.insert(&context, agent.clone(), message);
@@ -89,7 +92,7 @@ pub(crate) fn start(tasks: &Arc<Tasks>, request: SendMessageRequest) -> Result<S
         t.task.history[0].task_id = Some(id.clone());
     });
     let (pace, guard) = run::pace();
-    run::spawn(Arc::clone(tasks), id.clone(), agent, input, Some(pace));
+    run::spawn(Arc::clone(tasks), id.clone(), agent, input, Some(pace), claim);
     Ok(Started {
         id,
         task,
@@ -104,17 +107,18 @@ pub(crate) fn start(tasks: &Arc<Tasks>, request: SendMessageRequest) -> Result<S
 fn make_room(tasks: &Arc<Tasks>) {
     let max = tasks.limits.max_input_wait;
     for id in tasks.waited_too_long() {
+        // A context busy with another reply (an AG-UI run) is left for the next time.
         let canceled = tasks.with_task(&id, |t| {
-            if t.waited_too_long(max) {
-                begin_cancel(t).ok()
-            } else {
-                None
+            if !t.waited_too_long(max) {
+                return None;
             }
+            let claim = tasks.busy.claim(&t.task.context_id)?;
+            begin_cancel(t).ok().map(|canceled| (canceled, claim))
         });
-        if let Ok(Some((agent, Some(parked)))) = canceled {
+        if let Ok(Some(((agent, Some(parked)), claim))) = canceled {
             tracing::info!(task = %id, "an A2A task waited for input too long and is canceled to make room");
             let input = ReplyInput::from(UserInterruptEvent::new(parked.reply_id));
-            run::spawn(Arc::clone(tasks), id, agent, input, None);
+            run::spawn(Arc::clone(tasks), id, agent, input, None, claim);
         }
     }
 }
@@ -148,6 +152,15 @@ fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Sta
                 "task `{task_id}` {what}; only a task waiting for input takes another message"
             )));
         };
+        // A context busy with another reply (an AG-UI run of the same session) takes no answer,
+        // and the task still waits.
+        let claim = match tasks.claim(&t.task.context_id) {
+            Ok(claim) => claim,
+            Err(busy) => {
+                t.parked = Some(parked);
+                return Err(busy);
+            }
+        };
         let agent = t.agent()?;
         let input = answer::resume(&parked, &message);
         message.task_id = Some(task_id.to_owned());
@@ -156,9 +169,9 @@ fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Sta
         let updates = t.subscribe();
         // Working from now on (the runner publishes the update); the next message is refused.
         t.task.status.state = TaskState::Working;
-        Ok((agent, input, t.task.clone(), updates))
+        Ok((agent, input, t.task.clone(), updates, claim))
     })?;
-    let (agent, input, task, updates) = match answered {
+    let (agent, input, task, updates, claim) = match answered {
         Ok(answered) => answered,
         // The same message again (a retry after a lost answer, or a copy sent at once): its
         // task as it is now, and what follows, as `SubscribeToTask` answers; nothing runs
@@ -166,7 +179,7 @@ fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Sta
         Err(sent_to) => return subscribe(tasks, &sent_to),
     };
     let (pace, guard) = run::pace();
-    run::spawn(Arc::clone(tasks), task_id.to_owned(), agent, input, Some(pace));
+    run::spawn(Arc::clone(tasks), task_id.to_owned(), agent, input, Some(pace), claim);
     Ok(Started {
         id: task_id.to_owned(),
         task,
@@ -230,12 +243,18 @@ fn begin_cancel(t: &mut TaskEntry) -> Result<(Agent, Option<Parked>), RpcError> 
 /// the reply to stop and answers with the task.
 pub(crate) async fn cancel(tasks: &Arc<Tasks>, id: &str) -> Result<Task, RpcError> {
     let (agent, parked, mut updates) = tasks.with_task(id, |t| {
+        // A task waiting for input is closed by a reply of its own: its context must be free
+        // of another reply (an AG-UI run of the same session), or the task still waits.
+        let claim = match t.task.status.state {
+            TaskState::InputRequired => Some(tasks.claim(&t.task.context_id)?),
+            _ => None,
+        };
         let (agent, parked) = begin_cancel(t)?;
-        Ok::<_, RpcError>((agent, parked, t.subscribe()))
+        Ok::<_, RpcError>((agent, parked.zip(claim), t.subscribe()))
     })??;
-    if let Some(parked) = parked {
+    if let Some((parked, claim)) = parked {
         let input = ReplyInput::from(UserInterruptEvent::new(parked.reply_id));
-        run::spawn(Arc::clone(tasks), id.to_owned(), agent.clone(), input, None);
+        run::spawn(Arc::clone(tasks), id.to_owned(), agent.clone(), input, None, claim);
     }
     let stopped = async {
         loop {

@@ -106,8 +106,15 @@ impl A2aConfig {
     /// by this config. Merge them into an app, or nest them under a prefix (then set
     /// [`url`](Self::url)).
     pub fn routes(self, factory: Arc<dyn AgentFactory>) -> Router {
+        self.routes_sharing(factory, crate::busy::Busy::default())
+    }
+
+    /// [`routes`](Self::routes), seeing the replies `busy` says are running (the router's AG-UI
+    /// endpoint's, on the same sessions).
+    pub(crate) fn routes_sharing(self, factory: Arc<dyn AgentFactory>, busy: crate::busy::Busy) -> Router {
         let mut tasks = tasks::Tasks::new(factory, self.limits);
         tasks.keep_alive = self.keep_alive;
+        tasks.busy = busy;
         let shared = routes::Shared {
             tasks: Arc::new(tasks),
             config: Arc::new(self),

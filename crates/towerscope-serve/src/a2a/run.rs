@@ -26,11 +26,20 @@ use super::wire::{
     Artifact, Message, Part, Role, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus,
     TaskStatusUpdateEvent, now_rfc3339,
 };
+use crate::busy::BusyClaim;
 
 /// Spawns the reply of task `id` to `input` on the runtime; with `pace`, the reply's text goes
-/// no further ahead of the streamed request than the stream can follow (see [`pace`]).
-pub(crate) fn spawn(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pace: Option<Pace>) {
-    tokio::spawn(run(tasks, id, agent, input, pace));
+/// no further ahead of the streamed request than the stream can follow (see [`pace`]). `claim`
+/// marks the task's context busy while the reply runs (see [`Tasks::claim`]).
+pub(crate) fn spawn(
+    tasks: Arc<Tasks>,
+    id: String,
+    agent: Agent,
+    input: ReplyInput,
+    pace: Option<Pace>,
+    claim: BusyClaim,
+) {
+    tokio::spawn(run(tasks, id, agent, input, pace, claim));
 }
 
 /// How many pieces of text the reply of a streamed request may publish ahead of what the
@@ -81,7 +90,7 @@ impl Drop for PaceGuard {
     }
 }
 
-async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pace: Option<Pace>) {
+async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pace: Option<Pace>, claim: BusyClaim) {
     let new_message = !input.is_resume();
     let Ok((canceled, round)) = tasks.with_task(&id, |t| {
         t.rounds += 1;
@@ -128,6 +137,10 @@ async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pac
         }
     }
 
+    // The reply is over (its session saved): the context is free before the task says so, so
+    // that a client told the task stopped finds it free.
+    drop(stream);
+    drop(claim);
     match (failed, last) {
         (false, Some(_)) if let Some(waiting) = parked => {
             let question = question(&waiting);

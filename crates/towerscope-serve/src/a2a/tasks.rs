@@ -163,6 +163,9 @@ pub(crate) struct Tasks {
     pub(crate) limits: Limits,
     /// The keep-alive period of streamed answers (`A2aConfig::keep_alive`).
     pub(crate) keep_alive: Option<std::time::Duration>,
+    /// The sessions with a reply running, this endpoint's and (on a router) AG-UI's: a reply
+    /// of a context holds its claim while it runs.
+    pub(crate) busy: crate::busy::Busy,
     inner: Mutex<Inner>,
 }
 
@@ -176,8 +179,20 @@ impl Tasks {
             factory,
             limits,
             keep_alive: Some(crate::DEFAULT_KEEP_ALIVE),
+            busy: crate::busy::Busy::default(),
             inner: Mutex::new(Inner::default()),
         }
+    }
+
+    /// Marks `context` busy for a reply of this endpoint, or the error of a context that
+    /// already runs one (on a router, an AG-UI run of the same session, whose thread id is this
+    /// context id).
+    pub(crate) fn claim(&self, context: &str) -> Result<crate::busy::BusyClaim, RpcError> {
+        self.busy.claim(context).ok_or_else(|| {
+            RpcError::invalid_params(format!(
+                "context `{context}` is busy with another reply (an AG-UI run of the same session); wait for it"
+            ))
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -581,7 +596,8 @@ mod tests {
             .into_new()
             .unwrap();
         let input = ReplyInput::from(towerscope_core::Msg::user("user", "Delete /tmp/a"));
-        run::spawn(Arc::clone(&tasks), id.clone(), agent.clone(), input, None);
+        let claim = tasks.claim("ctx").unwrap();
+        run::spawn(Arc::clone(&tasks), id.clone(), agent.clone(), input, None, claim);
         tokio::time::sleep(Duration::from_millis(50)).await;
         // The cancellation is asked while the model answers, and nothing interrupts the reply.
         tasks.with_task(&id, |t| t.cancel_requested = true).unwrap();

@@ -18,7 +18,7 @@ use super::input::RunAgentInput;
 use super::mapping::EventMapper;
 use super::request::{Run, against_stored, ended, reply_input};
 use super::stream::{Opening, RunStream};
-use super::threads::Threads;
+use crate::busy::Busy;
 use crate::error::ServeError;
 use crate::factory::AgentFactory;
 use crate::trace_context::within_request;
@@ -26,17 +26,23 @@ use crate::trace_context::within_request;
 #[derive(Clone)]
 struct Endpoint {
     factory: Arc<dyn AgentFactory>,
-    threads: Threads,
+    threads: Busy,
     body_limit: usize,
     keep_alive: Option<Duration>,
 }
 
 /// The AG-UI route, `POST /agui`; `body_limit` is the limit the router enforces, for the 413's
-/// message; `keep_alive` the idle period after which a comment keeps the stream open.
-pub(crate) fn routes(factory: Arc<dyn AgentFactory>, body_limit: usize, keep_alive: Option<Duration>) -> Router {
+/// message; `keep_alive` the idle period after which a comment keeps the stream open; `busy`
+/// the sessions with a reply running (shared with the router's A2A endpoint).
+pub(crate) fn routes(
+    factory: Arc<dyn AgentFactory>,
+    body_limit: usize,
+    keep_alive: Option<Duration>,
+    busy: Busy,
+) -> Router {
     let endpoint = Endpoint {
         factory,
-        threads: Threads::default(),
+        threads: busy,
         body_limit,
         keep_alive,
     };

@@ -70,7 +70,6 @@ mod input;
 pub mod mapping;
 mod request;
 mod stream;
-mod threads;
 
 pub(crate) use endpoint::routes;
 pub use event::{AguiEvent, Interrupt, PROTOCOL_VERSION, RunOutcome, TokenUsage};

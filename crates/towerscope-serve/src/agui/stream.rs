@@ -23,13 +23,13 @@ use towerscope_core::{AgentError, ReplyItem};
 
 use super::event::AguiEvent;
 use super::mapping::EventMapper;
-use super::threads::ThreadClaim;
+use crate::busy::BusyClaim;
 
 /// The body of an AG-UI response.
 pub(crate) struct RunStream {
     agent: Agent,
     reply: Option<ReplyStream>,
-    claim: Option<ThreadClaim>,
+    claim: Option<BusyClaim>,
     mapper: EventMapper,
     first: Option<Result<ReplyItem, AgentError>>,
     queue: VecDeque<AguiEvent>,
@@ -47,7 +47,7 @@ impl RunStream {
     pub(crate) fn new(
         agent: Agent,
         reply: ReplyStream,
-        claim: ThreadClaim,
+        claim: BusyClaim,
         mapper: EventMapper,
         first: Option<Result<ReplyItem, AgentError>>,
         keep_alive: Option<Duration>,
@@ -174,11 +174,11 @@ impl Stream for RunStream {
 /// goes away then drops the handler, and with it this guard, which stops the reply and reads it
 /// to its end (its session's save) before the thread is free again, as the body does.
 pub(crate) struct Opening {
-    parts: Option<(Agent, ReplyStream, ThreadClaim)>,
+    parts: Option<(Agent, ReplyStream, BusyClaim)>,
 }
 
 impl Opening {
-    pub(crate) fn new(agent: Agent, reply: ReplyStream, claim: ThreadClaim) -> Self {
+    pub(crate) fn new(agent: Agent, reply: ReplyStream, claim: BusyClaim) -> Self {
         Self {
             parts: Some((agent, reply, claim)),
         }
@@ -193,7 +193,7 @@ impl Opening {
     }
 
     /// The agent, its reply and the thread's claim, for the body.
-    pub(crate) fn into_parts(mut self) -> Option<(Agent, ReplyStream, ThreadClaim)> {
+    pub(crate) fn into_parts(mut self) -> Option<(Agent, ReplyStream, BusyClaim)> {
         self.parts.take()
     }
 
@@ -217,7 +217,7 @@ impl Drop for Opening {
 /// The client went away in the middle of the run: stops the reply the agent's way (what was
 /// streamed stays in its context) and reads it to its end on a task of its own, which frees
 /// the thread after the session's save.
-fn close_detached(agent: Agent, reply: ReplyStream, claim: ThreadClaim) {
+fn close_detached(agent: Agent, reply: ReplyStream, claim: BusyClaim) {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => {
             handle.spawn(read_to_end(agent, reply, claim, true));
@@ -228,7 +228,7 @@ fn close_detached(agent: Agent, reply: ReplyStream, claim: ThreadClaim) {
 
 /// Reads a reply nobody will see to its end, then frees its thread. `stop`: interrupt it at
 /// once (its client went away); otherwise (it failed) as soon as it goes on after its error.
-async fn read_to_end(agent: Agent, mut reply: ReplyStream, claim: ThreadClaim, stop: bool) {
+async fn read_to_end(agent: Agent, mut reply: ReplyStream, claim: BusyClaim, stop: bool) {
     let mut stopped = stop;
     if stop {
         agent.interrupt();
