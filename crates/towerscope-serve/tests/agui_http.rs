@@ -382,7 +382,9 @@ async fn agui_and_a2a_on_one_router_see_each_others_replies_running() {
     assert_eq!(first.status(), StatusCode::OK);
     let refused = a2a_send(&router, "s1", "hi").await;
     assert!(
-        refused["error"]["message"].as_str().is_some_and(|m| m.contains("busy")),
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("busy with another reply")),
         "{refused}"
     );
     let other = a2a_send(&router, "s2", "hi").await;
@@ -418,4 +420,50 @@ async fn agui_and_a2a_on_one_router_see_each_others_replies_running() {
         }
     }
     assert_eq!(status, StatusCode::OK);
+}
+
+/// An A2A reply that fails, then at once an AG-UI run of the same session: the run finds the
+/// session as the failed reply left it (its question stored), with no conflict, since the A2A
+/// reply frees the context only once its session is saved.
+#[tokio::test]
+async fn an_agui_run_after_a_failed_a2a_reply_of_the_session_sees_what_it_stored() {
+    let (router, model) = router("after-failed-a2a");
+    let started = a2a_send(&router, "s1", "crash now").await;
+    let task = started["result"]["task"]["id"].as_str().unwrap().to_owned();
+    // Polled until the task says it failed, then the AG-UI run comes at once.
+    let mut state = String::new();
+    for _ in 0..200 {
+        let get = json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task}});
+        let request = Request::post(towerscope_serve::a2a::RPC_PATH)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header("A2A-Version", "1.0")
+            .body(Body::from(get.to_string()))
+            .unwrap();
+        let response = router.clone().oneshot(request).await.unwrap();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let got: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        state = got["result"]["status"]["state"].as_str().unwrap_or_default().to_owned();
+        if state == "TASK_STATE_FAILED" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(state, "TASK_STATE_FAILED");
+    let (status, body) = post(
+        &router,
+        run("s1", json!([{"id": "u1", "role": "user", "content": "hi"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(events(&body).last().unwrap()["type"], "RUN_FINISHED", "{body}");
+    let last = model.requests().last().cloned().unwrap();
+    let texts: Vec<String> = last
+        .messages
+        .iter()
+        .filter_map(towerscope_core::Msg::text_content)
+        .collect();
+    assert!(
+        texts.iter().any(|t| t.contains("crash now")),
+        "the A2A question was stored: {texts:?}"
+    );
 }

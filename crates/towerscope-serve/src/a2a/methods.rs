@@ -74,17 +74,14 @@ pub(crate) fn start(tasks: &Arc<Tasks>, request: SendMessageRequest) -> Result<S
         .context_id
         .clone()
         .unwrap_or_else(|| towerscope_core::id::new_id().to_string());
-    // Before anything is stored: a context busy with another reply (an AG-UI run of the same
-    // session) takes no message.
-    let claim = tasks.claim(&context)?;
     let agent = tasks.agent_for(&context)?;
     message.context_id = Some(context.clone());
     let inserted = tasks.insert(&context, agent.clone(), message);
     if inserted.is_err() && tasks.is_full() {
         make_room(tasks);
     }
-    let (id, task, updates) = match inserted? {
-        Inserted::New(id, task, updates) => (id, *task, updates),
+    let (id, task, updates, claim) = match inserted? {
+        Inserted::New(id, task, updates, claim) => (id, *task, updates, claim),
         // Sent at the same time as its copy, which started the task.
         Inserted::Sent(task_id) => return subscribe(tasks, &task_id),
     };
@@ -245,9 +242,11 @@ pub(crate) async fn cancel(tasks: &Arc<Tasks>, id: &str) -> Result<Task, RpcErro
     let (agent, parked, mut updates) = tasks.with_task(id, |t| {
         // A task waiting for input is closed by a reply of its own: its context must be free
         // of another reply (an AG-UI run of the same session), or the task still waits.
-        let claim = match t.task.status.state {
-            TaskState::InputRequired => Some(tasks.claim(&t.task.context_id)?),
-            _ => None,
+        let closes = t.task.status.state == TaskState::InputRequired && t.parked.is_some();
+        let claim = if closes {
+            Some(tasks.claim(&t.task.context_id)?)
+        } else {
+            None
         };
         let (agent, parked) = begin_cancel(t)?;
         Ok::<_, RpcError>((agent, parked.zip(claim), t.subscribe()))

@@ -98,7 +98,11 @@ async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pac
     }) else {
         return; // forgotten already
     };
+    // The claim is let go before each final status: a client told the task stopped finds the
+    // context free.
+    let mut claim = Some(claim);
     if canceled && new_message {
+        drop(claim.take());
         set_status(&tasks, &id, TaskState::Canceled, None);
         return;
     }
@@ -136,11 +140,14 @@ async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pac
             }
         }
     }
-
-    // The reply is over (its session saved): the context is free before the task says so, so
-    // that a client told the task stopped finds it free.
+    if failed {
+        // Read to its end (interrupted: a layer's stream going on after the error is not run
+        // unseen), so that its session is saved before the context is free; dropped, it would
+        // be saved on a task of its own, later.
+        agent.interrupt();
+        while stream.next().await.is_some() {}
+    }
     drop(stream);
-    drop(claim);
     match (failed, last) {
         (false, Some(_)) if let Some(waiting) = parked => {
             let question = question(&waiting);
@@ -154,34 +161,43 @@ async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pac
                         return true;
                     }
                     t.parked = Some(waiting);
+                    drop(claim.take());
                     publish_status(t, TaskState::InputRequired, Some(question));
                     false
                 })
                 .unwrap_or(false);
             if canceled {
+                // Closed under the same claim: the context is not free until it is.
                 let mut closing = agent.reply_stream(ReplyInput::from(UserInterruptEvent::new(reply_id)));
                 while closing.next().await.is_some() {}
+                drop(claim.take());
                 set_status(&tasks, &id, TaskState::Canceled, None);
             }
         }
-        (false, Some(msg)) => match ended.or(msg.finished_reason) {
-            Some(ReplyFinishedReason::Interrupted) => set_status(&tasks, &id, TaskState::Canceled, None),
-            Some(ReplyFinishedReason::Error) => {
-                tracing::warn!(task = %id, "an A2A task's reply ended with an error");
-                set_status(&tasks, &id, TaskState::Failed, Some(failure()));
+        (false, Some(msg)) => {
+            drop(claim.take());
+            match ended.or(msg.finished_reason) {
+                Some(ReplyFinishedReason::Interrupted) => set_status(&tasks, &id, TaskState::Canceled, None),
+                Some(ReplyFinishedReason::Error) => {
+                    tracing::warn!(task = %id, "an A2A task's reply ended with an error");
+                    set_status(&tasks, &id, TaskState::Failed, Some(failure()));
+                }
+                _ => {
+                    let answer = msg.text_content().unwrap_or_default();
+                    publish_artifact(&tasks, &id, &artifact_id, &answer, false, true);
+                    set_status(
+                        &tasks,
+                        &id,
+                        TaskState::Completed,
+                        Some(Message::new_text(Role::Agent, answer)),
+                    );
+                }
             }
-            _ => {
-                let answer = msg.text_content().unwrap_or_default();
-                publish_artifact(&tasks, &id, &artifact_id, &answer, false, true);
-                set_status(
-                    &tasks,
-                    &id,
-                    TaskState::Completed,
-                    Some(Message::new_text(Role::Agent, answer)),
-                );
-            }
-        },
-        _ => set_status(&tasks, &id, TaskState::Failed, Some(failure())),
+        }
+        _ => {
+            drop(claim.take());
+            set_status(&tasks, &id, TaskState::Failed, Some(failure()));
+        }
     }
 }
 

@@ -122,8 +122,14 @@ const RECENT_MESSAGES: usize = 64;
 
 /// What [`Tasks::insert`] did.
 pub(crate) enum Inserted {
-    /// A new task: its id, the task, and a subscription to its updates.
-    New(String, Box<Task>, broadcast::Receiver<StreamResponse>),
+    /// A new task: its id, the task, a subscription to its updates, and its context's claim
+    /// (for its reply).
+    New(
+        String,
+        Box<Task>,
+        broadcast::Receiver<StreamResponse>,
+        crate::busy::BusyClaim,
+    ),
     /// The message was sent before: the task it went to.
     Sent(String),
 }
@@ -133,7 +139,7 @@ impl Inserted {
     /// The new task's id, the task and the subscription; `None` for a message sent before.
     pub(crate) fn into_new(self) -> Option<(String, Task, broadcast::Receiver<StreamResponse>)> {
         match self {
-            Self::New(id, task, updates) => Some((id, *task, updates)),
+            Self::New(id, task, updates, _claim) => Some((id, *task, updates)),
             Self::Sent(_) => None,
         }
     }
@@ -311,6 +317,9 @@ impl Tasks {
                 ),
             ));
         }
+        // Under the lock, after the copies are found: a copy sent at once gets this task, and
+        // only a reply of another protocol (an AG-UI run of the same session) is refused.
+        let claim = self.claim(context)?;
         let context_agent = agent.clone();
         inner.tasks.insert(
             id.clone(),
@@ -344,7 +353,7 @@ impl Tasks {
             remember(&mut c.recent, &task.history[0].message_id, &id);
         }
         evict_contexts(&mut inner, self.limits.max_contexts, context);
-        Ok(Inserted::New(id, Box::new(task), rx))
+        Ok(Inserted::New(id, Box::new(task), rx, claim))
     }
 
     /// Whether the server holds [`Limits::max_tasks`] tasks.

@@ -37,7 +37,7 @@ pub const LONG: &str = "one two three four five six seven eight nine ten eleven 
                         sixteen seventeen eighteen nineteen twenty";
 
 /// A model answering from the conversation: "weather" calls `get_weather`, "delete" calls
-/// `delete_file` (confirmed first), "delete both" calls it twice in one turn, "color" calls the front-end tool `pick_color`, "long"
+/// `delete_file` (confirmed first), "delete both" calls it twice in one turn, "color" calls the front-end tool `pick_color`, "crash" fails, "long"
 /// streams [`LONG`] slowly, "slow" waits 400 ms, "wait" 40 s; a tool result is answered with
 /// `Result: <text>`; anything else with `Hello!`. The question is the last user message not from
 /// the application (the AG-UI endpoint's context and notes).
@@ -78,6 +78,8 @@ pub fn model() -> ScriptedModel {
                 ScriptedResponse::text(LONG).chunk_delay(Duration::from_millis(40))
             } else if question.contains("wait") {
                 ScriptedResponse::text("Done waiting.").delay(Duration::from_secs(40))
+            } else if question.contains("crash") {
+                ScriptedResponse::error(towerscope_core::AgentError::model("the model crashed"))
             } else if question.contains("slow") {
                 ScriptedResponse::text("Finally.").delay(Duration::from_millis(400))
             } else {
