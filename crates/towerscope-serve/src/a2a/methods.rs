@@ -229,9 +229,14 @@ fn begin_cancel(t: &mut TaskEntry) -> Result<(Agent, Option<Parked>), RpcError> 
     } else {
         None
     };
-    if state == TaskState::InputRequired && parked.is_none() {
+    match parked {
+        // Closed by a reply the caller starts: working from now on (the runner publishes the
+        // update), so that a cancel sent again waits for that reply instead of ending the task
+        // under it.
+        Some(_) => t.task.status.state = TaskState::Working,
         // Nothing to interrupt: the task just ends.
-        run::publish_status(t, TaskState::Canceled, None);
+        None if state == TaskState::InputRequired => run::publish_status(t, TaskState::Canceled, None),
+        None => {}
     }
     Ok((agent, parked))
 }
@@ -275,4 +280,55 @@ pub(crate) async fn cancel(tasks: &Arc<Tasks>, id: &str) -> Result<Task, RpcErro
         tracing::warn!(task = %id, "an A2A task did not stop within 30 s of its cancellation");
     }
     tasks.snapshot(id, None)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use towerscope_core::AgentError;
+    use towerscope_models::ScriptedModel;
+
+    use super::*;
+    use crate::a2a::Limits;
+
+    /// A cancel of a task waiting for input takes its parked reply for the closing and marks it
+    /// working; a cancel sent again before that closing ran finds nothing to close and leaves
+    /// the task to it (it ended the task under the closing, which then set it working again).
+    #[tokio::test]
+    async fn a_cancel_sent_again_leaves_the_task_to_the_first_ones_closing() {
+        let factory =
+            |_: &str| -> Result<Agent, AgentError> { Agent::builder("a").model(ScriptedModel::new("m", [])).build() };
+        let tasks = Tasks::new(Arc::new(factory), Limits::default());
+        let agent = tasks.agent_for("ctx").unwrap();
+        let (id, _, _) = tasks
+            .insert("ctx", agent, Message::default())
+            .unwrap()
+            .into_new()
+            .unwrap();
+        tasks
+            .with_task(&id, |t| {
+                t.task.status.state = TaskState::InputRequired;
+                t.parked = Some(Parked {
+                    reply_id: "r1".into(),
+                    confirm: vec![],
+                    external: vec![],
+                });
+            })
+            .unwrap();
+        let first = tasks
+            .with_task(&id, |t| begin_cancel(t).map(|(_, parked)| parked))
+            .unwrap();
+        assert!(first.unwrap().is_some(), "the first cancel closes the parked reply");
+        let second = tasks
+            .with_task(&id, |t| begin_cancel(t).map(|(_, parked)| parked))
+            .unwrap();
+        assert!(second.unwrap().is_none());
+        let state = tasks.with_task(&id, |t| t.task.status.state).unwrap();
+        assert_eq!(
+            state,
+            TaskState::Working,
+            "the task waits for the first cancel's closing"
+        );
+    }
 }

@@ -303,6 +303,10 @@ impl Tasks {
                 "context `{context}` is busy with task `{last}`; wait for it, or cancel it"
             )));
         }
+        // Under the lock, after the copies are found and before anything changes: a copy sent
+        // at once gets this task, and only a reply of another protocol (an AG-UI run of the same
+        // session) is refused.
+        let claim = self.claim(context)?;
         evict_tasks(
             &mut inner,
             self.limits.max_tasks.saturating_sub(1),
@@ -317,9 +321,6 @@ impl Tasks {
                 ),
             ));
         }
-        // Under the lock, after the copies are found: a copy sent at once gets this task, and
-        // only a reply of another protocol (an AG-UI run of the same session) is refused.
-        let claim = self.claim(context)?;
         let context_agent = agent.clone();
         inner.tasks.insert(
             id.clone(),
