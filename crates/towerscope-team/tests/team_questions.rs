@@ -926,3 +926,66 @@ async fn a_question_whose_leader_reply_ended_elsewhere_no_longer_holds_the_team(
     assert_eq!(line(&next), "lead: Next.");
     assert_eq!(team.parked_reply(), None);
 }
+
+/// The tagged stream (`TeamPipeline::stream`) carries a member's question under the member's
+/// name and ends with its waiting message; answered, it ends with the leader's final message.
+#[tokio::test]
+async fn the_tagged_stream_shows_a_members_question_and_its_waiting_message() {
+    let leader = ScriptedModel::new(
+        "m",
+        [
+            assign("a1", "deleter", "Delete /tmp/x."),
+            ScriptedResponse::text("Done."),
+        ],
+    );
+    let (deleter, _) = deleter(&["x"]);
+    let team = team(&leader, [deleter]);
+
+    let tagged: Vec<_> = team.stream(Msg::user("user", "Clean up.").into()).collect().await;
+    let question = tagged.iter().find_map(|t| match &t.item {
+        Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e))) => Some((t.agent.to_string(), e.clone())),
+        _ => None,
+    });
+    let (asker, question) = question.unwrap();
+    assert_eq!(asker, "deleter");
+    let last = tagged.last().unwrap();
+    let Ok(ReplyItem::Final(waiting)) = &last.item else {
+        panic!("{tagged:?}")
+    };
+    assert_eq!(
+        (&*last.agent, waiting.finished_reason, &waiting.id),
+        ("deleter", None, &question.reply_id)
+    );
+
+    let tagged: Vec<_> = team.stream(allow_all(&question).into()).collect().await;
+    let last = tagged.last().unwrap();
+    let Ok(ReplyItem::Final(done)) = &last.item else {
+        panic!("{tagged:?}")
+    };
+    assert_eq!(&*last.agent, "lead");
+    assert_eq!(line(done), "lead: Done.");
+}
+
+/// A reply bound to structured output parks on a member's question; answered, the leader's
+/// final message carries the structured output it was asked for.
+#[tokio::test]
+async fn a_structured_reply_keeps_its_schema_across_a_members_question() {
+    let leader = ScriptedModel::new(
+        "m",
+        [
+            assign("a1", "deleter", "Delete /tmp/x."),
+            ScriptedResponse::tool_call("s1", "GenerateStructuredOutput", r#"{"deleted": 1}"#),
+        ],
+    );
+    let (deleter, _) = deleter(&["x"]);
+    let team = team(&leader, [deleter]);
+    let schema = towerscope_core::StructuredSchema {
+        name: "Report".to_owned(),
+        schema: serde_json::json!({"type": "object", "properties": {"deleted": {"type": "integer"}}, "required": ["deleted"]}),
+    };
+    let (asked, _) = read(team.reply_stream_structured(Msg::user("user", "Clean up.").into(), schema)).await;
+    let (_, done) = read(team.reply_stream(allow_all(&asked[0]).into())).await;
+    assert_eq!(done.finished_reason, Some(ReplyFinishedReason::Completed), "{done:?}");
+    let output = done.structured_output.unwrap();
+    assert_eq!(output.get("deleted"), Some(&serde_json::json!(1)));
+}
