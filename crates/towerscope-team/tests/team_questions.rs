@@ -921,6 +921,9 @@ async fn a_question_whose_leader_reply_ended_elsewhere_no_longer_holds_the_team(
         towerscope_core::ToolResultBlock::new(&parked.external[0].id, ASSIGN_TOOL, "done", ToolResultState::Success);
     let resume = towerscope_core::event::ExternalExecutionResultEvent::new(parked.reply_id, vec![result]);
     team.leader().reply(resume).await.unwrap();
+    // Already before the team's next run: a pipeline around it (a goal) asks these first.
+    assert_eq!(team.parked_reply(), None);
+    assert!(!team.waits_on(&asked[0].reply_id));
 
     let next = team.reply(Msg::user("user", "And now?").into()).await.unwrap();
     assert_eq!(line(&next), "lead: Next.");

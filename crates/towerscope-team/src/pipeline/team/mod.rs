@@ -173,6 +173,15 @@ impl TeamPipeline {
         self.members.iter().map(|m| m.participant.name().to_owned()).collect()
     }
 
+    /// What `read` reads of the members' record, unless it is stale (its leader reply is no
+    /// longer the one the leader waits on for its members: `run` drops such a record).
+    fn record<R>(&self, read: impl FnOnce(&Parked) -> R) -> Option<R> {
+        let leader_reply = super::parked_for_the_team(&self.leader)?;
+        self.waiting
+            .get(|p| (p.leader_reply() == &leader_reply).then(|| read(p)))
+            .flatten()
+    }
+
     /// Runs the team and streams the leader's and the members' items, tagged with the speaker
     /// (members' final messages included; a run that parks on its members ends with the first
     /// one's waiting message, the others' questions being in their events).
@@ -334,17 +343,14 @@ impl Participant for TeamPipeline {
     /// waiting on its `TeamAssign` calls waits for the team's own members).
     fn parked_reply(&self) -> Option<towerscope_core::Id> {
         super::parked_for_the_user(&self.leader)
-            .or_else(|| self.waiting.get(|p| p.first_waiting().map(|w| w.id.clone())).flatten())
+            .or_else(|| self.record(|p| p.first_waiting().map(|w| w.id.clone())).flatten())
     }
 
     /// The leader's parked reply, or any member's question the team waits on, or, while one
     /// does, the leader's reply (an interrupt naming it closes the whole reply).
     fn waits_on(&self, reply: &towerscope_core::Id) -> bool {
         super::parked_for_the_user(&self.leader).as_ref() == Some(reply)
-            || self
-                .waiting
-                .get(|p| p.waits_on(reply, &self.members) || p.leader_reply() == reply)
-                == Some(true)
+            || self.record(|p| p.waits_on(reply, &self.members) || p.leader_reply() == reply) == Some(true)
     }
 }
 
