@@ -59,6 +59,22 @@ fn team(leader: &ScriptedModel, members: impl IntoIterator<Item = Agent>) -> Tea
     TeamPipeline::new(Agent::builder("lead").model(leader.clone()), members).unwrap()
 }
 
+/// A team whose one member is a fan-out of `members` named `panel`.
+fn panel_team(leader: &ScriptedModel, members: impl IntoIterator<Item = Agent>) -> TeamPipeline {
+    let panel = towerscope_team::pipeline::FanoutPipeline::new(members).named("panel");
+    let members = [TeamMember::new(panel, "A panel.")];
+    TeamPipeline::new(Agent::builder("lead").model(leader.clone()), members).unwrap()
+}
+
+/// The questions (`REQUIRE_USER_CONFIRM` events) among a stream's items.
+fn questions<'a>(items: impl IntoIterator<Item = &'a ReplyItem>) -> Vec<RequireUserConfirmEvent> {
+    let asked = items.into_iter().filter_map(|item| match item {
+        ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) => Some(e.clone()),
+        _ => None,
+    });
+    asked.collect()
+}
+
 /// The answer allowing every call `request` asks about.
 fn allow_all(request: &RequireUserConfirmEvent) -> UserConfirmResultEvent {
     let allow = request
@@ -72,11 +88,7 @@ fn allow_all(request: &RequireUserConfirmEvent) -> UserConfirmResultEvent {
 /// Reads a stream to its end: the questions asked, and the final message.
 async fn read(stream: EventStream) -> (Vec<RequireUserConfirmEvent>, Msg) {
     let items: Vec<ReplyItem> = stream.map(Result::unwrap).collect().await;
-    let asked = items.iter().filter_map(|item| match item {
-        ReplyItem::Event(AgentEvent::RequireUserConfirm(e)) => Some(e.clone()),
-        _ => None,
-    });
-    let asked = asked.collect();
+    let asked = questions(&items);
     let finals: Vec<&Msg> = items
         .iter()
         .filter_map(|item| match item {
@@ -457,9 +469,6 @@ async fn an_interrupt_of_the_leaders_reply_while_a_member_is_answered_is_refused
 /// completes the fan-out's round, whose message the leader gets.
 #[tokio::test]
 async fn a_pipeline_member_that_fails_with_a_question_waiting_keeps_it() {
-    use std::sync::Arc;
-    use towerscope_team::pipeline::FanoutPipeline;
-
     let leader = ScriptedModel::new(
         "m",
         [
@@ -475,23 +484,11 @@ async fn a_pipeline_member_that_fails_with_a_question_waiting_keeps_it() {
         ))
         .build()
         .unwrap();
-    let panel = FanoutPipeline::from_shared([
-        Arc::new(deleter.clone()) as Arc<dyn Participant>,
-        Arc::new(broken) as Arc<dyn Participant>,
-    ])
-    .named("panel");
-    let members = [TeamMember::new(panel, "Two who delete.")];
-    let team = TeamPipeline::new(Agent::builder("lead").model(leader.clone()), members).unwrap();
+    let team = panel_team(&leader, [deleter.clone(), broken]);
 
     // The panel's error ends the call (as a fan-out's does), and the question is in it.
     let items: Vec<_> = team.reply_stream(Msg::user("user", "Clean up.").into()).collect().await;
-    let asked: Vec<RequireUserConfirmEvent> = items
-        .iter()
-        .filter_map(|item| match item {
-            Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e))) => Some(e.clone()),
-            _ => None,
-        })
-        .collect();
+    let asked = questions(items.iter().filter_map(|item| item.as_ref().ok()));
     let Some(Err(err)) = items.last() else {
         panic!("the call ends with the error: {items:?}")
     };
@@ -549,9 +546,6 @@ async fn an_interrupt_the_member_refuses_still_closes_the_teams_reply() {
 /// answer completes the round.
 #[tokio::test]
 async fn a_pipeline_member_answered_on_one_question_keeps_its_other() {
-    use std::sync::Arc;
-    use towerscope_team::pipeline::FanoutPipeline;
-
     let leader = ScriptedModel::new(
         "m",
         [
@@ -574,16 +568,7 @@ async fn a_pipeline_member_answered_on_one_question_keeps_its_other() {
         "bo",
         ScriptedModel::new("m", [call("y"), ScriptedResponse::text("Deleted y.")]),
     );
-    let panel = FanoutPipeline::from_shared([
-        Arc::new(failing) as Arc<dyn Participant>,
-        Arc::new(bo.clone()) as Arc<dyn Participant>,
-    ])
-    .named("panel");
-    let team = TeamPipeline::new(
-        Agent::builder("lead").model(leader.clone()),
-        [TeamMember::new(panel, "Two who delete.")],
-    )
-    .unwrap();
+    let team = panel_team(&leader, [failing, bo.clone()]);
 
     let (asked, _) = read(team.reply_stream(Msg::user("user", "Clean up.").into())).await;
     let [ann_asked, bo_asked] = &asked[..] else {
@@ -684,9 +669,6 @@ async fn a_refused_answer_as_the_team_is_interrupted_closes_the_member_too() {
 /// runs once.
 #[tokio::test]
 async fn a_failed_pipeline_members_later_task_waits_and_runs_once() {
-    use std::sync::Arc;
-    use towerscope_team::pipeline::FanoutPipeline;
-
     let leader = ScriptedModel::new(
         "m",
         [
@@ -711,30 +693,19 @@ async fn a_failed_pipeline_members_later_task_waits_and_runs_once() {
     );
     let ann = asking_agent("ann", ann_model.clone());
     let bo = Agent::builder("bo").model(bo_model.clone()).build().unwrap();
-    let panel = FanoutPipeline::from_shared([
-        Arc::new(ann) as Arc<dyn Participant>,
-        Arc::new(bo) as Arc<dyn Participant>,
-    ])
-    .named("panel");
-    let team = TeamPipeline::new(
-        Agent::builder("lead").model(leader.clone()),
-        [TeamMember::new(panel, "Two.")],
-    )
-    .unwrap();
+    let team = panel_team(&leader, [ann, bo]);
 
     let items: Vec<_> = team.reply_stream(Msg::user("user", "Go.").into()).collect().await;
     assert!(
         matches!(items.last(), Some(Err(_))),
         "bo's failure ends the call: {items:?}"
     );
-    let asked = items.iter().find_map(|item| match item {
-        Ok(ReplyItem::Event(AgentEvent::RequireUserConfirm(e))) => Some(e.clone()),
-        _ => None,
-    });
-    let asked = asked.unwrap();
+    let [asked] = &questions(items.iter().filter_map(|item| item.as_ref().ok()))[..] else {
+        panic!("one question: {items:?}")
+    };
     assert_eq!(bo_model.calls(), 1, "the second task waits with the question");
 
-    let (_, done) = read(team.reply_stream(allow_all(&asked).into())).await;
+    let (_, done) = read(team.reply_stream(allow_all(asked).into())).await;
     assert_eq!(line(&done), "lead: Reported.");
     assert_eq!((ann_model.calls(), bo_model.calls()), (3, 2), "each task ran once");
     let texts: Vec<String> = results_given(&leader, 1).into_iter().map(|(_, _, t)| t).collect();

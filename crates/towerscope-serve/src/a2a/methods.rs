@@ -286,26 +286,14 @@ pub(crate) async fn cancel(tasks: &Arc<Tasks>, id: &str) -> Result<Task, RpcErro
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use towerscope_core::AgentError;
-    use towerscope_models::ScriptedModel;
-
     use super::*;
-    use crate::a2a::Limits;
 
     /// A cancel of a task waiting for input takes its parked reply for the closing and marks it
     /// working; a cancel sent again before that closing ran finds nothing to close and leaves
     /// the task to it (it ended the task under the closing, which then set it working again).
     #[tokio::test]
     async fn a_cancel_sent_again_leaves_the_task_to_the_first_ones_closing() {
-        let factory =
-            |_: &str| -> Result<Agent, AgentError> { Agent::builder("a").model(ScriptedModel::new("m", [])).build() };
-        let tasks = Tasks::new(Arc::new(factory), Limits::default());
-        let agent = tasks.agent_for("ctx").unwrap();
-        let (id, _, _) = tasks
-            .insert("ctx", agent, Message::default())
-            .unwrap()
-            .into_new()
-            .unwrap();
+        let (tasks, id, _) = crate::a2a::tasks::one_task();
         tasks
             .with_task(&id, |t| {
                 t.task.status.state = TaskState::InputRequired;

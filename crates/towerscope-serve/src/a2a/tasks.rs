@@ -134,6 +134,22 @@ pub(crate) enum Inserted {
     Sent(String),
 }
 
+/// Tasks on an agent that says nothing, holding one task in context `ctx`: the tasks, the
+/// task's id and a subscription to its updates from its start.
+#[cfg(test)]
+pub(crate) fn one_task() -> (Tasks, String, broadcast::Receiver<StreamResponse>) {
+    let factory = |_: &str| {
+        Agent::builder("a")
+            .model(towerscope_models::ScriptedModel::new("m", []))
+            .build()
+    };
+    let tasks = Tasks::new(Arc::new(factory), Limits::default());
+    let agent = tasks.agent_for("ctx").expect("an agent");
+    let inserted = tasks.insert("ctx", agent, Message::default()).expect("a task");
+    let (id, _, updates) = inserted.into_new().expect("a new task");
+    (tasks, id, updates)
+}
+
 #[cfg(test)]
 impl Inserted {
     /// The new task's id, the task and the subscription; `None` for a message sent before.
@@ -526,15 +542,7 @@ mod tests {
     /// not a channel and a conversation each. Subscribers still get the end.
     #[tokio::test]
     async fn an_ended_task_keeps_neither_its_channel_nor_its_agent_and_subscribers_get_its_end() {
-        let factory =
-            |_: &str| -> Result<Agent, AgentError> { Agent::builder("a").model(ScriptedModel::new("m", [])).build() };
-        let tasks = Tasks::new(Arc::new(factory), Limits::default());
-        let agent = tasks.agent_for("ctx").unwrap();
-        let (id, _, mut early) = tasks
-            .insert("ctx", agent, Message::default())
-            .unwrap()
-            .into_new()
-            .unwrap();
+        let (tasks, id, mut early) = one_task();
         tasks
             .with_task(&id, |t| {
                 publish_status(t, TaskState::Working, None);
