@@ -30,13 +30,22 @@ pub(super) fn parse_assignment(call: &ToolCallBlock, members: &[TeamMember]) -> 
     Ok((member, prompt.to_owned()))
 }
 
+/// The text of an assignment whose member was interrupted (or cut off with its run).
+const INTERRUPTED: &str = "The member was interrupted.";
+
+/// The result of an assignment `call_id` whose member was interrupted, or never ran because
+/// its run was stopped or dropped.
+pub(super) fn interrupted(call_id: &towerscope_core::Id) -> ToolResultBlock {
+    ToolResultBlock::new(call_id, ASSIGN_TOOL, INTERRUPTED, ToolResultState::Interrupted)
+}
+
 /// A member's final reply as the result of the leader's call.
 pub(super) fn result_of(call: &ToolCallBlock, reply: &Msg) -> ToolResultBlock {
     let (state, fallback) = match reply.finished_reason {
         Some(ReplyFinishedReason::Completed | ReplyFinishedReason::ExceedMaxIters) => {
             (ToolResultState::Success, "The member finished without saying anything.")
         }
-        Some(ReplyFinishedReason::Interrupted) => (ToolResultState::Interrupted, "The member was interrupted."),
+        Some(ReplyFinishedReason::Interrupted) => (ToolResultState::Interrupted, INTERRUPTED),
         Some(ReplyFinishedReason::Error) => (ToolResultState::Error, "The member's reply failed."),
         None => (ToolResultState::Error, "The member is waiting for the user."),
     };

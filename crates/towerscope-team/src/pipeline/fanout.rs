@@ -12,7 +12,7 @@ use towerscope_core::{
 };
 
 use super::merge::{MergedStream, merge};
-use super::{Asked, Runs, stopped};
+use super::{Asked, Runs, stopped, waiting_note};
 use crate::Participant;
 use crate::share::shared_copy;
 
@@ -481,12 +481,6 @@ impl FanoutRun {
             self.rounds.keep(round);
         }
     }
-}
-
-/// The waiting message of a member found parked after its stream was dropped (the one it sent
-/// was not read): under the parked reply's id, which a resume names.
-fn waiting_note(name: &str, reply_id: Id) -> Msg {
-    Msg::assistant(name, "Waiting for the user or for a result from outside.").with_id(reply_id)
 }
 
 impl Drop for FanoutRun {

@@ -370,10 +370,8 @@ impl Asked {
 
     /// Notes the reply `event` asks about, if it is a `REQUIRE_*` event.
     fn note(&mut self, event: &AgentEvent) {
-        match event {
-            AgentEvent::RequireUserConfirm(e) => self.replies.push(e.reply_id.clone()),
-            AgentEvent::RequireExternalExecution(e) => self.replies.push(e.reply_id.clone()),
-            _ => {}
+        if let Some(reply) = asks_about(event) {
+            self.replies.push(reply.clone());
         }
     }
 
@@ -383,6 +381,22 @@ impl Asked {
             .parked_reply()
             .filter(|reply_id| self.resumed.is_some() || self.replies.contains(reply_id))
     }
+}
+
+/// The reply a `REQUIRE_*` event asks about.
+fn asks_about(event: &AgentEvent) -> Option<&Id> {
+    match event {
+        AgentEvent::RequireUserConfirm(e) => Some(&e.reply_id),
+        AgentEvent::RequireExternalExecution(e) => Some(&e.reply_id),
+        _ => None,
+    }
+}
+
+/// The waiting message of a member found parked without its own reaching the pipeline (its
+/// stream was dropped before it was read, or it failed): under the parked reply's id, which a
+/// resume names.
+fn waiting_note(name: &str, reply_id: Id) -> towerscope_core::Msg {
+    towerscope_core::Msg::assistant(name, "Waiting for the user or for a result from outside.").with_id(reply_id)
 }
 
 /// The reply `agent` is parked in for the user or an outside executor: a team leader waiting

@@ -176,6 +176,8 @@ impl TeamPipeline {
     /// What `read` reads of the members' record, unless it is stale (its leader reply is no
     /// longer the one the leader waits on for its members: `run` drops such a record).
     fn record<R>(&self, read: impl FnOnce(&Parked) -> R) -> Option<R> {
+        // The record first: with none (most calls), the leader's state is not read.
+        self.waiting.get(|_| ())?;
         let leader_reply = super::parked_for_the_team(&self.leader)?;
         self.waiting
             .get(|p| (p.leader_reply() == &leader_reply).then(|| read(p)))

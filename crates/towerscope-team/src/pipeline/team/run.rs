@@ -18,8 +18,9 @@ use towerscope_core::{
 use super::TeamMember;
 use crate::Participant;
 use crate::pipeline::Waiting;
-use crate::pipeline::assign::{ASSIGN_TOOL, parse_assignment, result_of};
+use crate::pipeline::assign::{ASSIGN_TOOL, interrupted, parse_assignment, result_of};
 use crate::pipeline::merge::Tagged;
+use crate::pipeline::{asks_about, waiting_note};
 
 type Assigned = std::pin::Pin<Box<dyn futures_core::Stream<Item = (usize, Result<ReplyItem, AgentError>)> + Send>>;
 
@@ -377,12 +378,7 @@ impl TeamRun {
             for p in std::mem::take(&mut work.parked) {
                 if work.closing.iter().any(|c| c.call == p.call) {
                     tracing::warn!(member = %self.members[p.member].participant.name(), "a team member still waits after its question was closed");
-                    work.results[p.call] = Some(ToolResultBlock::new(
-                        &work.calls[p.call].0.id,
-                        ASSIGN_TOOL,
-                        "The member was interrupted.",
-                        ToolResultState::Interrupted,
-                    ));
+                    work.results[p.call] = Some(interrupted(&work.calls[p.call].0.id));
                     continue;
                 }
                 let participant = &self.members[p.member].participant;
@@ -457,12 +453,7 @@ impl TeamRun {
         for (k, (call, _)) in work.calls.iter().enumerate() {
             let waits = |p: &ParkedMember| p.call == k || p.queued.iter().any(|(q, _)| *q == k);
             if work.results[k].is_none() && !work.parked.iter().any(waits) {
-                work.results[k] = Some(ToolResultBlock::new(
-                    &call.id,
-                    ASSIGN_TOOL,
-                    "The member was interrupted.",
-                    ToolResultState::Interrupted,
-                ));
+                work.results[k] = Some(interrupted(&call.id));
             }
         }
         self.waiting.put_back(Parked {
@@ -559,7 +550,7 @@ fn found_parked(members: &[TeamMember], work: &Working, k: usize) -> Option<Park
     (asked || work.resumed == Some(k)).then(|| ParkedMember {
         member,
         call: k,
-        waiting: Msg::assistant(participant.name(), "Waiting for the user.").with_id(reply),
+        waiting: waiting_note(participant.name(), reply),
         queued: work.queued_after(member, k),
     })
 }
@@ -658,7 +649,7 @@ fn member_tasks(
                     };
                     s.parked = true;
                     s.then = Some((k, Err(e)));
-                    let waiting = Msg::assistant(s.participant.name(), "Waiting for the user.").with_id(reply);
+                    let waiting = waiting_note(s.participant.name(), reply);
                     return Some(((k, Ok(ReplyItem::Final(waiting))), s));
                 }
                 Some(Ok(ReplyItem::Event(event))) => {
@@ -671,15 +662,6 @@ fn member_tasks(
             }
         }
     }))
-}
-
-/// The reply a `REQUIRE_*` event asks about.
-fn asks_about(event: &AgentEvent) -> Option<&Id> {
-    match event {
-        AgentEvent::RequireUserConfirm(e) => Some(&e.reply_id),
-        AgentEvent::RequireExternalExecution(e) => Some(&e.reply_id),
-        _ => None,
-    }
 }
 
 #[cfg(test)]
