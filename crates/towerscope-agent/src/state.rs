@@ -306,33 +306,38 @@ pub(crate) fn unfinished_refs(msg: &Msg) -> Vec<&ToolCallBlock> {
     msg.tool_calls().filter(|c| !answered.contains(&c.id)).collect()
 }
 
-/// What the loop does with the calls of `msg` that have no result: whether one waits for the
-/// user or an external executor, and the ones to run now (allowed ones, and pending ones
-/// unless a call waits), cloned, in the message's order. One scan, no list in between: the
-/// loop asks after every step.
-pub(crate) fn runnable_calls(msg: &Msg) -> (bool, Vec<ToolCallBlock>) {
+/// The calls of a reply's message that have no result, as the loop reads them before each
+/// action ([`open_calls`]).
+#[derive(Debug, Default)]
+pub(crate) struct OpenCalls {
+    /// Whether any call has no result (whatever its state): the round is not complete.
+    pub(crate) unfinished: bool,
+    /// Whether a call waits for the user or an external executor.
+    pub(crate) awaiting: bool,
+    /// The calls to run now (allowed ones, and pending ones unless a call waits), cloned, in
+    /// the message's order.
+    pub(crate) runnable: Vec<ToolCallBlock>,
+}
+
+/// What the loop does with the calls of `msg` that have no result. One scan, no list in
+/// between: the loop asks before every action, and both whether the round it finished is
+/// complete and what to run next come from this one scan.
+pub(crate) fn open_calls(msg: &Msg) -> OpenCalls {
     let answered = msg.answered_ids();
-    let mut awaiting = false;
-    let mut runnable = Vec::new();
+    let mut open = OpenCalls::default();
     for call in msg.tool_calls().filter(|c| !answered.contains(&c.id)) {
+        open.unfinished = true;
         match call.state {
-            ToolCallState::Asking | ToolCallState::Submitted => awaiting = true,
-            ToolCallState::Allowed | ToolCallState::Pending => runnable.push(call.clone()),
+            ToolCallState::Asking | ToolCallState::Submitted => open.awaiting = true,
+            ToolCallState::Allowed | ToolCallState::Pending => open.runnable.push(call.clone()),
             ToolCallState::Finished => {}
         }
     }
-    if awaiting {
+    if open.awaiting {
         // Pending calls wait with the ones that wait (rare: cloned above for nothing).
-        runnable.retain(|c| c.state == ToolCallState::Allowed);
+        open.runnable.retain(|c| c.state == ToolCallState::Allowed);
     }
-    (awaiting, runnable)
-}
-
-/// Whether `msg` has a tool call without a result (the loop asks after every step: no
-/// allocation for a message with few results).
-pub(crate) fn has_unfinished(msg: &Msg) -> bool {
-    let answered = msg.answered_ids();
-    msg.tool_calls().any(|c| !answered.contains(&c.id))
+    open
 }
 
 /// A reply parked for the user or an external executor accepts only the event that resumes
@@ -372,7 +377,7 @@ mod tests {
         ContentBlock, Msg, ToolCallBlock, ToolCallState, ToolOutput, ToolResultBlock, ToolResultState,
     };
 
-    use super::{has_unfinished, runnable_calls, unfinished_in};
+    use super::{open_calls, unfinished_in};
 
     /// An assistant message with `calls` tool calls, of which the ones in `answered` have a
     /// result (results first, in reverse order, so no position lines up by chance).
@@ -398,14 +403,17 @@ mod tests {
     fn calls_without_a_result_are_found_among_few_or_many_results() {
         for calls in [1, 3, 16, 17, 40] {
             let all: Vec<usize> = (0..calls).collect();
-            assert!(!has_unfinished(&message(calls, &all)), "{calls} calls, all answered");
+            assert!(
+                !open_calls(&message(calls, &all)).unfinished,
+                "{calls} calls, all answered"
+            );
             let open = calls / 2;
             let answered: Vec<usize> = all.iter().copied().filter(|i| *i != open).collect();
             let msg = message(calls, &answered);
-            assert!(has_unfinished(&msg), "{calls} calls, one open");
+            assert!(open_calls(&msg).unfinished, "{calls} calls, one open");
             let ids: Vec<String> = unfinished_in(&msg).iter().map(|c| c.id.to_string()).collect();
             assert_eq!(ids, [format!("c{open}")]);
-            assert_eq!(runnable_calls(&msg).1.len(), 1);
+            assert_eq!(open_calls(&msg).runnable.len(), 1);
         }
     }
 
@@ -423,13 +431,16 @@ mod tests {
         let ids = |calls: Vec<ToolCallBlock>| calls.iter().map(|c| c.id.to_string()).collect::<Vec<_>>();
         use ToolCallState::{Allowed, Asking, Finished, Pending, Submitted};
 
-        let (awaiting, runnable) = runnable_calls(&with_states(&[Pending, Allowed, Finished, Pending]));
-        assert!(!awaiting);
-        assert_eq!(ids(runnable), ["c0", "c1", "c3"]);
+        let open = open_calls(&with_states(&[Pending, Allowed, Finished, Pending]));
+        assert!(!open.awaiting && open.unfinished);
+        assert_eq!(ids(open.runnable), ["c0", "c1", "c3"]);
+        // A call marked finished without its result keeps the round open, and runs no more.
+        let open = open_calls(&with_states(&[Finished]));
+        assert!(open.unfinished && !open.awaiting && open.runnable.is_empty());
         for waiting in [Asking, Submitted] {
-            let (awaiting, runnable) = runnable_calls(&with_states(&[Pending, Allowed, waiting, Allowed]));
-            assert!(awaiting, "{waiting:?}");
-            assert_eq!(ids(runnable), ["c1", "c3"], "{waiting:?}");
+            let open = open_calls(&with_states(&[Pending, Allowed, waiting, Allowed]));
+            assert!(open.awaiting && open.unfinished, "{waiting:?}");
+            assert_eq!(ids(open.runnable), ["c1", "c3"], "{waiting:?}");
         }
     }
 }

@@ -43,7 +43,7 @@ use crate::generator::Generator;
 use crate::reasoning::{self, ReasoningStep};
 use crate::resume;
 use crate::runtime::{Runtime, validate_input};
-use crate::state::{ReplyContext, has_unfinished};
+use crate::state::ReplyContext;
 use crate::toolkit::ActiveToolGroups;
 
 use next_action::{Action, next_action};
@@ -178,6 +178,13 @@ fn run<'a>(
                 "a resumed reply keeps the structured output schema it was parked with; the new one is ignored"
             );
         }
+        // Whether the next decision first counts the round just finished towards `max_iters`
+        // (see `next_action`): once every call of the reply has its result, after each step as
+        // the reference does, and also after a resume whose results (denials, results from
+        // outside) complete the round that parked. The reference never counts such a round, so
+        // a model that calls an external tool every round, answered by an automatic resumer (a
+        // team's leader, a front end running its tools), was never stopped.
+        let mut count_round = false;
         match &req.input {
             ReplyInput::Messages(msgs) => start(runtime, &req, msgs, emit).await?,
             ReplyInput::Interrupt(_) => {
@@ -188,11 +195,11 @@ fn run<'a>(
             }
             ReplyInput::Confirm(ev) => {
                 Box::pin(resume::confirm(runtime, &ctx, ev, emit)).await?;
-                count_round_if_complete(runtime, &ctx);
+                count_round = true;
             }
             ReplyInput::External(ev) => {
                 Box::pin(resume::external(runtime, &ctx, ev, emit)).await?;
-                count_round_if_complete(runtime, &ctx);
+                count_round = true;
             }
         }
 
@@ -200,6 +207,15 @@ fn run<'a>(
         let mut final_msg = None;
         let mut actions = 0u64;
         loop {
+            // Decided (and the last round counted) before the bound below is checked: the
+            // count is the step's own, as it was when it ran at the step's end.
+            let action = next_action(
+                runtime,
+                &ctx,
+                final_msg.take(),
+                emit.wants_events(),
+                std::mem::take(&mut count_round),
+            );
             actions += 1;
             if actions > runtime.config.max_actions() {
                 return Err(AgentError::State(format!(
@@ -209,7 +225,7 @@ fn run<'a>(
                     runtime.config.max_iters
                 )));
             }
-            match next_action(runtime, &ctx, final_msg.take(), emit.wants_events()) {
+            match action {
                 // An interrupt asked for before the loop decided to end or park stops the reply
                 // (the loop is not at an await here, so it is checked); one asked for after the
                 // decision (its consumer saw the end coming) cancels nothing, and no second end
@@ -325,21 +341,8 @@ fn run<'a>(
                     }
                 }
             }
-            count_round_if_complete(runtime, &ctx);
+            count_round = true;
         }
-    }
-}
-
-/// Counts a reasoning-and-acting round towards `max_iters` once every call of the reply has
-/// its result: after each step, as the reference does, and also after a resume whose results
-/// (denials, results from outside) complete the round that parked. The reference never counts
-/// such a round, so a model that calls an external tool every round, answered by an automatic
-/// resumer (a team's leader, a front end running its tools), was never stopped.
-fn count_round_if_complete(runtime: &Runtime, ctx: &AgentContext) {
-    let mut state = runtime.lock_state();
-    let unfinished = state.reply_msg(ctx.reply_id()).is_some_and(has_unfinished);
-    if !unfinished {
-        state.reply_context.cur_iter += 1;
     }
 }
 

@@ -9,7 +9,7 @@ use towerscope_core::{
 
 use crate::emit::{assistant_msg, system_hint};
 use crate::runtime::Runtime;
-use crate::state::runnable_calls;
+use crate::state::open_calls;
 use crate::structured;
 
 pub(crate) const WAITING_TEXT: &str = "I'm waiting for your permission or the external execution to finish.";
@@ -32,15 +32,29 @@ pub(crate) enum Action {
 }
 
 /// The decision table of §3.3, evaluated in order.
-pub(crate) fn next_action(runtime: &Runtime, ctx: &AgentContext, final_msg: Option<Box<Msg>>, events: bool) -> Action {
+///
+/// With `count_round` (the loop has just finished a reasoning or acting step, or a resume), the
+/// round is counted first (`cur_iter` moves on) when the reply's message has no call left
+/// without a result: the reference's end-of-round count, which reads the calls this decision
+/// reads, under the same lock.
+pub(crate) fn next_action(
+    runtime: &Runtime,
+    ctx: &AgentContext,
+    final_msg: Option<Box<Msg>>,
+    events: bool,
+    count_round: bool,
+) -> Action {
     let reply_id = ctx.reply_id();
     let name = &runtime.name;
-    let state = runtime.lock_state();
-    let (awaiting, executable) = state.reply_msg(reply_id).map(runnable_calls).unwrap_or_default();
-    if !executable.is_empty() {
-        return Action::Acting(executable);
+    let mut state = runtime.lock_state();
+    let open = state.reply_msg(reply_id).map(open_calls).unwrap_or_default();
+    if count_round && !open.unfinished {
+        state.reply_context.cur_iter += 1;
     }
-    if awaiting {
+    if !open.runnable.is_empty() {
+        return Action::Acting(open.runnable);
+    }
+    if open.awaiting {
         return Action::Exit {
             events: None,
             msg: Box::new(assistant_msg(name, reply_id, WAITING_TEXT)),
