@@ -350,6 +350,79 @@ async fn a_stdio_message_past_the_limit_fails_the_call_and_is_not_read_whole() {
     );
 }
 
+/// The hostile HTTP server (tests/mcp/endless_http.py) on a free loopback port, ended when
+/// the returned child is dropped; and its URL.
+async fn endless_http(env: &Env) -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt;
+    let script = std::path::Path::new(&env.script).with_file_name("endless_http.py");
+    let mut child = tokio::process::Command::new(&env.python)
+        .arg(script)
+        .arg("0")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    tokio::io::BufReader::new(stdout).read_line(&mut line).await.unwrap();
+    let port = line.trim().strip_prefix("PORT ").unwrap().to_owned();
+    (child, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+/// An HTTP server whose answers never end, as JSON or as one event of a stream: each call
+/// fails once the answer passes `max_message_bytes`, with an error that names the limit,
+/// instead of the agent reading it into memory. The connection stays usable: an answer that
+/// comes whole before an endless event is taken, and a later call is answered.
+#[tokio::test]
+async fn an_http_answer_past_the_limit_fails_its_call_and_is_not_read_whole() {
+    use towerscope_agent::mcp::McpClient;
+    let Some(env) = env() else { return };
+    let (_server, url) = endless_http(&env).await;
+    let limit = 1 << 20;
+    let server = McpServer::http("flood", url)
+        .max_message_bytes(limit)
+        .timeout(Duration::from_secs(20))
+        .active(true);
+    let client = McpClient::connect(&server).await.unwrap();
+    assert_eq!(client.list_tools().await.unwrap().len(), 4);
+    let mut toolkit = Toolkit::new();
+    toolkit.add_mcp_client(client.clone(), &server).await.unwrap();
+
+    let calls = ["flood_json", "flood_sse", "answer_then_flood", "echo"];
+    let mut script: Vec<_> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, name)| ScriptedResponse::tool_call(format!("c{i}"), format!("mcp__flood__{name}"), "{}"))
+        .collect();
+    script.push(ScriptedResponse::text("done"));
+    let model = ScriptedModel::new("m", script);
+    let agent = agent(toolkit, &model);
+    let started = std::time::Instant::now();
+    agent.reply(Msg::user("u", "flood")).await.unwrap();
+    let results: Vec<_> = model
+        .requests()
+        .last()
+        .unwrap()
+        .messages
+        .last()
+        .unwrap()
+        .tool_results()
+        .map(|r| (r.state, r.output.text_content().unwrap_or_default()))
+        .collect();
+    assert_eq!(results.len(), 4);
+    for (state, text) in &results[..2] {
+        assert_eq!(*state, ToolResultState::Error, "{text}");
+        assert!(
+            text.contains(&format!("longer than {limit} bytes")) && text.contains("max_message_bytes"),
+            "{text}"
+        );
+    }
+    assert_eq!(results[2], (ToolResultState::Success, "the answer".to_owned()));
+    assert_eq!(results[3], (ToolResultState::Success, "echoed".to_owned()));
+    // Failed as soon as the limit was passed, not at the call's timeout.
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+}
+
 /// No argument.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Nothing {}

@@ -184,6 +184,7 @@ impl McpClient {
                     headers,
                     bearer: bearer.as_deref(),
                     root_certificates,
+                    max_message_bytes: server.max_message_bytes,
                 }
                 .transport()?;
                 initialise(server, handler.serve(transport), &overflow).await?

@@ -19,10 +19,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// installs its package before it answers.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 
-/// The longest message a stdio MCP server may send unless
-/// [`McpServer::max_message_bytes()`] says otherwise: 32 MiB, room for a tool result holding
-/// a few large images in base64. A longer one closes the connection (its requests fail, naming
-/// the limit) rather than filling memory.
+/// The longest message an MCP server may send unless [`McpServer::max_message_bytes()`] says
+/// otherwise: 32 MiB, room for a tool result holding a few large images in base64. A longer one
+/// fails the requests it answers (naming the limit) rather than filling memory.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 32 << 20;
 
 /// How to reach an MCP server, and how its tools join a toolkit.
@@ -84,10 +83,13 @@ pub struct McpServer {
     pub enable_tools: Option<Vec<String>>,
     /// These tools (names on the server) are not added (reference `disable_tools`).
     pub disable_tools: Vec<String>,
-    /// The longest message (one JSON-RPC line) a stdio server may send, in bytes (default
-    /// [`DEFAULT_MAX_MESSAGE_BYTES`]): a longer one closes the connection, and the requests
-    /// waiting on it fail with an error that names this limit. An HTTP server's answers are
-    /// read by the MCP SDK, which bounds none.
+    /// The longest message a server may send, in bytes (default
+    /// [`DEFAULT_MAX_MESSAGE_BYTES`]), read no further than that:
+    /// - from a stdio server, one JSON-RPC line: a longer one closes the connection, and the
+    ///   requests waiting on it fail with an error that names this limit;
+    /// - from an HTTP server, a JSON answer (its request fails with that error), or one event
+    ///   of an event stream (the stream ends, and the request it answers gets that error);
+    ///   the connection stays open.
     pub max_message_bytes: usize,
     /// Settings given that the transport has no use for (`header` on a stdio server, `env` on
     /// an HTTP one): connecting fails and names them, rather than ignoring them.
@@ -365,18 +367,12 @@ impl McpServer {
         self
     }
 
-    /// Sets the longest message a stdio server may send (default
-    /// [`DEFAULT_MAX_MESSAGE_BYTES`]); on an HTTP server, connecting fails with a validation
-    /// error (the SDK reads its answers whole).
+    /// Sets the longest message the server may send (default [`DEFAULT_MAX_MESSAGE_BYTES`]; see
+    /// [`max_message_bytes`](Self#structfield.max_message_bytes) for what is bounded).
     #[must_use]
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
-        match self.transport {
-            McpTransport::Stdio { .. } => {
-                self.max_message_bytes = bytes;
-                self
-            }
-            McpTransport::Http { .. } => self.misplaced("max_message_bytes()"),
-        }
+        self.max_message_bytes = bytes;
+        self
     }
 
     /// Caps how long a request may take in all, however often the server reports progress

@@ -1,9 +1,14 @@
 //! The streamable-HTTP transport of an MCP server: `http://` or `https://` through reqwest and
-//! rustls with the `ring` provider (the providers' stack), with headers, a bearer token and
-//! extra trusted certificates.
+//! rustls with the `ring` provider (the providers' stack), with headers, a bearer token, extra
+//! trusted certificates, and answers bounded by the server's `max_message_bytes` (our own
+//! client under the SDK's transport: `client.rs`, `bound.rs`).
+
+mod bound;
+mod client;
 
 use std::collections::HashMap;
 
+use client::BoundedClient;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -17,6 +22,8 @@ pub(super) struct HttpTarget<'a> {
     pub(super) headers: &'a [(String, String)],
     pub(super) bearer: Option<&'a str>,
     pub(super) root_certificates: &'a [String],
+    /// The longest answer, or event of a stream, read.
+    pub(super) max_message_bytes: usize,
 }
 
 /// Headers the transport sets itself (lower case, as `HeaderName` keeps them).
@@ -30,7 +37,7 @@ impl HttpTarget<'_> {
     /// The transport, or a validation error naming what is wrong (a header HTTP does not allow,
     /// a certificate that does not parse, a URL that is neither `http://` nor `https://`).
     /// Header values are never quoted in the error: they are often credentials.
-    pub(super) fn transport(&self) -> Result<StreamableHttpClientTransport<reqwest::Client>, AgentError> {
+    pub(super) fn transport(&self) -> Result<StreamableHttpClientTransport<BoundedClient>, AgentError> {
         let server = self.server;
         // Only the scheme goes into the error: a URL may carry a key in its query.
         let scheme = self.url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
@@ -90,6 +97,10 @@ impl HttpTarget<'_> {
         if let Some(token) = self.bearer {
             config = config.auth_header(token);
         }
+        let client = BoundedClient {
+            client,
+            max: self.max_message_bytes,
+        };
         Ok(StreamableHttpClientTransport::with_client(client, config))
     }
 }
