@@ -474,3 +474,63 @@ async fn rounds_answered_from_outside_count_towards_max_iters() {
     assert_eq!(last.finished_reason, Some(ReplyFinishedReason::ExceedMaxIters));
     assert_eq!(model.calls(), 3);
 }
+
+/// A round that can never complete (a call marked finished without its result, as a state
+/// edited by hand can hold) never counts towards `max_iters`; a structured reply, which asks
+/// for another round after every text answer, then runs until the bound on a reply's steps,
+/// `2 * (max_iters + grace) + 8`, ends it with an error. The rounds it ran are not counted.
+#[tokio::test]
+async fn a_round_that_never_completes_is_ended_by_the_bound_on_steps() {
+    use towerscope_core::event::{ConfirmResult, UserConfirmResultEvent};
+    use towerscope_core::{StructuredSchema, ToolCallState};
+    let model = ScriptedModel::new(
+        "m",
+        std::iter::once(
+            ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#).and_tool_call(
+                "c2",
+                "add",
+                r#"{"a": 3, "b": 4}"#,
+            ),
+        )
+        .chain((0..100).map(|_| ScriptedResponse::text("no structure"))),
+    );
+    let agent = Agent::builder("a")
+        .hints(HintConfig::disabled())
+        .model(model.clone())
+        .tool(add_tool())
+        .default_permission(towerscope_core::PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .max_iters(2)
+        .build()
+        .unwrap();
+    let schema = StructuredSchema {
+        name: "Empty".into(),
+        schema: serde_json::json!({"type": "object"}),
+    };
+    let parked = collect(agent.reply_stream_structured(Msg::user("user", "go"), schema)).await;
+    let reply_id = parked.final_msg.unwrap().id;
+    let mut state = agent.state();
+    let msg = state.context.last_mut().unwrap();
+    let mut first = None;
+    for block in &mut msg.content {
+        if let ContentBlock::ToolCall(call) = block {
+            match first {
+                None => first = Some(call.clone()),
+                Some(_) => call.state = ToolCallState::Finished,
+            }
+        }
+    }
+    agent.load_state(state).unwrap();
+    let confirm = UserConfirmResultEvent::new(reply_id, vec![ConfirmResult::new(true, first.unwrap())]);
+    let out = collect(agent.reply_stream(confirm)).await;
+    let err = out.error.unwrap().to_string();
+    // max_iters 2 and the structured output's 5 grace rounds: 22 steps, the confirmed call's
+    // acting and 21 reasoning steps (each answered with text, then reminded of the structure).
+    assert!(
+        err.contains("the reply took 22 reasoning and acting steps without ending (max_iters 2)"),
+        "{err}"
+    );
+    assert_eq!(model.calls(), 22, "one call before parking, 21 after");
+    assert_eq!(agent.state().reply_context.cur_iter, 0, "no round completed");
+}

@@ -207,17 +207,13 @@ fn run<'a>(
         let mut final_msg = None;
         let mut actions = 0u64;
         loop {
-            // Decided (and the last round counted) before the bound below is checked: the
-            // count is the step's own, as it was when it ran at the step's end.
-            let action = next_action(
-                runtime,
-                &ctx,
-                final_msg.take(),
-                emit.wants_events(),
-                std::mem::take(&mut count_round),
-            );
             actions += 1;
             if actions > runtime.config.max_actions() {
+                // The last step's round is still counted, as at the step's end; nothing more is
+                // decided (a decision makes messages and events, drawing ids for nothing).
+                if count_round {
+                    next_action::count_round(runtime, &ctx);
+                }
                 return Err(AgentError::State(format!(
                     "the reply took {} reasoning and acting steps without ending (max_iters {}); a middleware or the \
                  model keeps it going",
@@ -225,7 +221,15 @@ fn run<'a>(
                     runtime.config.max_iters
                 )));
             }
-            match action {
+            // Decided with the last step's round counted first, under one lock (see
+            // `next_action`).
+            match next_action(
+                runtime,
+                &ctx,
+                final_msg.take(),
+                emit.wants_events(),
+                std::mem::take(&mut count_round),
+            ) {
                 // An interrupt asked for before the loop decided to end or park stops the reply
                 // (the loop is not at an await here, so it is checked); one asked for after the
                 // decision (its consumer saw the end coming) cancels nothing, and no second end

@@ -31,6 +31,19 @@ pub(crate) enum Action {
     },
 }
 
+/// Counts the round just finished towards `max_iters` when the reply's message has no call
+/// left without a result (what [`next_action`] does first with `count_round`), for a loop that
+/// ends without deciding.
+pub(crate) fn count_round(runtime: &Runtime, ctx: &AgentContext) {
+    let mut state = runtime.lock_state();
+    if !state
+        .reply_msg(ctx.reply_id())
+        .is_some_and(|msg| open_calls(msg).unfinished)
+    {
+        state.reply_context.cur_iter += 1;
+    }
+}
+
 /// The decision table of §3.3, evaluated in order.
 ///
 /// With `count_round` (the loop has just finished a reasoning or acting step, or a resume), the
