@@ -1,23 +1,34 @@
 """A hostile streamable-HTTP MCP server for towerscope's tests, written by hand on the standard
-library (no SDK), on loopback: it answers `initialize` and `tools/list` with JSON, and a call of
+library (no SDK), on loopback: it answers `initialize` and `tools/list` with JSON (or, given
+`flood_init`, `initialize` with an endless event), its own event stream (`GET`) with an event
+that never ends, and a call of
 
 - `flood_json` with a JSON answer that never ends (200 MiB of text, then nothing);
+- `flood_len` with the same, announcing its 200 MiB in `Content-Length`;
 - `flood_sse` with an event stream whose one event never ends;
 - `answer_then_flood` with an event stream: the call's whole answer, then an endless event;
+- `err500` with a 500 whose HTML body never ends;
+- `slow_json` with a JSON answer that comes a byte every half second, forever;
+- `gets` with the number of `GET`s it was sent so far;
 - `echo` with an event stream holding the answer, as the Python SDK sends it.
 
-A client that reads an answer or an event whole before parsing it fills its memory.
+A client that reads an answer or an event whole before parsing it fills its memory. It exits
+when its stdin closes (its test ended, however), and after five minutes in any case.
 
-    python endless_http.py PORT      # 0: any free port; prints "PORT <n>" once listening
+    python endless_http.py PORT [flood_init]   # PORT 0: any free port; prints "PORT <n>"
 """
 
 import json
+import os
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CHUNK = b"x" * (1 << 20)
-TOOLS = ["flood_json", "flood_sse", "answer_then_flood", "echo"]
+TOOLS = ["flood_json", "flood_len", "flood_sse", "answer_then_flood", "err500", "slow_json", "gets", "echo"]
+FLOOD_INIT = sys.argv[2:] == ["flood_init"]
+GETS = [0]
 
 
 def answer(request_id, result):
@@ -36,8 +47,8 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
-        self.send_response(405)
-        self.end_headers()
+        GETS[0] += 1
+        self.flood("text/event-stream", b"data: ")
 
     def do_DELETE(self):
         self.send_response(200)
@@ -51,10 +62,12 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def flood(self, content_type, head):
-        self.send_response(200)
+    def flood(self, content_type, head, status=200, length=None):
+        self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Mcp-Session-Id", "endless")
+        if length is not None:
+            self.send_header("Content-Length", str(length))
         self.end_headers()
         try:
             self.wfile.write(head)
@@ -73,7 +86,9 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response(202)
             self.end_headers()
             return
-        if method == "initialize":
+        if method == "initialize" and FLOOD_INIT:
+            self.flood("text/event-stream", b"data: ")
+        elif method == "initialize":
             self.send("application/json", answer(request_id, {
                 "protocolVersion": message["params"]["protocolVersion"],
                 "capabilities": {"tools": {}},
@@ -90,6 +105,23 @@ class Handler(BaseHTTPRequestHandler):
                 self.flood("application/json", head)
             elif name == "flood_sse":
                 self.flood("text/event-stream", b"data: " + head)
+            elif name == "flood_len":
+                self.flood("application/json", head, length=200 << 20)
+            elif name == "err500":
+                self.flood("text/html", b"<html>" + head, status=500)
+            elif name == "slow_json":
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                try:
+                    for byte in head + b"x" * 10000:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(0.5)
+                except (BrokenPipeError, ConnectionResetError, OSError):
+                    pass
+            elif name == "gets":
+                self.send("text/event-stream", b"data: " + text_result(request_id, str(GETS[0])) + b"\n\n")
             elif name == "answer_then_flood":
                 whole = b"data: " + text_result(request_id, "the answer") + b"\n\n"
                 self.flood("text/event-stream", whole + b"data: ")
@@ -100,6 +132,14 @@ class Handler(BaseHTTPRequestHandler):
                                "error": {"code": -32601, "message": "no such method"}}).encode()
             self.send("application/json", body)
 
+
+def exit_when_stdin_closes():
+    sys.stdin.read()
+    os._exit(0)
+
+
+threading.Thread(target=exit_when_stdin_closes, daemon=True).start()
+threading.Timer(300, lambda: os._exit(0)).start()
 
 server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
 server.daemon_threads = True

@@ -10,7 +10,10 @@
 
 mod common;
 
+use std::alloc::System;
 use std::time::Duration;
+
+use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 
 use common::collect;
 use towerscope_agent::mcp::{McpServer, McpTools};
@@ -18,6 +21,10 @@ use towerscope_agent::toolkit::Toolkit;
 use towerscope_agent::{Agent, HintConfig};
 use towerscope_core::{AgentEvent, Msg, PermissionMode, ToolResultState};
 use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+/// Counts the bytes the tests allocate (one test checks that an endless answer is not read).
+#[global_allocator]
+static ALLOCATOR: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 struct Env {
     python: String,
@@ -350,45 +357,35 @@ async fn a_stdio_message_past_the_limit_fails_the_call_and_is_not_read_whole() {
     );
 }
 
-/// The hostile HTTP server (tests/mcp/endless_http.py) on a free loopback port, ended when
-/// the returned child is dropped; and its URL.
-async fn endless_http(env: &Env) -> (tokio::process::Child, String) {
+/// The hostile HTTP server (tests/mcp/endless_http.py) on a free loopback port, with `args`
+/// after the port; it ends when the returned child is dropped (killed) or its stdin closes (the
+/// test process ended, however). And its URL.
+async fn endless_http(env: &Env, args: &[&str]) -> (tokio::process::Child, String) {
     use tokio::io::AsyncBufReadExt;
     let script = std::path::Path::new(&env.script).with_file_name("endless_http.py");
     let mut child = tokio::process::Command::new(&env.python)
         .arg(script)
         .arg("0")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
     let mut line = String::new();
-    tokio::io::BufReader::new(stdout).read_line(&mut line).await.unwrap();
+    let mut stdout = tokio::io::BufReader::new(stdout);
+    let read = stdout.read_line(&mut line);
+    tokio::time::timeout(Duration::from_secs(20), read)
+        .await
+        .expect("the hostile server says its port")
+        .unwrap();
     let port = line.trim().strip_prefix("PORT ").unwrap().to_owned();
     (child, format!("http://127.0.0.1:{port}/mcp"))
 }
 
-/// An HTTP server whose answers never end, as JSON or as one event of a stream: each call
-/// fails once the answer passes `max_message_bytes`, with an error that names the limit,
-/// instead of the agent reading it into memory. The connection stays usable: an answer that
-/// comes whole before an endless event is taken, and a later call is answered.
-#[tokio::test]
-async fn an_http_answer_past_the_limit_fails_its_call_and_is_not_read_whole() {
-    use towerscope_agent::mcp::McpClient;
-    let Some(env) = env() else { return };
-    let (_server, url) = endless_http(&env).await;
-    let limit = 1 << 20;
-    let server = McpServer::http("flood", url)
-        .max_message_bytes(limit)
-        .timeout(Duration::from_secs(20))
-        .active(true);
-    let client = McpClient::connect(&server).await.unwrap();
-    assert_eq!(client.list_tools().await.unwrap().len(), 4);
-    let mut toolkit = Toolkit::new();
-    toolkit.add_mcp_client(client.clone(), &server).await.unwrap();
-
-    let calls = ["flood_json", "flood_sse", "answer_then_flood", "echo"];
+/// The results of a reply that called `calls` of the server `flood` in turn: state and text.
+async fn call_in_turn(toolkit: Toolkit, calls: &[&str]) -> Vec<(ToolResultState, String)> {
     let mut script: Vec<_> = calls
         .iter()
         .enumerate()
@@ -397,9 +394,8 @@ async fn an_http_answer_past_the_limit_fails_its_call_and_is_not_read_whole() {
     script.push(ScriptedResponse::text("done"));
     let model = ScriptedModel::new("m", script);
     let agent = agent(toolkit, &model);
-    let started = std::time::Instant::now();
     agent.reply(Msg::user("u", "flood")).await.unwrap();
-    let results: Vec<_> = model
+    model
         .requests()
         .last()
         .unwrap()
@@ -408,19 +404,100 @@ async fn an_http_answer_past_the_limit_fails_its_call_and_is_not_read_whole() {
         .unwrap()
         .tool_results()
         .map(|r| (r.state, r.output.text_content().unwrap_or_default()))
-        .collect();
-    assert_eq!(results.len(), 4);
-    for (state, text) in &results[..2] {
+        .collect()
+}
+
+/// An HTTP server whose answers never end (as JSON, with or without their length, as one event
+/// of a stream, as an error page, on its own event stream): each call fails once the answer
+/// passes `max_message_bytes`, at once, with an error that names the limit (an error page with
+/// its status), and the agent reads no more than that. The connection stays usable: an answer
+/// that comes whole before an endless event is taken, a later call is answered, and the
+/// server's own stream is not opened again and again.
+#[tokio::test]
+async fn an_http_answer_past_the_limit_fails_its_call_and_is_not_read_whole() {
+    use towerscope_agent::mcp::McpClient;
+    let Some(env) = env() else { return };
+    let (_server, url) = endless_http(&env, &[]).await;
+    let limit = 1 << 20;
+    let server = McpServer::http("flood", url)
+        .max_message_bytes(limit)
+        .timeout(Duration::from_secs(20))
+        .active(true);
+    let client = McpClient::connect(&server).await.unwrap();
+    assert_eq!(client.list_tools().await.unwrap().len(), 8);
+    let mut toolkit = Toolkit::new();
+    toolkit.add_mcp_client(client.clone(), &server).await.unwrap();
+    // Time for the server's own stream (opened after connecting) to pass the limit, and, were
+    // it opened again at once, to be opened many times.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let calls = [
+        "flood_json",
+        "flood_len",
+        "flood_sse",
+        "answer_then_flood",
+        "err500",
+        "echo",
+        "gets",
+    ];
+    let started = std::time::Instant::now();
+    let region = stats_alloc::Region::new(ALLOCATOR);
+    let results = call_in_turn(toolkit, &calls).await;
+    let allocated = region.change().bytes_allocated;
+    assert_eq!(results.len(), calls.len());
+    for (state, text) in &results[..3] {
         assert_eq!(*state, ToolResultState::Error, "{text}");
         assert!(
             text.contains(&format!("longer than {limit} bytes")) && text.contains("max_message_bytes"),
             "{text}"
         );
     }
-    assert_eq!(results[2], (ToolResultState::Success, "the answer".to_owned()));
-    assert_eq!(results[3], (ToolResultState::Success, "echoed".to_owned()));
-    // Failed as soon as the limit was passed, not at the call's timeout.
+    assert_eq!(results[3], (ToolResultState::Success, "the answer".to_owned()));
+    assert_eq!(results[4].0, ToolResultState::Error);
+    assert!(results[4].1.contains("HTTP 500"), "{}", results[4].1);
+    assert_eq!(results[5], (ToolResultState::Success, "echoed".to_owned()));
+    let gets: usize = results[6].1.parse().unwrap();
+    assert!(gets <= 2, "the server's own stream was opened {gets} times");
+    // Failed as soon as the limit was passed, not at the call's timeout; and the three floods
+    // (200 MiB each) were not read: this test's process allocated a few times the limit.
     assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    assert!(allocated < 64 << 20, "{allocated} bytes allocated");
+}
+
+/// A JSON answer that comes a byte at a time fails its call at the call's timeout, and holds
+/// back no other call: the answer is read off the transport's worker, which sends every
+/// request in turn.
+#[tokio::test]
+async fn a_slow_http_answer_holds_back_no_other_call() {
+    use towerscope_agent::mcp::McpClient;
+    let Some(env) = env() else { return };
+    let (_server, url) = endless_http(&env, &[]).await;
+    let server = McpServer::http("flood", url)
+        .timeout(Duration::from_secs(2))
+        .active(true);
+    let client = McpClient::connect(&server).await.unwrap();
+    let mut toolkit = Toolkit::new();
+    toolkit.add_mcp_client(client, &server).await.unwrap();
+    let started = std::time::Instant::now();
+    let results = call_in_turn(toolkit, &["slow_json", "echo"]).await;
+    assert_eq!(results[0].0, ToolResultState::Error, "{}", results[0].1);
+    assert_eq!(results[1], (ToolResultState::Success, "echoed".to_owned()));
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+}
+
+/// A server whose answer to `initialize` is an endless event: connecting fails, naming the
+/// limit.
+#[tokio::test]
+async fn connecting_to_an_http_server_whose_first_answer_never_ends_names_the_limit() {
+    use towerscope_agent::mcp::McpClient;
+    let Some(env) = env() else { return };
+    let (_server, url) = endless_http(&env, &["flood_init"]).await;
+    let limit = 1 << 20;
+    let server = McpServer::http("flood", url)
+        .max_message_bytes(limit)
+        .connect_timeout(Duration::from_secs(20));
+    let err = McpClient::connect(&server).await.unwrap_err().to_string();
+    assert!(err.contains(&format!("longer than {limit} bytes")), "{err}");
 }
 
 /// No argument.

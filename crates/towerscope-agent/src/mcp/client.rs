@@ -34,7 +34,8 @@ struct Inner {
     server: String,
     timeout: Option<Duration>,
     total_timeout: Option<Duration>,
-    /// Raised when a stdio server sent a message past its limit (the connection closed).
+    /// Raised when a stdio server sent a message past its limit (the connection closed); never
+    /// for an HTTP server.
     overflow: Overflow,
     max_message_bytes: usize,
 }
@@ -178,6 +179,9 @@ impl McpClient {
                 bearer,
                 root_certificates,
             } => {
+                // Raised by an answer past the limit: read only while connecting (an HTTP call's
+                // own error names the limit, and the connection stays open).
+                let connecting = Overflow::default();
                 let transport = HttpTarget {
                     server: &server.name,
                     url,
@@ -185,9 +189,10 @@ impl McpClient {
                     bearer: bearer.as_deref(),
                     root_certificates,
                     max_message_bytes: server.max_message_bytes,
+                    overflow: connecting.clone(),
                 }
                 .transport()?;
-                initialise(server, handler.serve(transport), &overflow).await?
+                initialise(server, handler.serve(transport), &connecting).await?
             }
         };
         Ok(Self {

@@ -31,6 +31,11 @@ impl Overflow {
     pub(super) fn happened(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }
+
+    /// Notes that a message was too long.
+    pub(super) fn raise(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Reads `inner`, failing with [`io::ErrorKind::InvalidData`] once a line (its bytes before the
@@ -83,7 +88,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineBound<R> {
         let before = buf.filled().len();
         std::task::ready!(Pin::new(&mut self.inner).poll_read(cx, buf))?;
         if !self.count(&buf.filled()[before..]) {
-            self.overflow.0.store(true, Ordering::Relaxed);
+            self.overflow.raise();
             return Poll::Ready(Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!("a message longer than {} bytes", self.max),

@@ -34,14 +34,41 @@ pub(super) async fn read_bounded(mut response: reqwest::Response, max: usize) ->
     if response.content_length().is_some_and(|n| n > max as u64) {
         return Err(BodyError::TooLong(TooLong { max }));
     }
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(BodyError::Read)? {
+    // Room for the announced length (within the limit), so that the buffer does not double
+    // past what it holds.
+    let announced = response.content_length().and_then(|n| usize::try_from(n).ok());
+    let mut body = Vec::with_capacity(announced.unwrap_or(0));
+    while let Some(chunk) = response.chunk().await.map_err(|e| BodyError::Read(e.without_url()))? {
         if body.len() + chunk.len() > max {
             return Err(BodyError::TooLong(TooLong { max }));
         }
         body.extend_from_slice(&chunk);
     }
     Ok(body)
+}
+
+/// The first `max` bytes of `response`'s body at most, read for no longer than `wait` (an
+/// error answer's text, shown cut anyway); and whether that is the whole body. A failed read
+/// ends it as well: what was read is all there is to show.
+pub(super) async fn read_prefix(
+    mut response: reqwest::Response,
+    max: usize,
+    wait: std::time::Duration,
+) -> (Vec<u8>, bool) {
+    let mut body = Vec::new();
+    let read = async {
+        while let Ok(Some(chunk)) = response.chunk().await {
+            let room = max - body.len();
+            if chunk.len() > room {
+                body.extend_from_slice(&chunk[..room]);
+                return false;
+            }
+            body.extend_from_slice(&chunk);
+        }
+        true
+    };
+    let whole = tokio::time::timeout(wait, read).await.unwrap_or(false);
+    (body, whole)
 }
 
 /// Why [`read_bounded`] failed.
@@ -192,7 +219,7 @@ where
                     Poll::Ready(Some(Ok(bytes.slice(..whole))))
                 }
             },
-            Some(Err(e)) => Poll::Ready(Some(Err(StreamError::Read(e)))),
+            Some(Err(e)) => Poll::Ready(Some(Err(StreamError::Read(e.without_url())))),
             None => Poll::Ready(None),
         }
     }

@@ -2,10 +2,20 @@
 //! (see `bound.rs`). The SDK's own client reads a JSON answer whole, and its event-stream parser
 //! keeps an event whole, however long.
 //!
-//! A JSON answer past the limit fails its request with [`TooLong`]'s text. An event past the
-//! limit ends its stream: when the stream answers a request, the request gets an error answer
-//! that names the limit (made here: the server's is what could not be read), so that its caller
-//! hears at once rather than at its timeout; the connection stays usable.
+//! - **A request's answer is read off the SDK's worker.** The worker sends every message in
+//!   turn, and waits for `post_message`: a JSON answer read there (as the SDK's own client
+//!   does) held back every later request, and the call's own timeout too, as long as the server
+//!   kept it coming. So a request's JSON answer is handed over as an event stream of one event,
+//!   read in the stream's own task; `initialize`'s is read in place (connecting has its own
+//!   timeout, and the SDK takes a JSON error answer to it only that way).
+//! - **Past the limit**, a request's answer (JSON, or an event of its stream) is replaced by an
+//!   error answer that names the limit (made here: the server's could not be read), so that its
+//!   caller hears at once rather than at its timeout; the connection stays usable.
+//! - **The server's own stream** (`GET`), once an event of it passed the limit, is not opened
+//!   again: the SDK would reconnect at once, and each time read the limit's worth again.
+//! - **An error status** keeps its status and the first [`ERROR_TEXT_BYTES`] of its body.
+//! - Errors name no URL (reqwest's do; a URL may carry a key), and redirects are not followed
+//!   (headers would go to another host), as the SDK's own client does not.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -15,14 +25,24 @@ use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue, WWW_AUTHENTICATE};
-use rmcp::model::{ClientJsonRpcMessage, ErrorCode, ErrorData, JsonRpcMessage, ServerJsonRpcMessage};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_client::{
     AuthRequiredError, InsufficientScopeError, SseError, StreamableHttpClient, StreamableHttpError,
     StreamableHttpPostResponse,
 };
 use sse_stream::{Sse, SseStream};
 
-use super::bound::{BodyError, EventBound, StreamError, TooLong, read_bounded};
+use super::bound::{BodyError, EventBound, StreamError, TooLong, read_bounded, read_prefix};
+use crate::mcp::stdio::Overflow;
+
+/// How much of an error answer's body is read (its text is shown cut anyway).
+pub(in crate::mcp) const ERROR_TEXT_BYTES: usize = 64 << 10;
+
+/// How long an error answer's body is read.
+const ERROR_TEXT_WAIT: Duration = Duration::from_secs(10);
 
 const SESSION_ID: &str = "mcp-session-id";
 const LAST_EVENT_ID: &str = "last-event-id";
@@ -32,8 +52,23 @@ const JSON: &str = "application/json";
 /// reqwest with answers of at most `max` bytes (an event of a stream, a JSON answer).
 #[derive(Clone)]
 pub(in crate::mcp) struct BoundedClient {
-    pub(super) client: reqwest::Client,
-    pub(super) max: usize,
+    client: reqwest::Client,
+    max: usize,
+    /// Raised when any answer passed the limit (read by connecting, whose failure then says so).
+    overflow: Overflow,
+    /// Set once an event of the server's own stream passed the limit: it is not opened again.
+    stream_overflowed: Arc<AtomicBool>,
+}
+
+impl BoundedClient {
+    pub(super) fn new(client: reqwest::Client, max: usize, overflow: Overflow) -> Self {
+        Self {
+            client,
+            max,
+            overflow,
+            stream_overflowed: Arc::default(),
+        }
+    }
 }
 
 /// An error of [`BoundedClient`]: the connection's, or an answer past the limit.
@@ -66,7 +101,7 @@ impl std::error::Error for HttpError {
 type Error = StreamableHttpError<HttpError>;
 
 fn request_error(e: reqwest::Error) -> Error {
-    StreamableHttpError::Client(HttpError::Request(e))
+    StreamableHttpError::Client(HttpError::Request(e.without_url()))
 }
 
 impl From<BodyError> for Error {
@@ -82,10 +117,10 @@ impl From<BodyError> for Error {
 /// the protocol version, which the SDK sets through them).
 fn with_headers(
     mut request: reqwest::RequestBuilder,
-    headers: HashMap<HeaderName, HeaderValue>,
+    headers: &HashMap<HeaderName, HeaderValue>,
 ) -> reqwest::RequestBuilder {
     for (name, value) in headers {
-        request = request.header(name, value);
+        request = request.header(name, value.clone());
     }
     request
 }
@@ -122,15 +157,18 @@ fn scope(header: &str) -> Option<String> {
     (!value.is_empty()).then(|| value.to_owned())
 }
 
-/// An event stream of `response`, each event bounded; once one passes the limit, the stream
-/// yields `answer` (an error answer for the request it answers, if any) and ends.
+/// An event stream of `response`, each event bounded; once one passes the limit, `overflowed`
+/// is told, and the stream yields `answer` (an error answer for the request it answers, if any)
+/// and ends.
 fn events(
     response: reqwest::Response,
     max: usize,
     answer: Option<ServerJsonRpcMessage>,
+    overflowed: impl FnOnce() + Send + 'static,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
     let bounded = EventBound::new(response.bytes_stream(), max);
     let mut answer = answer.and_then(|a| serde_json::to_string(&a).ok());
+    let mut overflowed = Some(overflowed);
     SseStream::from_bytes_stream(bounded)
         .scan(false, move |ended, item| {
             if *ended {
@@ -144,17 +182,51 @@ fn events(
                 return std::future::ready(Some(item));
             }
             *ended = true;
+            if let Some(told) = overflowed.take() {
+                told();
+            }
             std::future::ready(Some(match answer.take() {
-                Some(data) => Ok(Sse {
-                    event: None,
-                    data: Some(data),
-                    id: None,
-                    retry: None,
-                }),
+                Some(data) => Ok(event(data)),
                 None => item,
             }))
         })
         .boxed()
+}
+
+fn event(data: String) -> Sse {
+    Sse {
+        event: None,
+        data: Some(data),
+        id: None,
+        retry: None,
+    }
+}
+
+/// A request's JSON answer as a stream of one event, read (bounded) when the stream is first
+/// polled: past the limit, or cut off, it is an error answer saying so.
+fn json_answer(
+    response: reqwest::Response,
+    max: usize,
+    id: rmcp::model::RequestId,
+    overflow: Overflow,
+) -> BoxStream<'static, Result<Sse, SseError>> {
+    futures_util::stream::once(async move {
+        let failure = match read_bounded(response, max).await {
+            Ok(body) => match String::from_utf8(body) {
+                Ok(text) => return Ok(event(text)),
+                Err(_) => "the server's answer is not UTF-8 text".to_owned(),
+            },
+            Err(BodyError::TooLong(e)) => {
+                overflow.raise();
+                e.to_string()
+            }
+            Err(BodyError::Read(e)) => format!("the server's answer could not be read: {e}"),
+        };
+        let error = ErrorData::new(ErrorCode::INTERNAL_ERROR, failure, None);
+        let answer = ServerJsonRpcMessage::error(error, Some(id));
+        Ok(event(serde_json::to_string(&answer).unwrap_or_default()))
+    })
+    .boxed()
 }
 
 /// The error answer to `message` (a request) for an answer past the limit.
@@ -177,6 +249,12 @@ impl StreamableHttpClient for BoundedClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Error> {
+        if self.stream_overflowed.load(Ordering::Relaxed) {
+            // The SDK then backs off, and gives up after its retries.
+            return Err(StreamableHttpError::Client(HttpError::TooLong(TooLong {
+                max: self.max,
+            })));
+        }
         let mut request = self
             .client
             .get(uri.as_ref())
@@ -188,7 +266,7 @@ impl StreamableHttpClient for BoundedClient {
         if let Some(token) = auth_header {
             request = request.bearer_auth(token);
         }
-        let response = with_headers(request, custom_headers)
+        let response = with_headers(request, &custom_headers)
             .send()
             .await
             .map_err(request_error)?;
@@ -200,7 +278,11 @@ impl StreamableHttpClient for BoundedClient {
         if !is(kind.as_deref(), EVENT_STREAM) && !is(kind.as_deref(), JSON) {
             return Err(StreamableHttpError::UnexpectedContentType(kind));
         }
-        Ok(events(response, self.max, None))
+        let (overflow, stopped) = (self.overflow.clone(), Arc::clone(&self.stream_overflowed));
+        Ok(events(response, self.max, None, move || {
+            overflow.raise();
+            stopped.store(true, Ordering::Relaxed);
+        }))
     }
 
     async fn delete_session(
@@ -214,7 +296,7 @@ impl StreamableHttpClient for BoundedClient {
         if let Some(token) = auth_header {
             request = request.bearer_auth(token);
         }
-        let response = with_headers(request, custom_headers)
+        let response = with_headers(request, &custom_headers)
             .send()
             .await
             .map_err(request_error)?;
@@ -234,11 +316,15 @@ impl StreamableHttpClient for BoundedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, Error> {
         let body = serde_json::to_vec(&message)?;
-        let mut request = self
-            .client
-            .post(uri.as_ref())
-            .header(ACCEPT, format!("{EVENT_STREAM}, {JSON}"))
-            .header(CONTENT_TYPE, JSON);
+        let mut request = with_headers(
+            self.client
+                .post(uri.as_ref())
+                .header(ACCEPT, format!("{EVENT_STREAM}, {JSON}")),
+            &custom_headers,
+        );
+        if !custom_headers.contains_key(&CONTENT_TYPE) {
+            request = request.header(CONTENT_TYPE, JSON);
+        }
         if let Some(token) = auth_header {
             request = request.bearer_auth(token);
         }
@@ -246,11 +332,7 @@ impl StreamableHttpClient for BoundedClient {
         if let Some(id) = session_id {
             request = request.header(SESSION_ID, id.as_ref());
         }
-        let response = with_headers(request, custom_headers)
-            .body(body)
-            .send()
-            .await
-            .map_err(request_error)?;
+        let response = request.body(body).send().await.map_err(request_error)?;
         let status = response.status();
         if status == StatusCode::UNAUTHORIZED
             && let Some(header) = www_authenticate(&response)?
@@ -277,40 +359,55 @@ impl StreamableHttpClient for BoundedClient {
             .get(SESSION_ID)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let not_a_request = !matches!(message, JsonRpcMessage::Request(_));
-        // Some servers answer a notification with an empty 200 rather than 202.
-        if status.is_success() && response.content_length() == Some(0) && not_a_request {
-            return Ok(StreamableHttpPostResponse::Accepted);
-        }
+        let request_id = match &message {
+            JsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
         if !status.is_success() {
             // An error may come as a JSON-RPC error answer; anything else fails the request
-            // with the status and the body's text.
-            let body = read_bounded(response, self.max).await?;
-            if is(kind.as_deref(), JSON)
+            // with the status and the start of the body's text.
+            let (body, whole) = read_prefix(response, ERROR_TEXT_BYTES, ERROR_TEXT_WAIT).await;
+            if whole
+                && is(kind.as_deref(), JSON)
                 && let Ok(answer @ JsonRpcMessage::Error(_)) = serde_json::from_slice::<ServerJsonRpcMessage>(&body)
             {
                 return Ok(StreamableHttpPostResponse::Json(answer, session));
             }
             let text = String::from_utf8_lossy(&body);
+            let more = if whole { "" } else { "…" };
             return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(format!(
-                "HTTP {status}: {text}"
+                "HTTP {status}: {text}{more}"
             ))));
         }
+        // A notification's answer (some servers send an empty 200 instead of 202) is not read:
+        // nothing waits for it.
+        let Some(id) = request_id else {
+            return Ok(StreamableHttpPostResponse::Accepted);
+        };
         if is(kind.as_deref(), EVENT_STREAM) {
             let answer = too_long_answer(&message, self.max);
-            return Ok(StreamableHttpPostResponse::Sse(
-                events(response, self.max, answer),
-                session,
-            ));
+            let overflow = self.overflow.clone();
+            let stream = events(response, self.max, answer, move || overflow.raise());
+            return Ok(StreamableHttpPostResponse::Sse(stream, session));
         }
         if !is(kind.as_deref(), JSON) {
             return Err(StreamableHttpError::UnexpectedContentType(kind));
         }
-        let body = read_bounded(response, self.max).await?;
+        let initialize =
+            matches!(&message, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_)));
+        if !initialize {
+            let stream = json_answer(response, self.max, id, self.overflow.clone());
+            return Ok(StreamableHttpPostResponse::Sse(stream, session));
+        }
+        let body = read_bounded(response, self.max).await.inspect_err(|e| {
+            if matches!(e, BodyError::TooLong(_)) {
+                self.overflow.raise();
+            }
+        })?;
         match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
             Ok(answer) => Ok(StreamableHttpPostResponse::Json(answer, session)),
-            // A body that is no JSON-RPC message (a 200 with some text to a notification) is
-            // taken as accepted, as the SDK's own client does.
+            // A body that is no JSON-RPC message is taken as accepted, as the SDK's own
+            // client does.
             Err(e) => {
                 tracing::warn!("an MCP server's JSON answer is no JSON-RPC message, taken as accepted: {e}");
                 Ok(StreamableHttpPostResponse::Accepted)

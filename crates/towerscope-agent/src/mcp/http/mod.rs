@@ -24,6 +24,8 @@ pub(super) struct HttpTarget<'a> {
     pub(super) root_certificates: &'a [String],
     /// The longest answer, or event of a stream, read.
     pub(super) max_message_bytes: usize,
+    /// Raised when an answer passes that limit.
+    pub(super) overflow: super::stdio::Overflow,
 }
 
 /// Headers the transport sets itself (lower case, as `HeaderName` keeps them).
@@ -79,7 +81,8 @@ impl HttpTarget<'_> {
             // Fails only when another thread installed a provider meanwhile, which is as good.
             let _ = rustls::crypto::ring::default_provider().install_default();
         }
-        let mut builder = reqwest::Client::builder();
+        // No redirects: the headers (keys, often) would follow to another host.
+        let mut builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
         for pem in self.root_certificates {
             let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes())
                 .map_err(|e| invalid(server, format_args!("a root certificate is not valid PEM: {e}")))?;
@@ -97,10 +100,7 @@ impl HttpTarget<'_> {
         if let Some(token) = self.bearer {
             config = config.auth_header(token);
         }
-        let client = BoundedClient {
-            client,
-            max: self.max_message_bytes,
-        };
+        let client = BoundedClient::new(client, self.max_message_bytes, self.overflow.clone());
         Ok(StreamableHttpClientTransport::with_client(client, config))
     }
 }
