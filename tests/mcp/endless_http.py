@@ -9,6 +9,10 @@ that never ends, and a call of
 - `answer_then_flood` with an event stream: the call's whole answer, then an endless event;
 - `err500` with a 500 whose HTML body never ends;
 - `slow_json` with a JSON answer that comes a byte every half second, forever;
+- `late` with a JSON answer whose status and headers come after six seconds;
+- `not_the_answer` with a JSON notification instead of the call's answer;
+- `server_error` with a 500 carrying a JSON-RPC error whose id is not the call's (the Python
+  SDK's `server-error`);
 - `gets` with the number of `GET`s it was sent so far;
 - `echo` with an event stream holding the answer, as the Python SDK sends it.
 
@@ -26,7 +30,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CHUNK = b"x" * (1 << 20)
-TOOLS = ["flood_json", "flood_len", "flood_sse", "answer_then_flood", "err500", "slow_json", "gets", "echo"]
+TOOLS = ["flood_json", "flood_len", "flood_sse", "answer_then_flood", "err500", "slow_json", "late",
+         "not_the_answer", "server_error", "gets", "echo"]
 FLOOD_INIT = sys.argv[2:] == ["flood_init"]
 GETS = [0]
 
@@ -120,6 +125,21 @@ class Handler(BaseHTTPRequestHandler):
                         time.sleep(0.5)
                 except (BrokenPipeError, ConnectionResetError, OSError):
                     pass
+            elif name == "late":
+                time.sleep(6)
+                self.send("application/json", text_result(request_id, "late"))
+            elif name == "not_the_answer":
+                self.send("application/json", json.dumps({
+                    "jsonrpc": "2.0", "method": "notifications/message",
+                    "params": {"level": "info", "data": "not the answer"}}).encode())
+            elif name == "server_error":
+                body = json.dumps({"jsonrpc": "2.0", "id": "server-error",
+                                   "error": {"code": -32603, "message": "the server broke"}}).encode()
+                self.send_response(500)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
             elif name == "gets":
                 self.send("text/event-stream", b"data: " + text_result(request_id, str(GETS[0])) + b"\n\n")
             elif name == "answer_then_flood":

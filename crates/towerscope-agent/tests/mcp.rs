@@ -424,7 +424,7 @@ async fn an_http_answer_past_the_limit_fails_its_call_and_is_not_read_whole() {
         .timeout(Duration::from_secs(20))
         .active(true);
     let client = McpClient::connect(&server).await.unwrap();
-    assert_eq!(client.list_tools().await.unwrap().len(), 8);
+    assert_eq!(client.list_tools().await.unwrap().len(), 11);
     let mut toolkit = Toolkit::new();
     toolkit.add_mcp_client(client.clone(), &server).await.unwrap();
     // Time for the server's own stream (opened after connecting) to pass the limit, and, were
@@ -439,6 +439,8 @@ async fn an_http_answer_past_the_limit_fails_its_call_and_is_not_read_whole() {
         "err500",
         "echo",
         "gets",
+        "not_the_answer",
+        "server_error",
     ];
     let started = std::time::Instant::now();
     let region = stats_alloc::Region::new(ALLOCATOR);
@@ -458,6 +460,15 @@ async fn an_http_answer_past_the_limit_fails_its_call_and_is_not_read_whole() {
     assert_eq!(results[5], (ToolResultState::Success, "echoed".to_owned()));
     let gets: usize = results[6].1.parse().unwrap();
     assert!(gets <= 2, "the server's own stream was opened {gets} times");
+    // An answer that is no answer, or an error under another id, fails the call at once.
+    assert_eq!(results[7].0, ToolResultState::Error);
+    assert!(
+        results[7].1.contains("answered the request with another message"),
+        "{}",
+        results[7].1
+    );
+    assert_eq!(results[8].0, ToolResultState::Error);
+    assert!(results[8].1.contains("the server broke"), "{}", results[8].1);
     // Failed as soon as the limit was passed, not at the call's timeout; and the three floods
     // (200 MiB each) were not read: this test's process allocated a few times the limit.
     assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
@@ -479,10 +490,46 @@ async fn a_slow_http_answer_holds_back_no_other_call() {
     let mut toolkit = Toolkit::new();
     toolkit.add_mcp_client(client, &server).await.unwrap();
     let started = std::time::Instant::now();
-    let results = call_in_turn(toolkit, &["slow_json", "echo"]).await;
+    let results = tokio::time::timeout(Duration::from_secs(30), call_in_turn(toolkit, &["slow_json", "echo"]))
+        .await
+        .expect("the calls end");
     assert_eq!(results[0].0, ToolResultState::Error, "{}", results[0].1);
     assert_eq!(results[1], (ToolResultState::Success, "echoed".to_owned()));
     assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+}
+
+/// A call whose answer's headers come late (a server that answers JSON only once its result is
+/// ready) holds back no other call: after a moment, the answer is awaited off the transport's
+/// worker, which sends every request in turn.
+#[tokio::test]
+async fn a_late_http_answer_holds_back_no_other_call() {
+    use towerscope_agent::mcp::McpClient;
+    let Some(env) = env() else { return };
+    let (_server, url) = endless_http(&env, &[]).await;
+    let server = McpServer::http("flood", url)
+        .timeout(Duration::from_secs(3))
+        .active(true);
+    let client = McpClient::connect(&server).await.unwrap();
+    let (mut late, mut echo) = (Toolkit::new(), Toolkit::new());
+    late.add_mcp_client(client.clone(), &server).await.unwrap();
+    echo.add_mcp_client(client, &server).await.unwrap();
+    let started = std::time::Instant::now();
+    let late = call_in_turn(late, &["late"]);
+    let echo = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let results = call_in_turn(echo, &["echo"]).await;
+        (results, started.elapsed())
+    };
+    let (late, (echo, echoed_after)) =
+        tokio::time::timeout(Duration::from_secs(30), futures_util::future::join(late, echo))
+            .await
+            .expect("both calls end");
+    assert_eq!(echo, [(ToolResultState::Success, "echoed".to_owned())]);
+    assert!(
+        echoed_after < Duration::from_secs(3),
+        "the echo waited {echoed_after:?}"
+    );
+    assert_eq!(late[0].0, ToolResultState::Error, "{}", late[0].1);
 }
 
 /// A server whose answer to `initialize` is an endless event: connecting fails, naming the

@@ -190,6 +190,7 @@ impl McpClient {
                     root_certificates,
                     max_message_bytes: server.max_message_bytes,
                     overflow: connecting.clone(),
+                    answer_wait: server.timeout,
                 }
                 .transport()?;
                 initialise(server, handler.serve(transport), &connecting).await?

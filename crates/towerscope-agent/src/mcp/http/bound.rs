@@ -47,28 +47,42 @@ pub(super) async fn read_bounded(mut response: reqwest::Response, max: usize) ->
     Ok(body)
 }
 
+/// How much of a body [`read_prefix`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Prefix {
+    /// All of it.
+    Whole,
+    /// Its first bytes: it is longer, it did not end in time, or its reading failed.
+    Cut,
+}
+
 /// The first `max` bytes of `response`'s body at most, read for no longer than `wait` (an
-/// error answer's text, shown cut anyway); and whether that is the whole body. A failed read
-/// ends it as well: what was read is all there is to show.
+/// error answer's text, shown cut anyway), and whether that is all of it.
 pub(super) async fn read_prefix(
     mut response: reqwest::Response,
     max: usize,
     wait: std::time::Duration,
-) -> (Vec<u8>, bool) {
+) -> (Vec<u8>, Prefix) {
     let mut body = Vec::new();
     let read = async {
-        while let Ok(Some(chunk)) = response.chunk().await {
-            let room = max - body.len();
-            if chunk.len() > room {
-                body.extend_from_slice(&chunk[..room]);
-                return false;
+        loop {
+            match response.chunk().await {
+                Ok(None) => return Prefix::Whole,
+                Err(_) => return Prefix::Cut,
+                Ok(Some(chunk)) => {
+                    // Never negative: the body holds at most `max` bytes.
+                    let room = max - body.len();
+                    if chunk.len() > room {
+                        body.extend_from_slice(&chunk[..room]);
+                        return Prefix::Cut;
+                    }
+                    body.extend_from_slice(&chunk);
+                }
             }
-            body.extend_from_slice(&chunk);
         }
-        true
     };
-    let whole = tokio::time::timeout(wait, read).await.unwrap_or(false);
-    (body, whole)
+    let read = tokio::time::timeout(wait, read).await.unwrap_or(Prefix::Cut);
+    (body, read)
 }
 
 /// Why [`read_bounded`] failed.

@@ -2,17 +2,24 @@
 //! (see `bound.rs`). The SDK's own client reads a JSON answer whole, and its event-stream parser
 //! keeps an event whole, however long.
 //!
-//! - **A request's answer is read off the SDK's worker.** The worker sends every message in
-//!   turn, and waits for `post_message`: a JSON answer read there (as the SDK's own client
-//!   does) held back every later request, and the call's own timeout too, as long as the server
-//!   kept it coming. So a request's JSON answer is handed over as an event stream of one event,
-//!   read in the stream's own task; `initialize`'s is read in place (connecting has its own
-//!   timeout, and the SDK takes a JSON error answer to it only that way).
+//! - **A request's answer is awaited off the SDK's worker.** The worker sends every message in
+//!   turn and waits for `post_message`: an answer awaited there (as the SDK's own client does)
+//!   held back every later request, and the call's own timeout too. So a request's answer is
+//!   awaited in place for [`HEADERS_WAIT`] at most (a session's expiry, 404, is answered in that
+//!   time, and the SDK starts a new session), then in the stream the SDK reads; and a JSON
+//!   answer is handed over as an event stream, read in that stream's task for no longer than
+//!   the server's `timeout`. `initialize`'s answer is read in place: connecting has its own
+//!   timeout, and the SDK takes a JSON error answer to it only that way.
+//! - **A request's stream always ends with its answer**: an error answer keeps the server's
+//!   message but takes the request's id (a server that could not read the request names none,
+//!   or another), and a JSON answer that is none is followed by an error answer saying so;
+//!   otherwise the call would wait for its timeout, and the SDK reopen the server's stream.
 //! - **Past the limit**, a request's answer (JSON, or an event of its stream) is replaced by an
 //!   error answer that names the limit (made here: the server's could not be read), so that its
 //!   caller hears at once rather than at its timeout; the connection stays usable.
-//! - **The server's own stream** (`GET`), once an event of it passed the limit, is not opened
-//!   again: the SDK would reconnect at once, and each time read the limit's worth again.
+//! - **The server's own stream** (`GET`, or a resumed one), once its events passed the limit
+//!   [`STREAM_OVERFLOWS`] times in a session, is not opened again in that session: the SDK
+//!   reopens it at once after an error, and each time the limit's worth was read again.
 //! - **An error status** keeps its status and the first [`ERROR_TEXT_BYTES`] of its body.
 //! - Errors name no URL (reqwest's do; a URL may carry a key), and redirects are not followed
 //!   (headers would go to another host), as the SDK's own client does not.
@@ -25,17 +32,19 @@ use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue, WWW_AUTHENTICATE};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
+};
 use rmcp::transport::streamable_http_client::{
     AuthRequiredError, InsufficientScopeError, SseError, StreamableHttpClient, StreamableHttpError,
     StreamableHttpPostResponse,
 };
 use sse_stream::{Sse, SseStream};
 
-use super::bound::{BodyError, EventBound, StreamError, TooLong, read_bounded, read_prefix};
+use super::bound::{BodyError, EventBound, Prefix, StreamError, TooLong, read_bounded, read_prefix};
 use crate::mcp::stdio::Overflow;
 
 /// How much of an error answer's body is read (its text is shown cut anyway).
@@ -56,18 +65,32 @@ pub(in crate::mcp) struct BoundedClient {
     max: usize,
     /// Raised when any answer passed the limit (read by connecting, whose failure then says so).
     overflow: Overflow,
-    /// Set once an event of the server's own stream passed the limit: it is not opened again.
-    stream_overflowed: Arc<AtomicBool>,
+    /// How long a request's JSON answer is read (the server's `timeout`): a call that timed out
+    /// does not keep its answer's reading alive.
+    answer_wait: Option<Duration>,
+    /// The session whose own streams had an event past the limit, and how many times.
+    stream_overflows: Arc<Mutex<(Option<Arc<str>>, u32)>>,
 }
 
+/// How many times the server's own stream (or a resumed one) may pass the limit in one session
+/// before it is not opened again: the SDK reopens it at once after an error.
+const STREAM_OVERFLOWS: u32 = 2;
+
 impl BoundedClient {
-    pub(super) fn new(client: reqwest::Client, max: usize, overflow: Overflow) -> Self {
+    pub(super) fn new(client: reqwest::Client, max: usize, overflow: Overflow, answer_wait: Option<Duration>) -> Self {
         Self {
             client,
             max,
             overflow,
-            stream_overflowed: Arc::default(),
+            answer_wait,
+            stream_overflows: Arc::default(),
         }
+    }
+
+    /// Whether the streams of `session` passed the limit too often to be opened again.
+    fn streams_refused(&self, session: &Arc<str>) -> bool {
+        let overflows = self.stream_overflows.lock().unwrap_or_else(PoisonError::into_inner);
+        overflows.0.as_ref() == Some(session) && overflows.1 >= STREAM_OVERFLOWS
     }
 }
 
@@ -202,40 +225,206 @@ fn event(data: String) -> Sse {
     }
 }
 
-/// A request's JSON answer as a stream of one event, read (bounded) when the stream is first
-/// polled: past the limit, or cut off, it is an error answer saying so.
+/// An error answer to the request `id`, as the server might have sent it.
+fn error_answer(id: RequestId, message: String) -> ServerJsonRpcMessage {
+    ServerJsonRpcMessage::error(ErrorData::new(ErrorCode::INTERNAL_ERROR, message, None), Some(id))
+}
+
+fn event_of(message: &ServerJsonRpcMessage) -> Result<Sse, SseError> {
+    Ok(event(serde_json::to_string(message).unwrap_or_default()))
+}
+
+/// The events of a JSON answer to the request `id`, ending with its answer whatever the server
+/// sent: an error answer keeps its message but takes the request's id (a server that could not
+/// read the id uses another, and the caller would wait for its timeout); any other message is
+/// passed on, followed by an error answer saying the request got none.
+fn answer_events(body: &[u8], id: &RequestId) -> Vec<Result<Sse, SseError>> {
+    match serde_json::from_slice::<ServerJsonRpcMessage>(body) {
+        Ok(JsonRpcMessage::Response(response)) if response.id == *id => {
+            vec![event_of(&JsonRpcMessage::Response(response))]
+        }
+        Ok(JsonRpcMessage::Error(mut error)) => {
+            error.id = Some(id.clone());
+            vec![event_of(&JsonRpcMessage::Error(error))]
+        }
+        Ok(other) => vec![
+            event_of(&other),
+            event_of(&error_answer(
+                id.clone(),
+                "the server answered the request with another message".to_owned(),
+            )),
+        ],
+        Err(e) => vec![event_of(&error_answer(
+            id.clone(),
+            format!("the server's answer is no JSON-RPC message: {e}"),
+        ))],
+    }
+}
+
+/// A request's JSON answer as a stream of events ([`answer_events`]), read (bounded, and for
+/// no longer than `wait` when set) when the stream is first polled: past the limit, cut off or
+/// late, it is an error answer saying so.
 fn json_answer(
     response: reqwest::Response,
     max: usize,
-    id: rmcp::model::RequestId,
+    wait: Option<Duration>,
+    id: RequestId,
     overflow: Overflow,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
     futures_util::stream::once(async move {
-        let failure = match read_bounded(response, max).await {
-            Ok(body) => match String::from_utf8(body) {
-                Ok(text) => return Ok(event(text)),
-                Err(_) => "the server's answer is not UTF-8 text".to_owned(),
-            },
-            Err(BodyError::TooLong(e)) => {
+        let read = read_bounded(response, max);
+        let read = match wait {
+            Some(wait) => tokio::time::timeout(wait, read).await,
+            None => Ok(read.await),
+        };
+        let failure = match read {
+            Ok(Ok(body)) => return answer_events(&body, &id),
+            Ok(Err(BodyError::TooLong(e))) => {
                 overflow.raise();
                 e.to_string()
             }
-            Err(BodyError::Read(e)) => format!("the server's answer could not be read: {e}"),
+            Ok(Err(BodyError::Read(e))) => format!("the server's answer could not be read: {e}"),
+            Err(_) => "the server's answer did not end within the call's timeout (McpServer::timeout)".to_owned(),
         };
-        let error = ErrorData::new(ErrorCode::INTERNAL_ERROR, failure, None);
-        let answer = ServerJsonRpcMessage::error(error, Some(id));
-        Ok(event(serde_json::to_string(&answer).unwrap_or_default()))
+        vec![event_of(&error_answer(id, failure))]
     })
+    .flat_map(futures_util::stream::iter)
     .boxed()
 }
 
-/// The error answer to `message` (a request) for an answer past the limit.
-fn too_long_answer(message: &ClientJsonRpcMessage, max: usize) -> Option<ServerJsonRpcMessage> {
-    let JsonRpcMessage::Request(request) = message else {
-        return None;
-    };
-    let error = ErrorData::new(ErrorCode::INTERNAL_ERROR, TooLong { max }.to_string(), None);
-    Some(ServerJsonRpcMessage::error(error, Some(request.id.clone())))
+/// The error answer to the request `id` for an answer past the limit.
+fn too_long_answer(id: RequestId, max: usize) -> ServerJsonRpcMessage {
+    error_answer(id, TooLong { max }.to_string())
+}
+
+/// How long a request's answer may take to start (its status and headers) before the rest of
+/// it is awaited off the SDK's worker: long enough for a session's expiry (404) to be answered
+/// in place, so that the SDK can start a new session and send the request again.
+const HEADERS_WAIT: Duration = Duration::from_secs(1);
+
+/// What the SDK is told about a request's answer.
+struct Asked {
+    /// The request's id; `None` for a notification or an answer to the server.
+    id: Option<RequestId>,
+    initialize: bool,
+    had_session: bool,
+}
+
+impl BoundedClient {
+    /// Handles the answer to a posted message (see the module docs).
+    async fn answer(&self, response: reqwest::Response, asked: &Asked) -> Result<StreamableHttpPostResponse, Error> {
+        let status = response.status();
+        if status == StatusCode::UNAUTHORIZED
+            && let Some(header) = www_authenticate(&response)?
+        {
+            return Err(StreamableHttpError::AuthRequired(AuthRequiredError::new(header)));
+        }
+        if status == StatusCode::FORBIDDEN
+            && let Some(header) = www_authenticate(&response)?
+        {
+            let required = scope(&header);
+            return Err(StreamableHttpError::InsufficientScope(InsufficientScopeError::new(
+                header, required,
+            )));
+        }
+        if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
+            return Ok(StreamableHttpPostResponse::Accepted);
+        }
+        if status == StatusCode::NOT_FOUND && asked.had_session {
+            return Err(StreamableHttpError::SessionExpired);
+        }
+        let kind = content_type(&response);
+        let session = response
+            .headers()
+            .get(SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if !status.is_success() {
+            // An error may come as a JSON-RPC error answer; anything else fails the request
+            // with the status and the start of the body's text.
+            let (body, read) = read_prefix(response, ERROR_TEXT_BYTES, ERROR_TEXT_WAIT).await;
+            if read == Prefix::Whole
+                && is(kind.as_deref(), JSON)
+                && let Ok(JsonRpcMessage::Error(mut error)) = serde_json::from_slice::<ServerJsonRpcMessage>(&body)
+            {
+                // Its id is the request's: a server that could not read the request names none,
+                // or another (the Python SDK's `server-error`), and the caller would wait.
+                if let Some(id) = &asked.id {
+                    error.id = Some(id.clone());
+                }
+                return Ok(StreamableHttpPostResponse::Json(JsonRpcMessage::Error(error), session));
+            }
+            let text = String::from_utf8_lossy(&body);
+            let more = if read == Prefix::Whole { "" } else { "…" };
+            return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(format!(
+                "HTTP {status}: {text}{more}"
+            ))));
+        }
+        // A notification's answer (some servers send an empty 200 instead of 202) is not read:
+        // nothing waits for it.
+        let Some(id) = asked.id.clone() else {
+            return Ok(StreamableHttpPostResponse::Accepted);
+        };
+        if is(kind.as_deref(), EVENT_STREAM) {
+            let answer = too_long_answer(id, self.max);
+            let overflow = self.overflow.clone();
+            let stream = events(response, self.max, Some(answer), move || overflow.raise());
+            return Ok(StreamableHttpPostResponse::Sse(stream, session));
+        }
+        if !is(kind.as_deref(), JSON) {
+            return Err(StreamableHttpError::UnexpectedContentType(kind));
+        }
+        if !asked.initialize {
+            let stream = json_answer(response, self.max, self.answer_wait, id, self.overflow.clone());
+            return Ok(StreamableHttpPostResponse::Sse(stream, session));
+        }
+        let body = read_bounded(response, self.max).await.inspect_err(|e| {
+            if matches!(e, BodyError::TooLong(_)) {
+                self.overflow.raise();
+            }
+        })?;
+        match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
+            Ok(answer) => Ok(StreamableHttpPostResponse::Json(answer, session)),
+            // A body that is no JSON-RPC message is taken as accepted, as the SDK's own
+            // client does.
+            Err(e) => {
+                tracing::warn!("an MCP server's JSON answer is no JSON-RPC message, taken as accepted: {e}");
+                Ok(StreamableHttpPostResponse::Accepted)
+            }
+        }
+    }
+
+    /// A request's answer whose headers came late, awaited in the stream the SDK reads (off
+    /// its worker): its events, or an error answer when the request failed.
+    fn late_answer(
+        &self,
+        sending: std::pin::Pin<Box<dyn Future<Output = reqwest::Result<reqwest::Response>> + Send>>,
+        asked: Asked,
+    ) -> BoxStream<'static, Result<Sse, SseError>> {
+        let client = self.clone();
+        futures_util::stream::once(async move {
+            let Some(id) = asked.id.clone() else {
+                return futures_util::stream::empty().boxed();
+            };
+            let failure = match sending.await {
+                Err(e) => format!("the request failed: {}", e.without_url()),
+                Ok(response) => match client.answer(response, &asked).await {
+                    Ok(StreamableHttpPostResponse::Sse(stream, _)) => return stream,
+                    Ok(StreamableHttpPostResponse::Json(message, _)) => {
+                        return futures_util::stream::iter([event_of(&message)]).boxed();
+                    }
+                    // The answer comes on the server's own stream: this one waits with the
+                    // call, and ends with the connection (ended at once, the SDK would open
+                    // another stream of the server's, and again when it is refused).
+                    Ok(_) => return futures_util::stream::pending().boxed(),
+                    Err(e) => e.to_string(),
+                },
+            };
+            futures_util::stream::iter([event_of(&error_answer(id, failure))]).boxed()
+        })
+        .flatten()
+        .boxed()
+    }
 }
 
 impl StreamableHttpClient for BoundedClient {
@@ -249,8 +438,9 @@ impl StreamableHttpClient for BoundedClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Error> {
-        if self.stream_overflowed.load(Ordering::Relaxed) {
-            // The SDK then backs off, and gives up after its retries.
+        if self.streams_refused(&session_id) {
+            // The SDK then retries later and later (1, 2, 4… s), each refused here at once; a
+            // new session (after the server dropped this one) opens its streams again.
             return Err(StreamableHttpError::Client(HttpError::TooLong(TooLong {
                 max: self.max,
             })));
@@ -278,10 +468,14 @@ impl StreamableHttpClient for BoundedClient {
         if !is(kind.as_deref(), EVENT_STREAM) && !is(kind.as_deref(), JSON) {
             return Err(StreamableHttpError::UnexpectedContentType(kind));
         }
-        let (overflow, stopped) = (self.overflow.clone(), Arc::clone(&self.stream_overflowed));
+        let (overflow, overflows) = (self.overflow.clone(), Arc::clone(&self.stream_overflows));
         Ok(events(response, self.max, None, move || {
             overflow.raise();
-            stopped.store(true, Ordering::Relaxed);
+            let mut overflows = overflows.lock().unwrap_or_else(PoisonError::into_inner);
+            if overflows.0.as_ref() != Some(&session_id) {
+                *overflows = (Some(session_id), 0);
+            }
+            overflows.1 += 1;
         }))
     }
 
@@ -328,97 +522,83 @@ impl StreamableHttpClient for BoundedClient {
         if let Some(token) = auth_header {
             request = request.bearer_auth(token);
         }
-        let had_session = session_id.is_some();
+        let asked = Asked {
+            id: match &message {
+                JsonRpcMessage::Request(request) => Some(request.id.clone()),
+                _ => None,
+            },
+            initialize: matches!(&message, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_))),
+            had_session: session_id.is_some(),
+        };
         if let Some(id) = session_id {
             request = request.header(SESSION_ID, id.as_ref());
         }
-        let response = request.body(body).send().await.map_err(request_error)?;
-        let status = response.status();
-        if status == StatusCode::UNAUTHORIZED
-            && let Some(header) = www_authenticate(&response)?
-        {
-            return Err(StreamableHttpError::AuthRequired(AuthRequiredError::new(header)));
-        }
-        if status == StatusCode::FORBIDDEN
-            && let Some(header) = www_authenticate(&response)?
-        {
-            let required = scope(&header);
-            return Err(StreamableHttpError::InsufficientScope(InsufficientScopeError::new(
-                header, required,
-            )));
-        }
-        if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
-            return Ok(StreamableHttpPostResponse::Accepted);
-        }
-        if status == StatusCode::NOT_FOUND && had_session {
-            return Err(StreamableHttpError::SessionExpired);
-        }
-        let kind = content_type(&response);
-        let session = response
-            .headers()
-            .get(SESSION_ID)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let request_id = match &message {
-            JsonRpcMessage::Request(request) => Some(request.id.clone()),
-            _ => None,
+        let mut sending: std::pin::Pin<Box<dyn Future<Output = reqwest::Result<reqwest::Response>> + Send>> =
+            Box::pin(request.body(body).send());
+        // The SDK's worker waits for this call, and sends nothing else meanwhile: a request's
+        // answer (but `initialize`'s, which connecting bounds) is awaited in place only briefly.
+        let response = if asked.id.is_some() && !asked.initialize {
+            match tokio::time::timeout(HEADERS_WAIT, &mut sending).await {
+                Ok(sent) => sent.map_err(request_error)?,
+                Err(_) => return Ok(StreamableHttpPostResponse::Sse(self.late_answer(sending, asked), None)),
+            }
+        } else {
+            sending.await.map_err(request_error)?
         };
-        if !status.is_success() {
-            // An error may come as a JSON-RPC error answer; anything else fails the request
-            // with the status and the start of the body's text.
-            let (body, whole) = read_prefix(response, ERROR_TEXT_BYTES, ERROR_TEXT_WAIT).await;
-            if whole
-                && is(kind.as_deref(), JSON)
-                && let Ok(answer @ JsonRpcMessage::Error(_)) = serde_json::from_slice::<ServerJsonRpcMessage>(&body)
-            {
-                return Ok(StreamableHttpPostResponse::Json(answer, session));
-            }
-            let text = String::from_utf8_lossy(&body);
-            let more = if whole { "" } else { "…" };
-            return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(format!(
-                "HTTP {status}: {text}{more}"
-            ))));
-        }
-        // A notification's answer (some servers send an empty 200 instead of 202) is not read:
-        // nothing waits for it.
-        let Some(id) = request_id else {
-            return Ok(StreamableHttpPostResponse::Accepted);
-        };
-        if is(kind.as_deref(), EVENT_STREAM) {
-            let answer = too_long_answer(&message, self.max);
-            let overflow = self.overflow.clone();
-            let stream = events(response, self.max, answer, move || overflow.raise());
-            return Ok(StreamableHttpPostResponse::Sse(stream, session));
-        }
-        if !is(kind.as_deref(), JSON) {
-            return Err(StreamableHttpError::UnexpectedContentType(kind));
-        }
-        let initialize =
-            matches!(&message, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_)));
-        if !initialize {
-            let stream = json_answer(response, self.max, id, self.overflow.clone());
-            return Ok(StreamableHttpPostResponse::Sse(stream, session));
-        }
-        let body = read_bounded(response, self.max).await.inspect_err(|e| {
-            if matches!(e, BodyError::TooLong(_)) {
-                self.overflow.raise();
-            }
-        })?;
-        match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
-            Ok(answer) => Ok(StreamableHttpPostResponse::Json(answer, session)),
-            // A body that is no JSON-RPC message is taken as accepted, as the SDK's own
-            // client does.
-            Err(e) => {
-                tracing::warn!("an MCP server's JSON answer is no JSON-RPC message, taken as accepted: {e}");
-                Ok(StreamableHttpPostResponse::Accepted)
-            }
-        }
+        self.answer(response, &asked).await
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
-    use super::scope;
+    use rmcp::model::{JsonRpcMessage, RequestId, ServerJsonRpcMessage};
+
+    use super::{answer_events, scope};
+
+    /// The messages of `answer_events` for `body`, answering the request 7.
+    fn answers(body: &str) -> Vec<ServerJsonRpcMessage> {
+        answer_events(body.as_bytes(), &RequestId::Number(7))
+            .into_iter()
+            .map(|e| serde_json::from_str(&e.unwrap().data.unwrap()).unwrap())
+            .collect()
+    }
+
+    fn error_text(message: &ServerJsonRpcMessage) -> (Option<RequestId>, String) {
+        match message {
+            JsonRpcMessage::Error(e) => (e.id.clone(), e.error.message.to_string()),
+            other => panic!("not an error answer: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_json_answer_always_ends_with_the_requests_answer() {
+        let ok = answers(r#"{"jsonrpc": "2.0", "id": 7, "result": {}}"#);
+        assert!(matches!(&ok[..], [JsonRpcMessage::Response(r)] if r.id == RequestId::Number(7)));
+        // An error under another id (or none) is the request's.
+        for id in [r#""id": "server-error","#, ""] {
+            let body = format!(r#"{{"jsonrpc": "2.0", {id} "error": {{"code": -32603, "message": "broke"}}}}"#);
+            let got = answers(&body);
+            assert_eq!(got.len(), 1);
+            assert_eq!(error_text(&got[0]), (Some(RequestId::Number(7)), "broke".to_owned()));
+        }
+        // A notification, or an answer to another request, is passed on, then the request's
+        // error answer.
+        for other in [
+            r#"{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}}"#,
+            r#"{"jsonrpc": "2.0", "id": 8, "result": {}}"#,
+        ] {
+            let got = answers(other);
+            assert_eq!(got.len(), 2, "{other}");
+            let (id, text) = error_text(&got[1]);
+            assert_eq!(id, Some(RequestId::Number(7)));
+            assert!(text.contains("another message"), "{text}");
+        }
+        // No JSON-RPC message at all.
+        let got = answers("{}");
+        assert_eq!(got.len(), 1);
+        assert!(error_text(&got[0]).1.contains("no JSON-RPC message"));
+    }
 
     #[test]
     fn the_scope_asked_for_is_read_quoted_or_not() {

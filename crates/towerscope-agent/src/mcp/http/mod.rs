@@ -26,6 +26,8 @@ pub(super) struct HttpTarget<'a> {
     pub(super) max_message_bytes: usize,
     /// Raised when an answer passes that limit.
     pub(super) overflow: super::stdio::Overflow,
+    /// How long a request's answer is read (the server's `timeout`).
+    pub(super) answer_wait: Option<std::time::Duration>,
 }
 
 /// Headers the transport sets itself (lower case, as `HeaderName` keeps them).
@@ -100,7 +102,7 @@ impl HttpTarget<'_> {
         if let Some(token) = self.bearer {
             config = config.auth_header(token);
         }
-        let client = BoundedClient::new(client, self.max_message_bytes, self.overflow.clone());
+        let client = BoundedClient::new(client, self.max_message_bytes, self.overflow.clone(), self.answer_wait);
         Ok(StreamableHttpClientTransport::with_client(client, config))
     }
 }
