@@ -137,15 +137,19 @@ impl From<BodyError> for Error {
 }
 
 /// Adds the caller's headers (the transport's own were refused when it was configured, except
-/// the protocol version, which the SDK sets through them).
+/// the protocol version, which the SDK sets through them), then the bearer token, if any.
 fn with_headers(
     mut request: reqwest::RequestBuilder,
     headers: &HashMap<HeaderName, HeaderValue>,
+    bearer: Option<String>,
 ) -> reqwest::RequestBuilder {
     for (name, value) in headers {
         request = request.header(name, value.clone());
     }
-    request
+    match bearer {
+        Some(token) => request.bearer_auth(token),
+        None => request,
+    }
 }
 
 fn content_type(response: &reqwest::Response) -> Option<String> {
@@ -453,10 +457,7 @@ impl StreamableHttpClient for BoundedClient {
         if let Some(id) = last_event_id {
             request = request.header(LAST_EVENT_ID, id);
         }
-        if let Some(token) = auth_header {
-            request = request.bearer_auth(token);
-        }
-        let response = with_headers(request, &custom_headers)
+        let response = with_headers(request, &custom_headers, auth_header)
             .send()
             .await
             .map_err(request_error)?;
@@ -486,11 +487,8 @@ impl StreamableHttpClient for BoundedClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), Error> {
-        let mut request = self.client.delete(uri.as_ref()).header(SESSION_ID, session_id.as_ref());
-        if let Some(token) = auth_header {
-            request = request.bearer_auth(token);
-        }
-        let response = with_headers(request, &custom_headers)
+        let request = self.client.delete(uri.as_ref()).header(SESSION_ID, session_id.as_ref());
+        let response = with_headers(request, &custom_headers, auth_header)
             .send()
             .await
             .map_err(request_error)?;
@@ -515,12 +513,10 @@ impl StreamableHttpClient for BoundedClient {
                 .post(uri.as_ref())
                 .header(ACCEPT, format!("{EVENT_STREAM}, {JSON}")),
             &custom_headers,
+            auth_header,
         );
         if !custom_headers.contains_key(&CONTENT_TYPE) {
             request = request.header(CONTENT_TYPE, JSON);
-        }
-        if let Some(token) = auth_header {
-            request = request.bearer_auth(token);
         }
         let asked = Asked {
             id: match &message {
