@@ -11,10 +11,13 @@ that never ends, and a call of
 - `slow_json` with a JSON answer that comes a byte every half second, forever;
 - `late` with a JSON answer whose status and headers come after six seconds;
 - `not_the_answer` with a JSON notification instead of the call's answer;
+- `other_answer` with a JSON answer to another request;
 - `server_error` with a 500 carrying a JSON-RPC error whose id is not the call's (the Python
   SDK's `server-error`);
 - `gets` with the number of `GET`s it was sent so far;
 - `echo` with an event stream holding the answer, as the Python SDK sends it.
+
+It answers a cancel (`notifications/cancelled`) only after 30 seconds.
 
 A client that reads an answer or an event whole before parsing it fills its memory. It exits
 when its stdin closes (its test ended, however), and after five minutes in any case.
@@ -31,7 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CHUNK = b"x" * (1 << 20)
 TOOLS = ["flood_json", "flood_len", "flood_sse", "answer_then_flood", "err500", "slow_json", "late",
-         "not_the_answer", "server_error", "gets", "echo"]
+         "not_the_answer", "other_answer", "server_error", "gets", "echo"]
 FLOOD_INIT = sys.argv[2:] == ["flood_init"]
 GETS = [0]
 
@@ -88,6 +91,8 @@ class Handler(BaseHTTPRequestHandler):
         message = json.loads(self.rfile.read(length))
         method, request_id = message.get("method"), message.get("id")
         if request_id is None:
+            if method == "notifications/cancelled":
+                time.sleep(30)
             self.send_response(202)
             self.end_headers()
             return
@@ -132,6 +137,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.send("application/json", json.dumps({
                     "jsonrpc": "2.0", "method": "notifications/message",
                     "params": {"level": "info", "data": "not the answer"}}).encode())
+            elif name == "other_answer":
+                self.send("application/json", text_result(123456, "for another request"))
             elif name == "server_error":
                 body = json.dumps({"jsonrpc": "2.0", "id": "server-error",
                                    "error": {"code": -32603, "message": "the server broke"}}).encode()

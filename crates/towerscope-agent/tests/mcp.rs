@@ -424,7 +424,7 @@ async fn an_http_answer_past_the_limit_fails_its_call_and_is_not_read_whole() {
         .timeout(Duration::from_secs(20))
         .active(true);
     let client = McpClient::connect(&server).await.unwrap();
-    assert_eq!(client.list_tools().await.unwrap().len(), 11);
+    assert_eq!(client.list_tools().await.unwrap().len(), 12);
     let mut toolkit = Toolkit::new();
     toolkit.add_mcp_client(client.clone(), &server).await.unwrap();
     // Time for the server's own stream (opened after connecting) to pass the limit, and, were
@@ -441,6 +441,7 @@ async fn an_http_answer_past_the_limit_fails_its_call_and_is_not_read_whole() {
         "gets",
         "not_the_answer",
         "server_error",
+        "other_answer",
     ];
     let started = std::time::Instant::now();
     let region = stats_alloc::Region::new(ALLOCATOR);
@@ -469,6 +470,8 @@ async fn an_http_answer_past_the_limit_fails_its_call_and_is_not_read_whole() {
     );
     assert_eq!(results[8].0, ToolResultState::Error);
     assert!(results[8].1.contains("the server broke"), "{}", results[8].1);
+    assert_eq!(results[9].0, ToolResultState::Error);
+    assert!(results[9].1.contains("answer to another request"), "{}", results[9].1);
     // Failed as soon as the limit was passed, not at the call's timeout; and the three floods
     // (200 MiB each) were not read: this test's process allocated a few times the limit.
     assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
@@ -477,7 +480,8 @@ async fn an_http_answer_past_the_limit_fails_its_call_and_is_not_read_whole() {
 
 /// A JSON answer that comes a byte at a time fails its call at the call's timeout, and holds
 /// back no other call: the answer is read off the transport's worker, which sends every
-/// request in turn.
+/// request in turn; and the cancel sent for the call, which this server answers only after
+/// 30 s, is not waited for.
 #[tokio::test]
 async fn a_slow_http_answer_holds_back_no_other_call() {
     use towerscope_agent::mcp::McpClient;

@@ -6,10 +6,12 @@
 //!   turn and waits for `post_message`: an answer awaited there (as the SDK's own client does)
 //!   held back every later request, and the call's own timeout too. So a request's answer is
 //!   awaited in place for [`HEADERS_WAIT`] at most (a session's expiry, 404, is answered in that
-//!   time, and the SDK starts a new session), then in the stream the SDK reads; and a JSON
-//!   answer is handed over as an event stream, read in that stream's task for no longer than
-//!   the server's `timeout`. `initialize`'s answer is read in place: connecting has its own
-//!   timeout, and the SDK takes a JSON error answer to it only that way.
+//!   time, and the SDK starts a new session; one that comes later refuses the session's next
+//!   request so), then in the stream the SDK reads, for no longer than the server's `timeout`;
+//!   and a JSON answer is handed over as an event stream, read in that stream's task.
+//!   `initialize`'s answer is read in place: connecting has its own timeout, and the SDK takes
+//!   a JSON error answer to it only that way. A notification (the cancel of a timed-out call
+//!   is one) not answered within [`HEADERS_WAIT`] is dropped: nothing waits for its answer.
 //! - **A request's stream always ends with its answer**: an error answer keeps the server's
 //!   message but takes the request's id (a server that could not read the request names none,
 //!   or another), and a JSON answer that is none is followed by an error answer saying so;
@@ -51,7 +53,7 @@ use crate::mcp::stdio::Overflow;
 pub(in crate::mcp) const ERROR_TEXT_BYTES: usize = 64 << 10;
 
 /// How long an error answer's body is read.
-const ERROR_TEXT_WAIT: Duration = Duration::from_secs(10);
+const ERROR_TEXT_WAIT: Duration = Duration::from_secs(2);
 
 const SESSION_ID: &str = "mcp-session-id";
 const LAST_EVENT_ID: &str = "last-event-id";
@@ -70,6 +72,9 @@ pub(in crate::mcp) struct BoundedClient {
     answer_wait: Option<Duration>,
     /// The session whose own streams had an event past the limit, and how many times.
     stream_overflows: Arc<Mutex<(Option<Arc<str>>, u32)>>,
+    /// A session the server said was gone (404) after the SDK stopped waiting: the next request
+    /// in it is refused so, and the SDK starts a new one.
+    expired: Arc<Mutex<Option<Arc<str>>>>,
 }
 
 /// How many times the server's own stream (or a resumed one) may pass the limit in one session
@@ -84,6 +89,7 @@ impl BoundedClient {
             overflow,
             answer_wait,
             stream_overflows: Arc::default(),
+            expired: Arc::default(),
         }
     }
 
@@ -251,6 +257,12 @@ fn answer_events(body: &[u8], id: &RequestId) -> Vec<Result<Sse, SseError>> {
             error.id = Some(id.clone());
             vec![event_of(&JsonRpcMessage::Error(error))]
         }
+        // Not passed on: the SDK stops reading a request's stream at its first answer (this
+        // one), and it could settle another call of that id.
+        Ok(JsonRpcMessage::Response(_)) => vec![event_of(&error_answer(
+            id.clone(),
+            "the server answered the request with an answer to another request".to_owned(),
+        ))],
         Ok(other) => vec![
             event_of(&other),
             event_of(&error_answer(
@@ -311,7 +323,8 @@ struct Asked {
     /// The request's id; `None` for a notification or an answer to the server.
     id: Option<RequestId>,
     initialize: bool,
-    had_session: bool,
+    /// The session the message was sent in, if any.
+    session: Option<Arc<str>>,
 }
 
 impl BoundedClient {
@@ -334,7 +347,7 @@ impl BoundedClient {
         if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
             return Ok(StreamableHttpPostResponse::Accepted);
         }
-        if status == StatusCode::NOT_FOUND && asked.had_session {
+        if status == StatusCode::NOT_FOUND && asked.session.is_some() {
             return Err(StreamableHttpError::SessionExpired);
         }
         let kind = content_type(&response);
@@ -399,28 +412,46 @@ impl BoundedClient {
     }
 
     /// A request's answer whose headers came late, awaited in the stream the SDK reads (off
-    /// its worker): its events, or an error answer when the request failed.
+    /// its worker), for no longer than the server's `timeout`: its events, or an error answer
+    /// when the request failed or nothing came in time.
     fn late_answer(
         &self,
         sending: std::pin::Pin<Box<dyn Future<Output = reqwest::Result<reqwest::Response>> + Send>>,
         asked: Asked,
+        id: RequestId,
     ) -> BoxStream<'static, Result<Sse, SseError>> {
         let client = self.clone();
         futures_util::stream::once(async move {
-            let Some(id) = asked.id.clone() else {
-                return futures_util::stream::empty().boxed();
+            let waited = match client.answer_wait {
+                Some(wait) => tokio::time::timeout(wait, sending).await,
+                None => Ok(sending.await),
             };
-            let failure = match sending.await {
-                Err(e) => format!("the request failed: {}", e.without_url()),
-                Ok(response) => match client.answer(response, &asked).await {
+            let failure = match waited {
+                Err(_) => "the server's answer did not come within the call's timeout (McpServer::timeout)".to_owned(),
+                Ok(Err(e)) => format!("the request failed: {}", e.without_url()),
+                Ok(Ok(response)) => match client.answer(response, &asked).await {
                     Ok(StreamableHttpPostResponse::Sse(stream, _)) => return stream,
                     Ok(StreamableHttpPostResponse::Json(message, _)) => {
                         return futures_util::stream::iter([event_of(&message)]).boxed();
                     }
                     // The answer comes on the server's own stream: this one waits with the
-                    // call, and ends with the connection (ended at once, the SDK would open
-                    // another stream of the server's, and again when it is refused).
-                    Ok(_) => return futures_util::stream::pending().boxed(),
+                    // call (ended at once, the SDK would open another stream of the
+                    // server's), up to the call's timeout, after which nobody waits.
+                    Ok(_) => {
+                        match client.answer_wait {
+                            Some(wait) => tokio::time::sleep(wait).await,
+                            None => std::future::pending().await,
+                        }
+                        "no answer within the call's timeout".to_owned()
+                    }
+                    Err(StreamableHttpError::SessionExpired) => {
+                        // The SDK starts a new session when a request is refused so; this one
+                        // came too late for it: the next request is refused at once instead.
+                        if let Some(session) = &asked.session {
+                            *client.expired.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(session));
+                        }
+                        StreamableHttpError::<HttpError>::SessionExpired.to_string()
+                    }
                     Err(e) => e.to_string(),
                 },
             };
@@ -524,8 +555,15 @@ impl StreamableHttpClient for BoundedClient {
                 _ => None,
             },
             initialize: matches!(&message, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_))),
-            had_session: session_id.is_some(),
+            session: session_id.clone(),
         };
+        if let Some(session) = &session_id {
+            let mut expired = self.expired.lock().unwrap_or_else(PoisonError::into_inner);
+            if expired.as_ref() == Some(session) {
+                *expired = None;
+                return Err(StreamableHttpError::SessionExpired);
+            }
+        }
         if let Some(id) = session_id {
             request = request.header(SESSION_ID, id.as_ref());
         }
@@ -533,13 +571,25 @@ impl StreamableHttpClient for BoundedClient {
             Box::pin(request.body(body).send());
         // The SDK's worker waits for this call, and sends nothing else meanwhile: a request's
         // answer (but `initialize`'s, which connecting bounds) is awaited in place only briefly.
-        let response = if asked.id.is_some() && !asked.initialize {
-            match tokio::time::timeout(HEADERS_WAIT, &mut sending).await {
+        let response = match (&asked.id, asked.initialize) {
+            (_, true) => sending.await.map_err(request_error)?,
+            (Some(id), false) => match tokio::time::timeout(HEADERS_WAIT, &mut sending).await {
                 Ok(sent) => sent.map_err(request_error)?,
-                Err(_) => return Ok(StreamableHttpPostResponse::Sse(self.late_answer(sending, asked), None)),
-            }
-        } else {
-            sending.await.map_err(request_error)?
+                Err(_) => {
+                    let id = id.clone();
+                    return Ok(StreamableHttpPostResponse::Sse(
+                        self.late_answer(sending, asked, id),
+                        None,
+                    ));
+                }
+            },
+            // A notification (the cancel of a timed-out call is one) or an answer to the server:
+            // nothing waits for its answer, and the worker would wait with it. One not answered
+            // in time is dropped (sent, most likely: its body is small).
+            (None, false) => match tokio::time::timeout(HEADERS_WAIT, &mut sending).await {
+                Ok(sent) => sent.map_err(request_error)?,
+                Err(_) => return Ok(StreamableHttpPostResponse::Accepted),
+            },
         };
         self.answer(response, &asked).await
     }
@@ -578,18 +628,21 @@ mod tests {
             assert_eq!(got.len(), 1);
             assert_eq!(error_text(&got[0]), (Some(RequestId::Number(7)), "broke".to_owned()));
         }
-        // A notification, or an answer to another request, is passed on, then the request's
-        // error answer.
-        for other in [
-            r#"{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}}"#,
-            r#"{"jsonrpc": "2.0", "id": 8, "result": {}}"#,
-        ] {
-            let got = answers(other);
-            assert_eq!(got.len(), 2, "{other}");
-            let (id, text) = error_text(&got[1]);
-            assert_eq!(id, Some(RequestId::Number(7)));
-            assert!(text.contains("another message"), "{text}");
-        }
+        // A notification is passed on, then the request's error answer.
+        let other =
+            r#"{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}}"#;
+        let got = answers(other);
+        assert_eq!(got.len(), 2, "{other}");
+        assert!(matches!(got[0], JsonRpcMessage::Notification(_)));
+        let (id, text) = error_text(&got[1]);
+        assert_eq!(id, Some(RequestId::Number(7)));
+        assert!(text.contains("another message"), "{text}");
+        // An answer to another request is not passed on (the SDK would stop at it).
+        let got = answers(r#"{"jsonrpc": "2.0", "id": 8, "result": {}}"#);
+        assert_eq!(got.len(), 1);
+        let (id, text) = error_text(&got[0]);
+        assert_eq!(id, Some(RequestId::Number(7)));
+        assert!(text.contains("answer to another request"), "{text}");
         // No JSON-RPC message at all.
         let got = answers("{}");
         assert_eq!(got.len(), 1);
