@@ -30,17 +30,17 @@ impl std::error::Error for TooLong {}
 
 /// Reads `response`'s body whole, unless it is longer than `max` bytes: then fails at once
 /// when the length is announced, or as soon as the bytes read pass it.
-pub(super) async fn read_bounded(mut response: reqwest::Response, max: usize) -> Result<Vec<u8>, BodyError> {
+pub(super) async fn read_bounded(mut response: reqwest::Response, max: usize) -> Result<Vec<u8>, HttpError> {
     if response.content_length().is_some_and(|n| n > max as u64) {
-        return Err(BodyError::TooLong(TooLong { max }));
+        return Err(HttpError::TooLong(TooLong { max }));
     }
     // Room for the announced length (within the limit), so that the buffer does not double
     // past what it holds.
     let announced = response.content_length().and_then(|n| usize::try_from(n).ok());
     let mut body = Vec::with_capacity(announced.unwrap_or(0));
-    while let Some(chunk) = response.chunk().await.map_err(|e| BodyError::Read(e.without_url()))? {
+    while let Some(chunk) = response.chunk().await.map_err(HttpError::request)? {
         if body.len() + chunk.len() > max {
-            return Err(BodyError::TooLong(TooLong { max }));
+            return Err(HttpError::TooLong(TooLong { max }));
         }
         body.extend_from_slice(&chunk);
     }
@@ -83,15 +83,6 @@ pub(super) async fn read_prefix(
     };
     let read = tokio::time::timeout(wait, read).await.unwrap_or(Prefix::Cut);
     (body, read)
-}
-
-/// Why [`read_bounded`] failed.
-#[derive(Debug)]
-pub(super) enum BodyError {
-    /// The body passed the limit.
-    TooLong(TooLong),
-    /// The connection failed.
-    Read(reqwest::Error),
 }
 
 /// Where [`EventBound`] is in the stream's text (events end at a blank line; a line ends at a
@@ -178,29 +169,37 @@ impl<S> EventBound<S> {
     }
 }
 
-/// An error of the bounded stream: the connection's, or the limit.
+/// What went wrong reading an HTTP answer (by [`read_bounded`] or an [`EventBound`] stream, and
+/// the client's error): the connection's failure, or an answer past the limit.
 #[derive(Debug)]
-pub(super) enum StreamError {
-    /// The event passed the limit.
+pub(in crate::mcp) enum HttpError {
+    /// The request failed (connecting, sending, reading); its error names no URL.
+    Request(reqwest::Error),
+    /// The answer passed the limit.
     TooLong(TooLong),
-    /// The connection failed.
-    Read(reqwest::Error),
 }
 
-impl std::fmt::Display for StreamError {
+impl HttpError {
+    /// The connection's failure, its URL left out (it may carry a key).
+    pub(super) fn request(e: reqwest::Error) -> Self {
+        Self::Request(e.without_url())
+    }
+}
+
+impl std::fmt::Display for HttpError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Self::Request(e) => e.fmt(f),
             Self::TooLong(e) => e.fmt(f),
-            Self::Read(e) => e.fmt(f),
         }
     }
 }
 
-impl std::error::Error for StreamError {
+impl std::error::Error for HttpError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
+            Self::Request(e) => Some(e),
             Self::TooLong(e) => Some(e),
-            Self::Read(e) => Some(e),
         }
     }
 }
@@ -209,7 +208,7 @@ impl<S> Stream for EventBound<S>
 where
     S: Stream<Item = Result<Bytes, reqwest::Error>> + Unpin,
 {
-    type Item = Result<Bytes, StreamError>;
+    type Item = Result<Bytes, HttpError>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
@@ -217,7 +216,7 @@ where
             Bound::Done => return Poll::Ready(None),
             Bound::Failing => {
                 this.state = Bound::Done;
-                return Poll::Ready(Some(Err(StreamError::TooLong(TooLong { max: this.max }))));
+                return Poll::Ready(Some(Err(HttpError::TooLong(TooLong { max: this.max }))));
             }
             Bound::Reading => {}
         }
@@ -226,14 +225,14 @@ where
                 Ok(()) => Poll::Ready(Some(Ok(bytes))),
                 Err(0) => {
                     this.state = Bound::Done;
-                    Poll::Ready(Some(Err(StreamError::TooLong(TooLong { max: this.max }))))
+                    Poll::Ready(Some(Err(HttpError::TooLong(TooLong { max: this.max }))))
                 }
                 Err(whole) => {
                     this.state = Bound::Failing;
                     Poll::Ready(Some(Ok(bytes.slice(..whole))))
                 }
             },
-            Some(Err(e)) => Poll::Ready(Some(Err(StreamError::Read(e.without_url())))),
+            Some(Err(e)) => Poll::Ready(Some(Err(HttpError::request(e)))),
             None => Poll::Ready(None),
         }
     }

@@ -46,7 +46,8 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::{Sse, SseStream};
 
-use super::bound::{BodyError, EventBound, Prefix, StreamError, TooLong, read_bounded, read_prefix};
+use super::bound::HttpError;
+use super::bound::{EventBound, Prefix, TooLong, read_bounded, read_prefix};
 use crate::mcp::stdio::Overflow;
 
 /// How much of an error answer's body is read (its text is shown cut anyway).
@@ -100,46 +101,10 @@ impl BoundedClient {
     }
 }
 
-/// An error of [`BoundedClient`]: the connection's, or an answer past the limit.
-#[derive(Debug)]
-pub(in crate::mcp) enum HttpError {
-    /// The request failed (connecting, sending, reading).
-    Request(reqwest::Error),
-    /// The answer passed the limit.
-    TooLong(TooLong),
-}
-
-impl std::fmt::Display for HttpError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Request(e) => e.fmt(f),
-            Self::TooLong(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for HttpError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Request(e) => Some(e),
-            Self::TooLong(e) => Some(e),
-        }
-    }
-}
-
 type Error = StreamableHttpError<HttpError>;
 
 fn request_error(e: reqwest::Error) -> Error {
-    StreamableHttpError::Client(HttpError::Request(e.without_url()))
-}
-
-impl From<BodyError> for Error {
-    fn from(e: BodyError) -> Self {
-        match e {
-            BodyError::TooLong(e) => StreamableHttpError::Client(HttpError::TooLong(e)),
-            BodyError::Read(e) => request_error(e),
-        }
-    }
+    StreamableHttpError::Client(HttpError::request(e))
 }
 
 /// Adds the caller's headers (the transport's own were refused when it was configured, except
@@ -209,7 +174,7 @@ fn events(
             }
             let too_long = matches!(
                 &item,
-                Err(SseError::Body(e)) if e.downcast_ref::<StreamError>().is_some_and(|e| matches!(e, StreamError::TooLong(_)))
+                Err(SseError::Body(e)) if e.downcast_ref::<HttpError>().is_some_and(|e| matches!(e, HttpError::TooLong(_)))
             );
             if !too_long {
                 return std::future::ready(Some(item));
@@ -295,22 +260,17 @@ fn json_answer(
         };
         let failure = match read {
             Ok(Ok(body)) => return answer_events(&body, &id),
-            Ok(Err(BodyError::TooLong(e))) => {
+            Ok(Err(HttpError::TooLong(e))) => {
                 overflow.raise();
                 e.to_string()
             }
-            Ok(Err(BodyError::Read(e))) => format!("the server's answer could not be read: {e}"),
+            Ok(Err(HttpError::Request(e))) => format!("the server's answer could not be read: {e}"),
             Err(_) => "the server's answer did not end within the call's timeout (McpServer::timeout)".to_owned(),
         };
         vec![event_of(&error_answer(id, failure))]
     })
     .flat_map(futures_util::stream::iter)
     .boxed()
-}
-
-/// The error answer to the request `id` for an answer past the limit.
-fn too_long_answer(id: RequestId, max: usize) -> ServerJsonRpcMessage {
-    error_answer(id, TooLong { max }.to_string())
 }
 
 /// How long a request's answer may take to start (its status and headers) before the rest of
@@ -383,7 +343,7 @@ impl BoundedClient {
             return Ok(StreamableHttpPostResponse::Accepted);
         };
         if is(kind.as_deref(), EVENT_STREAM) {
-            let answer = too_long_answer(id, self.max);
+            let answer = error_answer(id, TooLong { max: self.max }.to_string());
             let overflow = self.overflow.clone();
             let stream = events(response, self.max, Some(answer), move || overflow.raise());
             return Ok(StreamableHttpPostResponse::Sse(stream, session));
@@ -395,11 +355,14 @@ impl BoundedClient {
             let stream = json_answer(response, self.max, self.answer_wait, id, self.overflow.clone());
             return Ok(StreamableHttpPostResponse::Sse(stream, session));
         }
-        let body = read_bounded(response, self.max).await.inspect_err(|e| {
-            if matches!(e, BodyError::TooLong(_)) {
-                self.overflow.raise();
-            }
-        })?;
+        let body = read_bounded(response, self.max)
+            .await
+            .inspect_err(|e| {
+                if matches!(e, HttpError::TooLong(_)) {
+                    self.overflow.raise();
+                }
+            })
+            .map_err(StreamableHttpError::Client)?;
         match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
             Ok(answer) => Ok(StreamableHttpPostResponse::Json(answer, session)),
             // A body that is no JSON-RPC message is taken as accepted, as the SDK's own
