@@ -384,6 +384,18 @@ async fn endless_http(env: &Env, args: &[&str]) -> (tokio::process::Child, Strin
     (child, format!("http://127.0.0.1:{port}/mcp"))
 }
 
+/// The hostile HTTP server (no extra arguments) as the server `flood`, set up by `settings`
+/// (active), and a client connected to it; the server's process ends with the returned child.
+async fn flood_client(
+    env: &Env,
+    settings: impl FnOnce(McpServer) -> McpServer,
+) -> (tokio::process::Child, McpServer, towerscope_agent::mcp::McpClient) {
+    let (child, url) = endless_http(env, &[]).await;
+    let server = settings(McpServer::http("flood", url)).active(true);
+    let client = towerscope_agent::mcp::McpClient::connect(&server).await.unwrap();
+    (child, server, client)
+}
+
 /// The results of a reply that called `calls` of the server `flood` in turn: state and text.
 async fn call_in_turn(toolkit: Toolkit, calls: &[&str]) -> Vec<(ToolResultState, String)> {
     let mut script: Vec<_> = calls
@@ -415,15 +427,10 @@ async fn call_in_turn(toolkit: Toolkit, calls: &[&str]) -> Vec<(ToolResultState,
 /// server's own stream is not opened again and again.
 #[tokio::test]
 async fn an_http_answer_past_the_limit_fails_its_call_and_is_not_read_whole() {
-    use towerscope_agent::mcp::McpClient;
     let Some(env) = env() else { return };
-    let (_server, url) = endless_http(&env, &[]).await;
     let limit = 1 << 20;
-    let server = McpServer::http("flood", url)
-        .max_message_bytes(limit)
-        .timeout(Duration::from_secs(20))
-        .active(true);
-    let client = McpClient::connect(&server).await.unwrap();
+    let (_process, server, client) =
+        flood_client(&env, |s| s.max_message_bytes(limit).timeout(Duration::from_secs(20))).await;
     assert_eq!(client.list_tools().await.unwrap().len(), 12);
     let mut toolkit = Toolkit::new();
     toolkit.add_mcp_client(client.clone(), &server).await.unwrap();
@@ -484,13 +491,8 @@ async fn an_http_answer_past_the_limit_fails_its_call_and_is_not_read_whole() {
 /// 30 s, is not waited for.
 #[tokio::test]
 async fn a_slow_http_answer_holds_back_no_other_call() {
-    use towerscope_agent::mcp::McpClient;
     let Some(env) = env() else { return };
-    let (_server, url) = endless_http(&env, &[]).await;
-    let server = McpServer::http("flood", url)
-        .timeout(Duration::from_secs(2))
-        .active(true);
-    let client = McpClient::connect(&server).await.unwrap();
+    let (_process, server, client) = flood_client(&env, |s| s.timeout(Duration::from_secs(2))).await;
     let mut toolkit = Toolkit::new();
     toolkit.add_mcp_client(client, &server).await.unwrap();
     let started = std::time::Instant::now();
@@ -507,13 +509,8 @@ async fn a_slow_http_answer_holds_back_no_other_call() {
 /// worker, which sends every request in turn.
 #[tokio::test]
 async fn a_late_http_answer_holds_back_no_other_call() {
-    use towerscope_agent::mcp::McpClient;
     let Some(env) = env() else { return };
-    let (_server, url) = endless_http(&env, &[]).await;
-    let server = McpServer::http("flood", url)
-        .timeout(Duration::from_secs(3))
-        .active(true);
-    let client = McpClient::connect(&server).await.unwrap();
+    let (_process, server, client) = flood_client(&env, |s| s.timeout(Duration::from_secs(3))).await;
     let (mut late, mut echo) = (Toolkit::new(), Toolkit::new());
     late.add_mcp_client(client.clone(), &server).await.unwrap();
     echo.add_mcp_client(client, &server).await.unwrap();

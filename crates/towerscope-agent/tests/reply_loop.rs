@@ -26,6 +26,17 @@ fn add_tool() -> FunctionTool {
     FunctionTool::new("add", |args: Add| async move { (args.a + args.b).to_string() })
 }
 
+/// An agent with `add` that asks the user before every call, and `max_iters(2)`.
+fn asking_for_add(model: &ScriptedModel) -> towerscope_agent::AgentBuilder {
+    Agent::builder("a")
+        .model(model.clone())
+        .tool(add_tool())
+        .default_permission(towerscope_core::PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .max_iters(2)
+}
+
 fn agent(model: &ScriptedModel) -> Agent {
     Agent::builder("assistant")
         .hints(HintConfig::disabled())
@@ -458,15 +469,7 @@ async fn rounds_answered_from_outside_count_towards_max_iters() {
 
     // The same with a user who denies every call.
     let model = ScriptedModel::cycle("m", [ScriptedResponse::tool_call("c", "add", r#"{"a": 1, "b": 2}"#)]);
-    let agent = Agent::builder("a")
-        .model(model.clone())
-        .tool(add_tool())
-        .default_permission(towerscope_core::PermissionDecision::Ask {
-            suggested_rules: vec![],
-        })
-        .max_iters(2)
-        .build()
-        .unwrap();
+    let agent = asking_for_add(&model).build().unwrap();
     let last = resumed_until_it_ends(&agent, &model, |reply_id, call| {
         UserConfirmResultEvent::new(reply_id, vec![ConfirmResult::new(false, call)]).into()
     })
@@ -494,16 +497,7 @@ async fn a_round_that_never_completes_is_ended_by_the_bound_on_steps() {
         )
         .chain((0..100).map(|_| ScriptedResponse::text("no structure"))),
     );
-    let agent = Agent::builder("a")
-        .hints(HintConfig::disabled())
-        .model(model.clone())
-        .tool(add_tool())
-        .default_permission(towerscope_core::PermissionDecision::Ask {
-            suggested_rules: vec![],
-        })
-        .max_iters(2)
-        .build()
-        .unwrap();
+    let agent = asking_for_add(&model).hints(HintConfig::disabled()).build().unwrap();
     let schema = StructuredSchema {
         name: "Empty".into(),
         schema: serde_json::json!({"type": "object"}),

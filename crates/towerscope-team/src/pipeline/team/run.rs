@@ -673,6 +673,24 @@ mod tests {
 
     use super::*;
 
+    /// The final message of a run of `team` asked to "Do it." whose stop is raised from its
+    /// start (as when the team is interrupted after the leader's last check), the only item of
+    /// the run's own.
+    async fn stopped_at_once(team: super::super::TeamPipeline) -> Msg {
+        let leader = team.leader.clone();
+        let stream = Box::pin(leader.reply_stream(Msg::user("user", "Do it.")));
+        let stop = Arc::new(AtomicBool::new(true));
+        let run = TeamRun::new(leader, team.members, stream, stop, team.waiting.clone());
+        let own: Vec<_> = futures_util::stream::unfold(run, TeamRun::next)
+            .filter_map(|(tagged, own)| std::future::ready(own.then_some(tagged.item)))
+            .collect()
+            .await;
+        match <[_; 1]>::try_from(own) {
+            Ok([Ok(ReplyItem::Final(last))]) => last,
+            other => panic!("one final message: {other:?}"),
+        }
+    }
+
     /// The team was interrupted after the leader's last interrupt check, before the run saw
     /// its parked final message: the run closes the parked reply, and the leader is free.
     #[tokio::test]
@@ -685,22 +703,7 @@ mod tests {
         let team = super::super::TeamPipeline::new(builder, [TeamMember::new(worker, "Works.")]).unwrap();
         let leader = team.leader.clone();
 
-        let stream = Box::pin(leader.reply_stream(Msg::user("user", "Do it.")));
-        let run = TeamRun::new(
-            leader.clone(),
-            team.members,
-            stream,
-            Arc::new(AtomicBool::new(true)),
-            team.waiting.clone(),
-        );
-        let own: Vec<_> = futures_util::stream::unfold(run, TeamRun::next)
-            .filter_map(|(tagged, own)| std::future::ready(own.then_some(tagged.item)))
-            .collect()
-            .await;
-
-        let [Ok(ReplyItem::Final(last))] = &own[..] else {
-            panic!("one final message: {own:?}");
-        };
+        let last = stopped_at_once(team).await;
         assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Interrupted));
         assert_eq!(worker_model.calls(), 0, "no task starts");
         let again = leader.reply(Msg::user("user", "And now?")).await.unwrap();
@@ -734,17 +737,7 @@ mod tests {
         let team = super::super::TeamPipeline::new(lead, [TeamMember::new(worker, "Works.")]).unwrap();
         let leader = team.leader.clone();
 
-        let stream = Box::pin(leader.reply_stream(Msg::user("user", "Do it.")));
-        let stop = Arc::new(AtomicBool::new(true));
-        let run = TeamRun::new(leader.clone(), team.members, stream, stop, team.waiting.clone());
-        let own: Vec<_> = futures_util::stream::unfold(run, TeamRun::next)
-            .filter_map(|(tagged, own)| std::future::ready(own.then_some(tagged.item)))
-            .collect()
-            .await;
-
-        let [Ok(ReplyItem::Final(last))] = &own[..] else {
-            panic!("one final message: {own:?}");
-        };
+        let last = stopped_at_once(team).await;
         assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Interrupted));
         assert_eq!(leader.waiting_calls(), None, "the question is closed");
         assert_eq!(leader_model.calls(), 1);
