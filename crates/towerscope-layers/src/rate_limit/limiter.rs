@@ -12,6 +12,7 @@ use towerscope_core::AgentError;
 
 use super::backend::{BackendFuture, Decision, RateLimitBackend, Remote, WhenUnavailable};
 use super::limits::{Binding, RateLimits};
+use super::log::WindowLog;
 
 /// One rate limit, shared by every clone (and every agent it is installed on).
 ///
@@ -31,11 +32,10 @@ struct Shared {
 #[derive(Default)]
 struct State {
     last_start: Option<Instant>,
-    starts: VecDeque<Instant>,
-    tokens: VecDeque<(Instant, u64)>,
-    /// The sum of `tokens`' counts, exact: a `u128` holds any number of `u64` counts a window
-    /// can hold (a saturated sum forgot the others once the huge one left).
-    token_sum: u128,
+    /// The starts of the request window (bounded: see [`WindowLog`]).
+    starts: WindowLog,
+    /// The tokens of the token window, as the answers reported them.
+    tokens: WindowLog,
     queue: VecDeque<Waiter>,
     next_ticket: u64,
 }
@@ -50,7 +50,7 @@ const NEVER: Duration = Duration::from_secs(86_400 * 365 * 30);
 
 /// `t + d`, or a time that never comes when the sum overflows an [`Instant`]: an interval or
 /// window of `Duration::MAX` means "never again", not a panic (while the state is locked).
-fn plus(t: Instant, d: Duration) -> Instant {
+pub(crate) fn plus(t: Instant, d: Duration) -> Instant {
     // `t + NEVER` overflows no platform's `Instant`; `t` is only the last resort of the types.
     t.checked_add(d).or_else(|| t.checked_add(NEVER)).unwrap_or(t)
 }
@@ -58,18 +58,11 @@ fn plus(t: Instant, d: Duration) -> Instant {
 impl State {
     fn prune(&mut self, now: Instant, limits: &RateLimits) {
         if let Some((n, window)) = limits.requests {
-            while self.starts.front().is_some_and(|s| plus(*s, window) <= now) || self.starts.len() > n as usize {
-                self.starts.pop_front();
-            }
+            self.starts.prune(now, window);
+            self.starts.keep_last(u128::from(n));
         }
         if let Some((_, window)) = limits.tokens {
-            while let Some((t, n)) = self.tokens.front().copied() {
-                if plus(t, window) > now {
-                    break;
-                }
-                self.token_sum -= u128::from(n);
-                self.tokens.pop_front();
-            }
+            self.tokens.prune(now, window);
         }
     }
 
@@ -87,35 +80,23 @@ impl State {
         if let (Some(interval), Some(last)) = (limits.min_interval, self.last_start) {
             later(plus(last, interval), Binding::Interval(interval));
         }
-        if let Some((n, window)) = limits.requests {
-            let n = n as usize;
-            if self.starts.len() >= n {
-                later(
-                    plus(self.starts[self.starts.len() - n], window),
-                    Binding::Requests(n as u32, window),
-                );
-            }
+        if let Some((n, window)) = limits.requests
+            && let Some(t) = self.starts.under_at(u128::from(n), window)
+        {
+            later(t, Binding::Requests(n, window));
         }
-        if let Some((limit, window)) = limits.tokens {
-            let limit_wide = u128::from(limit);
-            let mut sum = self.token_sum;
-            for (t, n) in &self.tokens {
-                if sum < limit_wide {
-                    break;
-                }
-                sum -= u128::from(*n);
-                if sum < limit_wide {
-                    later(plus(*t, window), Binding::Tokens(limit, window));
-                }
-            }
+        if let Some((limit, window)) = limits.tokens
+            && let Some(t) = self.tokens.under_at(u128::from(limit), window)
+        {
+            later(t, Binding::Tokens(limit, window));
         }
         (at, binding)
     }
 
     fn start(&mut self, now: Instant, limits: &RateLimits) {
         self.last_start = Some(now);
-        if limits.requests.is_some() {
-            self.starts.push_back(now);
+        if let Some((_, window)) = limits.requests {
+            self.starts.push(now, 1, window);
         }
     }
 
@@ -195,7 +176,14 @@ impl RateLimiter {
     pub fn tokens_in_window(&self) -> u64 {
         let mut state = self.lock();
         state.prune(Instant::now(), &self.shared.limits);
-        u64::try_from(state.token_sum).unwrap_or(u64::MAX)
+        u64::try_from(state.tokens.total()).unwrap_or(u64::MAX)
+    }
+
+    /// How many entries the request and token logs hold.
+    #[cfg(test)]
+    pub(crate) fn log_len(&self) -> (usize, usize) {
+        let state = self.lock();
+        (state.starts.len(), state.tokens.len())
     }
 
     /// Whether answers must be looked at for their token usage.
@@ -212,11 +200,12 @@ impl RateLimiter {
             remote.backend.record_tokens(&self.shared.limits, tokens);
             return;
         }
-        let mut state = self.lock();
-        state.tokens.push_back((Instant::now(), tokens));
+        let Some((_, window)) = self.shared.limits.tokens else {
+            return;
+        };
         // A usage figure a server got wrong (u64::MAX) holds calls back for a window; the sum
         // neither overflows nor forgets the other counts.
-        state.token_sum += u128::from(tokens);
+        self.lock().tokens.push(Instant::now(), tokens, window);
     }
 
     /// Admits a new call: now when nobody waits and the limits allow it, otherwise in the queue

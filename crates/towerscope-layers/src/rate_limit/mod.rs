@@ -8,6 +8,11 @@
 //! - a number of tokens per window, counted from the usage the answers report (a complete
 //!   response, or the final chunk of a stream).
 //!
+//! The windows are counted in bounded memory, whatever the limit: past 1,024 entries, calls (or
+//! answers' tokens) less than 1/1024 of the window apart share one entry, which leaves the
+//! window with the newest of them. A limit is never exceeded; a call can start up to 1/1024
+//! of the window later than under an exact log.
+//!
 //! Over the limit, a call waits (a tokio timer; no thread is blocked) or, with
 //! [`RateLimits::fail_fast`], fails at once with `AgentError::RateLimited` whose `retry_after`
 //! says when the limit allows the next call. Waiting calls are served in the order they were made
@@ -69,6 +74,7 @@ mod future;
 mod layer;
 mod limiter;
 mod limits;
+mod log;
 #[cfg(feature = "redis")]
 mod redis;
 mod service;

@@ -275,3 +275,50 @@ async fn an_interval_or_window_of_duration_max_means_never_again() {
         }
     }
 }
+
+/// A limit of more calls than the log keeps one entry for (here 3,000 a second) still holds in
+/// every window, and its log stays bounded: before, it held one entry per call of the window,
+/// and ten million calls a minute were ten million entries.
+#[tokio::test(start_paused = true)]
+async fn a_busy_request_window_is_never_exceeded_and_its_log_stays_bounded() {
+    let log = Log::default();
+    let window = Duration::from_secs(1);
+    let limit = 3_000;
+    let layer = RateLimitLayer::new(RateLimits::new().requests_per(limit, window));
+    let origin = Instant::now();
+    let svc = ServiceBuilder::new()
+        .layer(layer.clone())
+        .service(recording(log.clone(), origin, 0));
+    let mut most = 0;
+    // One caller starting a call every 100 µs: 10,000 a second asked, 3,000 allowed.
+    for i in 0..12_000 {
+        svc.clone().oneshot(request(i)).await.unwrap();
+        most = most.max(layer.limiter().log_len().0);
+        // Not `sleep`: a timer's resolution is a millisecond.
+        tokio::time::advance(Duration::from_micros(100)).await;
+    }
+    let starts: Vec<Duration> = log.lock().unwrap().iter().map(|(d, _)| *d).collect();
+    // In every window, at most `limit` starts (the window opening at each start is the one
+    // to check: the count in a window grows only at a start).
+    let mut first = 0;
+    for (last, s) in starts.iter().enumerate() {
+        while starts[first] + window <= *s {
+            first += 1;
+        }
+        let in_window = last - first + 1;
+        assert!(
+            in_window <= limit as usize,
+            "{in_window} starts in the window ending at {s:?}"
+        );
+    }
+    // Not much stricter than the exact limit, which starts the last of the 12,000 calls at
+    // 3.2999 s (3,000 in the first 0.3 s of each second): a merged start is held back at most
+    // 1/1024 of the window, in each of the three windows before.
+    let end = *starts.last().unwrap();
+    assert!(
+        end >= Duration::from_micros(3_299_900),
+        "the last call started at {end:?}"
+    );
+    assert!(end < Duration::from_millis(3_310), "the last call started at {end:?}");
+    assert!(most <= 2 * super::log::EXACT + 2, "{most} entries in the log");
+}
