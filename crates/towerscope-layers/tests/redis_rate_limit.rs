@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
 use towerscope_core::{AgentContext, AgentError, ChatResponse, ChatUsage, ModelCallRequest, ModelOutput, Msg};
 use towerscope_layers::RateLimitLayer;
-use towerscope_layers::rate_limit::{RateLimits, RedisBackend, WhenUnavailable};
+use towerscope_layers::rate_limit::{HeldBy, RateLimitBackend, RateLimits, RedisBackend, Verdict, WhenUnavailable};
 use towerscope_models::ScriptedModel;
 
 fn unique(name: &str) -> String {
@@ -112,6 +112,70 @@ async fn tokens_counted_by_one_limiter_hold_back_the_other() {
         after > Duration::from_secs(55) && after <= Duration::from_secs(60),
         "{after:?}"
     );
+}
+
+/// How many token records the limit `name` holds in Redis.
+async fn token_records(url: &str, name: &str) -> usize {
+    let mut conn = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    redis::cmd("ZCARD")
+        .arg(format!("towerscope:rate_limit:{{{name}}}:tokens"))
+        .query_async(&mut conn)
+        .await
+        .unwrap()
+}
+
+/// Counts `records` answers of 10 tokens, and waits until Redis holds `total` records.
+async fn record_tokens(
+    backend: &RedisBackend,
+    limits: &RateLimits,
+    url: &str,
+    name: &str,
+    records: usize,
+    total: usize,
+) {
+    for _ in 0..records {
+        backend.record_tokens(limits, 10);
+    }
+    for _ in 0..200 {
+        if token_records(url, name).await == total {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("Redis never held {total} token records");
+}
+
+/// Over the token limit, the decision reads the oldest records a page at a time until the sum
+/// falls under the limit: here the record that does is the 81st of 140, on the second page
+/// (64 a page), and it is one of the 70 counted two seconds after the first 70. A decision that
+/// read only the first page would let the call start; one that stopped in the first 70 would
+/// say to wait about 58 s, not 60.
+#[tokio::test]
+async fn a_token_limit_reached_far_into_the_log_waits_for_the_record_that_frees_it() {
+    let Some(url) = common::redis_url("a_token_limit_reached_far_into_the_log_waits_for_the_record_that_frees_it")
+    else {
+        return;
+    };
+    let name = unique("token-pages");
+    let limits = RateLimits::new().tokens_per_minute(600);
+    let backend = RedisBackend::open(&url, &name).unwrap();
+    record_tokens(&backend, &limits, &url, &name, 70, 70).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    record_tokens(&backend, &limits, &url, &name, 70, 140).await;
+    match backend.try_start(&limits).await.unwrap() {
+        Verdict::Wait { after, held_by } => {
+            assert_eq!(held_by, HeldBy::Tokens);
+            assert!(
+                after > Duration::from_millis(59_000) && after <= Duration::from_secs(60),
+                "{after:?}"
+            );
+        }
+        other => panic!("1,400 tokens of 600 a minute: {other:?}"),
+    }
 }
 
 #[tokio::test]

@@ -52,8 +52,12 @@ if limit > 0 then
     redis.call('SET', KEYS[4], 0, 'KEEPTTL')
     sum = 0
   end
-  if sum >= limit then
-    local entries = redis.call('ZRANGE', KEYS[3], 0, -1, 'WITHSCORES')
+  -- Oldest first, a page at a time: only the records whose leaving brings the sum under the
+  -- limit are read, not the window's whole log.
+  local from = 0
+  while sum >= limit do
+    local entries = redis.call('ZRANGE', KEYS[3], from, from + 63, 'WITHSCORES')
+    if #entries == 0 then break end
     for i = 1, #entries, 2 do
       sum = sum - tonumber(string.match(entries[i], '^(%d+):'))
       if sum < limit then
@@ -62,6 +66,7 @@ if limit > 0 then
         break
       end
     end
+    from = from + 64
   end
 end
 if wait > 0 then return {math.ceil(wait), held} end
@@ -101,7 +106,8 @@ static RECORD_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::
 ///   burst, and lets up to `2n - 1` calls through in some windows (a burst right after a
 ///   steady stream), so `requests_per(n, w)` would mean something else across processes than
 ///   in one. The price is memory of one entry per call in the window, and `O(log n)` per
-///   decision.
+///   decision; over the token limit, the oldest token records are read a page of 64 at a
+///   time, only until the sum falls under the limit.
 ///
 /// Every process must configure the same [`RateLimits`] for one name; only the events live in
 /// Redis. Tokens are counted when an answer arrives, from a task of its own (a failure is
