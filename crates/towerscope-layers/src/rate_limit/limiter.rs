@@ -212,8 +212,9 @@ impl RateLimiter {
     /// (or refused, in fail-fast mode).
     pub(crate) fn admit(&self) -> Admission {
         let limits = &self.shared.limits;
-        let now = Instant::now();
         let mut state = self.lock();
+        // Read under the lock: starts are counted in the order of their times.
+        let now = Instant::now();
         if self.shared.remote.is_some() {
             // Only the backend knows: every call asks it, in turn.
             return Admission::Queued(self.enqueue(&mut state));

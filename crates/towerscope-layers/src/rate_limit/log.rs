@@ -39,13 +39,17 @@ pub(crate) struct WindowLog {
 }
 
 impl WindowLog {
-    /// Counts `count` at `now` (not before the newest event), after forgetting the events that
-    /// left the window.
+    /// Counts `count` at `now` (or at the newest event's time, if that is later), after
+    /// forgetting the events that left the window.
     pub(crate) fn push(&mut self, now: Instant, count: u64, window: Duration) {
         self.prune(now, window);
+        // An event read from the clock before a later one was counted is counted at the later
+        // one's time: the entries leave in order, none before its events' window ends.
+        let now = self.entries.back().map_or(now, |newest| now.max(newest.last));
         if self.entries.len() >= EXACT
             && let Some(newest) = self.entries.back_mut()
-            && now < super::limiter::plus(newest.first, window / GRAIN)
+            // `<=`: events at one instant share an entry even when a grain rounds to zero.
+            && now <= super::limiter::plus(newest.first, window / GRAIN)
         {
             newest.last = now;
             newest.count += u128::from(count);
@@ -165,6 +169,60 @@ mod tests {
         log.prune(end + WINDOW, WINDOW);
         assert_eq!(log.total(), 0);
         assert_eq!(log.len(), 0);
+    }
+
+    #[test]
+    fn a_merged_entry_leaves_with_its_newest_event() {
+        let t0 = Instant::now();
+        let mut log = WindowLog::default();
+        for _ in 0..EXACT {
+            log.push(t0, 1, WINDOW);
+        }
+        // Merged into the newest entry (a grain is about 58 ms): events at 1 ms and 2 ms.
+        let first = t0 + Duration::from_millis(1);
+        log.push(first, 1, WINDOW);
+        log.push(first + Duration::from_millis(1), 1, WINDOW);
+        assert_eq!(log.len(), EXACT);
+        // Between the entry's first event's end of window and its newest one's, all three of
+        // its events still count.
+        log.prune(first + WINDOW + Duration::from_micros(500), WINDOW);
+        assert_eq!(log.total(), 3);
+        log.prune(first + Duration::from_millis(1) + WINDOW, WINDOW);
+        assert_eq!(log.total(), 0);
+    }
+
+    #[test]
+    fn events_counted_out_of_order_leave_no_earlier_than_the_newest() {
+        let t0 = Instant::now();
+        let mut log = WindowLog::default();
+        for _ in 0..EXACT {
+            log.push(t0, 1, WINDOW);
+        }
+        // Read from the clock at 20 µs, then one read at 10 µs counted after it (a caller that
+        // waited for the lock): neither leaves before 20 µs past the window.
+        let late = t0 + Duration::from_micros(20);
+        log.push(late, 1, WINDOW);
+        log.push(t0 + Duration::from_micros(10), 1, WINDOW);
+        log.prune(late + WINDOW - Duration::from_micros(1), WINDOW);
+        assert_eq!(log.total(), 3, "the two, and the event at 0 of the entry they joined");
+        // Unmerged, the same: a new entry is no older than the newest.
+        let mut exact = WindowLog::default();
+        exact.push(late, 1, WINDOW);
+        exact.push(t0, 1, WINDOW);
+        exact.prune(late + WINDOW - Duration::from_micros(1), WINDOW);
+        assert_eq!(exact.total(), 2);
+    }
+
+    #[test]
+    fn events_at_one_instant_share_an_entry_even_in_a_window_shorter_than_a_grain() {
+        let t0 = Instant::now();
+        let window = Duration::from_nanos(100);
+        let mut log = WindowLog::default();
+        for _ in 0..10 * EXACT {
+            log.push(t0, 1, window);
+        }
+        assert_eq!(log.len(), EXACT);
+        assert_eq!(log.total(), 10 * EXACT as u128);
     }
 
     #[test]
