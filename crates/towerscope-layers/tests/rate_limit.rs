@@ -164,3 +164,54 @@ async fn agents_are_served_in_the_order_they_asked() {
     let secs: Vec<u64> = served.lock().unwrap().iter().map(|(t, _)| t.as_secs()).collect();
     assert_eq!(secs, [0, 1, 2, 3, 4, 5]);
 }
+
+/// An agent whose reply stream nobody reads any more (a web client that stalled), its model
+/// call queued first, holds the other agents sharing the limit back for a second past its
+/// turn, not for as long as its reader stalls; read again, its reply goes on.
+#[tokio::test(start_paused = true)]
+async fn an_unread_reply_at_the_front_of_the_queue_holds_the_other_agents_back_a_second() {
+    use futures_util::StreamExt;
+
+    let log = Log::default();
+    let limit = RateLimitLayer::new(RateLimits::new().min_interval(Duration::from_secs(10)));
+    let origin = Instant::now();
+    let agents = agents(3, &limit, &log, origin);
+    // agent-1's first call starts at 0, its second waits for its turn at 10 s, and nobody reads
+    // agent-1's stream from then on.
+    let mut unread = agents[1].reply_stream(Msg::user("user", "go"));
+    while futures_util::poll!(unread.next()).is_ready() {}
+    // agent-0's calls are queued behind it: the first starts at 11 s, not never.
+    let done = tokio::time::timeout(Duration::from_secs(300), async {
+        agents[0].reply(Msg::user("user", "go")).await.unwrap();
+        agents[2].reply(Msg::user("user", "go")).await.unwrap();
+    })
+    .await;
+    assert!(
+        done.is_ok(),
+        "the unread reply held every other agent back: {:?}",
+        log.lock().unwrap()
+    );
+    let starts = || -> Vec<(u64, String)> {
+        log.lock()
+            .unwrap()
+            .iter()
+            .map(|(t, n)| (t.as_secs(), n.clone()))
+            .collect()
+    };
+    let expected = [
+        (0, "agent-1"),
+        (11, "agent-0"),
+        (21, "agent-0"),
+        (31, "agent-2"),
+        (41, "agent-2"),
+    ];
+    assert_eq!(starts(), expected.map(|(t, n)| (t, n.to_owned())));
+    // Read again (at 41 s), agent-1's reply takes the next turn, 10 s after the last call.
+    let mut last = None;
+    while let Some(item) = unread.next().await {
+        last = Some(item.unwrap());
+    }
+    let msg = last.and_then(|i| i.as_final().cloned()).expect("a final message");
+    assert_eq!(msg.text_content().as_deref(), Some("done"));
+    assert_eq!(starts().last(), Some(&(51, "agent-1".to_owned())));
+}

@@ -48,6 +48,13 @@ pin_project! {
             #[pin]
             sleep: Sleep,
         },
+        // Right behind the front: asks again when woken (its turn may have come), or when the
+        // front counts as stalled.
+        Watching {
+            #[pin]
+            sleep: Sleep,
+            armed: bool,
+        },
         Called {
             #[pin]
             future: F,
@@ -110,6 +117,10 @@ where
                         Turn::SleepUntil(at) => this.state.set(State::Sleeping {
                             sleep: tokio::time::sleep_until(at),
                         }),
+                        Turn::Watch(at) => this.state.set(State::Watching {
+                            sleep: tokio::time::sleep_until(at),
+                            armed: false,
+                        }),
                         Turn::Ask(answer) => this.state.set(State::Asking { answer }),
                         Turn::Go => {
                             let Some(Queued {
@@ -150,6 +161,17 @@ where
                 }
                 StateProj::Sleeping { sleep } => {
                     ready!(sleep.poll(cx));
+                    this.state.set(State::Queued);
+                }
+                StateProj::Watching { sleep, armed } => {
+                    // Armed at the first poll; any later poll is a wake (the front left, or the
+                    // time is up): the turn is asked again.
+                    if !*armed {
+                        *armed = true;
+                        if sleep.poll(cx).is_pending() {
+                            return Poll::Pending;
+                        }
+                    }
                     this.state.set(State::Queued);
                 }
                 StateProj::Called { future } => {

@@ -37,13 +37,24 @@ struct State {
     /// The tokens of the token window, as the answers reported them.
     tokens: WindowLog,
     queue: VecDeque<Waiter>,
+    /// The live front's ticket, and when it was told it may go (woken at the front, or the
+    /// limit's wait over): past [`STALLED_AFTER`] more, it counts as stalled.
+    front_due: Option<(u64, Instant)>,
     next_ticket: u64,
 }
 
 struct Waiter {
     ticket: u64,
     waker: Option<Waker>,
+    /// Its caller was told to go and did not poll in time (a reply whose reader stopped): it
+    /// keeps its place, but nobody waits for it until it polls again.
+    stalled: bool,
 }
+
+/// How long the front of the queue has to take its turn once it may go, before the calls
+/// behind it stop waiting for it: a caller polls its future at once when woken, unless its
+/// reader stopped reading.
+pub(crate) const STALLED_AFTER: Duration = Duration::from_secs(1);
 
 /// How far ahead "never" is: thirty years, as for tokio's own timers.
 const NEVER: Duration = Duration::from_secs(86_400 * 365 * 30);
@@ -100,9 +111,37 @@ impl State {
         }
     }
 
-    fn wake_front(&mut self) {
-        if let Some(waker) = self.queue.front_mut().and_then(|w| w.waker.take()) {
+    /// The first waiter not stalled: the one whose turn it is.
+    fn front(&self) -> Option<usize> {
+        self.queue.iter().position(|w| !w.stalled)
+    }
+
+    /// Wakes the front, which may go from `now`, and the waiter behind it, which watches it
+    /// (see [`Turn::Watch`]).
+    fn wake_front(&mut self, now: Instant) {
+        let mut live = self.queue.iter_mut().filter(|w| !w.stalled);
+        self.front_due = None;
+        if let Some(front) = live.next() {
+            self.front_due = Some((front.ticket, now));
+            if let Some(waker) = front.waker.take() {
+                waker.wake();
+            }
+        }
+        if let Some(waker) = live.next().and_then(|w| w.waker.take()) {
             waker.wake();
+        }
+    }
+
+    /// Stops waiting for fronts that were told to go more than [`STALLED_AFTER`] before `now`
+    /// and did not take their turn.
+    fn skip_stalled(&mut self, now: Instant) {
+        while let Some((ticket, due)) = self.front_due
+            && plus(due, STALLED_AFTER) <= now
+            && let Some(front) = self.front()
+            && self.queue[front].ticket == ticket
+        {
+            self.queue[front].stalled = true;
+            self.wake_front(now);
         }
     }
 }
@@ -125,6 +164,9 @@ pub(crate) enum Turn {
     Wait,
     /// At the front, but the limit allows a start only at this time.
     SleepUntil(Instant),
+    /// Next after the front: ask again when woken, or at this time at the latest, when the
+    /// front counts as stalled if it has not taken its turn.
+    Watch(Instant),
     /// At the front: ask the shared backend (then [`Ticket::leave`] with its decision).
     Ask(BackendFuture),
 }
@@ -219,8 +261,9 @@ impl RateLimiter {
             // Only the backend knows: every call asks it, in turn.
             return Admission::Queued(self.enqueue(&mut state));
         }
+        state.skip_stalled(now);
         let (at, binding) = state.ready_at(now, limits);
-        if state.queue.is_empty() && at <= now {
+        if state.front().is_none() && at <= now {
             state.start(now, limits);
             return Admission::Now;
         }
@@ -237,7 +280,15 @@ impl RateLimiter {
     fn enqueue(&self, state: &mut State) -> Ticket {
         let ticket = state.next_ticket;
         state.next_ticket += 1;
-        state.queue.push_back(Waiter { ticket, waker: None });
+        if state.front().is_none() {
+            // The new front may go as soon as it is polled (a call not polled at all stalls).
+            state.front_due = Some((ticket, Instant::now()));
+        }
+        state.queue.push_back(Waiter {
+            ticket,
+            waker: None,
+            stalled: false,
+        });
         Ticket {
             limiter: self.clone(),
             id: ticket,
@@ -248,26 +299,49 @@ impl RateLimiter {
     fn turn(&self, ticket: u64, cx: &mut Context<'_>) -> Turn {
         let limits = &self.shared.limits;
         let mut state = self.lock();
-        if state.queue.front().map(|w| w.ticket) != Some(ticket) {
-            if let Some(waiter) = state.queue.iter_mut().find(|w| w.ticket == ticket) {
-                match &waiter.waker {
-                    Some(w) if w.will_wake(cx.waker()) => {}
-                    _ => waiter.waker = Some(cx.waker().clone()),
+        let Some(at) = state.queue.iter().position(|w| w.ticket == ticket) else {
+            // Not queued (cannot happen: a ticket leaves the queue when served or dropped).
+            return Turn::Wait;
+        };
+        let local = self.shared.remote.is_none();
+        let now = Instant::now();
+        if local {
+            if state.queue[at].stalled {
+                // Polled again: back in its place, and in the front's if that is its place.
+                state.queue[at].stalled = false;
+                if state.front() == Some(at) {
+                    state.front_due = Some((ticket, now));
                 }
             }
-            return Turn::Wait;
+            state.skip_stalled(now);
+        }
+        let front = state.front();
+        if front != Some(at) {
+            let waiter = &mut state.queue[at];
+            match &waiter.waker {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                _ => waiter.waker = Some(cx.waker().clone()),
+            }
+            // The waiter right behind the front watches it (a local limit only: a front asking
+            // the backend may be waiting for its answer).
+            let second = state.queue.iter().enumerate().filter(|(_, w)| !w.stalled).nth(1);
+            let watching = local && second.is_some_and(|(i, _)| i == at);
+            return match state.front_due {
+                Some((_, due)) if watching => Turn::Watch(plus(due, STALLED_AFTER)),
+                _ => Turn::Wait,
+            };
         }
         if let Some(remote) = &self.shared.remote {
             return Turn::Ask(remote.backend.try_start(limits));
         }
-        let now = Instant::now();
-        let (at, _) = state.ready_at(now, limits);
-        if at > now {
-            return Turn::SleepUntil(at);
+        let (ready, _) = state.ready_at(now, limits);
+        if ready > now {
+            state.front_due = Some((ticket, ready));
+            return Turn::SleepUntil(ready);
         }
         state.start(now, limits);
-        state.queue.pop_front();
-        state.wake_front();
+        state.queue.remove(at);
+        state.wake_front(now);
         Turn::Go
     }
 
@@ -281,10 +355,11 @@ impl RateLimiter {
 
     fn abandon(&self, ticket: u64) {
         let mut state = self.lock();
+        let front = state.front();
         if let Some(pos) = state.queue.iter().position(|w| w.ticket == ticket) {
             state.queue.remove(pos);
-            if pos == 0 {
-                state.wake_front();
+            if front == Some(pos) {
+                state.wake_front(Instant::now());
             }
         }
     }

@@ -17,7 +17,10 @@
 //! [`RateLimits::fail_fast`], fails at once with `AgentError::RateLimited` whose `retry_after`
 //! says when the limit allows the next call. Waiting calls are served in the order they were made
 //! (first come, first served), and a waiting call that is dropped (a timeout, a cancelled reply)
-//! leaves the queue.
+//! leaves the queue. A call starts only when its future is polled: one whose turn came and that
+//! is not polled within a second (a reply whose reader stopped reading: a stalled web client)
+//! keeps its place, but the calls behind it stop waiting for it; polled again, it takes the
+//! next turn.
 //!
 //! # Across processes
 //!

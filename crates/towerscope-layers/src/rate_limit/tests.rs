@@ -241,6 +241,83 @@ async fn a_dropped_waiter_leaves_the_queue() {
     assert_eq!(secs(&log), [0, 1]);
 }
 
+/// The order in which `log`'s calls started, by reply, with their second.
+fn started(log: &Log) -> Vec<(String, u64)> {
+    log.lock()
+        .unwrap()
+        .iter()
+        .map(|(d, r)| (r.clone(), d.as_secs()))
+        .collect()
+}
+
+/// A call whose caller stopped polling it (a reply whose reader stopped reading) holds the
+/// calls behind it back for a second past its turn, not until it is polled again; polled
+/// again, it takes the next turn.
+#[tokio::test(start_paused = true)]
+async fn a_call_whose_caller_stopped_polling_holds_the_others_back_a_second_at_most() {
+    let log = Log::default();
+    let layer = RateLimitLayer::new(RateLimits::new().min_interval(Duration::from_secs(10)));
+    let mut svc = ServiceBuilder::new()
+        .layer(layer.clone())
+        .service(recording(log.clone(), Instant::now(), 0));
+    svc.ready().await.unwrap().call(request(0)).await.unwrap();
+    // r1 waits for its turn at 10 s, polled once, then never until 30 s.
+    let mut stalled = Box::pin(svc.ready().await.unwrap().call(request(1)));
+    assert!(futures_util::poll!(stalled.as_mut()).is_pending());
+    let next = svc.clone().oneshot(request(2));
+    tokio::time::timeout(Duration::from_secs(120), next)
+        .await
+        .expect("r2 is not held back until r1 is polled again")
+        .unwrap();
+    tokio::time::sleep_until(Instant::now() + Duration::from_secs(19)).await;
+    stalled.await.unwrap();
+    // r2 at 11 s (r1's turn at 10 s, and a second); r1 polled again at 30 s goes then (10 s
+    // after r2).
+    assert_eq!(started(&log), [("r0".into(), 0), ("r2".into(), 11), ("r1".into(), 30)]);
+    assert_eq!(layer.limiter().waiting(), 0);
+}
+
+/// A call made and never polled (its caller dropped nothing and awaited nothing) holds nothing
+/// back: its turn came when it was made, and the call behind it starts when the limit allows.
+#[tokio::test(start_paused = true)]
+async fn a_call_never_polled_holds_back_no_call_behind_it() {
+    let log = Log::default();
+    let layer = RateLimitLayer::new(RateLimits::new().min_interval(Duration::from_secs(10)));
+    let mut svc = ServiceBuilder::new()
+        .layer(layer.clone())
+        .service(recording(log.clone(), Instant::now(), 0));
+    svc.ready().await.unwrap().call(request(0)).await.unwrap();
+    let never_polled = svc.ready().await.unwrap().call(request(1));
+    let next = svc.clone().oneshot(request(2));
+    tokio::time::timeout(Duration::from_secs(120), next)
+        .await
+        .expect("r2 is not held back by a call nobody polls")
+        .unwrap();
+    assert_eq!(started(&log), [("r0".into(), 0), ("r2".into(), 10)]);
+    drop(never_polled);
+    assert_eq!(layer.limiter().waiting(), 0);
+}
+
+/// Fronts that wait for the limit and take their turn when it comes are never taken for
+/// stalled, however long the wait: the order of the calls holds.
+#[tokio::test(start_paused = true)]
+async fn fronts_waiting_for_a_long_limit_keep_their_order() {
+    let log = Log::default();
+    let mut svc = ServiceBuilder::new()
+        .layer(RateLimitLayer::new(
+            RateLimits::new().requests_per(1, Duration::from_secs(30)),
+        ))
+        .service(recording(log.clone(), Instant::now(), 0));
+    let mut calls = Vec::new();
+    for i in 0..5 {
+        calls.push(svc.ready().await.unwrap().call(request(i)));
+    }
+    assert!(join_all(calls).await.iter().all(Result::is_ok));
+    let order: Vec<String> = log.lock().unwrap().iter().map(|(_, r)| r.clone()).collect();
+    assert_eq!(order, ["r0", "r1", "r2", "r3", "r4"]);
+    assert_eq!(secs(&log), [0, 30, 60, 90, 120]);
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_interval_or_window_of_duration_max_means_never_again() {
     // Fail fast: the second call is refused, with a hint too long for any retry.
