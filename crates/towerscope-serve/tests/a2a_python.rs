@@ -88,6 +88,18 @@ async fn the_sdk_client_sends_streams_answers_input_and_cancels() {
         ("LEGACY_SEND_ANSWER", "Still here, same session."),
         ("LEGACY_GET_ROLES", "ROLE_USER,ROLE_AGENT"),
         ("LEGACY_CANCEL_STATE", "TASK_STATE_CANCELED"),
+        ("FILES_STATE", "TASK_STATE_COMPLETED"),
+        (
+            "FILES_HEARD",
+            "text 'What are these?'; data application/pdf notes.pdf 768 bytes; data image/jpeg url https://example.com/cat.jpg",
+        ),
+        ("FILES_ANSWER", r"image/png 70 bytes b'\x89PNG'"),
+        ("FILES_STATUS_PARTS", "text,raw"),
+        (
+            "LEGACY_FILES_HEARD",
+            "text 'What are these?'; data application/pdf notes.pdf 768 bytes; data image/jpeg url https://example.com/cat.jpg",
+        ),
+        ("LEGACY_FILES_ANSWER", r"image/png 70 bytes b'\x89PNG'"),
         ("DONE", "ok"),
     ];
     for (key, value) in expect {

@@ -177,8 +177,9 @@ async fn a_new_context_beside_busy_ones_keeps_its_waiting_task() {
     assert_eq!(done.answer_text(), "Deleted /tmp/a.");
 }
 
-/// The answer to a waiting task is checked as a new message is: no parts, or a URL part, is
-/// refused, and the task still waits (an empty answer denied every confirmation).
+/// The answer to a waiting task is checked as a new message is, and takes no file: no parts, or
+/// a URL part, is refused, and the task still waits (a file-only answer, read as empty text,
+/// would deny every confirmation).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_the_agent_cannot_read_is_refused_and_the_task_still_waits() {
     let base = serve(A2aConfig::new("helper")).await;
@@ -421,12 +422,26 @@ async fn bad_input_gets_the_protocols_error_codes() {
         &base,
         rpc(
             "SendMessage",
-            json!({"message": {"role": "ROLE_USER", "parts": [{"url": "http://127.0.0.1/x.png"}]}}),
+            json!({"message": {"role": "ROLE_USER", "parts": [{"url": "file:///etc/passwd"}]}}),
         ),
         None,
     )
     .await;
-    assert_eq!(code(&body), RpcError::CONTENT_TYPE_NOT_SUPPORTED);
+    assert_eq!(
+        code(&body),
+        RpcError::INVALID_PARAMS,
+        "a URL other than http, https or data"
+    );
+    let (_, body) = post(
+        &base,
+        rpc(
+            "SendMessage",
+            json!({"message": {"role": "ROLE_USER", "parts": [{"raw": "not base64"}]}}),
+        ),
+        None,
+    )
+    .await;
+    assert_eq!(code(&body), RpcError::INVALID_PARAMS, "raw bytes that are not base64");
 
     let (_, body) = post(&base, rpc("GetTask", json!({"id": "x"})), Some("0.3")).await;
     assert_eq!(code(&body), RpcError::VERSION_NOT_SUPPORTED);

@@ -12,41 +12,135 @@
 
 use serde_json::Value;
 use towerscope_core::event::{ConfirmResult, ExternalExecutionResultEvent, UserConfirmResultEvent};
-use towerscope_core::{Msg, ReplyInput, ToolResultBlock, ToolResultState};
+use towerscope_core::{
+    ContentBlock, DataBlock, DataSource, Msg, ReplyInput, Role, TextBlock, ToolResultBlock, ToolResultState,
+};
 
 use super::error::RpcError;
 use super::tasks::Parked;
-use super::wire::Message;
+use super::wire::{Message, Part};
 
-/// The message as a new user message for the agent: its text parts, and its data parts as JSON.
+/// The message as a new user message for the agent, its parts in order: text parts as text,
+/// data parts as their JSON text (consecutive ones joined by a line break into one text block),
+/// and file parts (`raw` bytes or a `url`) as data blocks, with their media type
+/// (`application/octet-stream` when the part names none) and file name.
 pub(crate) fn new_message(message: &Message) -> Result<ReplyInput, RpcError> {
     check_parts(message)?;
-    let pieces: Vec<String> = message
-        .parts
-        .iter()
-        .filter_map(|part| match (&part.text, &part.data) {
-            (Some(text), _) => Some(text.clone()),
+    let mut content = Vec::new();
+    let mut text: Option<String> = None;
+    for (index, part) in message.parts.iter().enumerate() {
+        let piece = match (&part.text, &part.data) {
+            (Some(t), _) => Some(t.clone()),
             (None, Some(data)) => Some(data.to_string()),
             (None, None) => None,
-        })
-        .collect();
-    Ok(Msg::user("user", pieces.join("\n")).into())
+        };
+        if let Some(piece) = piece {
+            match &mut text {
+                Some(t) => {
+                    t.push('\n');
+                    t.push_str(&piece);
+                }
+                None => text = Some(piece),
+            }
+            continue;
+        }
+        if let Some(t) = text.take() {
+            content.push(ContentBlock::Text(TextBlock::new(t)));
+        }
+        content.push(ContentBlock::Data(file_block(index, part)?));
+    }
+    if let Some(t) = text.take() {
+        content.push(ContentBlock::Text(TextBlock::new(t)));
+    }
+    let msg = Msg::new("user", Role::User, content).map_err(|e| RpcError::invalid_params(e.to_string()))?;
+    Ok(msg.into())
+}
+
+/// A file part (`raw` base64 bytes, or a `url`) as a data block.
+fn file_block(index: usize, part: &Part) -> Result<DataBlock, RpcError> {
+    let media_type = part
+        .media_type
+        .clone()
+        .filter(|m| !m.trim().is_empty())
+        .unwrap_or_else(|| "application/octet-stream".to_owned());
+    let source = match (&part.raw, &part.url) {
+        (Some(raw), None) => {
+            // Standard or URL-safe alphabet, padded or not (JSON encoders of bytes write
+            // either); stored in the standard, padded form the providers take.
+            let standard: String = raw
+                .chars()
+                .map(|c| match c {
+                    '-' => '+',
+                    '_' => '/',
+                    c => c,
+                })
+                .collect();
+            let bytes = DataSource::Base64 {
+                data: standard,
+                media_type: String::new(),
+            }
+            .decode_bytes()
+            .ok_or_else(|| RpcError::invalid_params(format!("part {index}: `raw` is not base64")))?;
+            DataSource::inline(&bytes, media_type)
+        }
+        (None, Some(url)) => {
+            let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
+            if !matches!(scheme.as_deref(), Some("http" | "https" | "data")) {
+                return Err(RpcError::invalid_params(format!(
+                    "part {index}: `url` must be an http, https or data URL"
+                )));
+            }
+            DataSource::Url {
+                url: url.clone(),
+                media_type,
+            }
+        }
+        _ => {
+            return Err(RpcError::invalid_params(format!(
+                "part {index}: a part holds one of `text`, `data`, `raw` and `url`"
+            )));
+        }
+    };
+    let mut block = DataBlock::new(source);
+    block.name = part.filename.clone();
+    Ok(block)
 }
 
 /// Refuses a message this agent cannot read, new or the answer to a waiting task: one with
-/// no parts, or a raw or URL part.
+/// no parts, or a part holding none or several of `text`, `data`, `raw` and `url`.
 pub(crate) fn check_parts(message: &Message) -> Result<(), RpcError> {
     if message.parts.is_empty() {
         return Err(RpcError::invalid_params("the message has no parts"));
     }
-    if message
-        .parts
-        .iter()
-        .any(|part| part.text.is_none() && part.data.is_none())
-    {
+    for (index, part) in message.parts.iter().enumerate() {
+        let held = [
+            part.text.is_some(),
+            part.data.is_some(),
+            part.raw.is_some(),
+            part.url.is_some(),
+        ]
+        .into_iter()
+        .filter(|h| *h)
+        .count();
+        if held != 1 {
+            return Err(RpcError::invalid_params(format!(
+                "part {index}: a part holds one of `text`, `data`, `raw` and `url` (it holds {held})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses an answer to a waiting task that [`resume`] cannot read: what [`check_parts`]
+/// refuses, and file parts (an answer is a confirmation or tool results, in text or data: a
+/// file-only answer read as empty text would deny every call).
+pub(crate) fn check_answer_parts(message: &Message) -> Result<(), RpcError> {
+    check_parts(message)?;
+    if message.parts.iter().any(|p| p.raw.is_some() || p.url.is_some()) {
         return Err(RpcError::new(
             RpcError::CONTENT_TYPE_NOT_SUPPORTED,
-            "this agent takes text and data parts; a raw or url part is not supported",
+            "an answer to a waiting task takes text and data parts (a confirmation, or tool results); a file part is \
+             not one",
         ));
     }
     Ok(())
@@ -120,16 +214,92 @@ mod tests {
         assert!(!approved(resume(&p, &data)));
     }
 
+    fn blocks(input: ReplyInput) -> Vec<ContentBlock> {
+        match input {
+            ReplyInput::Messages(msgs) => msgs.iter().flat_map(|m| m.content.clone()).collect(),
+            other => panic!("expected a message, got {other:?}"),
+        }
+    }
+
     #[test]
-    fn raw_parts_are_refused_with_a_clear_error() {
+    fn file_parts_become_data_blocks_in_their_place() {
         let mut m = Message::new_text(Role::User, "x");
-        m.parts = vec![Part {
-            raw: Some("AAAA".into()),
-            ..Part::default()
-        }];
+        m.parts = vec![
+            Part::text("Look at these:"),
+            Part::data(serde_json::json!({"n": 1})),
+            Part {
+                // "hello" in the URL-safe alphabet without padding, as some encoders write it.
+                raw: Some("aGVsbG8".into()),
+                media_type: Some("text/plain".into()),
+                filename: Some("hello.txt".into()),
+                ..Part::default()
+            },
+            Part {
+                url: Some("https://example.com/cat.png".into()),
+                media_type: Some("image/png".into()),
+                ..Part::default()
+            },
+            Part {
+                raw: Some("_-8".into()),
+                ..Part::default()
+            },
+            Part::text("Thanks."),
+        ];
+        let blocks = blocks(new_message(&m).expect("read"));
+        let text = |b: &ContentBlock| match b {
+            ContentBlock::Text(t) => t.text.clone(),
+            other => panic!("expected text, got {other:?}"),
+        };
+        let data = |b: &ContentBlock| match b {
+            ContentBlock::Data(d) => d.clone(),
+            other => panic!("expected data, got {other:?}"),
+        };
+        assert_eq!(blocks.len(), 5);
+        assert_eq!(text(&blocks[0]), "Look at these:\n{\"n\":1}");
+        let file = data(&blocks[1]);
+        assert_eq!(file.source, DataSource::inline(b"hello", "text/plain"));
+        assert_eq!(file.name.as_deref(), Some("hello.txt"));
         assert_eq!(
-            new_message(&m).err().map(|e| e.code),
-            Some(RpcError::CONTENT_TYPE_NOT_SUPPORTED)
+            data(&blocks[2]).source,
+            DataSource::Url {
+                url: "https://example.com/cat.png".into(),
+                media_type: "image/png".into()
+            }
         );
+        // URL-safe characters, and no media type: bytes of unknown kind.
+        assert_eq!(
+            data(&blocks[3]).source,
+            DataSource::inline(&[0xff, 0xef], "application/octet-stream")
+        );
+        assert_eq!(text(&blocks[4]), "Thanks.");
+    }
+
+    #[test]
+    fn bad_parts_are_refused_with_a_clear_error() {
+        let refused = |part: Part| {
+            let mut m = Message::new_text(Role::User, "x");
+            m.parts = vec![Part::text("first"), part];
+            let Err(err) = new_message(&m) else { panic!("refused") };
+            assert_eq!(err.code, RpcError::INVALID_PARAMS);
+            err.message
+        };
+        let not_base64 = refused(Part {
+            raw: Some("not base64!".into()),
+            ..Part::default()
+        });
+        assert!(not_base64.contains("part 1: `raw` is not base64"), "{not_base64}");
+        let local = refused(Part {
+            url: Some("file:///etc/passwd".into()),
+            ..Part::default()
+        });
+        assert!(local.contains("http, https or data URL"), "{local}");
+        let two = refused(Part {
+            text: Some("t".into()),
+            url: Some("https://example.com/a".into()),
+            ..Part::default()
+        });
+        assert!(two.contains("it holds 2"), "{two}");
+        let none = refused(Part::default());
+        assert!(none.contains("it holds 0"), "{none}");
     }
 }

@@ -38,7 +38,8 @@ impl RpcError {
     pub const PUSH_NOTIFICATION_NOT_SUPPORTED: i64 = -32003;
     /// The operation is not served.
     pub const UNSUPPORTED_OPERATION: i64 = -32004;
-    /// A part's content type is not served (raw bytes, URLs).
+    /// A part's content type is not served: a file part answering a task that waits for a
+    /// confirmation or tool results.
     pub const CONTENT_TYPE_NOT_SUPPORTED: i64 = -32005;
     /// The requested protocol version (`A2A-Version` header) is not served.
     pub const VERSION_NOT_SUPPORTED: i64 = -32009;

@@ -21,14 +21,46 @@ pub(crate) fn method(name: &str) -> Option<&'static str> {
     })
 }
 
-/// 0.3's `configuration.blocking: false` is 1.0's `returnImmediately: true`.
+/// 0.3's `configuration.blocking: false` is 1.0's `returnImmediately: true`, and its file parts
+/// (`{"kind": "file", "file": {"bytes" | "uri", "mimeType", "name"}}`) are 1.0's `raw` or `url`
+/// parts with a `mediaType` and a `filename`.
 pub(crate) fn params(mut params: Value) -> Value {
     if let Some(config) = params.get_mut("configuration").and_then(Value::as_object_mut)
         && let Some(blocking) = config.remove("blocking").and_then(|b| b.as_bool())
     {
         config.insert("returnImmediately".to_owned(), Value::Bool(!blocking));
     }
+    if let Some(parts) = params
+        .get_mut("message")
+        .and_then(|m| m.get_mut("parts"))
+        .and_then(Value::as_array_mut)
+    {
+        for part in parts {
+            file_part(part);
+        }
+    }
     params
+}
+
+/// A 0.3 file part, rewritten in place as a 1.0 one (anything else is left as it is).
+fn file_part(part: &mut Value) {
+    let Some(p) = part.as_object_mut() else { return };
+    if p.get("kind").and_then(Value::as_str) != Some("file") {
+        return;
+    }
+    let Some(Value::Object(file)) = p.remove("file") else {
+        return;
+    };
+    for (from, to) in [
+        ("bytes", "raw"),
+        ("uri", "url"),
+        ("name", "filename"),
+        ("mimeType", "mediaType"),
+    ] {
+        if let Some(value) = file.get(from) {
+            p.insert(to.to_owned(), value.clone());
+        }
+    }
 }
 
 /// A 1.0 result (`{"task": ..}`, `{"message": ..}`, `{"statusUpdate": ..}`,
@@ -177,6 +209,24 @@ fn map_list(obj: &mut Map<String, Value>, key: &str, f: fn(Value) -> Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_0_3_file_part_is_read_as_a_1_0_one() {
+        let v03 = json!({"message": {"role": "user", "parts": [
+            {"kind": "text", "text": "see"},
+            {"kind": "file", "file": {"bytes": "aGk=", "mimeType": "text/plain", "name": "hi.txt"}},
+            {"kind": "file", "file": {"uri": "https://example.com/a.png", "mimeType": "image/png"}},
+        ]}});
+        let v1 = params(v03);
+        assert_eq!(
+            v1["message"]["parts"],
+            json!([
+                {"kind": "text", "text": "see"},
+                {"kind": "file", "raw": "aGk=", "mediaType": "text/plain", "filename": "hi.txt"},
+                {"kind": "file", "url": "https://example.com/a.png", "mediaType": "image/png"},
+            ])
+        );
+    }
 
     #[test]
     fn a_task_is_written_in_0_3_shapes() {

@@ -123,7 +123,7 @@ fn make_room(tasks: &Arc<Tasks>) {
 /// Answers the task `task_id` waiting for input with `message`.
 fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Started, RpcError> {
     // Before the task is touched: a refused answer leaves it waiting.
-    answer::check_parts(&message)?;
+    answer::check_answer_parts(&message)?;
     let message_id = message.message_id.clone();
     let answered = tasks.answer_task(task_id, &message_id, |t| {
         if let Some(context) = &message.context_id

@@ -30,6 +30,11 @@
 //! answered is described in the `answer` rules: `yes`/`no` or `{"approved": bool}` for a
 //! confirmation.
 //!
+//! A message's parts reach the agent in order: text parts as text, data parts as their JSON,
+//! file parts (`raw` base64 bytes or a `url`, with `mediaType` and `filename`) as data blocks
+//! the model reads as any image or file. The data blocks of the answer come back as file parts
+//! of its artifact.
+//!
 //! Every failure is a JSON-RPC error object ([`RpcError`]) with the protocol's code, answered
 //! with HTTP 200 as the SDK's own server does, except a body over
 //! [`Limits::max_body_bytes`] (HTTP 413). Error messages never carry an agent's or a

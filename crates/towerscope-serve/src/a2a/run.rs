@@ -19,7 +19,9 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 use towerscope_agent::Agent;
 use towerscope_core::event::UserInterruptEvent;
-use towerscope_core::{AgentEvent, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, ToolCallBlock};
+use towerscope_core::{
+    AgentEvent, ContentBlock, DataSource, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, ToolCallBlock,
+};
 
 use super::tasks::{Parked, TaskEntry, Tasks, UPDATES};
 use super::wire::{
@@ -184,13 +186,14 @@ async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pac
                 }
                 _ => {
                     let answer = msg.text_content().unwrap_or_default();
-                    publish_artifact(&tasks, &id, &artifact_id, &answer, false, true);
-                    set_status(
-                        &tasks,
-                        &id,
-                        TaskState::Completed,
-                        Some(Message::new_text(Role::Agent, answer)),
-                    );
+                    let files = file_parts(&msg);
+                    publish_artifact(&tasks, &id, &artifact_id, &answer, false, files.is_empty());
+                    if !files.is_empty() {
+                        publish_files(&tasks, &id, &artifact_id, &files);
+                    }
+                    let mut message = Message::new_text(Role::Agent, answer);
+                    message.parts.extend(files);
+                    set_status(&tasks, &id, TaskState::Completed, Some(message));
                 }
             }
         }
@@ -232,6 +235,52 @@ fn question(parked: &Parked) -> Message {
     let mut message = Message::new_text(Role::Agent, text);
     message.parts.push(Part::data(data));
     message
+}
+
+/// The data blocks of the agent's answer (images, files) as file parts: `raw` bytes or a `url`,
+/// with their media type and name.
+fn file_parts(msg: &Msg) -> Vec<Part> {
+    msg.content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Data(data) => Some(data),
+            _ => None,
+        })
+        .map(|data| {
+            let (raw, url) = match &data.source {
+                DataSource::Base64 { data, .. } => (Some(data.clone()), None),
+                DataSource::Url { url, .. } => (None, Some(url.clone())),
+            };
+            Part {
+                raw,
+                url,
+                media_type: Some(data.source.media_type().to_owned()),
+                filename: data.name.clone(),
+                ..Part::default()
+            }
+        })
+        .collect()
+}
+
+/// Appends the answer's file parts to its artifact, as its last chunk.
+fn publish_files(tasks: &Tasks, id: &str, artifact_id: &str, files: &[Part]) {
+    let _ = tasks.with_task(id, |t| {
+        if let Some(a) = t.task.artifacts.iter_mut().find(|a| a.artifact_id == artifact_id) {
+            a.parts.extend(files.iter().cloned());
+        }
+        let event = TaskArtifactUpdateEvent {
+            task_id: t.task.id.clone(),
+            context_id: t.task.context_id.clone(),
+            artifact: Artifact {
+                artifact_id: artifact_id.to_owned(),
+                name: "answer".to_owned(),
+                parts: files.to_vec(),
+            },
+            append: true,
+            last_chunk: true,
+        };
+        t.publish(StreamResponse::ArtifactUpdate(event));
+    });
 }
 
 /// Publishes an artifact update and folds it into the stored task.

@@ -19,6 +19,8 @@ from a2a.types.a2a_pb2 import (
     AgentInterface,
     CancelTaskRequest,
     GetTaskRequest,
+    Message,
+    Part,
     Role,
     SendMessageRequest,
     TaskState,
@@ -144,6 +146,43 @@ async def main(base):
     [resp] = [r async for r in legacy_blocking.send_message(req)]
     canceled = await legacy_blocking.cancel_task(CancelTaskRequest(id=resp.task.id))
     out("LEGACY_CANCEL_STATE", state(canceled.status.state))
+    # 7. Files: raw bytes and a URL in, beside text; the agent says what it got, and answers
+    #    with a PNG, which comes back as a raw part. Over 1.0, then over 0.3.
+    def files_message(context_id):
+        return Message(
+            message_id=uuid.uuid4().hex,
+            context_id=context_id,
+            role=Role.ROLE_USER,
+            parts=[
+                Part(text="What are these?"),
+                Part(raw=bytes(range(256)) * 3, media_type="application/pdf", filename="notes.pdf"),
+                Part(url="https://example.com/cat.jpg", media_type="image/jpeg"),
+            ],
+        )
+
+    def files_answer(task):
+        text = "".join(p.text for a in task.artifacts for p in a.parts if p.WhichOneof("content") == "text")
+        files = [
+            f"{p.media_type} {len(p.raw)} bytes {p.raw[:4]!r}"
+            for a in task.artifacts
+            for p in a.parts
+            if p.WhichOneof("content") == "raw"
+        ]
+        return text, ",".join(files)
+
+    blocking = await ClientFactory(ClientConfig(streaming=False)).create_from_url(base)
+    [resp] = await collect(blocking, files_message("files-" + uuid.uuid4().hex))
+    heard, files = files_answer(resp.task)
+    out("FILES_STATE", state(resp.task.status.state))
+    out("FILES_HEARD", heard)
+    out("FILES_ANSWER", files)
+    out("FILES_STATUS_PARTS", ",".join(p.WhichOneof("content") for p in resp.task.status.message.parts))
+    [resp] = await collect(legacy_blocking, files_message("files-" + uuid.uuid4().hex))
+    heard, files = files_answer(resp.task)
+    out("LEGACY_FILES_HEARD", heard)
+    out("LEGACY_FILES_ANSWER", files)
+    await blocking.close()
+
     await legacy.close()
     await legacy_blocking.close()
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use towerscope_agent::Agent;
 use towerscope_agent::toolkit::FunctionTool;
-use towerscope_core::{AgentError, PermissionDecision};
+use towerscope_core::{AgentError, ContentBlock, DataSource, Msg, PermissionDecision, Role};
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 use towerscope_serve::a2a::A2aConfig;
 
@@ -37,6 +37,7 @@ pub(crate) const CHAT_SECOND: &str = "Still here, same session.";
 /// - `veiled-*`: streams a minute-long answer in pieces 20 ms apart, then answers `Next.`,
 ///   through an `on_reply` layer that replaces every final message with a new one, `Veiled.`,
 ///   which carries no finished reason;
+/// - `files-*`: answers with what its model was sent last (see [`heard`]) and a 1×1 PNG;
 /// - `fail-*`: its model fails with a message holding a fake key;
 /// - `panic-*`: the factory panics;
 /// - anything else: the factory fails.
@@ -93,6 +94,10 @@ pub(crate) fn agent(context: &str) -> Result<Agent, AgentError> {
                 "upstream said: invalid key sk-SECRET-123",
             ))],
         ),
+        "files" => ScriptedModel::new("m", []).respond_with(|req| {
+            let heard = req.messages.iter().rev().find(|m| m.role == Role::User).map(heard);
+            Some(ScriptedResponse::text(heard.unwrap_or_default()).and_data(DOT_PNG, "image/png"))
+        }),
         "panic" => panic!("a bug in the factory"),
         _ => return Err(AgentError::Validation(format!("no agent for {context}"))),
     };
@@ -116,6 +121,31 @@ pub(crate) fn agent(context: &str) -> Result<Agent, AgentError> {
             suggested_rules: vec![],
         })
         .build()
+}
+
+/// A 1×1 PNG, base64: what a `files-*` agent answers with.
+pub(crate) const DOT_PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+/// What a message holds, block by block, as a `files-*` agent tells it: `text 'T'`, `data
+/// MEDIA NAME N bytes`, `data MEDIA url URL`.
+pub(crate) fn heard(msg: &Msg) -> String {
+    msg.content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text(t) => format!("text '{}'", t.text),
+            ContentBlock::Data(d) => match &d.source {
+                DataSource::Base64 { media_type, .. } => format!(
+                    "data {media_type} {} {} bytes",
+                    d.name.as_deref().unwrap_or("-"),
+                    d.source.decode_bytes().map_or(0, |b| b.len())
+                ),
+                DataSource::Url { url, media_type } => format!("data {media_type} url {url}"),
+            },
+            other => format!("{} block", other.kind().as_str()),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Replaces the reply's final message with a new one, `Veiled.` (no finished reason).
