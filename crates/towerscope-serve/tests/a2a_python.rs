@@ -19,9 +19,11 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use support::{CHAT_ANSWER, serve};
 use tokio::process::{Child, Command};
-use towerscope_core::{AgentEvent, Msg, ReplyFinishedReason, ReplyItem};
+use towerscope_agent::Agent;
+use towerscope_core::{AgentEvent, ContentBlock, DataBlock, DataSource, Msg, ReplyFinishedReason, ReplyItem};
+use towerscope_models::{ScriptedModel, ScriptedResponse};
 use towerscope_serve::a2a::wire::TaskState;
-use towerscope_serve::a2a::{A2aClient, A2aConfig, RemoteAgent};
+use towerscope_serve::a2a::{A2aClient, A2aConfig, RemoteAgent, RemoteAgentTool};
 use towerscope_team::Participant;
 
 fn python() -> Option<PathBuf> {
@@ -216,5 +218,83 @@ async fn our_client_and_remote_agent_talk_to_an_sdk_server() {
     // A failed remote task ends the reply with an error reason, not a panic or a hang.
     let failed = remote.reply(Msg::user("user", "fail").into()).await.unwrap();
     assert_eq!(failed.finished_reason, Some(ReplyFinishedReason::Error));
+    drop(echo);
+}
+
+/// Files both ways with the SDK's agent: the data blocks of our message go as file parts (bytes
+/// and a URL), and the file parts of its answer come back as data blocks of the remote agent's
+/// message (with their events) and of the remote agent tool's result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_remote_agent_and_tool_send_and_read_files_with_an_sdk_server() {
+    let Some(python) = python() else { return };
+    let echo = EchoServer::start(&python).await;
+
+    let remote = RemoteAgent::connect(&echo.base).await.unwrap();
+    let pdf = DataBlock::new(DataSource::inline(b"%PDF-", "application/pdf")).with_name("notes.pdf");
+    let cat = DataBlock::url("https://example.com/cat.jpg", "image/jpeg");
+    let mut msg = Msg::user("user", "Here are two files.");
+    msg.content.push(ContentBlock::Data(pdf.clone()));
+    msg.content.push(ContentBlock::Data(cat.clone()));
+    let items: Vec<ReplyItem> = remote.reply_stream(msg.into()).map(Result::unwrap).collect().await;
+    let Some(ReplyItem::Final(last)) = items.last() else {
+        panic!("{items:?}")
+    };
+    assert_eq!(
+        last.text_content().as_deref(),
+        Some("files: application/pdf notes.pdf 5 bytes; image/jpeg url https://example.com/cat.jpg")
+    );
+    let files: Vec<(DataSource, Option<String>)> = last
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Data(d) => Some((d.source.clone(), d.name.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        files,
+        [(pdf.source, Some("notes.pdf".to_owned())), (cat.source, None)],
+        "the files came back as they went"
+    );
+    let data_events = items
+        .iter()
+        .filter(|i| {
+            matches!(
+                i,
+                ReplyItem::Event(
+                    AgentEvent::DataBlockStart(_) | AgentEvent::DataBlockDelta(_) | AgentEvent::DataBlockEnd(_)
+                )
+            )
+        })
+        .count();
+    assert_eq!(data_events, 6, "start, delta and end for each file");
+
+    // The tool: the remote agent's picture reaches our model as a data block of the result.
+    let tool = RemoteAgentTool::connect(&echo.base).await.unwrap();
+    let name = towerscope_agent::toolkit::Tool::name(&tool).to_owned();
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", name, r#"{"message": "picture"}"#),
+            ScriptedResponse::text("Done."),
+        ],
+    );
+    let seen = model.clone();
+    let agent = Agent::builder("boss").model(model).tool(tool).build().unwrap();
+    agent.reply(Msg::user("user", "Get a picture.")).await.unwrap();
+    let requests = seen.requests();
+    let result = requests[1]
+        .messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .find_map(|b| match b {
+            ContentBlock::ToolResult(r) => Some(r.clone()),
+            _ => None,
+        })
+        .expect("the tool's result was sent to the model");
+    let output = serde_json::to_value(&result.output).unwrap();
+    assert_eq!(output[0]["text"], "files: image/png dot.png 70 bytes", "{output}");
+    assert_eq!(output[1]["source"]["media_type"], "image/png", "{output}");
+    assert_eq!(output[1]["name"], "dot.png", "{output}");
     drop(echo);
 }

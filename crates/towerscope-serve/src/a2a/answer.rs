@@ -12,9 +12,7 @@
 
 use serde_json::Value;
 use towerscope_core::event::{ConfirmResult, ExternalExecutionResultEvent, UserConfirmResultEvent};
-use towerscope_core::{
-    ContentBlock, DataBlock, DataSource, Msg, ReplyInput, Role, TextBlock, ToolResultBlock, ToolResultState,
-};
+use towerscope_core::{ContentBlock, DataBlock, Msg, ReplyInput, Role, TextBlock, ToolResultBlock, ToolResultState};
 
 use super::error::RpcError;
 use super::tasks::Parked;
@@ -58,52 +56,13 @@ pub(crate) fn new_message(message: &Message) -> Result<ReplyInput, RpcError> {
 
 /// A file part (`raw` base64 bytes, or a `url`) as a data block.
 fn file_block(index: usize, part: &Part) -> Result<DataBlock, RpcError> {
-    let media_type = part
-        .media_type
-        .clone()
-        .filter(|m| !m.trim().is_empty())
-        .unwrap_or_else(|| "application/octet-stream".to_owned());
-    let source = match (&part.raw, &part.url) {
-        (Some(raw), None) => {
-            // Standard or URL-safe alphabet, padded or not (JSON encoders of bytes write
-            // either); stored in the standard, padded form the providers take.
-            let standard: String = raw
-                .chars()
-                .map(|c| match c {
-                    '-' => '+',
-                    '_' => '/',
-                    c => c,
-                })
-                .collect();
-            let bytes = DataSource::Base64 {
-                data: standard,
-                media_type: String::new(),
-            }
-            .decode_bytes()
-            .ok_or_else(|| RpcError::invalid_params(format!("part {index}: `raw` is not base64")))?;
-            DataSource::inline(&bytes, media_type)
-        }
-        (None, Some(url)) => {
-            let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
-            if !matches!(scheme.as_deref(), Some("http" | "https" | "data")) {
-                return Err(RpcError::invalid_params(format!(
-                    "part {index}: `url` must be an http, https or data URL"
-                )));
-            }
-            DataSource::Url {
-                url: url.clone(),
-                media_type,
-            }
-        }
-        _ => {
-            return Err(RpcError::invalid_params(format!(
-                "part {index}: a part holds one of `text`, `data`, `raw` and `url`"
-            )));
-        }
-    };
-    let mut block = DataBlock::new(source);
-    block.name = part.filename.clone();
-    Ok(block)
+    match part.data_block() {
+        Some(Ok(block)) => Ok(block),
+        Some(Err(why)) => Err(RpcError::invalid_params(format!("part {index}: {why}"))),
+        None => Err(RpcError::invalid_params(format!(
+            "part {index}: a part holds one of `text`, `data`, `raw` and `url`"
+        ))),
+    }
 }
 
 /// Refuses a message this agent cannot read, new or the answer to a waiting task: one with
@@ -136,7 +95,7 @@ pub(crate) fn check_parts(message: &Message) -> Result<(), RpcError> {
 /// file-only answer read as empty text would deny every call).
 pub(crate) fn check_answer_parts(message: &Message) -> Result<(), RpcError> {
     check_parts(message)?;
-    if message.parts.iter().any(|p| p.raw.is_some() || p.url.is_some()) {
+    if message.parts.iter().any(Part::is_file) {
         return Err(RpcError::new(
             RpcError::CONTENT_TYPE_NOT_SUPPORTED,
             "an answer to a waiting task takes text and data parts (a confirmation, or tool results); a file part is \
@@ -187,6 +146,7 @@ fn is_yes(text: &str) -> bool {
 mod tests {
     use super::*;
     use crate::a2a::wire::{Part, Role};
+    use towerscope_core::DataSource;
     use towerscope_core::ToolCallBlock;
 
     fn parked_confirm() -> Parked {

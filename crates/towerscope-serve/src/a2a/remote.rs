@@ -6,16 +6,18 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use futures_util::StreamExt;
 use futures_util::stream;
 use towerscope_core::event::{
-    ReplyEndEvent, ReplyStartEvent, TextBlockDeltaEvent, TextBlockEndEvent, TextBlockStartEvent,
+    DataBlockDeltaEvent, DataBlockEndEvent, DataBlockStartEvent, ReplyEndEvent, ReplyStartEvent, TextBlockDeltaEvent,
+    TextBlockEndEvent, TextBlockStartEvent,
 };
 use towerscope_core::{
-    AgentError, AgentEvent, ErrorInfo, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem,
+    AgentError, AgentEvent, ContentBlock, DataBlock, ErrorInfo, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput,
+    ReplyItem,
 };
 use towerscope_team::Participant;
 use towerscope_team::hub::Broadcaster;
 
 use super::client::{A2aClient, ClientError, MAX_ANSWER_BYTES, UpdateStream, user_message};
-use super::wire::{SendMessageResponse, StreamResponse, Task, TaskState};
+use super::wire::{Part, SendMessageResponse, StreamResponse, Task, TaskState};
 
 /// A remote A2A agent taking part in a conversation here: in a `MsgHub`, a pipeline, a console.
 ///
@@ -129,6 +131,10 @@ struct Reply {
     session: Id,
     block: Option<Id>,
     text: String,
+    /// The file parts of the answer so far, as data blocks.
+    files: Vec<DataBlock>,
+    /// Their bytes (base64 text or URLs), held with the text to [`MAX_ANSWER_BYTES`].
+    file_bytes: usize,
     out: VecDeque<Result<ReplyItem, AgentError>>,
     upstream: Option<UpdateStream>,
     done: bool,
@@ -264,7 +270,16 @@ impl Participant for RemoteAgent {
             )
         };
         let agent = self.clone();
-        let message = user_message(&text, context.as_deref(), task.as_deref());
+        let mut message = user_message(&text, context.as_deref(), task.as_deref());
+        // The data blocks of the messages (images, files) go as file parts after the text.
+        message.parts.extend(
+            msgs.iter()
+                .flat_map(|m| m.content.iter())
+                .filter_map(|block| match block {
+                    ContentBlock::Data(data) => Some(Part::file(data)),
+                    _ => None,
+                }),
+        );
         let mut unsent = Unsent {
             agent: self.clone(),
             generation,
@@ -330,6 +345,8 @@ impl Participant for RemoteAgent {
                     session,
                     block: None,
                     text: String::new(),
+                    files: Vec::new(),
+                    file_bytes: 0,
                     out: VecDeque::from([Ok(ReplyItem::Event(AgentEvent::ReplyStart(start)))]),
                     upstream,
                     done: false,
@@ -430,11 +447,16 @@ impl Reply {
                     self.agent.lock().context_id = Some(ctx.clone());
                 }
                 self.text = m.text();
+                self.take_files(&m.parts, false);
                 self.end(TaskState::Completed, None);
             }
             StreamResponse::ArtifactUpdate(u) => {
                 self.track(&u.task_id, &u.context_id);
                 let piece = u.artifact.text();
+                let files = u.artifact.parts.iter().filter(|p| p.is_file()).count();
+                if files > 0 && !self.take_files(&u.artifact.parts, u.append) {
+                    return;
+                }
                 if u.append && self.text.len().saturating_add(piece.len()) > MAX_ANSWER_BYTES {
                     // Each event is capped; so is their sum, or a remote agent streaming without
                     // end would grow the answer without end.
@@ -467,6 +489,12 @@ impl Reply {
                     let status_text = u.status.message.as_ref().map(super::wire::Message::text);
                     if self.text.is_empty() || state != TaskState::Completed {
                         self.text = status_text.unwrap_or_else(|| self.text.clone());
+                    }
+                    if self.files.is_empty()
+                        && let Some(message) = &u.status.message
+                        && !self.take_files(&message.parts, false)
+                    {
+                        return;
                     }
                     if state == TaskState::InputRequired {
                         self.agent.lock().open_task = Some(u.task_id);
@@ -519,10 +547,63 @@ impl Reply {
     }
 
     /// Ends the reply: closes the text block, `REPLY_END`, the final message.
+    /// Takes the file parts among `parts` as data blocks of the answer (after those taken so
+    /// far when `append`, instead of them otherwise); a part that is no valid file is skipped
+    /// with a warning. `false` when the answer grew past [`MAX_ANSWER_BYTES`]: the reply
+    /// failed, and its remote task is canceled.
+    fn take_files(&mut self, parts: &[Part], append: bool) -> bool {
+        if !append {
+            self.files.clear();
+            self.file_bytes = 0;
+        }
+        for (index, part) in parts.iter().enumerate() {
+            match part.data_block() {
+                None => {}
+                Some(Ok(block)) => {
+                    let bytes = part.raw.as_ref().or(part.url.as_ref()).map_or(0, String::len);
+                    self.file_bytes = self.file_bytes.saturating_add(bytes);
+                    self.files.push(block);
+                }
+                Some(Err(why)) => tracing::warn!(
+                    agent = %self.agent.name,
+                    part = index,
+                    "a file part of a remote agent's answer is skipped: {why}"
+                ),
+            }
+        }
+        if self.text.len().saturating_add(self.file_bytes) <= MAX_ANSWER_BYTES {
+            return true;
+        }
+        self.done = true;
+        self.upstream = None;
+        self.agent.lock().finish(self.generation);
+        if let Some(task) = self.task.take() {
+            cancel_remote(&self.agent.client, task);
+        }
+        self.out.push_back(Err(AgentError::Validation(format!(
+            "remote agent `{}`: the answer is larger than {MAX_ANSWER_BYTES} bytes",
+            self.agent.name
+        ))));
+        false
+    }
+
     fn end(&mut self, state: TaskState, whole: Option<(String, &Task)>) {
         if let Some((answer, task)) = whole {
             if state == TaskState::InputRequired {
                 self.agent.lock().open_task = Some(task.id.clone());
+            }
+            let parts: Vec<Part> = task.artifacts.iter().flat_map(|a| a.parts.iter().cloned()).collect();
+            let parts = if parts.iter().any(Part::is_file) {
+                parts
+            } else {
+                task.status
+                    .message
+                    .as_ref()
+                    .map(|m| m.parts.clone())
+                    .unwrap_or_default()
+            };
+            if !self.take_files(&parts, false) {
+                return;
             }
             if answer.starts_with(&self.text) {
                 let rest = answer[self.text.len()..].to_owned();
@@ -543,6 +624,18 @@ impl Reply {
         };
         let mut end = ReplyEndEvent::new(self.session.clone(), self.reply_id.clone(), reason);
         let mut msg = Msg::assistant(self.agent.name.as_str(), self.text.clone());
+        for file in std::mem::take(&mut self.files) {
+            let id = file.id.clone();
+            let start = DataBlockStartEvent::new(self.reply_id.clone(), id.clone(), file.source.media_type());
+            let delta = DataBlockDeltaEvent::new(self.reply_id.clone(), id.clone(), file.source.clone());
+            let end = DataBlockEndEvent::new(self.reply_id.clone(), id);
+            self.out.extend([
+                Ok(ReplyItem::Event(AgentEvent::DataBlockStart(start))),
+                Ok(ReplyItem::Event(AgentEvent::DataBlockDelta(delta))),
+                Ok(ReplyItem::Event(AgentEvent::DataBlockEnd(end))),
+            ]);
+            msg.content.push(ContentBlock::Data(file));
+        }
         if reason == ReplyFinishedReason::Error {
             let info = ErrorInfo::new(
                 "remote_agent_error",

@@ -19,9 +19,7 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 use towerscope_agent::Agent;
 use towerscope_core::event::UserInterruptEvent;
-use towerscope_core::{
-    AgentEvent, ContentBlock, DataSource, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, ToolCallBlock,
-};
+use towerscope_core::{AgentEvent, ContentBlock, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, ToolCallBlock};
 
 use super::tasks::{Parked, TaskEntry, Tasks, UPDATES};
 use super::wire::{
@@ -237,27 +235,13 @@ fn question(parked: &Parked) -> Message {
     message
 }
 
-/// The data blocks of the agent's answer (images, files) as file parts: `raw` bytes or a `url`,
-/// with their media type and name.
+/// The data blocks of the agent's answer (images, files) as file parts.
 fn file_parts(msg: &Msg) -> Vec<Part> {
     msg.content
         .iter()
         .filter_map(|block| match block {
-            ContentBlock::Data(data) => Some(data),
+            ContentBlock::Data(data) => Some(Part::file(data)),
             _ => None,
-        })
-        .map(|data| {
-            let (raw, url) = match &data.source {
-                DataSource::Base64 { data, .. } => (Some(data.clone()), None),
-                DataSource::Url { url, .. } => (None, Some(url.clone())),
-            };
-            Part {
-                raw,
-                url,
-                media_type: Some(data.source.media_type().to_owned()),
-                filename: data.name.clone(),
-                ..Part::default()
-            }
         })
         .collect()
 }

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use futures_util::stream;
 use serde_json::{Value, json};
 use towerscope_agent::toolkit::{Tool, ToolChunkStream, ToolError};
-use towerscope_core::{ToolChunk, ToolResultState};
+use towerscope_core::{MediaBlock, ToolChunk, ToolResultState};
 
 use super::client::{A2aClient, ClientError};
-use super::wire::SendMessageResponse;
+use super::wire::{Part, SendMessageResponse};
 
 /// A remote A2A agent our agent can ask: the tool sends the model's `message` and returns the
 /// remote agent's answer.
@@ -128,7 +128,27 @@ impl Tool for RemoteAgentTool {
                     task.answer_text()
                 )));
             }
-            Ok(ToolChunk::text(answer.answer_text()).with_state(ToolResultState::Success))
+            // The answer's text, then its files (an image the remote agent made) as data blocks
+            // the model reads; a part that is no valid file is skipped.
+            let parts: Vec<&Part> = match &answer {
+                SendMessageResponse::Task(task) => {
+                    let artifacts: Vec<&Part> = task.artifacts.iter().flat_map(|a| a.parts.iter()).collect();
+                    if artifacts.iter().any(|p| p.is_file()) {
+                        artifacts
+                    } else {
+                        task.status.message.iter().flat_map(|m| m.parts.iter()).collect()
+                    }
+                }
+                SendMessageResponse::Message(m) => m.parts.iter().collect(),
+            };
+            let mut content = vec![MediaBlock::text(answer.answer_text())];
+            content.extend(
+                parts
+                    .into_iter()
+                    .filter_map(|p| p.data_block().and_then(Result::ok))
+                    .map(MediaBlock::Data),
+            );
+            Ok(ToolChunk::new(content).with_state(ToolResultState::Success))
         }))
     }
 }

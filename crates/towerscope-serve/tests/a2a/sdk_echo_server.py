@@ -6,7 +6,9 @@ Usage: sdk_echo_server.py PORT_FILE
 Binds 127.0.0.1 on an ephemeral port, writes the port to PORT_FILE, and serves until killed.
 The agent answers `echo: <text>` (streamed as two artifact pieces), except:
 - `ask` -> INPUT_REQUIRED ("Which city?"); the answer on the same task -> `echo city: <text>`;
-- `fail` -> FAILED.
+- `fail` -> FAILED;
+- a message with file parts -> `files: <what each is>` and the same files back;
+- `picture` -> `files: image/png dot.png 70 bytes` and that PNG.
 """
 
 import asyncio
@@ -22,7 +24,14 @@ from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, TaskState
+import base64
+
+from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part, TaskState
+
+# A 1x1 PNG.
+DOT_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
 
 
 class Echo(AgentExecutor):
@@ -43,6 +52,19 @@ class Echo(AgentExecutor):
             return
         if text == "ask":
             await updater.requires_input(updater.new_agent_message([new_text_part("Which city?")]))
+            return
+        files = [p for p in context.message.parts if p.WhichOneof("content") in ("raw", "url")]
+        if text == "picture":
+            files = [Part(raw=DOT_PNG, media_type="image/png", filename="dot.png")]
+        if files:
+            said = "; ".join(
+                f"{p.media_type} {p.filename or '-'} {len(p.raw)} bytes"
+                if p.WhichOneof("content") == "raw"
+                else f"{p.media_type} url {p.url}"
+                for p in files
+            )
+            await updater.add_artifact([new_text_part(f"files: {said}"), *files], name="answer")
+            await updater.complete()
             return
         if text == "fail":
             await updater.failed(updater.new_agent_message([new_text_part("failed on purpose")]))

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use towerscope_core::{DataBlock, DataSource};
 
 /// Who sent a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -72,6 +73,87 @@ impl Part {
             data: Some(data),
             ..Self::default()
         }
+    }
+
+    /// Whether this is a file part: `raw` bytes or a `url`.
+    pub fn is_file(&self) -> bool {
+        self.raw.is_some() || self.url.is_some()
+    }
+
+    /// A data block as a file part: inline bytes as `raw`, a URL as `url`, with the block's
+    /// media type and name.
+    pub fn file(block: &DataBlock) -> Self {
+        let (raw, url) = match &block.source {
+            DataSource::Base64 { data, .. } => (Some(data.clone()), None),
+            DataSource::Url { url, .. } => (None, Some(url.clone())),
+        };
+        Self {
+            raw,
+            url,
+            media_type: Some(block.source.media_type().to_owned()),
+            filename: block.name.clone(),
+            ..Self::default()
+        }
+    }
+
+    /// A file part as a data block, with its media type (`application/octet-stream` when it
+    /// names none) and file name; `None` for a part that is no file part.
+    ///
+    /// `raw` may use the standard or the URL-safe alphabet, padded or not (JSON encoders of
+    /// bytes write either); the block holds the standard, padded form the providers take. A
+    /// `url` must be an http, https or data URL (a model provider fetches it).
+    ///
+    /// ```
+    /// use towerscope_core::DataSource;
+    /// use towerscope_serve::a2a::wire::Part;
+    ///
+    /// let part = Part { raw: Some("aGk".into()), media_type: Some("text/plain".into()), ..Part::default() };
+    /// let block = part.data_block().unwrap().unwrap();
+    /// assert_eq!(block.source, DataSource::inline(b"hi", "text/plain"));
+    /// assert!(Part::text("hi").data_block().is_none());
+    /// ```
+    pub fn data_block(&self) -> Option<Result<DataBlock, String>> {
+        let media_type = self
+            .media_type
+            .clone()
+            .filter(|m| !m.trim().is_empty())
+            .unwrap_or_else(|| "application/octet-stream".to_owned());
+        let source = match (&self.raw, &self.url) {
+            (None, None) => return None,
+            (Some(_), Some(_)) => return Some(Err("a file part holds `raw` or `url`, not both".to_owned())),
+            (Some(raw), None) => {
+                let standard: String = raw
+                    .chars()
+                    .map(|c| match c {
+                        '-' => '+',
+                        '_' => '/',
+                        c => c,
+                    })
+                    .collect();
+                let bytes = DataSource::Base64 {
+                    data: standard,
+                    media_type: String::new(),
+                }
+                .decode_bytes();
+                match bytes {
+                    Some(bytes) => DataSource::inline(&bytes, media_type),
+                    None => return Some(Err("`raw` is not base64".to_owned())),
+                }
+            }
+            (None, Some(url)) => {
+                let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
+                if !matches!(scheme.as_deref(), Some("http" | "https" | "data")) {
+                    return Some(Err("`url` must be an http, https or data URL".to_owned()));
+                }
+                DataSource::Url {
+                    url: url.clone(),
+                    media_type,
+                }
+            }
+        };
+        let mut block = DataBlock::new(source);
+        block.name = self.filename.clone();
+        Some(Ok(block))
     }
 }
 
