@@ -96,7 +96,7 @@ async fn the_sdk_client_sends_streams_answers_input_and_cancels() {
             "text 'What are these?'; data application/pdf notes.pdf 768 bytes; data image/jpeg url https://example.com/cat.jpg",
         ),
         ("FILES_ANSWER", r"image/png 70 bytes b'\x89PNG'"),
-        ("FILES_STATUS_PARTS", "text,raw"),
+        ("FILES_STATUS_PARTS", "text"),
         (
             "LEGACY_FILES_HEARD",
             "text 'What are these?'; data application/pdf notes.pdf 768 bytes; data image/jpeg url https://example.com/cat.jpg",

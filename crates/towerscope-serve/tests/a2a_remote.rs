@@ -506,3 +506,126 @@ async fn a_dropped_reply_whose_remote_task_asks_keeps_the_question_open() {
         "the \"yes\" confirmed the call"
     );
 }
+
+/// A remote agent whose endpoint answers every request with `events` (each a `StreamResponse`
+/// as JSON) as one event stream: a server that behaves as ours does not.
+async fn scripted_remote(events: Vec<serde_json::Value>) -> RemoteAgent {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/a2a", listener.local_addr().unwrap());
+    let body: String = events
+        .iter()
+        .map(|e| {
+            format!(
+                "data: {}\n\n",
+                serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": e})
+            )
+        })
+        .collect();
+    let app = axum::Router::new().route(
+        "/a2a",
+        axum::routing::post(move || {
+            let body = body.clone();
+            async move { ([(axum::http::header::CONTENT_TYPE, "text/event-stream")], body) }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    // Our server's card, pointed at the fake endpoint.
+    let real = serve_echo(A2aConfig::new("fake")).await;
+    let mut card = towerscope_serve::a2a::A2aClient::connect(&real)
+        .await
+        .unwrap()
+        .card()
+        .clone();
+    for interface in &mut card.supported_interfaces {
+        interface.url = url.clone();
+    }
+    card.url = Some(url);
+    RemoteAgent::new(towerscope_serve::a2a::A2aClient::from_card(card).unwrap())
+}
+
+fn artifact(id: &str, append: bool, parts: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"artifactUpdate": {
+        "taskId": "t1", "contextId": "c1", "append": append,
+        "artifact": {"artifactId": id, "name": "answer", "parts": parts},
+    }})
+}
+
+fn status(state: &str) -> serde_json::Value {
+    serde_json::json!({"statusUpdate": {"taskId": "t1", "contextId": "c1", "status": {"state": state}}})
+}
+
+/// The files of two artifacts are both kept (a new artifact does not replace another's files),
+/// and a file no provider takes arrives as a line saying so, not as a block that would fail
+/// every later model call of the conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_files_of_every_artifact_reach_the_reply_and_one_no_model_takes_is_named() {
+    use towerscope_core::{ContentBlock, DataSource};
+
+    let far = scripted_remote(vec![
+        status("TASK_STATE_WORKING"),
+        artifact(
+            "a1",
+            false,
+            serde_json::json!([{"text": "one"}, {"raw": "AAEC", "mediaType": "image/png"}]),
+        ),
+        artifact(
+            "a2",
+            false,
+            serde_json::json!([
+                {"raw": "AwQF", "mediaType": "image/png", "filename": "b.png"},
+                {"raw": "UEsDBA==", "mediaType": "application/zip", "filename": "x.zip"},
+            ]),
+        ),
+        status("TASK_STATE_COMPLETED"),
+    ])
+    .await;
+    let reply = far.reply(Msg::user("user", "Send files.").into()).await.unwrap();
+    let files: Vec<DataSource> = reply
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Data(d) => Some(d.source.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        files,
+        [
+            DataSource::inline(&[0, 1, 2], "image/png"),
+            DataSource::inline(&[3, 4, 5], "image/png")
+        ]
+    );
+    let text: Vec<String> = reply
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        text.iter()
+            .any(|t| t.contains("'x.zip' (application/zip), which no model provider takes")),
+        "{text:?}"
+    );
+}
+
+/// Files count towards the 16 MiB an answer may hold: 12 MiB of image, then text in 1 MiB
+/// pieces, fails the reply once the sum passes the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_answer_past_16_mib_of_files_and_text_fails_the_reply() {
+    let piece = "x".repeat(1 << 20);
+    let mut events = vec![
+        status("TASK_STATE_WORKING"),
+        artifact(
+            "a1",
+            false,
+            serde_json::json!([{"raw": "A".repeat(12 << 20), "mediaType": "image/png"}]),
+        ),
+    ];
+    events.extend((0..6).map(|_| artifact("a1", true, serde_json::json!([{ "text": piece }]))));
+    events.push(status("TASK_STATE_COMPLETED"));
+    let far = scripted_remote(events).await;
+    let err = far.reply(Msg::user("user", "Send a lot.").into()).await.unwrap_err();
+    assert!(err.to_string().contains("larger than"), "{err}");
+}

@@ -12,16 +12,18 @@
 
 use serde_json::Value;
 use towerscope_core::event::{ConfirmResult, ExternalExecutionResultEvent, UserConfirmResultEvent};
-use towerscope_core::{ContentBlock, DataBlock, Msg, ReplyInput, Role, TextBlock, ToolResultBlock, ToolResultState};
+use towerscope_core::{ContentBlock, Msg, ReplyInput, Role, TextBlock, ToolResultBlock, ToolResultState};
 
 use super::error::RpcError;
 use super::tasks::Parked;
-use super::wire::{Message, Part};
+use super::wire::{FileError, Message, Part};
 
 /// The message as a new user message for the agent, its parts in order: text parts as text,
 /// data parts as their JSON text (consecutive ones joined by a line break into one text block),
-/// and file parts (`raw` bytes or a `url`) as data blocks, with their media type
-/// (`application/octet-stream` when the part names none) and file name.
+/// and file parts (`raw` bytes or a `url`): images, PDF, WAV and MP3 as data blocks with their
+/// media type and file name, text files (`text/*`, JSON, XML, YAML) as text blocks headed by
+/// their name. A file of another type is refused (-32005): no provider takes it, and stored in
+/// the conversation it would fail every later turn.
 pub(crate) fn new_message(message: &Message) -> Result<ReplyInput, RpcError> {
     check_parts(message)?;
     let mut content = Vec::new();
@@ -45,7 +47,7 @@ pub(crate) fn new_message(message: &Message) -> Result<ReplyInput, RpcError> {
         if let Some(t) = text.take() {
             content.push(ContentBlock::Text(TextBlock::new(t)));
         }
-        content.push(ContentBlock::Data(file_block(index, part)?));
+        content.push(file_block(index, part)?);
     }
     if let Some(t) = text.take() {
         content.push(ContentBlock::Text(TextBlock::new(t)));
@@ -54,10 +56,14 @@ pub(crate) fn new_message(message: &Message) -> Result<ReplyInput, RpcError> {
     Ok(msg.into())
 }
 
-/// A file part (`raw` base64 bytes, or a `url`) as a data block.
-fn file_block(index: usize, part: &Part) -> Result<DataBlock, RpcError> {
-    match part.data_block() {
+/// A file part (`raw` base64 bytes, or a `url`) as the block the model reads.
+fn file_block(index: usize, part: &Part) -> Result<ContentBlock, RpcError> {
+    match part.file_block() {
         Some(Ok(block)) => Ok(block),
+        Some(Err(FileError::Unsupported(media))) => Err(RpcError::new(
+            RpcError::CONTENT_TYPE_NOT_SUPPORTED,
+            format!("part {index}: {}", FileError::Unsupported(media)),
+        )),
         Some(Err(why)) => Err(RpcError::invalid_params(format!("part {index}: {why}"))),
         None => Err(RpcError::invalid_params(format!(
             "part {index}: a part holds one of `text`, `data`, `raw` and `url`"
@@ -182,7 +188,7 @@ mod tests {
     }
 
     #[test]
-    fn file_parts_become_data_blocks_in_their_place() {
+    fn file_parts_become_blocks_in_their_place() {
         let mut m = Message::new_text(Role::User, "x");
         m.parts = vec![
             Part::text("Look at these:"),
@@ -190,7 +196,7 @@ mod tests {
             Part {
                 // "hello" in the URL-safe alphabet without padding, as some encoders write it.
                 raw: Some("aGVsbG8".into()),
-                media_type: Some("text/plain".into()),
+                media_type: Some("text/plain; charset=utf-8".into()),
                 filename: Some("hello.txt".into()),
                 ..Part::default()
             },
@@ -201,6 +207,12 @@ mod tests {
             },
             Part {
                 raw: Some("_-8".into()),
+                media_type: Some("image/png".into()),
+                ..Part::default()
+            },
+            Part {
+                url: Some("data:application/pdf;base64,JVBERi0=".into()),
+                filename: Some("a.pdf".into()),
                 ..Part::default()
             },
             Part::text("Thanks."),
@@ -214,11 +226,10 @@ mod tests {
             ContentBlock::Data(d) => d.clone(),
             other => panic!("expected data, got {other:?}"),
         };
-        assert_eq!(blocks.len(), 5);
+        assert_eq!(blocks.len(), 6);
         assert_eq!(text(&blocks[0]), "Look at these:\n{\"n\":1}");
-        let file = data(&blocks[1]);
-        assert_eq!(file.source, DataSource::inline(b"hello", "text/plain"));
-        assert_eq!(file.name.as_deref(), Some("hello.txt"));
+        // A text file is text, headed by its name.
+        assert_eq!(text(&blocks[1]), "hello.txt:\nhello");
         assert_eq!(
             data(&blocks[2]).source,
             DataSource::Url {
@@ -226,12 +237,43 @@ mod tests {
                 media_type: "image/png".into()
             }
         );
-        // URL-safe characters, and no media type: bytes of unknown kind.
-        assert_eq!(
-            data(&blocks[3]).source,
-            DataSource::inline(&[0xff, 0xef], "application/octet-stream")
-        );
-        assert_eq!(text(&blocks[4]), "Thanks.");
+        // URL-safe characters.
+        assert_eq!(data(&blocks[3]).source, DataSource::inline(&[0xff, 0xef], "image/png"));
+        // A `data:` URL is inline bytes, of the URL's type when the part names none.
+        let pdf = data(&blocks[4]);
+        assert_eq!(pdf.source, DataSource::inline(b"%PDF-", "application/pdf"));
+        assert_eq!(pdf.name.as_deref(), Some("a.pdf"));
+        assert_eq!(text(&blocks[5]), "Thanks.");
+    }
+
+    #[test]
+    fn a_file_no_provider_takes_is_refused_as_an_unsupported_type() {
+        let refused = |part: Part| {
+            let mut m = Message::new_text(Role::User, "x");
+            m.parts = vec![part];
+            let Err(err) = new_message(&m) else { panic!("refused") };
+            (err.code, err.message)
+        };
+        let zip = refused(Part {
+            raw: Some("UEsDBA==".into()),
+            media_type: Some("application/zip".into()),
+            ..Part::default()
+        });
+        assert_eq!(zip.0, RpcError::CONTENT_TYPE_NOT_SUPPORTED, "{}", zip.1);
+        assert!(zip.1.contains("`application/zip` is not taken"), "{}", zip.1);
+        // No media type: bytes of unknown kind.
+        let unknown = refused(Part {
+            raw: Some("AAAA".into()),
+            ..Part::default()
+        });
+        assert_eq!(unknown.0, RpcError::CONTENT_TYPE_NOT_SUPPORTED, "{}", unknown.1);
+        // By URL, only images and PDF (a provider fetches them).
+        let text_url = refused(Part {
+            url: Some("https://example.com/a.txt".into()),
+            media_type: Some("text/plain".into()),
+            ..Part::default()
+        });
+        assert_eq!(text_url.0, RpcError::CONTENT_TYPE_NOT_SUPPORTED, "{}", text_url.1);
     }
 
     #[test]
@@ -261,5 +303,22 @@ mod tests {
         assert!(two.contains("it holds 2"), "{two}");
         let none = refused(Part::default());
         assert!(none.contains("it holds 0"), "{none}");
+        let empty = refused(Part {
+            raw: Some(String::new()),
+            media_type: Some("image/png".into()),
+            ..Part::default()
+        });
+        assert!(empty.contains("no bytes"), "{empty}");
+        let not_utf8 = refused(Part {
+            raw: Some("//79".into()),
+            media_type: Some("text/plain".into()),
+            ..Part::default()
+        });
+        assert!(not_utf8.contains("not UTF-8"), "{not_utf8}");
+        let bad_data_url = refused(Part {
+            url: Some("data:image/png,plain".into()),
+            ..Part::default()
+        });
+        assert!(bad_data_url.contains("must be base64"), "{bad_data_url}");
     }
 }

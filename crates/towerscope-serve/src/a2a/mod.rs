@@ -31,9 +31,10 @@
 //! confirmation.
 //!
 //! A message's parts reach the agent in order: text parts as text, data parts as their JSON,
-//! file parts (`raw` base64 bytes or a `url`, with `mediaType` and `filename`) as data blocks
-//! the model reads as any image or file. The data blocks of the answer come back as file parts
-//! of its artifact.
+//! file parts (`raw` base64 bytes or a `url`, with `mediaType` and `filename`): images, PDF,
+//! WAV and MP3 as data blocks the model reads, text files as text; a file of another type is
+//! refused, as no provider takes it. The data blocks of the answer come back as file parts of
+//! its artifact.
 //!
 //! Every failure is a JSON-RPC error object ([`RpcError`]) with the protocol's code, answered
 //! with HTTP 200 as the SDK's own server does, except a body over

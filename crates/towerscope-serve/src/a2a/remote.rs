@@ -10,14 +10,14 @@ use towerscope_core::event::{
     TextBlockEndEvent, TextBlockStartEvent,
 };
 use towerscope_core::{
-    AgentError, AgentEvent, ContentBlock, DataBlock, ErrorInfo, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput,
-    ReplyItem,
+    AgentError, AgentEvent, ContentBlock, ErrorInfo, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem,
+    TextBlock,
 };
 use towerscope_team::Participant;
 use towerscope_team::hub::Broadcaster;
 
 use super::client::{A2aClient, ClientError, MAX_ANSWER_BYTES, UpdateStream, user_message};
-use super::wire::{Part, SendMessageResponse, StreamResponse, Task, TaskState};
+use super::wire::{FileError, Part, SendMessageResponse, StreamResponse, Task, TaskState};
 
 /// A remote A2A agent taking part in a conversation here: in a `MsgHub`, a pipeline, a console.
 ///
@@ -131,8 +131,9 @@ struct Reply {
     session: Id,
     block: Option<Id>,
     text: String,
-    /// The file parts of the answer so far, as data blocks.
-    files: Vec<DataBlock>,
+    /// The file parts of the answer so far, by the artifact that carried them (`""`: a
+    /// message, a task's status), as the blocks the model reads.
+    files: Vec<(String, ContentBlock)>,
     /// Their bytes (base64 text or URLs), held with the text to [`MAX_ANSWER_BYTES`].
     file_bytes: usize,
     out: VecDeque<Result<ReplyItem, AgentError>>,
@@ -271,15 +272,18 @@ impl Participant for RemoteAgent {
         };
         let agent = self.clone();
         let mut message = user_message(&text, context.as_deref(), task.as_deref());
-        // The data blocks of the messages (images, files) go as file parts after the text.
-        message.parts.extend(
-            msgs.iter()
-                .flat_map(|m| m.content.iter())
-                .filter_map(|block| match block {
-                    ContentBlock::Data(data) => Some(Part::file(data)),
-                    _ => None,
-                }),
-        );
+        // The data blocks of the messages (images, files) go as file parts after the text; one
+        // pointing at a local path is not sent.
+        for block in msgs.iter().flat_map(|m| m.content.iter()) {
+            if let ContentBlock::Data(data) = block {
+                match Part::file(data) {
+                    Some(part) => message.parts.push(part),
+                    None => {
+                        tracing::warn!(agent = %self.name, "a data block with a URL other than http or https is not sent")
+                    }
+                }
+            }
+        }
         let mut unsent = Unsent {
             agent: self.clone(),
             generation,
@@ -447,17 +451,22 @@ impl Reply {
                     self.agent.lock().context_id = Some(ctx.clone());
                 }
                 self.text = m.text();
-                self.take_files(&m.parts, false);
+                self.files.clear();
+                self.take_files(&m.parts, "", true);
+                if self.too_long() {
+                    return;
+                }
                 self.end(TaskState::Completed, None);
             }
             StreamResponse::ArtifactUpdate(u) => {
                 self.track(&u.task_id, &u.context_id);
                 let piece = u.artifact.text();
-                let files = u.artifact.parts.iter().filter(|p| p.is_file()).count();
-                if files > 0 && !self.take_files(&u.artifact.parts, u.append) {
+                self.take_files(&u.artifact.parts, &u.artifact.artifact_id, u.append);
+                if self.too_long() {
                     return;
                 }
-                if u.append && self.text.len().saturating_add(piece.len()) > MAX_ANSWER_BYTES {
+                let held = self.text.len().saturating_add(self.file_bytes);
+                if u.append && held.saturating_add(piece.len()) > MAX_ANSWER_BYTES {
                     // Each event is capped; so is their sum, or a remote agent streaming without
                     // end would grow the answer without end.
                     self.done = true;
@@ -492,8 +501,10 @@ impl Reply {
                     }
                     if self.files.is_empty()
                         && let Some(message) = &u.status.message
-                        && !self.take_files(&message.parts, false)
                     {
+                        self.take_files(&message.parts, "", true);
+                    }
+                    if self.too_long() {
                         return;
                     }
                     if state == TaskState::InputRequired {
@@ -546,33 +557,40 @@ impl Reply {
             .push_back(Ok(ReplyItem::Event(AgentEvent::TextBlockDelta(delta))));
     }
 
-    /// Ends the reply: closes the text block, `REPLY_END`, the final message.
-    /// Takes the file parts among `parts` as data blocks of the answer (after those taken so
-    /// far when `append`, instead of them otherwise); a part that is no valid file is skipped
-    /// with a warning. `false` when the answer grew past [`MAX_ANSWER_BYTES`]: the reply
-    /// failed, and its remote task is canceled.
-    fn take_files(&mut self, parts: &[Part], append: bool) -> bool {
+    /// Takes the file parts among `parts`, which came in `artifact`, as blocks of the answer:
+    /// after that artifact's taken so far when `append`, instead of them otherwise. A file no
+    /// provider takes is a line of text saying so (stored in a conversation, it would fail every
+    /// later turn); a malformed one is skipped with a warning.
+    fn take_files(&mut self, parts: &[Part], artifact: &str, append: bool) {
         if !append {
-            self.files.clear();
-            self.file_bytes = 0;
+            self.files.retain(|(from, _)| from != artifact);
         }
         for (index, part) in parts.iter().enumerate() {
-            match part.data_block() {
-                None => {}
-                Some(Ok(block)) => {
-                    let bytes = part.raw.as_ref().or(part.url.as_ref()).map_or(0, String::len);
-                    self.file_bytes = self.file_bytes.saturating_add(bytes);
-                    self.files.push(block);
+            let block = match part.file_block() {
+                None => continue,
+                Some(Ok(block)) => block,
+                Some(Err(FileError::Unsupported(media))) => {
+                    let name = part.filename.as_deref().unwrap_or("unnamed");
+                    ContentBlock::Text(TextBlock::new(format!(
+                        "[{} sent the file '{name}' ({media}), which no model provider takes: it is not shown]",
+                        self.agent.name
+                    )))
                 }
-                Some(Err(why)) => tracing::warn!(
-                    agent = %self.agent.name,
-                    part = index,
-                    "a file part of a remote agent's answer is skipped: {why}"
-                ),
-            }
+                Some(Err(why)) => {
+                    tracing::warn!(agent = %self.agent.name, part = index, "a file part of a remote agent's answer is skipped: {why}");
+                    continue;
+                }
+            };
+            self.files.push((artifact.to_owned(), block));
         }
+        self.file_bytes = self.files.iter().map(|(_, block)| block_bytes(block)).sum();
+    }
+
+    /// Whether the answer (its text and files) grew past [`MAX_ANSWER_BYTES`]; then the reply
+    /// failed (its error is queued) and its remote task is canceled.
+    fn too_long(&mut self) -> bool {
         if self.text.len().saturating_add(self.file_bytes) <= MAX_ANSWER_BYTES {
-            return true;
+            return false;
         }
         self.done = true;
         self.upstream = None;
@@ -584,32 +602,33 @@ impl Reply {
             "remote agent `{}`: the answer is larger than {MAX_ANSWER_BYTES} bytes",
             self.agent.name
         ))));
-        false
+        true
     }
 
+    /// Ends the reply: closes the text block, the files' blocks, `REPLY_END`, the final message.
     fn end(&mut self, state: TaskState, whole: Option<(String, &Task)>) {
         if let Some((answer, task)) = whole {
-            if state == TaskState::InputRequired {
-                self.agent.lock().open_task = Some(task.id.clone());
+            // The whole task: its files replace those streamed (the same ones, or more).
+            self.files.clear();
+            for artifact in &task.artifacts {
+                self.take_files(&artifact.parts, &artifact.artifact_id, true);
             }
-            let parts: Vec<Part> = task.artifacts.iter().flat_map(|a| a.parts.iter().cloned()).collect();
-            let parts = if parts.iter().any(Part::is_file) {
-                parts
-            } else {
-                task.status
-                    .message
-                    .as_ref()
-                    .map(|m| m.parts.clone())
-                    .unwrap_or_default()
-            };
-            if !self.take_files(&parts, false) {
-                return;
+            if self.files.is_empty()
+                && let Some(message) = &task.status.message
+            {
+                self.take_files(&message.parts, "", true);
             }
             if answer.starts_with(&self.text) {
                 let rest = answer[self.text.len()..].to_owned();
                 self.delta(&rest);
             } else {
                 self.text = answer;
+            }
+            if self.too_long() {
+                return;
+            }
+            if state == TaskState::InputRequired {
+                self.agent.lock().open_task = Some(task.id.clone());
             }
         }
         if let Some(block) = self.block.take() {
@@ -624,17 +643,34 @@ impl Reply {
         };
         let mut end = ReplyEndEvent::new(self.session.clone(), self.reply_id.clone(), reason);
         let mut msg = Msg::assistant(self.agent.name.as_str(), self.text.clone());
-        for file in std::mem::take(&mut self.files) {
-            let id = file.id.clone();
-            let start = DataBlockStartEvent::new(self.reply_id.clone(), id.clone(), file.source.media_type());
-            let delta = DataBlockDeltaEvent::new(self.reply_id.clone(), id.clone(), file.source.clone());
-            let end = DataBlockEndEvent::new(self.reply_id.clone(), id);
-            self.out.extend([
-                Ok(ReplyItem::Event(AgentEvent::DataBlockStart(start))),
-                Ok(ReplyItem::Event(AgentEvent::DataBlockDelta(delta))),
-                Ok(ReplyItem::Event(AgentEvent::DataBlockEnd(end))),
-            ]);
-            msg.content.push(ContentBlock::Data(file));
+        for (_, file) in std::mem::take(&mut self.files) {
+            let reply = self.reply_id.clone();
+            let events = match &file {
+                ContentBlock::Data(d) => [
+                    AgentEvent::DataBlockStart(DataBlockStartEvent::new(
+                        reply.clone(),
+                        d.id.clone(),
+                        d.source.media_type(),
+                    )),
+                    AgentEvent::DataBlockDelta(DataBlockDeltaEvent::new(reply.clone(), d.id.clone(), d.source.clone())),
+                    AgentEvent::DataBlockEnd(DataBlockEndEvent::new(reply, d.id.clone())),
+                ],
+                ContentBlock::Text(t) => {
+                    let id = towerscope_core::id::new_id();
+                    [
+                        AgentEvent::TextBlockStart(TextBlockStartEvent::new(reply.clone(), id.clone())),
+                        AgentEvent::TextBlockDelta(TextBlockDeltaEvent::new(
+                            reply.clone(),
+                            id.clone(),
+                            t.text.as_str(),
+                        )),
+                        AgentEvent::TextBlockEnd(TextBlockEndEvent::new(reply, id)),
+                    ]
+                }
+                _ => continue,
+            };
+            self.out.extend(events.into_iter().map(|e| Ok(ReplyItem::Event(e))));
+            msg.content.push(file);
         }
         if reason == ReplyFinishedReason::Error {
             let info = ErrorInfo::new(
@@ -734,4 +770,16 @@ fn restore(
         conv.open_task = task;
     }
     conv.finish(generation);
+}
+
+/// The bytes a file's block holds toward an answer's limit: its base64 text, URL or text.
+fn block_bytes(block: &ContentBlock) -> usize {
+    match block {
+        ContentBlock::Data(d) => match &d.source {
+            towerscope_core::DataSource::Base64 { data, .. } => data.len(),
+            towerscope_core::DataSource::Url { url, .. } => url.len(),
+        },
+        ContentBlock::Text(t) => t.text.len(),
+        _ => 0,
+    }
 }

@@ -189,9 +189,14 @@ async fn run(tasks: Arc<Tasks>, id: String, agent: Agent, input: ReplyInput, pac
                     if !files.is_empty() {
                         publish_files(&tasks, &id, &artifact_id, &files);
                     }
-                    let mut message = Message::new_text(Role::Agent, answer);
-                    message.parts.extend(files);
-                    set_status(&tasks, &id, TaskState::Completed, Some(message));
+                    // The files are in the artifact only: a task carries its status message
+                    // twice (status and history), and a blocking answer is the whole task.
+                    set_status(
+                        &tasks,
+                        &id,
+                        TaskState::Completed,
+                        Some(Message::new_text(Role::Agent, answer)),
+                    );
                 }
             }
         }
@@ -240,7 +245,8 @@ fn file_parts(msg: &Msg) -> Vec<Part> {
     msg.content
         .iter()
         .filter_map(|block| match block {
-            ContentBlock::Data(data) => Some(Part::file(data)),
+            // One pointing at a local path is not sent.
+            ContentBlock::Data(data) => Part::file(data),
             _ => None,
         })
         .collect()

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use futures_util::stream;
 use serde_json::{Value, json};
 use towerscope_agent::toolkit::{Tool, ToolChunkStream, ToolError};
-use towerscope_core::{MediaBlock, ToolChunk, ToolResultState};
+use towerscope_core::{ContentBlock, MediaBlock, ToolChunk, ToolResultState};
 
 use super::client::{A2aClient, ClientError};
-use super::wire::{Part, SendMessageResponse};
+use super::wire::{FileError, Part, SendMessageResponse};
 
 /// A remote A2A agent our agent can ask: the tool sends the model's `message` and returns the
 /// remote agent's answer.
@@ -142,12 +142,19 @@ impl Tool for RemoteAgentTool {
                 SendMessageResponse::Message(m) => m.parts.iter().collect(),
             };
             let mut content = vec![MediaBlock::text(answer.answer_text())];
-            content.extend(
-                parts
-                    .into_iter()
-                    .filter_map(|p| p.data_block().and_then(Result::ok))
-                    .map(MediaBlock::Data),
-            );
+            for part in parts {
+                content.push(match part.file_block() {
+                    None | Some(Err(FileError::Invalid(_))) => continue,
+                    Some(Ok(ContentBlock::Data(d))) => MediaBlock::Data(d),
+                    Some(Ok(ContentBlock::Text(t))) => MediaBlock::Text(t),
+                    Some(Ok(_)) => continue,
+                    // No provider takes it: said in words (as data, it would fail the call).
+                    Some(Err(FileError::Unsupported(media))) => MediaBlock::text(format!(
+                        "[the answer held the file '{}' ({media}), which no model provider takes: it is not shown]",
+                        part.filename.as_deref().unwrap_or("unnamed")
+                    )),
+                });
+            }
             Ok(ToolChunk::new(content).with_state(ToolResultState::Success))
         }))
     }

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use towerscope_core::{DataBlock, DataSource};
+use towerscope_core::{ContentBlock, DataBlock, DataSource, TextBlock};
 
 /// Who sent a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -81,80 +81,179 @@ impl Part {
     }
 
     /// A data block as a file part: inline bytes as `raw`, a URL as `url`, with the block's
-    /// media type and name.
-    pub fn file(block: &DataBlock) -> Self {
+    /// media type and name; `None` for a URL other than http, https or data (a local path is
+    /// not sent).
+    pub(crate) fn file(block: &DataBlock) -> Option<Self> {
         let (raw, url) = match &block.source {
             DataSource::Base64 { data, .. } => (Some(data.clone()), None),
-            DataSource::Url { url, .. } => (None, Some(url.clone())),
+            DataSource::Url { url, .. } => {
+                if !web_url(url) {
+                    return None;
+                }
+                (None, Some(url.clone()))
+            }
         };
-        Self {
+        Some(Self {
             raw,
             url,
             media_type: Some(block.source.media_type().to_owned()),
             filename: block.name.clone(),
             ..Self::default()
-        }
+        })
     }
 
-    /// A file part as a data block, with its media type (`application/octet-stream` when it
-    /// names none) and file name; `None` for a part that is no file part.
-    ///
-    /// `raw` may use the standard or the URL-safe alphabet, padded or not (JSON encoders of
-    /// bytes write either); the block holds the standard, padded form the providers take. A
-    /// `url` must be an http, https or data URL (a model provider fetches it).
-    ///
-    /// ```
-    /// use towerscope_core::DataSource;
-    /// use towerscope_serve::a2a::wire::Part;
-    ///
-    /// let part = Part { raw: Some("aGk".into()), media_type: Some("text/plain".into()), ..Part::default() };
-    /// let block = part.data_block().unwrap().unwrap();
-    /// assert_eq!(block.source, DataSource::inline(b"hi", "text/plain"));
-    /// assert!(Part::text("hi").data_block().is_none());
-    /// ```
-    pub fn data_block(&self) -> Option<Result<DataBlock, String>> {
+    /// A file part as the block an agent's model reads, or why it cannot be one; `None` for a
+    /// part that is no file part. See [`FileBlock`] for what is taken.
+    pub(crate) fn file_block(&self) -> Option<Result<ContentBlock, FileError>> {
         let media_type = self
             .media_type
-            .clone()
-            .filter(|m| !m.trim().is_empty())
+            .as_deref()
+            .map(|m| m.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
+            .filter(|m| !m.is_empty())
             .unwrap_or_else(|| "application/octet-stream".to_owned());
         let source = match (&self.raw, &self.url) {
             (None, None) => return None,
-            (Some(_), Some(_)) => return Some(Err("a file part holds `raw` or `url`, not both".to_owned())),
-            (Some(raw), None) => {
-                let standard: String = raw
-                    .chars()
-                    .map(|c| match c {
-                        '-' => '+',
-                        '_' => '/',
-                        c => c,
-                    })
-                    .collect();
-                let bytes = DataSource::Base64 {
-                    data: standard,
-                    media_type: String::new(),
-                }
-                .decode_bytes();
-                match bytes {
-                    Some(bytes) => DataSource::inline(&bytes, media_type),
-                    None => return Some(Err("`raw` is not base64".to_owned())),
-                }
-            }
-            (None, Some(url)) => {
-                let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
-                if !matches!(scheme.as_deref(), Some("http" | "https" | "data")) {
-                    return Some(Err("`url` must be an http, https or data URL".to_owned()));
-                }
-                DataSource::Url {
-                    url: url.clone(),
-                    media_type,
+            (Some(_), Some(_)) => return Some(Err(FileError::Invalid("a file part holds `raw` or `url`, not both"))),
+            (Some(raw), None) => match decode(raw) {
+                Some(bytes) if bytes.is_empty() => return Some(Err(FileError::Invalid("`raw` holds no bytes"))),
+                Some(bytes) => Inline(bytes),
+                None => return Some(Err(FileError::Invalid("`raw` is not base64"))),
+            },
+            (None, Some(url)) if url.get(..5).is_some_and(|s| s.eq_ignore_ascii_case("data:")) => {
+                // Inline bytes written as a URL: taken as bytes (Anthropic takes https URLs only).
+                match data_url(url) {
+                    Some((_, bytes)) if bytes.is_empty() => {
+                        return Some(Err(FileError::Invalid("the `data:` URL holds no bytes")));
+                    }
+                    Some((Some(media), bytes)) if self.media_type.is_none() => {
+                        return Some(Self::inline_block(&media, bytes, self.filename.clone()));
+                    }
+                    Some((_, bytes)) => Inline(bytes),
+                    None => {
+                        return Some(Err(FileError::Invalid(
+                            "a `data:` URL must be base64 (`data:<type>;base64,…`)",
+                        )));
+                    }
                 }
             }
+            (None, Some(url)) if web_url(url) => Remote(url.clone()),
+            (None, Some(_)) => return Some(Err(FileError::Invalid("`url` must be an http, https or data URL"))),
         };
-        let mut block = DataBlock::new(source);
-        block.name = self.filename.clone();
-        Some(Ok(block))
+        Some(match source {
+            Inline(bytes) => Self::inline_block(&media_type, bytes, self.filename.clone()),
+            Remote(url) if media_type.starts_with("image/") || media_type == "application/pdf" => {
+                let mut block = DataBlock::new(DataSource::Url { url, media_type });
+                block.name = self.filename.clone();
+                Ok(ContentBlock::Data(block))
+            }
+            Remote(_) => Err(FileError::Unsupported(media_type)),
+        })
     }
+
+    /// Inline bytes of `media_type` as a block: text files as text, images, PDF, WAV and MP3 as
+    /// data.
+    fn inline_block(media_type: &str, bytes: Vec<u8>, name: Option<String>) -> Result<ContentBlock, FileError> {
+        if is_text(media_type) {
+            let text = String::from_utf8(bytes).map_err(|_| FileError::Invalid("a text file that is not UTF-8"))?;
+            let text = match &name {
+                Some(name) => format!("{name}:\n{text}"),
+                None => text,
+            };
+            return Ok(ContentBlock::Text(TextBlock::new(text)));
+        }
+        let takes = media_type.starts_with("image/")
+            || matches!(
+                media_type,
+                "application/pdf" | "audio/wav" | "audio/x-wav" | "audio/wave" | "audio/mpeg" | "audio/mp3"
+            );
+        if !takes {
+            return Err(FileError::Unsupported(media_type.to_owned()));
+        }
+        let mut block = DataBlock::new(DataSource::inline(&bytes, media_type));
+        block.name = name;
+        Ok(ContentBlock::Data(block))
+    }
+}
+
+/// Why a file part cannot reach a model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FileError {
+    /// Malformed: bad base64, no bytes, a URL of another scheme.
+    Invalid(&'static str),
+    /// Well formed, of a media type no provider takes (the type).
+    Unsupported(String),
+}
+
+impl std::fmt::Display for FileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Invalid(why) => f.write_str(why),
+            Self::Unsupported(media) => write!(
+                f,
+                "a file of type `{media}` is not taken: images, PDF, WAV and MP3 audio and text files are \
+                 (images and PDF by URL)"
+            ),
+        }
+    }
+}
+
+/// Where a file part's bytes are.
+enum FileSource {
+    Inline(Vec<u8>),
+    Remote(String),
+}
+use FileSource::{Inline, Remote};
+
+/// Whether `url` is an http or https URL.
+fn web_url(url: &str) -> bool {
+    let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
+    matches!(scheme.as_deref(), Some("http" | "https"))
+}
+
+/// Text media: read as text (`text/*`, JSON, XML, YAML).
+fn is_text(media_type: &str) -> bool {
+    media_type.starts_with("text/")
+        || matches!(
+            media_type,
+            "application/json" | "application/xml" | "application/yaml" | "application/x-yaml"
+        )
+        || media_type.ends_with("+json")
+        || media_type.ends_with("+xml")
+}
+
+/// Base64 in the standard or URL-safe alphabet, padded or not (JSON encoders of bytes write
+/// either).
+fn decode(raw: &str) -> Option<Vec<u8>> {
+    let standard: String = raw
+        .chars()
+        .map(|c| match c {
+            '-' => '+',
+            '_' => '/',
+            c => c,
+        })
+        .collect();
+    DataSource::Base64 {
+        data: standard,
+        media_type: String::new(),
+    }
+    .decode_bytes()
+}
+
+/// A `data:[<type>][;…];base64,<data>` URL's media type and bytes; `None` when it is not one
+/// in base64.
+fn data_url(url: &str) -> Option<(Option<String>, Vec<u8>)> {
+    let rest = url.get(5..)?;
+    let (head, data) = rest.split_once(',')?;
+    let mut params = head.split(';');
+    let media = params
+        .next()
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(str::to_ascii_lowercase);
+    if !params.any(|p| p.trim().eq_ignore_ascii_case("base64")) {
+        return None;
+    }
+    Some((media, decode(data)?))
 }
 
 /// One message of a conversation between a client and an agent.

@@ -27,6 +27,7 @@ mod request;
 mod task;
 
 pub use card::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill};
+pub(crate) use message::FileError;
 pub use message::{Message, Part, Role};
 pub use request::{CancelTaskRequest, GetTaskRequest, SendMessageConfiguration, SendMessageRequest};
 pub use task::{
