@@ -43,14 +43,14 @@ pin_project! {
         Asking {
             answer: BackendFuture,
         },
-        // At the front of the queue, waiting for the limit to allow a start.
+        // Told by the shared backend to wait this long before asking again.
         Sleeping {
             #[pin]
             sleep: Sleep,
         },
-        // Right behind the front: asks again when woken (its turn may have come), or when the
-        // front counts as stalled.
-        Watching {
+        // At the front, waiting for the limit to allow a start, or right behind it, watching
+        // it: asks its turn again when woken (its place changed), or at the time.
+        Waiting {
             #[pin]
             sleep: Sleep,
             armed: bool,
@@ -114,10 +114,7 @@ where
                     };
                     match queued.ticket.poll_turn(cx) {
                         Turn::Wait => return Poll::Pending,
-                        Turn::SleepUntil(at) => this.state.set(State::Sleeping {
-                            sleep: tokio::time::sleep_until(at),
-                        }),
-                        Turn::Watch(at) => this.state.set(State::Watching {
+                        Turn::SleepUntil(at) | Turn::Watch(at) => this.state.set(State::Waiting {
                             sleep: tokio::time::sleep_until(at),
                             armed: false,
                         }),
@@ -163,7 +160,7 @@ where
                     ready!(sleep.poll(cx));
                     this.state.set(State::Queued);
                 }
-                StateProj::Watching { sleep, armed } => {
+                StateProj::Waiting { sleep, armed } => {
                     // Armed at the first poll; any later poll is a wake (the front left, or the
                     // time is up): the turn is asked again.
                     if !*armed {

@@ -116,8 +116,18 @@ impl State {
         self.queue.iter().position(|w| !w.stalled)
     }
 
-    /// Wakes the front, which may go from `now`, and the waiter behind it, which watches it
-    /// (see [`Turn::Watch`]).
+    /// The second waiter not stalled: the one that watches the front (see [`Turn::Watch`]).
+    fn watcher(&self) -> Option<usize> {
+        self.queue
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| !w.stalled)
+            .nth(1)
+            .map(|(i, _)| i)
+    }
+
+    /// Wakes the front, which may go from `now` (woken, it asks its turn again, which tells when
+    /// the limit lets it go), and the waiter behind it, which watches it.
     fn wake_front(&mut self, now: Instant) {
         let mut live = self.queue.iter_mut().filter(|w| !w.stalled);
         self.front_due = None;
@@ -162,7 +172,8 @@ pub(crate) enum Turn {
     Go,
     /// Others are ahead; the caller is woken when it is at the front.
     Wait,
-    /// At the front, but the limit allows a start only at this time.
+    /// At the front, but the limit allows a start only at this time (ask again then, or when
+    /// woken: the front changed).
     SleepUntil(Instant),
     /// Next after the front: ask again when woken, or at this time at the latest, when the
     /// front counts as stalled if it has not taken its turn.
@@ -219,6 +230,12 @@ impl RateLimiter {
         let mut state = self.lock();
         state.prune(Instant::now(), &self.shared.limits);
         u64::try_from(state.tokens.total()).unwrap_or(u64::MAX)
+    }
+
+    /// How many waiters count as stalled.
+    #[cfg(test)]
+    pub(crate) fn stalled(&self) -> usize {
+        self.lock().queue.iter().filter(|w| w.stalled).count()
     }
 
     /// How many entries the request and token logs hold.
@@ -305,27 +322,26 @@ impl RateLimiter {
         };
         let local = self.shared.remote.is_none();
         let now = Instant::now();
+        // Woken whenever its place may have changed, whatever it is told now.
+        let waiter = &mut state.queue[at];
+        match &waiter.waker {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => waiter.waker = Some(cx.waker().clone()),
+        }
         if local {
-            if state.queue[at].stalled {
-                // Polled again: back in its place, and in the front's if that is its place.
-                state.queue[at].stalled = false;
-                if state.front() == Some(at) {
-                    state.front_due = Some((ticket, now));
-                }
+            // Polled: not stalled (back in its place if it was), and a front that polls is
+            // taking its turn now, whenever it was told it could.
+            state.queue[at].stalled = false;
+            if state.front() == Some(at) {
+                state.front_due = Some((ticket, now));
             }
             state.skip_stalled(now);
         }
         let front = state.front();
         if front != Some(at) {
-            let waiter = &mut state.queue[at];
-            match &waiter.waker {
-                Some(w) if w.will_wake(cx.waker()) => {}
-                _ => waiter.waker = Some(cx.waker().clone()),
-            }
             // The waiter right behind the front watches it (a local limit only: a front asking
             // the backend may be waiting for its answer).
-            let second = state.queue.iter().enumerate().filter(|(_, w)| !w.stalled).nth(1);
-            let watching = local && second.is_some_and(|(i, _)| i == at);
+            let watching = local && state.watcher() == Some(at);
             return match state.front_due {
                 Some((_, due)) if watching => Turn::Watch(plus(due, STALLED_AFTER)),
                 _ => Turn::Wait,
@@ -355,11 +371,17 @@ impl RateLimiter {
 
     fn abandon(&self, ticket: u64) {
         let mut state = self.lock();
-        let front = state.front();
+        let (front, watcher) = (state.front(), state.watcher());
         if let Some(pos) = state.queue.iter().position(|w| w.ticket == ticket) {
             state.queue.remove(pos);
             if front == Some(pos) {
                 state.wake_front(Instant::now());
+            } else if watcher == Some(pos)
+                && let Some(next) = state.watcher()
+                && let Some(waker) = state.queue[next].waker.take()
+            {
+                // The next one watches the front now.
+                waker.wake();
             }
         }
     }

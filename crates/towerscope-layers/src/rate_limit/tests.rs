@@ -312,10 +312,103 @@ async fn fronts_waiting_for_a_long_limit_keep_their_order() {
     for i in 0..5 {
         calls.push(svc.ready().await.unwrap().call(request(i)));
     }
-    assert!(join_all(calls).await.iter().all(Result::is_ok));
+    let done = tokio::time::timeout(Duration::from_secs(3600), join_all(calls))
+        .await
+        .expect("every call went");
+    assert!(done.iter().all(Result::is_ok));
     let order: Vec<String> = log.lock().unwrap().iter().map(|(_, r)| r.clone()).collect();
     assert_eq!(order, ["r0", "r1", "r2", "r3", "r4"]);
     assert_eq!(secs(&log), [0, 30, 60, 90, 120]);
+}
+
+/// A front polled late (its task was busy, or made and awaited later), with nobody behind it,
+/// takes its turn when it is polled: it does not count itself as stalled and wait for ever.
+#[tokio::test(start_paused = true)]
+async fn a_front_polled_late_takes_its_turn() {
+    let log = Log::default();
+    let mut svc = ServiceBuilder::new()
+        .layer(RateLimitLayer::new(
+            RateLimits::new().min_interval(Duration::from_secs(10)),
+        ))
+        .service(recording(log.clone(), Instant::now(), 0));
+    svc.ready().await.unwrap().call(request(0)).await.unwrap();
+    // Made at 0, first polled at 20 s.
+    let late = svc.ready().await.unwrap().call(request(1));
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    tokio::time::timeout(Duration::from_secs(3600), late)
+        .await
+        .expect("r1 goes when polled")
+        .unwrap();
+    // Polled at 0, told to wait until 10 s, polled again only at 12 s.
+    let mut sleeping = Box::pin(svc.ready().await.unwrap().call(request(2)));
+    assert!(futures_util::poll!(sleeping.as_mut()).is_pending());
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    tokio::time::timeout(Duration::from_secs(3600), sleeping)
+        .await
+        .expect("r2 goes when polled")
+        .unwrap();
+    assert_eq!(started(&log), [("r0".into(), 0), ("r1".into(), 20), ("r2".into(), 32)]);
+}
+
+/// The call watching a stalled front is dropped (a timeout): the one behind it watches in its
+/// place, and skips the stalled front.
+#[tokio::test(start_paused = true)]
+async fn when_the_call_watching_a_stalled_front_is_dropped_the_next_one_watches() {
+    let log = Log::default();
+    let layer = RateLimitLayer::new(RateLimits::new().min_interval(Duration::from_secs(10)));
+    let mut svc = ServiceBuilder::new()
+        .layer(layer.clone())
+        .service(recording(log.clone(), Instant::now(), 0));
+    svc.ready().await.unwrap().call(request(0)).await.unwrap();
+    let mut stalled = Box::pin(svc.ready().await.unwrap().call(request(1)));
+    assert!(futures_util::poll!(stalled.as_mut()).is_pending());
+    let mut watcher = Box::pin(svc.ready().await.unwrap().call(request(2)));
+    assert!(futures_util::poll!(watcher.as_mut()).is_pending());
+    let third = tokio::spawn(svc.clone().oneshot(request(3)));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    drop(watcher);
+    tokio::time::timeout(Duration::from_secs(3600), third)
+        .await
+        .expect("r3 is not held back by the stalled r1")
+        .unwrap()
+        .unwrap();
+    // r1's turn at 10 s, skipped a second later.
+    assert_eq!(started(&log), [("r0".into(), 0), ("r3".into(), 11)]);
+    drop(stalled);
+    assert_eq!(layer.limiter().waiting(), 0);
+}
+
+/// A front that sleeps until the limit lets it go, pushed back by an earlier call polled again
+/// and given the front again when that call is dropped, is not taken for stalled: it wakes and
+/// asks again, and the calls keep their order.
+#[tokio::test(start_paused = true)]
+async fn a_front_given_its_place_back_is_not_skipped() {
+    let log = Log::default();
+    let layer = RateLimitLayer::new(RateLimits::new().min_interval(Duration::from_secs(100)));
+    let mut svc = ServiceBuilder::new()
+        .layer(layer.clone())
+        .service(recording(log.clone(), Instant::now(), 0));
+    svc.ready().await.unwrap().call(request(0)).await.unwrap();
+    // r1 is made and not polled (stalled at 1 s); r2 and r3 wait in tasks of their own.
+    let mut s = Box::pin(svc.ready().await.unwrap().call(request(1)));
+    let t = tokio::spawn(svc.ready().await.unwrap().call(request(2)));
+    let u = tokio::spawn(svc.ready().await.unwrap().call(request(3)));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    // r1 polled again: the front again, until it is dropped at 10 s.
+    assert!(futures_util::poll!(s.as_mut()).is_pending());
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    drop(s);
+    // r2, the front again and sleeping until 100 s, is not skipped a second later.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(layer.limiter().stalled(), 0, "r2 was taken for stalled");
+    let both = tokio::time::timeout(Duration::from_secs(3600), async { (t.await, u.await) }).await;
+    let (t, u) = both.expect("r2 and r3 went");
+    t.unwrap().unwrap();
+    u.unwrap().unwrap();
+    assert_eq!(
+        started(&log),
+        [("r0".into(), 0), ("r2".into(), 100), ("r3".into(), 200)]
+    );
 }
 
 #[tokio::test(start_paused = true)]
