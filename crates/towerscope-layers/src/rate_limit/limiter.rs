@@ -128,30 +128,34 @@ impl State {
 
     /// Wakes the front, which may go from `now` (woken, it asks its turn again, which tells when
     /// the limit lets it go), and the waiter behind it, which watches it.
-    fn wake_front(&mut self, now: Instant) {
+    /// The waiter `polling` (the caller of [`RateLimiter::turn`], which is told its place as it
+    /// returns) is not woken.
+    fn wake_front(&mut self, now: Instant, polling: Option<u64>) {
         let mut live = self.queue.iter_mut().filter(|w| !w.stalled);
         self.front_due = None;
-        if let Some(front) = live.next() {
+        let front = live.next();
+        if let Some(front) = &front {
             self.front_due = Some((front.ticket, now));
-            if let Some(waker) = front.waker.take() {
+        }
+        for waiter in front.into_iter().chain(live.next()) {
+            if Some(waiter.ticket) != polling
+                && let Some(waker) = waiter.waker.take()
+            {
                 waker.wake();
             }
-        }
-        if let Some(waker) = live.next().and_then(|w| w.waker.take()) {
-            waker.wake();
         }
     }
 
     /// Stops waiting for fronts that were told to go more than [`STALLED_AFTER`] before `now`
-    /// and did not take their turn.
-    fn skip_stalled(&mut self, now: Instant) {
+    /// and did not take their turn (`polling`: see [`wake_front`](Self::wake_front)).
+    fn skip_stalled(&mut self, now: Instant, polling: Option<u64>) {
         while let Some((ticket, due)) = self.front_due
             && plus(due, STALLED_AFTER) <= now
             && let Some(front) = self.front()
             && self.queue[front].ticket == ticket
         {
             self.queue[front].stalled = true;
-            self.wake_front(now);
+            self.wake_front(now, polling);
         }
     }
 }
@@ -278,7 +282,7 @@ impl RateLimiter {
             // Only the backend knows: every call asks it, in turn.
             return Admission::Queued(self.enqueue(&mut state));
         }
-        state.skip_stalled(now);
+        state.skip_stalled(now, None);
         let (at, binding) = state.ready_at(now, limits);
         if state.front().is_none() && at <= now {
             state.start(now, limits);
@@ -335,7 +339,7 @@ impl RateLimiter {
             if state.front() == Some(at) {
                 state.front_due = Some((ticket, now));
             }
-            state.skip_stalled(now);
+            state.skip_stalled(now, Some(ticket));
         }
         let front = state.front();
         if front != Some(at) {
@@ -357,7 +361,7 @@ impl RateLimiter {
         }
         state.start(now, limits);
         state.queue.remove(at);
-        state.wake_front(now);
+        state.wake_front(now, None);
         Turn::Go
     }
 
@@ -375,7 +379,7 @@ impl RateLimiter {
         if let Some(pos) = state.queue.iter().position(|w| w.ticket == ticket) {
             state.queue.remove(pos);
             if front == Some(pos) {
-                state.wake_front(Instant::now());
+                state.wake_front(Instant::now(), None);
             } else if watcher == Some(pos)
                 && let Some(next) = state.watcher()
                 && let Some(waker) = state.queue[next].waker.take()

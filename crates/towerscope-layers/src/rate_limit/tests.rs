@@ -299,23 +299,28 @@ async fn a_call_never_polled_holds_back_no_call_behind_it() {
 }
 
 /// Fronts that wait for the limit and take their turn when it comes are never taken for
-/// stalled, however long the wait: the order of the calls holds.
+/// stalled, however long the wait: the order of the calls holds. Each call in a task of its
+/// own (calls sharing one task's waker are all polled whenever any is woken).
 #[tokio::test(start_paused = true)]
 async fn fronts_waiting_for_a_long_limit_keep_their_order() {
     let log = Log::default();
+    let layer = RateLimitLayer::new(RateLimits::new().requests_per(1, Duration::from_secs(30)));
     let mut svc = ServiceBuilder::new()
-        .layer(RateLimitLayer::new(
-            RateLimits::new().requests_per(1, Duration::from_secs(30)),
-        ))
+        .layer(layer.clone())
         .service(recording(log.clone(), Instant::now(), 0));
     let mut calls = Vec::new();
     for i in 0..5 {
-        calls.push(svc.ready().await.unwrap().call(request(i)));
+        calls.push(tokio::spawn(svc.ready().await.unwrap().call(request(i))));
+    }
+    // While they wait, nobody is skipped.
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        assert_eq!(layer.limiter().stalled(), 0, "a healthy front was taken for stalled");
     }
     let done = tokio::time::timeout(Duration::from_secs(3600), join_all(calls))
         .await
         .expect("every call went");
-    assert!(done.iter().all(Result::is_ok));
+    assert!(done.into_iter().all(|r| r.unwrap().is_ok()));
     let order: Vec<String> = log.lock().unwrap().iter().map(|(_, r)| r.clone()).collect();
     assert_eq!(order, ["r0", "r1", "r2", "r3", "r4"]);
     assert_eq!(secs(&log), [0, 30, 60, 90, 120]);
