@@ -629,3 +629,39 @@ async fn a_remote_answer_past_16_mib_of_files_and_text_fails_the_reply() {
     let err = far.reply(Msg::user("user", "Send a lot.").into()).await.unwrap_err();
     assert!(err.to_string().contains("larger than"), "{err}");
 }
+
+/// An answer in several artifacts is their texts one after the other, as `Task::answer_text`
+/// reads it; an artifact sent whole again replaces its own part only. Before, each new
+/// artifact's text replaced the answer so far.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_in_several_artifacts_keeps_each_ones_text() {
+    let far = scripted_remote(vec![
+        status("TASK_STATE_WORKING"),
+        artifact("a1", false, serde_json::json!([{"text": "one, "}])),
+        artifact("a2", false, serde_json::json!([{"text": "tw"}])),
+        artifact("a2", true, serde_json::json!([{"text": "o"}])),
+        artifact("a2", false, serde_json::json!([{"text": "two!"}])),
+        status("TASK_STATE_COMPLETED"),
+    ])
+    .await;
+    let items: Vec<ReplyItem> = far
+        .reply_stream(Msg::user("user", "Count.").into())
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    let Some(ReplyItem::Final(last)) = items.last() else {
+        panic!("{items:?}")
+    };
+    assert_eq!(last.text_content().as_deref(), Some("one, two!"));
+    let deltas: String = items
+        .iter()
+        .filter_map(|i| match i {
+            ReplyItem::Event(AgentEvent::TextBlockDelta(d)) => Some(d.delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        deltas, "one, two!",
+        "what streamed, the last piece as the whole artifact's rest"
+    );
+}

@@ -131,6 +131,9 @@ struct Reply {
     session: Id,
     block: Option<Id>,
     text: String,
+    /// The artifact the text streams into, and where its text starts in `text`.
+    artifact: Option<String>,
+    artifact_start: usize,
     /// The file parts of the answer so far, by the artifact that carried them (`""`: a
     /// message, a task's status), as the blocks the model reads.
     files: Vec<(String, ContentBlock)>,
@@ -349,6 +352,8 @@ impl Participant for RemoteAgent {
                     session,
                     block: None,
                     text: String::new(),
+                    artifact: None,
+                    artifact_start: 0,
                     files: Vec::new(),
                     file_bytes: 0,
                     out: VecDeque::from([Ok(ReplyItem::Event(AgentEvent::ReplyStart(start)))]),
@@ -465,8 +470,25 @@ impl Reply {
                 if self.too_long() {
                     return;
                 }
-                let held = self.text.len().saturating_add(self.file_bytes);
-                if u.append && held.saturating_add(piece.len()) > MAX_ANSWER_BYTES {
+                // The answer is the artifacts' texts one after the other (as `Task::answer_text`
+                // reads it): a new artifact follows the text so far; this one again, whole,
+                // replaces its own part.
+                let id = u.artifact.artifact_id.as_str();
+                if self.artifact.as_deref() != Some(id) {
+                    self.artifact = Some(id.to_owned());
+                    self.artifact_start = self.text.len();
+                }
+                let whole = !u.append;
+                let own = self.text.get(self.artifact_start..).unwrap_or_default();
+                let grows = whole && !piece.starts_with(own);
+                let length = if grows {
+                    self.artifact_start.saturating_add(piece.len())
+                } else if whole {
+                    self.artifact_start.saturating_add(piece.len()).max(self.text.len())
+                } else {
+                    self.text.len().saturating_add(piece.len())
+                };
+                if length.saturating_add(self.file_bytes) > MAX_ANSWER_BYTES {
                     // Each event is capped; so is their sum, or a remote agent streaming without
                     // end would grow the answer without end.
                     self.done = true;
@@ -481,14 +503,16 @@ impl Reply {
                     ))));
                     return;
                 }
-                if u.append {
-                    self.delta(&piece);
-                } else if piece.starts_with(&self.text) {
-                    // A whole artifact replacing what streamed: only what is new is a delta.
-                    let rest = piece[self.text.len()..].to_owned();
+                if grows {
+                    // This artifact sent whole again, not as a continuation: its part is replaced.
+                    self.text.truncate(self.artifact_start);
+                    self.text.push_str(&piece);
+                } else if whole {
+                    // Whole again, continuing what streamed: only what is new is a delta.
+                    let rest = piece[own.len()..].to_owned();
                     self.delta(&rest);
                 } else {
-                    self.text = piece;
+                    self.delta(&piece);
                 }
             }
             StreamResponse::StatusUpdate(u) => {
