@@ -588,6 +588,14 @@ async fn the_files_of_every_artifact_reach_the_reply_and_one_no_model_takes_is_n
             _ => None,
         })
         .collect();
+    let text: Vec<&str> = reply
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect();
     assert_eq!(
         files,
         [
@@ -595,14 +603,6 @@ async fn the_files_of_every_artifact_reach_the_reply_and_one_no_model_takes_is_n
             DataSource::inline(&[3, 4, 5], "image/png")
         ]
     );
-    let text: Vec<String> = reply
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.clone()),
-            _ => None,
-        })
-        .collect();
     assert!(
         text.iter()
             .any(|t| t.contains("'x.zip' (application/zip), which no model provider takes")),

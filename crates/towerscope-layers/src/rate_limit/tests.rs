@@ -30,6 +30,26 @@ fn recording(
     })
 }
 
+/// A model answering at once with `tokens` of usage behind a layer enforcing `limits`: the
+/// log of its calls' starts, the layer, and the service.
+fn limited(
+    limits: RateLimits,
+    tokens: u64,
+) -> (
+    Log,
+    RateLimitLayer,
+    RateLimit<
+        impl Service<ModelCallRequest, Response = ModelOutput, Error = AgentError, Future: Send> + Clone + Send + Sync,
+    >,
+) {
+    let log = Log::default();
+    let layer = RateLimitLayer::new(limits);
+    let svc = ServiceBuilder::new()
+        .layer(layer.clone())
+        .service(recording(log.clone(), Instant::now(), tokens));
+    (log, layer, svc)
+}
+
 fn request(i: usize) -> ModelCallRequest {
     request_in(
         &ScriptedModel::new("m", []),
@@ -97,11 +117,7 @@ async fn requests_per_window_are_never_exceeded() {
 
 #[tokio::test(start_paused = true)]
 async fn tokens_per_minute_hold_calls_back_until_the_window_frees() {
-    let log = Log::default();
-    let layer = RateLimitLayer::new(RateLimits::new().tokens_per_minute(1000));
-    let svc = ServiceBuilder::new()
-        .layer(layer.clone())
-        .service(recording(log.clone(), Instant::now(), 600));
+    let (log, layer, svc) = limited(RateLimits::new().tokens_per_minute(1000), 600);
     let calls = (0..5).map(|i| svc.clone().oneshot(request(i)));
     assert!(join_all(calls).await.iter().all(Result::is_ok));
     // 600 tokens each: two calls fit under 1000 (the second one starts at 600), the third waits
@@ -223,11 +239,7 @@ async fn clones_and_separate_services_share_one_limiter() {
 
 #[tokio::test(start_paused = true)]
 async fn a_dropped_waiter_leaves_the_queue() {
-    let log = Log::default();
-    let layer = RateLimitLayer::new(RateLimits::new().min_interval(Duration::from_secs(1)));
-    let mut svc = ServiceBuilder::new()
-        .layer(layer.clone())
-        .service(recording(log.clone(), Instant::now(), 0));
+    let (log, layer, mut svc) = limited(RateLimits::new().min_interval(Duration::from_secs(1)), 0);
     let first = svc.ready().await.unwrap().call(request(0));
     let second = svc.ready().await.unwrap().call(request(1));
     let third = svc.ready().await.unwrap().call(request(2));
@@ -255,11 +267,7 @@ fn started(log: &Log) -> Vec<(String, u64)> {
 /// again, it takes the next turn.
 #[tokio::test(start_paused = true)]
 async fn a_call_whose_caller_stopped_polling_holds_the_others_back_a_second_at_most() {
-    let log = Log::default();
-    let layer = RateLimitLayer::new(RateLimits::new().min_interval(Duration::from_secs(10)));
-    let mut svc = ServiceBuilder::new()
-        .layer(layer.clone())
-        .service(recording(log.clone(), Instant::now(), 0));
+    let (log, layer, mut svc) = limited(RateLimits::new().min_interval(Duration::from_secs(10)), 0);
     svc.ready().await.unwrap().call(request(0)).await.unwrap();
     // r1 waits for its turn at 10 s, polled once, then never until 30 s.
     let mut stalled = Box::pin(svc.ready().await.unwrap().call(request(1)));
@@ -281,11 +289,7 @@ async fn a_call_whose_caller_stopped_polling_holds_the_others_back_a_second_at_m
 /// back: its turn came when it was made, and the call behind it starts when the limit allows.
 #[tokio::test(start_paused = true)]
 async fn a_call_never_polled_holds_back_no_call_behind_it() {
-    let log = Log::default();
-    let layer = RateLimitLayer::new(RateLimits::new().min_interval(Duration::from_secs(10)));
-    let mut svc = ServiceBuilder::new()
-        .layer(layer.clone())
-        .service(recording(log.clone(), Instant::now(), 0));
+    let (log, layer, mut svc) = limited(RateLimits::new().min_interval(Duration::from_secs(10)), 0);
     svc.ready().await.unwrap().call(request(0)).await.unwrap();
     let never_polled = svc.ready().await.unwrap().call(request(1));
     let next = svc.clone().oneshot(request(2));
@@ -303,11 +307,7 @@ async fn a_call_never_polled_holds_back_no_call_behind_it() {
 /// own (calls sharing one task's waker are all polled whenever any is woken).
 #[tokio::test(start_paused = true)]
 async fn fronts_waiting_for_a_long_limit_keep_their_order() {
-    let log = Log::default();
-    let layer = RateLimitLayer::new(RateLimits::new().requests_per(1, Duration::from_secs(30)));
-    let mut svc = ServiceBuilder::new()
-        .layer(layer.clone())
-        .service(recording(log.clone(), Instant::now(), 0));
+    let (log, layer, mut svc) = limited(RateLimits::new().requests_per(1, Duration::from_secs(30)), 0);
     let mut calls = Vec::new();
     for i in 0..5 {
         calls.push(tokio::spawn(svc.ready().await.unwrap().call(request(i))));
@@ -359,11 +359,7 @@ async fn a_front_polled_late_takes_its_turn() {
 /// place, and skips the stalled front.
 #[tokio::test(start_paused = true)]
 async fn when_the_call_watching_a_stalled_front_is_dropped_the_next_one_watches() {
-    let log = Log::default();
-    let layer = RateLimitLayer::new(RateLimits::new().min_interval(Duration::from_secs(10)));
-    let mut svc = ServiceBuilder::new()
-        .layer(layer.clone())
-        .service(recording(log.clone(), Instant::now(), 0));
+    let (log, layer, mut svc) = limited(RateLimits::new().min_interval(Duration::from_secs(10)), 0);
     svc.ready().await.unwrap().call(request(0)).await.unwrap();
     let mut stalled = Box::pin(svc.ready().await.unwrap().call(request(1)));
     assert!(futures_util::poll!(stalled.as_mut()).is_pending());
@@ -388,11 +384,7 @@ async fn when_the_call_watching_a_stalled_front_is_dropped_the_next_one_watches(
 /// asks again, and the calls keep their order.
 #[tokio::test(start_paused = true)]
 async fn a_front_given_its_place_back_is_not_skipped() {
-    let log = Log::default();
-    let layer = RateLimitLayer::new(RateLimits::new().min_interval(Duration::from_secs(100)));
-    let mut svc = ServiceBuilder::new()
-        .layer(layer.clone())
-        .service(recording(log.clone(), Instant::now(), 0));
+    let (log, layer, mut svc) = limited(RateLimits::new().min_interval(Duration::from_secs(100)), 0);
     svc.ready().await.unwrap().call(request(0)).await.unwrap();
     // r1 is made and not polled (stalled at 1 s); r2 and r3 wait in tasks of their own.
     let mut s = Box::pin(svc.ready().await.unwrap().call(request(1)));

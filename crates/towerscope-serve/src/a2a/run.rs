@@ -258,19 +258,24 @@ fn publish_files(tasks: &Tasks, id: &str, artifact_id: &str, files: &[Part]) {
         if let Some(a) = t.task.artifacts.iter_mut().find(|a| a.artifact_id == artifact_id) {
             a.parts.extend(files.iter().cloned());
         }
-        let event = TaskArtifactUpdateEvent {
-            task_id: t.task.id.clone(),
-            context_id: t.task.context_id.clone(),
-            artifact: Artifact {
-                artifact_id: artifact_id.to_owned(),
-                name: "answer".to_owned(),
-                parts: files.to_vec(),
-            },
-            append: true,
-            last_chunk: true,
-        };
-        t.publish(StreamResponse::ArtifactUpdate(event));
+        publish_update(t, artifact_id, files.to_vec(), true, true);
     });
+}
+
+/// Publishes an update of the answer's artifact carrying `parts`.
+fn publish_update(t: &mut TaskEntry, artifact_id: &str, parts: Vec<Part>, append: bool, last_chunk: bool) {
+    let event = TaskArtifactUpdateEvent {
+        task_id: t.task.id.clone(),
+        context_id: t.task.context_id.clone(),
+        artifact: Artifact {
+            artifact_id: artifact_id.to_owned(),
+            name: "answer".to_owned(),
+            parts,
+        },
+        append,
+        last_chunk,
+    };
+    t.publish(StreamResponse::ArtifactUpdate(event));
 }
 
 /// Publishes an artifact update and folds it into the stored task.
@@ -292,18 +297,7 @@ pub(crate) fn publish_artifact(tasks: &Tasks, id: &str, artifact_id: &str, text:
                 parts: vec![part.clone()],
             }),
         }
-        let event = TaskArtifactUpdateEvent {
-            task_id: t.task.id.clone(),
-            context_id: t.task.context_id.clone(),
-            artifact: Artifact {
-                artifact_id: artifact_id.to_owned(),
-                name: "answer".to_owned(),
-                parts: vec![part],
-            },
-            append,
-            last_chunk,
-        };
-        t.publish(StreamResponse::ArtifactUpdate(event));
+        publish_update(t, artifact_id, vec![part], append, last_chunk);
     });
 }
 
