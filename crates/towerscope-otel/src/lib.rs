@@ -55,6 +55,11 @@
 //! The leading system message(s) of a model call go to `gen_ai.system_instructions` (as parts),
 //! the rest to `gen_ai.input.messages`. A tool's result is its text when it holds only text.
 //!
+//! Each captured value (a text, a tool's arguments or result, a file's base64, an error's
+//! text) is cut at [`MAX_CAPTURED_VALUE_BYTES`] (64 KiB), saying how much was left out: a
+//! 10 MB tool result would otherwise be copied into its span and into every later model call's
+//! input, and a collector may refuse a whole batch for one such span.
+//!
 //! Content is serialised and redacted only for spans that record: a span starts with the
 //! attributes a sampler may look at, and gets its content once the sampler kept it, so traces
 //! the sampler drops cost no more with capture on than off.
@@ -156,6 +161,7 @@ pub use opentelemetry;
 pub use opentelemetry_sdk;
 
 pub use acting::{ActingTracing, ActingTracingFuture, ActingTracingLayer, ToolSpanStream};
+pub use content::MAX_CAPTURED_VALUE_BYTES;
 pub use middleware::{TracingMiddleware, TracingMiddlewareBuilder};
 pub use model_call::{ChatSpanStream, ModelCallTracing, ModelCallTracingFuture, ModelCallTracingLayer};
 pub use otlp::{OtlpConfig, OtlpError, OtlpGuard, Protocol, init_otlp};

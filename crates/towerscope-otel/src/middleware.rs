@@ -196,7 +196,10 @@ impl TracingMiddlewareBuilder {
             config: Arc::new(Config {
                 source,
                 capture_content,
-                agent_description: Arc::from(self.agent_description.as_deref().unwrap_or(NO_DESCRIPTION)),
+                // Redacted once: it may name an internal URL with its credentials.
+                agent_description: Arc::from(crate::redact::redact_text(
+                    self.agent_description.as_deref().unwrap_or(NO_DESCRIPTION),
+                )),
                 tool_definitions: ToolDefinitions::default(),
             }),
         }

@@ -87,7 +87,8 @@ impl OpenSpan {
         }
         self.failed = true;
         let span = self.cx.span();
-        let description = failure.description.into_owned();
+        // Cut as captured content is: with capture on, an error may quote a whole request.
+        let description = crate::content::cut_owned(failure.description.into_owned());
         span.set_attribute(KeyValue::new(ERROR_TYPE, failure.kind.to_owned()));
         span.add_event(
             EXCEPTION_EVENT,
@@ -107,8 +108,16 @@ impl OpenSpan {
         }
         self.failed = true;
         let span = self.cx.span();
+        let description = format!("the {what} was dropped before it ended");
         span.set_attribute(KeyValue::new(ERROR_TYPE, CANCELLED));
-        span.set_status(Status::error(format!("the {what} was dropped before it ended")));
+        span.add_event(
+            EXCEPTION_EVENT,
+            vec![
+                KeyValue::new(EXCEPTION_TYPE, CANCELLED),
+                KeyValue::new(EXCEPTION_MESSAGE, description.clone()),
+            ],
+        );
+        span.set_status(Status::error(description));
     }
 
     /// Sets the OK status unless the span failed (the SDK orders OK above ERROR, so an OK set

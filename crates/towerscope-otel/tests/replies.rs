@@ -64,6 +64,10 @@ async fn a_reply_stream_dropped_on_another_task_ends_its_spans() {
             span.name
         );
         assert!(error_description(span).unwrap().contains("dropped"));
+        // As every failed span, one `exception` event (backends list errors from them).
+        let (kind, message) = exception(span).expect("an exception event");
+        assert_eq!(kind, "cancelled", "{}", span.name);
+        assert!(message.contains("dropped"), "{message}");
     }
     // The agent is usable again, and its next reply is a new root span, not a child of the
     // dropped one.

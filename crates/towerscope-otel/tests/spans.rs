@@ -917,3 +917,89 @@ async fn a_layer_panicking_in_its_call_fails_the_spans() {
         reply.as_ref().map(|r| &r.error)
     );
 }
+
+/// A tool describing itself with an internal URL and a token: the description is recorded
+/// redacted, capture off (the same description in the tool definitions already was).
+#[tokio::test]
+async fn a_tool_description_is_recorded_redacted() {
+    let (provider, exporter) = in_memory();
+    let tool = add_tool().description("Adds, at https://svc:hunter2@calc.internal with Bearer abc.def.ghi");
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#),
+            ScriptedResponse::text("3"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .model(model)
+        .tool(tool)
+        .middleware(
+            TracingMiddleware::builder()
+                .tracer_provider(&provider)
+                .agent_description("Reads https://bot:s3cret@wiki.internal/api")
+                .build(),
+        )
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "1 + 2?")).await.unwrap();
+    let spans = spans(&exporter);
+    let everything = format!("{spans:?}");
+    for secret in ["hunter2", "abc.def.ghi", "s3cret"] {
+        assert!(!everything.contains(secret), "{secret} was recorded");
+    }
+    let tool = one(&spans, "execute_tool add");
+    assert!(
+        str_attr(tool, "gen_ai.tool.description")
+            .unwrap()
+            .starts_with("Adds, at ")
+    );
+}
+
+/// With content capture on, a 10 MB tool result is cut at 64 KiB in its span and in the next
+/// model call's input, saying how much was left out.
+#[tokio::test]
+async fn a_huge_captured_value_is_cut() {
+    let (provider, exporter) = in_memory();
+    let huge = "x".repeat(10_000_000);
+    let big = {
+        let huge = huge.clone();
+        towerscope_agent::toolkit::FunctionTool::new("big", move |_: serde_json::Value| {
+            let huge = huge.clone();
+            async move { huge }
+        })
+    };
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "big", "{}"),
+            ScriptedResponse::text("done"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .model(model)
+        .tool(big)
+        .middleware(
+            TracingMiddleware::builder()
+                .tracer_provider(&provider)
+                .capture_content(true)
+                .build(),
+        )
+        .hints(towerscope_agent::HintConfig::disabled())
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "big?")).await.unwrap();
+    let spans = spans(&exporter);
+    let result = str_attr(one(&spans, "execute_tool big"), "gen_ai.tool.call.result").unwrap();
+    let limit = towerscope_otel::MAX_CAPTURED_VALUE_BYTES;
+    assert!(result.len() < limit + 64, "{} bytes", result.len());
+    assert!(
+        result.ends_with(&format!("…[{} bytes cut]", 10_000_000 - limit)),
+        "{}",
+        &result[limit - 8..]
+    );
+    let chats = named(&spans, "chat m");
+    let input = str_attr(chats[1], "gen_ai.input.messages").unwrap();
+    assert!(input.len() < limit + 1024, "{} bytes", input.len());
+    assert!(input.contains("bytes cut]"));
+}

@@ -35,7 +35,9 @@ impl ToolRecord {
             KeyValue::new(GEN_AI_CONVERSATION_ID, conversation_id(req.ctx.session_id())),
         ];
         if !tool.description.is_empty() {
-            attributes.push(KeyValue::new(GEN_AI_TOOL_DESCRIPTION, tool.description.clone()));
+            // Written by the developer, but it may name an internal URL with its credentials.
+            let description = crate::redact::redact_text(&tool.description).into_owned();
+            attributes.push(KeyValue::new(GEN_AI_TOOL_DESCRIPTION, description));
         }
         let builder = SpanBuilder::from_name(format!("{OPERATION_EXECUTE_TOOL} {}", tool.name))
             .with_kind(SpanKind::Internal)

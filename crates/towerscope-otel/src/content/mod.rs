@@ -33,9 +33,37 @@ pub(crate) use tools::{ToolDefinitions, external_result, tool_arguments, tool_re
 use crate::json::{push_display, push_string};
 use crate::redact::{redact_text, redacted_json};
 
-/// Appends a string literal of `s`, redacted.
+/// The most bytes of one captured value (a text, a tool's arguments or result, a file's
+/// base64): past it the value is cut, and says how much was left out. A 10 MB tool result
+/// would otherwise be copied into its span and into every later model call's input, and one
+/// such span can make a collector refuse the whole batch it is exported in.
+pub const MAX_CAPTURED_VALUE_BYTES: usize = 64 << 10;
+
+/// `s`, or its first [`MAX_CAPTURED_VALUE_BYTES`] (at a character boundary) and a note of what
+/// was cut.
+pub(crate) fn cut(s: &str) -> Cow<'_, str> {
+    if s.len() <= MAX_CAPTURED_VALUE_BYTES {
+        return Cow::Borrowed(s);
+    }
+    let mut end = MAX_CAPTURED_VALUE_BYTES;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}…[{} bytes cut]", &s[..end], s.len() - end))
+}
+
+/// Cuts an owned value in place (see [`cut`]).
+pub(crate) fn cut_owned(s: String) -> String {
+    match cut(&s) {
+        Cow::Borrowed(_) => s,
+        Cow::Owned(cut) => cut,
+    }
+}
+
+/// Appends a string literal of `s`, redacted (before it is cut: a credential cut in two could
+/// escape the redaction), then cut.
 pub(super) fn push_text(out: &mut String, s: &str) {
-    push_string(out, &redact_text(s));
+    push_string(out, &cut(&redact_text(s)));
 }
 
 fn modality(media_type: &str) -> &'static str {
@@ -57,7 +85,7 @@ fn push_data_part(out: &mut String, block: &DataBlock) {
         }
         DataSource::Base64 { data, media_type } => {
             out.push_str(r#"{"type":"blob","content":"#);
-            push_string(out, data);
+            push_string(out, &cut(data));
             out.push_str(r#","media_type":"#);
             push_string(out, media_type);
             out.push_str(r#","modality":"#);
@@ -122,7 +150,8 @@ fn push_parts(out: &mut String, blocks: &[ContentBlock], first: &mut bool) {
                 out.push_str(r#","name":"#);
                 push_string(out, &c.name);
                 out.push_str(r#","arguments":"#);
-                if !redacted_json(&c.input, out) {
+                // Long arguments as their (cut) text: whole, they would be the value's size.
+                if c.input.len() > MAX_CAPTURED_VALUE_BYTES || !redacted_json(&c.input, out) {
                     push_text(out, &c.input);
                 }
                 out.push('}');

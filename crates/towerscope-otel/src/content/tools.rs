@@ -112,7 +112,7 @@ fn tool_definitions(tools: &[ToolSchema]) -> String {
 
 /// `gen_ai.tool.call.arguments`: the raw arguments, re-encoded only when redacted.
 pub(crate) fn tool_arguments(raw: &str) -> String {
-    redact_json_text(raw).into_owned()
+    super::cut_owned(redact_json_text(raw).into_owned())
 }
 
 /// `gen_ai.tool.call.result` of a tool response: its text when it holds only text, else its
@@ -120,11 +120,12 @@ pub(crate) fn tool_arguments(raw: &str) -> String {
 pub(crate) fn tool_result(response: &ToolResponse) -> String {
     if response.content.iter().all(|b| b.as_text().is_some()) {
         let text = joined_text(&response.content);
-        return if let Cow::Owned(redacted) = redact_text(&text) {
+        let text = if let Cow::Owned(redacted) = redact_text(&text) {
             redacted
         } else {
             text.into_owned()
         };
+        return super::cut_owned(text);
     }
     media_parts(&response.content)
 }
