@@ -19,6 +19,16 @@
 //! Installed outside retry and fallback, one logical call counts once whatever the attempts;
 //! installed inside, every attempt counts.
 //!
+//! A call counts when it is made, whatever becomes of it below: one cancelled while it waits
+//! in a rate limit's queue, or refused by a layer inside, counts as one that reached the model
+//! (the check and the count are one step, so that concurrent calls cannot pass a limit
+//! together). Install the call limit inside the rate limit to count only the calls that got
+//! through it.
+//!
+//! [`SessionCounts`] keeps one entry per session until [`SessionCounts::reset`] or
+//! [`SessionCounts::clear`] is called: a server with many sessions clears a session's counts
+//! when it ends.
+//!
 //! # Example
 //!
 //! ```

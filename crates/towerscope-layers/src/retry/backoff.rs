@@ -31,7 +31,10 @@ impl Backoff {
         if self.jitter == 0.0 {
             return full;
         }
-        full.mul_f64(1.0 - self.jitter * fastrand::f64())
+        // The random part cut off, computed so that it cannot overflow (a `full` near
+        // `Duration::MAX` times a factor that rounds to 1 did).
+        let cut = Duration::try_from_secs_f64(full.as_secs_f64() * self.jitter * fastrand::f64()).unwrap_or(full);
+        full.saturating_sub(cut)
     }
 }
 
@@ -45,6 +48,16 @@ impl Default for Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_delay_near_duration_max_does_not_overflow() {
+        for jitter in [1e-300, 0.5, 1.0] {
+            let b = Backoff::new(Duration::MAX, Duration::MAX).jitter(jitter);
+            for _ in 0..100 {
+                assert!(b.delay(1) <= Duration::MAX);
+            }
+        }
+    }
 
     #[test]
     fn doubles_up_to_the_cap() {

@@ -14,7 +14,8 @@
 //!
 //! It waits the error's [`retry_after`](towerscope_core::AgentError::retry_after) hint when there
 //! is one (or gives up when the hint exceeds [`RetryLayer::max_retry_after`], 60 s by default, so a
-//! fallback can act), and the [`Backoff`] delay otherwise.
+//! fallback can act), and the [`Backoff`] delay otherwise; never less than the backoff (a hint of
+//! zero, or a date already past, would retry at once, again and again).
 //!
 //! Failures in the middle of a stream are retried too, with the rule of
 //! [`fallback`](crate::fallback): silently when nothing was delivered yet, after a

@@ -79,7 +79,10 @@ impl RetryPolicy {
             );
             return None;
         }
-        let delay = hint.unwrap_or_else(|| config.backoff.delay(self.attempts));
+        // The hint, but never less than the backoff: a hint of zero (a gateway's `retry-after:
+        // 0`, a date in the past on a skewed clock) would retry at once, again and again.
+        let backoff = config.backoff.delay(self.attempts);
+        let delay = hint.map_or(backoff, |hint| hint.max(backoff));
         self.attempts += 1;
         tracing::info!(
             target: "towerscope::retry",

@@ -82,6 +82,21 @@ async fn honours_the_retry_after_hint() {
     assert_eq!(describe(svc.oneshot(model_request(&model)).await).await, ["last:ok"]);
     assert_eq!(start.elapsed(), Duration::from_secs(7));
 
+    // A hint of zero (or a date already past) waits the backoff, not nothing.
+    let now = AgentError::rate_limited("429", Some(Duration::ZERO));
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::error(now.clone()),
+            ScriptedResponse::error(now),
+            ScriptedResponse::text("ok").whole(),
+        ],
+    );
+    let svc = ServiceBuilder::new().layer(no_jitter(3)).service(model_service());
+    let start = Instant::now();
+    assert_eq!(describe(svc.oneshot(model_request(&model)).await).await, ["last:ok"]);
+    assert_eq!(start.elapsed(), Duration::from_millis(300), "100 ms, then 200 ms");
+
     // A hint longer than max_retry_after is not waited for.
     let limited = AgentError::rate_limited("429", Some(Duration::from_secs(60)));
     let model = ScriptedModel::new("m", [ScriptedResponse::error(limited)]);

@@ -179,7 +179,15 @@ async fn one_layer_serves_several_positions_and_the_ring_is_bounded() {
     let mut acting = ServiceBuilder::new()
         .layer(layer.clone())
         .service(service_fn(|req: ActingRequest| async move {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            // Call `ci` takes i × 5 ms: the samples kept tell which calls they were.
+            let i: u64 = req
+                .tool_call()
+                .id
+                .to_string()
+                .trim_start_matches('c')
+                .parse()
+                .unwrap_or(0);
+            tokio::time::sleep(Duration::from_millis(5 * i)).await;
             let items = vec![Ok(ToolItem::Response(ToolResponse::text(req.tool_call().name.clone())))];
             Ok::<ToolStream, AgentError>(Box::pin(futures_util::stream::iter(items)))
         }));
@@ -208,6 +216,12 @@ async fn one_layer_serves_several_positions_and_the_ring_is_bounded() {
     assert_eq!(stats.count, 3);
     assert_eq!(stats.recent.len(), 2, "only the last two samples are kept");
     assert_eq!(stats.recent[0].name, "clock");
+    let kept: Vec<Duration> = stats.recent.iter().map(|s| s.total).collect();
+    assert_eq!(
+        kept,
+        [Duration::from_millis(10), Duration::from_millis(15)],
+        "the newest two, oldest first"
+    );
     assert_eq!(stats.total.min, Duration::from_millis(5));
     assert_eq!(layer.timings().stats(PositionKind::ModelCall).count, 1);
     assert_eq!(layer.timings().stats(PositionKind::Reply).count, 0);
