@@ -94,6 +94,9 @@ pub(crate) fn append_bytes(existing: &mut String, bytes: &[u8]) {
     if bytes.is_empty() {
         return;
     }
+    // A line break ending the text (as `base64` writes it) is no part of its last group.
+    let text_end = existing.trim_end_matches(|c: char| c.is_ascii_whitespace()).len();
+    existing.truncate(text_end);
     // The last group: 4 characters, or the unpadded remainder of a text without padding.
     let partial = existing.len() % 4;
     let tail_start = existing.len() - if partial == 0 { existing.len().min(4) } else { partial };
@@ -121,6 +124,15 @@ pub(crate) fn append_bytes(existing: &mut String, bytes: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A first piece ending in a line break (as `base64` writes it): the next piece joins the
+    /// bytes (it was joined to the line break, and the whole no longer decoded).
+    #[test]
+    fn a_piece_after_a_trailing_line_break_joins_the_bytes() {
+        let mut existing = format!("{}\n", encode(b"foob"));
+        merge(&mut existing, &encode(b"f"));
+        assert_eq!(decode(&existing).as_deref(), Some(&b"foobf"[..]));
+    }
 
     /// Text that is not base64, with characters of several bytes, then base64: kept as it is,
     /// the new bytes after it (a group boundary fell inside a character, and truncating

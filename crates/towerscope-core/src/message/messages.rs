@@ -150,12 +150,19 @@ impl Messages {
         Arc::make_mut(&mut self.body).push(msg.into());
     }
 
-    /// Keeps the messages for which `keep` is true; no message is copied.
+    /// Keeps the messages for which `keep` is true, asking once for each message, in order (as
+    /// `Vec::retain`); no message is copied.
     pub fn retain(&mut self, mut keep: impl FnMut(&Msg) -> bool) {
-        if self.iter().all(&mut keep) {
+        let verdicts: Vec<bool> = self.iter().map(&mut keep).collect();
+        if verdicts.iter().all(|k| *k) {
             return;
         }
-        let kept: Vec<Arc<Msg>> = self.arcs().filter(|m| keep(m)).cloned().collect();
+        let kept: Vec<Arc<Msg>> = self
+            .arcs()
+            .zip(verdicts)
+            .filter(|(_, k)| *k)
+            .map(|(m, _)| Arc::clone(m))
+            .collect();
         *self = Self::from(kept);
     }
 
@@ -261,6 +268,22 @@ impl<'de> Deserialize<'de> for Messages {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// `keep` is asked once for each message, in order, as `Vec::retain` does: a predicate
+    /// that counts (keep the first two) keeps the first two (it was asked twice about some and
+    /// kept none).
+    #[test]
+    fn retain_asks_once_for_each_message() {
+        let mut list: Messages = vec![Msg::user("u", "a"), Msg::user("u", "b"), Msg::user("u", "c")].into();
+        let mut asked = 0;
+        list.retain(|_| {
+            asked += 1;
+            asked <= 2
+        });
+        assert_eq!(asked, 3);
+        let texts: Vec<_> = list.iter().filter_map(Msg::text_content).collect();
+        assert_eq!(texts, ["a", "b"]);
+    }
 
     #[test]
     fn cloning_and_editing_copies_only_what_changes() {

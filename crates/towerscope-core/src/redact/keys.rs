@@ -5,7 +5,7 @@ use std::ops::Range;
 
 /// The endings that make a word a credential's, whole or run together with others
 /// (`PGPASSWORD`, `APIToken`, `JWTSecret`, ngrok's `authtoken`).
-const CREDENTIAL_ENDINGS: [&str; 5] = ["apikey", "password", "passwd", "secret", "token"];
+const CREDENTIAL_ENDINGS: [&str; 6] = ["apikey", "apikeys", "password", "passwd", "secret", "token"];
 
 /// Whether a word (lower case) makes a key a credential's key, wherever it appears in it, besides
 /// the words ending in one of [`CREDENTIAL_ENDINGS`].
@@ -13,6 +13,7 @@ fn is_credential_word(word: &[u8]) -> bool {
     matches!(
         word,
         b"passwords"
+            | b"secrets"
             | b"pwd"
             | b"passphrase"
             | b"passcode"
@@ -110,7 +111,7 @@ pub fn is_sensitive_key(key: &str) -> bool {
             previous_qualifies = ends_with(word, "api");
             continue;
         };
-        if is_credential_word(word) || (word == b"key" && previous_qualifies) {
+        if is_credential_word(word) || ((word == b"key" || word == b"keys") && previous_qualifies) {
             return true;
         }
         previous_qualifies = qualifies_key(word);

@@ -379,3 +379,28 @@ fn odd_text_never_panics() {
         }
     }
 }
+
+/// Plural keys name credentials too: `secrets`, `api_keys`, `apiKeys`, `APIKEYS`.
+#[test]
+fn plural_credential_keys() {
+    use super::is_sensitive_key;
+    for key in [
+        "secrets",
+        "api_keys",
+        "apiKeys",
+        "APIKEYS",
+        "private_keys",
+        "access-keys",
+    ] {
+        assert!(is_sensitive_key(key), "{key}");
+    }
+    for key in ["keys", "monkeys", "tokens_used", "secretary"] {
+        assert!(!is_sensitive_key(key), "{key}");
+    }
+    let mut value = serde_json::json!({"secrets": {"db": "hunter2"}, "api_keys": ["k-123"], "apiKeys": "k-456"});
+    redact_value(&mut value);
+    let text = value.to_string();
+    for secret in ["hunter2", "k-123", "k-456"] {
+        assert!(!text.contains(secret), "{secret} in {text}");
+    }
+}
