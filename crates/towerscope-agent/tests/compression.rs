@@ -557,3 +557,65 @@ async fn a_state_read_back_from_its_json_is_equal() {
     let back: towerscope_agent::AgentState = serde_json::from_str(&serde_json::to_string(&state).unwrap()).unwrap();
     assert_eq!(back, state);
 }
+
+/// A system prompt that fills the reserve, and a summary that fails: the truncation drops the
+/// old messages, but the question the model is to answer reaches it (it was dropped with them,
+/// and stored nowhere without an offloader).
+#[tokio::test]
+async fn a_truncation_keeps_the_question_the_model_answers() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::text("I will not summarise."),
+            ScriptedResponse::text("Paris."),
+        ],
+    )
+    .context_size(400);
+    let agent = Agent::builder("a")
+        .system_prompt(format!("You answer questions. {}", "Be brief. ".repeat(20)))
+        .model(model.clone())
+        .hints(HintConfig::disabled())
+        .context(ContextConfig::new())
+        .build()
+        .unwrap();
+    agent.observe(long_history()).unwrap();
+    agent
+        .reply(Msg::user("user", "What is the capital of France?"))
+        .await
+        .unwrap();
+    assert_eq!(agent.state().summary, TRUNCATION_NOTICE);
+    let answer = &model.requests()[1];
+    let texts: Vec<String> = answer.messages.iter().filter_map(|m| m.text_content()).collect();
+    assert!(
+        texts.iter().any(|t| t == "What is the capital of France?"),
+        "the question was dropped: {texts:?}"
+    );
+}
+
+/// A summary that alone reaches the trigger: compressing cannot bring the context under it, so
+/// it is not done (before, every turn paid a summary call and lost its question to it).
+#[tokio::test]
+async fn a_head_over_the_trigger_is_not_compressed_again_every_turn() {
+    let long_summary = "s".repeat(1_400);
+    let model = ScriptedModel::new("m", [])
+        .context_size(400)
+        .respond_with(|_| Some(ScriptedResponse::text("ok")));
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .hints(HintConfig::disabled())
+        .context(ContextConfig::new())
+        .build()
+        .unwrap();
+    let mut state = agent.state();
+    state.summary = long_summary;
+    agent.load_state(state).unwrap();
+    for turn in 0..5 {
+        agent.reply(Msg::user("user", format!("turn {turn}"))).await.unwrap();
+    }
+    let requests = model.requests();
+    assert_eq!(requests.len(), 5, "one model call a turn, no summary calls");
+    assert!(!requests.iter().any(is_summary_request_recorded));
+    // Each turn's question reached the model.
+    let last: Vec<String> = requests[4].messages.iter().filter_map(|m| m.text_content()).collect();
+    assert!(last.iter().any(|t| t == "turn 4"), "{last:?}");
+}

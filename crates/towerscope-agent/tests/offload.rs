@@ -607,3 +607,33 @@ async fn the_cut_part_of_a_long_tool_result_is_offloaded_and_the_reminder_names_
     assert!(other.ends_with("tool_result-c1(1).txt"), "{other}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A last line cut short (a process killed, or a disk full, while it appended) is skipped with a
+/// warning: the messages before it are read, and an append after it starts on a line of its
+/// own. Before, the torn line failed the whole file, and the next append was glued onto it.
+#[tokio::test]
+async fn a_torn_last_line_loses_only_itself() {
+    let dir = temp_dir("torn");
+    let offloader = FileOffloader::new(&dir);
+    let session = towerscope_core::Id::from("s1");
+    let scope = OffloadScope::new("", &session);
+    offloader
+        .offload_context(scope, vec![Arc::new(Msg::user("user", "first"))])
+        .await
+        .unwrap();
+    let path = offloader.context_path(scope);
+    let mut torn = std::fs::read(&path).unwrap();
+    torn.extend_from_slice(br#"{"id":"m2","name":"user","role":"user","content":[{"type":"te"#);
+    std::fs::write(&path, &torn).unwrap();
+    let back = offloader.read_context(scope).await.unwrap();
+    assert_eq!(back.len(), 1);
+    assert_eq!(back[0].text_content().as_deref(), Some("first"));
+    offloader
+        .offload_context(scope, vec![Arc::new(Msg::user("user", "third"))])
+        .await
+        .unwrap();
+    let back = offloader.read_context(scope).await.unwrap();
+    let texts: Vec<_> = back.iter().filter_map(Msg::text_content).collect();
+    assert_eq!(texts, ["first", "third"], "the torn line was cut off before the append");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

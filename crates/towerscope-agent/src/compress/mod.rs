@@ -257,6 +257,17 @@ where
         )));
     }
     let base = counter.count_blocks(&mut head.iter().flat_map(|m| m.content.iter())) + counter.count_tools(&tools);
+    if base >= threshold {
+        // The system prompt, the summary and the tools alone reach the threshold: compressing
+        // could not bring the context under it, and would run again every round, summarising
+        // (or, if the summary fails, dropping) each new question.
+        tracing::warn!(
+            base,
+            threshold,
+            "the system prompt, the summary and the tools alone reach the compression threshold; not compressing"
+        );
+        return Ok(());
+    }
     let mut parts = split::split(&context, counter, base, config.reserve_tokens(size), &unfinished);
     if parts.compress.is_empty() {
         tracing::warn!(

@@ -168,7 +168,21 @@ impl FileOffloader {
             };
             // No image was moved for this user if there is no such directory.
             let data = fs::canonicalize(&data).ok();
-            text.lines()
+            // A last line without its line break was cut short (a process killed while it
+            // appended): skipped, with a warning, rather than failing the whole file.
+            let whole = match text.rfind('\n') {
+                Some(end) if end + 1 < text.len() => {
+                    tracing::warn!(file = %path.display(), "the last line of an offloaded context was cut short; skipped");
+                    &text[..=end]
+                }
+                None if !text.is_empty() => {
+                    tracing::warn!(file = %path.display(), "the only line of an offloaded context was cut short; skipped");
+                    ""
+                }
+                _ => text.as_str(),
+            };
+            whole
+                .lines()
                 .filter(|l| !l.trim().is_empty())
                 .enumerate()
                 .map(|(i, line)| {
@@ -209,6 +223,29 @@ impl FileOffloader {
     }
 }
 
+/// Cuts a last line left without its line break (an append cut short) off `file`, reading it
+/// backwards from its end a block at a time (only the torn line is read).
+fn cut_torn_tail(file: &mut fs::File) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let len = file.metadata()?.len();
+    let mut end = len;
+    let mut buf = [0u8; 4096];
+    while end > 0 {
+        let start = end.saturating_sub(buf.len() as u64);
+        let chunk = &mut buf[..usize::try_from(end - start).unwrap_or(0)];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(chunk)?;
+        if end == len && chunk.last() == Some(&b'\n') {
+            return Ok(());
+        }
+        if let Some(i) = chunk.iter().rposition(|b| *b == b'\n') {
+            return file.set_len(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    file.set_len(0)
+}
+
 impl Offloader for FileOffloader {
     fn offload_context(
         &self,
@@ -231,12 +268,18 @@ impl Offloader for FileOffloader {
             }
             let mut file = OpenOptions::new()
                 .create(true)
+                .read(true)
                 .append(true)
                 .open(&path)
                 .map_err(|e| io_error(&path, &e))?;
-            file.write_all(lines.as_bytes())
-                .and_then(|()| file.sync_data())
-                .map_err(|e| io_error(&path, &e))?;
+            // A line an earlier append left torn (a process killed) is cut off first: glued to
+            // this one, it would make both unreadable. A write cut short now is undone.
+            cut_torn_tail(&mut file).map_err(|e| io_error(&path, &e))?;
+            let before = file.metadata().map_err(|e| io_error(&path, &e))?.len();
+            if let Err(e) = file.write_all(lines.as_bytes()).and_then(|()| file.sync_data()) {
+                let _ = file.set_len(before);
+                return Err(io_error(&path, &e));
+            }
             Ok(path.display().to_string())
         }))
     }

@@ -5,12 +5,15 @@
 //! Rules: the newest messages worth at least `reserve` tokens (with the system prompt, the
 //! summary and the tools) are kept; the boundary message is split between its blocks; a tool
 //! call is never separated from its result, and a call without a result (the one running when
-//! the model asked to compress) never goes into the summarised part.
+//! the model asked to compress) never goes into the summarised part. The newest user message is
+//! never summarised: when the boundary falls on or after it, it is kept whole, before the kept
+//! part (the reference summarises it too when the system prompt, summary and tools fill the
+//! reserve, and its truncation fallback then drops the question the model was to answer).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use towerscope_core::{ContentBlock, Id, Msg};
+use towerscope_core::{ContentBlock, Id, Msg, Role};
 
 use super::count::TokenCounter;
 
@@ -99,7 +102,27 @@ pub(crate) fn split(
         out.keep.push(Arc::new(tail));
     }
     out.keep.extend(context[boundary + 1..].iter().cloned());
+    keep_newest_question(context, boundary, &mut out);
     out
+}
+
+/// Takes the newest user message out of the summarised part (whole, or the part of it that was
+/// to be summarised), and keeps it whole before the kept part.
+fn keep_newest_question(context: &[Arc<Msg>], boundary: usize, out: &mut Split) {
+    let Some(question) = context.iter().rposition(|m| m.role == Role::User) else {
+        return;
+    };
+    if question > boundary {
+        return;
+    }
+    let msg = &context[question];
+    let summarised = out.compress.iter().any(|m| m.id == msg.id);
+    if !summarised {
+        return;
+    }
+    out.compress.retain(|m| m.id != msg.id);
+    out.keep.retain(|m| m.id != msg.id);
+    out.keep.insert(0, Arc::clone(msg));
 }
 
 /// Moves the cut so that every result kept has its call kept too: a result whose call would
@@ -213,6 +236,47 @@ mod tests {
         }
         let blocks = &context[1].content;
         assert_eq!(pair_calls(blocks, Some(2), Some(3)), None, "everything kept");
+    }
+
+    /// The system prompt, summary and tools fill the reserve (or the reserve is 0, the fallback
+    /// after a failed summary): the newest user message is kept, whole, not summarised.
+    #[test]
+    fn the_newest_question_is_never_summarised() {
+        let context = vec![
+            Arc::new(Msg::user("u", "x".repeat(400))),
+            Arc::new(Msg::assistant("a", "y".repeat(400))),
+            Arc::new(Msg::user("u", "What is the capital of France?")),
+        ];
+        for (base, reserve) in [(1_000, 500), (0, 0)] {
+            let s = split(&context, &EstimateCounter, base, reserve, &HashSet::new());
+            assert_eq!(s.keep.len(), 1, "base {base}, reserve {reserve}");
+            assert!(Arc::ptr_eq(&s.keep[0], &context[2]));
+            assert_eq!(s.compress.len(), 2);
+        }
+    }
+
+    /// The question, then a long reply of tool rounds: the reply's oldest rounds may be
+    /// summarised, the question stays, whole, before what is kept of the reply.
+    #[test]
+    fn a_question_before_a_long_reply_stays_before_its_kept_part() {
+        let reply = Msg::assistant_blocks(
+            "a",
+            vec![call("c1"), result("c1", 400), call("c2"), result("c2", 400), text(40)],
+        );
+        let context = vec![
+            Arc::new(Msg::user("u", "x".repeat(400))),
+            Arc::new(Msg::user("u", "Look it up.")),
+            Arc::new(reply),
+        ];
+        let s = split(&context, &EstimateCounter, 0, 150, &HashSet::new());
+        pairs_intact(&s);
+        assert!(Arc::ptr_eq(&s.keep[0], &context[1]), "{:?}", s.keep);
+        assert_eq!(s.keep.len(), 2, "the question, then the reply's kept part");
+        assert!(s.compress.iter().all(|m| m.id != context[1].id));
+        assert!(
+            s.compress.iter().any(|m| m.id == context[2].id),
+            "the reply's first round is summarised"
+        );
     }
 
     #[test]

@@ -41,7 +41,9 @@ pub(crate) fn replace(target: &Path, bytes: &[u8]) -> io::Result<()> {
 pub(crate) fn replace_with(target: &Path, bytes: &[u8], mut at: impl FnMut(Step) -> io::Result<()>) -> io::Result<()> {
     let tmp = temporary_beside(target)?;
     let result = (|| {
-        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        // Truncated if there: a save killed before its rename left it, and saves of one
+        // session are serialised by its lock.
+        let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
         at(Step::Created)?;
         let half = bytes.len() / 2;
         file.write_all(&bytes[..half])?;
@@ -61,13 +63,15 @@ pub(crate) fn replace_with(target: &Path, bytes: &[u8], mut at: impl FnMut(Step)
     sync_dir(target)
 }
 
-/// `.{name}.{pid}.{random}.tmp` beside `target`: hidden, and never a session's name.
+/// `.{name}.tmp` beside `target`: hidden, never a session's name, and one per session, so that
+/// a save killed before its rename leaves one file, which the next save overwrites (a name per
+/// save left one more full copy of the session for every save killed).
 fn temporary_beside(target: &Path) -> io::Result<PathBuf> {
     let name = target
         .file_name()
         .and_then(|n| n.to_str())
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the target has no file name"))?;
-    Ok(target.with_file_name(format!(".{name}.{}.{:016x}.tmp", std::process::id(), fastrand::u64(..))))
+    Ok(target.with_file_name(format!(".{name}.tmp")))
 }
 
 /// Makes the rename durable: syncs the directory that holds `target` (Unix; elsewhere the
