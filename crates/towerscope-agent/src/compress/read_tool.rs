@@ -132,24 +132,134 @@ fn read(dir: &std::path::Path, except: Option<&std::path::Path>, input: &Value) 
             dir.display()
         ));
     }
-    let bytes = std::fs::read(&path).map_err(|e| format!("Error reading file: {e}"))?;
-    let text = String::from_utf8_lossy(&bytes)
-        .replace("\r\n", "\n")
-        .replace('\r', "\n");
+    let file = std::fs::File::open(&path).map_err(|e| format!("Error reading file: {e}"))?;
     let skip = usize::try_from(offset - 1).unwrap_or(usize::MAX);
     let take = usize::try_from(limit).unwrap_or(2000);
-    let lines: Vec<String> = text
-        .lines()
-        .enumerate()
-        .skip(skip)
-        .take(take)
-        .map(|(i, line)| {
-            let shown = match line.char_indices().nth(MAX_LINE_CHARS) {
-                Some((cut, _)) => format!("{}[truncated]", &line[..cut]),
-                None => line.to_owned(),
-            };
-            format!("{:6}\t{shown}", i + 1)
+    let mut shown = Vec::with_capacity(take.min(64));
+    read_lines(
+        std::io::BufReader::new(file),
+        skip.saturating_add(take),
+        |number, line| {
+            if number > skip {
+                let text = String::from_utf8_lossy(line);
+                let line = match text.char_indices().nth(MAX_LINE_CHARS) {
+                    Some((cut, _)) => format!("{}[truncated]", &text[..cut]),
+                    None => text.into_owned(),
+                };
+                shown.push(format!("{number:6}\t{line}"));
+            }
+        },
+    )
+    .map_err(|e| format!("Error reading file: {e}"))?;
+    Ok(shown.join("\n"))
+}
+
+/// The most bytes of a line kept: a line is shown cut at [`MAX_LINE_CHARS`] characters, of at
+/// most 4 bytes each.
+const MAX_LINE_BYTES: u64 = MAX_LINE_CHARS as u64 * 4;
+
+/// Calls `each` with the number (from 1) and the bytes (at most [`MAX_LINE_BYTES`]) of the
+/// first `count` lines of `reader`, reading no further. Lines end at `\n`, `\r\n` or `\r`, as
+/// the reference reads them; a line longer than the bytes kept is read past, not held.
+fn read_lines(
+    mut reader: impl std::io::BufRead,
+    count: usize,
+    mut each: impl FnMut(usize, &[u8]),
+) -> std::io::Result<()> {
+    use std::io::{BufRead, Read};
+    let mut number = 0;
+    let mut segment = Vec::new();
+    while number < count {
+        segment.clear();
+        let read = (&mut reader).take(MAX_LINE_BYTES).read_until(b'\n', &mut segment)?;
+        if read == 0 {
+            break;
+        }
+        let ended = segment.last() == Some(&b'\n');
+        if !ended && read as u64 == MAX_LINE_BYTES {
+            // Longer than what is shown: the rest of the line is read past.
+            let mut rest = Vec::new();
+            loop {
+                rest.clear();
+                let more = (&mut reader).take(MAX_LINE_BYTES).read_until(b'\n', &mut rest)?;
+                if more == 0 || rest.last() == Some(&b'\n') {
+                    break;
+                }
+            }
+        }
+        if ended {
+            segment.pop();
+        }
+        if segment.last() == Some(&b'\r') {
+            segment.pop();
+        }
+        for line in segment.split(|b| *b == b'\r') {
+            number += 1;
+            if number > count {
+                break;
+            }
+            each(number, line);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::{MAX_LINE_BYTES, read_lines};
+
+    fn lines(text: &[u8], count: usize) -> Vec<(usize, String)> {
+        let mut out = Vec::new();
+        read_lines(text, count, |n, line| {
+            out.push((n, String::from_utf8_lossy(line).into_owned()))
         })
-        .collect();
-    Ok(lines.join("\n"))
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn lines_end_at_lf_crlf_and_cr_as_the_reference_reads_them() {
+        let got = lines(b"one\ntwo\r\nthree\rfour\r\r\nfive\n", 100);
+        let want: Vec<(usize, String)> = ["one", "two", "three", "four", "", "five"]
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (i + 1, (*l).to_owned()))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(lines(b"no line break", 5), [(1, "no line break".to_owned())]);
+        assert_eq!(lines(b"", 5), []);
+    }
+
+    #[test]
+    fn reading_stops_at_the_lines_asked_for() {
+        let text = b"a\nb\nc\nd\n";
+        assert_eq!(lines(text, 2), [(1, "a".to_owned()), (2, "b".to_owned())]);
+        // A reader that fails past what is asked for is not read there.
+        let mut failing = std::io::Cursor::new(b"a\nb\n".to_vec()).chain(Broken);
+        let mut seen = 0;
+        read_lines(std::io::BufReader::new(&mut failing), 2, |_, _| seen += 1).unwrap();
+        assert_eq!(seen, 2);
+    }
+
+    #[test]
+    fn a_long_line_is_read_past_not_held() {
+        let mut text = vec![b'x'; usize::try_from(MAX_LINE_BYTES).unwrap() * 3 + 7];
+        text.extend_from_slice(b"\nafter\n");
+        let got = lines(&text, 10);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].1.len(), usize::try_from(MAX_LINE_BYTES).unwrap());
+        assert_eq!(got[1], (2, "after".to_owned()));
+    }
+
+    /// A reader that fails.
+    struct Broken;
+
+    impl std::io::Read for Broken {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("read past what was asked for"))
+        }
+    }
+
+    use std::io::Read as _;
 }
