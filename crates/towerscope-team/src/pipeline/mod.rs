@@ -10,8 +10,10 @@
 //!
 //! Every pipeline is a [`Participant`]: it streams its members' events and
 //! ends with one final message, observes by passing messages to its members, and interrupts
-//! them. So pipelines nest (a fan-out inside a sequence), join hubs as listeners, and render in
-//! a [`console`](crate::console) like any agent. A member parked for the user parks the
+//! them. So pipelines nest (a fan-out inside a sequence) and render in a
+//! [`console`](crate::console) like any agent. A pipeline has no broadcaster of its own, so it
+//! joins a hub only with `auto_broadcast(false)` (its members' replies are not shared there
+//! then): listening in on a hub whose agents broadcast is not possible yet. A member parked for the user parks the
 //! pipeline; the resuming input, addressed to the parked reply, reaches that member. A member
 //! that parks in a call after its pipeline was interrupted closes its parked reply instead, and
 //! the pipeline's reply ends interrupted (a fan-out's, unless another member waits from
