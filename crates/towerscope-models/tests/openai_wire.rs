@@ -855,3 +855,25 @@ async fn a_silent_server_times_out_and_one_sending_only_pings_meets_the_layer_de
         .unwrap_err();
     assert!(matches!(err, AgentError::Timeout { .. }), "{err:?}");
 }
+
+/// One small event listing a hundred thousand tool calls (`{}` each, three bytes on the wire,
+/// about 260 in memory) is refused past 1,024 calls, not turned into a hundred thousand calls
+/// the agent would then run.
+#[tokio::test]
+async fn an_answer_past_1024_tool_calls_is_refused() {
+    let calls = vec!["{}"; 100_000].join(",");
+    let event = format!(r#"{{"choices":[{{"delta":{{"tool_calls":[{calls}]}}}}]}}"#);
+    let items = decoded(&[event, "[DONE]".to_owned()]).await;
+    let error = items
+        .iter()
+        .find_map(|i| i.as_ref().err())
+        .expect("the answer is refused");
+    assert!(error.to_string().contains("more than 1024 tool calls"), "{error}");
+    assert!(
+        items
+            .iter()
+            .filter_map(|i| i.as_ref().ok())
+            .all(|c| c.content.len() <= 1024),
+        "no chunk of a hundred thousand calls"
+    );
+}

@@ -38,6 +38,11 @@ struct Call {
     scan: JsonScan,
 }
 
+/// The most tool calls one answer may hold. A delta of `{}` per call costs three bytes on the
+/// wire and about 260 in memory (the call and its block): without a bound, one event under the
+/// size limit made gigabytes of calls, which the agent would then try to run.
+pub(crate) const MAX_TOOL_CALLS: usize = 1024;
+
 /// What the answer holds so far.
 #[derive(Debug, Default)]
 struct Answer {
@@ -66,8 +71,13 @@ impl Answer {
         }
     }
 
-    /// Takes in a message or delta; with `chunk`, also collects the blocks of this delta.
-    fn message(&mut self, message: &MessageWire<'_>, mut chunk: Option<&mut Vec<ContentBlock>>) {
+    /// Takes in a message or delta; with `chunk`, also collects the blocks of this delta. Fails
+    /// past [`MAX_TOOL_CALLS`] calls.
+    fn message(
+        &mut self,
+        message: &MessageWire<'_>,
+        mut chunk: Option<&mut Vec<ContentBlock>>,
+    ) -> Result<(), AgentError> {
         if let Some(reasoning) = message.reasoning_text().filter(|r| !r.is_empty()) {
             let (id, text) = self.thinking.get_or_insert_with(|| (block_id(), String::new()));
             text.push_str(reasoning);
@@ -113,6 +123,11 @@ impl Answer {
             });
             let (at, new) = match continues {
                 Some(at) => (at, false),
+                None if self.calls.len() >= MAX_TOOL_CALLS => {
+                    return Err(AgentError::model(format!(
+                        "the answer holds more than {MAX_TOOL_CALLS} tool calls; it is refused"
+                    )));
+                }
                 None => {
                     let id = match wire_id {
                         Some(id) => call_id(id),
@@ -146,6 +161,7 @@ impl Answer {
                 out.push(ToolCallBlock::new(call.id.clone(), name, fragment).into());
             }
         }
+        Ok(())
     }
 
     /// The complete response.
@@ -245,7 +261,7 @@ impl StreamDecoder for OpenAiStream {
         let mut content = Vec::new();
         if let Some(choice) = &wire.choice {
             if let Some(delta) = &choice.delta {
-                self.answer.message(delta, Some(&mut content));
+                self.answer.message(delta, Some(&mut content))?;
             }
             if let Some(reason) = &choice.finish_reason {
                 self.answer.finish_reason = Some(reason.clone().into_owned());
@@ -292,7 +308,7 @@ pub(crate) fn complete_response(names: &Names, body: &[u8], started: Instant) ->
         ))
     })?;
     if let Some(message) = choice.message.as_ref().or(choice.delta.as_ref()) {
-        answer.message(message, None);
+        answer.message(message, None)?;
     }
     answer.finish_reason = choice.finish_reason.as_deref().map(str::to_owned);
     Ok(answer.finish(started))
