@@ -1,6 +1,6 @@
 //! [`RemoteAgent`]: an agent served elsewhere over A2A, as a [`Participant`].
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_util::StreamExt;
@@ -11,13 +11,12 @@ use towerscope_core::event::{
 };
 use towerscope_core::{
     AgentError, AgentEvent, ContentBlock, ErrorInfo, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem,
-    TextBlock,
 };
 use towerscope_team::Participant;
 use towerscope_team::hub::Broadcaster;
 
 use super::client::{A2aClient, ClientError, MAX_ANSWER_BYTES, UpdateStream, user_message};
-use super::wire::{FileError, Part, SendMessageResponse, StreamResponse, Task, TaskState};
+use super::wire::{Part, SendMessageResponse, StreamResponse, Task, TaskState};
 
 /// A remote A2A agent taking part in a conversation here: in a `MsgHub`, a pipeline, a console.
 ///
@@ -134,11 +133,8 @@ struct Reply {
     /// The artifact the text streams into, and where its text starts in `text`.
     artifact: Option<String>,
     artifact_start: usize,
-    /// The file parts of the answer so far, by the artifact that carried them (`""`: a
-    /// message, a task's status), as the blocks the model reads.
-    files: Vec<(String, ContentBlock)>,
-    /// Their bytes (base64 text or URLs), held with the text to [`MAX_ANSWER_BYTES`].
-    file_bytes: usize,
+    /// The file parts of the answer so far.
+    files: AnswerFiles,
     out: VecDeque<Result<ReplyItem, AgentError>>,
     upstream: Option<UpdateStream>,
     done: bool,
@@ -354,8 +350,7 @@ impl Participant for RemoteAgent {
                     text: String::new(),
                     artifact: None,
                     artifact_start: 0,
-                    files: Vec::new(),
-                    file_bytes: 0,
+                    files: AnswerFiles::default(),
                     out: VecDeque::from([Ok(ReplyItem::Event(AgentEvent::ReplyStart(start)))]),
                     upstream,
                     done: false,
@@ -457,7 +452,7 @@ impl Reply {
                 }
                 self.text = m.text();
                 self.files.clear();
-                self.take_files(&m.parts, "", true);
+                self.files.take("", &m.parts, true, &self.agent.name);
                 if self.too_long() {
                     return;
                 }
@@ -466,7 +461,8 @@ impl Reply {
             StreamResponse::ArtifactUpdate(u) => {
                 self.track(&u.task_id, &u.context_id);
                 let piece = u.artifact.text();
-                self.take_files(&u.artifact.parts, &u.artifact.artifact_id, u.append);
+                self.files
+                    .take(&u.artifact.artifact_id, &u.artifact.parts, u.append, &self.agent.name);
                 if self.too_long() {
                     return;
                 }
@@ -488,19 +484,10 @@ impl Reply {
                 } else {
                     self.text.len().saturating_add(piece.len())
                 };
-                if length.saturating_add(self.file_bytes) > MAX_ANSWER_BYTES {
-                    // Each event is capped; so is their sum, or a remote agent streaming without
-                    // end would grow the answer without end.
-                    self.done = true;
-                    self.upstream = None;
-                    self.agent.lock().finish(self.generation);
-                    self.task = None;
-                    // Nobody reads the rest: the remote task is canceled.
-                    cancel_remote(&self.agent.client, u.task_id);
-                    self.out.push_back(Err(AgentError::Validation(format!(
-                        "remote agent `{}`: the answer is larger than {MAX_ANSWER_BYTES} bytes",
-                        self.agent.name
-                    ))));
+                // Each event is capped; so is their sum, or a remote agent streaming without end
+                // would grow the answer without end.
+                if length.saturating_add(self.files.bytes) > MAX_ANSWER_BYTES {
+                    self.fail_too_long();
                     return;
                 }
                 if grows {
@@ -526,7 +513,7 @@ impl Reply {
                     if self.files.is_empty()
                         && let Some(message) = &u.status.message
                     {
-                        self.take_files(&message.parts, "", true);
+                        self.files.take("", &message.parts, true, &self.agent.name);
                     }
                     if self.too_long() {
                         return;
@@ -581,41 +568,19 @@ impl Reply {
             .push_back(Ok(ReplyItem::Event(AgentEvent::TextBlockDelta(delta))));
     }
 
-    /// Takes the file parts among `parts`, which came in `artifact`, as blocks of the answer:
-    /// after that artifact's taken so far when `append`, instead of them otherwise. A file no
-    /// provider takes is a line of text saying so (stored in a conversation, it would fail every
-    /// later turn); a malformed one is skipped with a warning.
-    fn take_files(&mut self, parts: &[Part], artifact: &str, append: bool) {
-        if !append {
-            self.files.retain(|(from, _)| from != artifact);
-        }
-        for (index, part) in parts.iter().enumerate() {
-            let block = match part.file_block() {
-                None => continue,
-                Some(Ok(block)) => block,
-                Some(Err(FileError::Unsupported(media))) => {
-                    let name = part.filename.as_deref().unwrap_or("unnamed");
-                    ContentBlock::Text(TextBlock::new(format!(
-                        "[{} sent the file '{name}' ({media}), which no model provider takes: it is not shown]",
-                        self.agent.name
-                    )))
-                }
-                Some(Err(why)) => {
-                    tracing::warn!(agent = %self.agent.name, part = index, "a file part of a remote agent's answer is skipped: {why}");
-                    continue;
-                }
-            };
-            self.files.push((artifact.to_owned(), block));
-        }
-        self.file_bytes = self.files.iter().map(|(_, block)| block_bytes(block)).sum();
-    }
-
     /// Whether the answer (its text and files) grew past [`MAX_ANSWER_BYTES`]; then the reply
-    /// failed (its error is queued) and its remote task is canceled.
+    /// failed (see [`fail_too_long`](Self::fail_too_long)).
     fn too_long(&mut self) -> bool {
-        if self.text.len().saturating_add(self.file_bytes) <= MAX_ANSWER_BYTES {
+        if self.text.len().saturating_add(self.files.bytes) <= MAX_ANSWER_BYTES {
             return false;
         }
+        self.fail_too_long();
+        true
+    }
+
+    /// Fails the reply whose answer grew past [`MAX_ANSWER_BYTES`]: its error is queued, and its
+    /// remote task, whose rest nobody reads, is canceled.
+    fn fail_too_long(&mut self) {
         self.done = true;
         self.upstream = None;
         self.agent.lock().finish(self.generation);
@@ -626,7 +591,6 @@ impl Reply {
             "remote agent `{}`: the answer is larger than {MAX_ANSWER_BYTES} bytes",
             self.agent.name
         ))));
-        true
     }
 
     /// Ends the reply: closes the text block, the files' blocks, `REPLY_END`, the final message.
@@ -634,14 +598,7 @@ impl Reply {
         if let Some((answer, task)) = whole {
             // The whole task: its files replace those streamed (the same ones, or more).
             self.files.clear();
-            for artifact in &task.artifacts {
-                self.take_files(&artifact.parts, &artifact.artifact_id, true);
-            }
-            if self.files.is_empty()
-                && let Some(message) = &task.status.message
-            {
-                self.take_files(&message.parts, "", true);
-            }
+            self.files.take("", task.file_parts(), true, &self.agent.name);
             if answer.starts_with(&self.text) {
                 let rest = answer[self.text.len()..].to_owned();
                 self.delta(&rest);
@@ -667,7 +624,7 @@ impl Reply {
         };
         let mut end = ReplyEndEvent::new(self.session.clone(), self.reply_id.clone(), reason);
         let mut msg = Msg::assistant(self.agent.name.as_str(), self.text.clone());
-        for (_, file) in std::mem::take(&mut self.files) {
+        for file in std::mem::take(&mut self.files).into_blocks() {
             let reply = self.reply_id.clone();
             let events = match &file {
                 ContentBlock::Data(d) => [
@@ -794,6 +751,68 @@ fn restore(
         conv.open_task = task;
     }
     conv.finish(generation);
+}
+
+/// The file parts of an answer so far, as the blocks the model reads, by the artifact that
+/// carried them (`""`: a message, a task's status), in the order the artifacts came. An update
+/// costs what it carries, whatever came before (a remote agent sending a file per update, each
+/// in an artifact of its own, made each update rescan every file before it).
+#[derive(Default)]
+struct AnswerFiles {
+    /// Each artifact's id, blocks, and their bytes.
+    artifacts: Vec<(String, Vec<ContentBlock>, usize)>,
+    /// Where each artifact is in `artifacts`.
+    index: HashMap<String, usize>,
+    /// The bytes of every block (base64 text, URL, text), held with the text to
+    /// [`MAX_ANSWER_BYTES`].
+    bytes: usize,
+    /// How many blocks there are.
+    count: usize,
+}
+
+impl AnswerFiles {
+    fn clear(&mut self) {
+        *self = Self::default();
+    }
+
+    fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Takes the file parts among `parts`, which came in `artifact` from `sender`, as blocks:
+    /// after that artifact's taken so far when `append`, instead of them otherwise (see
+    /// [`Part::answer_block`]).
+    fn take<'p>(&mut self, artifact: &str, parts: impl IntoIterator<Item = &'p Part>, append: bool, sender: &str) {
+        let blocks: Vec<ContentBlock> = parts.into_iter().filter_map(|p| p.answer_block(sender)).collect();
+        let at = match self.index.get(artifact) {
+            Some(&at) => at,
+            None if blocks.is_empty() => return,
+            None => {
+                self.index.insert(artifact.to_owned(), self.artifacts.len());
+                self.artifacts.push((artifact.to_owned(), Vec::new(), 0));
+                self.artifacts.len() - 1
+            }
+        };
+        let (_, held, bytes) = &mut self.artifacts[at];
+        if !append {
+            self.bytes -= *bytes;
+            self.count -= held.len();
+            held.clear();
+            *bytes = 0;
+        }
+        for block in blocks {
+            let size = block_bytes(&block);
+            *bytes += size;
+            self.bytes += size;
+            self.count += 1;
+            held.push(block);
+        }
+    }
+
+    /// The blocks, artifact by artifact.
+    fn into_blocks(self) -> impl Iterator<Item = ContentBlock> {
+        self.artifacts.into_iter().flat_map(|(_, blocks, _)| blocks)
+    }
 }
 
 /// The bytes a file's block holds toward an answer's limit: its base64 text, URL or text.

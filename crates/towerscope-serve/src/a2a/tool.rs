@@ -8,7 +8,7 @@ use towerscope_agent::toolkit::{Tool, ToolChunkStream, ToolError};
 use towerscope_core::{ContentBlock, MediaBlock, ToolChunk, ToolResultState};
 
 use super::client::{A2aClient, ClientError};
-use super::wire::{FileError, Part, SendMessageResponse};
+use super::wire::{Part, SendMessageResponse};
 
 /// A remote A2A agent our agent can ask: the tool sends the model's `message` and returns the
 /// remote agent's answer.
@@ -128,33 +128,19 @@ impl Tool for RemoteAgentTool {
                     task.answer_text()
                 )));
             }
-            // The answer's text, then its files (an image the remote agent made) as data blocks
-            // the model reads; a part that is no valid file is skipped.
+            // The answer's text, then its files (an image the remote agent made) as the blocks
+            // the model reads.
             let parts: Vec<&Part> = match &answer {
-                SendMessageResponse::Task(task) => {
-                    let artifacts: Vec<&Part> = task.artifacts.iter().flat_map(|a| a.parts.iter()).collect();
-                    if artifacts.iter().any(|p| p.is_file()) {
-                        artifacts
-                    } else {
-                        task.status.message.iter().flat_map(|m| m.parts.iter()).collect()
-                    }
-                }
+                SendMessageResponse::Task(task) => task.file_parts(),
                 SendMessageResponse::Message(m) => m.parts.iter().collect(),
             };
+            let sender = &client.card().name;
             let mut content = vec![MediaBlock::text(answer.answer_text())];
-            for part in parts {
-                content.push(match part.file_block() {
-                    None | Some(Err(FileError::Invalid(_))) => continue,
-                    Some(Ok(ContentBlock::Data(d))) => MediaBlock::Data(d),
-                    Some(Ok(ContentBlock::Text(t))) => MediaBlock::Text(t),
-                    Some(Ok(_)) => continue,
-                    // No provider takes it: said in words (as data, it would fail the call).
-                    Some(Err(FileError::Unsupported(media))) => MediaBlock::text(format!(
-                        "[the answer held the file '{}' ({media}), which no model provider takes: it is not shown]",
-                        part.filename.as_deref().unwrap_or("unnamed")
-                    )),
-                });
-            }
+            content.extend(parts.into_iter().filter_map(|p| match p.answer_block(sender)? {
+                ContentBlock::Data(d) => Some(MediaBlock::Data(d)),
+                ContentBlock::Text(t) => Some(MediaBlock::Text(t)),
+                _ => None,
+            }));
             Ok(ToolChunk::new(content).with_state(ToolResultState::Success))
         }))
     }

@@ -81,8 +81,8 @@ impl Part {
     }
 
     /// A data block as a file part: inline bytes as `raw`, a URL as `url`, with the block's
-    /// media type and name; `None` for a URL other than http, https or data (a local path is
-    /// not sent).
+    /// media type and name; `None` for a URL other than http or https (a local path is not
+    /// sent).
     pub(crate) fn file(block: &DataBlock) -> Option<Self> {
         let (raw, url) = match &block.source {
             DataSource::Base64 { data, .. } => (Some(data.clone()), None),
@@ -103,7 +103,8 @@ impl Part {
     }
 
     /// A file part as the block an agent's model reads, or why it cannot be one; `None` for a
-    /// part that is no file part. See [`FileBlock`] for what is taken.
+    /// part that is no file part. Images, PDF, WAV and MP3 are data, text files text (see
+    /// `inline_block`); images and PDF are taken by URL too.
     pub(crate) fn file_block(&self) -> Option<Result<ContentBlock, FileError>> {
         let media_type = self
             .media_type
@@ -148,6 +149,24 @@ impl Part {
             }
             Remote(_) => Err(FileError::Unsupported(media_type)),
         })
+    }
+
+    /// A file of another agent's answer (`sender`'s) as the block our model reads: the file,
+    /// or a line saying it is not shown when no provider takes its type (stored in a
+    /// conversation, it would fail every later model call); `None` for a part that is no file
+    /// part, or a malformed one (with a warning).
+    pub(crate) fn answer_block(&self, sender: &str) -> Option<ContentBlock> {
+        match self.file_block()? {
+            Ok(block) => Some(block),
+            Err(FileError::Unsupported(media)) => Some(ContentBlock::Text(TextBlock::new(format!(
+                "[{sender} sent the file '{}' ({media}), which no model provider takes: it is not shown]",
+                self.filename.as_deref().unwrap_or("unnamed")
+            )))),
+            Err(why) => {
+                tracing::warn!(agent = %sender, "a file part of a remote agent's answer is skipped: {why}");
+                None
+            }
+        }
     }
 
     /// Inline bytes of `media_type` as a block: text files as text, images, PDF, WAV and MP3 as

@@ -120,6 +120,26 @@ impl Task {
         }
         self.status.message.as_ref().map(Message::text).unwrap_or_default()
     }
+
+    /// The answer's file parts, as [`answer_text`](Self::answer_text) reads its text: the
+    /// artifacts', else the status message's.
+    pub(crate) fn file_parts(&self) -> Vec<&Part> {
+        let artifacts: Vec<&Part> = self
+            .artifacts
+            .iter()
+            .flat_map(|a| &a.parts)
+            .filter(|p| p.is_file())
+            .collect();
+        if !artifacts.is_empty() {
+            return artifacts;
+        }
+        self.status
+            .message
+            .iter()
+            .flat_map(|m| &m.parts)
+            .filter(|p| p.is_file())
+            .collect()
+    }
 }
 
 /// A task's status changed.
