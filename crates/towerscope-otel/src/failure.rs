@@ -61,14 +61,16 @@ impl<'a> Failure<'a> {
 
     /// A tool's final response in the `error` state: its text is the tool's content.
     pub(crate) fn of_tool_response(response: &ToolResponse, capture: bool) -> Failure<'static> {
-        // Without capture, whether there is a text is enough (joining it would copy it).
-        let text = if capture { response.text_content() } else { None };
-        let description = match text {
-            Some(text) => Cow::Owned(redact_text(&text).into_owned()),
-            None if !capture && response.content.iter().any(|b| b.as_text().is_some()) => {
-                Cow::Owned(format!("the tool returned an error{WITHHELD}"))
+        let description = if capture {
+            match response.text_content() {
+                Some(text) => Cow::Owned(redact_text(&text).into_owned()),
+                None => Cow::Borrowed("the tool returned an error"),
             }
-            None => Cow::Borrowed("the tool returned an error"),
+        // Without capture, whether there is a text is enough (joining it would copy it).
+        } else if response.content.iter().any(|b| b.as_text().is_some()) {
+            Cow::Owned(format!("the tool returned an error{WITHHELD}"))
+        } else {
+            Cow::Borrowed("the tool returned an error")
         };
         Failure {
             kind: TOOL_ERROR,

@@ -6,6 +6,7 @@
 //! parent of whatever inner layers create while they run, and is never left current across an
 //! await point the consumer controls.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::failure::Failure;
@@ -100,24 +101,13 @@ impl OpenSpan {
         span.set_status(Status::error(description));
     }
 
-    /// Marks a span whose stream was dropped before its end: ERROR, `error.type = cancelled`;
-    /// nothing if it already failed.
+    /// Marks a span whose stream was dropped before its end: failed as `cancelled`; nothing if
+    /// it already failed.
     pub(crate) fn cancel(&mut self, what: &str) {
-        if self.failed {
-            return;
-        }
-        self.failed = true;
-        let span = self.cx.span();
-        let description = format!("the {what} was dropped before it ended");
-        span.set_attribute(KeyValue::new(ERROR_TYPE, CANCELLED));
-        span.add_event(
-            EXCEPTION_EVENT,
-            vec![
-                KeyValue::new(EXCEPTION_TYPE, CANCELLED),
-                KeyValue::new(EXCEPTION_MESSAGE, description.clone()),
-            ],
-        );
-        span.set_status(Status::error(description));
+        self.fail(Failure {
+            kind: CANCELLED,
+            description: Cow::Owned(format!("the {what} was dropped before it ended")),
+        });
     }
 
     /// Sets the OK status unless the span failed (the SDK orders OK above ERROR, so an OK set
