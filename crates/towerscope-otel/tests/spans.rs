@@ -572,6 +572,14 @@ async fn an_inner_model_call_layer_runs_under_the_chat_span() {
 /// An agent that calls `add` once, then answers, traced by `tracing`; a layer installed on
 /// `on_acting` next is inside the tracing.
 fn adding_agent(tracing: TracingMiddleware) -> towerscope_agent::AgentBuilder {
+    adding_agent_with(add_tool(), tracing)
+}
+
+/// An agent that calls `add` (which `tool` is) once, then answers "3".
+fn adding_agent_with(
+    tool: towerscope_agent::toolkit::FunctionTool,
+    tracing: TracingMiddleware,
+) -> towerscope_agent::AgentBuilder {
     let model = ScriptedModel::new(
         "m",
         [
@@ -579,7 +587,7 @@ fn adding_agent(tracing: TracingMiddleware) -> towerscope_agent::AgentBuilder {
             ScriptedResponse::text("3"),
         ],
     );
-    Agent::builder("a").model(model).tool(add_tool()).middleware(tracing)
+    Agent::builder("a").model(model).tool(tool).middleware(tracing)
 }
 
 /// A layer inside the tracing rejects a tool's result after its response (the agent reads the
@@ -874,20 +882,8 @@ async fn a_layer_panicking_in_its_call_fails_the_spans() {
     let add = towerscope_agent::toolkit::FunctionTool::new("add", |a: Add| async move {
         Ok::<_, towerscope_agent::toolkit::ToolError>((a.a + a.b).to_string())
     });
-    let model = ScriptedModel::new(
-        "m",
-        [
-            ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#),
-            ScriptedResponse::text("3"),
-        ],
-    );
-    let agent = Agent::builder("a")
-        .model(model)
-        .tool(add)
-        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
-        .on_acting(PanicsInCall)
-        .build()
-        .unwrap();
+    let tracing = TracingMiddleware::builder().tracer_provider(&provider).build();
+    let agent = adding_agent_with(add, tracing).on_acting(PanicsInCall).build().unwrap();
     let _ = collect(agent.reply_stream(Msg::user("user", "hi"))).await;
     let recorded = spans(&exporter);
     let tool = one(&recorded, "execute_tool add");
@@ -924,24 +920,11 @@ async fn a_layer_panicking_in_its_call_fails_the_spans() {
 async fn a_tool_description_is_recorded_redacted() {
     let (provider, exporter) = in_memory();
     let tool = add_tool().description("Adds, at https://svc:hunter2@calc.internal with Bearer abc.def.ghi");
-    let model = ScriptedModel::new(
-        "m",
-        [
-            ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#),
-            ScriptedResponse::text("3"),
-        ],
-    );
-    let agent = Agent::builder("a")
-        .model(model)
-        .tool(tool)
-        .middleware(
-            TracingMiddleware::builder()
-                .tracer_provider(&provider)
-                .agent_description("Reads https://bot:s3cret@wiki.internal/api")
-                .build(),
-        )
-        .build()
-        .unwrap();
+    let tracing = TracingMiddleware::builder()
+        .tracer_provider(&provider)
+        .agent_description("Reads https://bot:s3cret@wiki.internal/api")
+        .build();
+    let agent = adding_agent_with(tool, tracing).build().unwrap();
     agent.reply(Msg::user("user", "1 + 2?")).await.unwrap();
     let spans = spans(&exporter);
     let everything = format!("{spans:?}");

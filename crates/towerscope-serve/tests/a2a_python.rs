@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use support::{CHAT_ANSWER, serve};
 use tokio::process::{Child, Command};
 use towerscope_agent::Agent;
@@ -187,11 +186,7 @@ async fn our_client_and_remote_agent_talk_to_an_sdk_server() {
 
     // The remote agent streams the SDK agent's pieces as text events, and keeps its context.
     let remote = RemoteAgent::connect(&echo.base).await.unwrap();
-    let items: Vec<ReplyItem> = remote
-        .reply_stream(Msg::user("user", "bonjour").into())
-        .map(Result::unwrap)
-        .collect()
-        .await;
+    let (items, last) = support::reply_items(&remote, Msg::user("user", "bonjour")).await;
     let deltas: Vec<String> = items
         .iter()
         .filter_map(|i| match i {
@@ -201,9 +196,6 @@ async fn our_client_and_remote_agent_talk_to_an_sdk_server() {
         .collect();
     assert_eq!(deltas.concat(), "echo: bonjour");
     assert_eq!(deltas.len(), 2, "the SDK agent's two artifact pieces: {deltas:?}");
-    let Some(ReplyItem::Final(last)) = items.last() else {
-        panic!("{items:?}")
-    };
     assert_eq!(last.text_content().as_deref(), Some("echo: bonjour"));
     assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Completed));
     let context = remote.context_id().unwrap();
@@ -235,10 +227,7 @@ async fn our_remote_agent_and_tool_send_and_read_files_with_an_sdk_server() {
     let mut msg = Msg::user("user", "Here are two files.");
     msg.content.push(ContentBlock::Data(pdf.clone()));
     msg.content.push(ContentBlock::Data(cat.clone()));
-    let items: Vec<ReplyItem> = remote.reply_stream(msg.into()).map(Result::unwrap).collect().await;
-    let Some(ReplyItem::Final(last)) = items.last() else {
-        panic!("{items:?}")
-    };
+    let (items, last) = support::reply_items(&remote, msg).await;
     assert_eq!(
         last.text_content().as_deref(),
         Some("files: application/pdf notes.pdf 5 bytes; image/jpeg url https://example.com/cat.jpg")

@@ -261,14 +261,7 @@ async fn a_remote_agent_is_a_tool_of_our_agent() {
 async fn a_remote_agent_whose_card_does_not_stream_is_asked_with_send_message() {
     let base = serve_echo(A2aConfig::new("far")).await;
     let far = asked_whole(&base).await;
-    let items: Vec<ReplyItem> = far
-        .reply_stream(Msg::user("user", "whole").into())
-        .map(Result::unwrap)
-        .collect()
-        .await;
-    let Some(ReplyItem::Final(last)) = items.last() else {
-        panic!("{items:?}")
-    };
+    let (items, last) = support::reply_items(&far, Msg::user("user", "whole")).await;
     assert_eq!(last.text_content().as_deref(), Some("heard: whole"));
     assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Completed));
     let deltas = items
@@ -644,14 +637,7 @@ async fn an_answer_in_several_artifacts_keeps_each_ones_text() {
         status("TASK_STATE_COMPLETED"),
     ])
     .await;
-    let items: Vec<ReplyItem> = far
-        .reply_stream(Msg::user("user", "Count.").into())
-        .map(Result::unwrap)
-        .collect()
-        .await;
-    let Some(ReplyItem::Final(last)) = items.last() else {
-        panic!("{items:?}")
-    };
+    let (items, last) = support::reply_items(&far, Msg::user("user", "Count.")).await;
     assert_eq!(last.text_content().as_deref(), Some("one, two!"));
     let deltas: String = items
         .iter()

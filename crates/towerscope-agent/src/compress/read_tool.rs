@@ -207,6 +207,8 @@ fn read_lines(
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::io::Read as _;
+
     use super::{MAX_LINE_BYTES, read_lines};
 
     fn lines(text: &[u8], count: usize) -> Vec<(usize, String)> {
@@ -260,6 +262,4 @@ mod tests {
             Err(std::io::Error::other("read past what was asked for"))
         }
     }
-
-    use std::io::Read as _;
 }

@@ -128,6 +128,7 @@ impl State {
 
     /// Wakes the front, which may go from `now` (woken, it asks its turn again, which tells when
     /// the limit lets it go), and the waiter behind it, which watches it.
+    ///
     /// The waiter `polling` (the caller of [`RateLimiter::turn`], which is told its place as it
     /// returns) is not woken.
     fn wake_front(&mut self, now: Instant, polling: Option<u64>) {

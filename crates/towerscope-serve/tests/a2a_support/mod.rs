@@ -11,6 +11,20 @@ use towerscope_core::{AgentError, ContentBlock, DataSource, Msg, PermissionDecis
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 use towerscope_serve::a2a::A2aConfig;
 
+/// Every item of `far`'s reply to `input`, and its final message (the last item).
+pub(crate) async fn reply_items(
+    far: &impl towerscope_team::Participant,
+    input: impl Into<towerscope_core::ReplyInput>,
+) -> (Vec<towerscope_core::ReplyItem>, Msg) {
+    use futures_util::StreamExt;
+    let items: Vec<towerscope_core::ReplyItem> = far.reply_stream(input.into()).map(Result::unwrap).collect().await;
+    let Some(towerscope_core::ReplyItem::Final(last)) = items.last() else {
+        panic!("the reply ended without its final message: {items:?}")
+    };
+    let last = last.clone();
+    (items, last)
+}
+
 /// Delete a file.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Delete {
