@@ -1,7 +1,8 @@
 //! Cassettes against the scripted loopback server, for both providers: a rate-limited call
 //! (429 with retry-after) and a stream cut mid-answer, each retried, recorded and then replayed
 //! against a server that must receive nothing: the same events and stored conversation, no request sent. A
-//! hand-edited cassette fails with a readable diff, and a recorded cassette holds no key.
+//! hand-edited cassette fails with a readable diff, and a recorded cassette holds no key, not even
+//! one the server echoed split across two chunks.
 //! The real server's cassettes are in `cassette_llm.rs`.
 #![allow(clippy::unwrap_used)]
 
@@ -10,7 +11,7 @@ mod support;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use support::{MockServer, Reply, pieces};
+use support::{MockServer, Reply, cut_at, pieces};
 use towerscope_agent::Agent;
 use towerscope_core::{AgentError, ChatModel, Msg};
 use towerscope_layers::RetryLayer;
@@ -207,9 +208,13 @@ async fn a_failure_replays_as_the_same_typed_error() {
 async fn a_recorded_cassette_holds_no_key() {
     for provider in [Provider::OpenAi, Provider::Anthropic] {
         let path = cassette_path(&format!("{provider:?}_keys"));
-        let server = MockServer::start(vec![Reply::sse(pieces(provider.answer().as_bytes(), 64))]).await;
+        // The server echoes the key, in two chunks that split it.
+        let answer = provider.answer().replacen("Paris", KEY, 1);
+        let at = answer.find(KEY).unwrap() + 6;
+        let server = MockServer::start(vec![Reply::sse(cut_at(answer.as_bytes(), &[at]))]).await;
         let cassette = Cassette::builder(&path).mode(CassetteMode::Record).open().unwrap();
-        run(provider, &server.base, &cassette, 1).await;
+        let rendered = run(provider, &server.base, &cassette, 1).await;
+        assert!(rendered.contains(KEY), "the client got the answer whole: {rendered}");
         let sent = server.requests();
         let key_header = match provider {
             Provider::OpenAi => "authorization",
@@ -224,6 +229,7 @@ async fn a_recorded_cassette_holds_no_key() {
         assert!(!file.contains(TEAM_TOKEN), "configured headers are redacted: {file}");
         assert!(file.contains(&format!(r#""{key_header}":"[REDACTED]""#)), "{file}");
         assert!(file.contains(r#""x-team-token":"[REDACTED]""#), "{file}");
+        assert!(file.contains("[REDACTED]"), "{file}");
     }
 }
 

@@ -67,12 +67,13 @@ struct Pending {
 
 impl Pending {
     fn push(&mut self, chunk: &[u8]) {
-        let scrubbed = self.recorder.secrets.scrub_bytes(chunk);
-        self.chunks.push(scrubbed.unwrap_or_else(|| chunk.to_vec()));
+        self.chunks.push(chunk.to_vec());
     }
 
+    /// Writes the interaction, its chunks scrubbed together: a secret may span two.
     fn end(self, end: End) {
         let Pending { recorder, head, chunks } = self;
+        let chunks = recorder.secrets.scrub_chunks(chunks);
         recorder.cassette.finish(Interaction {
             n: recorder.n,
             request: recorder.request,

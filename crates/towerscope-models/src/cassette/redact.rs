@@ -11,7 +11,8 @@
 //!   redacted (no scheme, host, port, user or password);
 //! - the request body: through [`towerscope_core::redact`], the rules tracing applies;
 //! - everywhere (body, response headers and chunks): the exact value of every credential
-//!   header sent (a key, the token after `Bearer `) is replaced, wherever it appears.
+//!   header sent (a key, the token after `Bearer `) is replaced, wherever it appears, also
+//!   when the server's chunks split it (the body's chunks are scrubbed together when it ends).
 
 use std::collections::BTreeMap;
 
@@ -141,16 +142,73 @@ impl Secrets {
         out
     }
 
-    /// `bytes` with every secret replaced; borrowed when there is none.
-    pub(crate) fn scrub_bytes(&self, bytes: &[u8]) -> Option<Vec<u8>> {
-        let mut out: Option<Vec<u8>> = None;
-        for secret in &self.0 {
-            let current = out.as_deref().unwrap_or(bytes);
-            if let Some(replaced) = replace_bytes(current, secret.as_bytes(), REDACTED.as_bytes()) {
-                out = Some(replaced);
+    /// A body's `chunks` with every secret replaced, also one split across chunks: the
+    /// replacement stands where the secret began, the rest of it is cut from the chunks that
+    /// held it, and a chunk that held nothing else is dropped. The chunks' other bytes and
+    /// boundaries are kept.
+    pub(crate) fn scrub_chunks(&self, chunks: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        if self.0.is_empty() {
+            return chunks;
+        }
+        let all = chunks.concat();
+        let found = self.occurrences(&all);
+        if found.is_empty() {
+            return chunks;
+        }
+        let mut out = Vec::with_capacity(chunks.len());
+        let mut ranges = found.iter().peekable();
+        let mut start = 0;
+        for chunk in &chunks {
+            let end = start + chunk.len();
+            let mut piece = Vec::with_capacity(chunk.len());
+            let mut at = start;
+            while at < end {
+                match ranges.peek() {
+                    Some(range) if range.start < end => {
+                        // A secret that began in an earlier chunk is only cut here.
+                        if range.start >= at {
+                            piece.extend_from_slice(&all[at..range.start]);
+                            piece.extend_from_slice(REDACTED.as_bytes());
+                        }
+                        at = range.end.min(end);
+                        if range.end <= end {
+                            ranges.next();
+                        }
+                    }
+                    _ => {
+                        piece.extend_from_slice(&all[at..end]);
+                        at = end;
+                    }
+                }
             }
+            if !piece.is_empty() || chunk.is_empty() {
+                out.push(piece);
+            }
+            start = end;
         }
         out
+    }
+
+    /// Where the secrets occur in `bytes`, in order and not overlapping (the longer first
+    /// where two begin together). Linear in `bytes` for the secrets' bounded lengths.
+    fn occurrences(&self, bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
+        let mut found: Vec<std::ops::Range<usize>> = Vec::new();
+        for secret in &self.0 {
+            let needle = secret.as_bytes();
+            if needle.is_empty() || bytes.len() < needle.len() {
+                continue;
+            }
+            let hits = bytes.windows(needle.len()).enumerate().filter(|(_, w)| *w == needle);
+            found.extend(hits.map(|(i, _)| i..i + needle.len()));
+        }
+        found.sort_by_key(|r| (r.start, std::cmp::Reverse(r.end)));
+        let mut kept: Vec<std::ops::Range<usize>> = Vec::with_capacity(found.len());
+        for range in found {
+            if kept.last().is_none_or(|last| range.start >= last.end) {
+                kept.push(range);
+            }
+        }
+        kept
     }
 
     fn scrub_value(&self, value: &mut Value) {
@@ -164,30 +222,6 @@ impl Secrets {
             _ => {}
         }
     }
-}
-
-/// `haystack` with `needle` replaced, or `None` when it does not occur.
-fn replace_bytes(haystack: &[u8], needle: &[u8], with: &[u8]) -> Option<Vec<u8>> {
-    if needle.is_empty() || haystack.len() < needle.len() {
-        return None;
-    }
-    let mut out = Vec::new();
-    let (mut i, mut copied) = (0, 0);
-    while i + needle.len() <= haystack.len() {
-        if haystack[i..].starts_with(needle) {
-            out.extend_from_slice(&haystack[copied..i]);
-            out.extend_from_slice(with);
-            i += needle.len();
-            copied = i;
-        } else {
-            i += 1;
-        }
-    }
-    if copied == 0 {
-        return None;
-    }
-    out.extend_from_slice(&haystack[copied..]);
-    Some(out)
 }
 
 /// The path and query, credential-named query values redacted.
@@ -240,9 +274,34 @@ mod tests {
             !written.contains("sk-test") && !written.contains("abc") && !written.contains("pw"),
             "{written}"
         );
-        let chunk = secrets.scrub_bytes(b"data: echo sk-test-secret-123\n\n").unwrap();
-        assert_eq!(chunk, b"data: echo [REDACTED]\n\n");
-        assert_eq!(secrets.scrub_bytes(b"data: fine\n\n"), None);
+        let chunks = secrets.scrub_chunks(vec![b"data: echo sk-test-secret-123\n\n".to_vec()]);
+        assert_eq!(chunks, [b"data: echo [REDACTED]\n\n".to_vec()]);
+        let fine = vec![b"data: fine\n\n".to_vec()];
+        assert_eq!(secrets.scrub_chunks(fine.clone()), fine);
+    }
+
+    #[test]
+    fn a_secret_split_across_chunks_is_replaced_where_it_began() {
+        let secrets = Secrets(vec!["Bearer sk-0123456789".into(), "sk-0123456789".into()]);
+        let chunks = |parts: &[&str]| parts.iter().map(|p| p.as_bytes().to_vec()).collect::<Vec<_>>();
+        // Split in two, in three (one chunk all secret, dropped), and next to an unsplit one.
+        assert_eq!(
+            secrets.scrub_chunks(chunks(&["data: a sk-01", "23456789 b\n\n"])),
+            chunks(&["data: a [REDACTED]", " b\n\n"])
+        );
+        assert_eq!(
+            secrets.scrub_chunks(chunks(&["x sk-", "0123", "456789", " y sk-0123456789"])),
+            chunks(&["x [REDACTED]", " y [REDACTED]"])
+        );
+        // The longer secret wins where both begin; empty chunks are kept; a near miss is not cut.
+        assert_eq!(
+            secrets.scrub_chunks(chunks(&["Bearer sk-0123", "", "456789 sk-012345678"])),
+            chunks(&["[REDACTED]", "", " sk-012345678"])
+        );
+        assert_eq!(
+            secrets.scrub_chunks(chunks(&["sk-0123456789"])),
+            chunks(&["[REDACTED]"])
+        );
     }
 
     #[test]
