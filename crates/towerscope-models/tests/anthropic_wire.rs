@@ -472,3 +472,57 @@ async fn deltas_of_thousands_of_unstarted_blocks_and_an_answer_without_usage() {
     assert_eq!(texts[4_999], "t4999 again");
     assert!(last.usage.is_none(), "{:?}", last.usage);
 }
+
+/// An answer opening thousands of `tool_use` blocks (about eighty bytes each on the wire) is
+/// refused past 1,024 calls, not turned into thousands of calls the agent would then run;
+/// deltas of tool blocks never started count as their starts would.
+#[tokio::test]
+async fn an_answer_past_1024_tool_calls_is_refused() {
+    let start = |index: u32| {
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": format!("toolu_{index}"), "name": "f", "input": {}}}),
+        )
+    };
+    let unstarted = |index: u32| {
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": "{}"}}),
+        )
+    };
+    let message_start = (
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_1", "model": "claude"}}),
+    );
+    let stop = ("message_stop", json!({"type": "message_stop"}));
+    let cases: [(&str, Vec<_>); 2] = [
+        ("starts", (0..5_000).map(start).collect()),
+        ("unstarted deltas", (0..5_000).map(unstarted).collect()),
+    ];
+    for (label, calls) in cases {
+        let mut events = vec![message_start.clone()];
+        events.extend(calls);
+        events.push(stop.clone());
+        let items = decoded(&events).await;
+        let error = items
+            .iter()
+            .find_map(|i| i.as_ref().err())
+            .unwrap_or_else(|| panic!("case {label}: the answer is refused"));
+        assert!(error.to_string().contains("more than 1024 tool calls"), "{error}");
+        let opened = items
+            .iter()
+            .filter_map(|i| i.as_ref().ok())
+            .filter(|c| c.tool_calls().next().is_some());
+        assert!(
+            opened.count() <= 2 * 1024,
+            "case {label}: the calls stopped at the bound"
+        );
+    }
+    // Exactly 1,024 calls are taken.
+    let mut events = vec![message_start];
+    events.extend((0..1_024).map(start));
+    events.push(stop);
+    let items = decoded(&events).await;
+    let last = items.last().unwrap().as_ref().unwrap();
+    assert_eq!(last.tool_calls().count(), 1_024);
+}

@@ -24,6 +24,7 @@ use towerscope_core::{AgentError, ChatResponse, ChatUsage, ContentBlock, Id, Tex
 use super::ids::{block_id, call_id, generated_call_id};
 use super::wire::{BlockWire, DeltaWire, EventWire, UsageWire};
 use crate::http::chunk as blocks;
+use crate::http::chunk::{MAX_TOOL_CALLS, too_many_calls};
 use crate::http::names::Names;
 use crate::http::sse::{Step, StreamDecoder};
 use crate::http::text::Text;
@@ -66,6 +67,8 @@ struct Answer {
     /// Where each index's newest block is in `blocks` (a delta finds its block at once, however
     /// many there are).
     positions: std::collections::HashMap<u32, usize>,
+    /// How many `tool_use` blocks were opened (at most [`MAX_TOOL_CALLS`]).
+    calls: usize,
     /// Whether the server reported any usage (a proxy may send none: then the answer has none,
     /// rather than a free call).
     usage_seen: bool,
@@ -114,8 +117,9 @@ impl Answer {
         }
     }
 
-    /// Opens a block; returns the chunk that announces it, if any.
-    fn start(&mut self, index: u32, wire: &BlockWire<'_>) -> Option<ContentBlock> {
+    /// Opens a block; returns the chunk that announces it, if any. Fails past
+    /// [`MAX_TOOL_CALLS`] tool calls.
+    fn start(&mut self, index: u32, wire: &BlockWire<'_>) -> Result<Option<ContentBlock>, AgentError> {
         let text = |field: &Option<Text<'_>>| field.as_deref().unwrap_or_default().to_owned();
         let (block, chunk) = match wire.kind.as_ref() {
             "text" => {
@@ -151,6 +155,10 @@ impl Answer {
                 None,
             ),
             "tool_use" => {
+                if self.calls >= MAX_TOOL_CALLS {
+                    return Err(too_many_calls());
+                }
+                self.calls += 1;
                 let id = match wire.id.as_deref().filter(|id| !id.is_empty()) {
                     Some(id) => call_id(id),
                     None => generated_call_id(index),
@@ -170,11 +178,11 @@ impl Answer {
         };
         self.positions.insert(index, self.blocks.len());
         self.blocks.push((index, block));
-        chunk
+        Ok(chunk)
     }
 
     /// Adds a delta to its block; returns the chunk it makes, if any.
-    fn delta(&mut self, index: u32, delta: &DeltaWire<'_>) -> Option<ContentBlock> {
+    fn delta(&mut self, index: u32, delta: &DeltaWire<'_>) -> Result<Option<ContentBlock>, AgentError> {
         // The latest block first: deltas come for the block last started.
         let found = match self.blocks.last() {
             Some((last, _)) if *last == index => Some(self.blocks.len() - 1),
@@ -188,7 +196,7 @@ impl Answer {
                     Some("text_delta") => "text",
                     Some("thinking_delta" | "signature_delta") => "thinking",
                     Some("input_json_delta") => "tool_use",
-                    _ => return None,
+                    _ => return Ok(None),
                 };
                 let wire = BlockWire {
                     kind: Text(kind.into()),
@@ -200,34 +208,11 @@ impl Answer {
                     name: None,
                     input: None,
                 };
-                self.start(index, &wire);
+                self.start(index, &wire)?;
                 self.blocks.len() - 1
             }
         };
-        let block = &mut self.blocks[position].1;
-        match (block, delta.kind.as_deref()) {
-            (Block::Text { id, text }, Some("text_delta")) => {
-                let piece = delta.text.as_deref().filter(|t| !t.is_empty())?;
-                text.push_str(piece);
-                Some(blocks::text(piece, id))
-            }
-            (Block::Thinking { id, thinking, .. }, Some("thinking_delta")) => {
-                let piece = delta.thinking.as_deref().filter(|t| !t.is_empty())?;
-                thinking.push_str(piece);
-                Some(blocks::thinking(piece, id))
-            }
-            (Block::Thinking { signature, .. }, Some("signature_delta")) => {
-                signature.push_str(delta.signature.as_deref().unwrap_or_default());
-                None
-            }
-            (Block::ToolUse { id, input, .. }, Some("input_json_delta")) => {
-                let piece = delta.partial_json.as_deref().filter(|t| !t.is_empty())?;
-                input.push_str(piece);
-                // The name went out with the block's start; merging keeps it.
-                Some(ToolCallBlock::new(id.clone(), "", piece).into())
-            }
-            _ => None,
-        }
+        Ok(extend(&mut self.blocks[position].1, delta))
     }
 
     fn finish(mut self, started: Instant) -> ChatResponse {
@@ -286,6 +271,33 @@ impl Answer {
     }
 }
 
+/// Adds a delta to `block`; returns the chunk it makes, if any.
+fn extend(block: &mut Block, delta: &DeltaWire<'_>) -> Option<ContentBlock> {
+    match (block, delta.kind.as_deref()) {
+        (Block::Text { id, text }, Some("text_delta")) => {
+            let piece = delta.text.as_deref().filter(|t| !t.is_empty())?;
+            text.push_str(piece);
+            Some(blocks::text(piece, id))
+        }
+        (Block::Thinking { id, thinking, .. }, Some("thinking_delta")) => {
+            let piece = delta.thinking.as_deref().filter(|t| !t.is_empty())?;
+            thinking.push_str(piece);
+            Some(blocks::thinking(piece, id))
+        }
+        (Block::Thinking { signature, .. }, Some("signature_delta")) => {
+            signature.push_str(delta.signature.as_deref().unwrap_or_default());
+            None
+        }
+        (Block::ToolUse { id, input, .. }, Some("input_json_delta")) => {
+            let piece = delta.partial_json.as_deref().filter(|t| !t.is_empty())?;
+            input.push_str(piece);
+            // The name went out with the block's start; merging keeps it.
+            Some(ToolCallBlock::new(id.clone(), "", piece).into())
+        }
+        _ => None,
+    }
+}
+
 /// The stop reason in the words of the GenAI conventions (`stop`, `length`, `tool_call`,
 /// `content_filter`); any other reason (`pause_turn`) as it is.
 fn finish_reason(reason: &str) -> &str {
@@ -333,11 +345,11 @@ impl StreamDecoder for AnthropicStream {
                 None
             }
             "content_block_start" => match (&wire.content_block, wire.index) {
-                (Some(block), Some(index)) => self.answer.start(index, block),
+                (Some(block), Some(index)) => self.answer.start(index, block)?,
                 _ => None,
             },
             "content_block_delta" => match (&wire.delta, wire.index) {
-                (Some(delta), Some(index)) => self.answer.delta(index, delta),
+                (Some(delta), Some(index)) => self.answer.delta(index, delta)?,
                 _ => None,
             },
             "message_delta" => {
@@ -389,7 +401,7 @@ pub(crate) fn complete_response(names: &Names, body: &[u8], started: Instant) ->
     answer.header(&wire);
     // A complete message holds each block whole, as a stream's block starts would.
     for (index, block) in (0..).zip(wire.content.iter().flatten()) {
-        answer.start(index, block);
+        answer.start(index, block)?;
     }
     Ok(answer.finish(started))
 }

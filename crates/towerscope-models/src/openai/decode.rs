@@ -25,6 +25,7 @@ use towerscope_core::{
 use super::ids::{block_id, call_id, generated_call_id};
 use super::wire::{CompletionWire, MessageWire, UsageWire};
 use crate::http::chunk as blocks;
+use crate::http::chunk::{MAX_TOOL_CALLS, too_many_calls};
 use crate::http::names::Names;
 use crate::http::sse::{Step, StreamDecoder};
 
@@ -37,11 +38,6 @@ struct Call {
     /// Where the arguments stand: whether they are complete.
     scan: JsonScan,
 }
-
-/// The most tool calls one answer may hold. A delta of `{}` per call costs three bytes on the
-/// wire and about 260 in memory (the call and its block): without a bound, one event under the
-/// size limit made gigabytes of calls, which the agent would then try to run.
-pub(crate) const MAX_TOOL_CALLS: usize = 1024;
 
 /// What the answer holds so far.
 #[derive(Debug, Default)]
@@ -123,11 +119,7 @@ impl Answer {
             });
             let (at, new) = match continues {
                 Some(at) => (at, false),
-                None if self.calls.len() >= MAX_TOOL_CALLS => {
-                    return Err(AgentError::model(format!(
-                        "the answer holds more than {MAX_TOOL_CALLS} tool calls; it is refused"
-                    )));
-                }
+                None if self.calls.len() >= MAX_TOOL_CALLS => return Err(too_many_calls()),
                 None => {
                     let id = match wire_id {
                         Some(id) => call_id(id),
