@@ -116,7 +116,7 @@ impl State {
         self.queue.iter().position(|w| !w.stalled)
     }
 
-    /// The second waiter not stalled: the one that watches the front (see [`Turn::Watch`]).
+    /// The second waiter not stalled: the first to watch the front (see [`Turn::Watch`]).
     fn watcher(&self) -> Option<usize> {
         self.queue
             .iter()
@@ -148,15 +148,24 @@ impl State {
     }
 
     /// Stops waiting for fronts that were told to go more than [`STALLED_AFTER`] before `now`
-    /// and did not take their turn (`polling`: see [`wake_front`](Self::wake_front)).
+    /// and did not take their turn (`polling`, the caller, which is taking its turn, is never
+    /// one: see [`wake_front`](Self::wake_front)).
+    ///
+    /// The front after a stalled one was watching it, and should have skipped it when its time
+    /// ran out: still there [`STALLED_AFTER`] after that, it is stalled too. So a run of stalled
+    /// calls at the front is skipped at once by the first call behind them that polls.
     fn skip_stalled(&mut self, now: Instant, polling: Option<u64>) {
         while let Some((ticket, due)) = self.front_due
             && plus(due, STALLED_AFTER) <= now
             && let Some(front) = self.front()
             && self.queue[front].ticket == ticket
+            && Some(ticket) != polling
         {
             self.queue[front].stalled = true;
             self.wake_front(now, polling);
+            if let Some((next, _)) = self.front_due {
+                self.front_due = Some((next, plus(due, STALLED_AFTER)));
+            }
         }
     }
 }
@@ -180,8 +189,8 @@ pub(crate) enum Turn {
     /// At the front, but the limit allows a start only at this time (ask again then, or when
     /// woken: the front changed).
     SleepUntil(Instant),
-    /// Next after the front: ask again when woken, or at this time at the latest, when the
-    /// front counts as stalled if it has not taken its turn.
+    /// Behind the front: ask again when woken, or at this time at the latest, when the front,
+    /// and the waiters between, count as stalled if none has taken its turn.
     Watch(Instant),
     /// At the front: ask the shared backend (then [`Ticket::leave`] with its decision).
     Ask(BackendFuture),
@@ -344,11 +353,15 @@ impl RateLimiter {
         }
         let front = state.front();
         if front != Some(at) {
-            // The waiter right behind the front watches it (a local limit only: a front asking
-            // the backend may be waiting for its answer).
-            let watching = local && state.watcher() == Some(at);
+            // Each waiter watches the front (a local limit only: a front asking the backend
+            // may be waiting for its answer), the k-th behind it giving it k times
+            // `STALLED_AFTER`: the one right behind skips a stalled front, the next skips both
+            // when that one stalled too, and so on. Each waiter wakes about once per k seconds
+            // while it waits.
+            let behind = state.queue.iter().take(at).filter(|w| !w.stalled).count();
+            let patience = STALLED_AFTER.saturating_mul(u32::try_from(behind).unwrap_or(u32::MAX));
             return match state.front_due {
-                Some((_, due)) if watching => Turn::Watch(plus(due, STALLED_AFTER)),
+                Some((_, due)) if local => Turn::Watch(plus(due, patience)),
                 _ => Turn::Wait,
             };
         }

@@ -379,6 +379,41 @@ async fn when_the_call_watching_a_stalled_front_is_dropped_the_next_one_watches(
     assert_eq!(layer.limiter().waiting(), 0);
 }
 
+/// Two calls in a row whose callers stopped polling (two stalled web clients) hold the calls
+/// behind them back two seconds past the first one's turn, not until a new call comes: the
+/// call behind them gives each a second. Polled again, they keep their order.
+#[tokio::test(start_paused = true)]
+async fn two_stalled_calls_at_the_front_hold_the_others_back_two_seconds() {
+    let (log, layer, mut svc) = limited(RateLimits::new().min_interval(Duration::from_secs(10)), 0);
+    svc.ready().await.unwrap().call(request(0)).await.unwrap();
+    let mut first = Box::pin(svc.ready().await.unwrap().call(request(1)));
+    assert!(futures_util::poll!(first.as_mut()).is_pending());
+    let mut second = Box::pin(svc.ready().await.unwrap().call(request(2)));
+    assert!(futures_util::poll!(second.as_mut()).is_pending());
+    let behind = [3, 4].map(|i| tokio::spawn(svc.clone().oneshot(request(i))));
+    let done = tokio::time::timeout(Duration::from_secs(120), join_all(behind))
+        .await
+        .expect("r3 and r4 are not held back until r1 and r2 are polled again");
+    assert!(done.into_iter().all(|r| r.unwrap().is_ok()));
+    assert_eq!(layer.limiter().stalled(), 2);
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    first.await.unwrap();
+    second.await.unwrap();
+    // r1's turn at 10 s: r3 skips both at 12 s, r4 goes 10 s later; r1 and r2, polled at 52 s,
+    // then go in order.
+    assert_eq!(
+        started(&log),
+        [
+            ("r0".into(), 0),
+            ("r3".into(), 12),
+            ("r4".into(), 22),
+            ("r1".into(), 52),
+            ("r2".into(), 62)
+        ]
+    );
+    assert_eq!(layer.limiter().waiting(), 0);
+}
+
 /// A front that sleeps until the limit lets it go, pushed back by an earlier call polled again
 /// and given the front again when that call is dropped, is not taken for stalled: it wakes and
 /// asks again, and the calls keep their order.
