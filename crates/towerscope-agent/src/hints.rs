@@ -54,6 +54,7 @@
 //! # Ok(()) }
 //! ```
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::time::{Duration, SystemTime};
 use towerscope_core::{
@@ -293,13 +294,25 @@ fn repeated_tool_error(
         return None;
     }
     // The same tool is not enough: the arguments repeat too, compared as parsed JSON (so key
-    // order does not matter), or as trimmed text when they do not parse.
-    let arguments = |id: &Id| {
-        let raw = msg.tool_calls().find(|c| c.id == *id).map_or("", |c| c.input.as_str());
-        serde_json::from_str::<serde_json::Value>(raw).map_err(|_| raw.trim())
-    };
-    let first = arguments(streak[0]);
-    let count = streak.iter().take_while(|id| arguments(id) == first).count();
+    // order does not matter), or as trimmed text when they do not parse. The calls are found
+    // by id in one pass over the message, and a text equal to the first's is not parsed.
+    let mut inputs: HashMap<&Id, Option<&str>> = streak.iter().map(|id| (*id, None)).collect();
+    for call in msg.tool_calls() {
+        if let Some(input) = inputs.get_mut(&call.id) {
+            input.get_or_insert(call.input.as_str());
+        }
+    }
+    let raw = |id: &Id| inputs.get(id).copied().flatten().unwrap_or_default();
+    let parsed = |raw: &str| serde_json::from_str::<serde_json::Value>(raw).map_err(|_| raw.trim().to_owned());
+    let first_raw = raw(streak[0]);
+    let first = parsed(first_raw);
+    let count = streak
+        .iter()
+        .take_while(|id| {
+            let raw = raw(id);
+            raw == first_raw || parsed(raw) == first
+        })
+        .count();
     (count >= limit).then(|| (last.name.clone(), count))
 }
 
