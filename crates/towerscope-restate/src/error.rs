@@ -55,6 +55,10 @@ pub enum DurableError {
     /// interrupt), and the handler ends with HTTP 409.
     #[error("the invocation was cancelled; the reply was interrupted")]
     Cancelled,
+    /// The `reply` handler's body is JSON but not a [`ReplyBody`](crate::ReplyBody) (what was
+    /// wrong, without the body's content); the handler ends with HTTP 400.
+    #[error("the reply's body is not {{\"text\": ...}} or {{\"messages\": [...]}}: {0}")]
+    BadRequest(String),
     /// The reply parked more often than allowed.
     #[error("the reply parked {0} times; it ends here (raise DurableAgent::max_parks if that is expected)")]
     TooManyParks(u32),

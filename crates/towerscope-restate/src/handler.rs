@@ -93,7 +93,7 @@ struct Drive<'a> {
 pub(crate) async fn reply(
     config: &DurableAgent,
     ctx: &ObjectContext<'_>,
-    body: ReplyBody,
+    body: serde_json::Value,
 ) -> Result<DurableReply, DurableError> {
     let stored = read_state(ctx.get::<Vec<u8>>(STATE_KEY).await)?;
     let Json(start) = ctx
@@ -120,6 +120,10 @@ pub(crate) async fn reply(
     };
     source
         .scope(async move {
+            // Decoded here, in the scope: the defaults of a message's id and time are drawn
+            // from the replay source (outside it they were random and the clock's, so each
+            // attempt stored another message and Restate found the journal mismatched).
+            let body: ReplyBody = serde_json::from_value(body).map_err(|e| DurableError::BadRequest(shape_of(&e)))?;
             let agent = (config.factory)(&durable)?;
             if let Some(state) = stored {
                 agent.load_state(state)?;
@@ -462,7 +466,7 @@ impl From<DurableError> for TerminalError {
     fn from(err: DurableError) -> Self {
         let code = match err {
             DurableError::JournalMismatch { .. } | DurableError::Cancelled => 409,
-            DurableError::BadAnswer { .. } => 400,
+            DurableError::BadAnswer { .. } | DurableError::BadRequest(_) => 400,
             _ => 500,
         };
         TerminalError::new_with_code(code, err.to_string())

@@ -13,7 +13,9 @@ use restate_sdk::prelude::*;
 use towerscope_agent::AgentState;
 
 use crate::agent::DurableAgent;
-use crate::handler::{self, DurableReply, PENDING_KEY, ReplyBody, STATE_KEY};
+#[cfg(doc)]
+use crate::handler::ReplyBody;
+use crate::handler::{self, DurableReply, PENDING_KEY, STATE_KEY};
 use crate::hitl::{PendingInput, shape_of};
 
 /// The Restate virtual object serving a [`DurableAgent`].
@@ -29,9 +31,15 @@ impl AgentObject {
 
 #[restate_sdk::object(name = "Agent")]
 impl AgentObject {
-    /// One durable reply.
+    /// One durable reply. The body (a [`ReplyBody`]) is read as JSON here and decoded inside
+    /// the reply's replay scope: a message without an id or a time gets them from the journal's
+    /// seed, the same at each attempt, not fresh ones that would differ from the journal.
     #[handler]
-    async fn reply(&self, ctx: ObjectContext<'_>, body: Json<ReplyBody>) -> Result<Json<DurableReply>, HandlerError> {
+    async fn reply(
+        &self,
+        ctx: ObjectContext<'_>,
+        body: Json<serde_json::Value>,
+    ) -> Result<Json<DurableReply>, HandlerError> {
         match handler::reply(&self.0, &ctx, body.into_inner()).await {
             Ok(reply) => Ok(Json(reply)),
             Err(err) => Err(TerminalError::from(err).into()),

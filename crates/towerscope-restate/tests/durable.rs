@@ -301,6 +301,60 @@ async fn a_reply_parked_for_confirmation_survives_a_restart_and_is_confirmed_by_
     }
 }
 
+/// A `{"messages": [...]}` body whose message has no id or time (the fields are optional)
+/// parks, the endpoint restarts, and the confirmation finishes the reply: the message's id and
+/// time come from the journal's seed, so the attempt after the restart stores the same message
+/// (they were drawn fresh at each attempt, and Restate refused the journal and retried the
+/// invocation for good). A body that is neither shape ends with 400 and nothing stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_messages_body_without_ids_survives_a_restart_and_a_bad_body_is_refused() {
+    let Some((ingress, admin)) = server("messages_without_ids") else {
+        return;
+    };
+    let _one = SERVER.lock().await;
+    let port = free_port();
+    let mut first = Endpoint::start(port, &[]);
+    register(&admin, port).await;
+    let session = key("confirm");
+    let body =
+        json!({"messages": [{"name": "user", "role": "user", "content": [{"type": "text", "text": "refund me"}]}]});
+    let reply = {
+        let (ingress, session) = (ingress.clone(), session.clone());
+        tokio::spawn(async move { call(&ingress, &session, "reply", body).await })
+    };
+    let (id, _) = parked(&ingress, &session).await;
+    let (_, before) = call(&ingress, &session, "state", Value::Null).await;
+    first.kill();
+    let _second = Endpoint::start(port, &[]);
+    resolve(&ingress, &id, &json!({"confirmed": true})).await;
+    let (status, body) = tokio::time::timeout(Duration::from_secs(60), reply)
+        .await
+        .expect("the confirmed reply finishes after the restart")
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["message"]["content"][0]["text"], "refunded", "{body}");
+    assert_eq!(count(&session, "tool_refund"), 1);
+    let (_, after) = call(&ingress, &session, "state", Value::Null).await;
+    let question = |state: &Value| state["context"][0].clone();
+    assert_eq!(question(&after)["content"][0]["text"], "refund me", "{after}");
+    assert_eq!(
+        question(&after)["id"],
+        question(&before)["id"],
+        "the same message, stored once"
+    );
+    assert_eq!(question(&after)["created_at"], question(&before)["created_at"]);
+
+    let refused = key("plain");
+    let (status, body) = call(&ingress, &refused, "reply", json!({"messages": "refund me"})).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        !body.to_string().contains("refund me"),
+        "the body's content is not echoed: {body}"
+    );
+    let (_, state) = call(&ingress, &refused, "state", Value::Null).await;
+    assert!(state.is_null(), "{state}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_journal_written_by_an_older_agent_ends_the_reply_with_a_typed_error() {
     let Some((ingress, admin)) = server("older_journal") else {
