@@ -463,3 +463,27 @@ async fn broken_numbering_is_refused_and_a_missing_last_newline_is_mended() {
     let reread = Cassette::builder(&unended).mode(CassetteMode::Replay).open().unwrap();
     assert_eq!(reread.len(), 2, "both interactions read back");
 }
+
+/// A request that fails before any response is recorded with its error's text, which quotes
+/// the URL (reqwest's "for url (...)"): the cassette writes it as the request's redacted path,
+/// so the URL's password, its credential query values and its host stay out of the file.
+#[tokio::test]
+async fn a_failed_request_writes_no_url_credential() {
+    use tower::ServiceExt;
+    let path = cassette_path("failed_url");
+    let cassette = Cassette::builder(&path).mode(CassetteMode::Record).open().unwrap();
+    let url = "http://alice:hunter2pw@127.0.0.1:9/v1/chat/completions?api_key=qsecret0123456789&x=1";
+    let mut request = reqwest::Request::new(reqwest::Method::POST, url.parse().unwrap());
+    *request.body_mut() = Some(r#"{"model":"m","messages":[{"role":"user","content":"Hi"}]}"#.into());
+    let err = cassette.http_service().unwrap().oneshot(request).await.unwrap_err();
+    assert!(
+        err.to_string().contains("hunter2pw"),
+        "the caller's error is reqwest's: {err}"
+    );
+    let file = std::fs::read_to_string(&path).unwrap();
+    assert!(file.contains(r#""failed":"#), "{file}");
+    for secret in ["qsecret0123456789", "hunter2pw", "alice", "127.0.0.1"] {
+        assert!(!file.contains(secret), "{secret} in {file}");
+    }
+    assert!(file.contains("/v1/chat/completions?api_key=[REDACTED]&x=1"), "{file}");
+}

@@ -51,9 +51,15 @@ pub(crate) struct HeaderRules {
     pub(crate) redact: Vec<String>,
 }
 
-/// The secrets of one request: the values of its credential headers.
+/// The secrets of one request: the values of its credential headers, its URL's password and
+/// credential query values, and its URL as a whole (which an error's text quotes: it is written
+/// as its redacted path).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Secrets(Vec<String>);
+pub(crate) struct Secrets {
+    values: Vec<String>,
+    /// The request's URL as sent, and as written.
+    url: Option<(String, String)>,
+}
 
 impl HeaderRules {
     /// The request as written, and its secrets.
@@ -73,10 +79,20 @@ impl HeaderRules {
             let kept = !secret && (KEPT.contains(&name) || self.keep.iter().any(|k| k == name));
             headers.insert(name.to_owned(), if kept { text } else { REDACTED.to_owned() });
         }
+        let url = request.url();
+        secrets.extend(url.password().map(str::to_owned));
+        secrets.extend(
+            url.query_pairs()
+                .filter(|(k, _)| is_sensitive_key(k) || k == "key")
+                .map(|(_, v)| v.into_owned()),
+        );
         secrets.retain(|s| s.len() >= MIN_SECRET);
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         secrets.dedup();
-        let secrets = Secrets(secrets);
+        let secrets = Secrets {
+            values: secrets,
+            url: Some((url.as_str().to_owned(), path_of(url))),
+        };
         let bytes = request.body().and_then(reqwest::Body::as_bytes).unwrap_or_default();
         let (body, body_text) = match serde_json::from_slice::<Value>(bytes) {
             Ok(mut json) => {
@@ -131,10 +147,15 @@ impl HeaderRules {
 }
 
 impl Secrets {
-    /// `text` with every secret replaced.
+    /// `text` with the request's URL written as its redacted path and every secret replaced.
     pub(crate) fn scrub_text(&self, text: &str) -> String {
         let mut out = text.to_owned();
-        for secret in &self.0 {
+        if let Some((sent, written)) = &self.url
+            && out.contains(sent.as_str())
+        {
+            out = out.replace(sent.as_str(), written);
+        }
+        for secret in &self.values {
             if out.contains(secret.as_str()) {
                 out = out.replace(secret.as_str(), REDACTED);
             }
@@ -147,7 +168,7 @@ impl Secrets {
     /// held it, and a chunk that held nothing else is dropped. The chunks' other bytes and
     /// boundaries are kept.
     pub(crate) fn scrub_chunks(&self, chunks: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
-        if self.0.is_empty() {
+        if self.values.is_empty() {
             return chunks;
         }
         let all = chunks.concat();
@@ -193,7 +214,7 @@ impl Secrets {
     /// where two begin together). Linear in `bytes` for the secrets' bounded lengths.
     fn occurrences(&self, bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
         let mut found: Vec<std::ops::Range<usize>> = Vec::new();
-        for secret in &self.0 {
+        for secret in &self.values {
             let needle = secret.as_bytes();
             if needle.is_empty() || bytes.len() < needle.len() {
                 continue;
@@ -212,7 +233,7 @@ impl Secrets {
     }
 
     fn scrub_value(&self, value: &mut Value) {
-        if self.0.is_empty() {
+        if self.values.is_empty() && self.url.is_none() {
             return;
         }
         match value {
@@ -282,7 +303,10 @@ mod tests {
 
     #[test]
     fn a_secret_split_across_chunks_is_replaced_where_it_began() {
-        let secrets = Secrets(vec!["Bearer sk-0123456789".into(), "sk-0123456789".into()]);
+        let secrets = Secrets {
+            values: vec!["Bearer sk-0123456789".into(), "sk-0123456789".into()],
+            url: None,
+        };
         let chunks = |parts: &[&str]| parts.iter().map(|p| p.as_bytes().to_vec()).collect::<Vec<_>>();
         // Split in two, in three (one chunk all secret, dropped), and next to an unsplit one.
         assert_eq!(
