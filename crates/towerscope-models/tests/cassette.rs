@@ -487,3 +487,35 @@ async fn a_failed_request_writes_no_url_credential() {
     }
     assert!(file.contains("/v1/chat/completions?api_key=[REDACTED]&x=1"), "{file}");
 }
+
+/// The turns of a conversation, each in a scope of its own, get ids of their own (the count goes
+/// on from scope to scope: it started again at 1, so a second turn's messages took the first's
+/// ids), and the same ids on every run.
+#[tokio::test]
+async fn turns_in_scopes_of_one_cassette_get_ids_of_their_own_and_the_same_each_run() {
+    use towerscope_models::{ScriptedModel, ScriptedResponse};
+    let run = || async {
+        let cassette = Cassette::builder(cassette_path("turns"))
+            .mode(CassetteMode::Record)
+            .open()
+            .unwrap();
+        let model = ScriptedModel::new("m", [ScriptedResponse::text("one"), ScriptedResponse::text("two")]);
+        let agent = Agent::builder("Friday").model(model).build().unwrap();
+        for question in ["first?", "second?"] {
+            cassette
+                .scope(async { agent.reply(Msg::user("user", question)).await.unwrap() })
+                .await;
+        }
+        agent
+            .state()
+            .context
+            .iter()
+            .map(|m| m.id.to_string())
+            .collect::<Vec<_>>()
+    };
+    let ids = run().await;
+    assert_eq!(ids.len(), 4, "{ids:?}");
+    let unique: std::collections::HashSet<_> = ids.iter().collect();
+    assert_eq!(unique.len(), 4, "each message has an id of its own: {ids:?}");
+    assert_eq!(run().await, ids, "the same ids on every run");
+}

@@ -27,6 +27,8 @@ struct Shared {
     mode: CassetteMode,
     rules: HeaderRules,
     state: Mutex<State>,
+    /// The ids and time of [`Cassette::scope`]: one count for all the cassette's scopes.
+    sequence: Sequence,
 }
 
 #[derive(Default)]
@@ -127,6 +129,7 @@ impl CassetteBuilder {
                 path: self.path,
                 mode,
                 rules: self.rules,
+                sequence: Sequence::new(),
                 state: Mutex::new(State {
                     recorded,
                     unplayed,
@@ -164,11 +167,16 @@ impl Cassette {
         self.shared.mode
     }
 
-    /// `future` with ids counting from 1 and a fixed time (see
+    /// `future` with counted ids and a fixed time (see
     /// [`Sequence`](towerscope_core::sequence::Sequence)): wrap a reply in it and its events
     /// and stored messages are the same on every run.
+    ///
+    /// The ids count from 1 across all of this cassette's scopes, so the turns of a
+    /// conversation, each in a scope of its own, get ids of their own. Make the reply inside
+    /// the `async` block (`cassette.scope(async { agent.reply(msg).await })`): a reply made
+    /// outside, as in `cassette.scope(agent.reply(msg))`, drew its id when it was made.
     pub fn scope<F: Future>(&self, future: F) -> Scoped<F> {
-        Sequence::new().scope(future)
+        self.shared.sequence.scope(future)
     }
 
     /// How many interactions the cassette holds.
