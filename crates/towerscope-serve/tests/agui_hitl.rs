@@ -167,6 +167,35 @@ async fn a_front_end_tool_is_left_to_the_client_and_its_result_resumes_the_reply
     assert_eq!(text, "Result: orange");
 }
 
+/// A front-end tool's patterns are the client's: the server does not compile them (a few bytes
+/// of pattern compile to a megabyte, so a client's tools could make it compile gigabytes). A
+/// pattern the validator would refuse to compile (over its size bound) no longer fails the run,
+/// and the model still sees the client's schema whole.
+#[tokio::test]
+async fn a_front_end_tools_patterns_are_not_compiled_and_reach_the_model() {
+    let (router, model) = router("frontend");
+    let huge = "^.{0,100000}$";
+    let parameters = json!({"type": "object", "properties": {"palette": {"type": "string", "pattern": huge}},
+        "patternProperties": {"^x.{0,100000}$": {"type": "string"}}});
+    let mut body: Value = serde_json::from_str(&run(
+        "t1",
+        json!([{"id": "u1", "role": "user", "content": "a color please"}]),
+    ))
+    .unwrap();
+    body["tools"] =
+        json!([{"name": "pick_color", "description": "Let the user pick a color", "parameters": parameters}]);
+    let (status, sse) = post(&router, body.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{sse}");
+    let call = events(&sse).into_iter().find(|e| e["type"] == "TOOL_CALL_START");
+    assert_eq!(call.unwrap()["toolCallName"], "pick_color", "{sse}");
+    let offered = model.requests()[0]
+        .tools
+        .iter()
+        .find(|t| t.name == "pick_color")
+        .cloned();
+    assert_eq!(*offered.unwrap().parameters, parameters);
+}
+
 #[tokio::test]
 async fn a_resumed_reply_that_parks_again_on_another_call_of_its_turn_ends_as_an_interrupt_for_it() {
     let (router, model) = router("park-again");

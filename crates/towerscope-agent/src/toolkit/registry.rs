@@ -33,9 +33,11 @@ pub(super) struct Entry {
 impl Entry {
     fn new(tool: Arc<dyn Tool>, group: usize) -> Result<Self, ToolSchemaError> {
         let shared = tool.shared_input_schema();
-        let compiled = CompiledSchema::new(Arc::clone(&shared)).map_err(|error| ToolSchemaError {
-            tool: tool.name().to_owned(),
-            error,
+        let compiled = CompiledSchema::with_patterns(Arc::clone(&shared), tool.checks_patterns()).map_err(|error| {
+            ToolSchemaError {
+                tool: tool.name().to_owned(),
+                error,
+            }
         })?;
         let info = Arc::new(tool.info());
         let schema = ToolSchema::new(tool.name(), tool.description(), shared);

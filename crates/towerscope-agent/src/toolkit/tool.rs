@@ -128,6 +128,20 @@ pub trait Tool: Send + Sync + 'static {
         true
     }
 
+    /// Whether the toolkit compiles the schema's `pattern`s and `patternProperties` and checks
+    /// the arguments against them (default: `true`). Every other keyword is checked either way;
+    /// a pattern not compiled holds nothing back (the properties it would cover are taken as
+    /// `additionalProperties` allows them, unchecked).
+    ///
+    /// Say `false` for a schema that someone the application does not trust wrote, for a tool
+    /// that the agent does not run: a pattern of a few bytes (`^.{0,8000}$`) compiles to about a
+    /// megabyte, so a client's schemas could make the server compile gigabytes.
+    /// AG-UI's front-end tools (`towerscope_serve::agui::FrontendTool`), declared by a client
+    /// and run in its browser, say `false`. Asked once, when the tool is added.
+    fn checks_patterns(&self) -> bool {
+        true
+    }
+
     /// Runs the tool with its arguments as JSON text that already is what the schema asks for,
     /// as it is (an object of the right scalar types, nothing to repair or coerce), so the
     /// tool may read them without the agent's parse into a [`Value`] (default: `None`, which
@@ -206,6 +220,10 @@ impl<T: Tool + ?Sized> Tool for Arc<T> {
 
     fn decides_on_input(&self) -> bool {
         (**self).decides_on_input()
+    }
+
+    fn checks_patterns(&self) -> bool {
+        (**self).checks_patterns()
     }
 
     fn call_text(&self, text: &str) -> Option<ToolChunkStream> {

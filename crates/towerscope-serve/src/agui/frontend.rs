@@ -78,6 +78,12 @@ impl Tool for FrontendTool {
         true
     }
 
+    /// The client's schema: its patterns are not compiled (a client could make the server
+    /// compile gigabytes of them) and are the client's to check.
+    fn checks_patterns(&self) -> bool {
+        false
+    }
+
     fn call(&self, _input: Value) -> ToolChunkStream {
         Box::pin(stream::iter([Err(ToolError::new(format!(
             "'{}' is a front-end tool: the browser runs it",

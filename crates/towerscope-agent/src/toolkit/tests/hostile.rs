@@ -171,3 +171,47 @@ fn a_pattern_in_a_tool_schema_is_enforced() {
     );
     let _ = echo("unused");
 }
+
+/// A tool that says its patterns are not checked (a client's schema, as AG-UI's front-end
+/// tools): a pattern too large to compile is not refused, arguments are checked against every
+/// other keyword, and a property a pattern would cover passes as `additionalProperties` allows.
+#[test]
+fn a_tool_that_checks_no_patterns_compiles_none_and_checks_the_rest() {
+    use crate::toolkit::{Tool, ToolChunkStream};
+
+    struct ClientTool(Value);
+    impl Tool for ClientTool {
+        fn name(&self) -> &str {
+            "client"
+        }
+        fn description(&self) -> &str {
+            "Run by the client."
+        }
+        fn input_schema(&self) -> &Value {
+            &self.0
+        }
+        fn external(&self) -> bool {
+            true
+        }
+        fn checks_patterns(&self) -> bool {
+            false
+        }
+        fn call(&self, _input: Value) -> ToolChunkStream {
+            Box::pin(futures_util::stream::empty())
+        }
+    }
+
+    let schema = json!({"type": "object", "properties": {"s": {"type": "string", "pattern": "^.{0,100000}$"}},
+        "patternProperties": {"^x.{0,100000}$": {"type": "integer"}}, "additionalProperties": false, "required": ["s"]});
+    let err = Toolkit::new().try_add(tool_with(schema.clone())).unwrap_err();
+    assert!(matches!(err.error, SchemaError::InvalidPattern { .. }), "{err}");
+    let mut toolkit = Toolkit::new();
+    toolkit.try_add(ClientTool(schema)).unwrap();
+    assert!(
+        toolkit
+            .prepare(&call("client", r#"{"s": "any", "xy": "text"}"#), &[])
+            .is_ok()
+    );
+    let err = toolkit.prepare(&call("client", r#"{"t": "no s"}"#), &[]).unwrap_err();
+    assert!(err.contains("'s' is a required property"), "{err}");
+}

@@ -166,8 +166,15 @@ impl fmt::Debug for CompiledSchema {
 impl CompiledSchema {
     /// Checks and compiles `schema`; see the type's docs for what is refused.
     pub fn new(schema: impl Into<Arc<Value>>) -> Result<Self, SchemaError> {
+        Self::with_patterns(schema, true)
+    }
+
+    /// [`new`](Self::new), or without compiling the schema's patterns when `patterns` is
+    /// `false`: they are then neither checked nor refused (see
+    /// [`Tool::checks_patterns`](crate::toolkit::Tool::checks_patterns)).
+    pub(crate) fn with_patterns(schema: impl Into<Arc<Value>>, patterns: bool) -> Result<Self, SchemaError> {
         let schema = schema.into();
-        let patterns = walk(&schema, true)?;
+        let patterns = walk(&schema, Mode::Strict { patterns })?;
         let flat = FlatObject::of(&schema);
         Ok(Self { schema, patterns, flat })
     }
@@ -199,7 +206,16 @@ impl CompiledSchema {
 /// The patterns of `schema` as [`validate`](super::validate) takes it: keywords that are not
 /// enforced are ignored, and so are patterns that do not compile.
 pub(super) fn lenient_patterns(schema: &Value) -> HashMap<String, Regex> {
-    walk(schema, false).unwrap_or_default()
+    walk(schema, Mode::Lenient).unwrap_or_default()
+}
+
+/// How [`walk`] treats what it cannot enforce.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// Refuses it; compiles the patterns or leaves them out.
+    Strict { patterns: bool },
+    /// Ignores it, and patterns that do not compile.
+    Lenient,
 }
 
 /// Visits every schema reachable from the root (through keywords and `$ref`s), without
@@ -207,7 +223,9 @@ pub(super) fn lenient_patterns(schema: &Value) -> HashMap<String, Regex> {
 ///
 /// A schema's place is kept as a step in a [`Trail`] (its parent's step and one key): the JSON
 /// pointer is written only for a refusal, not for every schema visited.
-fn walk(root: &Value, strict: bool) -> Result<HashMap<String, Regex>, SchemaError> {
+fn walk(root: &Value, mode: Mode) -> Result<HashMap<String, Regex>, SchemaError> {
+    let strict = matches!(mode, Mode::Strict { .. });
+    let compiles = !matches!(mode, Mode::Strict { patterns: false });
     let mut patterns = HashMap::new();
     let mut seen: HashSet<*const Value> = HashSet::new();
     let mut trail = Trail::default();
@@ -239,7 +257,7 @@ fn walk(root: &Value, strict: bool) -> Result<HashMap<String, Regex>, SchemaErro
                     }
                     None => {}
                 },
-                (Keyword::Pattern, Value::String(p)) => compile(p, &mut patterns, strict)?,
+                (Keyword::Pattern, Value::String(p)) if compiles => compile(p, &mut patterns, strict)?,
                 (Keyword::List | Keyword::Items, Value::Array(list)) => {
                     let here = trail.push(at, Key::Name(k));
                     for (i, sub) in list.iter().enumerate() {
@@ -247,7 +265,7 @@ fn walk(root: &Value, strict: bool) -> Result<HashMap<String, Regex>, SchemaErro
                     }
                 }
                 (Keyword::Map, Value::Object(map)) => {
-                    if k == "patternProperties" {
+                    if k == "patternProperties" && compiles {
                         for p in map.keys() {
                             compile(p, &mut patterns, strict)?;
                         }
