@@ -567,3 +567,14 @@ async fn a_fanouts_answers_show_once() {
         assert_eq!(screen.matches(answer).count(), 1, "{screen}");
     }
 }
+
+/// A confirmation prompt names the tool with its control characters shown, not sent: a name
+/// from an MCP server may hold escape sequences.
+#[test]
+fn a_confirmation_prompt_shows_a_tool_names_control_characters() {
+    let call = towerscope_core::ToolCallBlock::new("c1", "get\u{1b}]0;pwned\u{7}weather", "{}");
+    assert_eq!(
+        towerscope_team::console::prompt(&call),
+        "Allow get^[]0;pwned^Gweather? [y/N/e] "
+    );
+}

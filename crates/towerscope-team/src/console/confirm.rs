@@ -45,7 +45,8 @@ pub fn prompt(call: &ToolCallBlock) -> String {
     } else {
         "y/N/a/e"
     };
-    format!("Allow {}? [{choices}] ", call.name)
+    // The name may be a server's (MCP): its control characters are shown, not sent.
+    format!("Allow {}? [{choices}] ", super::style::printable(&call.name))
 }
 
 /// What the asking ended with.
