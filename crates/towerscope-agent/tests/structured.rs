@@ -95,6 +95,50 @@ async fn rejected_output_goes_back_to_the_model_then_accepted() {
     );
 }
 
+/// A value out of the range of the field's Rust type (`i32` is `"format": "int32"`) goes back
+/// to the model as a validation error, as a missing field does: accepted, it failed to decode
+/// after the reply had ended, and the model never knew.
+#[tokio::test]
+async fn an_integer_out_of_its_types_range_goes_back_to_the_model() {
+    for (args, expected) in [
+        (
+            r#"{"city":"Paris","celsius":3000000000}"#,
+            "3000000000 is greater than the maximum of 2147483647 (int32) (at $.celsius)",
+        ),
+        (
+            r#"{"city":"Paris","celsius":-3000000000}"#,
+            "-3000000000 is less than the minimum of -2147483648 (int32) (at $.celsius)",
+        ),
+    ] {
+        let model = ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("s1", TOOL, args),
+                ScriptedResponse::tool_call("s2", TOOL, r#"{"city":"Paris","celsius":21}"#),
+            ],
+        );
+        let agent = Agent::builder("a").model(model.clone()).build().unwrap();
+        let (_, report) = agent
+            .reply_structured::<Report>(Msg::user("user", "weather?"))
+            .await
+            .unwrap();
+        assert_eq!(report.celsius, 21);
+        let error = model.requests()[1]
+            .messages
+            .iter()
+            .flat_map(|m| m.content.iter())
+            .find_map(|b| match b {
+                ContentBlock::ToolResult(r) if r.id == "s1" => r.output.text_content(),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(
+            error,
+            format!("Input validation failed for tool 'GenerateStructuredOutput': {expected}")
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_text_answer_gets_the_reminder_hint_and_another_round() {
     let model = ScriptedModel::new(

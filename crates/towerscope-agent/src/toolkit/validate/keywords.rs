@@ -16,7 +16,52 @@ pub(super) fn as_count(value: &Value) -> Option<u64> {
     })
 }
 
+/// The values an integer `format` allows (what `schemars` writes for Rust's integer types:
+/// `int32` for `i32`, `uint` for `usize`, …), or `None` for any other format, which only
+/// annotates. A value out of range would not decode into the Rust type the schema was made
+/// from, so it is refused here, where the model sees why.
+pub(super) fn integer_range(format: &str) -> Option<(i128, i128)> {
+    Some(match format {
+        "int8" => (i8::MIN.into(), i8::MAX.into()),
+        "int16" => (i16::MIN.into(), i16::MAX.into()),
+        "int32" => (i32::MIN.into(), i32::MAX.into()),
+        "int64" | "int" => (i64::MIN.into(), i64::MAX.into()),
+        "uint8" => (0, u8::MAX.into()),
+        "uint16" => (0, u16::MAX.into()),
+        "uint32" => (0, u32::MAX.into()),
+        "uint64" | "uint" => (0, u64::MAX.into()),
+        _ => return None,
+    })
+}
+
+/// Whether the number `n` lies in `range` (a float compared as one).
+pub(super) fn in_range(n: &Number, (min, max): (i128, i128)) -> bool {
+    match (n.as_i64(), n.as_u64()) {
+        (Some(i), _) => (min..=max).contains(&i128::from(i)),
+        (_, Some(u)) => (min..=max).contains(&i128::from(u)),
+        _ => n.as_f64().is_some_and(|f| f >= min as f64 && f <= max as f64),
+    }
+}
+
 impl<'s> Validator<'_, 's> {
+    /// An integer `format`'s range (see [`integer_range`]); a side the schema bounds itself
+    /// (`minimum`, `maximum`) is left to that keyword and its message.
+    pub(super) fn check_format(&mut self, n: &Number, format: &str, obj: &Map<String, Value>, path: &Path<'_>) {
+        let Some(range) = integer_range(format) else {
+            return;
+        };
+        if in_range(n, range) {
+            return;
+        }
+        let (what, limit, own) = match n.as_f64() {
+            Some(f) if f < range.0 as f64 => ("less than the minimum", range.0, "minimum"),
+            _ => ("greater than the maximum", range.1, "maximum"),
+        };
+        if !obj.contains_key(own) {
+            self.error(path, || format!("{n} is {what} of {limit} ({format})"));
+        }
+    }
+
     pub(super) fn check_number(
         &mut self,
         n: &Number,

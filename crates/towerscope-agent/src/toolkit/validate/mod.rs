@@ -11,7 +11,10 @@
 //!
 //! [`CompiledSchema::new`] refuses a schema with a keyword that constrains instances but is not
 //! enforced (`unevaluatedProperties`, `unevaluatedItems`, `$dynamicRef`, …); the free
-//! [`validate`] ignores them. Annotations (`description`, `format`, `default`, …) change nothing.
+//! [`validate`] ignores them. Annotations (`description`, `default`, …) change nothing, and
+//! neither does `format`, except the integer formats `schemars` writes for Rust's integer types
+//! (`int8` to `int64`, `uint8` to `uint64`, `int`, `uint`): a number out of the type's range is
+//! refused, as it would not decode into it (Python's `jsonschema` does not check them).
 //!
 //! Messages are shaped like those of Python's `jsonschema`, which the model may have seen in its
 //! training data, and the error picked is the shallowest one, as `jsonschema.validate` does.
@@ -293,6 +296,11 @@ impl<'r, 's> Validator<'r, 's> {
                 "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" => {
                     if let (Value::Number(n), Value::Number(limit)) = (inst, sv) {
                         self.check_number(n, keyword, limit, obj, path);
+                    }
+                }
+                "format" => {
+                    if let (Value::Number(n), Value::String(format)) = (inst, sv) {
+                        self.check_format(n, format, obj, path);
                     }
                 }
                 "minLength" | "maxLength" => {

@@ -478,3 +478,27 @@ fn refusals_say_where_as_a_json_pointer() {
     });
     assert!(CompiledSchema::new(fine).is_ok());
 }
+
+#[test]
+fn integer_formats_bound_their_values() {
+    let int32 = json!({"type": "integer", "format": "int32"});
+    assert!(validate(&json!(2_147_483_647), &int32).is_ok());
+    assert_eq!(
+        err(json!(2_147_483_648u64), int32.clone()),
+        s("2147483648 is greater than the maximum of 2147483647 (int32)", "$")
+    );
+    assert_eq!(
+        err(json!(-2_147_483_649i64), int32),
+        s("-2147483649 is less than the minimum of -2147483648 (int32)", "$")
+    );
+    assert_eq!(
+        err(json!(-1), json!({"type": "integer", "format": "uint"})),
+        s("-1 is less than the minimum of 0 (uint)", "$")
+    );
+    assert!(validate(&json!(u64::MAX), &json!({"format": "uint64"})).is_ok());
+    assert!(validate(&json!(u64::MAX), &json!({"format": "int64"})).is_err());
+    assert!(validate(&json!(300), &json!({"format": "uint8"})).is_err());
+    // Other formats only annotate.
+    assert!(validate(&json!(1e300), &json!({"type": "number", "format": "double"})).is_ok());
+    assert!(validate(&json!("x"), &json!({"type": "string", "format": "date-time"})).is_ok());
+}
