@@ -329,6 +329,16 @@ impl Agent {
 
     /// Starts a reply whose caller reads the events `caller_reads`.
     fn start(&self, input: ReplyInput, schema: Option<Arc<StructuredSchema>>, caller_reads: EventKinds) -> ReplyStream {
+        // A tool's arguments are an object: any other root could never be called with valid
+        // arguments (the reply would spend every round on it), and providers refuse it.
+        if let Some(schema) = &schema
+            && schema.schema.get("type").and_then(serde_json::Value::as_str) != Some("object")
+        {
+            return ReplyStream::failed(AgentError::validation(format!(
+                "the structured output '{}' must be a JSON object (a struct, or a type wrapped in one): its schema's root is not \"type\": \"object\"",
+                schema.name
+            )));
+        }
         // Marked busy before the reply first takes the state lock: `observe` and `load_state`
         // read the flag under that lock, so they either see this reply or finish before it.
         if !self.runtime.interrupt.begin(&self.busy) {

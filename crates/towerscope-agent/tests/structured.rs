@@ -139,6 +139,35 @@ async fn an_integer_out_of_its_types_range_goes_back_to_the_model() {
     }
 }
 
+/// A type whose schema is not an object (a `Vec`, an enum) is refused before any model call:
+/// a tool's arguments are an object, so the model could never give a valid one.
+#[tokio::test]
+async fn a_structured_type_that_is_not_an_object_is_refused_before_any_model_call() {
+    /// A choice.
+    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    enum Choice {
+        /// Yes.
+        Yes,
+        /// No.
+        No,
+    }
+    let model = ScriptedModel::new("m", [ScriptedResponse::tool_call("s1", TOOL, r#"["a"]"#)]);
+    let agent = Agent::builder("a").model(model.clone()).build().unwrap();
+    let err = agent
+        .reply_structured::<Vec<String>>(Msg::user("user", "cities?"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AgentError::Validation(_)), "{err:?}");
+    assert!(err.to_string().contains("must be a JSON object"), "{err}");
+    let err = agent
+        .reply_structured::<Choice>(Msg::user("user", "yes?"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("'Choice' must be a JSON object"), "{err}");
+    assert_eq!(model.calls(), 0);
+    assert!(agent.state().context.is_empty(), "nothing stored");
+}
+
 #[tokio::test]
 async fn a_text_answer_gets_the_reminder_hint_and_another_round() {
     let model = ScriptedModel::new(
