@@ -587,3 +587,42 @@ async fn a_failed_replys_stored_message_is_marked_and_a_refused_resume_marks_not
     assert!(again.error.is_some(), "nothing waits any more");
     assert_eq!(last_reason(&done), None, "the completed reply is not marked failed");
 }
+
+/// A permission layer that fails (a policy service that cannot be reached) fails closed: the
+/// tool does not run, the call gets an error result saying why, and the reply goes on. Before,
+/// the reply failed with the call left without a result.
+#[tokio::test]
+async fn a_failing_permission_layer_denies_its_call_with_an_error_result() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#),
+            ScriptedResponse::text("the policy service is down"),
+        ],
+    );
+    let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = Arc::clone(&ran);
+    let agent = Agent::builder("a")
+        .model(model)
+        .tool(FunctionTool::new("add", move |_: serde_json::Value| {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            async { "3" }
+        }))
+        .on_check_permission(from_fn(|_: PermissionRequest, _: PermissionNext| async {
+            Err::<PermissionDecision, _>(AgentError::Middleware("policy service unreachable".into()))
+        }))
+        .build()
+        .unwrap();
+    let out = collect(agent.reply_stream(Msg::user("user", "1 + 2?"))).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(out.final_text().as_deref(), Some("the policy service is down"));
+    assert!(!ran.load(std::sync::atomic::Ordering::SeqCst), "the tool did not run");
+    let state = agent.state();
+    let result = results(&state.context[1])[0].clone();
+    assert_eq!(result.state, ToolResultState::Error);
+    assert_eq!(
+        result.output.text_content().as_deref(),
+        Some("the permission check of this call failed: middleware error: policy service unreachable")
+    );
+    assert_consistent(&state.context);
+}

@@ -6,9 +6,9 @@
 //!
 //! - an unknown tool, an inactive group or arguments that do not parse or validate become an
 //!   error result (no permission check, no `on_acting`), as in the reference;
-//! - an error of the `on_acting` stack, a stack that ends without a `ToolResponse`, and a panic
-//!   in a permission or acting layer become an error result the model sees (the reference
-//!   raises, or loops forever);
+//! - an error of the `on_acting` stack, a stack that ends without a `ToolResponse`, and an error
+//!   or a panic in a permission or acting layer become an error result the model sees (the
+//!   reference raises, or loops forever); a failed permission check never runs the tool;
 //! - the `on_acting` stream is read to its end, so a layer's code after the response runs. The
 //!   first `ToolResponse` is the result; items after it are ignored (and logged), and an error
 //!   after it turns the result into that error (a layer rejecting a result after seeing it).
@@ -110,7 +110,13 @@ pub(crate) fn execute<'a>(
                 .catch_unwind()
                 .await;
             match decided {
-                Ok(decision) => decision?,
+                Ok(Ok(decision)) => decision,
+                Ok(Err(AgentError::Interrupted)) => return Err(AgentError::Interrupted),
+                // Fail closed: the tool does not run, and the call gets its one result.
+                Ok(Err(err)) => {
+                    let message = format!("the permission check of this call failed: {err}");
+                    return answer_with_text(runtime, ctx, &call, message, ToolResultState::Error, false, emit).await;
+                }
                 Err(payload) => {
                     let message = panic_text("on_check_permission", &*payload);
                     return answer_with_text(runtime, ctx, &call, message, ToolResultState::Error, false, emit).await;

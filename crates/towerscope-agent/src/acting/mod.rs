@@ -73,8 +73,9 @@ impl Iterator for Batches {
 /// Runs one batch, sending its events to `emit`, in a box of its own: a batch's future (a tool
 /// call's checks, its permission and acting stacks) is the largest the loop awaits, and a reply
 /// in flight spends most of its life waiting for the model; inline, every reply would carry its
-/// size. A failure of a call's middleware (not of the tool: that is an error result) fails the
-/// batch after every call of a concurrent batch ended, as the reference gathers them.
+/// size. A call's failures end as its error result (see `call.rs`); an interrupt, or a failure
+/// of the agent itself, ends the batch after every call of a concurrent batch ended, as the
+/// reference gathers them.
 ///
 /// The two ways of running a batch are two futures, each boxed on its own: one future for both
 /// would be as large as the larger of their states at once (1,032 bytes, past the allocator's
