@@ -353,6 +353,20 @@ impl AgentBuilder {
         }
         .map_err(|e| AgentError::validation(format!("agent '{}': HintConfig: {e}", self.name)))?;
         let toolkit = self.toolkit;
+        // The agent's own tools answer these names: a tool of the toolkit under one would be
+        // offered and never run.
+        let compress_tool = self.context.as_ref().is_some_and(|c| c.compression_tool);
+        for (reserved, taken) in [
+            (crate::structured::TOOL_NAME, true),
+            (crate::compress::COMPRESS_TOOL, compress_tool),
+        ] {
+            if taken && toolkit.get(reserved).is_some() {
+                return Err(AgentError::validation(format!(
+                    "agent '{}': the tool name '{reserved}' is the agent's own; rename the tool",
+                    self.name
+                )));
+            }
+        }
         let mut state = self.state.unwrap_or_else(|| AgentState {
             activated_groups: toolkit.default_active_groups(),
             ..AgentState::default()

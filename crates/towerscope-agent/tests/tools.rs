@@ -300,3 +300,42 @@ async fn a_tool_whose_schema_cannot_be_enforced_fails_the_build() {
     let text = err.to_string();
     assert!(text.contains("odd") && text.contains("unevaluatedProperties"), "{text}");
 }
+
+/// A tool under a name the agent answers itself (`GenerateStructuredOutput`; `CompressContext`
+/// when the compression tool is offered) is refused when the agent is built: it would be offered
+/// and never run.
+#[test]
+fn a_tool_under_a_name_the_agent_answers_itself_is_refused() {
+    let tool = |name: &str| {
+        FunctionTool::with_schema(
+            name,
+            "Mine.",
+            serde_json::json!({"type": "object"}),
+            |_: serde_json::Value| async { "ran" },
+        )
+    };
+    let model = || ScriptedModel::new("m", [ScriptedResponse::text("ok")]);
+    let err = Agent::builder("a")
+        .model(model())
+        .tool(tool(towerscope_agent::structured::TOOL_NAME))
+        .build()
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("'GenerateStructuredOutput' is the agent's own"),
+        "{err}"
+    );
+    // `CompressContext` is free while the compression tool is not offered.
+    let compress = towerscope_agent::compress::COMPRESS_TOOL;
+    assert!(Agent::builder("a").model(model()).tool(tool(compress)).build().is_ok());
+    let err = Agent::builder("a")
+        .model(model())
+        .tool(tool(compress))
+        .context(towerscope_agent::ContextConfig::default().compression_tool(true))
+        .build()
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("'CompressContext' is the agent's own"),
+        "{err}"
+    );
+}
