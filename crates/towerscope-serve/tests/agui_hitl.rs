@@ -84,6 +84,38 @@ async fn a_call_needing_confirmation_ends_the_run_as_an_interrupt_the_next_run_a
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
 }
 
+/// A confirmation without `payload.arguments` runs the call as the agent stored it, not the
+/// client's copy in its messages (missing here: it ran on `""` and failed).
+#[tokio::test]
+async fn a_confirmation_without_arguments_runs_the_stored_call() {
+    let (router, _model) = router("confirm");
+    let (_, sse) = post(
+        &router,
+        run("t1", json!([{"id": "u1", "role": "user", "content": "delete it"}])),
+    )
+    .await;
+    let finished = events(&sse).last().unwrap().clone();
+    let call_id = finished["outcome"]["interrupts"][0]["toolCallId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let history = json!([
+        {"id": "u1", "role": "user", "content": "delete it"},
+        {"id": call_id, "role": "assistant", "toolCalls": [
+            {"id": call_id, "type": "function", "function": {"name": "delete_file"}}
+        ]}
+    ]);
+    let mut resume: Value = serde_json::from_str(&run("t1", history)).unwrap();
+    resume["resume"] = json!([{"interruptId": call_id, "status": "resolved", "payload": {"approved": true}}]);
+    let (status, sse) = post(&router, resume.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{sse}");
+    let result = events(&sse)
+        .into_iter()
+        .find(|e| e["type"] == "TOOL_CALL_RESULT")
+        .unwrap();
+    assert_eq!(result["content"], "deleted /tmp/a", "the stored arguments ran");
+}
+
 #[tokio::test]
 async fn a_denied_confirmation_gives_the_model_a_denied_result() {
     let (router, model) = router("deny");

@@ -150,19 +150,29 @@ async fn start(
 /// answers, not their reply, and the event should name it for the layers that read it (the
 /// agent itself resumes its parked reply, as the reference does). Without a parked reply it
 /// stays as it is, and the agent says it waits for nothing.
+///
+/// A confirmation that edits no arguments (no `payload.arguments`) runs the stored call's.
 fn addressed(reply: ReplyInput, agent: &Agent) -> ReplyInput {
-    let Some(parked) = agent.waiting_calls().map(|w| w.reply_id) else {
+    let Some(parked) = agent.waiting_calls() else {
         return reply;
     };
     match reply {
         ReplyInput::Confirm(ev) => {
             let mut ev = Arc::unwrap_or_clone(ev);
-            ev.reply_id = parked;
+            ev.reply_id = parked.reply_id;
+            for result in &mut ev.confirm_results {
+                let call = &mut result.tool_call;
+                if call.input.is_empty()
+                    && let Some(stored) = parked.confirm.iter().find(|c| c.id == call.id)
+                {
+                    call.input.clone_from(&stored.input);
+                }
+            }
             ReplyInput::Confirm(Arc::new(ev))
         }
         ReplyInput::External(ev) => {
             let mut ev = Arc::unwrap_or_clone(ev);
-            ev.reply_id = parked;
+            ev.reply_id = parked.reply_id;
             ReplyInput::External(Arc::new(ev))
         }
         other => other,

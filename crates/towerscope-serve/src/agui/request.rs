@@ -444,7 +444,9 @@ fn confirm(
                     entry.interrupt_id
                 )));
             }
-            None => call.function.arguments.clone(),
+            // Not edited: the stored call's arguments run, which the endpoint fills in (the
+            // client's copy in its message may be missing or reformatted).
+            None => String::new(),
         };
         let block = ToolCallBlock::new(call.id.as_str(), call.function.name.as_str(), arguments);
         results.push(ConfirmResult::new(approved, block));
