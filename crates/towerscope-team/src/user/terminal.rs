@@ -15,7 +15,8 @@ const READ_AHEAD: usize = 64;
 /// The lines of standard input, read by one thread for the whole process (standard input is
 /// one stream: every terminal input shares it, and a read given up leaves the next line to the
 /// next read). A line that is not UTF-8 is read with its bad bytes replaced (U+FFFD), not taken
-/// for the end of input; the thread reads at most [`READ_AHEAD`] lines ahead.
+/// for the end of input, and one longer than [`MAX_LINE_BYTES`] is cut there; the thread reads
+/// at most [`READ_AHEAD`] lines ahead.
 fn lines() -> Result<&'static Mutex<mpsc::Receiver<String>>, AgentError> {
     static LINES: OnceLock<Option<Mutex<mpsc::Receiver<String>>>> = OnceLock::new();
     LINES
@@ -26,10 +27,9 @@ fn lines() -> Result<&'static Mutex<mpsc::Receiver<String>>, AgentError> {
                 .spawn(move || {
                     let stdin = std::io::stdin();
                     loop {
-                        let mut bytes = Vec::new();
-                        match stdin.lock().read_until(b'\n', &mut bytes) {
-                            Ok(0) => break, // end of input: dropping `tx` tells the readers
-                            Ok(_) => {
+                        match next_line(&mut stdin.lock(), MAX_LINE_BYTES) {
+                            Ok(None) => break, // end of input: dropping `tx` tells the readers
+                            Ok(Some(bytes)) => {
                                 let line = String::from_utf8_lossy(&bytes);
                                 let line = line.trim_end_matches(['\n', '\r']).to_owned();
                                 if tx.blocking_send(line).is_err() {
@@ -45,6 +45,24 @@ fn lines() -> Result<&'static Mutex<mpsc::Receiver<String>>, AgentError> {
         })
         .as_ref()
         .ok_or_else(|| AgentError::State("could not start the thread that reads standard input".to_owned()))
+}
+
+/// The longest line read: the rest of a longer one is skipped (piped input without line
+/// breaks, such as a binary file, would otherwise be read into memory whole).
+const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// The next line of `input` with its line break, cut to `max` bytes (the rest of the line is
+/// skipped); `None` at the end of input.
+fn next_line(input: &mut impl BufRead, max: usize) -> std::io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::new();
+    let cap = u64::try_from(max).unwrap_or(u64::MAX);
+    if std::io::Read::take(&mut *input, cap).read_until(b'\n', &mut bytes)? == 0 {
+        return Ok(None);
+    }
+    if bytes.len() >= max && bytes.last() != Some(&b'\n') {
+        input.skip_until(b'\n')?;
+    }
+    Ok(Some(bytes))
 }
 
 /// Reads one line from standard input after printing `prompt` (without a newline); `None` at
@@ -92,5 +110,23 @@ impl UserInput for TerminalInput {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::next_line;
+
+    /// A line past the bound is cut there and its rest skipped, without reading it into memory;
+    /// the next line comes whole.
+    #[test]
+    fn a_line_past_the_bound_is_cut_and_the_next_comes_whole() {
+        let mut input = std::io::Cursor::new(b"short\n0123456789abcdef\nnext\nlast".to_vec());
+        let mut lines = Vec::new();
+        while let Some(line) = next_line(&mut input, 8).unwrap() {
+            lines.push(String::from_utf8(line).unwrap());
+        }
+        assert_eq!(lines, ["short\n", "01234567", "next\n", "last"]);
     }
 }
