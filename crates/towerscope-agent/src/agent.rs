@@ -329,13 +329,14 @@ impl Agent {
 
     /// Starts a reply whose caller reads the events `caller_reads`.
     fn start(&self, input: ReplyInput, schema: Option<Arc<StructuredSchema>>, caller_reads: EventKinds) -> ReplyStream {
-        // A tool's arguments are an object: any other root could never be called with valid
-        // arguments (the reply would spend every round on it), and providers refuse it.
+        // A tool's arguments are an object: a type whose values never are (a `Vec`, a number,
+        // a unit-variant enum) could never be given as valid arguments, and the reply would
+        // spend every round on it. A `$ref` or a `oneOf` of objects is taken.
         if let Some(schema) = &schema
-            && schema.schema.get("type").and_then(serde_json::Value::as_str) != Some("object")
+            && !crate::structured::may_be_object(&schema.schema)
         {
             return ReplyStream::failed(AgentError::validation(format!(
-                "the structured output '{}' must be a JSON object (a struct, or a type wrapped in one): its schema's root is not \"type\": \"object\"",
+                "the structured output '{}' must be a JSON object (a struct, or a type wrapped in one): its schema allows no object",
                 schema.name
             )));
         }

@@ -151,7 +151,7 @@ async fn a_structured_type_that_is_not_an_object_is_refused_before_any_model_cal
         /// No.
         No,
     }
-    let model = ScriptedModel::new("m", [ScriptedResponse::tool_call("s1", TOOL, r#"["a"]"#)]);
+    let model = ScriptedModel::new("m", Vec::<ScriptedResponse>::new());
     let agent = Agent::builder("a").model(model.clone()).build().unwrap();
     let err = agent
         .reply_structured::<Vec<String>>(Msg::user("user", "cities?"))
@@ -164,8 +164,50 @@ async fn a_structured_type_that_is_not_an_object_is_refused_before_any_model_cal
         .await
         .unwrap_err();
     assert!(err.to_string().contains("'Choice' must be a JSON object"), "{err}");
+    let err = agent
+        .reply_structured::<u32>(Msg::user("user", "a number?"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("must be a JSON object"), "{err}");
     assert_eq!(model.calls(), 0);
     assert!(agent.state().context.is_empty(), "nothing stored");
+
+    // Roots without a type that are objects all the same are taken: a newtype struct (a
+    // `$ref`) and an internally tagged enum (a `oneOf` of objects).
+    /// A wrapped report.
+    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    struct Wrapped(Report);
+    /// A shape.
+    #[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+    #[serde(tag = "kind")]
+    enum Shape {
+        /// A circle.
+        Circle {
+            /// Its radius.
+            r: u32,
+        },
+        /// A square.
+        Square {
+            /// Its side.
+            side: u32,
+        },
+    }
+    model.push(ScriptedResponse::tool_call(
+        "s2",
+        TOOL,
+        r#"{"city":"Paris","celsius":21}"#,
+    ));
+    let (_, wrapped) = agent
+        .reply_structured::<Wrapped>(Msg::user("user", "weather?"))
+        .await
+        .unwrap();
+    assert_eq!(wrapped.0.celsius, 21);
+    model.push(ScriptedResponse::tool_call("s3", TOOL, r#"{"kind":"Circle","r":2}"#));
+    let (_, shape) = agent
+        .reply_structured::<Shape>(Msg::user("user", "shape?"))
+        .await
+        .unwrap();
+    assert_eq!(shape, Shape::Circle { r: 2 });
 }
 
 #[tokio::test]
