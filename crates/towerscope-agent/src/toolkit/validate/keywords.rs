@@ -34,18 +34,23 @@ pub(super) fn integer_range(format: &str) -> Option<(i128, i128)> {
     })
 }
 
-/// Whether the number `n` lies in `range` (a float compared as one).
+/// Whether the number `n` lies in `range`: an integral float only when it converts into it
+/// exactly (`u64::MAX as f64` rounds up to 2^64, which no `u64` holds). A fraction is not the
+/// format's to refuse: `"type": "integer"` does, with its own message.
 pub(super) fn in_range(n: &Number, (min, max): (i128, i128)) -> bool {
     match (n.as_i64(), n.as_u64()) {
         (Some(i), _) => (min..=max).contains(&i128::from(i)),
         (_, Some(u)) => (min..=max).contains(&i128::from(u)),
-        _ => n.as_f64().is_some_and(|f| f >= min as f64 && f <= max as f64),
+        // Past ±2^127 the cast saturates, and 2^127 is out of every range.
+        _ => n
+            .as_f64()
+            .is_some_and(|f| f.fract() != 0.0 || (f.abs() < 2f64.powi(127) && (min..=max).contains(&(f as i128)))),
     }
 }
 
 impl<'s> Validator<'_, 's> {
-    /// An integer `format`'s range (see [`integer_range`]); a side the schema bounds itself
-    /// (`minimum`, `maximum`) is left to that keyword and its message.
+    /// An integer `format`'s range (see [`integer_range`]); a side the schema bounds itself at
+    /// least as tightly (`minimum`, `maximum`) is left to that keyword and its message.
     pub(super) fn check_format(&mut self, n: &Number, format: &str, obj: &Map<String, Value>, path: &Path<'_>) {
         let Some(range) = integer_range(format) else {
             return;
@@ -53,11 +58,20 @@ impl<'s> Validator<'_, 's> {
         if in_range(n, range) {
             return;
         }
-        let (what, limit, own) = match n.as_f64() {
-            Some(f) if f < range.0 as f64 => ("less than the minimum", range.0, "minimum"),
-            _ => ("greater than the maximum", range.1, "maximum"),
+        let below = n.as_f64().is_some_and(|f| f < range.0 as f64);
+        let (what, limit, own) = if below {
+            ("less than the minimum", range.0, "minimum")
+        } else {
+            ("greater than the maximum", range.1, "maximum")
         };
-        if !obj.contains_key(own) {
+        let own_is_tighter = obj.get(own).and_then(Value::as_f64).is_some_and(|bound| {
+            if below {
+                bound >= limit as f64
+            } else {
+                bound <= limit as f64
+            }
+        });
+        if !own_is_tighter {
             self.error(path, || format!("{n} is {what} of {limit} ({format})"));
         }
     }

@@ -498,6 +498,25 @@ fn integer_formats_bound_their_values() {
     assert!(validate(&json!(u64::MAX), &json!({"format": "uint64"})).is_ok());
     assert!(validate(&json!(u64::MAX), &json!({"format": "int64"})).is_err());
     assert!(validate(&json!(300), &json!({"format": "uint8"})).is_err());
+    // A float is in range only when it converts exactly: 2^64 is no u64.
+    assert!(
+        validate(
+            &json!(18_446_744_073_709_551_616.0),
+            &json!({"format": "uint64", "minimum": 0})
+        )
+        .is_err()
+    );
+    assert!(validate(&json!(5.0), &json!({"format": "uint8"})).is_ok());
+    // A fraction is `type`'s to refuse, with its message.
+    assert_eq!(
+        err(json!(5.5), json!({"type": "integer", "format": "int32"})),
+        s("5.5 is not of type 'integer'", "$")
+    );
+    // A schema's own bound looser than the type's does not let an out-of-range value through.
+    assert_eq!(
+        err(json!(5_000_000_000u64), json!({"format": "int32", "maximum": 1e10})),
+        s("5000000000 is greater than the maximum of 2147483647 (int32)", "$")
+    );
     // Other formats only annotate.
     assert!(validate(&json!(1e300), &json!({"type": "number", "format": "double"})).is_ok());
     assert!(validate(&json!("x"), &json!({"type": "string", "format": "date-time"})).is_ok());
