@@ -622,7 +622,7 @@ async fn a_failing_permission_layer_denies_its_call_with_an_error_result() {
     assert_eq!(result.state, ToolResultState::Error);
     assert_eq!(
         result.output.text_content().as_deref(),
-        Some("the permission check of this call failed: middleware error: policy service unreachable")
+        Some("the permission check of this call failed (middleware_error); the call was not run")
     );
     assert_consistent(&state.context);
 }

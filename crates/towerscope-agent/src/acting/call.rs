@@ -112,9 +112,15 @@ pub(crate) fn execute<'a>(
             match decided {
                 Ok(Ok(decision)) => decision,
                 Ok(Err(AgentError::Interrupted)) => return Err(AgentError::Interrupted),
-                // Fail closed: the tool does not run, and the call gets its one result.
+                // Fail closed: the tool does not run, and the call gets its one result. The
+                // result (which the model, the session and a web client see) names the error's
+                // kind; its text, which may be a policy service's, goes to the log.
                 Ok(Err(err)) => {
-                    let message = format!("the permission check of this call failed: {err}");
+                    tracing::warn!(tool = %call.name, kind = err.kind(), error = %err, "the permission check of a tool call failed; the call is denied");
+                    let message = format!(
+                        "the permission check of this call failed ({}); the call was not run",
+                        err.kind()
+                    );
                     return answer_with_text(runtime, ctx, &call, message, ToolResultState::Error, false, emit).await;
                 }
                 Err(payload) => {
