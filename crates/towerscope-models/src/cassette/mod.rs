@@ -36,7 +36,10 @@
 //!
 //! [`Cassette::scope`] makes the agent around it deterministic too: ids count from 1 and the
 //! time (timestamps, the hints' clock) stands still while the reply runs, so a replayed
-//! reply's events and stored messages are the same on every run.
+//! reply's events and stored messages are the same on every run. The count goes on across one
+//! cassette's scopes (the turns of a conversation get ids of their own), so run them one after
+//! another: two scopes of one cassette polled at once interleave their ids as they are
+//! scheduled. Tests that run in parallel each use a cassette of their own.
 //!
 //! # Example
 //!

@@ -171,8 +171,9 @@ impl Cassette {
     /// [`Sequence`](towerscope_core::sequence::Sequence)): wrap a reply in it and its events
     /// and stored messages are the same on every run.
     ///
-    /// The ids count from 1 across all of this cassette's scopes, so the turns of a
-    /// conversation, each in a scope of its own, get ids of their own. Make the reply inside
+    /// The ids count from 1 across all of this cassette's scopes (and its clones'), so the turns
+    /// of a conversation, each in a scope of its own, get ids of their own; scopes polled at
+    /// once interleave their ids as they are scheduled, so run them one after another. Make the reply inside
     /// the `async` block (`cassette.scope(async { agent.reply(msg).await })`): a reply made
     /// outside, as in `cassette.scope(agent.reply(msg))`, drew its id when it was made.
     pub fn scope<F: Future>(&self, future: F) -> Scoped<F> {

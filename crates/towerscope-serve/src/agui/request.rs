@@ -409,9 +409,10 @@ fn tool_result(m: &Message, call_id: &str, name: &str) -> ToolResultBlock {
     ToolResultBlock::new(call_id, name, ToolOutput::Text(text), state)
 }
 
-/// `resume` entries as the user's confirmations. A call's name and arguments come from the
-/// conversation (the client built them from `TOOL_CALL_*` events); a payload's `arguments`
-/// replaces the arguments (the user edited them).
+/// `resume` entries as the user's confirmations. A call's name comes from the conversation
+/// (the client built it from `TOOL_CALL_*` events); a payload's `arguments` are the user's
+/// edit, and without them the arguments are left empty for the endpoint to fill in with the
+/// stored call's (the client's copy in its messages may be missing or reformatted).
 fn confirm(
     input: &RunAgentInput,
     tail: &[Message],
