@@ -43,6 +43,21 @@ pub(crate) async fn interrupt(runtime: &Arc<Runtime>, ctx: &AgentContext, emit: 
     Ok(())
 }
 
+/// The calls a confirmation allowed in this reply that have not started yet (no
+/// `TOOL_RESULT_START`): an allowed call is otherwise one that started. Kept in the reply's
+/// extensions; a call leaves it as it starts.
+#[derive(Debug, Default)]
+pub(crate) struct ConfirmedNotStarted(pub(crate) Vec<Id>);
+
+impl ConfirmedNotStarted {
+    /// Notes that the confirmed call `id` starts now.
+    pub(crate) fn started(ctx: &AgentContext, id: &Id) {
+        if let Some(waiting) = ctx.extensions().get_mut::<Self>() {
+            waiting.0.retain(|w| w != id);
+        }
+    }
+}
+
 /// Closes every call without a result (`TOOL_RESULT_START` only for calls that had none yet),
 /// marks the reply's stored message interrupted (its `finished_reason`), then
 /// `REPLY_END(interrupted)` and the interruption message. Used for an interrupted parked reply
@@ -50,8 +65,15 @@ pub(crate) async fn interrupt(runtime: &Arc<Runtime>, ctx: &AgentContext, emit: 
 pub(crate) async fn end_interrupted(runtime: &Arc<Runtime>, ctx: &AgentContext, emit: &Emitter) {
     let reply_id = ctx.reply_id();
     let calls = runtime.lock_state().unfinished_calls();
+    let not_started = ctx
+        .extensions()
+        .get::<ConfirmedNotStarted>()
+        .map(|c| c.0.clone())
+        .unwrap_or_default();
     for call in calls {
-        if !matches!(call.state, ToolCallState::Allowed | ToolCallState::Submitted) {
+        let started =
+            matches!(call.state, ToolCallState::Allowed | ToolCallState::Submitted) && !not_started.contains(&call.id);
+        if !started {
             emit.event(EventType::ToolResultStart, || {
                 ToolResultStartEvent::new(reply_id, &call.id, &call.name).into()
             })
@@ -61,7 +83,7 @@ pub(crate) async fn end_interrupted(runtime: &Arc<Runtime>, ctx: &AgentContext, 
             ToolResultTextDeltaEvent::new(reply_id, &call.id, crate::acting::INTERRUPTED_CALL_TEXT).into()
         })
         .await;
-        let output = interrupted_output(call.state == ToolCallState::Allowed);
+        let output = interrupted_output(started && call.state == ToolCallState::Allowed);
         let result = ToolResultBlock::new(&call.id, &call.name, output, ToolResultState::Interrupted);
         runtime.lock_state().save_result(&runtime.name, reply_id, result);
         emit.event(EventType::ToolResultEnd, || {
@@ -125,6 +147,15 @@ pub(crate) async fn confirm(
     }
     // Checked whole: the input is taken (the `on_reply` layers may record what it carried).
     ctx.insert(towerscope_core::ResumeApplied);
+    let confirmed: Vec<Id> = ev
+        .confirm_results
+        .iter()
+        .filter(|r| r.confirmed)
+        .map(|r| r.tool_call.id.clone())
+        .collect();
+    if !confirmed.is_empty() {
+        ctx.insert(ConfirmedNotStarted(confirmed));
+    }
     for result in &ev.confirm_results {
         let call = &result.tool_call;
         if result.confirmed {

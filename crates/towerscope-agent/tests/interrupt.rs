@@ -411,3 +411,72 @@ async fn an_interrupt_after_the_reply_ended_changes_nothing() {
     assert_eq!(stored_text(&agent).as_deref(), Some("All done."));
     assert_consistent(&agent.state().context);
 }
+
+/// An interrupt that lands after a confirmation, while the confirmed call's permission layer
+/// still runs (an audit log written remotely), closes the call with `TOOL_RESULT_START` and
+/// then `TOOL_RESULT_END`, as any call not started: the confirmation allowed the call, but it
+/// had not started. Before, the end came without a start.
+#[tokio::test]
+async fn an_interrupt_between_a_confirmation_and_its_calls_start_opens_the_call_before_closing_it() {
+    use towerscope_core::event::{ConfirmResult, UserConfirmResultEvent};
+    use towerscope_core::{PermissionDecision, PermissionNext, PermissionRequest, from_fn};
+
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/a"}"#),
+            ScriptedResponse::text("done"),
+        ],
+    );
+    // The layer tells the test when a confirmed call reaches it, then waits until interrupted.
+    let (reached_tx, reached) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let agent = Arc::new(
+        Agent::builder("a")
+            .model(model)
+            .tool(FunctionTool::new("delete", |_: serde_json::Value| async { "deleted" }))
+            .default_permission(PermissionDecision::Ask {
+                suggested_rules: vec![],
+            })
+            .on_check_permission(from_fn(move |req: PermissionRequest, next: PermissionNext| {
+                let reached = reached_tx.clone();
+                async move {
+                    if req.tool_call().state == towerscope_core::ToolCallState::Allowed {
+                        let _ = reached.send(());
+                        std::future::pending::<()>().await;
+                    }
+                    next.run(req).await
+                }
+            }))
+            .build()
+            .unwrap(),
+    );
+    let first = collect(agent.reply_stream(Msg::user("u", "go"))).await;
+    let parked = first
+        .events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::RequireUserConfirm(e) => Some(e.tool_calls[0].clone()),
+            _ => None,
+        })
+        .expect("the call is asked about");
+    let reply_id = first.final_msg.as_ref().unwrap().id.clone();
+    let stream = agent.reply_stream(UserConfirmResultEvent::new(
+        reply_id,
+        vec![ConfirmResult::new(true, parked)],
+    ));
+    let interrupter = {
+        let agent = Arc::clone(&agent);
+        let mut reached = reached;
+        tokio::spawn(async move {
+            reached.recv().await;
+            agent.interrupt();
+        })
+    };
+    let resumed = collect(stream).await;
+    interrupter.await.unwrap();
+    let kinds: Vec<&str> = resumed.events.iter().map(|e| e.event_type().as_str()).collect();
+    let start = kinds.iter().position(|k| *k == "TOOL_RESULT_START");
+    let end = kinds.iter().position(|k| *k == "TOOL_RESULT_END");
+    assert!(start.is_some() && start < end, "{kinds:?}");
+    assert_consistent(&agent.state().context);
+}

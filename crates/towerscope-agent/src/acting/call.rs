@@ -74,6 +74,8 @@ pub(crate) fn execute<'a>(
 ) -> impl Future<Output = Result<(), AgentError>> + Send + 'a {
     async move {
         let reply_id = ctx.reply_id();
+        // Allowed before it starts: a confirmation allowed it (see `ConfirmedNotStarted`).
+        let confirmed = call.state == ToolCallState::Allowed;
         let is_compress = call.name == compress::COMPRESS_TOOL && compress_tool_offered(runtime);
         // The agent's own tools (structured output, compression) are allowed without asking.
         let is_builtin = call.name == structured::TOOL_NAME || is_compress;
@@ -161,6 +163,9 @@ pub(crate) fn execute<'a>(
             }
             PermissionDecision::Allow => {
                 runtime.lock_state().set_call_state(&call.id, ToolCallState::Allowed);
+                if confirmed {
+                    crate::resume::ConfirmedNotStarted::started(ctx, &call.id);
+                }
                 emit.event(EventType::ToolResultStart, || start_event(reply_id, &call))
                     .await;
                 if info.external {
