@@ -11,7 +11,7 @@ mod mcp_shell;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use mcp_shell::{goes_quiet, reports_progress};
+use mcp_shell::{goes_quiet, goes_quiet_telling_its_pid, reports_progress, tells_its_environment};
 use towerscope_agent::mcp::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, McpClient, McpServer};
 use towerscope_agent::toolkit::{ToolError, Toolkit};
 use towerscope_core::tool::MCP_PROGRESS_KEY;
@@ -164,4 +164,85 @@ fn connecting_waits_five_minutes_unless_a_timeout_is_set() {
     assert_eq!(server.clone().timeout(s).connect_timeout(m).connect_timeout, Some(m));
     let server = server.connect_timeout(m).no_timeout();
     assert_eq!((server.timeout, server.connect_timeout), (None, Some(m)));
+}
+
+/// Whether process `pid` is gone (or a zombie: killed, not yet reaped).
+fn gone(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// A server that stops reading its input while a message larger than the pipe is written to
+/// it: the request fails after the server's timeout, later requests fail at once, and the
+/// process is killed when the client is dropped. Before, the SDK's writer stayed held by the
+/// write that never ended: the request never failed, every later one waited behind it, and
+/// the process outlived the client.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_server_that_stops_reading_fails_the_requests_and_is_killed_when_dropped() {
+    let pid_file = std::env::temp_dir().join(format!("towerscope-mcp-quiet-{}.pid", std::process::id()));
+    let server = goes_quiet_telling_its_pid(&pid_file).timeout(Duration::from_secs(1));
+    let client = tokio::time::timeout(HANG, McpClient::connect(&server))
+        .await
+        .expect("connecting ends")
+        .expect("the server answers the initialisation");
+    let huge = "x".repeat(1 << 20);
+    let first = tokio::time::timeout(HANG, client.get_prompt("p", [("k", huge.as_str())]))
+        .await
+        .expect("the request stuck in its write gives up by itself");
+    assert!(first.is_err());
+    let second = tokio::time::timeout(HANG, client.list_prompts())
+        .await
+        .expect("a later request does not wait behind the stuck write");
+    assert!(second.is_err());
+    let pid = std::fs::read_to_string(&pid_file).unwrap().trim().to_owned();
+    assert!(!gone(&pid), "the server runs until the client is dropped");
+    drop(client);
+    let deadline = std::time::Instant::now() + HANG;
+    while !gone(&pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server {pid} outlived its client"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = std::fs::remove_file(pid_file);
+}
+
+/// A stdio server inherits only the few variables the MCP SDKs pass (`PATH`, `HOME`, ...) and
+/// those it is given: not the agent's whole environment, which holds its API keys, unless it
+/// asks for it (`inherit_env`). Cargo sets `CARGO_MANIFEST_DIR` for this test process.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_stdio_server_gets_only_the_safe_variables_and_its_own_unless_told_to_inherit() {
+    let names = ["PATH", "CARGO_MANIFEST_DIR", "GIVEN"];
+    let seen = |path: &std::path::Path| std::fs::read_to_string(path).unwrap();
+    let dir = std::env::temp_dir();
+    let mine = env!("CARGO_MANIFEST_DIR");
+    let path = std::env::var("PATH").unwrap();
+
+    let plain = dir.join(format!("towerscope-mcp-env-{}.txt", std::process::id()));
+    let server = tells_its_environment(&plain, &names).env("GIVEN", "yes");
+    drop(
+        tokio::time::timeout(HANG, McpClient::connect(&server))
+            .await
+            .unwrap()
+            .unwrap(),
+    );
+    assert_eq!(seen(&plain), format!("PATH={path}\nCARGO_MANIFEST_DIR=\nGIVEN=yes\n"));
+
+    let all = dir.join(format!("towerscope-mcp-env-all-{}.txt", std::process::id()));
+    let server = tells_its_environment(&all, &names).inherit_env();
+    drop(
+        tokio::time::timeout(HANG, McpClient::connect(&server))
+            .await
+            .unwrap()
+            .unwrap(),
+    );
+    assert_eq!(seen(&all), format!("PATH={path}\nCARGO_MANIFEST_DIR={mine}\nGIVEN=\n"));
+    let _ = std::fs::remove_file(plain);
+    let _ = std::fs::remove_file(all);
 }

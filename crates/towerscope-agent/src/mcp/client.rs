@@ -166,10 +166,25 @@ impl McpClient {
         let progress = handler.routes();
         let overflow = Overflow::default();
         let service = match &server.transport {
-            McpTransport::Stdio { command, args, env } => {
+            McpTransport::Stdio {
+                command,
+                args,
+                env,
+                inherit_env,
+            } => {
                 let mut cmd = tokio::process::Command::new(command);
+                if !inherit_env {
+                    // As the MCP SDKs do: the agent's environment holds its API keys.
+                    cmd.env_clear();
+                    for key in super::server::INHERITED_ENV {
+                        if let Some(value) = std::env::var_os(key) {
+                            cmd.env(key, value);
+                        }
+                    }
+                }
                 cmd.args(args).envs(env);
-                let transport = StdioTransport::spawn(cmd, server.max_message_bytes, overflow.clone())
+                let write_timeout = server.timeout.or(server.connect_timeout);
+                let transport = StdioTransport::spawn(cmd, server.max_message_bytes, overflow.clone(), write_timeout)
                     .map_err(|e| connect_error(&server.name, e))?;
                 initialise(server, handler.serve(transport), &overflow).await?
             }

@@ -87,7 +87,9 @@ mod toolkit;
 pub use client::{MAX_PAGES, McpClient};
 pub use prompts::{McpPrompt, McpPromptArgument, McpRenderedPrompt};
 pub use resources::{McpResource, McpResourceContent, McpResourceTemplate};
-pub use server::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_TIMEOUT, McpServer, McpTransport};
+pub use server::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_TIMEOUT, INHERITED_ENV, McpServer, McpTransport,
+};
 pub use tool::McpTool;
 
 use crate::toolkit::ToolSchemaError;

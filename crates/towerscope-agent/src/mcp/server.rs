@@ -109,8 +109,12 @@ pub enum McpTransport {
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Extra environment variables.
+        /// Its environment variables, besides the few it inherits (see
+        /// [`McpServer::inherit_env`]).
         env: BTreeMap<String, String>,
+        /// Whether it inherits the agent's whole environment ([`McpServer::inherit_env`]);
+        /// otherwise only [`INHERITED_ENV`].
+        inherit_env: bool,
     },
     /// A streamable-HTTP endpoint, `http://` or `https://` (`https://mcp.example.com/mcp`).
     Http {
@@ -126,14 +130,44 @@ pub enum McpTransport {
     },
 }
 
+/// The variables of the agent's environment a stdio server inherits unless it is given all
+/// of them ([`McpServer::inherit_env`]): those the MCP SDKs pass, enough to find programs and a
+/// home directory.
+#[cfg(not(windows))]
+pub const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// The variables of the agent's environment a stdio server inherits unless it is given all
+/// of them ([`McpServer::inherit_env`]): those the MCP SDKs pass, enough to find programs and a
+/// home directory.
+#[cfg(windows)]
+pub const INHERITED_ENV: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "USERNAME",
+    "USERPROFILE",
+];
+
 impl fmt::Debug for McpTransport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Stdio { command, args, env } => f
+            Self::Stdio {
+                command,
+                args,
+                env,
+                inherit_env,
+            } => f
                 .debug_struct("Stdio")
                 .field("command", command)
                 .field("args", args)
                 .field("env", &env.keys().collect::<Vec<_>>())
+                .field("inherit_env", inherit_env)
                 .finish(),
             Self::Http {
                 url,
@@ -164,6 +198,7 @@ impl McpServer {
                 command: command.into(),
                 args: args.into_iter().map(Into::into).collect(),
                 env: BTreeMap::new(),
+                inherit_env: false,
             },
         )
     }
@@ -221,6 +256,20 @@ impl McpServer {
             self.name,
             self.misplaced.join(", ")
         )))
+    }
+
+    /// Gives a stdio server the agent's whole environment. By default it gets only
+    /// [`INHERITED_ENV`] and what [`env`](Self::env) adds, as the MCP SDKs do: the agent's
+    /// environment holds its provider keys, and a server is often a third party's package.
+    #[must_use]
+    pub fn inherit_env(mut self) -> Self {
+        match &mut self.transport {
+            McpTransport::Stdio { inherit_env, .. } => {
+                *inherit_env = true;
+                self
+            }
+            McpTransport::Http { .. } => self.misplaced("inherit_env()"),
+        }
     }
 
     /// Adds an environment variable of a stdio server (on an HTTP server, connecting fails

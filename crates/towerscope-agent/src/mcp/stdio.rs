@@ -103,12 +103,26 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineBound<R> {
 pub(super) struct StdioTransport {
     lines: AsyncRwTransport<RoleClient, LineBound<ChildStdout>, ChildStdin>,
     process: Option<Child>,
+    /// How long one message may take to write (`None`: unbounded).
+    write_timeout: Option<Duration>,
+    /// A write timed out: the server stopped reading, and its input may end in part of a
+    /// message, so nothing more is sent.
+    stuck: Arc<AtomicBool>,
 }
 
 impl StdioTransport {
     /// Starts `command` with its stdin and stdout piped (its stderr is the agent's), reading
-    /// lines of at most `max` bytes; `overflow` is raised when one is longer.
-    pub(super) fn spawn(mut command: tokio::process::Command, max: usize, overflow: Overflow) -> io::Result<Self> {
+    /// lines of at most `max` bytes; `overflow` is raised when one is longer. A message not
+    /// written within `write_timeout` (the server stopped reading, and its input pipe is full)
+    /// fails, and so does every later one: the SDK holds its writer while a write waits, so a
+    /// write that never ends held back every later request, the cancel of a timed-out call
+    /// (which then never failed), and the close (so the process was never killed).
+    pub(super) fn spawn(
+        mut command: tokio::process::Command,
+        max: usize,
+        overflow: Overflow,
+        write_timeout: Option<Duration>,
+    ) -> io::Result<Self> {
         let piped = std::process::Stdio::piped;
         let mut process = command
             .stdin(piped())
@@ -122,6 +136,8 @@ impl StdioTransport {
         Ok(Self {
             lines: AsyncRwTransport::new(LineBound::new(stdout, max, overflow), stdin),
             process: Some(process),
+            write_timeout,
+            stuck: Arc::default(),
         })
     }
 }
@@ -133,7 +149,25 @@ impl Transport<RoleClient> for StdioTransport {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
-        self.lines.send(item)
+        let stuck = Arc::clone(&self.stuck);
+        let refused = stuck.load(Ordering::Acquire);
+        let send = (!refused).then(|| self.lines.send(item));
+        let limit = self.write_timeout;
+        async move {
+            let Some(send) = send else {
+                return Err(stopped_reading());
+            };
+            let Some(limit) = limit else {
+                return send.await;
+            };
+            match tokio::time::timeout(limit, send).await {
+                Ok(sent) => sent,
+                Err(_) => {
+                    stuck.store(true, Ordering::Release);
+                    Err(stopped_reading())
+                }
+            }
+        }
     }
 
     fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
@@ -141,16 +175,29 @@ impl Transport<RoleClient> for StdioTransport {
     }
 
     /// Closes the server's stdin (a server exits when its input ends), gives it [`EXIT_WAIT`]
-    /// to exit, then kills it.
+    /// to exit, then kills it; closing the input is itself given [`EXIT_WAIT`] (it waits for a
+    /// write in progress, which a server that stopped reading never lets end).
     async fn close(&mut self) -> Result<(), io::Error> {
-        let closed = self.lines.close().await;
-        if let Some(mut process) = self.process.take()
-            && tokio::time::timeout(EXIT_WAIT, process.wait()).await.is_err()
-        {
-            process.kill().await?;
+        let closed = match tokio::time::timeout(EXIT_WAIT, self.lines.close()).await {
+            Ok(closed) => closed,
+            Err(_) => Err(stopped_reading()),
+        };
+        if let Some(mut process) = self.process.take() {
+            let exited = closed.is_ok() && tokio::time::timeout(EXIT_WAIT, process.wait()).await.is_ok();
+            if !exited {
+                process.kill().await?;
+            }
         }
         closed
     }
+}
+
+/// The error of a write to a server that stopped reading its input.
+fn stopped_reading() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        "the MCP server stopped reading its input: a message could not be written in time",
+    )
 }
 
 #[cfg(test)]

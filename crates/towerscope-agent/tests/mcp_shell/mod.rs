@@ -17,6 +17,22 @@ pub fn goes_quiet() -> McpServer {
     McpServer::stdio("quiet", "sh", ["-c".to_owned(), script])
 }
 
+/// [`goes_quiet`], writing its process id to `pid` first.
+pub fn goes_quiet_telling_its_pid(pid: &std::path::Path) -> McpServer {
+    let script = format!("echo $$ > \"$1\"; read -r _; printf '%s\\n' '{INITIALISED}'; exec sleep 60");
+    let pid = pid.display().to_string();
+    McpServer::stdio("quiet", "sh", ["-c".to_owned(), script, "quiet".to_owned(), pid])
+}
+
+/// A server that writes the variables `names` of its environment to `path`, one `NAME=value`
+/// a line (empty when unset), answers the initialisation, and goes quiet.
+pub fn tells_its_environment(path: &std::path::Path, names: &[&str]) -> McpServer {
+    let lines: String = names.iter().map(|n| format!("{n}=${{{n}}}\\n")).collect();
+    let script = format!("printf \"{lines}\" > \"$1\"; read -r _; printf '%s\\n' '{INITIALISED}'; exec sleep 60");
+    let path = path.display().to_string();
+    McpServer::stdio("env", "sh", ["-c".to_owned(), script, "env".to_owned(), path])
+}
+
 /// The number in `"key":N` of the JSON-RPC line in the shell variable `line`, as `sh` code
 /// (the SDK's request ids and progress tokens are numbers).
 fn number_of(key: &str, line: &str) -> String {
