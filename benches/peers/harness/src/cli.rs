@@ -1,7 +1,7 @@
 //! The command line every peer binary accepts.
 //!
 //! ```text
-//! <peer> single --replies N [--middlewares M] [--warmup W] [--layer-on P]
+//! <peer> single --replies N [--middlewares M] [--warmup W] [--layer-on P] [--events read]
 //! <peer> many --n N [--workers W]
 //! <peer> floor --n N [--workers W]
 //! ```
@@ -12,6 +12,10 @@
 //! `--layer-on P` installs one pass-through layer on the peer's position `P` only (a peer lists
 //! its positions in [`Peer::POSITIONS`](crate::Peer::POSITIONS)): what the first layer on one
 //! position costs, run against the same binary without it (`scripts/bench-pairs.py --new-args`).
+//!
+//! `--events read` has a peer that builds a reply's events only for a reader (towerscope)
+//! read every one of them, as a peer that always builds them (AutoAgents) does; `--events
+//! none`, the default, calls its plain reply.
 
 use crate::BoxError;
 
@@ -28,6 +32,8 @@ pub enum Mode {
         warmup: usize,
         /// The position to install one pass-through layer on, if any.
         layer_on: Option<String>,
+        /// Whether every event of each reply is read (`--events read`).
+        events: bool,
     },
     /// `n` replies in flight at once, each on its own agent.
     Many {
@@ -47,7 +53,7 @@ pub enum Mode {
 }
 
 /// How to call the binary.
-pub const USAGE: &str = "usage: <peer> single --replies N [--middlewares M] [--warmup W] [--layer-on P]\n       <peer> many --n N [--workers W]\n       <peer> floor --n N [--workers W]";
+pub const USAGE: &str = "usage: <peer> single --replies N [--middlewares M] [--warmup W] [--layer-on P] [--events read|none]\n       <peer> many --n N [--workers W]\n       <peer> floor --n N [--workers W]";
 
 /// Parses the arguments after the program name.
 pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Mode, BoxError> {
@@ -59,10 +65,19 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Mode, BoxError> {
     let mut n = None;
     let mut workers = 2;
     let mut layer_on = None;
+    let mut events = false;
     while let Some(flag) = args.next() {
         let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
         if (mode.as_str(), flag.as_str()) == ("single", "--layer-on") {
             layer_on = Some(value);
+            continue;
+        }
+        if (mode.as_str(), flag.as_str()) == ("single", "--events") {
+            events = match value.as_str() {
+                "read" => true,
+                "none" => false,
+                other => return Err(format!("--events {other}: read or none\n{USAGE}").into()),
+            };
             continue;
         }
         let number: usize = value
@@ -90,6 +105,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Mode, BoxError> {
                 middlewares,
                 warmup,
                 layer_on,
+                events,
             })
         }
         "many" => Ok(Mode::Many {
@@ -121,6 +137,7 @@ mod tests {
                 middlewares: 5,
                 warmup: 400,
                 layer_on: None,
+                events: false,
             })
         );
         assert_eq!(
@@ -130,6 +147,7 @@ mod tests {
                 middlewares: 0,
                 warmup: 20,
                 layer_on: Some("reasoning".to_owned()),
+                events: false,
             })
         );
         assert_eq!(
@@ -153,5 +171,10 @@ mod tests {
         assert!(parse(args("both")).is_err());
         assert!(parse(args("many --n 3 --layer-on reply")).is_err());
         assert!(parse(args("single --replies 3 --layer-on")).is_err());
+        assert!(parse(args("single --replies 3 --events some")).is_err());
+        assert!(matches!(
+            parse(args("single --replies 3 --events read")).ok(),
+            Some(Mode::Single { events: true, .. })
+        ));
     }
 }

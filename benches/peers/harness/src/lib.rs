@@ -62,6 +62,9 @@ pub struct Setup {
     pub model_delay: Option<Duration>,
     /// One pass-through layer on this position only (one of [`Peer::POSITIONS`]).
     pub layer_on: Option<String>,
+    /// Read every event of each reply (`--events read`): for a peer that builds its events
+    /// only for a reader; a peer that always builds them ignores it.
+    pub events: bool,
 }
 
 /// One framework's agent running the scenario.

@@ -29,7 +29,8 @@ pub fn main<P: Peer>() -> ExitCode {
             middlewares,
             warmup,
             layer_on,
-        } => single::<P>(replies, middlewares, warmup, layer_on),
+            events,
+        } => single::<P>(replies, middlewares, warmup, layer_on, events),
         Mode::Many { n, workers } => many::<P>(n, workers),
         Mode::Floor { n, workers } => floor::<P>(n, workers),
     });
@@ -67,6 +68,7 @@ fn single<P: Peer>(
     middlewares: usize,
     warmup: usize,
     layer_on: Option<String>,
+    events: bool,
 ) -> Result<String, BoxError> {
     if middlewares > 0 && !P::MIDDLEWARE {
         return Ok(header::<P>("single")
@@ -86,6 +88,7 @@ fn single<P: Peer>(
         middlewares,
         model_delay: None,
         layer_on: layer_on.clone(),
+        events,
     };
     rt.block_on(async {
         let mut agent = P::build(&setup)?;
@@ -119,6 +122,7 @@ fn single<P: Peer>(
         Ok(header::<P>("single")
             .num("middlewares", middlewares as f64)
             .str("layer_on", layer_on.as_deref().unwrap_or(""))
+            .str("events", if events { "read" } else { "none" })
             .num("replies", replies as f64)
             .num("warmup", warmup as f64)
             .fixed("median_us", s.median_us, 2)
@@ -155,6 +159,7 @@ fn many<P: Peer>(n: usize, workers: usize) -> Result<String, BoxError> {
         middlewares: 0,
         model_delay: Some(MANY_MODEL_DELAY),
         layer_on: None,
+        events: false,
     };
     rt.block_on(async {
         let build_start = Instant::now();

@@ -1,7 +1,8 @@
 //! The peer-benchmark scenario on towerscope: an [`Agent`] over a cycling [`ScriptedModel`] and a
 //! [`FunctionTool`] `add`, with `--middlewares M` pass-through middlewares installed one by one,
 //! each hooking every position (like `FullPassThrough` in `benches/react.rs`), or with
-//! `--layer-on P` one pass-through on the position `P` only.
+//! `--layer-on P` one pass-through on the position `P` only; `--events read` replies through
+//! `reply_stream` and reads every event (plain `reply` builds none, as nobody reads them).
 //!
 //! ```sh
 //! cargo run --release -- single --replies 2000 --middlewares 5
@@ -17,7 +18,8 @@ mod pass_through;
 use std::sync::Arc;
 
 use peer_harness::{BoxError, Calls, Peer, QUESTION, SYSTEM_PROMPT, Setup, TOOL_ARGS};
-use towerscope::Msg;
+use futures_util::StreamExt;
+use towerscope::{Msg, ReplyItem};
 use towerscope::agent::toolkit::FunctionTool;
 use towerscope::agent::{Agent, AgentState};
 use towerscope::models::{ScriptedModel, ScriptedResponse};
@@ -35,6 +37,8 @@ struct Towerscope {
     agent: Agent,
     model: ScriptedModel,
     calls: Arc<Calls>,
+    /// Read every event of each reply (`--events read`).
+    events: bool,
 }
 
 fn script(setup: &Setup) -> ScriptedModel {
@@ -77,6 +81,7 @@ impl Peer for Towerscope {
             agent: builder.build()?,
             model,
             calls,
+            events: setup.events,
         })
     }
 
@@ -87,7 +92,20 @@ impl Peer for Towerscope {
     async fn reply(&mut self) -> Result<String, BoxError> {
         self.agent.load_state(AgentState::new())?;
         let before = self.model.calls();
-        let msg = self.agent.reply(Msg::user("user", QUESTION)).await?;
+        let msg = if self.events {
+            // Every event built and read, as a peer that always builds them.
+            let mut stream = self.agent.reply_stream(Msg::user("user", QUESTION));
+            let mut last = None;
+            while let Some(item) = stream.next().await {
+                match item? {
+                    ReplyItem::Final(msg) => last = Some(msg),
+                    ReplyItem::Event(event) => drop(std::hint::black_box(event)),
+                }
+            }
+            last.ok_or("the reply stream ended without its final message")?
+        } else {
+            self.agent.reply(Msg::user("user", QUESTION)).await?
+        };
         self.calls.add_model_calls(self.model.calls() - before);
         Ok(msg.text_content().map(|t| t.to_string()).unwrap_or_default())
     }
