@@ -11,7 +11,7 @@ mod mcp_shell;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use mcp_shell::{goes_quiet, goes_quiet_telling_its_pid, reports_progress, tells_its_environment};
+use mcp_shell::{answers_calls_with, goes_quiet, goes_quiet_telling_its_pid, reports_progress, tells_its_environment};
 use towerscope_agent::mcp::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, McpClient, McpServer};
 use towerscope_agent::toolkit::{ToolError, Toolkit};
 use towerscope_core::tool::MCP_PROGRESS_KEY;
@@ -245,4 +245,45 @@ async fn a_stdio_server_gets_only_the_safe_variables_and_its_own_unless_told_to_
     assert_eq!(seen(&all), format!("PATH={path}\nCARGO_MANIFEST_DIR={mine}\nGIVEN=\n"));
     let _ = std::fs::remove_file(plain);
     let _ = std::fs::remove_file(all);
+}
+
+/// A tool result holding an embedded resource reaches the model as the resource's data (an
+/// image), not as its JSON with the base64 inside; one holding a block of a type the SDK does
+/// not know keeps its other blocks, the unknown one as its JSON text, and its error flag. Before,
+/// the unknown block lost the whole result ("another kind of result").
+#[tokio::test]
+async fn a_results_embedded_resource_is_its_data_and_an_unknown_block_loses_nothing() {
+    let blocks = |server: McpServer| async {
+        let chunks = call_the_tool(server).await;
+        let last = chunks
+            .last()
+            .unwrap()
+            .as_ref()
+            .expect("the call gives a result")
+            .clone();
+        (last.state, last.content)
+    };
+    let embedded = r#"{"content":[{"type":"text","text":"the chart"},{"type":"resource","resource":{"uri":"file:///chart.png","mimeType":"image/png","blob":"iVBORw0KGgo="}}]}"#;
+    let (state, content) = blocks(answers_calls_with(embedded)).await;
+    assert_eq!(state, ToolResultState::Success);
+    assert!(
+        matches!(&content[0], MediaBlock::Text(t) if t.text == "the chart"),
+        "{content:?}"
+    );
+    match &content[1] {
+        MediaBlock::Data(d) => assert_eq!(d.source.media_type(), "image/png"),
+        other => panic!("not data: {other:?}"),
+    }
+
+    let unknown = r#"{"content":[{"type":"text","text":"important data"},{"type":"video","data":"AAAA","mimeType":"video/mp4"}],"isError":true}"#;
+    let (state, content) = blocks(answers_calls_with(unknown)).await;
+    assert_eq!(state, ToolResultState::Error, "the error flag is kept");
+    assert!(
+        matches!(&content[0], MediaBlock::Text(t) if t.text == "important data"),
+        "{content:?}"
+    );
+    assert!(
+        matches!(&content[1], MediaBlock::Text(t) if t.text.contains(r#""type":"video""#)),
+        "{content:?}"
+    );
 }

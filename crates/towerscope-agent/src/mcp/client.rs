@@ -296,6 +296,7 @@ impl McpClient {
         route.settle().await;
         match result? {
             ServerResult::CallToolResult(result) => Ok(result),
+            ServerResult::CustomResult(custom) => lenient_call_result(custom.0).ok_or_else(|| self.unexpected(&what)),
             _ => Err(self.unexpected(&what)),
         }
     }
@@ -372,6 +373,31 @@ impl McpClient {
             false => self.failed(what, e),
         }
     }
+}
+
+/// A tool's result the SDK did not take whole (a content block of a type it does not know, an
+/// image without its media type: it lost the whole result): its known blocks as they are, each
+/// other one as its JSON text, with its error flag and structured content. `None` when it is no
+/// call's result (no `content` list).
+fn lenient_call_result(value: serde_json::Value) -> Option<CallToolResult> {
+    use serde::Deserialize;
+    let serde_json::Value::Object(mut map) = value else {
+        return None;
+    };
+    let Some(serde_json::Value::Array(items)) = map.remove("content") else {
+        return None;
+    };
+    let content = items
+        .iter()
+        .map(|item| {
+            rmcp::model::ContentBlock::deserialize(item)
+                .unwrap_or_else(|_| rmcp::model::ContentBlock::text(item.to_string()))
+        })
+        .collect();
+    let mut result = CallToolResult::success(content);
+    result.is_error = map.get("isError").and_then(serde_json::Value::as_bool);
+    result.structured_content = map.remove("structuredContent");
+    Some(result)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use futures_util::future::{Either, select};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use towerscope_core::tool::MCP_PROGRESS_KEY;
-use towerscope_core::{MediaBlock, TextBlock, ToolChunk, ToolResultState};
+use towerscope_core::{DataBlock, MediaBlock, TextBlock, ToolChunk, ToolResultState};
 
 use super::McpClient;
 use crate::generator::Generator;
@@ -130,7 +130,7 @@ impl Tool for McpTool {
                     } else {
                         ToolResultState::Success
                     };
-                    let mut blocks: Vec<MediaBlock> = result.content.iter().map(content_block).collect();
+                    let mut blocks: Vec<MediaBlock> = result.content.into_iter().map(content_block).collect();
                     if blocks.is_empty()
                         && let Some(structured) = &result.structured_content
                     {
@@ -149,16 +149,16 @@ impl Tool for McpTool {
     }
 }
 
-/// One content block of a result: text as text, images and audio as data, anything else (a
-/// resource, a link) as its JSON.
-fn content_block(content: &rmcp::model::ContentBlock) -> MediaBlock {
-    let value = serde_json::to_value(content).unwrap_or(Value::Null);
-    let field = |k: &str| value.get(k).and_then(Value::as_str);
-    match (field("type"), field("text"), field("data"), field("mimeType")) {
-        (Some("text"), Some(text), _, _) => MediaBlock::Text(TextBlock::new(text)),
-        (Some("image" | "audio"), _, Some(data), Some(mime)) => {
-            MediaBlock::Data(towerscope_core::DataBlock::base64(data, mime))
-        }
-        _ => MediaBlock::Text(TextBlock::new(value.to_string())),
+/// One content block of a result: text as text, images and audio as data, an embedded
+/// resource as its text or data (as a prompt's), anything else (a resource link) as its JSON.
+/// Before, an embedded resource reached the model as its JSON, base64 and all.
+fn content_block(content: rmcp::model::ContentBlock) -> MediaBlock {
+    use rmcp::model::ContentBlock as Content;
+    match content {
+        Content::Text(t) => MediaBlock::Text(TextBlock::new(t.text)),
+        Content::Image(i) => MediaBlock::Data(DataBlock::base64(i.data, i.mime_type)),
+        Content::Audio(a) => MediaBlock::Data(DataBlock::base64(a.data, a.mime_type)),
+        Content::Resource(r) => super::resources::resource_content(r.resource).block,
+        other => MediaBlock::Text(TextBlock::new(serde_json::to_string(&other).unwrap_or_default())),
     }
 }

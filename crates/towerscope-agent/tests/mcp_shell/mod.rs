@@ -72,3 +72,19 @@ pub fn records_requests(path: &std::path::Path) -> McpServer {
     let path = path.display().to_string();
     McpServer::stdio("recorder", "sh", ["-c".to_owned(), script, "recorder".to_owned(), path])
 }
+
+/// A server with one tool, `get`, whose every call is answered with `result` (a JSON object, the
+/// call's `result`), then goes quiet.
+pub fn answers_calls_with(result: &str) -> McpServer {
+    let tools = r#"{"tools":[{"name":"get","description":"Gets it.","inputSchema":{"type":"object"}}]}"#;
+    let script = [
+        format!("read -r _; printf '%s\\n' '{INITIALISED}'; read -r _"),
+        format!("read -r list; id={}", number_of("id", "list")),
+        format!(r#"printf '{{"jsonrpc":"2.0","id":%s,"result":%s}}\n' "$id" '{tools}'"#),
+        format!("read -r call; id={}", number_of("id", "call")),
+        format!(r#"printf '{{"jsonrpc":"2.0","id":%s,"result":%s}}\n' "$id" '{result}'"#),
+        "exec sleep 60".to_owned(),
+    ]
+    .join("\n");
+    McpServer::stdio("answers", "sh", ["-c".to_owned(), script])
+}
