@@ -167,6 +167,7 @@ fn connecting_waits_five_minutes_unless_a_timeout_is_set() {
 }
 
 /// Whether process `pid` is gone (or a zombie: killed, not yet reaped).
+#[cfg(target_os = "linux")]
 fn gone(pid: &str) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
         stat.rsplit(')')
@@ -180,7 +181,7 @@ fn gone(pid: &str) -> bool {
 /// process is killed when the client is dropped. Before, the SDK's writer stayed held by the
 /// write that never ended: the request never failed, every later one waited behind it, and
 /// the process outlived the client.
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_server_that_stops_reading_fails_the_requests_and_is_killed_when_dropped() {
     let pid_file = std::env::temp_dir().join(format!("towerscope-mcp-quiet-{}.pid", std::process::id()));
@@ -285,5 +286,29 @@ async fn a_results_embedded_resource_is_its_data_and_an_unknown_block_loses_noth
     assert!(
         matches!(&content[1], MediaBlock::Text(t) if t.text.contains(r#""type":"video""#)),
         "{content:?}"
+    );
+    assert!(
+        matches!(&content[1], MediaBlock::Text(t) if !t.text.contains("AAAA")),
+        "its data as its size"
+    );
+
+    // Data no provider takes is named, not stored as data every later model call would fail on;
+    // an embedded text resource comes after a line naming it.
+    let other = r#"{"content":[{"type":"resource","resource":{"uri":"file:///a.zip","mimeType":"application/zip","blob":"UEsDBA=="}},{"type":"resource","resource":{"uri":"file:///notes.txt","text":"the notes"}}]}"#;
+    let (_, content) = blocks(answers_calls_with(other)).await;
+    let texts: Vec<&str> = content
+        .iter()
+        .map(|b| match b {
+            MediaBlock::Text(t) => t.text.as_str(),
+            other => panic!("not text: {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "[the resource file:///a.zip of type application/zip, 8 bytes of base64, which the model cannot read]",
+            "[resource file:///notes.txt]",
+            "the notes"
+        ]
     );
 }

@@ -177,7 +177,10 @@ impl McpClient {
                     // As the MCP SDKs do: the agent's environment holds its API keys.
                     cmd.env_clear();
                     for key in super::server::INHERITED_ENV {
-                        if let Some(value) = std::env::var_os(key) {
+                        // Not an exported shell function (a value starting `()`), as the SDKs.
+                        if let Some(value) = std::env::var_os(key)
+                            && !value.as_encoded_bytes().starts_with(b"()")
+                        {
                             cmd.env(key, value);
                         }
                     }
@@ -390,8 +393,19 @@ fn lenient_call_result(value: serde_json::Value) -> Option<CallToolResult> {
     let content = items
         .iter()
         .map(|item| {
-            rmcp::model::ContentBlock::deserialize(item)
-                .unwrap_or_else(|_| rmcp::model::ContentBlock::text(item.to_string()))
+            rmcp::model::ContentBlock::deserialize(item).unwrap_or_else(|_| {
+                // Its data as its size: base64 the model cannot read is no use in its context.
+                let mut item = item.clone();
+                if let Some(fields) = item.as_object_mut() {
+                    for key in ["data", "blob"] {
+                        if let Some(serde_json::Value::String(data)) = fields.get(key) {
+                            let size = format!("[{} bytes of base64]", data.len());
+                            fields.insert(key.to_owned(), serde_json::Value::String(size));
+                        }
+                    }
+                }
+                rmcp::model::ContentBlock::text(item.to_string())
+            })
         })
         .collect();
     let mut result = CallToolResult::success(content);

@@ -104,6 +104,7 @@ pub struct McpServer {
 #[non_exhaustive]
 pub enum McpTransport {
     /// A child process speaking JSON-RPC over its stdin and stdout.
+    #[non_exhaustive]
     Stdio {
         /// The program.
         command: String,

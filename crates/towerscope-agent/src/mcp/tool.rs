@@ -130,7 +130,7 @@ impl Tool for McpTool {
                     } else {
                         ToolResultState::Success
                     };
-                    let mut blocks: Vec<MediaBlock> = result.content.into_iter().map(content_block).collect();
+                    let mut blocks: Vec<MediaBlock> = result.content.into_iter().flat_map(content_block).collect();
                     if blocks.is_empty()
                         && let Some(structured) = &result.structured_content
                     {
@@ -149,16 +149,62 @@ impl Tool for McpTool {
     }
 }
 
-/// One content block of a result: text as text, images and audio as data, an embedded
-/// resource as its text or data (as a prompt's), anything else (a resource link) as its JSON.
-/// Before, an embedded resource reached the model as its JSON, base64 and all.
-fn content_block(content: rmcp::model::ContentBlock) -> MediaBlock {
-    use rmcp::model::ContentBlock as Content;
+/// One content block of a result: text as text; images, audio and embedded resources as data
+/// when a provider takes their type (PNG, JPEG, GIF, WebP, PDF, WAV, MP3), as a line naming
+/// them otherwise (stored in the conversation, data no provider takes would fail every later
+/// model call); an embedded text resource as its text after a line naming it; anything else (a
+/// resource link) as its JSON. Before, an embedded resource reached the model as its JSON,
+/// base64 and all.
+fn content_block(content: rmcp::model::ContentBlock) -> Vec<MediaBlock> {
+    use rmcp::model::{ContentBlock as Content, ResourceContents};
+    let data = |data: String, media: String, what: &str| {
+        if providers_take(&media) {
+            MediaBlock::Data(DataBlock::base64(data, media))
+        } else {
+            MediaBlock::Text(TextBlock::new(format!(
+                "[{what} of type {media}, {} bytes of base64, which the model cannot read]",
+                data.len()
+            )))
+        }
+    };
     match content {
-        Content::Text(t) => MediaBlock::Text(TextBlock::new(t.text)),
-        Content::Image(i) => MediaBlock::Data(DataBlock::base64(i.data, i.mime_type)),
-        Content::Audio(a) => MediaBlock::Data(DataBlock::base64(a.data, a.mime_type)),
-        Content::Resource(r) => super::resources::resource_content(r.resource).block,
-        other => MediaBlock::Text(TextBlock::new(serde_json::to_string(&other).unwrap_or_default())),
+        Content::Text(t) => vec![MediaBlock::Text(TextBlock::new(t.text))],
+        Content::Image(i) => vec![data(i.data, i.mime_type, "an image")],
+        Content::Audio(a) => vec![data(a.data, a.mime_type, "audio")],
+        Content::Resource(r) => match r.resource {
+            ResourceContents::TextResourceContents { uri, text, .. } => vec![
+                MediaBlock::Text(TextBlock::new(format!("[resource {uri}]"))),
+                MediaBlock::Text(TextBlock::new(text)),
+            ],
+            ResourceContents::BlobResourceContents {
+                uri, mime_type, blob, ..
+            } => {
+                let media = mime_type.unwrap_or_else(|| "application/octet-stream".to_owned());
+                vec![data(blob, media, &format!("the resource {uri}"))]
+            }
+            other => vec![MediaBlock::Text(TextBlock::new(
+                serde_json::to_string(&other).unwrap_or_default(),
+            ))],
+        },
+        other => vec![MediaBlock::Text(TextBlock::new(
+            serde_json::to_string(&other).unwrap_or_default(),
+        ))],
     }
+}
+
+/// Whether the providers take data of this media type (see `content_block`).
+fn providers_take(media: &str) -> bool {
+    matches!(
+        media,
+        "image/png"
+            | "image/jpeg"
+            | "image/gif"
+            | "image/webp"
+            | "application/pdf"
+            | "audio/wav"
+            | "audio/x-wav"
+            | "audio/wave"
+            | "audio/mpeg"
+            | "audio/mp3"
+    )
 }
