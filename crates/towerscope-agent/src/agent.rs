@@ -329,14 +329,15 @@ impl Agent {
 
     /// Starts a reply whose caller reads the events `caller_reads`.
     fn start(&self, input: ReplyInput, schema: Option<Arc<StructuredSchema>>, caller_reads: EventKinds) -> ReplyStream {
-        // A tool's arguments are an object: a type whose values never are (a `Vec`, a number,
-        // a unit-variant enum) could never be given as valid arguments, and the reply would
-        // spend every round on it. A `$ref` or a `oneOf` of objects is taken.
+        // A tool's arguments are an object, and providers require its schema's root to be typed
+        // so: any other root (a `Vec`, a number, an enum's `oneOf`) could never be given as
+        // valid arguments (the reply would spend every round on it) or is refused by the
+        // provider. A newtype struct's root `$ref` was inlined by `schema_for`.
         if let Some(schema) = &schema
-            && !crate::structured::may_be_object(&schema.schema)
+            && !crate::structured::is_object_root(&schema.schema)
         {
             return ReplyStream::failed(AgentError::validation(format!(
-                "the structured output '{}' must be a JSON object (a struct, or a type wrapped in one): its schema allows no object",
+                "the structured output '{}' must be a JSON object (a struct, or a type wrapped in one): its schema's root is not typed \"object\"",
                 schema.name
             )));
         }

@@ -47,13 +47,13 @@ pub(crate) async fn interrupt(runtime: &Arc<Runtime>, ctx: &AgentContext, emit: 
 /// `TOOL_RESULT_START`): an allowed call is otherwise one that started. Kept in the reply's
 /// extensions; a call leaves it as it starts.
 #[derive(Debug, Default)]
-pub(crate) struct ConfirmedNotStarted(pub(crate) Vec<Id>);
+pub(crate) struct ConfirmedNotStarted(pub(crate) HashSet<Id>);
 
 impl ConfirmedNotStarted {
     /// Notes that the confirmed call `id` starts now.
     pub(crate) fn started(ctx: &AgentContext, id: &Id) {
         if let Some(waiting) = ctx.extensions().get_mut::<Self>() {
-            waiting.0.retain(|w| w != id);
+            waiting.0.remove(id);
         }
     }
 }
@@ -147,7 +147,7 @@ pub(crate) async fn confirm(
     }
     // Checked whole: the input is taken (the `on_reply` layers may record what it carried).
     ctx.insert(towerscope_core::ResumeApplied);
-    let confirmed: Vec<Id> = ev
+    let confirmed: HashSet<Id> = ev
         .confirm_results
         .iter()
         .filter(|r| r.confirmed)

@@ -68,60 +68,45 @@ pub fn schema_for<T: schemars::JsonSchema>() -> StructuredSchema {
     if let Value::Object(map) = &mut value {
         map.remove("$schema");
     }
+    inline_root_ref(&mut value);
     StructuredSchema {
         name: T::schema_name().into_owned(),
         schema: value,
     }
 }
-
-/// Whether a value of `schema` may be a JSON object, as a tool's arguments must be: its root
-/// typed `object`, or a `$ref`, `oneOf` or `anyOf` leading to one, or nothing that says
-/// otherwise. `false` for a `Vec`, a number, a unit-variant enum (strings, or `const`s).
-pub(crate) fn may_be_object(schema: &Value) -> bool {
-    may_be_object_in(schema, schema, 0)
+/// Whether `schema`'s root is typed `object`, as providers require of a tool's parameters
+/// (OpenAI and Anthropic refuse a root `$ref`, `oneOf` or `anyOf`).
+pub(crate) fn is_object_root(schema: &Value) -> bool {
+    match schema.get("type") {
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(types)) => types.iter().any(|t| t == "object"),
+        _ => false,
+    }
 }
 
-fn may_be_object_in(root: &Value, schema: &Value, depth: u32) -> bool {
-    // Past this many `$ref`s and branches nested, the schema is given the benefit of the doubt.
-    const MAX_DEPTH: u32 = 32;
-    let Value::Object(obj) = schema else {
-        return schema.as_bool().unwrap_or(true);
+/// A root that only refers to a definition (a newtype struct's `$ref`) becomes that definition,
+/// its `$defs` kept, so that its root is typed as the providers require.
+fn inline_root_ref(schema: &mut Value) {
+    let Some(root) = schema.as_object() else {
+        return;
     };
-    if depth > MAX_DEPTH {
-        return true;
+    if root.contains_key("type") {
+        return;
     }
-    if let Some(kind) = obj.get("type") {
-        let object = match kind {
-            Value::String(t) => t == "object",
-            Value::Array(types) => types.iter().any(|t| t == "object"),
-            _ => true,
-        };
-        if !object {
-            return false;
+    let Some(target) = root
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix('#'))
+        .and_then(|pointer| schema.pointer(pointer))
+        .and_then(Value::as_object)
+        .cloned()
+    else {
+        return;
+    };
+    if let Some(root) = schema.as_object_mut() {
+        root.remove("$ref");
+        for (key, value) in target {
+            root.entry(key).or_insert(value);
         }
     }
-    if let Some(value) = obj.get("const")
-        && !value.is_object()
-    {
-        return false;
-    }
-    if let Some(Value::Array(values)) = obj.get("enum")
-        && !values.iter().any(Value::is_object)
-    {
-        return false;
-    }
-    if let Some(Value::String(reference)) = obj.get("$ref")
-        && let Some(target) = reference.strip_prefix('#').and_then(|pointer| root.pointer(pointer))
-        && !may_be_object_in(root, target, depth + 1)
-    {
-        return false;
-    }
-    for key in ["oneOf", "anyOf"] {
-        if let Some(Value::Array(branches)) = obj.get(key)
-            && !branches.iter().any(|b| may_be_object_in(root, b, depth + 1))
-        {
-            return false;
-        }
-    }
-    true
 }

@@ -64,13 +64,17 @@ impl<'s> Validator<'_, 's> {
         } else {
             ("greater than the maximum", range.1, "maximum")
         };
-        let own_is_tighter = obj.get(own).and_then(Value::as_f64).is_some_and(|bound| {
-            if below {
-                bound >= limit as f64
-            } else {
-                bound <= limit as f64
-            }
-        });
+        // Only for a whole number: a float near the type's edge rounds, in `f64`, to the edge
+        // (2^64 to `u64::MAX`), so the schema's own bound could let it through.
+        let whole = n.is_i64() || n.is_u64();
+        let own_is_tighter = whole
+            && obj.get(own).and_then(Value::as_f64).is_some_and(|bound| {
+                if below {
+                    bound >= limit as f64
+                } else {
+                    bound <= limit as f64
+                }
+            });
         if !own_is_tighter {
             self.error(path, || format!("{n} is {what} of {limit} ({format})"));
         }

@@ -506,6 +506,9 @@ fn integer_formats_bound_their_values() {
         )
         .is_err()
     );
+    // Nor past a schema's own bound at the type's edge, which the float rounds to.
+    let own_edge = json!({"format": "uint64", "maximum": 18_446_744_073_709_551_615u64});
+    assert!(validate(&json!(18_446_744_073_709_551_616.0), &own_edge).is_err());
     assert!(validate(&json!(5.0), &json!({"format": "uint8"})).is_ok());
     // A fraction is `type`'s to refuse, with its message.
     assert_eq!(
