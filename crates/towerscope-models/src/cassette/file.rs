@@ -132,13 +132,24 @@ pub(crate) fn read(path: &Path) -> Result<Vec<Interaction>, AgentError> {
         ))
     })?;
     let mut building: BTreeMap<u32, (Option<RecordedRequest>, Option<Outcome>)> = BTreeMap::new();
+    let lines = text.lines().count();
     for (index, raw) in text.lines().enumerate() {
         if raw.trim().is_empty() {
             continue;
         }
         let bad =
             |why: String| AgentError::validation(format!("cassette {} line {}: {why}", path.display(), index + 1));
-        let line: Line = serde_json::from_str(raw).map_err(|e| bad(e.to_string()))?;
+        let line: Line = serde_json::from_str(raw).map_err(|e| {
+            // A last line that ends mid-value, without its line break: a write cut short.
+            if e.is_eof() && index + 1 == lines && !text.ends_with('\n') {
+                bad(format!(
+                    "{e}; the last line is cut short (a recording interrupted mid-write, a full disk?): remove \
+                     it and the other lines of its interaction (its \"n\"), or record the cassette again"
+                ))
+            } else {
+                bad(e.to_string())
+            }
+        })?;
         let (request, outcome) = building.entry(line.n).or_default();
         // Two interactions numbered alike (two recorders on one file, a hand edit) would
         // silently lose one: refused.
@@ -300,6 +311,11 @@ mod tests {
         assert!(text.contains(r#"{"n":1,"chunk_hex":"646174613a20c3"}"#), "{text}");
         assert!(text.contains(r#"{"n":1,"chunk":"data: [DONE]\n\n"}"#), "{text}");
         assert_eq!(read(&path).unwrap(), vec![streamed, failed]);
+        // A recording cut mid-write says so.
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, &text[..text.len() - 10]).unwrap();
+        let err = read(&path).unwrap_err().to_string();
+        assert!(err.contains("the last line is cut short"), "{err}");
         std::fs::write(&path, "{\"n\":1,\"chunk\":\"x\"}\n").unwrap();
         let err = read(&path).unwrap_err().to_string();
         assert!(err.contains("line 1") && err.contains("before its response"), "{err}");
