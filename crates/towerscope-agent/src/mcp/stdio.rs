@@ -14,7 +14,7 @@ use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
-use tokio::io::{AsyncRead, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 /// How long a server whose stdin was closed may take to exit before it is killed (as the MCP
@@ -98,25 +98,92 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineBound<R> {
     }
 }
 
+/// The server's stdin, failing a write or flush that makes no progress for `limit` (the server
+/// stopped reading and its input pipe is full), and every one after it.
+struct StallBound<W> {
+    inner: W,
+    limit: Option<Duration>,
+    /// Since when the pending write has made no progress.
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// A write stalled for `limit`: the server stopped reading.
+    stuck: Arc<AtomicBool>,
+}
+
+impl<W> StallBound<W> {
+    fn new(inner: W, limit: Option<Duration>, stuck: Arc<AtomicBool>) -> Self {
+        Self {
+            inner,
+            limit,
+            stalled: None,
+            stuck,
+        }
+    }
+
+    /// `poll` of the inner writer, bounded: progress (or an error) clears the wait; pending,
+    /// the wait starts or goes on, and past `limit` the write fails.
+    fn bounded<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        poll: impl FnOnce(&mut W, &mut Context<'_>) -> Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        if self.stuck.load(Ordering::Acquire) {
+            return Poll::Ready(Err(stopped_reading()));
+        }
+        match poll(&mut self.inner, cx) {
+            Poll::Ready(done) => {
+                self.stalled = None;
+                Poll::Ready(done)
+            }
+            Poll::Pending => {
+                let Some(limit) = self.limit else {
+                    return Poll::Pending;
+                };
+                let stalled = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+                match stalled.as_mut().poll(cx) {
+                    Poll::Ready(()) => {
+                        self.stalled = None;
+                        self.stuck.store(true, Ordering::Release);
+                        Poll::Ready(Err(stopped_reading()))
+                    }
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for StallBound<W> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.get_mut().bounded(cx, |w, cx| Pin::new(w).poll_write(cx, buf))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().bounded(cx, |w, cx| Pin::new(w).poll_flush(cx))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
 /// The transport of a stdio server: the SDK's line transport over the process's stdin and its
 /// bounded stdout, holding the process (killed if the transport is dropped unclosed).
 pub(super) struct StdioTransport {
-    lines: AsyncRwTransport<RoleClient, LineBound<ChildStdout>, ChildStdin>,
+    lines: AsyncRwTransport<RoleClient, LineBound<ChildStdout>, StallBound<ChildStdin>>,
     process: Option<Child>,
-    /// How long one message may take to write (`None`: unbounded).
-    write_timeout: Option<Duration>,
-    /// A write timed out: the server stopped reading, and its input may end in part of a
+    /// A write stalled: the server stopped reading, and its input may end in part of a
     /// message, so nothing more is sent.
     stuck: Arc<AtomicBool>,
 }
 
 impl StdioTransport {
     /// Starts `command` with its stdin and stdout piped (its stderr is the agent's), reading
-    /// lines of at most `max` bytes; `overflow` is raised when one is longer. A message not
-    /// written within `write_timeout` (the server stopped reading, and its input pipe is full)
+    /// lines of at most `max` bytes; `overflow` is raised when one is longer. A write that makes
+    /// no progress for `write_timeout` (the server stopped reading, and its input pipe is full)
     /// fails, and so does every later one: the SDK holds its writer while a write waits, so a
-    /// write that never ends held back every later request, the cancel of a timed-out call
-    /// (which then never failed), and the close (so the process was never killed).
+    /// write that never ended held back every later request, the cancel of a timed-out call
+    /// (which then never failed), and the close (so the process was never killed). A server
+    /// that reads slowly but steadily is never cut off: only a stall counts.
     pub(super) fn spawn(
         mut command: tokio::process::Command,
         max: usize,
@@ -133,11 +200,12 @@ impl StdioTransport {
         let (Some(stdout), Some(stdin)) = (process.stdout.take(), process.stdin.take()) else {
             return Err(io::Error::other("the server's stdin and stdout were not piped"));
         };
+        let stuck = Arc::<AtomicBool>::default();
+        let stdin = StallBound::new(stdin, write_timeout, Arc::clone(&stuck));
         Ok(Self {
             lines: AsyncRwTransport::new(LineBound::new(stdout, max, overflow), stdin),
             process: Some(process),
-            write_timeout,
-            stuck: Arc::default(),
+            stuck,
         })
     }
 }
@@ -149,23 +217,11 @@ impl Transport<RoleClient> for StdioTransport {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
-        let stuck = Arc::clone(&self.stuck);
-        let refused = stuck.load(Ordering::Acquire);
-        let send = (!refused).then(|| self.lines.send(item));
-        let limit = self.write_timeout;
+        let send = (!self.stuck.load(Ordering::Acquire)).then(|| self.lines.send(item));
         async move {
-            let Some(send) = send else {
-                return Err(stopped_reading());
-            };
-            let Some(limit) = limit else {
-                return send.await;
-            };
-            match tokio::time::timeout(limit, send).await {
-                Ok(sent) => sent,
-                Err(_) => {
-                    stuck.store(true, Ordering::Release);
-                    Err(stopped_reading())
-                }
+            match send {
+                Some(send) => send.await,
+                None => Err(stopped_reading()),
             }
         }
     }
@@ -203,9 +259,39 @@ fn stopped_reading() -> io::Error {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use tokio::io::{AsyncBufReadExt, BufReader};
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
     use super::*;
+
+    /// A reader that takes 64 bytes every 50 ms never trips a 100 ms bound, however long the
+    /// whole write takes; one that reads nothing fails the write after 100 ms, and every write
+    /// after it at once.
+    #[tokio::test(start_paused = true)]
+    async fn only_a_stalled_write_fails() {
+        let limit = Some(Duration::from_millis(100));
+        let (writer, mut reader) = tokio::io::duplex(64);
+        let slow = tokio::spawn(async move {
+            let mut got = 0;
+            let mut buf = [0u8; 64];
+            while let Ok(n @ 1..) = reader.read(&mut buf).await {
+                got += n;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            got
+        });
+        let mut bounded = StallBound::new(writer, limit, Arc::default());
+        bounded.write_all(&[b'x'; 4096]).await.unwrap();
+        drop(bounded);
+        assert_eq!(slow.await.unwrap(), 4096);
+
+        let (writer, _reader) = tokio::io::duplex(64);
+        let stuck = Arc::<AtomicBool>::default();
+        let mut bounded = StallBound::new(writer, limit, Arc::clone(&stuck));
+        let err = bounded.write_all(&[b'x'; 4096]).await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+        assert!(stuck.load(Ordering::Acquire));
+        assert!(bounded.write_all(b"x").await.is_err(), "nothing more is sent");
+    }
 
     /// Lines up to the limit pass, whole (a line split over many reads counts from its
     /// start); the first longer one fails the read and raises the flag.
