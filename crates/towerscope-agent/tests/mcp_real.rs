@@ -15,7 +15,7 @@ use towerscope_agent::mcp::{McpClient, McpServer};
 use towerscope_agent::toolkit::Toolkit;
 use towerscope_agent::{Agent, HintConfig};
 use towerscope_core::{
-    AgentEvent, ContentBlock, DataSource, MediaBlock, Msg, PermissionMode, Role, ToolResultBlock, ToolResultState,
+    AgentEvent, ContentBlock, MediaBlock, Msg, PermissionMode, Role, ToolResultBlock, ToolResultState,
 };
 use towerscope_models::{ScriptedModel, ScriptedResponse};
 
@@ -127,22 +127,24 @@ async fn everything_resources_templates_and_prompts() {
         Some("What's weather in Paris, Texas?")
     );
 
-    // A prompt embedding a binary resource: its second message is a data block.
+    // A prompt embedding a binary resource of type text/plain: its second message is the
+    // resource named, then its text (as data, no provider would take it).
     let embedded = client
         .get_prompt("resource-prompt", [("resourceType", "Blob"), ("resourceId", "2")])
         .await
         .unwrap();
     assert_eq!(embedded.messages.len(), 2);
-    match &embedded.messages[1].content[0] {
-        ContentBlock::Data(d) => match &d.source {
-            DataSource::Base64 { media_type, data } => {
-                assert_eq!(media_type, "text/plain");
-                assert!(data.starts_with("UmVzb3VyY2UgMjo"), "base64 of 'Resource 2:': {data}");
-            }
+    let texts: Vec<&str> = embedded.messages[1]
+        .content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::Text(t) => t.text.as_str(),
             other => panic!("{other:?}"),
-        },
-        other => panic!("{other:?}"),
-    }
+        })
+        .collect();
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(texts[0].starts_with("[resource demo://resource/"), "{texts:?}");
+    assert!(texts[1].starts_with("Resource 2:"), "{texts:?}");
 }
 
 #[tokio::test]

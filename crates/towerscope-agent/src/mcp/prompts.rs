@@ -2,14 +2,12 @@
 //! renders one into towerscope messages.
 
 use rmcp::model::{
-    ClientRequest, ContentBlock as McpContent, GetPromptRequest, GetPromptRequestParams, ListPromptsRequest,
-    Role as McpRole, ServerResult,
+    ClientRequest, GetPromptRequest, GetPromptRequestParams, ListPromptsRequest, Role as McpRole, ServerResult,
 };
 use serde_json::{Map, Value};
-use towerscope_core::{AgentError, ContentBlock, DataBlock, Msg, Role, TextBlock};
+use towerscope_core::{AgentError, ContentBlock, Msg, Role};
 
 use super::McpClient;
-use super::resources::resource_content;
 
 /// A prompt template a server offers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,7 +118,11 @@ impl McpClient {
                     McpRole::User => Role::User,
                     McpRole::Assistant => Role::Assistant,
                 };
-                Msg::new(speaker, role, vec![content_block(m.content)]).map_err(|e| {
+                let content = super::tool::content_block(m.content)
+                    .into_iter()
+                    .map(ContentBlock::from)
+                    .collect();
+                Msg::new(speaker, role, content).map_err(|e| {
                     AgentError::State(format!(
                         "MCP server '{speaker}': the prompt '{name}' holds a message towerscope cannot take: {e}"
                     ))
@@ -131,18 +133,5 @@ impl McpClient {
             description: rendered.description,
             messages,
         })
-    }
-}
-
-fn content_block(content: McpContent) -> ContentBlock {
-    match content {
-        McpContent::Text(t) => TextBlock::new(t.text).into(),
-        McpContent::Image(i) => DataBlock::base64(i.data, i.mime_type).into(),
-        McpContent::Audio(a) => DataBlock::base64(a.data, a.mime_type).into(),
-        McpContent::Resource(r) => match resource_content(r.resource).block {
-            towerscope_core::MediaBlock::Text(t) => t.into(),
-            towerscope_core::MediaBlock::Data(d) => d.into(),
-        },
-        other => TextBlock::new(serde_json::to_string(&other).unwrap_or_default()).into(),
     }
 }

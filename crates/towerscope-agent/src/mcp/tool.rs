@@ -6,7 +6,7 @@ use futures_util::future::{Either, select};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use towerscope_core::tool::MCP_PROGRESS_KEY;
-use towerscope_core::{DataBlock, MediaBlock, TextBlock, ToolChunk, ToolResultState};
+use towerscope_core::{DataBlock, DataSource, MediaBlock, TextBlock, ToolChunk, ToolResultState};
 
 use super::McpClient;
 use crate::generator::Generator;
@@ -149,16 +149,17 @@ impl Tool for McpTool {
     }
 }
 
-/// One content block of a result: text as text; images, audio and embedded resources as data
-/// when a provider takes their type (PNG, JPEG, GIF, WebP, PDF, WAV, MP3), as a line naming
-/// them otherwise (stored in the conversation, data no provider takes would fail every later
+/// One content block of a result (or of a prompt's message): text as text; images, audio and
+/// embedded resources as data when a provider takes their type
+/// ([`DataSource::providers_take`]), as their text when they are text sent as bytes, as a line
+/// naming them otherwise (stored in the conversation, data no provider takes would fail every later
 /// model call); an embedded text resource as its text after a line naming it; anything else (a
 /// resource link) as its JSON. Before, an embedded resource reached the model as its JSON,
 /// base64 and all.
-fn content_block(content: rmcp::model::ContentBlock) -> Vec<MediaBlock> {
+pub(super) fn content_block(content: rmcp::model::ContentBlock) -> Vec<MediaBlock> {
     use rmcp::model::{ContentBlock as Content, ResourceContents};
     let data = |data: String, media: String, what: &str| {
-        if providers_take(&media) {
+        if DataSource::providers_take(&media) {
             MediaBlock::Data(DataBlock::base64(data, media))
         } else {
             MediaBlock::Text(TextBlock::new(format!(
@@ -180,7 +181,22 @@ fn content_block(content: rmcp::model::ContentBlock) -> Vec<MediaBlock> {
                 uri, mime_type, blob, ..
             } => {
                 let media = mime_type.unwrap_or_else(|| "application/octet-stream".to_owned());
-                vec![data(blob, media, &format!("the resource {uri}"))]
+                // A text file sent as bytes is read as its text, as another agent's files are.
+                let source = || DataSource::Base64 {
+                    data: blob.clone(),
+                    media_type: media.clone(),
+                };
+                let text = DataSource::is_text_type(&media)
+                    .then(|| source().decode_bytes())
+                    .flatten()
+                    .and_then(|bytes| String::from_utf8(bytes).ok());
+                match text {
+                    Some(text) => vec![
+                        MediaBlock::Text(TextBlock::new(format!("[resource {uri}]"))),
+                        MediaBlock::Text(TextBlock::new(text)),
+                    ],
+                    None => vec![data(blob, media, &format!("the resource {uri}"))],
+                }
             }
             other => vec![MediaBlock::Text(TextBlock::new(
                 serde_json::to_string(&other).unwrap_or_default(),
@@ -190,21 +206,4 @@ fn content_block(content: rmcp::model::ContentBlock) -> Vec<MediaBlock> {
             serde_json::to_string(&other).unwrap_or_default(),
         ))],
     }
-}
-
-/// Whether the providers take data of this media type (see `content_block`).
-fn providers_take(media: &str) -> bool {
-    matches!(
-        media,
-        "image/png"
-            | "image/jpeg"
-            | "image/gif"
-            | "image/webp"
-            | "application/pdf"
-            | "audio/wav"
-            | "audio/x-wav"
-            | "audio/wave"
-            | "audio/mpeg"
-            | "audio/mp3"
-    )
 }

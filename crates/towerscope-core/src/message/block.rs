@@ -145,6 +145,44 @@ impl DataSource {
             Self::Base64 { media_type, .. } | Self::Url { media_type, .. } => media_type,
         }
     }
+
+    /// Whether a model provider takes data of `media_type`: images, PDF, and WAV or MP3 audio
+    /// (the OpenAI-compatible and Anthropic formatters refuse any other data block, and a
+    /// refused block stored in a conversation fails every later model call). What reads data
+    /// from outside (an MCP result, another agent's files) names other data in a line instead.
+    ///
+    /// ```
+    /// use towerscope_core::DataSource;
+    ///
+    /// assert!(DataSource::providers_take("image/png") && DataSource::providers_take("audio/mpeg"));
+    /// assert!(!DataSource::providers_take("application/zip"));
+    /// ```
+    pub fn providers_take(media_type: &str) -> bool {
+        media_type.starts_with("image/")
+            || matches!(
+                media_type,
+                "application/pdf" | "audio/wav" | "audio/x-wav" | "audio/wave" | "audio/mpeg" | "audio/mp3"
+            )
+    }
+
+    /// Whether `media_type` is text a model reads as text (`text/*`, JSON, XML, YAML): a file of
+    /// it from outside is given to the model as its text.
+    ///
+    /// ```
+    /// use towerscope_core::DataSource;
+    ///
+    /// assert!(DataSource::is_text_type("text/csv") && DataSource::is_text_type("application/ld+json"));
+    /// assert!(!DataSource::is_text_type("image/png"));
+    /// ```
+    pub fn is_text_type(media_type: &str) -> bool {
+        media_type.starts_with("text/")
+            || matches!(
+                media_type,
+                "application/json" | "application/xml" | "application/yaml" | "application/x-yaml"
+            )
+            || media_type.ends_with("+json")
+            || media_type.ends_with("+xml")
+    }
 }
 
 /// Binary content (image, audio, video, a file), replacing the 1.x image/audio/video blocks; the

@@ -172,7 +172,7 @@ impl Part {
     /// Inline bytes of `media_type` as a block: text files as text, images, PDF, WAV and MP3 as
     /// data.
     fn inline_block(media_type: &str, bytes: Vec<u8>, name: Option<String>) -> Result<ContentBlock, FileError> {
-        if is_text(media_type) {
+        if DataSource::is_text_type(media_type) {
             let text = String::from_utf8(bytes).map_err(|_| FileError::Invalid("a text file that is not UTF-8"))?;
             let text = match &name {
                 Some(name) => format!("{name}:\n{text}"),
@@ -180,12 +180,7 @@ impl Part {
             };
             return Ok(ContentBlock::Text(TextBlock::new(text)));
         }
-        let takes = media_type.starts_with("image/")
-            || matches!(
-                media_type,
-                "application/pdf" | "audio/wav" | "audio/x-wav" | "audio/wave" | "audio/mpeg" | "audio/mp3"
-            );
-        if !takes {
+        if !DataSource::providers_take(media_type) {
             return Err(FileError::Unsupported(media_type.to_owned()));
         }
         let mut block = DataBlock::new(DataSource::inline(&bytes, media_type));
@@ -227,17 +222,6 @@ use FileSource::{Inline, Remote};
 fn web_url(url: &str) -> bool {
     let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
     matches!(scheme.as_deref(), Some("http" | "https"))
-}
-
-/// Text media: read as text (`text/*`, JSON, XML, YAML).
-fn is_text(media_type: &str) -> bool {
-    media_type.starts_with("text/")
-        || matches!(
-            media_type,
-            "application/json" | "application/xml" | "application/yaml" | "application/x-yaml"
-        )
-        || media_type.ends_with("+json")
-        || media_type.ends_with("+xml")
 }
 
 /// Base64 in the standard or URL-safe alphabet, padded or not (JSON encoders of bytes write
