@@ -19,6 +19,19 @@ struct Report {
 
 const TOOL: &str = structured::TOOL_NAME;
 
+/// The text of the result of call `id` that the model's request `n` carried.
+fn result_text(model: &ScriptedModel, n: usize, id: &str) -> String {
+    model.requests()[n]
+        .messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .find_map(|b| match b {
+            ContentBlock::ToolResult(r) if r.id == id => r.output.text_content(),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("request {n} carries no result of {id}"))
+}
+
 #[tokio::test]
 async fn accepted_output_ends_the_reply_with_a_typed_value() {
     let model = ScriptedModel::new(
@@ -79,16 +92,7 @@ async fn rejected_output_goes_back_to_the_model_then_accepted() {
         .await
         .unwrap();
     assert_eq!(report.celsius, 21);
-    let second = &model.requests()[1];
-    let error = second
-        .messages
-        .iter()
-        .flat_map(|m| m.content.iter())
-        .find_map(|b| match b {
-            ContentBlock::ToolResult(r) if r.id == "s1" => r.output.text_content(),
-            _ => None,
-        })
-        .unwrap();
+    let error = result_text(&model, 1, "s1");
     assert_eq!(
         error,
         "Input validation failed for tool 'GenerateStructuredOutput': 'celsius' is a required property (at $)"
@@ -123,15 +127,7 @@ async fn an_integer_out_of_its_types_range_goes_back_to_the_model() {
             .await
             .unwrap();
         assert_eq!(report.celsius, 21);
-        let error = model.requests()[1]
-            .messages
-            .iter()
-            .flat_map(|m| m.content.iter())
-            .find_map(|b| match b {
-                ContentBlock::ToolResult(r) if r.id == "s1" => r.output.text_content(),
-                _ => None,
-            })
-            .unwrap();
+        let error = result_text(&model, 1, "s1");
         assert_eq!(
             error,
             format!("Input validation failed for tool 'GenerateStructuredOutput': {expected}")
