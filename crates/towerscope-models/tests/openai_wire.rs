@@ -672,7 +672,16 @@ async fn calls_a_server_gives_one_index_or_none_are_one_call_per_id() {
     };
     /// What a case is called, the chunks it sends, and the (id, arguments) of the calls.
     type Case<'a> = (&'a str, Vec<String>, &'a [(&'a str, &'a str)]);
-    let cases: [Case<'_>; 3] = [
+    let cases: [Case<'_>; 4] = [
+        (
+            // A second call here would run a tool the model asked for once.
+            "the call's id and name again after its arguments",
+            vec![
+                delta(Some("c"), Some("read"), r#"{"p": "a"}"#),
+                delta(Some("c"), Some("read"), ""),
+            ],
+            &[("c", r#"{"p": "a"}"#)],
+        ),
         (
             "a proxy naming every chunk under an id of its own",
             vec![

@@ -100,7 +100,8 @@ impl Answer {
             // A delta continues the latest call of its index unless it starts another: some
             // servers give every call index 0, or none, and some proxies give every chunk an id
             // of its own. Another call starts once the open call's arguments are complete, with
-            // a name or new arguments, or before its arguments, with a name and another id. A
+            // new arguments or a name under another id (a server may repeat the call's id and
+            // name after its arguments), or before its arguments, with a name and another id. A
             // whole message lists whole calls.
             let open = if whole {
                 None
@@ -110,8 +111,9 @@ impl Answer {
             let named = function.is_some_and(|f| f.name.as_deref().is_some_and(|n| !n.is_empty()));
             let continues = open.filter(|&at| {
                 let call = &self.calls[at];
+                let renamed = named && wire_id.is_none_or(|id| call.id != *id);
                 let another = if call.scan.is_started() {
-                    call.scan.is_complete() && named || call.scan.starts_another(fragment)
+                    call.scan.is_complete() && renamed || call.scan.starts_another(fragment)
                 } else {
                     named && wire_id.is_some_and(|id| call.id != *id)
                 };
