@@ -350,7 +350,8 @@ async fn a_500_is_retried_and_a_bad_key_is_not() {
     assert_eq!(server.requests().len(), 2);
 
     let server = MockServer::start(vec![
-        Reply::json(401, r#"{"error": {"message": "Incorrect API key provided: sk-test-****cret.", "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}}"#)
+        // The whole key echoed, as some proxies do.
+        Reply::json(401, &format!(r#"{{"error": {{"message": "Incorrect API key provided: {KEY}.", "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}}}}"#))
             .header("x-request-id", "req_401"),
     ])
     .await;
@@ -366,7 +367,7 @@ async fn a_500_is_retried_and_a_bad_key_is_not() {
     let text = err.to_string();
     assert!(
         text.contains("HTTP 401 from http://127.0.0.1:")
-            && text.contains("/v1/chat/completions: invalid_request_error: Incorrect API key provided")
+            && text.contains("/v1/chat/completions: invalid_request_error: Incorrect API key provided: ***.")
             && text.contains("code invalid_api_key, request id req_401"),
         "{text}"
     );
@@ -798,6 +799,33 @@ fn a_base_url_with_credentials_is_refused_without_showing_them() {
         .build()
         .unwrap_err();
     assert!(!err.to_string().contains("s3cret"), "{err}");
+}
+
+#[tokio::test]
+async fn a_connection_error_names_the_endpoint_without_the_urls_query() {
+    // A gateway's key in the query (`?subscription-key=`): reqwest's error quotes the URL.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let model = OpenAiChatModel::builder("gpt-4o")
+        .base_url(format!("http://127.0.0.1:{port}/v1?subscription-key=TOPSECRET"))
+        .api_key(KEY)
+        .from_env(false)
+        .build()
+        .unwrap();
+    let err = agent(model).reply(Msg::user("user", "Hi")).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!(
+            "could not connect to http://127.0.0.1:{port}/v1/chat/completions"
+        )),
+        "{text}"
+    );
+    assert!(
+        !text.contains("TOPSECRET") && !format!("{err:?}").contains("TOPSECRET"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

@@ -299,6 +299,11 @@ pub(crate) fn transport_error(
         message.push_str(&inner.to_string());
         source = inner.source();
     }
+    // reqwest quotes the whole URL, query (a key, on some gateways) included: the endpoint
+    // stands for it.
+    if let Some(url) = reqwest_err.and_then(reqwest::Error::url) {
+        message = message.replace(url.as_str(), call.endpoint);
+    }
     if streaming {
         AgentError::Stream(format!(
             "the {} response stream of {} broke: {message}",

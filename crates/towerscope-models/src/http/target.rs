@@ -155,10 +155,28 @@ impl HttpTarget {
         }
         let headers = response.headers().clone();
         let body = self.read_capped(response).await;
-        Err(
-            ProviderError::from_body(&self.provider, Some(status.as_u16()), Some(&headers), &body)
-                .into_agent_error(&self.model, &self.endpoint),
-        )
+        let mut error = ProviderError::from_body(&self.provider, Some(status.as_u16()), Some(&headers), &body);
+        // A proxy may echo the key it refused.
+        for text in [Some(&mut error.message), error.kind.as_mut(), error.code.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            self.hide_credentials(text);
+        }
+        Err(error.into_agent_error(&self.model, &self.endpoint))
+    }
+
+    /// Replaces in `text` the credentials this target sends (its sensitive headers' values, a
+    /// bearer token without its scheme) with `***`.
+    fn hide_credentials(&self, text: &mut String) {
+        for value in self.headers.values().filter(|v| v.is_sensitive()) {
+            let Ok(value) = value.to_str() else { continue };
+            let secret = value.strip_prefix("Bearer ").unwrap_or(value).trim();
+            // A short value (a scheme alone) would hide ordinary words.
+            if secret.len() >= 8 && text.contains(secret) {
+                *text = text.replace(secret, "***");
+            }
+        }
     }
 
     /// The whole body of a successful response, at most
