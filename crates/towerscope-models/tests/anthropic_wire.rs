@@ -289,8 +289,22 @@ async fn a_stream_cut_before_message_stop() {
         .unwrap_err();
     assert!(matches!(err, AgentError::Stream(_)) && err.is_retryable(), "{err:?}");
     assert!(
-        err.to_string().contains("ended without its message_stop event"),
+        err.to_string()
+            .contains("ended without its message_stop event, before its stop reason"),
         "{err}"
+    );
+
+    // Cut after the stop reason, only `message_stop` missing: the message is whole.
+    let cut = ANSWER.find("event: message_stop").unwrap();
+    let server = MockServer::start(vec![Reply::sse(vec![ANSWER.as_bytes()[..cut].to_vec()]).until_close()]).await;
+    let msg = agent(builder(&server).build().unwrap())
+        .reply(Msg::user("u", "Hi"))
+        .await
+        .unwrap();
+    assert!(msg.text_content().is_some_and(|t| !t.is_empty()), "{msg:?}");
+    assert_eq!(
+        msg.finished_reason,
+        Some(towerscope_core::ReplyFinishedReason::Completed)
     );
 }
 

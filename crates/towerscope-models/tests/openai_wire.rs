@@ -455,21 +455,38 @@ async fn a_connection_cut_mid_stream_is_retried() {
 }
 
 #[tokio::test]
-async fn a_stream_that_ends_before_done_is_an_error_in_the_stream() {
-    let without_done = ANSWER.replace("data: [DONE]\n\n", "");
-    let server = MockServer::start(vec![Reply::sse(vec![without_done.into_bytes()]).until_close()]).await;
+async fn a_stream_that_ends_before_its_finish_reason_is_an_error_and_one_without_done_is_whole() {
+    // Cut mid-answer, the connection closed cleanly: the chunks so far, then an error.
+    let cut = ANSWER
+        .find(r#""finish_reason":"stop""#)
+        .and_then(|at| ANSWER[..at].rfind("data: "))
+        .unwrap();
+    let server = MockServer::start(vec![Reply::sse(vec![ANSWER.as_bytes()[..cut].to_vec()]).until_close()]).await;
     let reply = collect(agent(model(&server)).reply_stream(Msg::user("user", "Hi"))).await;
     let err = reply.error.as_ref().unwrap();
     assert!(matches!(err, AgentError::Stream(_)) && err.is_retryable(), "{err:?}");
     assert!(
-        err.to_string()
-            .contains("ended after its finish reason without its last event ([DONE])"),
+        err.to_string().contains("ended mid-answer, before its finish reason"),
         "{err}"
     );
     assert!(
         reply.lines().contains(&"TEXT_BLOCK_DELTA Paris is sunny".to_owned()),
         "the chunks before the end were delivered"
     );
+
+    // Whole but for `[DONE]`: without it, or with its blank line missing at the end of the body
+    // (the official SDKs read both as the end).
+    for ending in ["", "data: [DONE]\n"] {
+        let body = ANSWER.replace("data: [DONE]\n\n", ending);
+        let server = MockServer::start(vec![Reply::sse(vec![body.into_bytes()]).until_close()]).await;
+        let msg = agent(model(&server)).reply(Msg::user("user", "Hi")).await.unwrap();
+        assert_eq!(
+            msg.text_content().as_deref(),
+            Some("Paris is sunny (21 °C); London has drizzle (14 °C)."),
+            "{ending:?}"
+        );
+        assert_eq!(msg.usage.map(|u| u.input_tokens), Some(190), "{ending:?}");
+    }
 }
 
 #[tokio::test]

@@ -316,6 +316,8 @@ pub(crate) struct AnthropicStream {
     names: Names,
     started: Instant,
     answer: Answer,
+    /// Whether a `message_delta` named why the message stopped.
+    stopped: bool,
 }
 
 impl AnthropicStream {
@@ -325,6 +327,7 @@ impl AnthropicStream {
             names,
             started,
             answer: Answer::default(),
+            stopped: false,
         }
     }
 }
@@ -356,6 +359,7 @@ impl StreamDecoder for AnthropicStream {
                 if let Some(delta) = &wire.delta {
                     if let Some(reason) = &delta.stop_reason {
                         self.answer.stop_reason = Some(reason.clone().into_owned());
+                        self.stopped = true;
                     }
                     if let Some(sequence) = &delta.stop_sequence {
                         self.answer.stop_sequence = Some(sequence.clone().into_owned());
@@ -381,11 +385,17 @@ impl StreamDecoder for AnthropicStream {
         })
     }
 
-    fn ended_early(&mut self) -> AgentError {
-        AgentError::Stream(format!(
-            "the {} stream of {} ended without its message_stop event; the connection was probably cut",
+    fn ended(&mut self) -> Result<ChatResponse, AgentError> {
+        if self.stopped {
+            // Whole but for `message_stop`: its `message_delta` named why it stopped.
+            let answer = std::mem::take(&mut self.answer);
+            return Ok(answer.finish(self.started));
+        }
+        Err(AgentError::Stream(format!(
+            "the {} stream of {} ended without its message_stop event, before its stop reason; the connection was \
+             probably cut",
             self.names.provider, self.names.endpoint
-        ))
+        )))
     }
 }
 

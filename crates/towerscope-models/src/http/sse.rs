@@ -25,8 +25,10 @@ pub(crate) trait StreamDecoder {
     /// One event: its name (`message` when the server gave none) and data.
     fn event(&mut self, name: &str, data: &str) -> Result<Step, AgentError>;
 
-    /// The body ended before [`Step::Final`]: the error to report.
-    fn ended_early(&mut self) -> AgentError;
+    /// The body ended cleanly (no transport error) before [`Step::Final`]: the final response
+    /// when the answer is whole (the server named why it stopped, and only its closing event
+    /// is missing, which the providers' own SDKs do not require), else the error to report.
+    fn ended(&mut self) -> Result<ChatResponse, AgentError>;
 }
 
 pin_project! {
@@ -80,7 +82,7 @@ where
                 },
                 Some(Err(SseStreamError::Transport(err))) => Err(err),
                 Some(Err(SseStreamError::Sse(err))) => Err(AgentError::decode("the SSE stream", err)),
-                None => Err(this.decoder.ended_early()),
+                None => this.decoder.ended(),
             };
             *this.done = true;
             return Poll::Ready(Some(result));
@@ -108,8 +110,8 @@ mod tests {
             }
         }
 
-        fn ended_early(&mut self) -> AgentError {
-            AgentError::Stream("ended early".into())
+        fn ended(&mut self) -> Result<ChatResponse, AgentError> {
+            Err(AgentError::Stream("ended early".into()))
         }
     }
 

@@ -271,16 +271,17 @@ impl StreamDecoder for OpenAiStream {
         })
     }
 
-    fn ended_early(&mut self) -> AgentError {
-        let seen = if self.answer.finish_reason.is_some() {
-            "after its finish reason"
-        } else {
-            "mid-answer"
-        };
-        AgentError::Stream(format!(
-            "the {} stream of {} ended {seen} without its last event ([DONE]); the connection was probably cut",
+    fn ended(&mut self) -> Result<ChatResponse, AgentError> {
+        if self.answer.finish_reason.is_some() {
+            // Whole but for `[DONE]` (a server that never sends it, or a last line without its
+            // blank line); a usage chunk that was to follow is lost.
+            let answer = std::mem::take(&mut self.answer);
+            return Ok(answer.finish(self.started));
+        }
+        Err(AgentError::Stream(format!(
+            "the {} stream of {} ended mid-answer, before its finish reason; the connection was probably cut",
             self.names.provider, self.names.endpoint
-        ))
+        )))
     }
 }
 
