@@ -75,6 +75,7 @@ async fn the_sdk_client_sends_streams_answers_input_and_cancels() {
         ("STREAM_FIRST", "task"),
         ("STREAM_STATES", "TASK_STATE_WORKING,TASK_STATE_COMPLETED"),
         ("STREAM_TEXT", "Still here, same session."),
+        ("STREAM_ASSEMBLED", "Still here, same session."),
         ("CONFIRM_STATE", "TASK_STATE_INPUT_REQUIRED"),
         ("CONFIRM_AFTER", "TASK_STATE_COMPLETED"),
         ("CONFIRM_SAME_TASK", "True"),

@@ -96,10 +96,15 @@ async fn a_stream_sends_the_task_working_the_answer_in_pieces_then_completed() {
     for item in &items[1..] {
         match item {
             StreamResponse::StatusUpdate(u) => states.push(u.status.state),
-            StreamResponse::ArtifactUpdate(u) if u.append => pieces.push(u.artifact.text()),
-            StreamResponse::ArtifactUpdate(u) => {
-                assert!(u.last_chunk);
+            StreamResponse::ArtifactUpdate(u) if u.last_chunk => {
+                assert!(!u.append, "the whole answer replaces the pieces");
                 whole = Some(u.artifact.text());
+            }
+            StreamResponse::ArtifactUpdate(u) => {
+                // The first piece creates the artifact: a client drops a piece appending to
+                // an artifact it has not seen.
+                assert_eq!(u.append, !pieces.is_empty(), "piece {}", pieces.len());
+                pieces.push(u.artifact.text());
             }
             other => panic!("unexpected {other:?}"),
         }

@@ -282,6 +282,9 @@ fn publish_update(t: &mut TaskEntry, artifact_id: &str, parts: Vec<Part>, append
 pub(crate) fn publish_artifact(tasks: &Tasks, id: &str, artifact_id: &str, text: &str, append: bool, last_chunk: bool) {
     let _ = tasks.with_task(id, |t| {
         let part = Part::text(text);
+        // The first chunk of an artifact does not append: a client drops a chunk appending to
+        // an artifact it has not seen (the A2A SDKs do), and every one after it.
+        let mut append = append;
         match t.task.artifacts.iter_mut().find(|a| a.artifact_id == artifact_id) {
             // The stored answer keeps one text part: a part per streamed piece (a few characters
             // each) would make the task, its GetTask and the snapshot a lagging subscriber gets
@@ -291,11 +294,14 @@ pub(crate) fn publish_artifact(tasks: &Tasks, id: &str, artifact_id: &str, text:
                 _ => a.parts.push(part.clone()),
             },
             Some(a) => a.parts = vec![part.clone()],
-            None => t.task.artifacts.push(Artifact {
-                artifact_id: artifact_id.to_owned(),
-                name: "answer".to_owned(),
-                parts: vec![part.clone()],
-            }),
+            None => {
+                append = false;
+                t.task.artifacts.push(Artifact {
+                    artifact_id: artifact_id.to_owned(),
+                    name: "answer".to_owned(),
+                    parts: vec![part.clone()],
+                });
+            }
         }
         publish_update(t, artifact_id, vec![part], append, last_chunk);
     });

@@ -14,6 +14,7 @@ import uuid
 from a2a.client import ClientConfig, ClientFactory
 from a2a.utils.errors import A2AError
 from a2a.helpers.proto_helpers import new_text_message
+from a2a.server.tasks.task_manager import append_artifact_to_task
 from a2a.types.a2a_pb2 import (
     AgentCard,
     AgentInterface,
@@ -23,6 +24,7 @@ from a2a.types.a2a_pb2 import (
     Part,
     Role,
     SendMessageRequest,
+    Task,
     TaskState,
 )
 
@@ -66,17 +68,24 @@ async def main(base):
     # 2. SendStreamingMessage: the task, WORKING, the answer in pieces, COMPLETED.
     streaming = await ClientFactory(ClientConfig(streaming=True)).create_from_url(base)
     kinds, pieces, states = [], [], []
+    view = None  # the task as the SDK's own rule assembles it from the pieces
     for r in await collect(streaming, message("Hello again?", chat)):
         kind = r.WhichOneof("payload")
         kinds.append(kind)
-        if kind == "artifact_update" and r.artifact_update.append:
+        if kind == "task":
+            view = Task()
+            view.CopyFrom(r.task)
+        if kind == "artifact_update" and not r.artifact_update.last_chunk:
             pieces.extend(p.text for p in r.artifact_update.artifact.parts)
+            # Refuses a piece that appends to an artifact it has not seen.
+            append_artifact_to_task(view, r.artifact_update)
         if kind == "status_update":
             states.append(state(r.status_update.status.state))
     out("STREAM_FIRST", kinds[0])
     out("STREAM_STATES", ",".join(states))
     out("STREAM_PIECES", len(pieces))
     out("STREAM_TEXT", "".join(pieces))
+    out("STREAM_ASSEMBLED", "".join(p.text for a in view.artifacts for p in a.parts))
 
     # 3. A tool call waiting for confirmation: INPUT_REQUIRED, answered on the same task.
     confirm = "confirm-" + uuid.uuid4().hex
@@ -130,7 +139,7 @@ async def main(base):
         kind = r.WhichOneof("payload")
         if kind == "status_update":
             states.append(state(r.status_update.status.state))
-        if kind == "artifact_update" and r.artifact_update.append:
+        if kind == "artifact_update" and not r.artifact_update.last_chunk:
             pieces.extend(p.text for p in r.artifact_update.artifact.parts)
     out("LEGACY_STREAM_STATES", ",".join(states))
     out("LEGACY_STREAM_TEXT", "".join(pieces))
