@@ -622,3 +622,92 @@ async fn a_session_loaded_ahead_shows_the_conversation_and_the_reply_still_sees_
     assert!(plain.state().context.is_empty());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// While a reply of a session runs in one process, requests that change nothing reach another
+/// (a stop button with nothing parked, an input the agent refuses): they save nothing, so the
+/// running reply's save is not a conflict.
+#[tokio::test]
+async fn a_request_that_changes_nothing_saves_nothing_and_a_reply_running_elsewhere_is_kept() {
+    let (store, dir) = temp_store();
+    let key = SessionKey::new("u", "s").unwrap();
+    let agent = |model: ScriptedModel| Agent::builder("a").model(model).session(store.clone(), "u", "s");
+    agent(ScriptedModel::new("m", [ScriptedResponse::text("hello")]))
+        .build()
+        .unwrap()
+        .reply(Msg::user("user", "hi"))
+        .await
+        .unwrap();
+    let go = Arc::new(tokio::sync::Notify::new());
+    let started = Arc::new(tokio::sync::Notify::new());
+    let (g, s) = (Arc::clone(&go), Arc::clone(&started));
+    let slow = agent(ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "wait", "{}"),
+            ScriptedResponse::text("slow done"),
+        ],
+    ))
+    .tool(FunctionTool::new("wait", move |_: Wait| {
+        let (g, s) = (Arc::clone(&g), Arc::clone(&s));
+        async move {
+            s.notify_one();
+            g.notified().await;
+            "waited"
+        }
+    }))
+    .build()
+    .unwrap();
+    let running = tokio::spawn(async move { slow.reply(Msg::user("user", "do the slow thing")).await });
+    started.notified().await;
+
+    let other = || {
+        agent(ScriptedModel::new("m", [ScriptedResponse::text("unused")]))
+            .build()
+            .unwrap()
+    };
+    let stop = towerscope_core::ReplyInput::Interrupt(towerscope_core::event::UserInterruptEvent::new("r").into());
+    let stopped = collect(other().reply_stream(stop)).await;
+    assert!(stopped.error.is_none(), "{:?}", stopped.error);
+    let refused = collect(other().reply_stream(Msg::system("x", "not a user's input"))).await;
+    assert!(refused.error.is_some(), "a system message is refused as input");
+    assert_eq!(store.load(&key).await.unwrap().unwrap().revision, 1, "neither saved");
+
+    go.notify_one();
+    running.await.unwrap().expect("the running reply is saved");
+    assert_eq!(
+        stored_texts(&store, "u", "s").await,
+        ["hi", "hello", "do the slow thing", "slow done"]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A session deleted (or expired) since an agent saved it starts over, and so does what the
+/// agent's registered modules held for it: the old conversation's state is not written into the
+/// new one.
+#[tokio::test]
+async fn a_deleted_session_starts_over_with_its_registered_state() {
+    let (store, dir) = temp_store();
+    let key = SessionKey::new("u", "s").unwrap();
+    let notes = SharedState::new(Vec::<String>::new());
+    let agent = Agent::builder("a")
+        .model(ScriptedModel::cycle("m", [ScriptedResponse::text("ok")]))
+        .session(store.clone(), "u", "s")
+        .session_state("notes", notes.clone())
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "my card is 4111")).await.unwrap();
+    notes.set(vec!["card 4111".to_owned()]);
+    agent.reply(Msg::user("user", "remember it")).await.unwrap();
+    assert_eq!(
+        store.load(&key).await.unwrap().unwrap().document.modules["notes"],
+        serde_json::json!(["card 4111"])
+    );
+
+    assert!(store.delete(&key).await.unwrap());
+    agent.reply(Msg::user("user", "hello again")).await.unwrap();
+    let stored = store.load(&key).await.unwrap().unwrap();
+    assert_eq!(stored_texts(&store, "u", "s").await, ["hello again", "ok"]);
+    assert_eq!(stored.document.modules["notes"], serde_json::json!([]));
+    assert!(notes.get().is_empty(), "the module holds its first state again");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

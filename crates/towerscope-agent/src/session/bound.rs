@@ -2,7 +2,8 @@
 //! registered modules, and the revision the agent's state is at.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::hash::RandomState;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use serde_json::Value;
 use tokio::sync::OwnedMutexGuard;
@@ -21,9 +22,24 @@ pub(crate) struct Bound {
     pub(crate) modules: StateModules,
     pub(crate) strict: bool,
     state: Arc<Mutex<AgentState>>,
-    /// The store revision the agent's state is at (`None`: never saved). Held across a load
-    /// or a save, so that the saves of one agent happen in order.
-    revision: Arc<tokio::sync::Mutex<Option<u64>>>,
+    /// What the agent's state is at in the store. Held across a load or a save, so that the
+    /// saves of one agent happen in order.
+    revision: Arc<tokio::sync::Mutex<Saved>>,
+    /// The keys of the documents' fingerprints (random: nobody can make two documents that
+    /// look alike on purpose).
+    keys: RandomState,
+    /// The registered modules' state before the first load: what a session deleted since it
+    /// was saved starts over from.
+    initial_modules: OnceLock<Value>,
+}
+
+/// The store revision the agent's state is at, and the fingerprint of that document.
+#[derive(Debug, Default)]
+pub(crate) struct Saved {
+    /// `None`: never saved or loaded.
+    revision: Option<u64>,
+    /// `None`: not known (a save then goes to the store whatever it holds).
+    fingerprint: Option<u64>,
 }
 
 impl Bound {
@@ -40,7 +56,9 @@ impl Bound {
             modules,
             strict,
             state,
-            revision: Arc::new(tokio::sync::Mutex::new(None)),
+            revision: Arc::new(tokio::sync::Mutex::new(Saved::default())),
+            keys: RandomState::new(),
+            initial_modules: OnceLock::new(),
         }
     }
 
@@ -57,33 +75,47 @@ impl Bound {
     /// is; one deleted since this agent saved it starts over. Either way the agent's session
     /// id becomes the key's.
     pub(crate) async fn load(self: Arc<Self>) -> Result<(), AgentError> {
-        let mut revision = self.revision.lock().await;
-        let stored = self.store.load(&self.key).await?;
+        let mut saved = self.revision.lock().await;
         let session_id = self.session_id();
+        if self.initial_modules.get().is_none() {
+            let initial = self.modules.state_dict(&session_id)?;
+            let _ = self.initial_modules.set(initial);
+        }
+        let stored = self.store.load(&self.key).await?;
         match stored {
             // The revision this agent saved or loaded last, and its conversation: nothing to
             // load. A session deleted (or expired) and made again starts its revisions over, so
             // the revision alone could match another conversation's, whose save this agent's
             // would then overwrite without a conflict.
             Some(stored)
-                if Some(stored.revision) == *revision
+                if Some(stored.revision) == saved.revision
                     && same_conversation(&stored.document.agent, &self.lock_state()) => {}
             Some(stored) => {
+                let fingerprint = fingerprint(&stored.document, &self.keys);
                 let SessionDocument { mut agent, modules } = stored.document;
                 self.modules
                     .load_state_dict(&session_id, Value::Object(modules), self.strict)
                     .map_err(|e| in_session(&self.key, e))?;
                 agent.session_id = session_id;
                 *self.lock_state() = agent;
-                *revision = Some(stored.revision);
+                *saved = Saved {
+                    revision: Some(stored.revision),
+                    fingerprint,
+                };
             }
             None => {
-                let mut state = self.lock_state();
-                if revision.is_some() {
-                    *state = AgentState::new();
+                if saved.revision.is_some() {
+                    // Deleted or expired since: the conversation starts over, and so does what
+                    // the registered modules held for it.
+                    if let Some(initial) = self.initial_modules.get() {
+                        self.modules
+                            .load_state_dict(&session_id, initial.clone(), false)
+                            .map_err(|e| in_session(&self.key, e))?;
+                    }
+                    *self.lock_state() = AgentState::new();
                 }
-                state.session_id = session_id;
-                *revision = None;
+                self.lock_state().session_id = session_id;
+                *saved = Saved::default();
             }
         }
         Ok(())
@@ -133,13 +165,25 @@ impl Bound {
         })
     }
 
+    /// Saves `document` unless it is the one the store holds at the agent's revision (a
+    /// request that changed nothing: a refused input, an interrupt with nothing to stop): a
+    /// save then would only move the revision on, and fail the save of a reply of the same
+    /// session running elsewhere.
     async fn save_locked(
         &self,
-        mut revision: OwnedMutexGuard<Option<u64>>,
+        mut saved: OwnedMutexGuard<Saved>,
         document: SessionDocument,
     ) -> Result<(), AgentError> {
-        let expect = revision.map_or(Expect::Absent, Expect::Revision);
-        *revision = Some(self.store.save(&self.key, &document, expect).await?);
+        let fingerprint = fingerprint(&document, &self.keys);
+        if saved.revision.is_some() && fingerprint.is_some() && fingerprint == saved.fingerprint {
+            return Ok(());
+        }
+        let expect = saved.revision.map_or(Expect::Absent, Expect::Revision);
+        let revision = self.store.save(&self.key, &document, expect).await?;
+        *saved = Saved {
+            revision: Some(revision),
+            fingerprint,
+        };
         Ok(())
     }
 
@@ -167,6 +211,29 @@ impl Bound {
             }
         });
     }
+}
+
+/// A hash of `document`'s JSON under `keys`; `None` if it cannot be written (its save then
+/// says why).
+fn fingerprint(document: &SessionDocument, keys: &RandomState) -> Option<u64> {
+    use std::hash::{BuildHasher, Hasher};
+
+    struct Hashing<H>(H);
+
+    impl<H: Hasher> std::io::Write for Hashing<H> {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.write(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    let mut out = Hashing(keys.build_hasher());
+    super::document::write_to(&mut out, document, None).ok()?;
+    Some(out.0.finish())
 }
 
 /// Whether `held` is the conversation `stored` is, or goes on from it (messages observed since

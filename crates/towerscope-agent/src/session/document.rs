@@ -92,12 +92,26 @@ struct V1 {
 
 /// The document's JSON, with `revision` first when given (a store reads it back cheaply).
 pub(crate) fn write(doc: &SessionDocument, revision: Option<u64>) -> Result<Vec<u8>, AgentError> {
-    serde_json::to_vec(&Out {
-        revision,
-        version: SESSION_FORMAT_VERSION,
-        agent: &doc.agent,
-        modules: &doc.modules,
-    })
+    let mut out = Vec::new();
+    write_to(&mut out, doc, revision)?;
+    Ok(out)
+}
+
+/// [`write`] into `out`.
+pub(crate) fn write_to(
+    out: impl std::io::Write,
+    doc: &SessionDocument,
+    revision: Option<u64>,
+) -> Result<(), AgentError> {
+    serde_json::to_writer(
+        out,
+        &Out {
+            revision,
+            version: SESSION_FORMAT_VERSION,
+            agent: &doc.agent,
+            modules: &doc.modules,
+        },
+    )
     .map_err(|e| AgentError::validation(format!("the session cannot be saved as JSON: {e}")))
 }
 
