@@ -163,5 +163,14 @@ pub(crate) fn validate_input(m: &Msg) -> Result<(), AgentError> {
             b.kind().as_str()
         )));
     }
-    Ok(())
+    // The role's own rules (a user message holds no hint block), which loading the message
+    // from a saved session checks: a message breaking them would be saved, and its session
+    // would never load again.
+    m.role.check_content(&m.content).map_err(|e| {
+        let rule = match e {
+            AgentError::Validation(rule) => rule,
+            other => other.to_string(),
+        };
+        AgentError::validation(format!("Invalid message in the input: message {}: {rule}", m.id))
+    })
 }

@@ -394,6 +394,19 @@ async fn observe_adds_context_and_rejects_what_the_reference_rejects() {
     with_call.content = vec![ContentBlock::tool_call("c", "add", "{}")];
     let err = agent.observe([with_call]).unwrap_err();
     assert!(err.to_string().contains("'tool_call'"), "{err}");
+    // A user message breaking its role's rules (edited through its public fields), which a
+    // saved session holding it would refuse to load.
+    let mut with_hint = Msg::user("user", "hi");
+    with_hint
+        .content
+        .push(ContentBlock::Hint(towerscope_core::HintBlock::new("be brief", None)));
+    let err = agent.observe([with_hint.clone()]).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("a user message may only hold text and data blocks, found 'hint'"),
+        "{err}"
+    );
+    assert!(agent.reply(with_hint).await.is_err());
     assert_eq!(agent.state().context.len(), 1, "rejected messages are not stored");
     agent.reply(Msg::user("user", "hi")).await.unwrap();
     assert_eq!(

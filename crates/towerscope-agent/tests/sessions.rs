@@ -711,3 +711,32 @@ async fn a_deleted_session_starts_over_with_its_registered_state() {
     assert!(notes.get().is_empty(), "the module holds its first state again");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A turn whose state nests deeper than a session document can be read back (a client's
+/// message metadata) is refused when saved: the session stays as it was, and loads.
+#[tokio::test]
+async fn a_turn_too_deep_to_load_back_is_refused_at_its_save_and_the_session_still_loads() {
+    let (store, dir) = temp_store();
+    let model = ScriptedModel::cycle("m", [ScriptedResponse::text("ok")]);
+    let agent = || {
+        Agent::builder("a")
+            .model(model.clone())
+            .session(store.clone(), "u", "s")
+            .build()
+            .unwrap()
+    };
+    agent().reply(Msg::user("user", "first")).await.unwrap();
+    let deep = format!("{}1{}", r#"{"a":"#.repeat(125), "}".repeat(125));
+    let wire = format!(
+        r#"{{"name":"user","role":"user","content":[{{"type":"text","text":"deep"}}],"metadata":{{"x":{deep}}}}}"#
+    );
+    let msg = Msg::from_json(&wire).expect("the message itself parses");
+    let err = agent().reply(msg).await.unwrap_err();
+    assert!(err.to_string().contains("nests deeper than 127 levels"), "{err}");
+    agent()
+        .reply(Msg::user("user", "again"))
+        .await
+        .expect("the session still loads");
+    assert_eq!(stored_texts(&store, "u", "s").await, ["first", "ok", "again", "ok"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -97,22 +97,90 @@ pub(crate) fn write(doc: &SessionDocument, revision: Option<u64>) -> Result<Vec<
     Ok(out)
 }
 
+/// How deep a document's arrays and objects may nest: the most `serde_json` reads back (it
+/// refuses a 128th level). A deeper document is refused when written, not saved to fail every
+/// later load of its session.
+pub(crate) const MAX_DEPTH: usize = 127;
+
 /// [`write`] into `out`.
 pub(crate) fn write_to(
     out: impl std::io::Write,
     doc: &SessionDocument,
     revision: Option<u64>,
 ) -> Result<(), AgentError> {
-    serde_json::to_writer(
+    let mut out = Bounded {
         out,
+        depth: 0,
+        string: Str::Outside,
+        too_deep: false,
+    };
+    let written = serde_json::to_writer(
+        &mut out,
         &Out {
             revision,
             version: SESSION_FORMAT_VERSION,
             agent: &doc.agent,
             modules: &doc.modules,
         },
-    )
-    .map_err(|e| AgentError::validation(format!("the session cannot be saved as JSON: {e}")))
+    );
+    match written {
+        Ok(()) => Ok(()),
+        Err(_) if out.too_deep => Err(AgentError::validation(format!(
+            "the session cannot be saved: its JSON nests deeper than {MAX_DEPTH} levels (a message's metadata, \
+             a tool's input or output, or a module's state), which no load could read back"
+        ))),
+        Err(e) => Err(AgentError::validation(format!(
+            "the session cannot be saved as JSON: {e}"
+        ))),
+    }
+}
+
+/// Where a writer of JSON is as to strings.
+#[derive(Clone, Copy, PartialEq)]
+enum Str {
+    Outside,
+    Inside,
+    /// Just after a backslash inside a string.
+    Escape,
+}
+
+/// Passes JSON through, failing once it nests past [`MAX_DEPTH`] (one look at each byte).
+struct Bounded<W> {
+    out: W,
+    depth: usize,
+    string: Str,
+    too_deep: bool,
+}
+
+impl<W: std::io::Write> std::io::Write for Bounded<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        for &byte in bytes {
+            self.string = match (self.string, byte) {
+                (Str::Outside, b'"') | (Str::Escape, _) => Str::Inside,
+                (Str::Inside, b'"') => Str::Outside,
+                (Str::Inside, b'\\') => Str::Escape,
+                (Str::Outside, b'[' | b'{') => {
+                    self.depth += 1;
+                    if self.depth > MAX_DEPTH {
+                        self.too_deep = true;
+                        return Err(std::io::Error::other("too deep"));
+                    }
+                    Str::Outside
+                }
+                (Str::Outside, b']' | b'}') => {
+                    self.depth = self.depth.saturating_sub(1);
+                    Str::Outside
+                }
+                (state, _) => state,
+            };
+        }
+        self.out.write_all(bytes)?;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// A document of any known version, and the revision written in it, if any.
@@ -156,6 +224,31 @@ mod tests {
         let bytes = write(&doc, Some(42)).unwrap();
         assert!(bytes.starts_with(br#"{"revision":42,"version":1,"#));
         assert_eq!(read(&bytes).unwrap(), (doc, Some(42)));
+    }
+
+    #[test]
+    fn a_document_nested_deeper_than_a_load_reads_is_refused_and_one_level_less_reads_back() {
+        let nested = |depth: usize| -> Value {
+            serde_json::from_str(&format!("{}1{}", "[".repeat(depth), "]".repeat(depth))).unwrap()
+        };
+        // The reader's limit, which MAX_DEPTH is.
+        let depth = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(serde_json::from_str::<Value>(&depth(MAX_DEPTH)).is_ok());
+        assert!(serde_json::from_str::<Value>(&depth(MAX_DEPTH + 1)).is_err());
+        // The document's own levels: the document, `modules`, then the module's value.
+        let doc = |depth: usize| SessionDocument {
+            agent: AgentState::new(),
+            modules: Map::from_iter([("m".to_owned(), nested(depth))]),
+        };
+        let fits = doc(MAX_DEPTH - 2);
+        assert_eq!(read(&write(&fits, None).unwrap()).unwrap().0, fits);
+        let err = write(&doc(MAX_DEPTH - 1), None).unwrap_err();
+        assert!(err.to_string().contains("nests deeper than 127 levels"), "{err}");
+        // Brackets inside strings, after escaped quotes and backslashes, are text.
+        let mut text = doc(0);
+        text.modules
+            .insert("t".into(), Value::String(format!("\\\"{}", "[".repeat(500))));
+        assert_eq!(read(&write(&text, None).unwrap()).unwrap().0, text);
     }
 
     #[test]
