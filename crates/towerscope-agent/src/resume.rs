@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::Map;
-use towerscope_core::event::{ExternalExecutionResultEvent, UserConfirmResultEvent};
+use towerscope_core::event::{ExternalExecutionResultEvent, UserConfirmResultEvent, UserInterruptEvent};
 use towerscope_core::{
     AgentContext, AgentError, Id, MediaBlock, Msg, ReplyEndEvent, ReplyFinishedReason, ToolCallState, ToolOutput,
     ToolResultBlock, ToolResultDataDeltaEvent, ToolResultEndEvent, ToolResultStartEvent, ToolResultState,
@@ -34,10 +34,29 @@ pub(crate) fn close_dangling_calls(name: &Arc<str>, state: &mut AgentState) {
 }
 
 /// `UserInterruptEvent`: close every awaiting call, `REPLY_END(interrupted)`, the interruption
-/// message. On an idle agent: nothing.
-pub(crate) async fn interrupt(runtime: &Arc<Runtime>, ctx: &AgentContext, emit: &Emitter) -> Result<(), AgentError> {
-    if runtime.lock_state().unfinished_calls().is_empty() {
-        return Ok(());
+/// message. On an idle agent, or for another reply than the one left open (an interrupt sent
+/// again after that reply ended and a later one parked): nothing.
+pub(crate) async fn interrupt(
+    runtime: &Arc<Runtime>,
+    ctx: &AgentContext,
+    ev: &UserInterruptEvent,
+    emit: &Emitter,
+) -> Result<(), AgentError> {
+    {
+        let state = runtime.lock_state();
+        if state.unfinished_calls().is_empty() {
+            return Ok(());
+        }
+        let open = &state.reply_context.reply_id;
+        if ev.reply_id != *open {
+            tracing::debug!(
+                agent = %runtime.name,
+                interrupt_of = %ev.reply_id,
+                open = %open,
+                "an interrupt of a reply that is not the open one changes nothing"
+            );
+            return Ok(());
+        }
     }
     end_interrupted(runtime, ctx, emit).await;
     Ok(())

@@ -740,3 +740,36 @@ async fn a_turn_too_deep_to_load_back_is_refused_at_its_save_and_the_session_sti
     assert_eq!(stored_texts(&store, "u", "s").await, ["first", "ok", "again", "ok"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An interrupt of a reply that ended, sent again (an HTTP retry, a second tab) after a later
+/// reply of the session parked, changes nothing: the later reply stays parked, and its
+/// confirmation runs its call.
+#[tokio::test]
+async fn an_interrupt_sent_again_after_its_reply_ended_leaves_a_later_parked_reply_alone() {
+    use towerscope_core::ReplyInput;
+    use towerscope_core::event::UserInterruptEvent;
+
+    let (store, dir) = temp_store();
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#),
+            ScriptedResponse::tool_call("c2", "delete", r#"{"path": "/tmp/b"}"#),
+            ScriptedResponse::text("Deleted b."),
+        ],
+    );
+    let agent = || asking(&model).session(store.clone(), "u", "s").build().unwrap();
+    let first = parked(&collect(agent().reply_stream(Msg::user("user", "delete a"))).await);
+    let stop = || ReplyInput::Interrupt(UserInterruptEvent::new(first.reply_id.clone()).into());
+    let stopped = collect(agent().reply_stream(stop())).await;
+    assert_eq!(stopped.kinds().last(), Some(&"REPLY_END"));
+
+    let second = parked(&collect(agent().reply_stream(Msg::user("user", "delete b"))).await);
+    assert_ne!(second.reply_id, first.reply_id);
+    let again = collect(agent().reply_stream(stop())).await;
+    assert!(again.events.is_empty() && again.error.is_none(), "{:?}", again.kinds());
+
+    let resumed = collect(agent().reply_stream(ReplyInput::Confirm(second.into()))).await;
+    assert_eq!(resumed.final_msg.unwrap().text_content().as_deref(), Some("Deleted b."));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

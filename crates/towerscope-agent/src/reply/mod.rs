@@ -187,11 +187,11 @@ fn run<'a>(
         let mut count_round = false;
         match &req.input {
             ReplyInput::Messages(msgs) => start(runtime, &req, msgs, emit).await?,
-            ReplyInput::Interrupt(_) => {
+            ReplyInput::Interrupt(ev) => {
                 // Closing a parked reply is an ending: an interrupt meanwhile cancels nothing
                 // (cancelled, the closing would run again and close its calls twice).
                 let _closing = runtime.interrupt.shield();
-                return Box::pin(resume::interrupt(runtime, &ctx, emit)).await;
+                return Box::pin(resume::interrupt(runtime, &ctx, ev, emit)).await;
             }
             ReplyInput::Confirm(ev) => {
                 Box::pin(resume::confirm(runtime, &ctx, ev, emit)).await?;

@@ -116,7 +116,8 @@ event_struct! {
     /// `USER_INTERRUPT` (input): the user interrupts a parked reply; its unfinished calls get
     /// interrupted results and the reply ends.
     pub struct UserInterruptEvent {
-        /// The id of the parked reply.
+        /// The id of the parked reply. An interrupt of another reply (one that ended, sent
+        /// again after a later reply parked) changes nothing.
         pub reply_id: Id,
     }
 }
