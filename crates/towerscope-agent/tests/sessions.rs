@@ -773,3 +773,56 @@ async fn an_interrupt_sent_again_after_its_reply_ended_leaves_a_later_parked_rep
     assert_eq!(resumed.final_msg.unwrap().text_content().as_deref(), Some("Deleted b."));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// One confirmation handled twice at once (a double click, a retried request reaching another
+/// process): one takes the parked reply and runs the call, the other fails with a conflict
+/// before running anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confirmation_handled_twice_at_once_runs_its_call_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use towerscope_core::ReplyInput;
+
+    let (store, dir) = temp_store();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::cycle(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#),
+            ScriptedResponse::text("Deleted."),
+        ],
+    );
+    let agent = || {
+        let runs = Arc::clone(&runs);
+        Agent::builder("a")
+            .model(model.clone())
+            .tool(FunctionTool::new("delete", move |a: Delete| {
+                runs.fetch_add(1, Ordering::SeqCst);
+                async move { format!("deleted {}", a.path) }
+            }))
+            .default_permission(PermissionDecision::Ask {
+                suggested_rules: vec![],
+            })
+            .session(store.clone(), "u", "s")
+            .build()
+            .unwrap()
+    };
+    let confirm = parked(&collect(agent().reply_stream(Msg::user("user", "delete a"))).await);
+    let (a, b) = (agent(), agent());
+    // Both hold the parked reply before either confirms.
+    a.load_session().await.unwrap();
+    b.load_session().await.unwrap();
+    let (ra, rb) = tokio::join!(
+        collect(a.reply_stream(ReplyInput::Confirm(confirm.clone().into()))),
+        collect(b.reply_stream(ReplyInput::Confirm(confirm.into())))
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the confirmed call ran once");
+    let (won, lost) = if ra.error.is_none() { (ra, rb) } else { (rb, ra) };
+    assert_eq!(won.final_msg.unwrap().text_content().as_deref(), Some("Deleted."));
+    assert!(
+        matches!(lost.error, Some(AgentError::Conflict { .. })),
+        "{:?}",
+        lost.error
+    );
+    assert!(lost.events.is_empty(), "the loser ran nothing: {:?}", lost.kinds());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -75,6 +75,14 @@ impl Bound {
     /// is; one deleted since this agent saved it starts over. Either way the agent's session
     /// id becomes the key's.
     pub(crate) async fn load(self: Arc<Self>) -> Result<(), AgentError> {
+        self.load_for(false).await
+    }
+
+    /// [`load`](Self::load); with `claim` (a confirmation, which runs the calls it allows),
+    /// then takes the parked reply: saves it again under a new revision before any call runs,
+    /// so that the same confirmation handled elsewhere at once (a double click, a retried
+    /// request) fails with [`AgentError::Conflict`] there instead of running its calls twice.
+    pub(crate) async fn load_for(self: Arc<Self>, claim: bool) -> Result<(), AgentError> {
         let mut saved = self.revision.lock().await;
         let session_id = self.session_id();
         if self.initial_modules.get().is_none() {
@@ -117,6 +125,17 @@ impl Bound {
                 self.lock_state().session_id = session_id;
                 *saved = Saved::default();
             }
+        }
+        if let Some(revision) = saved.revision
+            && claim
+            && !self.lock_state().unfinished_calls().is_empty()
+        {
+            let document = self.snapshot()?;
+            saved.revision = Some(
+                self.store
+                    .save(&self.key, &document, Expect::Revision(revision))
+                    .await?,
+            );
         }
         Ok(())
     }

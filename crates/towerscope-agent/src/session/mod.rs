@@ -25,13 +25,21 @@
 //!   a confirmation or an external tool, interrupted, failed), before the stream itself ends;
 //!   a failed save is the stream's last item. A stream dropped before its end (the client went
 //!   away) is saved from a task of its own, as it was at that moment, with the part of an answer
-//!   that was streamed (the next reply closes its open tool calls, as in one process). A reply that fails to load, or whose `on_reply` stack
-//!   fails before the loop starts, changes nothing and saves nothing.
+//!   that was streamed (the next reply closes its open tool calls, as in one process). A
+//!   request that changes nothing (it fails to load, its `on_reply` stack fails before the loop
+//!   starts, the agent refuses its input, it interrupts with nothing open) saves nothing, so a
+//!   reply of the same session running elsewhere is not made to conflict. A session nested
+//!   deeper than a load reads back (127 levels) is refused at its save.
 //! - **Lost updates**: a save expects the revision that was loaded ([`Expect`]); when another
 //!   process saved the session in between, the save fails with
 //!   [`AgentError::Conflict`](towerscope_core::AgentError::Conflict) (retryable), and the next
 //!   reply of the agent loads the newer session. An agent kept across replies loads only when
 //!   the store holds a revision it has not seen.
+//! - **Confirmations run once**: a confirmation first takes the parked reply (saves it again,
+//!   expecting the revision it loaded) and only then runs the calls it allows; the same
+//!   confirmation handled elsewhere at once fails with a conflict before running anything.
+//! - **Deleted sessions**: a session deleted (or expired) since an agent saved it starts over,
+//!   its registered modules back at the state they had before the agent's first load.
 //! - **Ids**: the agent's session id becomes the key's session id, so events carry it.
 //!
 //! # Example

@@ -7,7 +7,7 @@ use std::task::{Context, Poll, ready};
 
 use pin_project_lite::pin_project;
 use tower::Service;
-use towerscope_core::{AgentError, EventStream, ReplyRequest};
+use towerscope_core::{AgentError, EventStream, ReplyInput, ReplyRequest};
 
 use super::bound::Bound;
 use super::store::StoreFuture;
@@ -68,9 +68,10 @@ where
         // The instance polled ready is called once the session is loaded.
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
+        let claim = matches!(req.input, ReplyInput::Confirm(_));
         ResponseFuture {
             state: State::Loading {
-                load: Box::pin(Arc::clone(&self.bound).load()),
+                load: Box::pin(Arc::clone(&self.bound).load_for(claim)),
             },
             waiting: Some((inner, req)),
             bound: Arc::clone(&self.bound),
