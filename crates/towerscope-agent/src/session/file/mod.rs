@@ -31,8 +31,10 @@ pub const MAX_FILE_KEY_LEN: usize = 217;
 /// - **Two processes**: saves and deletes of one session take an advisory lock on
 ///   `{name}.json.lock` (`flock` on Unix, `LockFileEx` on Windows), so they never interleave,
 ///   and a save checks the revision under that lock ([`Expect`]): the loser of a race gets
-///   [`AgentError::Conflict`]. Loads take no lock (a rename is atomic). The lock files stay:
-///   deleting a lock file while another process waits on it would let two writers in.
+///   [`AgentError::Conflict`]. Loads take no lock (a rename is atomic). A delete of a session
+///   that has no file returns `false` without taking the lock, so it creates no file. The lock
+///   file of a session that was saved stays after its delete: removing a lock file while
+///   another process waits on it would let two writers in.
 /// - The file holds the [`SessionDocument`] JSON with its `revision` first.
 /// - **Names and case**: letters keep their case in file names (the reference's names), so on
 ///   a file system that ignores case (macOS and Windows by default) ids that differ only in
@@ -128,11 +130,16 @@ impl JsonFileStore {
 
     fn delete_now(&self, key: &SessionKey) -> Result<bool, AgentError> {
         Self::fits(key)?;
-        if !self.dir.exists() {
-            return Ok(false);
+        let path = self.path_of(key);
+        // No file, nothing to delete, and no lock file made for it: deletes of ids that were
+        // never saved leave no trace. A save racing this one is simply ordered after it.
+        match fs::symlink_metadata(&path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(self.failed(e)),
         }
         let _lock = self.lock(key)?;
-        match fs::remove_file(self.path_of(key)) {
+        match fs::remove_file(&path) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(self.failed(e)),

@@ -135,6 +135,47 @@ async fn hostile_ids_stay_inside_the_directory_and_list_back() {
     fs::remove_dir_all(&root).unwrap();
 }
 
+/// The names in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A client deleting made-up ids cannot grow the directory: a delete of a session that was
+/// never saved creates nothing, not even a lock file; a saved session still deletes.
+#[tokio::test]
+async fn deletes_of_sessions_that_never_existed_leave_no_files() {
+    let dir = temp_dir();
+    let store = JsonFileStore::new(&dir);
+    let saved = SessionKey::new("alice", "real").unwrap();
+    store
+        .save(&saved, &SessionDocument::new(AgentState::new()), Expect::Absent)
+        .await
+        .unwrap();
+    let before = names_in(&dir);
+    assert_eq!(before, ["alice_real.json", "alice_real.json.lock"]);
+    for n in 0..1000 {
+        let key = SessionKey::new("alice", format!("made-up-{n}")).unwrap();
+        assert!(!store.delete(&key).await.unwrap());
+    }
+    let created: Vec<String> = names_in(&dir).into_iter().filter(|n| !before.contains(n)).collect();
+    assert!(
+        created.is_empty(),
+        "{} files created: {:?}…",
+        created.len(),
+        &created[..created.len().min(3)]
+    );
+    assert_eq!(names_in(&dir), before);
+    assert!(store.delete(&saved).await.unwrap());
+    assert!(store.load(&saved).await.unwrap().is_none());
+    assert!(!store.delete(&saved).await.unwrap());
+    fs::remove_dir_all(&dir).unwrap();
+}
+
 /// The longest keys the store takes make names the file system takes (the temporary file's
 /// too); one byte more is refused at the load, the first thing a reply does, as a lasting
 /// error, and nothing is written.
