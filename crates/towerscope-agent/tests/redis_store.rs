@@ -138,6 +138,46 @@ async fn a_session_with_a_ttl_expires_after_its_last_save() {
     assert!(store.list("u").await.unwrap().is_empty());
 }
 
+/// The PTTL of `key` in milliseconds (-1: no expiry).
+async fn pttl(url: &str, key: &str) -> i64 {
+    let client = redis::Client::open(url).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    redis::cmd("PTTL").arg(key).query_async(&mut conn).await.unwrap()
+}
+
+/// `ttl(Duration::MAX)` ("never") saves a session that never expires: such a save once
+/// wrote the session, then failed at its expiry (out of Redis's range) as a retryable error
+/// whose retry was a conflict. The longest TTL kept as one is set as asked.
+#[tokio::test]
+async fn a_ttl_longer_than_redis_takes_saves_a_session_that_never_expires() {
+    let Some(url) = common::redis_url("a_ttl_longer_than_redis_takes_saves_a_session_that_never_expires") else {
+        return;
+    };
+    let prefix = unique_prefix();
+    let forever = RedisStore::open(&url)
+        .unwrap()
+        .key_prefix(prefix.clone())
+        .ttl(Duration::MAX);
+    let key = SessionKey::new("u", "forever").unwrap();
+    let kept = doc("kept");
+    assert_eq!(forever.save(&key, &kept, Expect::Absent).await.unwrap(), 1);
+    let stored = forever.load(&key).await.unwrap().unwrap();
+    assert_eq!((stored.revision, stored.document), (1, kept));
+    assert_eq!(pttl(&url, &forever.key_of(&key)).await, -1, "no expiry");
+    assert_eq!(forever.save(&key, &doc("b"), Expect::Revision(1)).await.unwrap(), 2);
+
+    let longest = RedisStore::open(&url)
+        .unwrap()
+        .key_prefix(prefix)
+        .ttl(RedisStore::MAX_TTL);
+    assert_eq!(longest.save(&key, &doc("c"), Expect::Revision(2)).await.unwrap(), 3);
+    let max = i64::try_from(RedisStore::MAX_TTL.as_millis()).unwrap();
+    let left = pttl(&url, &longest.key_of(&key)).await;
+    assert!(left > max - 60_000 && left <= max, "{left}");
+    assert_eq!(text(&longest.load(&key).await.unwrap().unwrap().document), "c");
+    assert!(longest.delete(&key).await.unwrap());
+}
+
 #[test]
 fn opening_a_store_outside_a_tokio_runtime_is_an_error_not_a_panic() {
     let err = RedisStore::open("redis://127.0.0.1:1/").unwrap_err();

@@ -40,7 +40,8 @@ static SAVE_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::ne
 ///   two processes saving from the same revision one wins and the other gets
 ///   [`AgentError::Conflict`].
 /// - **TTL**: with [`ttl`](Self::ttl), every save sets the session to expire that long after
-///   it (an idle conversation goes away); without, sessions stay.
+///   it (an idle conversation goes away); without, or with one longer than
+///   [`MAX_TTL`](Self::MAX_TTL), sessions stay.
 /// - **Connection**: a `redis` connection manager (tokio): one multiplexed connection,
 ///   re-established after a failure. A call that cannot reach Redis fails with
 ///   [`AgentError::Unavailable`] (retryable); the next calls reconnect.
@@ -103,6 +104,10 @@ impl RedisStore {
         }
     }
 
+    /// The longest TTL a store sets: 1000 years (of 365 days). A longer [`ttl`](Self::ttl),
+    /// `Duration::MAX` say, means sessions never expire.
+    pub const MAX_TTL: Duration = Duration::from_secs(1000 * 365 * 24 * 3600);
+
     /// Prepends `prefix` to every key (default none, as the reference).
     #[must_use]
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
@@ -112,7 +117,10 @@ impl RedisStore {
         self
     }
 
-    /// Sessions expire `ttl` after their last save (rounded to milliseconds, at least 1 ms).
+    /// Sessions expire `ttl` after their last save (rounded down to milliseconds, at least
+    /// 1 ms). A `ttl` longer than [`MAX_TTL`](Self::MAX_TTL), such as `Duration::MAX`, means
+    /// they never expire, as without a TTL (Redis itself refuses an expiry as far as
+    /// `Duration::MAX`).
     #[must_use]
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = Some(ttl);
@@ -132,10 +140,14 @@ impl RedisStore {
     fn failed(&self, e: redis::RedisError) -> AgentError {
         AgentError::unavailable(&*self.what, e)
     }
+}
 
-    fn ttl_ms(&self) -> u64 {
-        self.ttl
-            .map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1))
+/// The expiry in milliseconds a save sets for `ttl`, bounded before anything is written:
+/// 0 (none) without a TTL or beyond [`RedisStore::MAX_TTL`], otherwise at least 1.
+fn expiry_ms(ttl: Option<Duration>) -> u64 {
+    match ttl {
+        Some(ttl) if ttl <= RedisStore::MAX_TTL => u64::try_from(ttl.as_millis()).map_or(0, |ms| ms.max(1)),
+        _ => 0,
     }
 }
 
@@ -174,7 +186,7 @@ impl SessionStore for RedisStore {
                 .key(self.key_of(key))
                 .arg(expected)
                 .arg(body)
-                .arg(self.ttl_ms())
+                .arg(expiry_ms(self.ttl))
                 .invoke_async(&mut conn)
                 .await
                 .map_err(|e| self.failed(e))?;
@@ -249,5 +261,22 @@ impl fmt::Debug for RedisStore {
             .field("prefix", &self.prefix)
             .field("ttl", &self.ttl)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_expiry_is_bounded_before_the_save() {
+        assert_eq!(expiry_ms(None), 0);
+        assert_eq!(expiry_ms(Some(Duration::ZERO)), 1, "at least 1 ms");
+        assert_eq!(expiry_ms(Some(Duration::from_micros(1_999))), 1);
+        assert_eq!(expiry_ms(Some(Duration::from_secs(7 * 24 * 3600))), 604_800_000);
+        assert_eq!(expiry_ms(Some(RedisStore::MAX_TTL)), 31_536_000_000_000);
+        // Longer than Redis takes: never expires, as without a TTL.
+        assert_eq!(expiry_ms(Some(RedisStore::MAX_TTL + Duration::from_millis(1))), 0);
+        assert_eq!(expiry_ms(Some(Duration::MAX)), 0);
     }
 }
