@@ -316,6 +316,12 @@ impl<'de> Deserialize<'de> for Id {
 
 /// A point in time: microseconds since the Unix epoch, UTC.
 ///
+/// Its text covers the years 0000 to 9999, from `0000-01-01T00:00:00` to
+/// `9999-12-31T23:59:59.999999` UTC: parsing refuses an instant outside them (an offset can
+/// move a date at an edge over it), so every parsed timestamp is written back as the same
+/// instant. One made by [`from_micros`](Self::from_micros) outside them is written as the
+/// nearest edge.
+///
 /// See the [module docs](self).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Timestamp(i64);
@@ -350,15 +356,17 @@ impl Timestamp {
         self.0
     }
 
-    /// Formats into `out`; returns the length used (19 without a fraction, 26 with).
+    /// Formats into `out`; returns the length used (19 without a fraction, 26 with). An
+    /// instant outside the writable years is written as the nearest edge.
     fn format(self, out: &mut [u8; 26]) -> usize {
-        let secs = self.0.div_euclid(1_000_000);
-        let micros = self.0.rem_euclid(1_000_000) as u64;
+        let instant = self.0.clamp(FIRST_WRITABLE, LAST_WRITABLE);
+        let secs = instant.div_euclid(1_000_000);
+        let micros = instant.rem_euclid(1_000_000) as u64;
         let days = secs.div_euclid(86_400);
         let in_day = secs.rem_euclid(86_400) as u64;
         let (year, month, day) = civil_from_days(days);
         *out = *b"0000-00-00T00:00:00.000000";
-        put_digits(&mut out[0..4], year.clamp(0, 9999) as u64);
+        put_digits(&mut out[0..4], year as u64);
         put_digits(&mut out[5..7], month);
         put_digits(&mut out[8..10], day);
         put_digits(&mut out[11..13], in_day / 3600);
@@ -393,17 +401,36 @@ impl fmt::Debug for Timestamp {
     }
 }
 
-/// A text that is not a timestamp of the accepted shape.
+/// The first instant a [`Timestamp`] is written as, `0000-01-01T00:00:00`, in microseconds.
+const FIRST_WRITABLE: i64 = -62_167_219_200_000_000;
+
+/// The last instant a [`Timestamp`] is written as, `9999-12-31T23:59:59.999999`, in
+/// microseconds.
+const LAST_WRITABLE: i64 = 253_402_300_799_999_999;
+
+/// A text that is not a timestamp of the accepted shape, or one outside the years 0000 to 9999
+/// once converted to UTC.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TimestampError(String);
+pub struct TimestampError {
+    text: String,
+    out_of_range: bool,
+}
 
 impl fmt::Display for TimestampError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.out_of_range {
+            return write!(
+                f,
+                "invalid timestamp {:?}: in UTC it falls outside 0000-01-01T00:00:00 to \
+                 9999-12-31T23:59:59.999999, the instants a timestamp can be written as",
+                self.text
+            );
+        }
         write!(
             f,
             "invalid timestamp {:?}: expected YYYY-MM-DDTHH:MM:SS with an optional fraction and an optional \
              offset (Z or +HH:MM), as Python's datetime.isoformat() writes it",
-            self.0
+            self.text
         )
     }
 }
@@ -414,9 +441,18 @@ impl FromStr for Timestamp {
     type Err = TimestampError;
 
     /// Parses `YYYY-MM-DDTHH:MM:SS[.f…][Z|±HH:MM]` (a space may stand for the `T`); a fraction
-    /// longer than six digits is truncated to microseconds, an offset is converted to UTC.
+    /// longer than six digits is truncated to microseconds, an offset is converted to UTC. An
+    /// instant outside the years 0000 to 9999 in UTC is refused (it could not be written back).
     fn from_str(text: &str) -> Result<Self, TimestampError> {
-        parse_timestamp(text).ok_or_else(|| TimestampError(text.chars().take(64).collect()))
+        let error = |out_of_range| TimestampError {
+            text: text.chars().take(64).collect(),
+            out_of_range,
+        };
+        let parsed = parse_timestamp(text).ok_or_else(|| error(false))?;
+        if !(FIRST_WRITABLE..=LAST_WRITABLE).contains(&parsed.0) {
+            return Err(error(true));
+        }
+        Ok(parsed)
     }
 }
 
@@ -735,6 +771,63 @@ mod tests {
             let json = serde_json::to_string(&parsed).unwrap();
             assert_eq!(serde_json::from_str::<Timestamp>(&json).unwrap(), parsed);
         }
+    }
+
+    /// An offset can carry a date at an edge of the writable years over it: such a text is
+    /// refused, not written back as another instant (a year off, as the year was clamped).
+    #[test]
+    fn timestamps_outside_the_writable_years_are_refused_and_the_edges_round_trip() {
+        assert_eq!(days_from_civil(0, 1, 1) * 86_400_000_000, FIRST_WRITABLE);
+        assert_eq!(days_from_civil(10_000, 1, 1) * 86_400_000_000 - 1, LAST_WRITABLE);
+        for bad in [
+            "9999-12-31T23:30:00-01:00",
+            "9999-12-31T23:00:00-01:00",
+            "0000-01-01T00:30:00+01:00",
+            "0000-01-01T00:59:59.999999+01:00",
+        ] {
+            let err = bad.parse::<Timestamp>().unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "invalid timestamp {bad:?}: in UTC it falls outside 0000-01-01T00:00:00 to \
+                     9999-12-31T23:59:59.999999, the instants a timestamp can be written as"
+                )
+            );
+            let json = format!("{bad:?}");
+            assert!(serde_json::from_str::<Timestamp>(&json).is_err(), "{bad}");
+        }
+        for (text, written) in [
+            ("0000-01-01T00:00:00", "0000-01-01T00:00:00"),
+            ("0000-01-01T01:00:00+01:00", "0000-01-01T00:00:00"),
+            ("9999-12-31T23:59:59.999999", "9999-12-31T23:59:59.999999"),
+            ("9999-12-31T22:59:59.999999-01:00", "9999-12-31T23:59:59.999999"),
+        ] {
+            let parsed: Timestamp = text.parse().unwrap();
+            assert_eq!(parsed.to_string(), written, "{text}");
+            assert_eq!(written.parse::<Timestamp>().unwrap(), parsed);
+        }
+        assert_eq!(
+            Timestamp::from_micros(FIRST_WRITABLE).to_string(),
+            "0000-01-01T00:00:00"
+        );
+        assert_eq!(
+            Timestamp::from_micros(LAST_WRITABLE).to_string(),
+            "9999-12-31T23:59:59.999999"
+        );
+        // Beyond, from micros: the nearest edge, never a date inside the range a year off.
+        assert_eq!(
+            Timestamp::from_micros(FIRST_WRITABLE - 1).to_string(),
+            "0000-01-01T00:00:00"
+        );
+        assert_eq!(Timestamp::from_micros(i64::MIN).to_string(), "0000-01-01T00:00:00");
+        assert_eq!(
+            Timestamp::from_micros(LAST_WRITABLE + 1).to_string(),
+            "9999-12-31T23:59:59.999999"
+        );
+        assert_eq!(
+            Timestamp::from_micros(i64::MAX).to_string(),
+            "9999-12-31T23:59:59.999999"
+        );
     }
 
     #[test]
