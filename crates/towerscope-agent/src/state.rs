@@ -29,8 +29,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use towerscope_core::{
-    AgentError, ContentBlock, Id, Messages, Msg, PermissionBehavior, PermissionMode, PermissionRule, Role,
-    ToolCallBlock, ToolCallState, ToolResultBlock, Usage,
+    AgentError, ContentBlock, Id, Messages, Msg, PermissionMode, PermissionRule, Role, ToolCallBlock, ToolCallState,
+    ToolResultBlock, Usage,
 };
 
 use crate::tasks::Task;
@@ -287,11 +287,14 @@ impl AgentState {
         self.append_to_reply(agent_name, reply_id, [ContentBlock::ToolResult(result)]);
     }
 
-    /// Whether any rule of `behavior` matches `tool_name`.
-    pub(crate) fn has_rule(&self, tool_name: &str, behavior: PermissionBehavior) -> bool {
+    /// The rules naming `tool_name`, cloned (none, without allocating, for a tool no rule
+    /// names).
+    pub(crate) fn rules_of(&self, tool_name: &str) -> Vec<PermissionRule> {
         self.permission_rules
             .iter()
-            .any(|r| r.behavior == behavior && r.tool_name == tool_name)
+            .filter(|r| r.tool_name == tool_name)
+            .cloned()
+            .collect()
     }
 }
 

@@ -76,19 +76,34 @@ pub(crate) fn decide(
         return PermissionDecision::Allow;
     }
     let name = req.tool_call().name.as_str();
-    let mode = {
+    let (mode, rules) = {
         let state = state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.has_rule(name, PermissionBehavior::Deny) {
-            return PermissionDecision::Deny {
-                message: format!("The tool '{name}' is denied by a permission rule."),
-            };
-        }
-        if state.has_rule(name, PermissionBehavior::Ask) {
-            return ask(state.permission_mode, name, None);
-        }
-        state.permission_mode
+        (state.permission_mode, state.rules_of(name))
     };
     let tool = toolkit.get(name);
+    // A rule with a pattern covers the calls its tool says it does (read outside the state's
+    // lock: the tool's code); one whose tool cannot read it allows nothing and denies or asks
+    // about every call.
+    let applies = |behavior: PermissionBehavior| {
+        rules
+            .iter()
+            .filter(|r| r.behavior == behavior)
+            .any(|r| match &r.rule_content {
+                None => true,
+                Some(content) => tool
+                    .as_ref()
+                    .and_then(|t| t.matches_rule(content, req.input()))
+                    .unwrap_or(behavior != PermissionBehavior::Allow),
+            })
+    };
+    if applies(PermissionBehavior::Deny) {
+        return PermissionDecision::Deny {
+            message: format!("The tool '{name}' is denied by a permission rule."),
+        };
+    }
+    if applies(PermissionBehavior::Ask) {
+        return ask(mode, name, None);
+    }
     // The checks that read the arguments, of a tool that says they do: the others keep their
     // defaults (`Tool::decides_on_input`) and are not called, so arguments checked as text are
     // not parsed for them.
@@ -115,11 +130,7 @@ pub(crate) fn decide(
             None => {}
         }
     }
-    let allowed = state
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .has_rule(name, PermissionBehavior::Allow);
-    if allowed || mode == PermissionMode::Bypass {
+    if mode == PermissionMode::Bypass || applies(PermissionBehavior::Allow) {
         return PermissionDecision::Allow;
     }
     if asked.is_some() || tool.as_ref().is_some_and(|t| t.destructive()) {
@@ -156,9 +167,11 @@ pub(crate) fn suggested_rule(tool_name: &str) -> PermissionRule {
 /// The rules suggested to the user so far in one batch of concurrent calls.
 ///
 /// As in the reference, a later call whose ask an earlier call's suggested rule covers (an
-/// allow rule for the same tool) is not asked about: it stays pending, and is decided again
-/// when the reply resumes, by then under the rules the user accepted. A call that
-/// [requires confirmation](crate::toolkit::Tool::requires_confirmation) is always asked about.
+/// allow rule for the same tool, with no pattern: one with a pattern covers only what it
+/// names, so the later call is asked about) is not asked about: it stays pending, and is
+/// decided again when the reply resumes, by then under the rules the user accepted. A call
+/// that [requires confirmation](crate::toolkit::Tool::requires_confirmation) is always asked
+/// about.
 ///
 /// Only what covers a later ask is kept: the tools an allow rule was suggested for, hashed, so
 /// a batch of many calls that ask is checked in time linear in their number.
@@ -172,7 +185,10 @@ impl AskedRules {
         if !safety && allowed.contains(&call.name) {
             return true;
         }
-        for rule in suggested.iter().filter(|r| r.behavior == PermissionBehavior::Allow) {
+        for rule in suggested
+            .iter()
+            .filter(|r| r.behavior == PermissionBehavior::Allow && r.rule_content.is_none())
+        {
             if !allowed.contains(&rule.tool_name) {
                 allowed.insert(rule.tool_name.clone());
             }

@@ -60,6 +60,7 @@ pub struct FunctionTool {
     destructive: bool,
     confirm: Option<ConfirmFn>,
     permission: Option<PermissionFn>,
+    rule_matcher: Option<RuleMatchFn>,
     call: CallFn,
     /// The typed function's reading of its arguments from text (none for a hand-written
     /// schema, whose function takes a [`Value`]).
@@ -68,6 +69,9 @@ pub struct FunctionTool {
 
 /// Says whether a call must always be confirmed.
 type ConfirmFn = Box<dyn Fn(&Value) -> bool + Send + Sync>;
+
+/// Says whether a permission rule's pattern covers a call.
+type RuleMatchFn = Box<dyn Fn(&str, &Value) -> bool + Send + Sync>;
 
 impl FunctionTool {
     /// A tool running `f` with the arguments deserialized into `Args`.
@@ -181,6 +185,7 @@ impl FunctionTool {
             destructive: false,
             confirm: None,
             permission: None,
+            rule_matcher: None,
             call,
             call_text: None,
         }
@@ -230,6 +235,28 @@ impl FunctionTool {
         self.permission = Some(Box::new(check));
         self
     }
+
+    /// Sets how a permission rule's pattern (the `rule_content` of the rules this tool's
+    /// [`permission`](Self::permission) check suggests: a command prefix, a path glob) is
+    /// matched against a call's input (see [`Tool::matches_rule`]). Without it, a rule with a
+    /// pattern allows none of the tool's calls.
+    ///
+    /// ```
+    /// use serde_json::{Value, json};
+    /// use towerscope_agent::toolkit::{FunctionTool, Tool};
+    ///
+    /// let shell = FunctionTool::with_schema("shell", "Runs a command.", json!({"type": "object"}), |v: Value| async move {
+    ///     format!("ran {}", v["cmd"])
+    /// })
+    /// .rule_matcher(|prefix, input| input["cmd"].as_str().is_some_and(|cmd| cmd.starts_with(prefix)));
+    /// assert_eq!(shell.matches_rule("git ", &json!({"cmd": "git status"})), Some(true));
+    /// assert_eq!(shell.matches_rule("git ", &json!({"cmd": "rm -rf ~"})), Some(false));
+    /// ```
+    #[must_use]
+    pub fn rule_matcher(mut self, matches: impl Fn(&str, &Value) -> bool + Send + Sync + 'static) -> Self {
+        self.rule_matcher = Some(Box::new(matches));
+        self
+    }
 }
 
 impl fmt::Debug for FunctionTool {
@@ -273,6 +300,10 @@ impl Tool for FunctionTool {
 
     fn check_permission(&self, input: &Value) -> Option<PermissionDecision> {
         self.permission.as_ref().and_then(|check| check(input))
+    }
+
+    fn matches_rule(&self, content: &str, input: &Value) -> Option<bool> {
+        self.rule_matcher.as_ref().map(|matches| matches(content, input))
     }
 
     fn destructive(&self) -> bool {

@@ -115,6 +115,16 @@ pub trait Tool: Send + Sync + 'static {
         None
     }
 
+    /// Whether a permission rule's pattern (its
+    /// [`rule_content`](towerscope_core::PermissionRule::rule_content): a command prefix, a path
+    /// glob, as this tool's suggested rules write it) covers a call with this input. `None` (the
+    /// default): the tool does not read patterns, so a rule with one allows none of its calls,
+    /// and denies or asks about all of them. Rules without a pattern cover every call.
+    fn matches_rule(&self, content: &str, input: &Value) -> Option<bool> {
+        let _ = (content, input);
+        None
+    }
+
     /// Whether [`read_only_call`](Self::read_only_call),
     /// [`requires_confirmation`](Self::requires_confirmation) or
     /// [`check_permission`](Self::check_permission) look at the arguments (default: `true`).
@@ -216,6 +226,10 @@ impl<T: Tool + ?Sized> Tool for Arc<T> {
 
     fn check_permission(&self, input: &Value) -> Option<PermissionDecision> {
         (**self).check_permission(input)
+    }
+
+    fn matches_rule(&self, content: &str, input: &Value) -> Option<bool> {
+        (**self).matches_rule(content, input)
     }
 
     fn decides_on_input(&self) -> bool {

@@ -115,7 +115,10 @@ pub enum PermissionMode {
 pub struct PermissionRule {
     /// The tool the rule applies to.
     pub tool_name: String,
-    /// A tool-specific pattern (a command prefix, a path glob); `None` matches every call.
+    /// A tool-specific pattern (a command prefix, a path glob), which the tool reads
+    /// (`Tool::matches_rule` in `towerscope-agent`); `None` matches every call. A rule with a
+    /// pattern its tool cannot read allows no call, and denies or asks about every call of the
+    /// tool.
     #[serde(default)]
     pub rule_content: Option<String>,
     /// What the rule decides.
