@@ -619,3 +619,55 @@ async fn a_head_over_the_trigger_is_not_compressed_again_every_turn() {
     let last: Vec<String> = requests[4].messages.iter().filter_map(|m| m.text_content()).collect();
     assert!(last.iter().any(|t| t == "turn 4"), "{last:?}");
 }
+
+/// A question that alone reaches the trigger (a document pasted into it): what came before it
+/// is summarised once, and the rounds after it are not, so the model reads each tool result
+/// and answers; before, every round compressed and summarised the round's results away.
+#[tokio::test]
+async fn a_question_over_the_trigger_summarises_only_what_came_before_it_once() {
+    let size = 1_000;
+    let model = ScriptedModel::new("m", []).context_size(size).respond_with(|req| {
+        let tokens = estimate(&req.messages.to_vec(), &req.tools);
+        if is_summary_request(req) {
+            return Some(ScriptedResponse::tool_call("s", SUMMARY_TOOL, SUMMARY).with_usage(tokens, 20));
+        }
+        let results = req.messages.iter().flat_map(|m| m.tool_results()).count();
+        Some(if results >= 2 {
+            ScriptedResponse::text(format!("answered after reading {results} results")).with_usage(tokens, 5)
+        } else {
+            let word = format!("w{results}");
+            ScriptedResponse::tool_call(&word, "lookup", format!(r#"{{"word": "{word}"}}"#)).with_usage(tokens, 5)
+        })
+    });
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .hints(HintConfig::disabled())
+        .tool(FunctionTool::new("lookup", |a: Lookup| async move {
+            format!("{} means x", a.word)
+        }))
+        .context(ContextConfig::new())
+        .build()
+        .unwrap();
+    agent.observe([Msg::user("user", "an earlier remark")]).unwrap();
+    // About 850 tokens, 85% of the context: the provider takes it.
+    let question = format!("{}\nWhat do w0 and w1 mean?", "word ".repeat(680));
+    let answer = agent.reply(Msg::user("user", question)).await.unwrap();
+    assert_eq!(
+        answer.text_content().as_deref(),
+        Some("answered after reading 2 results")
+    );
+    let requests = model.requests();
+    let summaries = requests.iter().filter(|r| is_summary_request_recorded(r)).count();
+    assert_eq!(summaries, 1, "the earlier remark, summarised once");
+    let summary_request = requests.iter().find(|r| is_summary_request_recorded(r)).unwrap();
+    let summarised: Vec<String> = summary_request
+        .messages
+        .iter()
+        .filter_map(|m| m.text_content())
+        .collect();
+    assert!(summarised.iter().any(|t| t == "an earlier remark"), "{summarised:?}");
+    assert!(!summarised.iter().any(|t| t.ends_with("What do w0 and w1 mean?")));
+    let last = requests.last().unwrap();
+    assert_eq!(last.messages.iter().flat_map(|m| m.tool_results()).count(), 2);
+    assert_pairs_intact(&last.messages.to_vec());
+}

@@ -71,7 +71,7 @@ use std::task::{Context, Poll};
 use tower::Service;
 use towerscope_core::{
     AgentContext, AgentError, CompressRequest, ContentBlock, ContextConfig, ErasedFuture, HintBlock, Id, Messages,
-    ModelCallRequest, ModelOutput, ModelRef, Msg, SystemPromptFold, ToolSchema,
+    ModelCallRequest, ModelOutput, ModelRef, Msg, Role, SystemPromptFold, ToolSchema,
 };
 
 use crate::clock::{Clock, Timezone};
@@ -268,14 +268,47 @@ where
         );
         return Ok(());
     }
-    let mut parts = split::split(&context, counter, base, config.reserve_tokens(size), &unfinished);
-    if parts.compress.is_empty() {
-        tracing::warn!(
-            reserve_ratio = config.reserve_ratio,
-            "the reserve ratio is too large to compress any context; compressing with a reserve of 0"
-        );
-        parts = split::split(&context, counter, base, 0, &unfinished);
-    }
+    // The newest question is always kept whole. When it alone, with what is always sent,
+    // reaches the threshold (a document pasted into it), the context cannot get under the
+    // threshold, and summarising the rounds after it would hide each round's tool results from
+    // the model, round after round: only what came before the question is summarised, once.
+    let question = context.iter().rposition(|m| m.role == Role::User);
+    let question_tokens = question.map_or(0, |at| counter.count_message(&context[at]));
+    let parts = match question.filter(|_| base.saturating_add(question_tokens) >= threshold) {
+        Some(at) => {
+            tracing::warn!(
+                base,
+                question_tokens,
+                threshold,
+                "the newest question alone reaches the compression threshold; summarising only what came before it"
+            );
+            let (before, from_question) = context.split_at(at);
+            // Replies before the question are over (a reply closes the calls an earlier one
+            // left open), so no call of theirs is unfinished; if one were, nothing is.
+            if before
+                .iter()
+                .any(|m| m.tool_calls().any(|c| unfinished.contains(&c.id)))
+            {
+                return Ok(());
+            }
+            split::Split {
+                compress: before.to_vec(),
+                keep: from_question.to_vec(),
+            }
+        }
+        None => {
+            let parts = split::split(&context, counter, base, config.reserve_tokens(size), &unfinished);
+            if parts.compress.is_empty() {
+                tracing::warn!(
+                    reserve_ratio = config.reserve_ratio,
+                    "the reserve ratio is too large to compress any context; compressing with a reserve of 0"
+                );
+                split::split(&context, counter, base, 0, &unfinished)
+            } else {
+                parts
+            }
+        }
+    };
     if parts.compress.is_empty() {
         tracing::warn!("nothing in the context can be compressed (only an unfinished tool call is left)");
         return Ok(());
