@@ -268,7 +268,8 @@ impl Agent {
     /// Returns whether the messages were observed now (`false`: they wait). Fails at once for
     /// messages [`observe`](Self::observe) would reject by its input rules; an observe hook
     /// that fails when the messages are delivered later rejects them as `observe` would, with
-    /// a warning in the log.
+    /// a warning in the log. Each post is delivered apart (its messages together, through the
+    /// hooks once): a post a hook rejects takes no other post with it.
     ///
     /// This is how a hub delivers a broadcast to a participant that is replying.
     pub fn observe_when_free(&self, msgs: impl IntoIterator<Item = Msg>) -> Result<bool, AgentError> {

@@ -38,14 +38,36 @@ fn refuse_early(runtime: &Runtime, busy: &AtomicBool) -> Option<Refused> {
         .map(|_| Refused::Parked)
 }
 
+/// Why `observe` failed, and whether the messages were stored.
+enum Failure {
+    /// A reply runs or is parked: nothing was stored (a mailbox keeps the messages).
+    NotFree(AgentError),
+    /// A hook or the input rules rejected them: nothing was stored.
+    Rejected(AgentError),
+    /// They were stored, and an observe hook failed after.
+    AfterStored(AgentError),
+}
+
+impl Failure {
+    fn into_error(self) -> AgentError {
+        match self {
+            Self::NotFree(e) | Self::Rejected(e) | Self::AfterStored(e) => e,
+        }
+    }
+}
+
 /// `Agent::observe`: the observe hooks, the input rules, then the context.
 pub(crate) fn observe_now(runtime: &Runtime, busy: &AtomicBool, msgs: Vec<Msg>) -> Result<(), AgentError> {
+    observe(runtime, busy, msgs).map_err(Failure::into_error)
+}
+
+fn observe(runtime: &Runtime, busy: &AtomicBool, msgs: Vec<Msg>) -> Result<(), Failure> {
     let mut msgs = msgs;
     for hook in &runtime.observe_hooks {
-        msgs = hook.pre_observe(&runtime.name, msgs)?;
+        msgs = hook.pre_observe(&runtime.name, msgs).map_err(Failure::Rejected)?;
     }
     for m in &msgs {
-        validate_input(m)?;
+        validate_input(m).map_err(Failure::Rejected)?;
     }
     {
         let mut state = runtime.lock_state();
@@ -53,16 +75,16 @@ pub(crate) fn observe_now(runtime: &Runtime, busy: &AtomicBool, msgs: Vec<Msg>) 
         // lock, so a reply that started before this point is seen here, and one that starts
         // after changes nothing until these messages are stored.
         if busy.load(Ordering::Acquire) {
-            return Err(AgentError::State(
+            return Err(Failure::NotFree(AgentError::State(
                 "cannot observe messages while the agent is replying; observe them after the reply ends".to_owned(),
-            ));
+            )));
         }
-        crate::state::check_not_parked(&state)?;
+        crate::state::check_not_parked(&state).map_err(Failure::NotFree)?;
         crate::resume::close_dangling_calls(&runtime.name, &mut state);
         state.context.extend(msgs.iter().cloned());
     }
     for hook in &runtime.observe_hooks {
-        hook.post_observe(&runtime.name, &msgs)?;
+        hook.post_observe(&runtime.name, &msgs).map_err(Failure::AfterStored)?;
     }
     Ok(())
 }
@@ -78,8 +100,9 @@ pub(crate) fn observe_when_free(runtime: &Runtime, busy: &AtomicBool, msgs: Vec<
     deliver(runtime, busy)
 }
 
-/// Delivers the waiting messages if the agent is free. Returns whether nothing is left waiting;
-/// fails when a hook rejected a batch (that batch is not retried).
+/// Delivers the waiting posts if the agent is free, each post apart. Returns whether nothing
+/// is left waiting; fails when a hook rejected a post (that post is not retried; the others
+/// are delivered), or failed after storing one.
 ///
 /// Called when a reply ends (its busy flag just cleared) and when mail is posted.
 pub(crate) fn deliver(runtime: &Runtime, busy: &AtomicBool) -> Result<bool, AgentError> {
@@ -108,29 +131,50 @@ pub(crate) fn deliver(runtime: &Runtime, busy: &AtomicBool) -> Result<bool, Agen
 }
 
 fn deliver_all(runtime: &Runtime, busy: &AtomicBool) -> Option<Refused> {
+    // The first failure; the posts after the one that failed are still delivered.
+    let mut failed: Option<AgentError> = None;
     loop {
         if let Some(refused) = refuse_early(runtime, busy) {
-            return Some(refused);
+            return Some(stopped(runtime, refused, failed));
         }
-        let batch = runtime.mailbox.take();
-        if batch.is_empty() {
-            return None;
-        }
-        if let Err(e) = observe_now(runtime, busy, batch.clone()) {
-            return Some(match e {
-                // A reply started between the check and the store: keep the batch.
-                AgentError::State(_) => {
-                    runtime.mailbox.put_back(batch);
-                    if busy.load(Ordering::Acquire) {
-                        Refused::Busy
-                    } else {
-                        Refused::Parked
-                    }
+        let Some(post) = runtime.mailbox.take() else {
+            return failed.map(Refused::Failed);
+        };
+        match observe(runtime, busy, post.clone()) {
+            Ok(()) => {}
+            // A reply started between the check and the store: keep the post.
+            Err(Failure::NotFree(_)) => {
+                runtime.mailbox.put_back(post);
+                let refused = if busy.load(Ordering::Acquire) {
+                    Refused::Busy
+                } else {
+                    Refused::Parked
+                };
+                return Some(stopped(runtime, refused, failed));
+            }
+            // One sender's post rejected (or its hook failed after storing it): the others'
+            // posts are not lost with it.
+            Err(Failure::Rejected(e) | Failure::AfterStored(e)) => {
+                if failed.is_some() {
+                    warn_rejected(runtime, &e);
                 }
-                e => Refused::Failed(e),
-            });
+                failed.get_or_insert(e);
+            }
         }
     }
+}
+
+/// Delivery stopped by a reply: the refusal (so that what waits is delivered when the reply
+/// ends), and an earlier post's failure only logged.
+fn stopped(runtime: &Runtime, refused: Refused, failed: Option<AgentError>) -> Refused {
+    if let Some(e) = failed {
+        warn_rejected(runtime, &e);
+    }
+    refused
+}
+
+fn warn_rejected(runtime: &Runtime, e: &AgentError) {
+    tracing::warn!(agent = %runtime.name, error.kind = e.kind(), "a post was rejected when delivered");
 }
 
 #[cfg(test)]

@@ -177,3 +177,75 @@ fn an_installed_middleware_is_found_by_its_type() {
 struct OtherMiddleware;
 
 impl Middleware for OtherMiddleware {}
+
+/// A moderation hook: rejects any post holding "spam"; after storing, fails once as a busy
+/// store would.
+#[derive(Clone, Default)]
+struct Moderator {
+    post_failures: Arc<Mutex<u32>>,
+}
+
+impl ObserveHook for Moderator {
+    fn pre_observe(&self, _agent: &str, msgs: Vec<Msg>) -> Result<Vec<Msg>, AgentError> {
+        if msgs
+            .iter()
+            .any(|m| m.text_content().unwrap_or_default().contains("spam"))
+        {
+            return Err(AgentError::validation("spam refused"));
+        }
+        Ok(msgs)
+    }
+
+    fn post_observe(&self, _agent: &str, _msgs: &[Msg]) -> Result<(), AgentError> {
+        let mut failures = self.post_failures.lock().unwrap();
+        if *failures == 0 {
+            *failures += 1;
+            return Err(AgentError::State("store busy".to_owned()));
+        }
+        Ok(())
+    }
+}
+
+impl Middleware for Moderator {
+    fn on_observe(&self) -> Option<Arc<dyn ObserveHook>> {
+        Some(Arc::new(self.clone()))
+    }
+}
+
+/// Posts are delivered each apart: one sender's post a hook rejects does not take the others'
+/// with it, and a hook failing after a post was stored does not store it again.
+#[tokio::test(start_paused = true)]
+async fn a_rejected_post_loses_no_other_post_and_a_stored_one_is_stored_once() {
+    let model = ScriptedModel::new(
+        "m",
+        [ScriptedResponse::text("my answer").chunk_delay(Duration::from_millis(10))],
+    );
+    let agent = Agent::builder("bob")
+        .model(model)
+        .middleware(Moderator::default())
+        .build()
+        .unwrap();
+    let mut stream = agent.reply_stream(Msg::user("user", "question"));
+    assert!(stream.next().await.is_some(), "the reply started");
+    assert!(
+        !agent
+            .observe_when_free([Msg::user("alice", "the build is red")])
+            .unwrap()
+    );
+    assert!(!agent.observe_when_free([Msg::user("mallory", "spam spam")]).unwrap());
+    assert!(!agent.observe_when_free([Msg::user("carol", "deploy at 5")]).unwrap());
+    while stream.next().await.is_some() {}
+    // Alice's post was stored, then the hook after it failed; mallory's was rejected.
+    assert_eq!(agent.pending_observations(), 0);
+    assert!(agent.observe_when_free([Msg::user("dave", "later")]).unwrap());
+    assert_eq!(
+        texts(&agent),
+        [
+            "user: question",
+            "bob: my answer",
+            "alice: the build is red",
+            "carol: deploy at 5",
+            "dave: later"
+        ]
+    );
+}
