@@ -53,6 +53,7 @@ use towerscope_core::{PermissionDecision, ToolChunk, ToolResultState};
 use crate::state::AgentState;
 use crate::toolkit::{Tool, ToolChunkStream, Toolkit};
 
+pub use run::MAX_TASKS;
 pub use task::{Task, TaskState};
 
 /// The names of the task tools, as the reference names them.

@@ -19,8 +19,19 @@ fn ids(input: &Value, key: &str) -> Option<Vec<String>> {
         .map(|ids| ids.iter().filter_map(|id| id.as_str().map(str::to_owned)).collect())
 }
 
-/// `TaskCreate`: appends a pending task.
+/// The most tasks a list holds. The reference has no bound; without one, a model creating tasks
+/// in a loop grows the saved state, every `TaskList` answer and each create's id scan without
+/// end.
+pub const MAX_TASKS: usize = 1_000;
+
+/// `TaskCreate`: appends a pending task, while the list holds fewer than [`MAX_TASKS`].
 pub(crate) fn create(tasks: &mut Vec<Task>, input: &Value) -> Result<String, String> {
+    if tasks.len() >= MAX_TASKS {
+        return Err(format!(
+            "The task list is full ({MAX_TASKS} tasks): delete tasks that are done (TaskUpdate with status \
+             `deleted`) before creating more"
+        ));
+    }
     let id = next_id(tasks);
     let mut task = Task::new(
         id.clone(),
@@ -369,5 +380,18 @@ mod tests {
         update(&mut tasks, &json!({"task_id": "1", "metadata": {"a": 1, "b": 2}})).unwrap();
         update(&mut tasks, &json!({"task_id": "1", "metadata": {"a": null}})).unwrap();
         assert_eq!(Value::Object(tasks[0].metadata.clone()), json!({"b": 2}));
+    }
+
+    #[test]
+    fn a_full_list_refuses_a_new_task_until_one_is_deleted() {
+        let mut tasks = Vec::new();
+        for n in 0..MAX_TASKS {
+            create(&mut tasks, &json!({"subject": format!("t{n}"), "description": ""})).unwrap();
+        }
+        let err = create(&mut tasks, &json!({"subject": "one more", "description": ""})).unwrap_err();
+        assert!(err.starts_with("The task list is full (1000 tasks)"), "{err}");
+        assert_eq!(tasks.len(), MAX_TASKS);
+        update(&mut tasks, &json!({"task_id": "1", "status": "deleted"})).unwrap();
+        assert!(create(&mut tasks, &json!({"subject": "one more", "description": ""})).is_ok());
     }
 }
