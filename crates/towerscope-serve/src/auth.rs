@@ -28,7 +28,12 @@ pub(crate) async fn check(State(token): State<Arc<str>>, request: Request, next:
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        // The scheme's name in any case (RFC 9110, section 11.1).
+        .and_then(|v| {
+            v.split_once(' ')
+                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        })
+        .map(|(_, token)| token);
     match given {
         Some(given) if same(given.trim().as_bytes(), token.as_bytes()) => next.run(request).await,
         _ => ServeError::unauthorized().into_response(),

@@ -41,6 +41,15 @@ impl ServeError {
         }
     }
 
+    /// The body is not sent as JSON (415).
+    pub fn not_json() -> Self {
+        Self::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "the body must be sent with content-type application/json",
+        )
+    }
+
     /// The body is not JSON (400).
     pub fn bad_json(detail: impl fmt::Display) -> Self {
         Self::new(

@@ -48,6 +48,7 @@ pub mod a2a;
 pub mod agui;
 mod auth;
 mod busy;
+mod content_type;
 mod error;
 mod factory;
 mod info;

@@ -112,7 +112,9 @@ impl RouterBuilder {
     }
 
     /// Answers cross-origin requests as `cors` says (default: no CORS headers, so browsers
-    /// allow only the page's own origin).
+    /// let only the page's own origin read the answers; and as the endpoints take only bodies
+    /// sent as `application/json`, which a browser sends cross-site only after asking, no other
+    /// site can make a visitor's browser run an agent either).
     pub fn cors(mut self, cors: CorsLayer) -> Self {
         self.cors = Some(cors);
         self

@@ -122,6 +122,37 @@ async fn bad_input_gets_400_or_422_with_a_json_body() {
     assert_eq!(model.calls(), 0);
 }
 
+/// A page on another site can make its visitor's browser POST a body that is JSON under a
+/// "simple" content type (a form field named like a JSON document, sent as `text/plain`),
+/// without asking the server first: neither endpoint takes it, so no agent runs.
+#[tokio::test]
+async fn a_body_not_sent_as_json_gets_415_and_runs_nothing() {
+    let (router, model) = router("csrf");
+    let body = "{\"threadId\":\"csrf\",\"runId\":\"r1\",\"messages\":[{\"id\":\"u1\",\"role\":\"user\",\"content\":\"what is the weather\"}],\"pad\":\"=\"}\r\n";
+    for (path, content_type) in [
+        ("/agui", Some("text/plain")),
+        ("/agui", Some("application/x-www-form-urlencoded")),
+        ("/agui", None),
+        ("/a2a", Some("text/plain")),
+    ] {
+        let mut request = Request::post(path).header(header::ORIGIN, "https://evil.example");
+        if let Some(content_type) = content_type {
+            request = request.header(header::CONTENT_TYPE, content_type);
+        }
+        let response = router
+            .clone()
+            .oneshot(request.body(Body::from(body)).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "{path} {content_type:?}"
+        );
+    }
+    assert_eq!(model.calls(), 0);
+}
+
 #[tokio::test]
 async fn a_resume_on_a_thread_with_nothing_waiting_is_a_conflict() {
     let (router, _) = router("unknown-thread");
@@ -247,6 +278,16 @@ async fn a_bearer_token_guards_the_endpoints_but_not_the_page() {
         router.clone().oneshot(request("s3cret")).await.unwrap().status(),
         StatusCode::OK
     );
+    // The scheme's name in any case (RFC 9110).
+    let lower = Request::post("/agui")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::AUTHORIZATION, "bearer s3cret")
+        .body(Body::from(run(
+            "t2",
+            json!([{"id": "u1", "role": "user", "content": "hi"}]),
+        )))
+        .unwrap();
+    assert_eq!(router.clone().oneshot(lower).await.unwrap().status(), StatusCode::OK);
     let page = router
         .oneshot(Request::get("/").body(Body::empty()).unwrap())
         .await

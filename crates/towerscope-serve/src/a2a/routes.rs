@@ -50,6 +50,15 @@ fn plausible_host(host: &str) -> bool {
 
 /// `POST /a2a`: one JSON-RPC request.
 pub(crate) async fn rpc(State(shared): State<Shared>, headers: HeaderMap, body: Body) -> Response {
+    // Checked before the body is read (see `content_type`).
+    if !crate::content_type::is_json(&headers) {
+        let error = RpcError::invalid_request("the body must be sent with content-type application/json");
+        return (
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Json(rpc::error(&Value::Null, &error)),
+        )
+            .into_response();
+    }
     let body = match to_bytes(body, shared.tasks.limits.max_body_bytes).await {
         Ok(body) => body,
         Err(_) => {
@@ -351,7 +360,8 @@ mod tests {
         let streamed: String = results
             .iter()
             .filter_map(|r| r.get("artifactUpdate"))
-            .filter(|u| u["append"] == true)
+            // The pieces; the last update is the whole answer again.
+            .filter(|u| u["lastChunk"] != true)
             .map(|u| u["artifact"]["parts"][0]["text"].as_str().unwrap().to_owned())
             .collect();
         assert_eq!(streamed.split_whitespace().count(), words);

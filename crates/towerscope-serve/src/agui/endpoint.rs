@@ -69,6 +69,9 @@ async fn start(
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ServeError> {
+    if !crate::content_type::is_json(headers) {
+        return Err(ServeError::not_json());
+    }
     let body = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ServeError::too_large(endpoint.body_limit)
