@@ -139,11 +139,12 @@ impl fmt::Display for ServeError {
 impl std::error::Error for ServeError {}
 
 /// The message a client may see for `err`: the error's own text where it is about the request,
-/// only its kind where it comes from behind the server (a provider, a store, a middleware).
+/// only its kind where it comes from behind the server (a provider, a store, a middleware). A
+/// decode error is one of the latter: it quotes what could not be decoded (a provider's answer,
+/// a stored session) and where it came from (the provider's URL).
 pub(crate) fn client_message(err: &AgentError) -> String {
     match err {
         AgentError::Validation(_)
-        | AgentError::Decode { .. }
         | AgentError::State(_)
         | AgentError::Conflict { .. }
         | AgentError::RateLimited { .. }
@@ -158,9 +159,7 @@ pub(crate) fn client_message(err: &AgentError) -> String {
 impl From<AgentError> for ServeError {
     fn from(err: AgentError) -> Self {
         let status = match &err {
-            AgentError::Validation(_) | AgentError::Decode { .. } | AgentError::CallLimit { .. } => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
+            AgentError::Validation(_) | AgentError::CallLimit { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             AgentError::State(_) | AgentError::Conflict { .. } => StatusCode::CONFLICT,
             AgentError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             AgentError::Overloaded | AgentError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
@@ -179,5 +178,26 @@ impl IntoResponse for ServeError {
     fn into_response(self) -> Response {
         let body = serde_json::json!({ "error": { "code": self.code, "message": self.message } });
         (self.status, Json(body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decode_error_reaches_the_client_by_its_kind_only() {
+        let err = AgentError::decode(
+            "openai chat completion from http://gw.internal:8443/v1/chat/completions",
+            "expected value at line 1 column 1: <html>upstream llm-gw-07 (key sk-live-INTERNAL)</html>",
+        );
+        let message = client_message(&err);
+        assert_eq!(
+            message,
+            "the agent failed (decode_error); the server's log has the details"
+        );
+        let served = ServeError::from(err);
+        assert_eq!(served.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!served.message.contains("gw.internal"), "{}", served.message);
     }
 }
