@@ -31,6 +31,12 @@ pub fn remote_parent(headers: &HeaderMap) -> Option<opentelemetry::Context> {
     if version != "00" || parts.next().is_some() || trace.len() != 32 || span.len() != 16 || flags.len() != 2 {
         return None;
     }
+    // Lowercase hex digits only: the parsers below also take a sign and capitals, which the
+    // recommendation says make the header invalid.
+    let lower_hex = |field: &str| field.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if ![trace, span, flags].into_iter().all(lower_hex) {
+        return None;
+    }
     let trace_id = TraceId::from_hex(trace).ok()?;
     let span_id = SpanId::from_hex(span).ok()?;
     let flags = u8::from_str_radix(flags, 16).ok()?;
@@ -49,4 +55,30 @@ pub(crate) async fn within_request<F: Future>(headers: &HeaderMap, future: F) ->
     }
     let _ = headers;
     future.await
+}
+
+#[cfg(all(test, feature = "otel"))]
+mod tests {
+    use axum::http::HeaderValue;
+
+    use super::*;
+
+    fn parent(value: &'static str) -> bool {
+        let mut headers = HeaderMap::new();
+        headers.insert("traceparent", HeaderValue::from_static(value));
+        remote_parent(&headers).is_some()
+    }
+
+    #[test]
+    fn only_lowercase_hex_fields_name_a_parent() {
+        assert!(parent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"));
+        for malformed in [
+            "00-+af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            "00-0af7651916cd43dd8448eb211c80319c-+7ad6b7169203331-01",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-+1",
+            "00-0AF7651916CD43DD8448EB211C80319C-B7AD6B7169203331-01",
+        ] {
+            assert!(!parent(malformed), "{malformed}");
+        }
+    }
 }
