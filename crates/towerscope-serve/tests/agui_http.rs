@@ -294,7 +294,7 @@ async fn a_bearer_token_guards_the_endpoints_but_not_the_page() {
         .unwrap();
     assert_eq!(page.status(), StatusCode::OK);
     let html = axum::body::to_bytes(page.into_body(), usize::MAX).await.unwrap();
-    assert!(std::str::from_utf8(&html).unwrap().contains("fetch(\"agui\""));
+    assert!(std::str::from_utf8(&html).unwrap().contains("fetch(endpoint"));
 }
 
 #[tokio::test]
