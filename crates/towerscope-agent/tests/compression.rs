@@ -671,3 +671,62 @@ async fn a_question_over_the_trigger_summarises_only_what_came_before_it_once() 
     assert_eq!(last.messages.iter().flat_map(|m| m.tool_results()).count(), 2);
     assert_pairs_intact(&last.messages.to_vec());
 }
+
+/// A round whose tool results push the context past the model's window: what is summarised
+/// is capped, so the summary request fits and the history goes into a summary; before, the
+/// summary request was past the window too, refused, and the fall back dropped the whole
+/// history for the truncation notice.
+#[tokio::test]
+async fn a_round_past_the_window_is_summarised_in_a_request_that_fits() {
+    let size = 2_000;
+    let model = ScriptedModel::new("m", []).context_size(size).respond_with(move |req| {
+        let tokens = estimate(&req.messages.to_vec(), &req.tools);
+        if tokens > size {
+            return Some(ScriptedResponse::error(towerscope_core::AgentError::Model {
+                model: None,
+                message: format!("context_length_exceeded: {tokens} > {size}"),
+                retryable: false,
+                source: None,
+            }));
+        }
+        if is_summary_request(req) {
+            return Some(ScriptedResponse::tool_call("s", SUMMARY_TOOL, SUMMARY).with_usage(tokens, 20));
+        }
+        let read = req.messages.last().is_some_and(|m| m.tool_results().next().is_some());
+        Some(if read {
+            ScriptedResponse::text("read them").with_usage(tokens, 5)
+        } else {
+            ScriptedResponse::tool_call("c1", "fetch", r#"{"word": "a"}"#)
+                .and_tool_call("c2", "fetch", r#"{"word": "b"}"#)
+                .with_usage(tokens, 5)
+        })
+    });
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .hints(HintConfig::disabled())
+        .tool(FunctionTool::new("fetch", |a: Lookup| async move {
+            format!("{} {}", a.word, "page ".repeat(500))
+        }))
+        .context(ContextConfig::new())
+        .build()
+        .unwrap();
+    // Twelve earlier messages, about 1,200 tokens: under the trigger (1,600).
+    let history: Vec<Msg> = (0..12)
+        .map(|i| Msg::user("user", format!("fact {i}: {}", "y".repeat(390))))
+        .collect();
+    agent.observe(history).unwrap();
+    let answer = agent.reply(Msg::user("user", "fetch a and b")).await.unwrap();
+    assert_eq!(answer.text_content().as_deref(), Some("read them"));
+    let state = agent.state();
+    assert!(!state.summary.contains(TRUNCATION_NOTICE), "{}", state.summary);
+    assert!(
+        state.summary.contains("look words up"),
+        "a summary was written: {}",
+        state.summary
+    );
+    let requests = model.requests();
+    for summary_request in requests.iter().filter(|r| is_summary_request_recorded(r)) {
+        let tokens = estimate(&summary_request.messages.to_vec(), &summary_request.tools);
+        assert!(tokens <= size, "a summary request of {tokens} tokens");
+    }
+}

@@ -158,6 +158,41 @@ impl CompressShared {
     }
 }
 
+/// `parts` with at most `limit` tokens to summarise: the newest of the rest goes back to the
+/// kept part, in order (the part of a message the split cut off joins the rest of it again).
+fn fit_summary(mut parts: split::Split, counter: &dyn TokenCounter, limit: u64) -> split::Split {
+    let mut total = 0u64;
+    let fits = parts
+        .compress
+        .iter()
+        .take_while(|m| {
+            total = total.saturating_add(counter.count_message(m));
+            total <= limit
+        })
+        .count();
+    if fits == parts.compress.len() {
+        return parts;
+    }
+    tracing::warn!(
+        limit,
+        summarised = fits,
+        waiting = parts.compress.len() - fits,
+        "what the context holds to summarise is past the model's window; summarising the oldest of it"
+    );
+    let mut back = parts.compress.split_off(fits);
+    if let (Some(head), Some(tail)) = (back.last(), parts.keep.first())
+        && head.id == tail.id
+    {
+        let mut whole = Msg::clone(head);
+        whole.content.extend(tail.content.iter().cloned());
+        back.pop();
+        parts.keep[0] = Arc::new(whole);
+    }
+    back.append(&mut parts.keep);
+    parts.keep = back;
+    parts
+}
+
 /// The innermost `on_compress_context` service.
 #[derive(Clone)]
 pub(crate) struct Compressor<M> {
@@ -309,6 +344,10 @@ where
             }
         }
     };
+    // The summary request carries what is summarised: past the threshold it could be past the
+    // model's window too (a round whose tool results overshot it), and refused for ever, so the
+    // newest of it waits for a later round's summary instead.
+    let parts = fit_summary(parts, counter, threshold.saturating_sub(base));
     if parts.compress.is_empty() {
         tracing::warn!("nothing in the context can be compressed (only an unfinished tool call is left)");
         return Ok(());

@@ -82,7 +82,20 @@ pub(crate) fn split(
             (_, before) => before,
         };
     }
-    cut = pair_calls(blocks, cut, unfinished_at);
+    // The newest round's results (the context's last message ends with them: compression runs
+    // before the model reads them) stay, with their calls: summarised, the model would call the
+    // same tools again, and the next round would summarise those results too.
+    let unread_at = (boundary + 1 == context.len())
+        .then(|| unread_results(blocks))
+        .flatten();
+    if let Some(u) = unread_at {
+        cut = cut.and_then(|c| u.checked_sub(1).map(|before| c.min(before)));
+    }
+    let kept_from = match (unfinished_at, unread_at) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    cut = pair_calls(blocks, cut, kept_from);
 
     let mut out = Split {
         compress: context[..boundary].to_vec(),
@@ -104,6 +117,19 @@ pub(crate) fn split(
     out.keep.extend(context[boundary + 1..].iter().cloned());
     keep_newest_question(context, boundary, &mut out);
     out
+}
+
+/// Where the results that end a message start (hints after them aside), if it ends with any.
+fn unread_results(blocks: &[ContentBlock]) -> Option<usize> {
+    let mut start = None;
+    for (i, block) in blocks.iter().enumerate().rev() {
+        match block {
+            ContentBlock::ToolResult(_) => start = Some(i),
+            ContentBlock::Hint(_) => {}
+            _ => break,
+        }
+    }
+    start
 }
 
 /// Takes the newest user message out of the summarised part (whole, or the part of it that was
@@ -216,6 +242,38 @@ mod tests {
         for reserve in [1, 5, 20, 60, 120, 200] {
             let s = split(&context, &EstimateCounter, 0, reserve, &HashSet::new());
             pairs_intact(&s);
+        }
+    }
+
+    /// The results that end the context (the round the model has not read) stay with their
+    /// calls, however small the reserve; an earlier round of the same message may go.
+    #[test]
+    fn the_newest_rounds_results_and_their_calls_are_kept() {
+        let msg = Msg::assistant_blocks(
+            "a",
+            vec![
+                text(40),
+                call("old"),
+                result("old", 400),
+                text(40),
+                call("c1"),
+                call("c2"),
+                result("c1", 400),
+                result("c2", 400),
+            ],
+        );
+        let context = vec![Arc::new(Msg::user("u", "q")), Arc::new(msg)];
+        for reserve in [1, 50, 150] {
+            let s = split(&context, &EstimateCounter, 0, reserve, &HashSet::new());
+            pairs_intact(&s);
+            let kept: Vec<&Id> = s.keep.iter().flat_map(|m| m.tool_results().map(|r| &r.id)).collect();
+            assert_eq!(kept, ["c1", "c2"], "reserve {reserve}");
+            let summarised: Vec<&Id> = s
+                .compress
+                .iter()
+                .flat_map(|m| m.tool_results().map(|r| &r.id))
+                .collect();
+            assert_eq!(summarised, ["old"], "reserve {reserve}");
         }
     }
 
