@@ -99,13 +99,20 @@ async fn compressed_messages_are_offloaded_and_the_model_reads_them_back() {
         .unwrap();
     let offloaded: Vec<String> = back.iter().filter_map(Msg::text_content).collect();
     let expected: Vec<String> = history().iter().filter_map(Msg::text_content).collect();
-    assert_eq!(offloaded[..20], expected[..]);
-    assert!(
-        state
-            .context
-            .iter()
-            .all(|m| !m.text_content().unwrap_or_default().starts_with("message ")),
-        "the context holds none of them"
+    // The oldest messages, in order, as many as one summary request may carry (the model's
+    // window is 400 tokens: all twenty would not fit).
+    assert!(offloaded.len() >= 10, "{} offloaded", offloaded.len());
+    assert_eq!(offloaded[..], expected[..offloaded.len()]);
+    let held: Vec<String> = state
+        .context
+        .iter()
+        .filter_map(Msg::text_content)
+        .filter(|t| t.starts_with("message "))
+        .collect();
+    assert_eq!(
+        held,
+        expected[offloaded.len()..],
+        "the context holds the rest, and none of them"
     );
     // The model followed the reminder: the Read tool gave it the first lines of the file.
     let read = state.context.iter().flat_map(|m| m.tool_results()).next().unwrap();

@@ -291,7 +291,8 @@ where
              Shorten the system prompt or raise the context size."
         )));
     }
-    let base = counter.count_blocks(&mut head.iter().flat_map(|m| m.content.iter())) + counter.count_tools(&tools);
+    let head_tokens = counter.count_blocks(&mut head.iter().flat_map(|m| m.content.iter()));
+    let base = head_tokens + counter.count_tools(&tools);
     if base >= threshold {
         // The system prompt, the summary and the tools alone reach the threshold: compressing
         // could not bring the context under it, and would run again every round, summarising
@@ -344,10 +345,12 @@ where
             }
         }
     };
-    // The summary request carries what is summarised: past the threshold it could be past the
-    // model's window too (a round whose tool results overshot it), and refused for ever, so the
-    // newest of it waits for a later round's summary instead.
-    let parts = fit_summary(parts, counter, threshold.saturating_sub(base));
+    // The summary request carries the head and what is summarised (not the agent's tools):
+    // past the threshold it could be past the model's window too (a round whose tool results
+    // overshot it), and refused for ever, so the newest of it waits for a later round's summary
+    // instead. What the window holds past the threshold is left for the request's prompt and
+    // the summary itself.
+    let parts = fit_summary(parts, counter, threshold.saturating_sub(head_tokens));
     if parts.compress.is_empty() {
         tracing::warn!("nothing in the context can be compressed (only an unfinished tool call is left)");
         return Ok(());
