@@ -15,6 +15,14 @@
 //! summary cannot be written it keeps the earlier summary (or the reference's truncation
 //! notice) and drops the old part anyway, unless `fallback_to_truncation` is off.
 //!
+//! Unlike the reference, three things are never summarised: the newest question (a question
+//! that alone reaches the trigger leaves only what came before it to summarise, once); the
+//! newest round's tool results, with their calls, which the model has not read yet (summarised,
+//! it would call the same tools again, round after round); and what a summary request could not
+//! carry: one request holds at most the trigger's worth of tokens less the head (system prompt
+//! and summary), the rest waits for a later round, so a round past the model's window is not
+//! answered by a request past it too (refused, then truncated).
+//!
 //! An agent without a `ContextConfig` does not count anything: the position answers at once.
 //!
 //! Before counting, the oldest images past `max_image_num` are replaced by a reminder
@@ -39,15 +47,17 @@
 //! # async fn main() -> Result<(), towerscope_core::AgentError> {
 //! let summary = r#"{"task_overview": "chat", "current_state": "greeted", "important_discoveries": "-",
 //!                   "next_steps": "-", "context_to_preserve": "-"}"#;
-//! let model = ScriptedModel::new("m", [ScriptedResponse::text("a long answer ".repeat(100))])
-//!     .context_size(400)
+//! let answer = ScriptedResponse::text("a long answer ".repeat(100));
+//! let model = ScriptedModel::new("m", [answer.clone(), answer])
+//!     .context_size(800)
 //!     .respond_with(move |req| {
 //!         (req.tools.first().map(|t| t.name.as_str()) == Some("generate_structured_output"))
 //!             .then(|| ScriptedResponse::tool_call("s", "generate_structured_output", summary))
 //!     });
 //! let agent = Agent::builder("a").model(model).context(ContextConfig::new()).build()?;
 //! agent.reply(Msg::user("user", "hello")).await?;
-//! agent.compress_context(None, None).await?; // over 80% of 400 tokens: compressed now
+//! agent.reply(Msg::user("user", "and again?")).await?;
+//! agent.compress_context(None, None).await?; // over 80% of 800 tokens: compressed now
 //! let state = agent.state();
 //! assert!(state.summary.contains("# Task Overview\nchat"));
 //! # Ok(()) }
