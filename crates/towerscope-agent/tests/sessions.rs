@@ -826,3 +826,75 @@ async fn a_confirmation_handled_twice_at_once_runs_its_call_once() {
     assert!(lost.events.is_empty(), "the loser ran nothing: {:?}", lost.kinds());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A confirmation sent again while the first one's calls run (a client that timed out and
+/// retried, reaching another process): the parked reply is marked as being resumed, so the
+/// retry fails with a conflict and runs nothing, and the first reply is saved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confirmation_retried_while_the_first_runs_runs_nothing_and_the_first_is_kept() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use towerscope_core::ReplyInput;
+
+    let (store, dir) = temp_store();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let started = Arc::new(tokio::sync::Notify::new());
+    let go = Arc::new(tokio::sync::Notify::new());
+    let model = ScriptedModel::cycle(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#),
+            ScriptedResponse::text("Deleted."),
+        ],
+    );
+    let agent = || {
+        let (runs, started, go) = (Arc::clone(&runs), Arc::clone(&started), Arc::clone(&go));
+        Agent::builder("a")
+            .model(model.clone())
+            .tool(FunctionTool::new("delete", move |a: Delete| {
+                runs.fetch_add(1, Ordering::SeqCst);
+                let (started, go) = (Arc::clone(&started), Arc::clone(&go));
+                async move {
+                    started.notify_one();
+                    go.notified().await;
+                    format!("deleted {}", a.path)
+                }
+            }))
+            .default_permission(PermissionDecision::Ask {
+                suggested_rules: vec![],
+            })
+            .session(store.clone(), "u", "s")
+            .build()
+            .unwrap()
+    };
+    let confirm = parked(&collect(agent().reply_stream(Msg::user("user", "delete a"))).await);
+    let first = agent();
+    let running = {
+        let confirm = confirm.clone();
+        tokio::spawn(async move { collect(first.reply_stream(ReplyInput::Confirm(confirm.into()))).await })
+    };
+    started.notified().await;
+    let retry = collect(agent().reply_stream(ReplyInput::Confirm(confirm.into())));
+    // A retry that runs the call waits in it, for the signal the first one waits for.
+    let Ok(retried) = tokio::time::timeout(Duration::from_secs(10), retry).await else {
+        panic!("the retry ran the confirmed call again");
+    };
+    assert!(
+        matches!(retried.error, Some(AgentError::Conflict { .. })),
+        "{:?}",
+        retried.error
+    );
+    assert!(
+        retried.events.is_empty(),
+        "the retry ran nothing: {:?}",
+        retried.kinds()
+    );
+    go.notify_one();
+    let first = running.await.unwrap();
+    assert!(first.error.is_none(), "{:?}", first.error);
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the confirmed call ran once");
+    assert_eq!(stored_texts(&store, "u", "s").await, ["delete a", "Deleted."]);
+    let key = SessionKey::new("u", "s").unwrap();
+    let modules = store.load(&key).await.unwrap().unwrap().document.modules;
+    assert!(modules.is_empty(), "the claim went with the reply's save: {modules:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

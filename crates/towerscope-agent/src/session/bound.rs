@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use serde_json::Value;
 use tokio::sync::OwnedMutexGuard;
 use towerscope_core::state::{StateModule, StateModules};
-use towerscope_core::{AgentContext, AgentError, Id, ReplyRequest};
+use towerscope_core::{AgentContext, AgentError, Id, ReplyRequest, Timestamp};
 
 use super::store::{Expect, SessionStore, StoreFuture};
 use super::{SessionDocument, SessionKey};
@@ -31,6 +31,42 @@ pub(crate) struct Bound {
     /// The registered modules' state before the first load: what a session deleted since it
     /// was saved starts over from.
     initial_modules: OnceLock<Value>,
+    /// This agent's claim on the parked reply it resumes, written in the session until the
+    /// reply's save.
+    claim: Mutex<Option<Claim>>,
+}
+
+/// Where a document holds the claim on its parked reply, beside the modules' states.
+const CLAIM_KEY: &str = "towerscope.resuming";
+
+/// How long a claim holds: a process that died while resuming a parked reply leaves its claim,
+/// and a confirmation after this long takes the reply over.
+pub(crate) const CLAIM_LEASE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// A confirmation's claim on the parked reply it resumes: who, and since when.
+#[derive(Debug, Clone, PartialEq)]
+struct Claim {
+    by: Id,
+    at: Timestamp,
+}
+
+impl Claim {
+    fn to_value(&self) -> Value {
+        serde_json::json!({"by": self.by, "at": self.at})
+    }
+
+    /// The claim a document holds, if any (a claim it cannot read is none).
+    fn of(value: &Value) -> Option<Self> {
+        Some(Self {
+            by: serde_json::from_value(value.get("by")?.clone()).ok()?,
+            at: serde_json::from_value(value.get("at")?.clone()).ok()?,
+        })
+    }
+
+    fn is_live(&self) -> bool {
+        let age = Timestamp::now().as_micros().saturating_sub(self.at.as_micros());
+        u128::try_from(age).is_ok_and(|age| age < CLAIM_LEASE.as_micros())
+    }
 }
 
 /// The store revision the agent's state is at, and the fingerprint of that document.
@@ -59,6 +95,7 @@ impl Bound {
             revision: Arc::new(tokio::sync::Mutex::new(Saved::default())),
             keys: RandomState::new(),
             initial_modules: OnceLock::new(),
+            claim: Mutex::new(None),
         }
     }
 
@@ -79,9 +116,11 @@ impl Bound {
     }
 
     /// [`load`](Self::load); with `claim` (a confirmation, which runs the calls it allows),
-    /// then takes the parked reply: saves it again under a new revision before any call runs,
-    /// so that the same confirmation handled elsewhere at once (a double click, a retried
-    /// request) fails with [`AgentError::Conflict`] there instead of running its calls twice.
+    /// then takes the parked reply: saves it again, marked as being resumed, before any call
+    /// runs. The same confirmation handled elsewhere meanwhile (a double click, a retried
+    /// request) finds the mark, or loses the race to write it, and fails with
+    /// [`AgentError::Conflict`] instead of running the calls again. The mark goes with the
+    /// reply's own save, or after [`CLAIM_LEASE`] when its process died.
     pub(crate) async fn load_for(self: Arc<Self>, claim: bool) -> Result<(), AgentError> {
         let mut saved = self.revision.lock().await;
         let session_id = self.session_id();
@@ -90,6 +129,7 @@ impl Bound {
             let _ = self.initial_modules.set(initial);
         }
         let stored = self.store.load(&self.key).await?;
+        let mut claimed: Option<Claim> = None;
         match stored {
             // The revision this agent saved or loaded last, and its conversation: nothing to
             // load. A session deleted (or expired) and made again starts its revisions over, so
@@ -100,7 +140,8 @@ impl Bound {
                     && same_conversation(&stored.document.agent, &self.lock_state()) => {}
             Some(stored) => {
                 let fingerprint = fingerprint(&stored.document, &self.keys);
-                let SessionDocument { mut agent, modules } = stored.document;
+                let SessionDocument { mut agent, mut modules } = stored.document;
+                claimed = modules.remove(CLAIM_KEY).as_ref().and_then(Claim::of);
                 self.modules
                     .load_state_dict(&session_id, Value::Object(modules), self.strict)
                     .map_err(|e| in_session(&self.key, e))?;
@@ -130,14 +171,41 @@ impl Bound {
             && claim
             && !self.lock_state().unfinished_calls().is_empty()
         {
-            let document = self.snapshot()?;
-            saved.revision = Some(
-                self.store
-                    .save(&self.key, &document, Expect::Revision(revision))
-                    .await?,
-            );
+            if let Some(other) = claimed.filter(Claim::is_live) {
+                return Err(AgentError::Conflict {
+                    what: format!("session {}", self.key),
+                    expected: "a parked reply to resume".to_owned(),
+                    found: format!("its reply being resumed by another request since {}", other.at),
+                });
+            }
+            *self.lock_claim() = Some(Claim {
+                by: Id::new(),
+                at: Timestamp::now(),
+            });
+            let claimed = match self.snapshot() {
+                Ok(document) => self.store.save(&self.key, &document, Expect::Revision(revision)).await,
+                Err(e) => Err(e),
+            };
+            match claimed {
+                // The reply's own save must go to the store whatever it holds: it takes the
+                // claim out.
+                Ok(new) => {
+                    *saved = Saved {
+                        revision: Some(new),
+                        fingerprint: None,
+                    }
+                }
+                Err(e) => {
+                    *self.lock_claim() = None;
+                    return Err(e);
+                }
+            }
         }
         Ok(())
+    }
+
+    fn lock_claim(&self) -> MutexGuard<'_, Option<Claim>> {
+        self.claim.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The request's context for the loaded session: its session id, and for an input that
@@ -163,12 +231,16 @@ impl Bound {
         req
     }
 
-    /// The document to save now: the agent's state and every module's.
+    /// The document to save now: the agent's state and every module's, and this agent's claim
+    /// on its parked reply, if it holds one.
     fn snapshot(&self) -> Result<SessionDocument, AgentError> {
-        let modules = match self.modules.state_dict(&self.session_id())? {
+        let mut modules = match self.modules.state_dict(&self.session_id())? {
             Value::Object(map) => map,
             _ => serde_json::Map::new(),
         };
+        if let Some(claim) = &*self.lock_claim() {
+            modules.insert(CLAIM_KEY.to_owned(), claim.to_value());
+        }
         Ok(SessionDocument {
             agent: self.lock_state().clone(),
             modules,
@@ -179,6 +251,8 @@ impl Bound {
     pub(crate) fn save(self: Arc<Self>) -> StoreFuture<'static, ()> {
         Box::pin(async move {
             let revision = Arc::clone(&self.revision).lock_owned().await;
+            // The reply is over (or parked again): its claim goes.
+            *self.lock_claim() = None;
             let document = self.snapshot()?;
             self.save_locked(revision, document).await
         })
@@ -215,6 +289,7 @@ impl Bound {
         };
         // Taken now, so that the next reply's load waits for this save.
         let revision = Arc::clone(&self.revision).try_lock_owned();
+        *self.lock_claim() = None;
         let document = self.snapshot();
         runtime.spawn(async move {
             let result = match (revision, document) {

@@ -36,8 +36,13 @@
 //!   reply of the agent loads the newer session. An agent kept across replies loads only when
 //!   the store holds a revision it has not seen.
 //! - **Confirmations run once**: a confirmation first takes the parked reply (saves it again,
-//!   expecting the revision it loaded) and only then runs the calls it allows; the same
-//!   confirmation handled elsewhere at once fails with a conflict before running anything.
+//!   expecting the revision it loaded, marked as being resumed under the modules' key
+//!   `towerscope.resuming`) and only then runs the calls it allows; the same confirmation
+//!   handled elsewhere meanwhile (a double click, a retry) fails with a conflict before running
+//!   anything. The mark goes with the reply's own save; one left by a process that died while
+//!   resuming lapses after five minutes (`CLAIM_LEASE`), when a confirmation may take the
+//!   reply over. A Redis session's TTL counts from its last save, and a request that changes
+//!   nothing does not save.
 //! - **Deleted sessions**: a session deleted (or expired) since an agent saved it starts over,
 //!   its registered modules back at the state they had before the agent's first load.
 //! - **Ids**: the agent's session id becomes the key's session id, so events carry it.
