@@ -74,7 +74,7 @@ mod tiktoken;
 mod tool;
 mod truncate;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
@@ -168,9 +168,11 @@ impl CompressShared {
     }
 }
 
-/// `parts` with at most `limit` tokens to summarise: the newest of the rest goes back to the
-/// kept part, in order (the part of a message the split cut off joins the rest of it again).
-fn fit_summary(mut parts: split::Split, counter: &dyn TokenCounter, limit: u64) -> split::Split {
+/// `parts` with at most `limit` tokens to summarise (the oldest message at least, or a message
+/// past the limit would stop compression for good: its request is refused, and the fall back
+/// truncates it): the newest of the rest goes back to the kept part, each message where it was
+/// in `context` (the part of a message the split cut off joins the rest of it again).
+fn fit_summary(mut parts: split::Split, context: &[Arc<Msg>], counter: &dyn TokenCounter, limit: u64) -> split::Split {
     let mut total = 0u64;
     let fits = parts
         .compress
@@ -179,8 +181,9 @@ fn fit_summary(mut parts: split::Split, counter: &dyn TokenCounter, limit: u64) 
             total = total.saturating_add(counter.count_message(m));
             total <= limit
         })
-        .count();
-    if fits == parts.compress.len() {
+        .count()
+        .max(1);
+    if fits >= parts.compress.len() {
         return parts;
     }
     tracing::warn!(
@@ -189,17 +192,19 @@ fn fit_summary(mut parts: split::Split, counter: &dyn TokenCounter, limit: u64) 
         waiting = parts.compress.len() - fits,
         "what the context holds to summarise is past the model's window; summarising the oldest of it"
     );
-    let mut back = parts.compress.split_off(fits);
-    if let (Some(head), Some(tail)) = (back.last(), parts.keep.first())
-        && head.id == tail.id
-    {
-        let mut whole = Msg::clone(head);
-        whole.content.extend(tail.content.iter().cloned());
-        back.pop();
-        parts.keep[0] = Arc::new(whole);
+    let position: HashMap<&Id, usize> = context.iter().enumerate().map(|(i, m)| (&m.id, i)).collect();
+    let mut kept = parts.compress.split_off(fits);
+    kept.append(&mut parts.keep);
+    // Stable: of two parts of one message, the head (from the summarised part) stays first.
+    kept.sort_by_key(|m| position.get(&m.id).copied().unwrap_or(usize::MAX));
+    let mut merged: Vec<Arc<Msg>> = Vec::with_capacity(kept.len());
+    for msg in kept {
+        match merged.last_mut() {
+            Some(last) if last.id == msg.id => Arc::make_mut(last).content.extend(msg.content.iter().cloned()),
+            _ => merged.push(msg),
+        }
     }
-    back.append(&mut parts.keep);
-    parts.keep = back;
+    parts.keep = merged;
     parts
 }
 
@@ -360,7 +365,7 @@ where
     // overshot it), and refused for ever, so the newest of it waits for a later round's summary
     // instead. What the window holds past the threshold is left for the request's prompt and
     // the summary itself.
-    let parts = fit_summary(parts, counter, threshold.saturating_sub(head_tokens));
+    let parts = fit_summary(parts, &context, counter, threshold.saturating_sub(head_tokens));
     if parts.compress.is_empty() {
         tracing::warn!("nothing in the context can be compressed (only an unfinished tool call is left)");
         return Ok(());
@@ -477,4 +482,48 @@ fn tool_schemas(shared: &CompressShared, state: &AgentState, config: &ContextCon
         all.push(crate::structured::tool_schema(&schema));
     }
     all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use towerscope_core::TextBlock;
+
+    /// What goes back to the kept part keeps the context's order, around a question the split
+    /// kept first, and a message the split cut in two is whole again.
+    #[test]
+    fn what_a_summary_cannot_carry_goes_back_in_the_contexts_order() {
+        let text = |n: usize| ContentBlock::Text(TextBlock::new("x".repeat(n)));
+        let old = Arc::new(Msg::user("user", "old question"));
+        let answer = Arc::new(Msg::assistant_blocks("a", vec![text(400)]));
+        let question = Arc::new(Msg::user("user", "the question"));
+        let reply = Msg::assistant_blocks("a", vec![text(400), text(40)]);
+        let mut head = reply.clone();
+        let tail_blocks = head.content.split_off(1);
+        let mut tail = reply.clone();
+        tail.content = tail_blocks;
+        let context = vec![
+            Arc::clone(&old),
+            Arc::clone(&answer),
+            Arc::clone(&question),
+            Arc::new(reply),
+        ];
+        let parts = split::Split {
+            compress: vec![Arc::clone(&old), Arc::clone(&answer), Arc::new(head)],
+            keep: vec![Arc::clone(&question), Arc::new(tail)],
+        };
+        let parts = fit_summary(parts, &context, &EstimateCounter, 50);
+        let ids = |msgs: &[Arc<Msg>]| msgs.iter().map(|m| m.id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(&parts.compress), ids(&context[..1]));
+        assert_eq!(ids(&parts.keep), ids(&context[1..]));
+        assert_eq!(parts.keep[2].content, context[3].content, "the reply whole again");
+
+        // A message past the limit alone is still summarised: nothing else would ever be.
+        let parts = split::Split {
+            compress: vec![Arc::clone(&answer)],
+            keep: vec![Arc::clone(&question)],
+        };
+        let parts = fit_summary(parts, &context, &EstimateCounter, 10);
+        assert_eq!(parts.compress.len(), 1);
+    }
 }
