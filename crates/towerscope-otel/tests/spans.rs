@@ -986,3 +986,47 @@ async fn a_huge_captured_value_is_cut() {
     assert!(input.len() < limit + 1024, "{} bytes", input.len());
     assert!(input.contains("bytes cut]"));
 }
+
+/// A tool's JSON result whose sensitive keys hold objects and arrays is redacted on the tool's
+/// span and in the next chat's input messages, as tool arguments are; read as text, those
+/// values were recorded whole.
+#[tokio::test]
+async fn a_json_tool_result_is_redacted_as_json() {
+    let (provider, exporter) = in_memory();
+    let login = towerscope_agent::toolkit::FunctionTool::new("login", |_: serde_json::Value| async move {
+        r#"{"user": "bob", "session": {"token": {"value": "abc123secretvalue"}}, "creds": ["k-abcdef-123456"], "api_key": ["k-abcdef-123456"]}"#
+            .to_owned()
+    });
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "login", "{}"),
+            ScriptedResponse::text("done"),
+        ],
+    );
+    let tracing = TracingMiddleware::builder()
+        .tracer_provider(&provider)
+        .capture_content(true)
+        .build();
+    let agent = Agent::builder("a")
+        .model(model)
+        .tool(login)
+        .middleware(tracing)
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "log in")).await.unwrap();
+    let spans = spans(&exporter);
+    let result = str_attr(one(&spans, "execute_tool login"), "gen_ai.tool.call.result").unwrap();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&result).unwrap(),
+        json!({"user": "bob", "session": {"token": "[REDACTED]"}, "creds": "[REDACTED]", "api_key": "[REDACTED]"})
+    );
+    let chats: Vec<String> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("chat"))
+        .filter_map(|s| str_attr(s, "gen_ai.input.messages"))
+        .collect();
+    assert_eq!(chats.len(), 2);
+    assert!(!chats[1].contains("abc123secretvalue"), "{}", chats[1]);
+    assert!(chats[1].contains("[REDACTED]"), "{}", chats[1]);
+}

@@ -31,7 +31,7 @@ mod tools;
 pub(crate) use tools::{ToolDefinitions, external_result, tool_arguments, tool_result};
 
 use crate::json::{push_display, push_string};
-use crate::redact::{redact_text, redacted_json};
+use crate::redact::{redact_json_text, redacted_json};
 
 /// The most bytes of one captured value (a text, a tool's arguments or result, a file's
 /// base64): past it the value is cut, and says how much was left out. A 10 MB tool result
@@ -63,7 +63,8 @@ pub(crate) fn cut_owned(s: String) -> String {
 /// Appends a string literal of `s`, redacted (before it is cut: a credential cut in two could
 /// escape the redaction), then cut.
 pub(super) fn push_text(out: &mut String, s: &str) {
-    push_string(out, &cut(&redact_text(s)));
+    // Read as JSON when it is (see `redact_json_text`), as text otherwise.
+    push_string(out, &cut(&redact_json_text(s)));
 }
 
 fn modality(media_type: &str) -> &'static str {

@@ -10,7 +10,7 @@ use towerscope_core::{MediaBlock, ToolChoice, ToolChoiceMode, ToolOutput, ToolRe
 
 use super::{joined_text, push_media_part, push_text};
 use crate::json::push_string;
-use crate::redact::{REDACTED, is_sensitive_key, redact_json_text, redact_text};
+use crate::redact::{REDACTED, is_sensitive_key, redact_json_text};
 
 /// Appends a JSON value with the values of credential keys replaced and strings redacted.
 fn push_value(out: &mut String, value: &Value) {
@@ -120,7 +120,9 @@ pub(crate) fn tool_arguments(raw: &str) -> String {
 pub(crate) fn tool_result(response: &ToolResponse) -> String {
     if response.content.iter().all(|b| b.as_text().is_some()) {
         let text = joined_text(&response.content);
-        let text = if let Cow::Owned(redacted) = redact_text(&text) {
+        // A JSON result is read as JSON: a sensitive key holding an object or an array is not
+        // found by reading it as text.
+        let text = if let Cow::Owned(redacted) = redact_json_text(&text) {
             redacted
         } else {
             text.into_owned()

@@ -11,7 +11,12 @@ use crate::json::push_string;
 /// credential keys and the credentials in strings replaced, and is borrowed when nothing was;
 /// anything else is redacted as text.
 pub fn redact_json_text(raw: &str) -> Cow<'_, str> {
-    match edits(raw) {
+    redact_nested(raw, 0)
+}
+
+/// [`redact_json_text`] of JSON found `nested` strings deep in another JSON text.
+fn redact_nested(raw: &str, nested: usize) -> Cow<'_, str> {
+    match edits(raw, nested) {
         Some(edits) if edits.is_empty() => Cow::Borrowed(raw),
         Some(edits) => {
             let mut out = String::with_capacity(raw.len());
@@ -25,7 +30,7 @@ pub fn redact_json_text(raw: &str) -> Cow<'_, str> {
 /// Appends `raw` redacted as by [`redact_json_text`] if it is valid JSON and returns `true`;
 /// appends nothing and returns `false` otherwise.
 pub(crate) fn redacted_json(raw: &str, out: &mut String) -> bool {
-    match edits(raw) {
+    match edits(raw, 0) {
         Some(edits) => {
             apply(raw, &edits, out);
             true
@@ -42,12 +47,13 @@ struct Edit {
 }
 
 /// The replacements that redact `raw`, in order; `None` if `raw` is not valid JSON.
-fn edits(raw: &str) -> Option<Vec<Edit>> {
+fn edits(raw: &str, nested: usize) -> Option<Vec<Edit>> {
     let mut scanner = Scanner {
         raw,
         bytes: raw.as_bytes(),
         at: 0,
         edits: Vec::new(),
+        nested,
     };
     scanner.value(0)?;
     scanner.blanks();
@@ -67,12 +73,19 @@ fn apply(raw: &str, edits: &[Edit], out: &mut String) {
 /// Deeper nesting than this is not parsed (as in `serde_json`): the text is redacted as text.
 const MAX_DEPTH: usize = 128;
 
+/// How many strings deep JSON inside a string (`{"payload": "{\"token\": ...}"}`) is read as
+/// JSON; deeper, as text. Each level is read once more, so the work stays a small multiple of
+/// the text's length.
+const MAX_NESTED: usize = 3;
+
 /// A validating JSON scanner collecting [`Edit`]s.
 struct Scanner<'a> {
     raw: &'a str,
     bytes: &'a [u8],
     at: usize,
     edits: Vec<Edit>,
+    /// How many strings deep this text was found (0: the text given).
+    nested: usize,
 }
 
 impl Scanner<'_> {
@@ -97,7 +110,15 @@ impl Scanner<'_> {
             b'"' => {
                 let (range, escaped) = self.string()?;
                 let text = self.contents(range.clone(), escaped)?;
-                if let Cow::Owned(redacted) = redact_text(&text) {
+                // A string holding JSON (a payload encoded twice) is read as JSON: a sensitive
+                // key in it holding an object or an array is not found by reading it as text.
+                let json = self.nested < MAX_NESTED && text.trim_start().starts_with(['{', '[']);
+                let redacted = if json {
+                    redact_nested(&text, self.nested + 1)
+                } else {
+                    redact_text(&text)
+                };
+                if let Cow::Owned(redacted) = redacted {
                     let mut with = String::with_capacity(redacted.len() + 2);
                     push_string(&mut with, &redacted);
                     self.edits.push(Edit {
@@ -291,6 +312,35 @@ mod tests {
     }
 
     #[test]
+    fn json_inside_a_string_is_read_as_json() {
+        let cases = [
+            (
+                r#"{"payload": "{\"token\": {\"value\": \"abc123secretvalue\"}}"}"#,
+                r#"{"payload": "{\"token\": \"[REDACTED]\"}"}"#,
+            ),
+            (
+                r#"{"payload": "{\"api_key\": [\"k-abcdef-123456\"]}"}"#,
+                r#"{"payload": "{\"api_key\": \"[REDACTED]\"}"}"#,
+            ),
+            // Not JSON inside: read as text, as before.
+            (
+                r#"{"note": "{not json, password=hunter2"}"#,
+                r#"{"note": "{not json, password=[REDACTED]"}"#,
+            ),
+        ];
+        for (raw, expected) in cases {
+            assert_eq!(redact_json_text(raw), expected, "{raw}");
+            let _: Value = serde_json::from_str(&redact_json_text(raw)).unwrap();
+        }
+        // Past MAX_NESTED strings deep, the innermost JSON is read as text.
+        let mut raw = r#"{"token": {"v": "abc123secretvalue"}}"#.to_owned();
+        for _ in 0..MAX_NESTED + 1 {
+            raw = serde_json::to_string(&json!({ "payload": raw })).unwrap();
+        }
+        let _: Value = serde_json::from_str(&redact_json_text(&raw)).unwrap();
+    }
+
+    #[test]
     fn invalid_json_is_redacted_as_text() {
         for (raw, expected) in [
             (r#"{"password": "hunter2""#, r#"{"password": "[REDACTED]""#),
@@ -334,7 +384,7 @@ mod tests {
             "\"\\ud83d\"",
         ] {
             let serde_ok = serde_json::from_str::<Value>(raw).is_ok();
-            assert_eq!(edits(raw).is_some(), serde_ok, "{raw}");
+            assert_eq!(edits(raw, 0).is_some(), serde_ok, "{raw}");
         }
     }
 }
