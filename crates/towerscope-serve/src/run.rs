@@ -28,7 +28,9 @@ pub async fn run(addr: impl ToSocketAddrs, router: Router) -> io::Result<()> {
 
 /// How long a shutdown waits for the requests in flight: 30 seconds. Past it, [`run`] and
 /// [`run_until`] return and the connections left are cut (a client that stopped sending
-/// mid-request, a reply still streaming), so that a process told to stop does stop.
+/// mid-request, a reply still streaming), so that a process told to stop does stop. A reply
+/// cut so is saved to its session from a task of its own, which a process that exits at once
+/// may not let finish: give replies that run long more time with [`run_until_with_grace`].
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// Serves `router` on `listener` until `shutdown` resolves; in-flight requests finish first,
@@ -39,6 +41,17 @@ pub async fn run_until(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     serve_until(listener, router, shutdown, SHUTDOWN_GRACE).await
+}
+
+/// [`run_until`], waiting `grace` instead of [`SHUTDOWN_GRACE`] for the requests in flight once
+/// `shutdown` resolves.
+pub async fn run_until_with_grace(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    grace: Duration,
+) -> io::Result<()> {
+    serve_until(listener, router, shutdown, grace).await
 }
 
 async fn serve_until(
@@ -110,7 +123,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let router = Router::new().route("/", axum::routing::post(|body: String| async move { body }));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve_until(
+        let server = tokio::spawn(run_until_with_grace(
             listener,
             router,
             async move {
