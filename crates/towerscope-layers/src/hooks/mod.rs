@@ -21,6 +21,11 @@
 //! - **Replacing.** A pre hook returns a replacement input or `None` to keep the current one; a
 //!   post hook a replacement output or `None`. Each hook sees what the previous ones returned;
 //!   hooks receive references, so in-place edits are impossible (the reference loses them).
+//! - **What is stored.** As in the reference, a `post_reply` or `post_reasoning` replacement is
+//!   what the caller gets, not what the agent stored: the answer went into the context (and
+//!   out as events) before the hook ran, so the model sees the original on the next turn. A
+//!   `post_acting` replacement is the tool's result, stored and sent to the model. A guardrail
+//!   that must change what the model sees next belongs on `on_reasoning` or `on_model_call`.
 //! - **Once per call.** Each position's layer runs its hooks once per call (the reference needs a
 //!   re-entrancy guard for `super().reply()`; a position is called once).
 //!
