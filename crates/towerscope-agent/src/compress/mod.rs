@@ -74,7 +74,7 @@ mod tiktoken;
 mod tool;
 mod truncate;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
@@ -192,18 +192,51 @@ fn fit_summary(mut parts: split::Split, context: &[Arc<Msg>], counter: &dyn Toke
         waiting = parts.compress.len() - fits,
         "what the context holds to summarise is past the model's window; summarising the oldest of it"
     );
-    let position: HashMap<&Id, usize> = context.iter().enumerate().map(|(i, m)| (&m.id, i)).collect();
-    let mut kept = parts.compress.split_off(fits);
-    kept.append(&mut parts.keep);
-    // Stable: of two parts of one message, the head (from the summarised part) stays first.
-    kept.sort_by_key(|m| position.get(&m.id).copied().unwrap_or(usize::MAX));
-    let mut merged: Vec<Arc<Msg>> = Vec::with_capacity(kept.len());
-    for msg in kept {
-        match merged.last_mut() {
-            Some(last) if last.id == msg.id => Arc::make_mut(last).content.extend(msg.content.iter().cloned()),
-            _ => merged.push(msg),
+    // What goes back is the summarised part's newest, in the context's order, and the kept
+    // part is in that order too, but for the newest question, which the split may have taken
+    // out of the summarised part and put first: it goes back between what came before and after
+    // it. Where each went back message was is found by walking the context along it (a message
+    // can be in the context twice).
+    let back = parts.compress.split_off(fits);
+    let question = context.iter().rposition(|m| m.role == Role::User);
+    let moved_question = match (question, parts.keep.first()) {
+        (Some(q), Some(first)) if Arc::ptr_eq(first, &context[q]) => {
+            let mut cursor = 0;
+            let before = back
+                .iter()
+                .take_while(|m| {
+                    while cursor < context.len() && !(Arc::ptr_eq(&context[cursor], m) || context[cursor].id == m.id) {
+                        cursor += 1;
+                    }
+                    cursor < q
+                })
+                .count();
+            Some(before)
         }
+        _ => None,
+    };
+    let mut rest = std::mem::take(&mut parts.keep);
+    let mut merged: Vec<Arc<Msg>> = Vec::with_capacity(back.len() + rest.len());
+    match moved_question {
+        Some(before) => {
+            let question = rest.remove(0);
+            let mut back = back.into_iter();
+            merged.extend(back.by_ref().take(before));
+            merged.push(question);
+            merged.extend(back);
+        }
+        None => merged.extend(back),
     }
+    // The part of the message the split cut that was to be summarised joins the rest of it.
+    let mut rest = rest.into_iter().peekable();
+    if let (Some(head), Some(tail)) = (merged.last_mut(), rest.peek())
+        && head.id == tail.id
+        && !context.iter().any(|m| Arc::ptr_eq(m, head))
+    {
+        Arc::make_mut(head).content.extend(tail.content.iter().cloned());
+        rest.next();
+    }
+    merged.extend(rest);
     parts.keep = merged;
     parts
 }
@@ -517,6 +550,27 @@ mod tests {
         assert_eq!(ids(&parts.compress), ids(&context[..1]));
         assert_eq!(ids(&parts.keep), ids(&context[1..]));
         assert_eq!(parts.keep[2].content, context[3].content, "the reply whole again");
+
+        // The same message twice in the context (one id): each where it was, neither merged.
+        let twice = Arc::new(Msg::assistant("a", "yes"));
+        let context = vec![
+            Arc::clone(&old),
+            Arc::clone(&twice),
+            Arc::clone(&answer),
+            Arc::clone(&twice),
+            Arc::clone(&question),
+        ];
+        let parts = split::Split {
+            compress: context[..4].to_vec(),
+            keep: vec![Arc::clone(&question)],
+        };
+        let parts = fit_summary(parts, &context, &EstimateCounter, 1);
+        let summarised = parts.compress.len();
+        assert_eq!(summarised, 1, "the oldest, past the limit");
+        assert_eq!(parts.keep.len(), context.len() - summarised);
+        for (kept, original) in parts.keep.iter().zip(&context[summarised..]) {
+            assert!(Arc::ptr_eq(kept, original));
+        }
 
         // A message past the limit alone is still summarised: nothing else would ever be.
         let parts = split::Split {
