@@ -873,21 +873,36 @@ async fn a_confirmation_retried_while_the_first_runs_runs_nothing_and_the_first_
         tokio::spawn(async move { collect(first.reply_stream(ReplyInput::Confirm(confirm.into()))).await })
     };
     started.notified().await;
-    let retry = collect(agent().reply_stream(ReplyInput::Confirm(confirm.into())));
-    // A retry that runs the call waits in it, for the signal the first one waits for.
-    let Ok(retried) = tokio::time::timeout(Duration::from_secs(10), retry).await else {
-        panic!("the retry ran the confirmed call again");
-    };
+    // Meanwhile another process gets a message it refuses (the reply is parked): it saves
+    // nothing, so the claim stays.
+    let refused = collect(agent().reply_stream(Msg::user("user", "hello?"))).await;
     assert!(
-        matches!(retried.error, Some(AgentError::Conflict { .. })),
+        matches!(refused.error, Some(AgentError::State(_))),
         "{:?}",
-        retried.error
+        refused.error
     );
-    assert!(
-        retried.events.is_empty(),
-        "the retry ran nothing: {:?}",
-        retried.kinds()
-    );
+    // The retry, as is and as the AG-UI endpoint sends it (the session loaded ahead).
+    for load_ahead in [false, true] {
+        let retrying = agent();
+        if load_ahead {
+            retrying.load_session().await.unwrap();
+        }
+        let retry = collect(retrying.reply_stream(ReplyInput::Confirm(confirm.clone().into())));
+        // A retry that runs the call waits in it, for the signal the first one waits for.
+        let Ok(retried) = tokio::time::timeout(Duration::from_secs(10), retry).await else {
+            panic!("the retry ran the confirmed call again (loaded ahead: {load_ahead})");
+        };
+        assert!(
+            matches!(retried.error, Some(AgentError::Conflict { .. })),
+            "{:?}",
+            retried.error
+        );
+        assert!(
+            retried.events.is_empty(),
+            "the retry ran nothing: {:?}",
+            retried.kinds()
+        );
+    }
     go.notify_one();
     let first = running.await.unwrap();
     assert!(first.error.is_none(), "{:?}", first.error);

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use serde_json::Value;
 use tokio::sync::OwnedMutexGuard;
 use towerscope_core::state::{StateModule, StateModules};
-use towerscope_core::{AgentContext, AgentError, Id, ReplyRequest, Timestamp};
+use towerscope_core::{AgentContext, AgentError, Id, ReplyRequest};
 
 use super::store::{Expect, SessionStore, StoreFuture};
 use super::{SessionDocument, SessionKey};
@@ -43,29 +43,37 @@ const CLAIM_KEY: &str = "towerscope.resuming";
 /// and a confirmation after this long takes the reply over.
 pub(crate) const CLAIM_LEASE: std::time::Duration = std::time::Duration::from_secs(300);
 
-/// A confirmation's claim on the parked reply it resumes: who, and since when.
-#[derive(Debug, Clone, PartialEq)]
+/// A confirmation's claim on the parked reply it resumes: since when, in microseconds of the
+/// wall clock (not the ids' and timestamps' clock, which a test may fix: a lease is real time).
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct Claim {
-    by: Id,
-    at: Timestamp,
+    at: i64,
 }
 
 impl Claim {
-    fn to_value(&self) -> Value {
-        serde_json::json!({"by": self.by, "at": self.at})
+    fn now() -> Self {
+        let since_epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Self {
+            at: i64::try_from(since_epoch.as_micros()).unwrap_or(i64::MAX),
+        }
+    }
+
+    fn to_value(self) -> Value {
+        serde_json::json!({ "at": self.at })
     }
 
     /// The claim a document holds, if any (a claim it cannot read is none).
     fn of(value: &Value) -> Option<Self> {
-        Some(Self {
-            by: serde_json::from_value(value.get("by")?.clone()).ok()?,
-            at: serde_json::from_value(value.get("at")?.clone()).ok()?,
-        })
+        value.get("at")?.as_i64().map(|at| Self { at })
     }
 
-    fn is_live(&self) -> bool {
-        let age = Timestamp::now().as_micros().saturating_sub(self.at.as_micros());
-        u128::try_from(age).is_ok_and(|age| age < CLAIM_LEASE.as_micros())
+    /// Whether the claim still holds: younger than the lease, or written by a clock ahead of
+    /// this one (a negative age).
+    fn is_live(self) -> bool {
+        let lease = i64::try_from(CLAIM_LEASE.as_micros()).unwrap_or(i64::MAX);
+        Self::now().at.saturating_sub(self.at) < lease
     }
 }
 
@@ -76,6 +84,8 @@ pub(crate) struct Saved {
     revision: Option<u64>,
     /// `None`: not known (a save then goes to the store whatever it holds).
     fingerprint: Option<u64>,
+    /// Another request's claim on the parked reply, as that revision holds it.
+    claimed: Option<Claim>,
 }
 
 impl Bound {
@@ -129,7 +139,6 @@ impl Bound {
             let _ = self.initial_modules.set(initial);
         }
         let stored = self.store.load(&self.key).await?;
-        let mut claimed: Option<Claim> = None;
         match stored {
             // The revision this agent saved or loaded last, and its conversation: nothing to
             // load. A session deleted (or expired) and made again starts its revisions over, so
@@ -139,9 +148,14 @@ impl Bound {
                 if Some(stored.revision) == saved.revision
                     && same_conversation(&stored.document.agent, &self.lock_state()) => {}
             Some(stored) => {
-                let fingerprint = fingerprint(&stored.document, &self.keys);
-                let SessionDocument { mut agent, mut modules } = stored.document;
-                claimed = modules.remove(CLAIM_KEY).as_ref().and_then(Claim::of);
+                // The claim is not the agent's state: out of the document before its
+                // fingerprint, or every save after this load would differ from it (and a
+                // request that changes nothing would save, taking the claim out).
+                let SessionDocument { agent, mut modules } = stored.document;
+                let claimed = modules.remove(CLAIM_KEY).as_ref().and_then(Claim::of);
+                let document = SessionDocument { agent, modules };
+                let fingerprint = fingerprint(&document, &self.keys);
+                let SessionDocument { mut agent, modules } = document;
                 self.modules
                     .load_state_dict(&session_id, Value::Object(modules), self.strict)
                     .map_err(|e| in_session(&self.key, e))?;
@@ -150,6 +164,7 @@ impl Bound {
                 *saved = Saved {
                     revision: Some(stored.revision),
                     fingerprint,
+                    claimed,
                 };
             }
             None => {
@@ -171,17 +186,19 @@ impl Bound {
             && claim
             && !self.lock_state().unfinished_calls().is_empty()
         {
-            if let Some(other) = claimed.filter(Claim::is_live) {
+            // As the revision loaded holds it (read again or not: a session loaded ahead of the
+            // reply is not read twice).
+            if let Some(other) = saved.claimed.filter(|c| c.is_live()) {
                 return Err(AgentError::Conflict {
                     what: format!("session {}", self.key),
                     expected: "a parked reply to resume".to_owned(),
-                    found: format!("its reply being resumed by another request since {}", other.at),
+                    found: format!(
+                        "its reply being resumed by another request since {}",
+                        towerscope_core::Timestamp::from_micros(other.at)
+                    ),
                 });
             }
-            *self.lock_claim() = Some(Claim {
-                by: Id::new(),
-                at: Timestamp::now(),
-            });
+            *self.lock_claim() = Some(Claim::now());
             let claimed = match self.snapshot() {
                 Ok(document) => self.store.save(&self.key, &document, Expect::Revision(revision)).await,
                 Err(e) => Err(e),
@@ -193,6 +210,7 @@ impl Bound {
                     *saved = Saved {
                         revision: Some(new),
                         fingerprint: None,
+                        claimed: None,
                     }
                 }
                 Err(e) => {
@@ -202,6 +220,11 @@ impl Bound {
             }
         }
         Ok(())
+    }
+
+    /// Whether this agent holds a claim on the parked reply it resumes.
+    pub(crate) fn holds_claim(&self) -> bool {
+        self.lock_claim().is_some()
     }
 
     fn lock_claim(&self) -> MutexGuard<'_, Option<Claim>> {
@@ -276,6 +299,7 @@ impl Bound {
         *saved = Saved {
             revision: Some(revision),
             fingerprint,
+            claimed: None,
         };
         Ok(())
     }
@@ -363,5 +387,36 @@ impl fmt::Debug for Bound {
             .field("modules", &self.modules)
             .field("strict", &self.strict)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claim_holds_for_its_lease_and_from_a_clock_ahead() {
+        let now = Claim::now();
+        assert!(now.is_live());
+        let lease = i64::try_from(CLAIM_LEASE.as_micros()).unwrap_or(i64::MAX);
+        assert!(
+            Claim { at: now.at + 2_000_000 }.is_live(),
+            "written by a clock 2 s ahead"
+        );
+        assert!(
+            Claim {
+                at: now.at - lease + 1_000_000
+            }
+            .is_live()
+        );
+        assert!(
+            !Claim {
+                at: now.at - lease - 1_000_000
+            }
+            .is_live(),
+            "lapsed"
+        );
+        assert_eq!(Claim::of(&now.to_value()), Some(now));
+        assert_eq!(Claim::of(&serde_json::json!({"at": "soon"})), None);
     }
 }

@@ -75,6 +75,10 @@ where
             },
             waiting: Some((inner, req)),
             bound: Arc::clone(&self.bound),
+            release: ReleaseClaim {
+                bound: Arc::clone(&self.bound),
+                armed: true,
+            },
         }
     }
 }
@@ -90,6 +94,23 @@ pin_project! {
         state: State<S::Future>,
         waiting: Option<(S, ReplyRequest)>,
         bound: Arc<Bound>,
+        release: ReleaseClaim,
+    }
+}
+
+/// Takes the agent's claim on a parked reply out of the session when the reply never opens
+/// (its future dropped, or failed, after the load claimed the reply): the stream whose save
+/// would take it out is never made, and the claim would hold off every retry until it lapses.
+struct ReleaseClaim {
+    bound: Arc<Bound>,
+    armed: bool,
+}
+
+impl Drop for ReleaseClaim {
+    fn drop(&mut self) {
+        if self.armed && self.bound.holds_claim() {
+            Arc::clone(&self.bound).save_detached();
+        }
     }
 }
 
@@ -128,6 +149,8 @@ where
                 }
                 StateProj::Opening { future } => {
                     let stream = ready!(future.poll(cx))?;
+                    // The stream's save takes the claim out from now on.
+                    this.release.armed = false;
                     let saving: EventStream = Box::pin(SessionStream::new(stream, Arc::clone(this.bound)));
                     return Poll::Ready(Ok(saving));
                 }
