@@ -201,17 +201,20 @@ fn fit_summary(mut parts: split::Split, context: &[Arc<Msg>], counter: &dyn Toke
     let question = context.iter().rposition(|m| m.role == Role::User);
     let moved_question = match (question, parts.keep.first()) {
         (Some(q), Some(first)) if Arc::ptr_eq(first, &context[q]) => {
+            // Each message's place: the next one in the context that is it (or, for the part
+            // of the cut message, has its id), after the place of the one before it.
             let mut cursor = 0;
-            let before = back
-                .iter()
-                .take_while(|m| {
-                    while cursor < context.len() && !(Arc::ptr_eq(&context[cursor], m) || context[cursor].id == m.id) {
-                        cursor += 1;
-                    }
-                    cursor < q
-                })
-                .count();
-            Some(before)
+            let mut place = |m: &Arc<Msg>| {
+                while cursor < context.len() && !(Arc::ptr_eq(&context[cursor], m) || context[cursor].id == m.id) {
+                    cursor += 1;
+                }
+                cursor += 1;
+                cursor - 1
+            };
+            for m in &parts.compress {
+                place(m);
+            }
+            Some(back.iter().take_while(|m| place(m) < q).count())
         }
         _ => None,
     };
@@ -579,5 +582,149 @@ mod tests {
         };
         let parts = fit_summary(parts, &context, &EstimateCounter, 10);
         assert_eq!(parts.compress.len(), 1);
+    }
+}
+
+#[cfg(test)]
+mod moved_back {
+    use super::*;
+    use towerscope_core::TextBlock;
+
+    fn text(n: usize) -> ContentBlock {
+        ContentBlock::Text(TextBlock::new("x".repeat(n)))
+    }
+
+    fn run(context: &[Arc<Msg>], reserve: u64, limit: u64) -> split::Split {
+        let parts = split::split(context, &EstimateCounter, 0, reserve, &HashSet::new());
+        fit_summary(parts, context, &EstimateCounter, limit)
+    }
+
+    fn same(kept: &[Arc<Msg>], expected: &[Arc<Msg>]) -> bool {
+        kept.len() == expected.len() && kept.iter().zip(expected).all(|(a, b)| Arc::ptr_eq(a, b))
+    }
+
+    /// One message twice, right before and right after the moved question.
+    #[test]
+    fn duplicate_right_around_the_question_keeps_its_place() {
+        let a = Arc::new(Msg::assistant_blocks("a", vec![text(400)]));
+        let x = Arc::new(Msg::assistant_blocks("a", vec![text(400)]));
+        let q = Arc::new(Msg::user("user", "q"));
+        let b = Arc::new(Msg::assistant_blocks("a", vec![text(400)]));
+        let context = vec![a.clone(), x.clone(), q.clone(), x.clone(), b.clone()];
+        let parts = run(&context, 1, 150);
+        assert_eq!(parts.compress.len(), 1);
+        assert!(Arc::ptr_eq(&parts.compress[0], &a));
+        let names = |m: &Arc<Msg>| {
+            if Arc::ptr_eq(m, &x) {
+                "X"
+            } else if Arc::ptr_eq(m, &q) {
+                "Q"
+            } else if Arc::ptr_eq(m, &b) {
+                "B"
+            } else {
+                "?"
+            }
+        };
+        let got: Vec<_> = parts.keep.iter().map(names).collect();
+        assert!(same(&parts.keep, &context[1..]), "kept {got:?}, expected [X, Q, X, B]");
+    }
+
+    /// One message twice, the first copy summarised, the second going back after the question.
+    #[test]
+    fn duplicate_whose_first_copy_is_summarised_goes_back_after_the_question() {
+        let x = Arc::new(Msg::assistant_blocks("a", vec![text(400)]));
+        let q = Arc::new(Msg::user("user", "q"));
+        let b = Arc::new(Msg::assistant_blocks("a", vec![text(400)]));
+        let context = vec![x.clone(), q.clone(), x.clone(), b.clone()];
+        let parts = run(&context, 1, 150);
+        assert_eq!(parts.compress.len(), 1);
+        let names = |m: &Arc<Msg>| {
+            if Arc::ptr_eq(m, &x) {
+                "X"
+            } else if Arc::ptr_eq(m, &q) {
+                "Q"
+            } else if Arc::ptr_eq(m, &b) {
+                "B"
+            } else {
+                "?"
+            }
+        };
+        let got: Vec<_> = parts.keep.iter().map(names).collect();
+        assert!(same(&parts.keep, &context[1..]), "kept {got:?}, expected [Q, X, B]");
+    }
+
+    /// Random contexts of distinct messages: the summarised part is the context's oldest (the
+    /// question aside), the kept part the rest in the context's order, the cut message whole
+    /// or its tail.
+    #[test]
+    fn random_distinct_contexts_keep_the_contexts_order() {
+        let mut seed: u64 = 0x2545F4914F6CDD1D;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for case in 0..20000 {
+            let len = 1 + next(7) as usize;
+            let context: Vec<Arc<Msg>> = (0..len)
+                .map(|_| {
+                    let blocks: Vec<ContentBlock> = (0..1 + next(3)).map(|_| text(4 + 40 * next(5) as usize)).collect();
+                    Arc::new(if next(3) == 0 {
+                        {
+                            let mut m = Msg::user("user", "q");
+                            m.content = blocks;
+                            m
+                        }
+                    } else {
+                        Msg::assistant_blocks("a", blocks)
+                    })
+                })
+                .collect();
+            let reserve = 1 + next(150);
+            let limit = 1 + next(150);
+            let parts = split::split(&context, &EstimateCounter, 0, reserve, &HashSet::new());
+            let before = format!(
+                "{:?}",
+                (
+                    parts
+                        .compress
+                        .iter()
+                        .map(|m| (m.id.to_string(), m.content.len()))
+                        .collect::<Vec<_>>(),
+                    parts
+                        .keep
+                        .iter()
+                        .map(|m| (m.id.to_string(), m.content.len()))
+                        .collect::<Vec<_>>()
+                )
+            );
+            let parts = fit_summary(parts, &context, &EstimateCounter, limit);
+            // What the kept part should be.
+            let mut expected: Vec<(Id, usize)> = Vec::new();
+            for m in &context {
+                match parts.compress.iter().find(|s| s.id == m.id) {
+                    Some(s) if Arc::ptr_eq(s, m) => {}
+                    Some(s) => expected.push((m.id.clone(), m.content.len() - s.content.len())),
+                    None => expected.push((m.id.clone(), m.content.len())),
+                }
+            }
+            let got: Vec<(Id, usize)> = parts.keep.iter().map(|m| (m.id.clone(), m.content.len())).collect();
+            let ids: Vec<String> = context
+                .iter()
+                .map(|m| {
+                    format!(
+                        "{}{}:{}",
+                        if m.role == Role::User { "U" } else { "A" },
+                        &m.id.to_string()[..4],
+                        m.content.len()
+                    )
+                })
+                .collect();
+            assert_eq!(
+                got, expected,
+                "case {case}: context {ids:?} reserve {reserve} limit {limit} split {before}"
+            );
+        }
     }
 }
