@@ -913,3 +913,89 @@ async fn a_confirmation_retried_while_the_first_runs_runs_nothing_and_the_first_
     assert!(modules.is_empty(), "the claim went with the reply's save: {modules:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+/// A store whose save of a claim lands, then never answers (a request cancelled, a client gone,
+/// while the claim's write was under way: the file store's write runs on the blocking pool
+/// whether or not its future is still polled).
+#[derive(Clone)]
+struct LandsThenHangs {
+    inner: JsonFileStore,
+    hang: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl SessionStore for LandsThenHangs {
+    fn load<'a>(
+        &'a self,
+        key: &'a SessionKey,
+    ) -> towerscope_agent::session::StoreFuture<'a, Option<towerscope_agent::session::Stored>> {
+        self.inner.load(key)
+    }
+    fn save<'a>(
+        &'a self,
+        key: &'a SessionKey,
+        document: &'a towerscope_agent::session::SessionDocument,
+        expect: towerscope_agent::session::Expect,
+    ) -> towerscope_agent::session::StoreFuture<'a, u64> {
+        let hang =
+            self.hang.load(std::sync::atomic::Ordering::SeqCst) && document.modules.contains_key("towerscope.resuming");
+        Box::pin(async move {
+            let revision = self.inner.save(key, document, expect).await?;
+            if hang {
+                std::future::pending::<()>().await;
+            }
+            Ok(revision)
+        })
+    }
+    fn delete<'a>(&'a self, key: &'a SessionKey) -> towerscope_agent::session::StoreFuture<'a, bool> {
+        self.inner.delete(key)
+    }
+    fn list<'a>(&'a self, user_id: &'a str) -> towerscope_agent::session::StoreFuture<'a, Vec<String>> {
+        self.inner.list(user_id)
+    }
+}
+
+/// A confirmation dropped while its claim was being written leaves the claim in the
+/// session, and the same confirmation sent again (the same agent, or a new one) is refused for
+/// the whole lease, though nothing resumes the reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confirmation_dropped_as_its_claim_is_written_leaves_no_claim() {
+    use towerscope_core::ReplyInput;
+
+    let (files, dir) = temp_store();
+    let hang = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let store = LandsThenHangs {
+        inner: files.clone(),
+        hang: Arc::clone(&hang),
+    };
+    let model = ScriptedModel::cycle(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#),
+            ScriptedResponse::text("Deleted."),
+        ],
+    );
+    let agent = || asking(&model).session(store.clone(), "u", "s").build().unwrap();
+    let confirm = parked(&collect(agent().reply_stream(Msg::user("user", "delete a"))).await);
+    let kept = agent();
+    hang.store(true, std::sync::atomic::Ordering::SeqCst);
+    let first = collect(kept.reply_stream(ReplyInput::Confirm(confirm.clone().into())));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), first).await.is_err(),
+        "the claim's save hangs"
+    );
+    hang.store(false, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let key = SessionKey::new("u", "s").unwrap();
+    let modules = files.load(&key).await.unwrap().unwrap().document.modules;
+    assert!(
+        !modules.contains_key("towerscope.resuming"),
+        "the claim was taken out: {modules:?}"
+    );
+    // The confirmation sent again on the agent kept resumes the reply; a new agent's, after it,
+    // finds nothing parked (not a claim).
+    let again = collect(kept.reply_stream(ReplyInput::Confirm(confirm.clone().into()))).await;
+    assert!(again.error.is_none(), "the same agent's retry: {:?}", again.error);
+    assert_eq!(again.final_msg.unwrap().text_content().as_deref(), Some("Deleted."));
+    let fresh = collect(agent().reply_stream(ReplyInput::Confirm(confirm.into()))).await;
+    assert!(matches!(fresh.error, Some(AgentError::State(_))), "{:?}", fresh.error);
+    std::fs::remove_dir_all(&dir).ok();
+}

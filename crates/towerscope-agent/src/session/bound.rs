@@ -34,6 +34,10 @@ pub(crate) struct Bound {
     /// This agent's claim on the parked reply it resumes, written in the session until the
     /// reply's save.
     claim: Mutex<Option<Claim>>,
+    /// Another request's claim, as the revision loaded last holds it: kept in this agent's
+    /// saves, so that a save on top of it (a compression while the reply is parked) does not
+    /// take it out.
+    foreign: Mutex<Option<Claim>>,
 }
 
 /// Where a document holds the claim on its parked reply, beside the modules' states.
@@ -44,29 +48,37 @@ const CLAIM_KEY: &str = "towerscope.resuming";
 pub(crate) const CLAIM_LEASE: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// A confirmation's claim on the parked reply it resumes: since when, in microseconds of the
-/// wall clock (not the ids' and timestamps' clock, which a test may fix: a lease is real time).
+/// wall clock (not the ids' and timestamps' clock, which a test may fix: a lease is real time),
+/// and by whom (a random number: an agent finds its own claim again).
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Claim {
     at: i64,
+    by: u64,
 }
 
 impl Claim {
     fn now() -> Self {
+        use std::hash::BuildHasher;
         let since_epoch = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
+        let at = i64::try_from(since_epoch.as_micros()).unwrap_or(i64::MAX);
         Self {
-            at: i64::try_from(since_epoch.as_micros()).unwrap_or(i64::MAX),
+            at,
+            by: RandomState::new().hash_one(at),
         }
     }
 
     fn to_value(self) -> Value {
-        serde_json::json!({ "at": self.at })
+        serde_json::json!({ "at": self.at, "by": self.by })
     }
 
     /// The claim a document holds, if any (a claim it cannot read is none).
     fn of(value: &Value) -> Option<Self> {
-        value.get("at")?.as_i64().map(|at| Self { at })
+        Some(Self {
+            at: value.get("at")?.as_i64()?,
+            by: value.get("by")?.as_u64()?,
+        })
     }
 
     /// Whether the claim still holds: younger than the lease, or written by a clock ahead of
@@ -106,6 +118,7 @@ impl Bound {
             keys: RandomState::new(),
             initial_modules: OnceLock::new(),
             claim: Mutex::new(None),
+            foreign: Mutex::new(None),
         }
     }
 
@@ -152,7 +165,11 @@ impl Bound {
                 // fingerprint, or every save after this load would differ from it (and a
                 // request that changes nothing would save, taking the claim out).
                 let SessionDocument { agent, mut modules } = stored.document;
-                let claimed = modules.remove(CLAIM_KEY).as_ref().and_then(Claim::of);
+                let stored_claim = modules.remove(CLAIM_KEY).as_ref().and_then(Claim::of);
+                // This agent's own claim (its confirmation dropped as the claim was written) is
+                // not another request's.
+                let claimed = stored_claim.filter(|c| Some(*c) != *self.lock_claim());
+                *self.lock_foreign() = claimed;
                 let document = SessionDocument { agent, modules };
                 let fingerprint = fingerprint(&document, &self.keys);
                 let SessionDocument { mut agent, modules } = document;
@@ -179,6 +196,7 @@ impl Bound {
                     *self.lock_state() = AgentState::new();
                 }
                 self.lock_state().session_id = session_id;
+                *self.lock_foreign() = None;
                 *saved = Saved::default();
             }
         }
@@ -231,6 +249,52 @@ impl Bound {
         self.claim.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn lock_foreign(&self) -> MutexGuard<'_, Option<Claim>> {
+        self.foreign.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes this agent's claim out of the store, from a task of its own, when the reply that
+    /// claimed never opened: reads what the store holds and, if that holds this claim, saves it
+    /// without. A claim the store does not hold (its write still under way) is remembered, so
+    /// that this agent takes its own claim for its own later.
+    pub(crate) fn release_detached(self: Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            let mut saved = Arc::clone(&self.revision).lock_owned().await;
+            let Some(own) = *self.lock_claim() else { return };
+            let released: Result<bool, AgentError> = async {
+                let Some(stored) = self.store.load(&self.key).await? else {
+                    return Ok(false);
+                };
+                let mut document = stored.document;
+                if document.modules.get(CLAIM_KEY).and_then(Claim::of) != Some(own) {
+                    return Ok(false);
+                }
+                document.modules.remove(CLAIM_KEY);
+                let revision = self
+                    .store
+                    .save(&self.key, &document, Expect::Revision(stored.revision))
+                    .await?;
+                *saved = Saved {
+                    revision: Some(revision),
+                    fingerprint: None,
+                    claimed: None,
+                };
+                Ok(true)
+            }
+            .await;
+            match released {
+                Ok(true) => *self.lock_claim() = None,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(session = %self.key, error = %e, "could not take an unused claim out of the session")
+                }
+            }
+        });
+    }
+
     /// The request's context for the loaded session: its session id, and for an input that
     /// resumes a parked reply, that reply's id. The same context when nothing changed.
     pub(crate) fn rebind(&self, mut req: ReplyRequest) -> ReplyRequest {
@@ -261,7 +325,7 @@ impl Bound {
             Value::Object(map) => map,
             _ => serde_json::Map::new(),
         };
-        if let Some(claim) = &*self.lock_claim() {
+        if let Some(claim) = self.lock_claim().or(*self.lock_foreign()) {
             modules.insert(CLAIM_KEY.to_owned(), claim.to_value());
         }
         Ok(SessionDocument {
@@ -288,9 +352,14 @@ impl Bound {
     async fn save_locked(
         &self,
         mut saved: OwnedMutexGuard<Saved>,
-        document: SessionDocument,
+        mut document: SessionDocument,
     ) -> Result<(), AgentError> {
+        // Without the claim, as at the load: a claim is not the agent's state.
+        let claim = document.modules.remove(CLAIM_KEY);
         let fingerprint = fingerprint(&document, &self.keys);
+        if let Some(claim) = claim {
+            document.modules.insert(CLAIM_KEY.to_owned(), claim);
+        }
         if saved.revision.is_some() && fingerprint.is_some() && fingerprint == saved.fingerprint {
             return Ok(());
         }
@@ -399,24 +468,12 @@ mod tests {
         let now = Claim::now();
         assert!(now.is_live());
         let lease = i64::try_from(CLAIM_LEASE.as_micros()).unwrap_or(i64::MAX);
-        assert!(
-            Claim { at: now.at + 2_000_000 }.is_live(),
-            "written by a clock 2 s ahead"
-        );
-        assert!(
-            Claim {
-                at: now.at - lease + 1_000_000
-            }
-            .is_live()
-        );
-        assert!(
-            !Claim {
-                at: now.at - lease - 1_000_000
-            }
-            .is_live(),
-            "lapsed"
-        );
+        let at = |at: i64| Claim { at, by: now.by };
+        assert!(at(now.at + 2_000_000).is_live(), "written by a clock 2 s ahead");
+        assert!(at(now.at - lease + 1_000_000).is_live());
+        assert!(!at(now.at - lease - 1_000_000).is_live(), "lapsed");
         assert_eq!(Claim::of(&now.to_value()), Some(now));
-        assert_eq!(Claim::of(&serde_json::json!({"at": "soon"})), None);
+        assert_eq!(Claim::of(&serde_json::json!({"at": "soon", "by": 1})), None);
+        assert_ne!(Claim::now().by, Claim::now().by, "each claim its own");
     }
 }

@@ -109,7 +109,7 @@ struct ReleaseClaim {
 impl Drop for ReleaseClaim {
     fn drop(&mut self) {
         if self.armed && self.bound.holds_claim() {
-            Arc::clone(&self.bound).save_detached();
+            Arc::clone(&self.bound).release_detached();
         }
     }
 }
