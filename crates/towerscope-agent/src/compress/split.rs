@@ -142,12 +142,21 @@ fn keep_newest_question(context: &[Arc<Msg>], boundary: usize, out: &mut Split) 
         return;
     }
     let msg = &context[question];
-    let summarised = out.compress.iter().any(|m| m.id == msg.id);
-    if !summarised {
+    // The summarised part is `context[..boundary]`, then the boundary message whole or its
+    // head: the question is taken out by its place, not its id (a message can be in the
+    // context twice under one id, and the other copy stays where it is).
+    if question < boundary {
+        out.compress.remove(question);
+    } else if out.compress.len() > boundary {
+        // The boundary message, summarised whole or cut: its tail, if any, leads the kept part.
+        out.compress.truncate(boundary);
+        if out.keep.first().is_some_and(|m| m.id == msg.id && !Arc::ptr_eq(m, msg)) {
+            out.keep.remove(0);
+        }
+    } else {
+        // Kept whole already.
         return;
     }
-    out.compress.retain(|m| m.id != msg.id);
-    out.keep.retain(|m| m.id != msg.id);
     out.keep.insert(0, Arc::clone(msg));
 }
 
@@ -274,6 +283,36 @@ mod tests {
                 .flat_map(|m| m.tool_results().map(|r| &r.id))
                 .collect();
             assert_eq!(summarised, ["old"], "reserve {reserve}");
+        }
+    }
+
+    /// A question in the context twice (one message observed twice): the newest copy is kept
+    /// whole and first, the older one summarised where it was; none is lost.
+    #[test]
+    fn a_question_in_the_context_twice_loses_neither_copy() {
+        let question = Arc::new(Msg::user("u", "the question"));
+        let answer = |n: usize| Arc::new(Msg::assistant_blocks("a", vec![text(n)]));
+        let (first, second) = (answer(400), answer(400));
+        let context = vec![
+            Arc::clone(&question),
+            Arc::clone(&first),
+            Arc::clone(&question),
+            Arc::clone(&second),
+        ];
+        for reserve in [1, 50, 150] {
+            let s = split(&context, &EstimateCounter, 0, reserve, &HashSet::new());
+            let copies = s
+                .compress
+                .iter()
+                .chain(&s.keep)
+                .filter(|m| Arc::ptr_eq(m, &question))
+                .count();
+            assert_eq!(copies, 2, "reserve {reserve}");
+            assert!(Arc::ptr_eq(&s.keep[0], &question), "reserve {reserve}");
+            assert!(
+                Arc::ptr_eq(&s.compress[0], &question),
+                "the older copy summarised, reserve {reserve}"
+            );
         }
     }
 
