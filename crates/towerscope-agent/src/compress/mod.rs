@@ -525,11 +525,20 @@ mod tests {
     use super::*;
     use towerscope_core::TextBlock;
 
+    fn text(n: usize) -> ContentBlock {
+        ContentBlock::Text(TextBlock::new("x".repeat(n)))
+    }
+
+    /// The split and then the cap, as `compress` runs them (no head, no unfinished call).
+    fn run(context: &[Arc<Msg>], reserve: u64, limit: u64) -> split::Split {
+        let parts = split::split(context, &EstimateCounter, 0, reserve, &HashSet::new());
+        fit_summary(parts, context, &EstimateCounter, limit)
+    }
+
     /// What goes back to the kept part keeps the context's order, around a question the split
     /// kept first, and a message the split cut in two is whole again.
     #[test]
     fn what_a_summary_cannot_carry_goes_back_in_the_contexts_order() {
-        let text = |n: usize| ContentBlock::Text(TextBlock::new("x".repeat(n)));
         let old = Arc::new(Msg::user("user", "old question"));
         let answer = Arc::new(Msg::assistant_blocks("a", vec![text(400)]));
         let question = Arc::new(Msg::user("user", "the question"));
@@ -583,74 +592,33 @@ mod tests {
         let parts = fit_summary(parts, &context, &EstimateCounter, 10);
         assert_eq!(parts.compress.len(), 1);
     }
-}
 
-#[cfg(test)]
-mod moved_back {
-    use super::*;
-    use towerscope_core::TextBlock;
-
-    fn text(n: usize) -> ContentBlock {
-        ContentBlock::Text(TextBlock::new("x".repeat(n)))
-    }
-
-    fn run(context: &[Arc<Msg>], reserve: u64, limit: u64) -> split::Split {
-        let parts = split::split(context, &EstimateCounter, 0, reserve, &HashSet::new());
-        fit_summary(parts, context, &EstimateCounter, limit)
-    }
-
-    fn same(kept: &[Arc<Msg>], expected: &[Arc<Msg>]) -> bool {
-        kept.len() == expected.len() && kept.iter().zip(expected).all(|(a, b)| Arc::ptr_eq(a, b))
-    }
-
-    /// One message twice, right before and right after the moved question.
+    /// A message in the context twice (one `Arc`): each copy goes back where it was, around
+    /// the question the split kept first, whether the copy before it is summarised or not.
     #[test]
-    fn duplicate_right_around_the_question_keeps_its_place() {
+    fn a_message_twice_goes_back_where_each_copy_was() {
+        let x = Arc::new(Msg::assistant_blocks("a", vec![text(400)]));
+        let q = Arc::new(Msg::user("user", "q"));
         let a = Arc::new(Msg::assistant_blocks("a", vec![text(400)]));
-        let x = Arc::new(Msg::assistant_blocks("a", vec![text(400)]));
-        let q = Arc::new(Msg::user("user", "q"));
         let b = Arc::new(Msg::assistant_blocks("a", vec![text(400)]));
-        let context = vec![a.clone(), x.clone(), q.clone(), x.clone(), b.clone()];
-        let parts = run(&context, 1, 150);
-        assert_eq!(parts.compress.len(), 1);
-        assert!(Arc::ptr_eq(&parts.compress[0], &a));
-        let names = |m: &Arc<Msg>| {
-            if Arc::ptr_eq(m, &x) {
-                "X"
-            } else if Arc::ptr_eq(m, &q) {
-                "Q"
-            } else if Arc::ptr_eq(m, &b) {
-                "B"
-            } else {
-                "?"
-            }
-        };
-        let got: Vec<_> = parts.keep.iter().map(names).collect();
-        assert!(same(&parts.keep, &context[1..]), "kept {got:?}, expected [X, Q, X, B]");
-    }
-
-    /// One message twice, the first copy summarised, the second going back after the question.
-    #[test]
-    fn duplicate_whose_first_copy_is_summarised_goes_back_after_the_question() {
-        let x = Arc::new(Msg::assistant_blocks("a", vec![text(400)]));
-        let q = Arc::new(Msg::user("user", "q"));
-        let b = Arc::new(Msg::assistant_blocks("a", vec![text(400)]));
-        let context = vec![x.clone(), q.clone(), x.clone(), b.clone()];
-        let parts = run(&context, 1, 150);
-        assert_eq!(parts.compress.len(), 1);
-        let names = |m: &Arc<Msg>| {
-            if Arc::ptr_eq(m, &x) {
-                "X"
-            } else if Arc::ptr_eq(m, &q) {
-                "Q"
-            } else if Arc::ptr_eq(m, &b) {
-                "B"
-            } else {
-                "?"
-            }
-        };
-        let got: Vec<_> = parts.keep.iter().map(names).collect();
-        assert!(same(&parts.keep, &context[1..]), "kept {got:?}, expected [Q, X, B]");
+        let contexts = [
+            vec![
+                Arc::clone(&a),
+                Arc::clone(&x),
+                Arc::clone(&q),
+                Arc::clone(&x),
+                Arc::clone(&b),
+            ],
+            vec![Arc::clone(&x), Arc::clone(&q), Arc::clone(&x), Arc::clone(&b)],
+        ];
+        for (case, context) in contexts.iter().enumerate() {
+            let parts = run(context, 1, 150);
+            assert_eq!(parts.compress.len(), 1, "case {case}");
+            assert!(Arc::ptr_eq(&parts.compress[0], &context[0]), "case {case}");
+            let kept_in_order = parts.keep.len() == context.len() - 1
+                && parts.keep.iter().zip(&context[1..]).all(|(k, c)| Arc::ptr_eq(k, c));
+            assert!(kept_in_order, "case {case}");
+        }
     }
 
     /// Random contexts of distinct messages: the summarised part is the context's oldest (the
@@ -665,66 +633,32 @@ mod moved_back {
             seed ^= seed << 17;
             seed % n
         };
-        for case in 0..20000 {
-            let len = 1 + next(7) as usize;
-            let context: Vec<Arc<Msg>> = (0..len)
+        // A failing case is reproduced by its number: the cases follow from the seed.
+        for case in 0..20_000 {
+            let context: Vec<Arc<Msg>> = (0..1 + next(7))
                 .map(|_| {
                     let blocks: Vec<ContentBlock> = (0..1 + next(3)).map(|_| text(4 + 40 * next(5) as usize)).collect();
-                    Arc::new(if next(3) == 0 {
-                        {
-                            let mut m = Msg::user("user", "q");
-                            m.content = blocks;
-                            m
-                        }
-                    } else {
-                        Msg::assistant_blocks("a", blocks)
-                    })
+                    let mut msg = Msg::assistant_blocks("a", blocks);
+                    if next(3) == 0 {
+                        msg.role = Role::User;
+                    }
+                    Arc::new(msg)
                 })
                 .collect();
-            let reserve = 1 + next(150);
-            let limit = 1 + next(150);
-            let parts = split::split(&context, &EstimateCounter, 0, reserve, &HashSet::new());
-            let before = format!(
-                "{:?}",
-                (
-                    parts
-                        .compress
-                        .iter()
-                        .map(|m| (m.id.to_string(), m.content.len()))
-                        .collect::<Vec<_>>(),
-                    parts
-                        .keep
-                        .iter()
-                        .map(|m| (m.id.to_string(), m.content.len()))
-                        .collect::<Vec<_>>()
-                )
-            );
-            let parts = fit_summary(parts, &context, &EstimateCounter, limit);
-            // What the kept part should be.
-            let mut expected: Vec<(Id, usize)> = Vec::new();
-            for m in &context {
-                match parts.compress.iter().find(|s| s.id == m.id) {
-                    Some(s) if Arc::ptr_eq(s, m) => {}
-                    Some(s) => expected.push((m.id.clone(), m.content.len() - s.content.len())),
-                    None => expected.push((m.id.clone(), m.content.len())),
-                }
-            }
-            let got: Vec<(Id, usize)> = parts.keep.iter().map(|m| (m.id.clone(), m.content.len())).collect();
-            let ids: Vec<String> = context
+            let (reserve, limit) = (1 + next(150), 1 + next(150));
+            let parts = run(&context, reserve, limit);
+            // The kept part: every message not summarised, whole, or the part of the cut one
+            // that was not.
+            let expected: Vec<(Id, usize)> = context
                 .iter()
-                .map(|m| {
-                    format!(
-                        "{}{}:{}",
-                        if m.role == Role::User { "U" } else { "A" },
-                        &m.id.to_string()[..4],
-                        m.content.len()
-                    )
+                .filter_map(|m| match parts.compress.iter().find(|s| s.id == m.id) {
+                    Some(s) if Arc::ptr_eq(s, m) => None,
+                    Some(s) => Some((m.id.clone(), m.content.len() - s.content.len())),
+                    None => Some((m.id.clone(), m.content.len())),
                 })
                 .collect();
-            assert_eq!(
-                got, expected,
-                "case {case}: context {ids:?} reserve {reserve} limit {limit} split {before}"
-            );
+            let got: Vec<(Id, usize)> = parts.keep.iter().map(|m| (m.id.clone(), m.content.len())).collect();
+            assert_eq!(got, expected, "case {case}: reserve {reserve}, limit {limit}");
         }
     }
 }
