@@ -76,14 +76,69 @@ async fn saved_after_drop(store: &JsonFileStore, user: &str, session: &str) -> t
 }
 
 fn asking(model: &ScriptedModel) -> towerscope_agent::AgentBuilder {
+    asking_with(
+        model,
+        FunctionTool::new("delete", |a: Delete| async move { format!("deleted {}", a.path) }),
+    )
+}
+
+/// An agent asking before every call of `delete`, the tool given.
+fn asking_with(model: &ScriptedModel, delete: FunctionTool) -> towerscope_agent::AgentBuilder {
     Agent::builder("a")
         .model(model.clone())
-        .tool(FunctionTool::new("delete", |a: Delete| async move {
-            format!("deleted {}", a.path)
-        }))
+        .tool(delete)
         .default_permission(PermissionDecision::Ask {
             suggested_rules: vec![],
         })
+}
+
+/// The model of the confirmation tests: deletes `/tmp/a`, then says so, at every reply.
+fn deleting() -> ScriptedModel {
+    ScriptedModel::cycle(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#),
+            ScriptedResponse::text("Deleted."),
+        ],
+    )
+}
+
+/// A `delete` tool that counts its runs; gated, each run says it started and waits for the go.
+#[derive(Clone, Default)]
+struct CountedDelete {
+    runs: Arc<std::sync::atomic::AtomicUsize>,
+    gate: Option<(Arc<tokio::sync::Notify>, Arc<tokio::sync::Notify>)>,
+}
+
+impl CountedDelete {
+    /// A gated tool, with its started signal and its go.
+    fn gated() -> (Self, Arc<tokio::sync::Notify>, Arc<tokio::sync::Notify>) {
+        let (started, go) = (Arc::default(), Arc::default());
+        let tool = Self {
+            gate: Some((Arc::clone(&started), Arc::clone(&go))),
+            ..Self::default()
+        };
+        (tool, started, go)
+    }
+
+    fn tool(&self) -> FunctionTool {
+        let this = self.clone();
+        FunctionTool::new("delete", move |a: Delete| {
+            this.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let gate = this.gate.clone();
+            async move {
+                if let Some((started, go)) = gate {
+                    started.notify_one();
+                    go.notified().await;
+                }
+                format!("deleted {}", a.path)
+            }
+        })
+    }
+
+    fn runs(&self) -> usize {
+        self.runs.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 fn parked(out: &common::Collected) -> UserConfirmResultEvent {
@@ -779,29 +834,12 @@ async fn an_interrupt_sent_again_after_its_reply_ended_leaves_a_later_parked_rep
 /// before running anything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_confirmation_handled_twice_at_once_runs_its_call_once() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
     use towerscope_core::ReplyInput;
 
     let (store, dir) = temp_store();
-    let runs = Arc::new(AtomicUsize::new(0));
-    let model = ScriptedModel::cycle(
-        "m",
-        [
-            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#),
-            ScriptedResponse::text("Deleted."),
-        ],
-    );
+    let (model, delete) = (deleting(), CountedDelete::default());
     let agent = || {
-        let runs = Arc::clone(&runs);
-        Agent::builder("a")
-            .model(model.clone())
-            .tool(FunctionTool::new("delete", move |a: Delete| {
-                runs.fetch_add(1, Ordering::SeqCst);
-                async move { format!("deleted {}", a.path) }
-            }))
-            .default_permission(PermissionDecision::Ask {
-                suggested_rules: vec![],
-            })
+        asking_with(&model, delete.tool())
             .session(store.clone(), "u", "s")
             .build()
             .unwrap()
@@ -815,7 +853,7 @@ async fn a_confirmation_handled_twice_at_once_runs_its_call_once() {
         collect(a.reply_stream(ReplyInput::Confirm(confirm.clone().into()))),
         collect(b.reply_stream(ReplyInput::Confirm(confirm.into())))
     );
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "the confirmed call ran once");
+    assert_eq!(delete.runs(), 1, "the confirmed call ran once");
     let (won, lost) = if ra.error.is_none() { (ra, rb) } else { (rb, ra) };
     assert_eq!(won.final_msg.unwrap().text_content().as_deref(), Some("Deleted."));
     assert!(
@@ -832,36 +870,13 @@ async fn a_confirmation_handled_twice_at_once_runs_its_call_once() {
 /// retry fails with a conflict and runs nothing, and the first reply is saved.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_confirmation_retried_while_the_first_runs_runs_nothing_and_the_first_is_kept() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
     use towerscope_core::ReplyInput;
 
     let (store, dir) = temp_store();
-    let runs = Arc::new(AtomicUsize::new(0));
-    let started = Arc::new(tokio::sync::Notify::new());
-    let go = Arc::new(tokio::sync::Notify::new());
-    let model = ScriptedModel::cycle(
-        "m",
-        [
-            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#),
-            ScriptedResponse::text("Deleted."),
-        ],
-    );
+    let model = deleting();
+    let (delete, started, go) = CountedDelete::gated();
     let agent = || {
-        let (runs, started, go) = (Arc::clone(&runs), Arc::clone(&started), Arc::clone(&go));
-        Agent::builder("a")
-            .model(model.clone())
-            .tool(FunctionTool::new("delete", move |a: Delete| {
-                runs.fetch_add(1, Ordering::SeqCst);
-                let (started, go) = (Arc::clone(&started), Arc::clone(&go));
-                async move {
-                    started.notify_one();
-                    go.notified().await;
-                    format!("deleted {}", a.path)
-                }
-            }))
-            .default_permission(PermissionDecision::Ask {
-                suggested_rules: vec![],
-            })
+        asking_with(&model, delete.tool())
             .session(store.clone(), "u", "s")
             .build()
             .unwrap()
@@ -906,7 +921,7 @@ async fn a_confirmation_retried_while_the_first_runs_runs_nothing_and_the_first_
     go.notify_one();
     let first = running.await.unwrap();
     assert!(first.error.is_none(), "{:?}", first.error);
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "the confirmed call ran once");
+    assert_eq!(delete.runs(), 1, "the confirmed call ran once");
     assert_eq!(stored_texts(&store, "u", "s").await, ["delete a", "Deleted."]);
     let key = SessionKey::new("u", "s").unwrap();
     let modules = store.load(&key).await.unwrap().unwrap().document.modules;
@@ -953,9 +968,9 @@ impl SessionStore for LandsThenHangs {
     }
 }
 
-/// A confirmation dropped while its claim was being written leaves the claim in the
-/// session, and the same confirmation sent again (the same agent, or a new one) is refused for
-/// the whole lease, though nothing resumes the reply.
+/// A confirmation dropped while its claim was being written (a client gone; the file store's
+/// write lands anyway) takes the claim out again: the same confirmation sent again on the agent
+/// kept resumes the reply, where the claim held every retry off for its lease.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_confirmation_dropped_as_its_claim_is_written_leaves_no_claim() {
     use towerscope_core::ReplyInput;
@@ -966,13 +981,7 @@ async fn a_confirmation_dropped_as_its_claim_is_written_leaves_no_claim() {
         inner: files.clone(),
         hang: Arc::clone(&hang),
     };
-    let model = ScriptedModel::cycle(
-        "m",
-        [
-            ScriptedResponse::tool_call("c1", "delete", r#"{"path": "/tmp/a"}"#),
-            ScriptedResponse::text("Deleted."),
-        ],
-    );
+    let model = deleting();
     let agent = || asking(&model).session(store.clone(), "u", "s").build().unwrap();
     let confirm = parked(&collect(agent().reply_stream(Msg::user("user", "delete a"))).await);
     let kept = agent();
