@@ -62,4 +62,4 @@ pub use error::ServeError;
 pub use factory::AgentFactory;
 pub use info::AgentInfo;
 pub use router::{DEFAULT_BODY_LIMIT, DEFAULT_KEEP_ALIVE, RouterBuilder, router};
-pub use run::{SHUTDOWN_GRACE, run, run_until, run_until_with_grace};
+pub use run::{HEADER_TIMEOUT, SHUTDOWN_GRACE, Server, run, run_until};
