@@ -12,6 +12,7 @@
 //! [`Agent::observe`]: crate::Agent::observe
 //! [`Agent::observe_when_free`]: crate::Agent::observe_when_free
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use towerscope_core::{AgentError, Msg};
@@ -81,7 +82,7 @@ fn observe(runtime: &Runtime, busy: &AtomicBool, msgs: Vec<Msg>) -> Result<(), F
         }
         crate::state::check_not_parked(&state).map_err(Failure::NotFree)?;
         crate::resume::close_dangling_calls(&runtime.name, &mut state);
-        state.context.extend(msgs.iter().cloned());
+        state.store_input(msgs.iter().cloned().map(Arc::new));
     }
     for hook in &runtime.observe_hooks {
         hook.post_observe(&runtime.name, &msgs).map_err(Failure::AfterStored)?;

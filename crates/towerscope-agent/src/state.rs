@@ -184,6 +184,25 @@ impl AgentState {
         Self::default()
     }
 
+    /// Appends `msgs` to the context, leaving out each one it already holds (same id, speaker,
+    /// role and content). A message delivered twice is stored once, as in the reference, whose
+    /// memory drops a message whose id it holds: a pipeline's member in a hub hears the
+    /// previous member's reply from the hub, then gets it as its reply's input. A message
+    /// whose id is held with other content (an edited message) is stored. One scan of the
+    /// context per message.
+    pub(crate) fn store_input(&mut self, msgs: impl IntoIterator<Item = Arc<Msg>>) {
+        for msg in msgs {
+            let held = self
+                .context
+                .iter()
+                .rev()
+                .any(|m| m.id == msg.id && m.role == msg.role && m.name == msg.name && m.content == msg.content);
+            if !held {
+                self.context.push(msg);
+            }
+        }
+    }
+
     /// The assistant message of reply `reply_id`, if it is the tail of the context.
     pub(crate) fn reply_msg(&self, reply_id: &Id) -> Option<&Msg> {
         self.context

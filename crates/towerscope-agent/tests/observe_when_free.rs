@@ -54,6 +54,28 @@ async fn a_free_agent_observes_at_once() {
     assert_eq!(agent.pending_observations(), 0);
 }
 
+/// A message the agent already holds (observed, then given as a reply's input, or given twice)
+/// is stored once; one with a held id but other text (an edited message) is stored.
+#[tokio::test]
+async fn a_message_held_already_is_stored_once_and_an_edited_one_is_stored() {
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("ok")]);
+    let agent = Agent::builder("bob").model(model.clone()).build().unwrap();
+    let question = Msg::user("alice", "hi bob");
+    agent.observe([question.clone()]).unwrap();
+    agent.observe([question.clone(), question.clone()]).unwrap();
+    let mut edited = Msg::user("alice", "hi bob, again");
+    edited.id = question.id.clone();
+    agent.reply(vec![question.clone(), edited]).await.unwrap();
+    assert_eq!(texts(&agent), ["alice: hi bob", "alice: hi bob, again", "bob: ok"]);
+    let sent: Vec<_> = model.requests()[0]
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| m.text_content())
+        .collect();
+    assert_eq!(sent, [Some("hi bob".to_owned()), Some("hi bob, again".to_owned())]);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_replying_agent_observes_after_its_reply_in_posting_order_once() {
     let model = ScriptedModel::new(

@@ -282,3 +282,33 @@ async fn a_reply_that_ended_with_an_error_is_not_heard() {
     drop(hub);
     assert_eq!(context(&bob), ["alice: Fine now."]);
 }
+
+/// A row inside a hub: the next member hears the previous one's reply from the hub, then gets
+/// it as its reply's input; it holds it once, and its model is sent it once.
+#[tokio::test]
+async fn a_row_inside_a_hub_hands_each_reply_on_once() {
+    let alice = member("alice", [ScriptedResponse::text("A.")]);
+    let bob_model = towerscope_models::ScriptedModel::new("scripted", [ScriptedResponse::text("B.")]);
+    let bob = Agent::builder("bob")
+        .model(bob_model.clone())
+        .middleware(towerscope_team::hub::Broadcaster::new())
+        .build()
+        .unwrap();
+    let hub = MsgHub::builder()
+        .participants([alice.clone(), bob.clone()])
+        .enter()
+        .unwrap();
+    towerscope_team::pipeline::SequentialPipeline::new([alice.clone(), bob.clone()])
+        .reply(Msg::user("host", "Go.").into())
+        .await
+        .unwrap();
+    drop(hub);
+    assert_eq!(context(&bob), ["alice: A.", "bob: B."]);
+    let sent: Vec<_> = bob_model.requests()[0]
+        .messages
+        .iter()
+        .filter(|m| &*m.name == "alice")
+        .map(|m| m.text_content())
+        .collect();
+    assert_eq!(sent, [Some("A.".to_owned())]);
+}

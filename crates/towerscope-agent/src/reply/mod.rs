@@ -375,7 +375,7 @@ async fn start(runtime: &Arc<Runtime>, req: &ReplyRequest, msgs: &Messages, emit
         let mut state = runtime.lock_state();
         crate::state::check_not_parked(&state)?;
         resume::close_dangling_calls(&runtime.name, &mut state);
-        state.context.extend(msgs.arcs().cloned());
+        state.store_input(msgs.arcs().cloned());
         state.reply_context = ReplyContext {
             reply_id: req.ctx.reply_id().clone(),
             structured_schema: req.structured_schema.as_ref().map(|s| s.schema.clone()),

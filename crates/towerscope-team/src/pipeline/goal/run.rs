@@ -220,11 +220,13 @@ impl GoalRun {
             return Some(Ok(ReplyItem::Final(msg)));
         }
         if msg.finished_reason != Some(ReplyFinishedReason::Completed) {
-            // Ended some other way (its own iteration limit): the same instruction again.
+            // Ended some other way (its own iteration limit): the same instruction again, as a
+            // new message (the verifier holds the first, and stores a message it holds once).
             if let Err(e) = self.verifier_retry() {
                 return Some(Err(e));
             }
-            self.phase = Phase::Next(Next::Verifier(Box::new(instruction)));
+            let again = instruction.with_id(towerscope_core::id::new_id());
+            self.phase = Phase::Next(Next::Verifier(Box::new(again)));
             return None;
         }
         let output = msg.structured_output.as_ref();
