@@ -329,3 +329,58 @@ async fn every_member_observes_past_one_that_refuses() {
         assert_eq!(seen, ["news"], "{}", member.name());
     }
 }
+
+/// An agent whose first reply ends with an error: it calls a tool, and its limit is one model
+/// call a reply.
+fn limited(name: &str) -> Agent {
+    Agent::builder(name)
+        .model(ScriptedModel::new(
+            "scripted",
+            [
+                ScriptedResponse::tool_call("c1", "missing", "{}"),
+                ScriptedResponse::text("never"),
+            ],
+        ))
+        .on_model_call(towerscope_layers::CallLimitLayer::new().model_calls_per_reply(1))
+        .build()
+        .unwrap()
+}
+
+/// A member whose reply ended with an error (its text is the error's) stops the row: the next
+/// member is not handed the error as what was said, and the row's message is the failed one.
+#[tokio::test]
+async fn a_member_that_failed_ends_the_row_with_its_error() {
+    let bob_model = says("B.");
+    let bob = Agent::builder("bob").model(bob_model.clone()).build().unwrap();
+    let last = SequentialPipeline::new([limited("alice"), bob])
+        .reply(Msg::user("host", "Go.").into())
+        .await
+        .unwrap();
+    assert_eq!(bob_model.calls(), 0, "bob was handed {:?}", bob_model.requests());
+    assert_eq!(last.name.as_ref(), "alice");
+    assert_eq!(last.finished_reason, Some(towerscope_core::ReplyFinishedReason::Error));
+    assert_eq!(last.error.map(|e| e.kind), Some("call_limit".to_owned()));
+}
+
+/// A fan-out whose member failed says so: the others' answers are combined, the failed one's
+/// error text is not quoted as its words, and the message carries the error under its name.
+#[tokio::test]
+async fn a_fanout_with_a_failed_member_combines_the_others_and_says_it_failed() {
+    let bob = Agent::builder("bob").model(says("B.")).build().unwrap();
+    let combined = FanoutPipeline::new([limited("alice"), bob])
+        .reply(Msg::user("host", "Go.").into())
+        .await
+        .unwrap();
+    assert_eq!(combined.text_content().as_deref(), Some("bob: B."));
+    assert_eq!(
+        combined.finished_reason,
+        Some(towerscope_core::ReplyFinishedReason::Error)
+    );
+    let error = combined.error.unwrap();
+    assert_eq!(error.kind, "call_limit");
+    assert!(
+        error.message.starts_with("alice: model calls limit of 1"),
+        "{}",
+        error.message
+    );
+}

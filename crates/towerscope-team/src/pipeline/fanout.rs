@@ -8,7 +8,7 @@ use futures_util::StreamExt;
 use towerscope_core::event::UserInterruptEvent;
 use towerscope_core::id::now_timestamp;
 use towerscope_core::{
-    AgentError, ContentBlock, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, TextBlock,
+    AgentError, ContentBlock, ErrorInfo, EventStream, Id, Msg, ReplyFinishedReason, ReplyInput, ReplyItem, TextBlock,
 };
 
 use super::merge::{MergedStream, merge};
@@ -100,7 +100,9 @@ fn waits(members: &[Arc<dyn Participant>], m: usize, waiting: &Msg, reply_id: &I
 /// pipeline streams the members' events and ends with one message under its own name that
 /// holds each reply's text as `name: text` (and its data), in participant order, and lists
 /// those replies' ids in its metadata under [`COMBINED_REPLIES`]; its finished
-/// reason is `interrupted` when a member was interrupted, `completed` otherwise. A member that
+/// reason is `interrupted` when a member was interrupted, else `error` when a member's reply
+/// ended with an error (a call limit: its text, the error's, is left out, and the message's
+/// `error` names the member), `completed` otherwise. A member that
 /// parks for the user parks the pipeline: the stream ends with that member's waiting message,
 /// the resuming input goes to it, and the combined message comes once every member finished.
 /// A member that fails does not cut the others off: the call goes on to their end, streaming
@@ -226,10 +228,22 @@ impl FanoutPipeline {
 type Opened = (Vec<(usize, EventStream)>, Round, Option<(usize, Msg)>);
 
 /// The message of a finished round: each reply's shared text as `name: text`, and its data;
-/// interrupted when a member's reply was.
+/// interrupted when a member's reply was, else failed when one ended with an error (its text
+/// is the error's, left out of the content; the error, under the member's name, is the
+/// message's `error`).
 fn combine(name: &Arc<str>, finals: &[Msg], cut: bool) -> Msg {
     let mut content = Vec::new();
+    let mut failed = None;
     for reply in finals {
+        if reply.finished_reason == Some(ReplyFinishedReason::Error) {
+            failed = failed.or_else(|| {
+                let info = reply.error.as_ref();
+                let kind = info.map_or("unknown", |e| e.kind.as_str());
+                let text = info.map_or("its reply ended with an error", |e| e.message.as_str());
+                Some(ErrorInfo::new(kind, format!("{}: {text}", reply.name)))
+            });
+            continue;
+        }
         let Some(shared) = shared_copy(reply) else {
             continue;
         };
@@ -249,15 +263,22 @@ fn combine(name: &Arc<str>, finals: &[Msg], cut: bool) -> Msg {
     let mut msg = Msg::assistant_blocks(Arc::clone(name), content);
     msg.finished_reason = Some(if interrupted {
         ReplyFinishedReason::Interrupted
+    } else if failed.is_some() {
+        ReplyFinishedReason::Error
     } else {
         ReplyFinishedReason::Completed
     });
+    msg.error = failed;
     msg.finished_at = Some(now_timestamp());
-    // What it combines, so that a reader who showed those replies as they streamed (the
-    // console) does not show them again.
+    // The replies whose text it combines, so that a reader who showed those replies as they
+    // streamed (the console) does not show them again (a reply without text, of data only, is
+    // not listed: the reader shows the message's text, which holds nothing of it).
     // A member's own combined message (a fan-out inside) stands for the replies it lists.
     let combined: Vec<serde_json::Value> = finals
         .iter()
+        .filter(|m| {
+            m.finished_reason != Some(ReplyFinishedReason::Error) && m.text_content().is_some_and(|t| !t.is_empty())
+        })
         .flat_map(
             |m| match m.metadata.get(COMBINED_REPLIES).and_then(serde_json::Value::as_array) {
                 Some(inner) => inner.clone(),
@@ -269,8 +290,8 @@ fn combine(name: &Arc<str>, finals: &[Msg], cut: bool) -> Msg {
     msg
 }
 
-/// The metadata key of a fan-out's combined message that lists the ids of the replies it
-/// combines.
+/// The metadata key of a fan-out's combined message that lists the ids of the replies whose
+/// text it combines (a reply of data only, or one that failed, adds no text and is not listed).
 pub const COMBINED_REPLIES: &str = "combined_replies";
 
 impl Participant for FanoutPipeline {

@@ -64,7 +64,9 @@ impl Drop for Resuming {
 /// message ends the stream, and the resuming input (a confirmation or external results for
 /// that reply) resumes that member, after which the rest of the row runs. An interrupted member
 /// ([`interrupt`](Participant::interrupt), or a `UserInterruptEvent` for its parked reply) ends
-/// the row: its interrupted message is the pipeline's, and the members after it do not run. An
+/// the row: its interrupted message is the pipeline's, and the members after it do not run; so
+/// does a member whose reply ended with an error (a call limit reached: its message holds the
+/// error, which the next member is never handed as what was said). An
 /// interrupt between two members ends the row there too: the pipeline's message is the last
 /// reply, marked interrupted. A member that parks although the row was interrupted (the
 /// interrupt came after its reply decided to wait) does not park the row: the member closes
@@ -300,12 +302,18 @@ impl Run {
     }
 
     /// Moves on after a member's final message; returns whether it ends the pipeline (the last
-    /// member's, an interrupted one's, or a parked one's). The next member starts when the
-    /// stream is polled again, unless the row was interrupted by then.
+    /// member's, an interrupted one's, a failed one's, or a parked one's). The next member
+    /// starts when the stream is polled again, unless the row was interrupted by then.
     fn finish_member(&mut self, msg: &Msg) -> bool {
         // The member's reply is over (it is free again).
         self.current = None;
-        if msg.finished_reason == Some(ReplyFinishedReason::Interrupted) {
+        // A reply that ended with an error (a call limit reached) holds the error's text, not
+        // the member's words: the row stops on it, as the reference's stops on the raised
+        // error, and the next member is never handed it as what was said.
+        if matches!(
+            msg.finished_reason,
+            Some(ReplyFinishedReason::Interrupted | ReplyFinishedReason::Error)
+        ) {
             self.finish();
             return true;
         }
