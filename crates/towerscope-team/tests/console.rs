@@ -578,3 +578,59 @@ fn a_confirmation_prompt_shows_a_tool_names_control_characters() {
         "Allow get^[]0;pwned^Gweather? [y/N/e] "
     );
 }
+
+/// An agent whose first reply ends with an error: it calls a tool, and its limit is one model
+/// call a reply.
+fn limited(name: &str) -> Agent {
+    Agent::builder(name)
+        .model(ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "missing", "{}"),
+                ScriptedResponse::text("never"),
+            ],
+        ))
+        .on_model_call(towerscope_layers::CallLimitLayer::new().model_calls_per_reply(1))
+        .build()
+        .unwrap()
+}
+
+/// A reply that ended with an error shows the error once, on its `✗` line, never again as the
+/// agent's words.
+#[tokio::test]
+async fn an_error_is_shown_once_and_not_as_the_agents_words() {
+    let bot = limited("bot");
+    let mut console = Console::new(Vec::new());
+    let _ = console
+        .show(Participant::reply_stream(&bot, Msg::user("user", "Go.").into()))
+        .await;
+    let screen = String::from_utf8(console.into_inner()).unwrap();
+    assert_eq!(screen.matches("model calls limit of 1").count(), 1, "{screen}");
+    assert!(screen.contains("✗ bot: model calls limit"), "{screen}");
+}
+
+/// A fan-out whose member said no text (data only): each answer is shown once, and the combined
+/// message, which holds nothing not shown, is not shown again.
+#[tokio::test]
+async fn a_fanout_with_a_member_of_data_only_shows_each_answer_once() {
+    let ann = Agent::builder("ann")
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("Tea please.")]))
+        .build()
+        .unwrap();
+    let bo = Agent::builder("bo")
+        .model(ScriptedModel::new(
+            "m",
+            [ScriptedResponse::empty().and_data("aGk=", "image/png")],
+        ))
+        .build()
+        .unwrap();
+    let panel = towerscope_team::pipeline::FanoutPipeline::new([ann, bo]);
+    let mut console = Console::new(Vec::new());
+    console
+        .show(Participant::reply_stream(&panel, Msg::user("host", "Tea?").into()))
+        .await
+        .unwrap();
+    let screen = String::from_utf8(console.into_inner()).unwrap();
+    assert_eq!(screen.matches("Tea please.").count(), 1, "{screen}");
+    assert_eq!(screen.matches("image/png").count(), 1, "{screen}");
+}

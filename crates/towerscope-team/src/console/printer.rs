@@ -53,9 +53,17 @@ impl<W: Write> Printer<W> {
         }
     }
 
-    /// Whether some text of `reply` was printed.
+    /// Whether `reply` was shown: some of its text printed, or its final message rendered.
     pub(crate) fn spoke(&self, reply: &Id) -> bool {
         self.spoke.contains(reply)
+    }
+
+    /// Records that `reply`'s final message was rendered (it may have had no text to print: a
+    /// reply of data only, shown as its data's line).
+    pub(crate) fn mark_shown(&mut self, reply: &Id) {
+        if !self.spoke.contains(reply) {
+            self.spoke.insert(reply.clone());
+        }
     }
 
     /// A piece of a streamed block, after the print hooks.

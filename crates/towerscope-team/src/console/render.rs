@@ -309,6 +309,19 @@ impl<W: Write> Console<W> {
         if msg.finished_reason.is_none() || self.printer.spoke(&msg.id) {
             return;
         }
+        let error_only = msg.finished_reason == Some(ReplyFinishedReason::Error)
+            && msg
+                .error
+                .as_ref()
+                .is_some_and(|e| msg.text_content().is_some_and(|t| t == e.message));
+        // A fan-out's member that said no text (data only) is shown by now, so the message
+        // combining it is not shown again.
+        self.printer.mark_shown(&msg.id);
+        // A reply that ended with an error holds the error's text, which its `REPLY_END` line
+        // showed already: it is not the speaker's words.
+        if error_only {
+            return;
+        }
         let combined = msg
             .metadata
             .get(crate::pipeline::COMBINED_REPLIES)
