@@ -508,3 +508,74 @@ async fn an_agui_run_after_a_failed_a2a_reply_of_the_session_sees_what_it_stored
         "the A2A question was stored: {texts:?}"
     );
 }
+
+/// A model call that failed mid-stream and was retried: the blocks its first attempt streamed
+/// (a text, a reasoning message, a tool call) are ended before the `model_call_restart` event,
+/// so every message and call the run started is ended by `RUN_FINISHED` (`@ag-ui/client`
+/// refuses a run that finishes with one open).
+#[tokio::test]
+async fn a_restarted_model_call_ends_what_its_first_attempt_started() {
+    use std::time::Duration;
+    use towerscope_agent::Agent;
+    use towerscope_core::AgentError;
+    use towerscope_layers::RetryLayer;
+    use towerscope_layers::retry::Backoff;
+    use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+    let cut = || AgentError::Stream("cut".into());
+    for first in [
+        ScriptedResponse::text("one two three four").fail_mid_stream(2, cut()),
+        ScriptedResponse::thinking("hmm hmm hmm")
+            .and_text("x")
+            .fail_mid_stream(2, cut()),
+        ScriptedResponse::tool_call("c1", "x", r#"{"a": 1}"#).fail_mid_stream(1, cut()),
+    ] {
+        let model = ScriptedModel::new("m", [first, ScriptedResponse::text("done")]);
+        let router = towerscope_serve::router(move |_: &str| {
+            Agent::builder("a")
+                .model(model.clone())
+                .on_model_call(
+                    RetryLayer::new(2).backoff(Backoff::new(Duration::from_millis(1), Duration::from_millis(2))),
+                )
+                .build()
+        });
+        let (status, sse) = post(
+            &router,
+            run("t1", json!([{"id": "u1", "role": "user", "content": "hi"}])),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        let events = events(&sse);
+        let mut open = std::collections::BTreeSet::new();
+        for event in &events {
+            let kind = event["type"].as_str().unwrap();
+            let id = event["messageId"]
+                .as_str()
+                .or(event["toolCallId"].as_str())
+                .unwrap_or_default();
+            match kind {
+                "TEXT_MESSAGE_START" | "REASONING_MESSAGE_START" | "TOOL_CALL_START" => {
+                    assert!(open.insert((kind.split('_').next().unwrap().to_owned(), id.to_owned())))
+                }
+                "TEXT_MESSAGE_END" | "REASONING_MESSAGE_END" | "TOOL_CALL_END" => assert!(
+                    open.remove(&(kind.split('_').next().unwrap().to_owned(), id.to_owned())),
+                    "{kind} {id} not open: {:?}",
+                    types(&events)
+                ),
+                "CUSTOM" => assert!(
+                    open.is_empty(),
+                    "a discarded block open at the restart: {open:?} in {:?}",
+                    types(&events)
+                ),
+                _ => {}
+            }
+        }
+        assert!(
+            open.is_empty(),
+            "open at RUN_FINISHED: {open:?} in {:?}",
+            types(&events)
+        );
+        assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED", "{:?}", types(&events));
+        assert!(types(&events).contains(&"CUSTOM".to_owned()), "{:?}", types(&events));
+    }
+}

@@ -13,6 +13,7 @@
 //! | `REPLY_END` interrupted / error        | `RUN_FINISHED` outcome `cancelled` / `RUN_ERROR`   |
 //! | (no `REPLY_END`: the reply parked)     | the outcome from [`EventMapper::settle`]           |
 //! | `CUSTOM`                               | `CUSTOM`                                           |
+//! | `CUSTOM` `model_call_restart`          | the `*_END`s of the discarded blocks still open, then `CUSTOM` |
 //!
 //! Data blocks, hints and the echo of resume inputs have no AG-UI counterpart and are not sent.
 //!
@@ -44,6 +45,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 use towerscope_agent::WaitingCalls;
+use towerscope_core::chat::RESTART_EVENT;
 use towerscope_core::{AgentError, AgentEvent, ContentBlock, Msg, ReplyFinishedReason, Role, ToolCallBlock};
 
 use super::event::{AguiEvent, Interrupt, PROTOCOL_VERSION, RunOutcome, TokenUsage};
@@ -56,6 +58,10 @@ pub struct EventMapper {
     run_id: String,
     /// Text of tool results being streamed, by call id.
     results: HashMap<String, String>,
+    /// Text and reasoning messages and tool calls started and not ended, by id: a restarted
+    /// model call discards some, which must still be ended (the client refuses a run that
+    /// finishes with a message or call open).
+    open: HashMap<String, Open>,
     interrupts: Vec<Interrupt>,
     pending: Vec<String>,
     finished: Option<ReplyFinishedReason>,
@@ -71,6 +77,7 @@ impl EventMapper {
             thread_id: thread_id.into(),
             run_id: run_id.into(),
             results: HashMap::new(),
+            open: HashMap::new(),
             interrupts: Vec::new(),
             pending: Vec::new(),
             finished: None,
@@ -92,19 +99,26 @@ impl EventMapper {
     /// Appends the AG-UI events `event` stands for to `out` (none, one or two).
     pub fn map(&mut self, event: &AgentEvent, out: &mut Vec<AguiEvent>) {
         match event {
-            AgentEvent::TextBlockStart(e) => out.push(AguiEvent::TextMessageStart {
-                message_id: e.block_id.to_string(),
-                role: "assistant",
-            }),
+            AgentEvent::TextBlockStart(e) => {
+                let id = e.block_id.to_string();
+                self.open.insert(id.clone(), Open::Text);
+                out.push(AguiEvent::TextMessageStart {
+                    message_id: id,
+                    role: "assistant",
+                });
+            }
             AgentEvent::TextBlockDelta(e) if !e.delta.is_empty() => out.push(AguiEvent::TextMessageContent {
                 message_id: e.block_id.to_string(),
                 delta: e.delta.clone(),
             }),
-            AgentEvent::TextBlockEnd(e) => out.push(AguiEvent::TextMessageEnd {
-                message_id: e.block_id.to_string(),
-            }),
+            AgentEvent::TextBlockEnd(e) => {
+                let id = e.block_id.to_string();
+                self.open.remove(&id);
+                out.push(AguiEvent::TextMessageEnd { message_id: id });
+            }
             AgentEvent::ThinkingBlockStart(e) => {
                 let id = e.block_id.to_string();
+                self.open.insert(id.clone(), Open::Reasoning);
                 out.push(AguiEvent::ReasoningStart { message_id: id.clone() });
                 out.push(AguiEvent::ReasoningMessageStart {
                     message_id: id,
@@ -119,20 +133,26 @@ impl EventMapper {
             }
             AgentEvent::ThinkingBlockEnd(e) => {
                 let id = e.block_id.to_string();
-                out.push(AguiEvent::ReasoningMessageEnd { message_id: id.clone() });
-                out.push(AguiEvent::ReasoningEnd { message_id: id });
+                self.open.remove(&id);
+                end(Open::Reasoning, id, out);
             }
-            AgentEvent::ToolCallStart(e) => out.push(AguiEvent::ToolCallStart {
-                tool_call_id: e.tool_call_id.to_string(),
-                tool_call_name: e.tool_call_name.clone(),
-            }),
+            AgentEvent::ToolCallStart(e) => {
+                let id = e.tool_call_id.to_string();
+                self.open.insert(id.clone(), Open::ToolCall);
+                out.push(AguiEvent::ToolCallStart {
+                    tool_call_id: id,
+                    tool_call_name: e.tool_call_name.clone(),
+                });
+            }
             AgentEvent::ToolCallDelta(e) if !e.delta.is_empty() => out.push(AguiEvent::ToolCallArgs {
                 tool_call_id: e.tool_call_id.to_string(),
                 delta: e.delta.clone(),
             }),
-            AgentEvent::ToolCallEnd(e) => out.push(AguiEvent::ToolCallEnd {
-                tool_call_id: e.tool_call_id.to_string(),
-            }),
+            AgentEvent::ToolCallEnd(e) => {
+                let id = e.tool_call_id.to_string();
+                self.open.remove(&id);
+                out.push(AguiEvent::ToolCallEnd { tool_call_id: id });
+            }
             AgentEvent::ToolResultStart(e) => {
                 self.results.insert(e.tool_call_id.to_string(), String::new());
             }
@@ -166,11 +186,29 @@ impl EventMapper {
                     self.error = Some((info.kind.clone(), info.message.clone()));
                 }
             }
-            AgentEvent::Custom(e) => out.push(AguiEvent::Custom {
-                name: e.name.clone(),
-                value: Value::Object(e.value.clone()),
-            }),
+            AgentEvent::Custom(e) => {
+                if e.name == RESTART_EVENT {
+                    self.end_discarded(&e.value, out);
+                }
+                out.push(AguiEvent::Custom {
+                    name: e.name.clone(),
+                    value: Value::Object(e.value.clone()),
+                });
+            }
             _ => {}
+        }
+    }
+
+    /// A restarted model call discards the blocks its first attempt streamed (the restart
+    /// event lists them): those still open are ended, in the order listed, so that the run
+    /// can finish (the client keeps what they showed, and the `CUSTOM` event after says to
+    /// drop them).
+    fn end_discarded(&mut self, restart: &Map<String, Value>, out: &mut Vec<AguiEvent>) {
+        let ids = restart.get("discarded_block_ids").and_then(Value::as_array);
+        for id in ids.into_iter().flatten().filter_map(Value::as_str) {
+            if let Some(open) = self.open.remove(id) {
+                end(open, id.to_owned(), out);
+            }
         }
     }
 
@@ -363,6 +401,26 @@ impl EventMapper {
             message: client_message(err),
             code: err.kind().to_owned(),
         }
+    }
+}
+
+/// What a started, not yet ended, AG-UI message or call is.
+#[derive(Debug, Clone, Copy)]
+enum Open {
+    Text,
+    Reasoning,
+    ToolCall,
+}
+
+/// The events that end `open` of id `id`.
+fn end(open: Open, id: String, out: &mut Vec<AguiEvent>) {
+    match open {
+        Open::Text => out.push(AguiEvent::TextMessageEnd { message_id: id }),
+        Open::Reasoning => {
+            out.push(AguiEvent::ReasoningMessageEnd { message_id: id.clone() });
+            out.push(AguiEvent::ReasoningEnd { message_id: id });
+        }
+        Open::ToolCall => out.push(AguiEvent::ToolCallEnd { tool_call_id: id }),
     }
 }
 
