@@ -11,7 +11,10 @@ mod mcp_shell;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use mcp_shell::{answers_calls_with, goes_quiet, goes_quiet_telling_its_pid, reports_progress, tells_its_environment};
+use mcp_shell::{
+    answers_calls_with, describes_and_answers, goes_quiet, goes_quiet_telling_its_pid, reports_progress,
+    tells_its_environment,
+};
 use towerscope_agent::mcp::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, McpClient, McpServer};
 use towerscope_agent::toolkit::{ToolError, Toolkit};
 use towerscope_core::tool::MCP_PROGRESS_KEY;
@@ -292,6 +295,20 @@ async fn a_results_embedded_resource_is_its_data_and_an_unknown_block_loses_noth
         "its data as its size"
     );
 
+    // An image of a type providers refuse (SVG), or whose data is not base64, is named: stored
+    // as data, it would fail every later model call.
+    let refused = r#"{"content":[{"type":"image","data":"PHN2Zz48L3N2Zz4=","mimeType":"image/svg+xml"},{"type":"image","data":"not base64 at all!!","mimeType":"image/png"},{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]}"#;
+    let (_, content) = blocks(answers_calls_with(refused)).await;
+    assert!(
+        matches!(&content[0], MediaBlock::Text(t) if t.text == "[an image of type image/svg+xml, 16 bytes of base64, which the model cannot read]"),
+        "{content:?}"
+    );
+    assert!(
+        matches!(&content[1], MediaBlock::Text(t) if t.text == "[an image of type image/png whose 19 bytes of data are not base64]"),
+        "{content:?}"
+    );
+    assert!(matches!(&content[2], MediaBlock::Data(_)), "{content:?}");
+
     // Data no provider takes is named, not stored as data every later model call would fail on;
     // an embedded text resource comes after a line naming it.
     let other = r#"{"content":[{"type":"resource","resource":{"uri":"file:///a.zip","mimeType":"application/zip","blob":"UEsDBA=="}},{"type":"resource","resource":{"uri":"file:///notes.txt","text":"the notes"}}]}"#;
@@ -311,4 +328,15 @@ async fn a_results_embedded_resource_is_its_data_and_an_unknown_block_loses_noth
             "the notes"
         ]
     );
+}
+
+/// A tool's description goes with every model request: a server's is cut to
+/// `MAX_DESCRIPTION` characters (a 20,000-character one was sent whole).
+#[tokio::test]
+async fn a_servers_long_tool_description_is_cut() {
+    let mut toolkit = Toolkit::new();
+    let server = describes_and_answers(&"x".repeat(20_000), r#"{"content":[]}"#);
+    let added = toolkit.add_mcp_server(server).await.unwrap();
+    let tool = toolkit.get(&added.tools[0]).unwrap();
+    assert_eq!(tool.description().len(), towerscope_agent::mcp::MAX_DESCRIPTION);
 }

@@ -90,7 +90,7 @@ pub use resources::{McpResource, McpResourceContent, McpResourceTemplate};
 pub use server::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_TIMEOUT, INHERITED_ENV, McpServer, McpTransport,
 };
-pub use tool::McpTool;
+pub use tool::{MAX_DESCRIPTION, McpTool};
 
 use crate::toolkit::ToolSchemaError;
 

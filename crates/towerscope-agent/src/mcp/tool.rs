@@ -25,6 +25,10 @@ pub struct McpTool {
     destructive: bool,
 }
 
+/// The most characters of a tool's description kept (8,000: the longest descriptions of real
+/// servers run to a few thousand); a server's description goes with every model request.
+pub const MAX_DESCRIPTION: usize = 8_000;
+
 impl McpTool {
     /// The tool `tool` of the server behind `client`.
     pub fn new(client: McpClient, tool: &rmcp::model::Tool) -> Self {
@@ -36,7 +40,15 @@ impl McpTool {
         Self {
             name: super::tool_name(client.server(), &tool.name),
             remote: tool.name.to_string(),
-            description: tool.description.as_deref().unwrap_or_default().to_owned(),
+            // Sent with every model request: a server's description is cut as its instructions
+            // are.
+            description: tool
+                .description
+                .as_deref()
+                .unwrap_or_default()
+                .chars()
+                .take(MAX_DESCRIPTION)
+                .collect(),
             schema,
             read_only,
             destructive,
@@ -159,13 +171,23 @@ impl Tool for McpTool {
 pub(super) fn content_block(content: rmcp::model::ContentBlock) -> Vec<MediaBlock> {
     use rmcp::model::{ContentBlock as Content, ResourceContents};
     let data = |data: String, media: String, what: &str| {
-        if DataSource::providers_take(&media) {
-            MediaBlock::Data(DataBlock::base64(data, media))
-        } else {
+        if !DataSource::providers_take(&media) {
             MediaBlock::Text(TextBlock::new(format!(
                 "[{what} of type {media}, {} bytes of base64, which the model cannot read]",
                 data.len()
             )))
+        } else {
+            let len = data.len();
+            let block = DataBlock::base64(data, media);
+            if block.source.decode_bytes().is_some() {
+                MediaBlock::Data(block)
+            } else {
+                // Providers refuse data that is not base64, and would refuse every later call.
+                MediaBlock::Text(TextBlock::new(format!(
+                    "[{what} of type {} whose {len} bytes of data are not base64]",
+                    block.source.media_type()
+                )))
+            }
         }
     };
     match content {

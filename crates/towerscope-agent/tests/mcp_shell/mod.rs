@@ -76,7 +76,13 @@ pub fn records_requests(path: &std::path::Path) -> McpServer {
 /// A server with one tool, `get`, whose every call is answered with `result` (a JSON object, the
 /// call's `result`), then goes quiet.
 pub fn answers_calls_with(result: &str) -> McpServer {
-    let tools = r#"{"tools":[{"name":"get","description":"Gets it.","inputSchema":{"type":"object"}}]}"#;
+    describes_and_answers("Gets it.", result)
+}
+
+/// [`answers_calls_with`], its tool described by `description` (plain text, no quotes).
+pub fn describes_and_answers(description: &str, result: &str) -> McpServer {
+    let tools =
+        format!(r#"{{"tools":[{{"name":"get","description":"{description}","inputSchema":{{"type":"object"}}}}]}}"#);
     let script = [
         format!("read -r _; printf '%s\\n' '{INITIALISED}'; read -r _"),
         format!("read -r list; id={}", number_of("id", "list")),

@@ -146,8 +146,9 @@ impl DataSource {
         }
     }
 
-    /// Whether a model provider takes data of `media_type`: images, PDF, and WAV or MP3 audio
-    /// (the OpenAI-compatible and Anthropic formatters refuse any other data block, and a
+    /// Whether a model provider takes data of `media_type`: PNG, JPEG, GIF and WebP images,
+    /// PDF, and WAV or MP3 audio (the OpenAI-compatible and Anthropic formatters refuse any
+    /// other data block, the providers any other image type, SVG and TIFF included, and a
     /// refused block stored in a conversation fails every later model call). What reads data
     /// from outside (an MCP result, another agent's files) names other data in a line instead.
     ///
@@ -155,14 +156,22 @@ impl DataSource {
     /// use towerscope_core::DataSource;
     ///
     /// assert!(DataSource::providers_take("image/png") && DataSource::providers_take("audio/mpeg"));
-    /// assert!(!DataSource::providers_take("application/zip"));
+    /// assert!(!DataSource::providers_take("application/zip") && !DataSource::providers_take("image/svg+xml"));
     /// ```
     pub fn providers_take(media_type: &str) -> bool {
-        media_type.starts_with("image/")
-            || matches!(
-                media_type,
-                "application/pdf" | "audio/wav" | "audio/x-wav" | "audio/wave" | "audio/mpeg" | "audio/mp3"
-            )
+        matches!(
+            media_type,
+            "image/png"
+                | "image/jpeg"
+                | "image/gif"
+                | "image/webp"
+                | "application/pdf"
+                | "audio/wav"
+                | "audio/x-wav"
+                | "audio/wave"
+                | "audio/mpeg"
+                | "audio/mp3"
+        )
     }
 
     /// Whether `media_type` is text a model reads as text (`text/*`, JSON, XML, YAML): a file of
