@@ -93,20 +93,12 @@ impl ChatResponse {
     /// As in the reference, `is_last`, `finished_reason` and `metadata` are left unchanged. A block
     /// whose id matches a block of another kind replaces it (the reference would fail).
     pub fn append_chat_response(&mut self, other: &ChatResponse) {
-        let mut used = vec![false; other.content.len()];
-        for block in &mut self.content {
-            let Some(index) = other.content.iter().rposition(|delta| delta.id() == block.id()) else {
-                continue;
-            };
-            if !used[index] {
-                used[index] = true;
-                merge_block(block, &other.content[index]);
-            }
-        }
-        for (index, delta) in other.content.iter().enumerate() {
-            let is_last_with_id = other.content.iter().rposition(|d| d.id() == delta.id()) == Some(index);
-            if !used[index] && is_last_with_id {
-                self.content.push(delta.clone());
+        // Piece by piece, in order: a chunk may carry several pieces of one block (each is
+        // merged), or a new block and then more of it.
+        for delta in &other.content {
+            match self.content.iter().rposition(|block| block.id() == delta.id()) {
+                Some(index) => merge_block(&mut self.content[index], delta),
+                None => self.content.push(delta.clone()),
             }
         }
         if let Some(usage) = &other.usage {
@@ -156,6 +148,26 @@ mod tests {
     use crate::chat::ChatUsage;
     use crate::message::BlockKind;
     use serde_json::{Value, json};
+
+    /// A chunk with two pieces of one block, or a new block and then more of it: every piece
+    /// is kept, in order (only the last piece of an id was, and the earlier text was lost).
+    #[test]
+    fn every_piece_of_a_block_in_one_chunk_is_kept() {
+        let mut acc = ChatResponse::chunk(vec![TextBlock::new("Hel").with_id("t1").into()]);
+        acc.append_chat_response(&ChatResponse::chunk(vec![
+            TextBlock::new("lo, ").with_id("t1").into(),
+            TextBlock::new("world").with_id("t1").into(),
+            TextBlock::new("Bye").with_id("t2").into(),
+            TextBlock::new(".").with_id("t2").into(),
+        ]));
+        let texts: Vec<_> = acc
+            .content
+            .iter()
+            .filter_map(|b| b.as_text())
+            .map(|t| t.text.as_str())
+            .collect();
+        assert_eq!(texts, ["Hello, world", "Bye."]);
+    }
 
     fn audio(data: &str) -> ContentBlock {
         DataBlock::base64(data, "audio/wav").with_id("a1").into()

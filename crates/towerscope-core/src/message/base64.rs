@@ -97,9 +97,14 @@ pub(crate) fn append_bytes(existing: &mut String, bytes: &[u8]) {
     // A line break ending the text (as `base64` writes it) is no part of its last group.
     let text_end = existing.trim_end_matches(|c: char| c.is_ascii_whitespace()).len();
     existing.truncate(text_end);
-    // The last group: 4 characters, or the unpadded remainder of a text without padding.
-    let partial = existing.len() % 4;
-    let tail_start = existing.len() - if partial == 0 { existing.len().min(4) } else { partial };
+    // The last group: 4 characters, or the unpadded remainder of a text without padding,
+    // counted on the text's last line: wrapped base64 (MIME's 76 columns, PEM's 64) breaks its
+    // lines between groups, and counting from the text's start would read a group across a
+    // line break.
+    let line_start = existing.rfind(|c: char| c.is_ascii_whitespace()).map_or(0, |at| at + 1);
+    let line = existing.len() - line_start;
+    let partial = line % 4;
+    let tail_start = existing.len() - if partial == 0 { line.min(4) } else { partial };
     // Text that is not base64 may end `existing` (appended as it was): a group boundary inside
     // one of its characters is no group of base64.
     let Some(tail) = existing.get(tail_start..) else {
@@ -132,6 +137,26 @@ mod tests {
         let mut existing = format!("{}\n", encode(b"foob"));
         merge(&mut existing, &encode(b"f"));
         assert_eq!(decode(&existing).as_deref(), Some(&b"foobf"[..]));
+    }
+
+    /// Wrapped base64 (a line break inside, its last line padded): the next piece joins the
+    /// bytes (the last group was counted from the text's start, across the line break, and
+    /// the whole no longer decoded).
+    #[test]
+    fn a_piece_after_wrapped_text_joins_the_bytes() {
+        for (existing, piece, joined) in [
+            ("Zm9v\nYg==", "Zg==", &b"foobf"[..]),
+            ("Zm9v\r\nYmFy\r\n", "YmF6", b"foobarbaz"),
+            ("Zm9v\nYmE", "eg==", b"foobaz"),
+        ] {
+            let mut text = existing.to_owned();
+            merge(&mut text, piece);
+            assert_eq!(
+                decode(&text).as_deref(),
+                Some(joined),
+                "{existing:?} + {piece:?}: {text:?}"
+            );
+        }
     }
 
     /// Text that is not base64, with characters of several bytes, then base64: kept as it is,

@@ -196,7 +196,16 @@ pub(super) fn value_after_key(text: &str, start: usize, end: usize) -> Option<Ra
     };
     let word = &text[start..end];
     match separator {
-        Some((len, form)) if is_sensitive_key(word) => value_at(text, skip_blanks(bytes, i + len), form),
+        Some((len, form)) if is_sensitive_key(word) => {
+            // `Cookie: theme=dark; session=…`: the header's value is every pair, up to the line's
+            // end (a `;` ended it after the first pair, and the session cookie after it showed).
+            let form = if form == Form::Colon && KeyWords::new(word).last().is_some_and(|w| ends_with(w, "cookie")) {
+                Form::Header
+            } else {
+                form
+            };
+            value_at(text, skip_blanks(bytes, i + len), form)
+        }
         Some(_) => None,
         None if is_one_of(word, PASSWORD_WORDS) => {
             // `password is hunter2`: blanks, `is` or `was`, blanks.
@@ -236,10 +245,15 @@ enum Form {
     Colon,
     /// `password is value`.
     Prose,
+    /// `Cookie: a=1; b=2`: a header whose value holds blanks and `;`, up to the line's end.
+    Header,
 }
 
 /// Whether `b` ends an unquoted value.
 fn ends_value(b: u8, form: Form) -> bool {
+    if form == Form::Header {
+        return matches!(b, b'\r' | b'\n' | b'"' | b'\'' | b'`');
+    }
     b.is_ascii_whitespace()
         || matches!(b, b'"' | b'\'' | b'`' | b',' | b';' | b'}' | b')' | b']' | b'<' | b'>')
         || (b == b'&' && form == Form::Assignment)
@@ -294,7 +308,7 @@ fn value_at(text: &str, mut i: usize, form: Form) -> Option<Range<usize>> {
     while i < bytes.len() && !ends_value(bytes[i], form) {
         i += 1;
     }
-    while i > start && matches!(bytes[i - 1], b'.' | b':') {
+    while i > start && matches!(bytes[i - 1], b'.' | b':' | b' ' | b'\t') {
         i -= 1;
     }
     let value = &text[start..i];
@@ -321,6 +335,22 @@ mod tests {
                 "{out}"
             );
         }
+    }
+
+    /// A cookie header's every pair is redacted, up to the line's end (the value ended at the
+    /// first `;`, and the session cookie after it was left).
+    #[test]
+    fn a_cookie_header_loses_every_pair() {
+        for text in [
+            "Cookie: theme=dark; sessionid=abc123SECRETxyz\nnext line",
+            "set-cookie: sessionid=abc123SECRETxyz; Path=/; HttpOnly",
+            "{\"headers\": \"Cookie: a=1; sessionid=abc123SECRETxyz\", \"x\": 1}",
+        ] {
+            let out = super::super::redact_text(text);
+            assert!(!out.contains("abc123SECRETxyz"), "{out}");
+        }
+        let out = super::super::redact_text("Cookie: theme=dark; sessionid=abc123SECRETxyz\nnext line");
+        assert!(out.ends_with("\nnext line"), "{out}");
     }
 
     /// JSON escaped inside a string (an HTTP tool's `body` argument, a JSON log line a tool

@@ -246,7 +246,7 @@ fn credential_key_assignments() {
             ("client_secret := x9y8z7", "client_secret := [REDACTED]"),
             ("'x-api-key' => 'k-123'", "'x-api-key' => '[REDACTED]'"),
             ("export GITHUB_TOKEN=abc123def", "export GITHUB_TOKEN=[REDACTED]"),
-            ("Cookie: session=abc123; other=1", "Cookie: [REDACTED]; other=1"),
+            ("Cookie: session=abc123; other=1", "Cookie: [REDACTED]"),
             ("auth: hunter2.", "auth: [REDACTED]."),
         ],
         &[
