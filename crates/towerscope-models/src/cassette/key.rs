@@ -161,7 +161,11 @@ fn block_part(block: &Value) -> String {
         }
         "tool_result" => {
             let content = block.get("content").map(content_parts).unwrap_or_default();
-            format!("result: {}", content.join(" "))
+            // Anthropic marks a failed, denied or interrupted call's result: another request
+            // than the same text of a call that ran.
+            let failed = block.get("is_error").and_then(Value::as_bool) == Some(true);
+            let what = if failed { "result (error)" } else { "result" };
+            format!("{what}: {}", content.join(" "))
         }
         "" => normalize(&block.to_string()),
         // An image, audio or file part: its bytes (or URL) are matched by a digest, which
@@ -265,6 +269,21 @@ mod tests {
             body: Some(body),
             body_text: None,
         })
+    }
+
+    /// Two requests that differ only in whether a tool result failed (Anthropic's `is_error`)
+    /// are two requests: one matched the other's recording.
+    #[test]
+    fn a_failed_tool_result_is_another_request() {
+        let with = |is_error: Value| {
+            key(json!({"model": "m", "messages": [
+                {"role": "user", "content": "delete /tmp/a"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "rm", "input": {"p": "/tmp/a"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "is_error": is_error, "content": "done"}]}
+            ]}))
+        };
+        assert_ne!(with(json!(true)), with(json!(false)));
+        assert_eq!(with(json!(false)), with(Value::Null), "no flag is a call that ran");
     }
 
     #[test]
