@@ -525,3 +525,62 @@ async fn turns_in_scopes_of_one_cassette_get_ids_of_their_own_and_the_same_each_
     assert_eq!(unique.len(), 4, "each message has an id of its own: {ids:?}");
     assert_eq!(run().await, ids, "the same ids on every run");
 }
+
+/// A request that timed out, or could not connect, replays as the same error: a timeout, and a
+/// model error saying it could not connect (the replay was a model error saying the request
+/// failed, of another kind, which retry and fallback rules may treat otherwise).
+#[tokio::test]
+async fn a_timeout_and_a_refused_connection_replay_as_the_same_errors() {
+    use towerscope_models::http::{http_client, http_service};
+
+    async fn once(cassette: &Cassette, base: &str) -> Option<(String, String)> {
+        let client = http_client(None, Some(Duration::from_millis(300))).unwrap();
+        let transport = http_service(tower::Layer::layer(&cassette.layer(), client));
+        let model = OpenAiChatModel::builder("gpt-4o")
+            .base_url(format!("{base}/v1"))
+            .api_key(KEY)
+            .from_env(false)
+            .http_service(transport)
+            .build()
+            .unwrap();
+        cassette
+            .scope(async {
+                let agent = Agent::builder("a").model(model).build().unwrap();
+                let reply = support::collect(agent.reply_stream(Msg::user("user", "hi"))).await;
+                reply
+                    .error
+                    .map(|e| (e.kind().to_owned(), e.to_string().replace(base, "<server>")))
+            })
+            .await
+    }
+
+    // A server that takes connections and never answers.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_base = format!("http://{}", silent.local_addr().unwrap());
+    let _holding = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    // An address nobody listens on.
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let closed_base = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+
+    for (name, base, kind, says) in [
+        ("timeout", &silent_base, "timeout", "timed out"),
+        ("refused", &closed_base, "model_error", "could not connect to <server>"),
+    ] {
+        let path = cassette_path(&format!("failure_{name}"));
+        let recording = Cassette::builder(&path).mode(CassetteMode::Record).open().unwrap();
+        let recorded = once(&recording, base).await.unwrap();
+        assert_eq!(recorded.0, kind, "{recorded:?}");
+        assert!(recorded.1.contains(says), "{recorded:?}");
+        let replaying = Cassette::builder(&path).mode(CassetteMode::Replay).open().unwrap();
+        let replayed = once(&replaying, base).await.unwrap();
+        // The same error; its text may name the endpoint where the live one named the URL.
+        assert_eq!(replayed.0, recorded.0, "{replayed:?}");
+        assert!(replayed.1.contains(says), "{replayed:?}");
+    }
+}

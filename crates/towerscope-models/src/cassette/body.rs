@@ -11,7 +11,7 @@ use futures_core::Stream;
 use pin_project_lite::pin_project;
 use towerscope_core::BoxError;
 
-use super::file::{End, Interaction, Outcome, RecordedRequest, ResponseHead};
+use super::file::{End, Failure, FailureClass, Interaction, Outcome, RecordedRequest, ResponseHead};
 use super::redact::Secrets;
 use super::store::Cassette;
 
@@ -26,7 +26,7 @@ pub(crate) struct Recorder {
 impl Recorder {
     /// Records a request that failed before any response.
     pub(crate) fn failed(self, err: &(dyn Error + 'static)) {
-        let why = self.secrets.scrub_text(&chain(err));
+        let why = failure(&self.secrets, err);
         self.cassette.finish(Interaction {
             n: self.n,
             request: self.request,
@@ -121,7 +121,7 @@ pin_project! {
                 match this.inner.as_mut().poll_next(&mut cx) {
                     Poll::Ready(Some(Ok(chunk))) => body.push(chunk.as_ref()),
                     Poll::Ready(Some(Err(err))) => {
-                        end = End::Broke(body.recorder.secrets.scrub_text(&chain(&err)));
+                        end = End::Broke(failure(&body.recorder.secrets, &err));
                         break;
                     }
                     Poll::Ready(None) => {
@@ -158,7 +158,7 @@ where
             }
             Some(Err(err)) => {
                 if let Some(body) = this.body.take() {
-                    let why = body.recorder.secrets.scrub_text(&chain(err));
+                    let why = failure(&body.recorder.secrets, err);
                     body.end(End::Broke(why));
                 }
             }
@@ -172,17 +172,58 @@ where
     }
 }
 
-/// A failure the recording holds: replayed with the text it was recorded with.
+/// A failure the recording holds: replayed with the text it was recorded with, and its class
+/// (the provider's error conversion reads it, so that a recorded timeout replays as a timeout).
 #[derive(Debug)]
-pub(crate) struct Replayed(pub(crate) String);
+pub(crate) struct Replayed(pub(crate) Failure);
+
+impl Replayed {
+    /// Whether the recorded failure timed out.
+    pub(crate) fn timed_out(&self) -> bool {
+        self.0.class == Some(FailureClass::Timeout)
+    }
+
+    /// Whether the recorded failure could not connect.
+    pub(crate) fn could_not_connect(&self) -> bool {
+        self.0.class == Some(FailureClass::Connect)
+    }
+}
 
 impl fmt::Display for Replayed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.0.text)
     }
 }
 
 impl Error for Replayed {}
+
+/// `err` as recorded: its chain's text, scrubbed, and whether the transport timed out or could
+/// not connect.
+fn failure(secrets: &Secrets, err: &(dyn Error + 'static)) -> Failure {
+    let mut class = None;
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if let Some(e) = e.downcast_ref::<reqwest::Error>() {
+            if e.is_timeout() {
+                class = Some(FailureClass::Timeout);
+                break;
+            }
+            if e.is_connect() {
+                class = Some(FailureClass::Connect);
+                break;
+            }
+        }
+        if let Some(e) = e.downcast_ref::<Replayed>() {
+            class = e.0.class;
+            break;
+        }
+        next = e.source();
+    }
+    Failure {
+        text: secrets.scrub_text(&chain(err)),
+        class,
+    }
+}
 
 /// The recorded answer: the response with its chunks, or the recorded failure.
 pub(crate) fn replay(outcome: Outcome) -> Result<reqwest::Response, BoxError> {
@@ -198,9 +239,9 @@ pub(crate) fn replay(outcome: Outcome) -> Result<reqwest::Response, BoxError> {
     match end {
         End::Complete => {}
         End::Broke(why) => items.push(Err(Replayed(why))),
-        End::Stopped => items.push(Err(Replayed(
-            "the recording ends here: the client stopped reading this body when it was recorded".to_owned(),
-        ))),
+        End::Stopped => items.push(Err(Replayed(Failure::from(
+            "the recording ends here: the client stopped reading this body when it was recorded",
+        )))),
     }
     let body = reqwest::Body::wrap_stream(futures_util::stream::iter(items));
     Ok(reqwest::Response::from(builder.body(body)?))

@@ -13,7 +13,9 @@
 //! `chunk_hex`. The end is `complete`, `{"broke": "why"}` (the connection failed mid-body),
 //! or `stopped` (the client stopped reading before the body had arrived: replaying past the
 //! last chunk is an error). A request that failed
-//! before any response has `{"failed": "why"}` instead of a response.
+//! before any response has `{"failed": "why"}` instead of a response. A failure that timed out
+//! or could not connect is written `{"text": "why", "class": "timeout"}` (or `"connect"`), so
+//! that its replay is the same error as the recording's (a timeout, not a model error).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -47,6 +49,67 @@ pub(crate) struct ResponseHead {
     pub(crate) headers: BTreeMap<String, String>,
 }
 
+/// A recorded failure: its text (scrubbed of secrets) and what kind of transport failure it
+/// was, when that decides how the provider reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "FailureLine", into = "FailureLine")]
+pub(crate) struct Failure {
+    pub(crate) text: String,
+    pub(crate) class: Option<FailureClass>,
+}
+
+/// What kind of transport failure a recorded one was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum FailureClass {
+    /// The read or connection timed out.
+    Timeout,
+    /// The connection could not be made.
+    Connect,
+}
+
+/// A failure as written: its text alone (as files before the class was recorded hold it), or
+/// its text and class.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum FailureLine {
+    Text(String),
+    Classified { text: String, class: FailureClass },
+}
+
+impl From<FailureLine> for Failure {
+    fn from(line: FailureLine) -> Self {
+        match line {
+            FailureLine::Text(text) => Self { text, class: None },
+            FailureLine::Classified { text, class } => Self {
+                text,
+                class: Some(class),
+            },
+        }
+    }
+}
+
+impl From<Failure> for FailureLine {
+    fn from(failure: Failure) -> Self {
+        match failure.class {
+            None => Self::Text(failure.text),
+            Some(class) => Self::Classified {
+                text: failure.text,
+                class,
+            },
+        }
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(text: &str) -> Self {
+        Self {
+            text: text.to_owned(),
+            class: None,
+        }
+    }
+}
+
 /// How a recorded body ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -55,8 +118,8 @@ pub(crate) enum End {
     Complete,
     /// The client stopped reading before the end.
     Stopped,
-    /// The body failed: the error's text.
-    Broke(String),
+    /// The body failed: the error.
+    Broke(Failure),
 }
 
 /// One line of the file.
@@ -76,7 +139,7 @@ pub(crate) enum Item {
     Chunk(String),
     ChunkHex(String),
     End(End),
-    Failed(String),
+    Failed(Failure),
 }
 
 /// A whole interaction.
@@ -97,7 +160,7 @@ pub(crate) enum Outcome {
         end: End,
     },
     /// No response: the request failed (could not connect, ...).
-    Failed(String),
+    Failed(Failure),
 }
 
 impl Interaction {

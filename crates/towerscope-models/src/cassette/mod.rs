@@ -76,6 +76,7 @@
 //! ```
 
 mod body;
+pub(crate) use body::Replayed;
 mod diff;
 mod file;
 mod future;

@@ -280,7 +280,8 @@ pub(crate) fn transport_error(
     streaming: bool,
 ) -> AgentError {
     let reqwest_err = err.downcast_ref::<reqwest::Error>();
-    let timed_out = reqwest_err.is_some_and(reqwest::Error::is_timeout);
+    let replayed = replayed(err);
+    let timed_out = reqwest_err.is_some_and(reqwest::Error::is_timeout) || replayed.is_some_and(|r| r.timed_out());
     if timed_out {
         return AgentError::Timeout {
             what: format!("model call {}", call.model),
@@ -310,17 +311,53 @@ pub(crate) fn transport_error(
             call.provider, call.endpoint
         ))
     } else {
-        let what = if reqwest_err.is_some_and(reqwest::Error::is_connect) {
-            "could not connect to"
-        } else {
-            "request to"
-        };
+        let what =
+            if reqwest_err.is_some_and(reqwest::Error::is_connect) || replayed.is_some_and(|r| r.could_not_connect()) {
+                "could not connect to"
+            } else {
+                "request to"
+            };
         AgentError::Model {
             model: Some(call.model.to_owned()),
             message: format!("{what} {} failed: {message}", call.endpoint),
             retryable: true,
             source: None,
         }
+    }
+}
+
+/// A cassette's replayed failure in `err`'s chain: its recorded class decides the error, as
+/// the recorded `reqwest::Error`'s did.
+#[cfg(feature = "cassette")]
+fn replayed<'e>(err: &'e (dyn std::error::Error + 'static)) -> Option<&'e crate::cassette::Replayed> {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if let Some(replayed) = e.downcast_ref::<crate::cassette::Replayed>() {
+            return Some(replayed);
+        }
+        next = e.source();
+    }
+    None
+}
+
+/// Without the cassette, no failure is replayed.
+#[cfg(not(feature = "cassette"))]
+fn replayed(_: &(dyn std::error::Error + 'static)) -> Option<&'static NeverReplayed> {
+    None
+}
+
+/// Stands for the cassette's replayed failure when the cassette is not built.
+#[cfg(not(feature = "cassette"))]
+enum NeverReplayed {}
+
+#[cfg(not(feature = "cassette"))]
+impl NeverReplayed {
+    fn timed_out(&self) -> bool {
+        match *self {}
+    }
+
+    fn could_not_connect(&self) -> bool {
+        match *self {}
     }
 }
 
