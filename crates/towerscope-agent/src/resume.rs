@@ -296,7 +296,9 @@ pub(crate) async fn external(
             ToolOutput::Blocks(blocks) => {
                 for b in blocks {
                     emit.event_of(TOOL_RESULT_DELTAS, || match b {
-                        MediaBlock::Text(t) => ToolResultTextDeltaEvent::new(reply_id, &result.id, &t.text).into(),
+                        MediaBlock::Text(t) => ToolResultTextDeltaEvent::new(reply_id, &result.id, &t.text)
+                            .with_block_id(&t.id)
+                            .into(),
                         MediaBlock::Data(d) => ToolResultDataDeltaEvent::new(reply_id, &result.id, d.source.clone())
                             .with_block_id(&d.id)
                             .into(),

@@ -139,3 +139,76 @@ proptest! {
         prop_assert!(matches!(out.events.last(), Some(AgentEvent::ReplyEnd(_))));
     }
 }
+
+/// Draw something (no arguments).
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Draw {}
+
+/// A tool result's blocks as (kind, id, text or data).
+fn result_blocks(msg: &Msg) -> Vec<(&'static str, String, String)> {
+    let result = msg.tool_results().next().unwrap();
+    match &result.output {
+        towerscope_core::ToolOutput::Blocks(blocks) => blocks
+            .iter()
+            .map(|b| match b {
+                towerscope_core::MediaBlock::Text(t) => ("text", t.id.to_string(), t.text.clone()),
+                towerscope_core::MediaBlock::Data(d) => ("data", d.id.to_string(), format!("{:?}", d.source)),
+            })
+            .collect(),
+        other => panic!("not blocks: {other:?}"),
+    }
+}
+
+/// A tool that streams a text, a data block, more of the first text, then a second text: the
+/// folded result has the stored blocks, in the stored order, under the stored ids (the fold
+/// appended every text piece to the last block: `[a, data, bc]` against `[ab, data, c]`).
+#[test]
+fn a_streamed_results_text_pieces_fold_into_the_blocks_they_were_stored_in() {
+    use towerscope_core::{DataBlock, TextBlock, ToolChunk};
+    let chunks = || {
+        futures_util::stream::iter([
+            ToolChunk::new(vec![
+                TextBlock::new("a").with_id("t1").into(),
+                DataBlock::base64("aGk=", "image/png").with_id("d1").into(),
+            ])
+            .with_is_last(false),
+            ToolChunk::new(vec![TextBlock::new("b").with_id("t1").into()]).with_is_last(false),
+            ToolChunk::new(vec![TextBlock::new("c").with_id("t2").into()]),
+        ])
+    };
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "draw", "{}"),
+            ScriptedResponse::text("done"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .model(model)
+        .tool(FunctionTool::streaming("draw", move |_: Draw| chunks()))
+        .build()
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let out = runtime.block_on(common::collect(agent.reply_stream(Msg::user("user", "draw"))));
+    assert!(out.error.is_none(), "{:?}", out.error);
+    let reply_id = out.final_msg.as_ref().unwrap().id.clone();
+    let state = agent.state();
+    let stored = state.context.iter().rev().find(|m| m.id == reply_id).unwrap().clone();
+    let mut folded = Msg::assistant_blocks("a", Vec::new()).with_id(reply_id);
+    for event in &out.events {
+        folded.append_event(event);
+    }
+    let stored = result_blocks(&stored);
+    assert_eq!(
+        stored
+            .iter()
+            .map(|b| b.2.as_str())
+            .filter(|t| t.len() < 3)
+            .collect::<Vec<_>>(),
+        ["ab", "c"]
+    );
+    assert_eq!(result_blocks(&folded), stored);
+}

@@ -393,7 +393,9 @@ async fn cut(runtime: &Runtime, result: &mut ToolResultBlock, split: compress::S
 
 fn delta_event(reply_id: &towerscope_core::Id, call: &ToolCallBlock, block: &MediaBlock) -> AgentEvent {
     match block {
-        MediaBlock::Text(t) => ToolResultTextDeltaEvent::new(reply_id, &call.id, &t.text).into(),
+        MediaBlock::Text(t) => ToolResultTextDeltaEvent::new(reply_id, &call.id, &t.text)
+            .with_block_id(&t.id)
+            .into(),
         MediaBlock::Data(d) => ToolResultDataDeltaEvent::new(reply_id, &call.id, d.source.clone())
             .with_block_id(&d.id)
             .into(),

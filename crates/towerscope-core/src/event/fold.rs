@@ -160,11 +160,7 @@ impl Msg {
             }
             AgentEvent::ToolResultTextDelta(e) => {
                 if let Some(result) = self.tool_result_mut(&e.tool_call_id) {
-                    let blocks = result.output.blocks_mut();
-                    match blocks.last_mut() {
-                        Some(MediaBlock::Text(last)) => last.text.push_str(&e.delta),
-                        _ => blocks.push(MediaBlock::text(e.delta.clone())),
-                    }
+                    append_result_text(result.output.blocks_mut(), e.block_id.as_ref(), &e.delta);
                 }
             }
             AgentEvent::ToolResultDataDelta(e) => {
@@ -286,6 +282,32 @@ impl Msg {
 
 /// Adds a data piece to a tool result's blocks: base64 joins a base64 block with the same id,
 /// anything else is a new block.
+/// A text piece of a tool result: joined to the text block of its id, wherever it is, as the
+/// stored result joins it (a tool that streams text, then data, then more of the first text);
+/// a piece without an id joins the last block if it is text.
+fn append_result_text(blocks: &mut Vec<MediaBlock>, block_id: Option<&Id>, delta: &str) {
+    let target = match block_id {
+        Some(id) => blocks.iter_mut().rev().find_map(|block| match block {
+            MediaBlock::Text(text) if text.id == *id => Some(text),
+            _ => None,
+        }),
+        None => match blocks.last_mut() {
+            Some(MediaBlock::Text(last)) => Some(last),
+            _ => None,
+        },
+    };
+    match target {
+        Some(text) => text.text.push_str(delta),
+        None => {
+            let mut text = TextBlock::new(delta);
+            if let Some(id) = block_id {
+                text.id = id.clone();
+            }
+            blocks.push(text.into());
+        }
+    }
+}
+
 fn append_result_data(blocks: &mut Vec<MediaBlock>, block_id: &Id, source: DataSource) {
     if let DataSource::Base64 {
         data: incoming,

@@ -120,6 +120,11 @@ event_struct! {
         pub tool_call_id: Id,
         /// The new text.
         pub delta: String,
+        /// The id of the text block of the result the piece belongs to: pieces with the same
+        /// id are joined, wherever the block is (the result's blocks as stored). Without one,
+        /// the piece joins the result's last block if it is text (events of other senders).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub block_id: Option<Id>,
     }
 }
 
@@ -133,7 +138,15 @@ impl ToolResultTextDeltaEvent {
             reply_id: reply_id.into(),
             tool_call_id: tool_call_id.into(),
             delta: delta.into(),
+            block_id: None,
         }
+    }
+
+    /// Sets the id of the text block the piece belongs to.
+    #[must_use]
+    pub fn with_block_id(mut self, block_id: impl Into<Id>) -> Self {
+        self.block_id = Some(block_id.into());
+        self
     }
 }
 
