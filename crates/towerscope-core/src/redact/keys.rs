@@ -196,7 +196,7 @@ pub(super) fn value_after_key(text: &str, start: usize, end: usize) -> Option<Ra
     };
     let word = &text[start..end];
     match separator {
-        Some((len, form)) if is_sensitive_key(word) => {
+        Some((len, form)) if is_sensitive_key(word) || qualified_key(text, start, word) => {
             // `Cookie: theme=dark; session=…`: the header's value is every pair, up to the line's
             // end (a `;` ended it after the first pair, and the session cookie after it showed).
             let form = if form == Form::Colon && KeyWords::new(word).last().is_some_and(|w| ends_with(w, "cookie")) {
@@ -228,6 +228,19 @@ pub(super) fn value_after_key(text: &str, start: usize, end: usize) -> Option<Ra
         }
         None => None,
     }
+}
+
+/// Whether `word` is `key` after a qualifier and one blank: `api key: ...`, `Secret Key = ...`.
+fn qualified_key(text: &str, start: usize, word: &str) -> bool {
+    if !word.eq_ignore_ascii_case("key") || start < 2 || !matches!(text.as_bytes()[start - 1], b' ' | b'\t') {
+        return false;
+    }
+    let before = &text[..start - 1];
+    let previous = before
+        .rfind(|c: char| !c.is_ascii_alphanumeric())
+        .map_or(before, |at| &before[at + 1..]);
+    let mut buf = [0; 16];
+    lower(previous, &mut buf).is_some_and(qualifies_key)
 }
 
 fn starts_with_word(bytes: &[u8], word: &[u8]) -> bool {
@@ -312,7 +325,8 @@ fn value_at(text: &str, mut i: usize, form: Form) -> Option<Range<usize>> {
         i -= 1;
     }
     let value = &text[start..i];
-    (i > start && !is_one_of(value, STOP_WORDS)).then_some(start..i)
+    // A stop word after `=` is a setting's value (`password=correct horse`), not prose.
+    (i > start && (form == Form::Assignment || !is_one_of(value, STOP_WORDS))).then_some(start..i)
 }
 
 #[cfg(test)]
@@ -334,6 +348,36 @@ mod tests {
                 !out.contains("MIIEvQIBADANBgkq") && !out.contains("hkiG9w0BAQEFAASC"),
                 "{out}"
             );
+        }
+    }
+
+    /// curl's `-u user:password`, a stop word after `=`, and `api key:` with a blank: redacted
+    /// (each was left as it was).
+    #[test]
+    fn curl_users_settings_and_spaced_keys_are_redacted() {
+        for (text, redacted) in [
+            (
+                "curl -u admin:hunter2Pass https://x",
+                "curl -u admin:[REDACTED] https://x",
+            ),
+            ("curl --user 'admin:hunter 2' x", "curl --user 'admin:[REDACTED]' x"),
+            ("curl --user=admin:pw x", "curl --user=admin:[REDACTED] x"),
+            (
+                "password=correct horse battery staple",
+                "password=[REDACTED] horse battery staple",
+            ),
+            ("api key: 7f9c2ba4e88f827d", "api key: [REDACTED]"),
+            ("Secret Key = 7f9c2ba4e88f827d", "Secret Key = [REDACTED]"),
+        ] {
+            assert_eq!(super::super::redact_text(text), redacted);
+        }
+        for kept in [
+            "sort -u a.txt",
+            "curl -u admin x",
+            "the key: a door",
+            "password: required",
+        ] {
+            assert_eq!(super::super::redact_text(kept), kept);
         }
     }
 

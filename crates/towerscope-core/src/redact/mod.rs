@@ -23,14 +23,17 @@
 //! | credential keys | the value after a key naming a credential and `=`, `:`, `:=` or `=>` (`api_key=...`, `"password": "..."`, `token: ...`, `Authorization: Basic ...`) | `generic-api-key` |
 //! | passwords in URLs | the password of `scheme://user:password@host` | `*-url` rules |
 //! | passwords in prose | the word after `password is` / `password was` | - |
+//! | curl's user | the password of `-u user:password` / `--user user:password` | `curl-auth-user` |
 //!
 //! A key names a credential when one of its words (split at `_`, `-`, `.` and camelCase) is
 //! `password(s)`, `passwd`, `pwd`, `passphrase`, `passcode`, `secret`, `token`, `apikey`,
 //! `auth`, `authorization`, `cookie`, `credential(s)`, `creds`, `bearer` or `jwt`, or is `key`
 //! after `api`, `access`, `private`, `secret`, `signing`, `encryption` or `session`: `api_key`,
 //! `apiKey`, `x-api-key`, `aws_secret_access_key`, `client_secret`; `max_tokens` and `author`
-//! are not credential keys. An unquoted value that is a common word (`password: required`,
-//! `token: none`) is left as it is, as gitleaks' stop words do.
+//! are not credential keys; `api key`, `secret key` (a qualifier, one blank, `key`) name one
+//! too. An unquoted value after `:` or in prose that is a common word (`password: required`,
+//! `token: none`) is left as it is, as gitleaks' stop words do; after `=` (`password=correct
+//! horse`, a setting's value) it is redacted.
 //!
 //! In JSON ([`redact_value`]; `towerscope_otel::redact::redact_json_text` for raw JSON text) the
 //! value of a credential key is replaced whatever it is (a string, a number, an object), and
@@ -142,6 +145,9 @@ fn at_word(text: &str, start: usize, end: usize) -> Option<Range<usize>> {
     let word = &text[start..end];
     if word.eq_ignore_ascii_case("bearer") {
         return tokens::after_bearer(bytes, end);
+    }
+    if word == "-u" || word == "--user" {
+        return tokens::curl_user_password(bytes, end);
     }
     if word.starts_with("-----BEGIN") {
         return tokens::private_key_body(text, start);

@@ -201,6 +201,40 @@ pub(super) fn after_bearer(bytes: &[u8], mut i: usize) -> Option<Range<usize>> {
     (token.len() >= 8 && looks_like_token).then_some(start..i)
 }
 
+/// The password of curl's `-u user:password` / `--user=user:password` (the flag ending at `i`):
+/// what follows the first `:` of the value, up to a blank or the value's closing quote. `None`
+/// when the value has no `:` (curl then asks for the password) or nothing after it.
+pub(super) fn curl_user_password(bytes: &[u8], mut i: usize) -> Option<Range<usize>> {
+    let flag_end = i;
+    if bytes.get(i) == Some(&b'=') {
+        i += 1;
+    } else {
+        while i < bytes.len() && matches!(bytes[i], b' ' | b'\t') {
+            i += 1;
+        }
+        if i == flag_end {
+            return None;
+        }
+    }
+    let quote = match bytes.get(i) {
+        Some(&q @ (b'"' | b'\'')) => {
+            i += 1;
+            Some(q)
+        }
+        _ => None,
+    };
+    let ends = |b: u8| match quote {
+        Some(q) => b == q || b == b'\n',
+        None => b.is_ascii_whitespace() || matches!(b, b'"' | b'\'' | b'`'),
+    };
+    let value = i;
+    while i < bytes.len() && !ends(bytes[i]) {
+        i += 1;
+    }
+    let colon = value + bytes[value..i].iter().position(|&b| b == b':')?;
+    (colon + 1 < i).then_some(colon + 1..i)
+}
+
 /// The body of a private key block starting at `start` (`-----BEGIN ... PRIVATE KEY-----`), up
 /// to its `-----END` line or, when it has none (a truncated text), to the end of the text.
 pub(super) fn private_key_body(text: &str, start: usize) -> Option<Range<usize>> {
