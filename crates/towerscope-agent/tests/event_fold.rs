@@ -212,3 +212,80 @@ fn a_streamed_results_text_pieces_fold_into_the_blocks_they_were_stored_in() {
     );
     assert_eq!(result_blocks(&folded), stored);
 }
+
+/// The stored result of the reply's first call, and the one its events rebuild.
+fn stored_and_folded(agent: &Agent, out: &common::Collected) -> (Vec<String>, Vec<String>) {
+    let reply_id = out.final_msg.as_ref().unwrap().id.clone();
+    let state = agent.state();
+    let stored = state.context.iter().rev().find(|m| m.id == reply_id).unwrap().clone();
+    let mut folded = Msg::assistant_blocks("a", Vec::new()).with_id(reply_id);
+    for event in &out.events {
+        folded.append_event(event);
+    }
+    let texts = |m: &Msg| {
+        common::results(m)
+            .iter()
+            .map(|r| r.output.text_content().unwrap_or_default())
+            .collect::<Vec<_>>()
+    };
+    (texts(&stored), texts(&folded))
+}
+
+/// A result that comes whole, without chunks (the structured-output tool's, an `on_acting`
+/// layer answering from a cache), reaches the events: they carried none of it, so a consumer
+/// rebuilding the reply (the fold, AG-UI's `TOOL_CALL_RESULT`) saw an empty result.
+#[test]
+fn a_result_given_without_chunks_reaches_the_events() {
+    use towerscope_core::{ActingNext, ActingRequest, ToolItem, ToolResponse, ToolStream, from_fn};
+
+    /// The weather.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Weather {
+        #[allow(dead_code)]
+        celsius: i32,
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+
+    let model = ScriptedModel::new(
+        "m",
+        [ScriptedResponse::tool_call(
+            "c1",
+            towerscope_agent::structured::TOOL_NAME,
+            r#"{"celsius": 21}"#,
+        )],
+    );
+    let agent = Agent::builder("a").model(model).build().unwrap();
+    let schema = towerscope_agent::structured::schema_for::<Weather>();
+    let out = runtime.block_on(common::collect(
+        agent.reply_stream_structured(Msg::user("u", "paris"), schema),
+    ));
+    let (stored, folded) = stored_and_folded(&agent, &out);
+    assert!(!stored[0].is_empty());
+    assert_eq!(folded, stored);
+
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "add", r#"{"a": 1, "b": 2}"#),
+            ScriptedResponse::text("3"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .model(model)
+        .tool(common::add_tool())
+        .on_acting(from_fn(|req: ActingRequest, _next: ActingNext| async move {
+            let mut cached = ToolResponse::text("3 (cached)");
+            cached.id = req.tool_call().id.clone();
+            let stream: ToolStream = Box::pin(futures_util::stream::iter([Ok(ToolItem::Response(cached))]));
+            Ok(stream)
+        }))
+        .build()
+        .unwrap();
+    let out = runtime.block_on(common::collect(agent.reply_stream(Msg::user("u", "1+2"))));
+    let (stored, folded) = stored_and_folded(&agent, &out);
+    assert_eq!(stored, ["3 (cached)"]);
+    assert_eq!(folded, stored);
+}

@@ -304,6 +304,10 @@ async fn run_tool(
     };
     let mut stream = AssertUnwindSafe(stream).catch_unwind();
     let mut response: Option<ToolResponse> = None;
+    // Whether any of the result's content went out as deltas: a response that came without
+    // chunks (the structured-output tool's, an `on_acting` layer answering from a cache) is
+    // sent whole before the end, so that the events carry what is stored.
+    let mut streamed = false;
     while let Some(item) = stream.next().await {
         let item = match item {
             Ok(item) => item,
@@ -323,6 +327,7 @@ async fn run_tool(
                     })
                     .await;
                 }
+                streamed |= !chunk.content.is_empty();
                 for block in &chunk.content {
                     emit.event_of(TOOL_RESULT_DELTAS, || delta_event(reply_id, &call, block))
                         .await;
@@ -336,6 +341,7 @@ async fn run_tool(
                     ToolResultTextDeltaEvent::new(reply_id, &call.id, &text).into()
                 })
                 .await;
+                streamed = true;
                 response = Some(ToolResponse::error(text));
                 break;
             }
@@ -346,6 +352,12 @@ async fn run_tool(
             "The on_acting stack ended without a final ToolResponse; the tool call is closed as failed.",
         )
     });
+    if !streamed {
+        for block in &response.content {
+            emit.event_of(TOOL_RESULT_DELTAS, || delta_event(reply_id, &call, block))
+                .await;
+        }
+    }
     apply_effects(runtime, &call, &mut response);
     let state = response.state;
     let mut result = ToolResultBlock::new(&call.id, &call.name, ToolOutput::Blocks(response.content), state)
