@@ -29,7 +29,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -229,7 +229,19 @@ impl Drive<'_> {
                             pending = Some(PendingInput::new(String::new(), event.clone()));
                         }
                         if let Some(sink) = &self.config.events {
-                            sink.event(&self.session, &self.invocation, self.seq, &event);
+                            // Outside the reply's sequence: a sink may draw ids or read the
+                            // time on one attempt and not the next (it keeps the first copy of
+                            // each event), which shifted the reply's later ids, and Restate
+                            // found the journal mismatched and retried the reply for good.
+                            // A sink that panics loses its event, not the reply.
+                            let delivered = ReplaySource::unjournaled().sync_scope(|| {
+                                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                    sink.event(&self.session, &self.invocation, self.seq, &event);
+                                }))
+                            });
+                            if delivered.is_err() {
+                                tracing::warn!(seq = self.seq, "the event sink panicked; its event was dropped");
+                            }
                         }
                         self.seq += 1;
                     }
@@ -285,7 +297,18 @@ impl Drive<'_> {
         let journaled = ctx
             .run(move || {
                 ReplaySource::unjournaled().scope(async move {
-                    let record = match work.await {
+                    // A panic in the step's work (a model adapter's, a layer's) ends the reply
+                    // with a middleware error, as it does in memory: unwound into the SDK, it
+                    // failed the attempt, and Restate replayed it (calling the model again) up
+                    // to its retry limit.
+                    let done = match std::panic::AssertUnwindSafe(work).catch_unwind().await {
+                        Ok(done) => done,
+                        Err(payload) => Err(AgentError::Middleware(format!(
+                            "a middleware on a position of the reply panicked: {}",
+                            panic_text(&*payload)
+                        ))),
+                    };
+                    let record = match done {
                         Ok(record) => record,
                         // A failed attempt of the step: Restate retries it by its policy.
                         Err(err) if err.is_retryable() => return Err(HandlerError::from(err)),
@@ -471,6 +494,15 @@ impl From<DurableError> for TerminalError {
         };
         TerminalError::new_with_code(code, err.to_string())
     }
+}
+
+/// The text of a panic's payload (a `&str` or a `String`; anything else is named so).
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message")
 }
 
 #[cfg(test)]

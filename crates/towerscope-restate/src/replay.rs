@@ -80,6 +80,13 @@ impl ReplaySource {
         SOURCE.scope(self, future)
     }
 
+    /// Runs `f` at once with this source behind [`Id::new`] and [`Timestamp::now`]: for
+    /// synchronous code inside a durable reply that a replay may not run again, such as an
+    /// event sink (with [`unjournaled`](Self::unjournaled)).
+    pub fn sync_scope<R>(self, f: impl FnOnce() -> R) -> R {
+        SOURCE.sync_scope(self, f)
+    }
+
     /// Moves the clock to `at` if that is later (a journaled step's completion time).
     pub fn advance_to(&self, at: Timestamp) {
         if let Some(seq) = &self.0 {

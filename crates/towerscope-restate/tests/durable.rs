@@ -697,3 +697,76 @@ async fn a_cancel_starts_no_further_step() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(count(&session, "tool_pack"), 1, "the second pack never started");
 }
+
+/// Lets a parked invocation suspend after `inactivity` without activity (Restate's default is a
+/// minute), so that its answer is delivered by a replay in the same endpoint process.
+async fn set_inactivity(admin: &str, inactivity: &str) {
+    let response = support::client()
+        .patch(format!("{admin}/services/Agent"))
+        .json(&json!({ "inactivity_timeout": inactivity }))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+}
+
+/// Whether the session's invocation is suspended (Restate's admin SQL).
+async fn suspended(admin: &str, session: &str) -> bool {
+    let sql = format!("SELECT status FROM sys_invocation WHERE target_service_key = '{session}'");
+    let response = support::client()
+        .post(format!("{admin}/query"))
+        .header("accept", "application/json")
+        .json(&json!({ "query": sql }))
+        .send()
+        .await
+        .unwrap();
+    response.text().await.unwrap().contains("suspended")
+}
+
+/// An event sink that draws an id for each event it has not seen (it keeps the first copy of
+/// each `(invocation, seq)`): a reply that suspends while parked and is replayed in the same
+/// process for its confirmation still finishes. The sink ran in the reply's sequence, so its
+/// draws on the first run and not on the replay shifted the reply's later ids: Restate found
+/// the journal mismatched and retried the reply without end, and the refund never ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sink_that_draws_ids_leaves_a_replayed_reply_alone() {
+    let Some((ingress, admin)) = server("sink_draws") else {
+        return;
+    };
+    let (_one, _endpoint) = one_endpoint(&admin).await;
+    set_inactivity(&admin, "2s").await;
+    let session = key("confirm").replacen("confirm-", "confirm-dedup-", 1);
+    let reply = reply_in_background(&ingress, &session, "refund me");
+    let (id, _) = parked(&ingress, &session).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !suspended(&admin, &session).await {
+        assert!(Instant::now() < deadline, "the parked reply never suspended");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    resolve(&ingress, &id, &json!({"confirmed": true})).await;
+    let outcome = tokio::time::timeout(Duration::from_secs(30), reply).await;
+    set_inactivity(&admin, "1m").await;
+    let (status, body) = outcome.expect("the confirmed reply finishes").unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(count(&session, "tool_refund"), 1);
+}
+
+/// A model whose call panics ends the durable reply with the middleware error the agent gives
+/// in memory, the model called once. The panic unwound into the SDK, failed the attempt, and
+/// Restate replayed it (calling the model again) up to its retry limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_model_ends_the_durable_reply_as_in_memory() {
+    let Some((ingress, admin)) = server("panicky") else {
+        return;
+    };
+    let (_one, _endpoint) = one_endpoint(&admin).await;
+    let session = key("panicky");
+    let reply = reply_in_background(&ingress, &session, "hi");
+    let outcome = tokio::time::timeout(Duration::from_secs(30), reply).await;
+    let (status, body) = outcome.expect("the reply ends").unwrap();
+    assert_eq!(count(&session, "model_calls"), 1, "{status} {body}");
+    assert!(
+        body.to_string().contains("panicked: a bug in the model adapter"),
+        "{status} {body}"
+    );
+}

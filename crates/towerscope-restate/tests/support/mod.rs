@@ -12,7 +12,11 @@
 //!   the step;
 //! - `changed-…`: as `shop-` in the endpoint started with `TOWERSCOPE_TEST_AGENT_VERSION=2`, `ship`
 //!   has another schema and `charge` is gone;
-//! - `pair-…`: one answer calls the slow (2 s) `pack` twice, both safe to run together.
+//! - `pair-…`: one answer calls the slow (2 s) `pack` twice, both safe to run together;
+//! - `panicky-…`: a model whose call panics.
+//!
+//! The event sink draws an id for each event it has not seen before (it keeps the first copy
+//! of each `(invocation, seq)`, as the sink's docs advise) in sessions named `…-dedup-…`.
 //!
 //! Side effects are counted in files under `side_effects(key)`: one line per model call
 //! (`model_calls`), one per tool run (`tool_<name>`), and each event the endpoint sends
@@ -467,6 +471,7 @@ fn build(ctx: &DurableContext) -> Result<Agent, AgentError> {
                 .tool(pack)
                 .build()
         }
+        "panicky" => builder.model(PanickyModel(key.clone())).build(),
         // Two failed attempts of the step, retried by Restate.
         "restep" => builder.model(failing(2, true)).build(),
         // A failure no retry fixes: journaled at once.
@@ -474,6 +479,21 @@ fn build(ctx: &DurableContext) -> Result<Agent, AgentError> {
         // Retryable failures that go on: Restate's step retries run out.
         "down" => builder.model(failing(usize::MAX, true)).build(),
         _ => builder.model(model(vec![Answer::Text("slow answer")], true)).build(),
+    }
+}
+
+/// A model whose call panics (a bug in an adapter), counting its calls.
+#[derive(Debug)]
+pub struct PanickyModel(pub String);
+
+impl ChatModel for PanickyModel {
+    fn model_name(&self) -> &str {
+        "panicky"
+    }
+
+    fn call(&self, _request: ModelCallRequest) -> ModelFuture {
+        append(&self.0, "model_calls", "call");
+        Box::pin(async move { panic!("a bug in the model adapter") })
     }
 }
 
@@ -490,6 +510,18 @@ pub fn serve(port: u16) {
         let durable = DurableAgent::new(build).max_parks(3).event_sink(
             move |session: &str, invocation: &str, seq, event: &towerscope_core::AgentEvent| {
                 let _guard = events.lock().unwrap();
+                if session.contains("-dedup-") {
+                    static SEEN: std::sync::Mutex<Option<std::collections::HashSet<(String, u64)>>> =
+                        std::sync::Mutex::new(None);
+                    let mut seen = SEEN.lock().unwrap();
+                    if seen
+                        .get_or_insert_with(Default::default)
+                        .insert((invocation.to_owned(), seq))
+                    {
+                        // A row id of the sink's own, drawn on the first copy only.
+                        let _row = towerscope_core::Id::new();
+                    }
+                }
                 let line = json!({"invocation": invocation, "seq": seq, "event": event, "pid": std::process::id()});
                 append(session, "events.jsonl", &line.to_string());
             },
