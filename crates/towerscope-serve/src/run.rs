@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::task::JoinSet;
@@ -59,7 +58,10 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 /// 30 seconds, counted from when the server is ready to read it. A client that connects and
 /// sends nothing, trickles its headers, or keeps an idle keep-alive connection open longer is
 /// disconnected, so that silent clients cannot hold the process's sockets. A request's body and
-/// a streamed answer have no such limit (a reply may stream for minutes).
+/// a streamed answer have no such limit (a reply may stream for minutes). Behind a proxy that
+/// keeps idle connections to its backends open longer (60 s is a common default), set
+/// [`Server::header_timeout`] above the proxy's idle timeout, or the proxy may send a request
+/// on a connection being closed.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The server behind [`run`] and [`run_until`], with its timeouts: HTTP/1.1 on a
@@ -135,7 +137,8 @@ impl Server {
         let mut http = hyper::server::conn::http1::Builder::new();
         http.timer(TokioTimer::new()).header_read_timeout(self.header_timeout);
         let service = TowerToHyperService::new(router);
-        let graceful = GracefulShutdown::new();
+        // Told once the shutdown comes: each connection then ends after its current request.
+        let (stopping, stop) = tokio::sync::watch::channel(false);
         let mut connections = JoinSet::new();
         let mut shutdown = std::pin::pin!(shutdown);
         loop {
@@ -145,10 +148,20 @@ impl Server {
                 accepted = listener.accept() => match accepted {
                     Ok((stream, _)) => {
                         let _ = stream.set_nodelay(true);
-                        let connection = http.serve_connection(TokioIo::new(stream), service.clone());
-                        let connection = graceful.watch(connection);
+                        // With upgrades (a WebSocket route merged into the router), as
+                        // axum's server serves them.
+                        let connection = http.serve_connection(TokioIo::new(stream), service.clone()).with_upgrades();
+                        let mut stop = stop.clone();
                         connections.spawn(async move {
-                            if let Err(error) = connection.await {
+                            let mut connection = std::pin::pin!(connection);
+                            let ended = tokio::select! {
+                                ended = connection.as_mut() => ended,
+                                () = async { drop(stop.wait_for(|stopping| *stopping).await) } => {
+                                    connection.as_mut().graceful_shutdown();
+                                    connection.await
+                                }
+                            };
+                            if let Err(error) = ended {
                                 tracing::debug!(%error, "connection ended with an error");
                             }
                         });
@@ -162,10 +175,8 @@ impl Server {
             connections = connections.len(),
             "shutting down: finishing the requests in flight"
         );
-        let drained = async {
-            graceful.shutdown().await;
-            while connections.join_next().await.is_some() {}
-        };
+        let _ = stopping.send(true);
+        let drained = async { while connections.join_next().await.is_some() {} };
         if tokio::time::timeout(self.grace, drained).await.is_err() {
             tracing::warn!(grace = ?self.grace, "shutting down: requests still in flight after the grace period were cut");
         }
@@ -315,6 +326,44 @@ mod tests {
         client.write_all(request).await.unwrap();
         let answers = read_to_close(&mut client).await.unwrap();
         assert_eq!(answers.matches("HTTP/1.1 200").count(), 2, "{answers}");
+    }
+
+    /// A route that upgrades its connection (a WebSocket merged into the router) gets the
+    /// upgraded connection (without upgrades, hyper refused it after the 101).
+    #[tokio::test]
+    async fn an_upgraded_connection_reaches_its_route() {
+        let router = Router::new().route(
+            "/up",
+            axum::routing::get(|mut request: axum::extract::Request| async move {
+                let upgrade = hyper::upgrade::on(&mut request);
+                tokio::spawn(async move {
+                    if let Ok(upgraded) = upgrade.await {
+                        let mut io = TokioIo::new(upgraded);
+                        let _ = io.write_all(b"upgraded!").await;
+                        let _ = io.shutdown().await;
+                    }
+                });
+                axum::http::Response::builder()
+                    .status(101)
+                    .header("connection", "upgrade")
+                    .header("upgrade", "echo")
+                    .body(axum::body::Body::empty())
+                    .unwrap()
+            }),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _served = tokio::spawn(Server::new().run_until(listener, router, std::future::pending()));
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        client
+            .write_all(b"GET /up HTTP/1.1\r\nhost: x\r\nconnection: upgrade\r\nupgrade: echo\r\n\r\n")
+            .await
+            .unwrap();
+        let answer = read_to_close(&mut client).await.unwrap();
+        assert!(
+            answer.starts_with("HTTP/1.1 101") && answer.ends_with("upgraded!"),
+            "{answer:?}"
+        );
     }
 
     /// The header timeout does not cut an answer that streams for longer, nor a request in
