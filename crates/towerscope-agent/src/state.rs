@@ -188,16 +188,27 @@ impl AgentState {
     /// role and content). A message delivered twice is stored once, as in the reference, whose
     /// memory drops a message whose id it holds: a pipeline's member in a hub hears the
     /// previous member's reply from the hub, then gets it as its reply's input. A message
-    /// whose id is held with other content (an edited message) is stored. One scan of the
-    /// context per message.
+    /// whose id is held with other content (an edited message) is stored. One message costs
+    /// one scan of the context; several, one pass to index the context by id.
     pub(crate) fn store_input(&mut self, msgs: impl IntoIterator<Item = Arc<Msg>>) {
-        for msg in msgs {
-            let held = self
-                .context
-                .iter()
-                .rev()
-                .any(|m| m.id == msg.id && m.role == msg.role && m.name == msg.name && m.content == msg.content);
-            if !held {
+        let mut msgs = msgs.into_iter().peekable();
+        let Some(first) = msgs.next() else {
+            return;
+        };
+        if msgs.peek().is_none() {
+            if !self.context.arcs().any(|held| same_message(held, &first)) {
+                self.context.push(first);
+            }
+            return;
+        }
+        let mut held: std::collections::HashMap<Id, Vec<Arc<Msg>>> = std::collections::HashMap::new();
+        for msg in self.context.arcs() {
+            held.entry(msg.id.clone()).or_default().push(Arc::clone(msg));
+        }
+        for msg in std::iter::once(first).chain(msgs) {
+            let copies = held.entry(msg.id.clone()).or_default();
+            if !copies.iter().any(|copy| same_message(copy, &msg)) {
+                copies.push(Arc::clone(&msg));
                 self.context.push(msg);
             }
         }
@@ -364,6 +375,11 @@ pub(crate) fn open_calls(msg: &Msg) -> OpenCalls {
 
 /// A reply parked for the user or an external executor accepts only the event that resumes
 /// it (or interrupts it), as in the reference.
+/// Whether two messages are one (same id, speaker, role and content).
+fn same_message(a: &Msg, b: &Msg) -> bool {
+    a.id == b.id && a.role == b.role && a.name == b.name && a.content == b.content
+}
+
 pub(crate) fn check_not_parked(state: &AgentState) -> Result<(), AgentError> {
     let awaiting = state.unfinished_calls();
     let asking = awaiting.iter().filter(|c| c.state == ToolCallState::Asking).count();
