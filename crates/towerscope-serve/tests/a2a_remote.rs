@@ -567,6 +567,7 @@ async fn the_files_of_every_artifact_reach_the_reply_and_one_no_model_takes_is_n
             serde_json::json!([
                 {"raw": "AwQF", "mediaType": "image/png", "filename": "b.png"},
                 {"raw": "UEsDBA==", "mediaType": "application/zip", "filename": "x.zip"},
+                {"url": "https://example.com/logo.svg", "mediaType": "image/svg+xml", "filename": "logo.svg"},
             ]),
         ),
         status("TASK_STATE_COMPLETED"),
@@ -599,6 +600,12 @@ async fn the_files_of_every_artifact_reach_the_reply_and_one_no_model_takes_is_n
     assert!(
         text.iter()
             .any(|t| t.contains("'x.zip' (application/zip), which no model provider takes")),
+        "{text:?}"
+    );
+    // An image by URL of a type providers refuse is named too (it was taken as any image).
+    assert!(
+        text.iter()
+            .any(|t| t.contains("'logo.svg' (image/svg+xml), which no model provider takes")),
         "{text:?}"
     );
 }

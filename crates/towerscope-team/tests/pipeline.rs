@@ -384,3 +384,52 @@ async fn a_fanout_with_a_failed_member_combines_the_others_and_says_it_failed() 
         error.message
     );
 }
+
+/// A fan-out inside a fan-out whose member failed: the inner one's message is failed, but its
+/// other members' answers are kept by the outer one (a failed reply's text was dropped whole,
+/// as if it were its error's).
+#[tokio::test]
+async fn a_nested_fanout_with_a_failed_member_keeps_the_other_answers() {
+    let bob = Agent::builder("bob").model(says("B.")).build().unwrap();
+    let carol = Agent::builder("carol").model(says("C.")).build().unwrap();
+    let inner = FanoutPipeline::new([limited("alice"), bob]).named("inner");
+    let outer = FanoutPipeline::from_shared([
+        Arc::new(inner) as Arc<dyn Participant>,
+        Arc::new(carol) as Arc<dyn Participant>,
+    ]);
+    let combined = outer.reply(Msg::user("host", "Go.").into()).await.unwrap();
+    assert_eq!(combined.text_content().as_deref(), Some("inner: bob: B.\ncarol: C."));
+    assert_eq!(
+        combined.finished_reason,
+        Some(towerscope_core::ReplyFinishedReason::Error)
+    );
+}
+
+/// A team's member that is a fan-out whose member failed: the leader is told the others'
+/// answers and why the call failed (it got the answers alone, with an error state).
+#[tokio::test]
+async fn a_team_leader_is_told_why_a_members_fanout_failed() {
+    let leader_model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("t1", "TeamAssign", r#"{"member": "panel", "prompt": "Go."}"#),
+            ScriptedResponse::text("All done."),
+        ],
+    );
+    let bob = Agent::builder("bob").model(says("B.")).build().unwrap();
+    let panel = FanoutPipeline::new([limited("alice"), bob]).named("panel");
+    let team = TeamPipeline::new(
+        Agent::builder("lead").model(leader_model.clone()),
+        [TeamMember::shared(Arc::new(panel), "A panel.")],
+    )
+    .unwrap();
+    team.reply(Msg::user("user", "Ask the panel.").into()).await.unwrap();
+    let back = leader_model.requests()[1].messages.last().cloned().unwrap();
+    let result = back.tool_results().next().unwrap();
+    let text = result.output.text_content().unwrap_or_default();
+    assert_eq!(result.state, ToolResultState::Error);
+    assert!(
+        text.starts_with("bob: B.") && text.contains("model calls limit of 1"),
+        "{text:?}"
+    );
+}

@@ -49,11 +49,16 @@ pub(super) fn result_of(call: &ToolCallBlock, reply: &Msg) -> ToolResultBlock {
         Some(ReplyFinishedReason::Error) => (ToolResultState::Error, "The member's reply failed."),
         None => (ToolResultState::Error, "The member is waiting for the user."),
     };
-    let text = reply
+    let mut text = reply
         .finished_reason
         .and(shared_copy(reply))
         .and_then(|m| m.text_content())
         .unwrap_or_else(|| fallback.to_owned());
+    // A failed reply whose text is not its error's (a fan-out whose member failed: the others'
+    // answers) tells the leader why, too.
+    if let Some(error) = reply.error.as_ref().filter(|e| !text.contains(&e.message)) {
+        text = format!("{text}\nThe member's reply failed: {}", error.message);
+    }
     ToolResultBlock::new(&call.id, ASSIGN_TOOL, text, state)
 }
 

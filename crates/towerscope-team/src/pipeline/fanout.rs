@@ -242,6 +242,11 @@ fn combine(name: &Arc<str>, finals: &[Msg], cut: bool) -> Msg {
                 let text = info.map_or("its reply ended with an error", |e| e.message.as_str());
                 Some(ErrorInfo::new(kind, format!("{}: {text}", reply.name)))
             });
+        }
+        // A failed reply's text is skipped when it is its error's (an agent's call limit); a
+        // failed reply with words of its own (a fan-out inside, whose other members answered)
+        // keeps them.
+        if error_text_only(reply) {
             continue;
         }
         let Some(shared) = shared_copy(reply) else {
@@ -276,9 +281,7 @@ fn combine(name: &Arc<str>, finals: &[Msg], cut: bool) -> Msg {
     // A member's own combined message (a fan-out inside) stands for the replies it lists.
     let combined: Vec<serde_json::Value> = finals
         .iter()
-        .filter(|m| {
-            m.finished_reason != Some(ReplyFinishedReason::Error) && m.text_content().is_some_and(|t| !t.is_empty())
-        })
+        .filter(|m| !error_text_only(m) && m.text_content().is_some_and(|t| !t.is_empty()))
         .flat_map(
             |m| match m.metadata.get(COMBINED_REPLIES).and_then(serde_json::Value::as_array) {
                 Some(inner) => inner.clone(),
@@ -290,8 +293,18 @@ fn combine(name: &Arc<str>, finals: &[Msg], cut: bool) -> Msg {
     msg
 }
 
+/// Whether `reply` ended with an error and its text is the error's.
+fn error_text_only(reply: &Msg) -> bool {
+    reply.finished_reason == Some(ReplyFinishedReason::Error)
+        && reply
+            .error
+            .as_ref()
+            .is_some_and(|e| reply.text_content().is_none_or(|t| t == e.message))
+}
+
 /// The metadata key of a fan-out's combined message that lists the ids of the replies whose
-/// text it combines (a reply of data only, or one that failed, adds no text and is not listed).
+/// text it combines (a reply of data only, or one whose text is its error's, adds no text and is
+/// not listed).
 pub const COMBINED_REPLIES: &str = "combined_replies";
 
 impl Participant for FanoutPipeline {

@@ -142,7 +142,8 @@ impl Part {
         };
         Some(match source {
             Inline(bytes) => Self::inline_block(&media_type, bytes, self.filename.clone()),
-            Remote(url) if media_type.starts_with("image/") || media_type == "application/pdf" => {
+            // By URL, providers fetch images and PDF only (not audio), of the types they take.
+            Remote(url) if DataSource::providers_take(&media_type) && !media_type.starts_with("audio/") => {
                 let mut block = DataBlock::new(DataSource::Url { url, media_type });
                 block.name = self.filename.clone();
                 Ok(ContentBlock::Data(block))
@@ -204,8 +205,8 @@ impl std::fmt::Display for FileError {
             Self::Invalid(why) => f.write_str(why),
             Self::Unsupported(media) => write!(
                 f,
-                "a file of type `{media}` is not taken: images, PDF, WAV and MP3 audio and text files are \
-                 (images and PDF by URL)"
+                "a file of type `{media}` is not taken: PNG, JPEG, GIF and WebP images, PDF, WAV and MP3 audio \
+                 and text files are (images and PDF by URL)"
             ),
         }
     }
