@@ -200,7 +200,7 @@ pub(super) fn value_after_key(text: &str, start: usize, end: usize) -> Option<Ra
             // `Cookie: theme=dark; session=…`: the header's value is every pair, up to the line's
             // end (a `;` ended it after the first pair, and the session cookie after it showed).
             let form = if form == Form::Colon && KeyWords::new(word).last().is_some_and(|w| ends_with(w, "cookie")) {
-                Form::Header
+                Form::Header(enclosing_quote(bytes, start))
             } else {
                 form
             };
@@ -258,14 +258,31 @@ enum Form {
     Colon,
     /// `password is value`.
     Prose,
-    /// `Cookie: a=1; b=2`: a header whose value holds blanks and `;`, up to the line's end.
-    Header,
+    /// `Cookie: a=1; b="2"`: a header whose value holds blanks, `;` and quotes, up to the line's
+    /// end, or to the quote that closes a string the header is written in (JSON, a shell
+    /// argument).
+    Header(Option<u8>),
+}
+
+/// The quote of the string that text at `at` is inside, on its line: `"` or `'` when an odd
+/// number of them (not escaped) come before it.
+fn enclosing_quote(bytes: &[u8], at: usize) -> Option<u8> {
+    let line = bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let before = &bytes[line..at];
+    let unescaped = |quote: u8| {
+        before
+            .iter()
+            .enumerate()
+            .filter(|&(i, &b)| b == quote && (i == 0 || before[i - 1] != b'\\'))
+            .count()
+    };
+    [b'"', b'\''].into_iter().find(|&quote| unescaped(quote) % 2 == 1)
 }
 
 /// Whether `b` ends an unquoted value.
 fn ends_value(b: u8, form: Form) -> bool {
-    if form == Form::Header {
-        return matches!(b, b'\r' | b'\n' | b'"' | b'\'' | b'`');
+    if let Form::Header(closing) = form {
+        return matches!(b, b'\r' | b'\n') || Some(b) == closing;
     }
     b.is_ascii_whitespace()
         || matches!(b, b'"' | b'\'' | b'`' | b',' | b';' | b'}' | b')' | b']' | b'<' | b'>')
@@ -389,6 +406,8 @@ mod tests {
             "Cookie: theme=dark; sessionid=abc123SECRETxyz\nnext line",
             "set-cookie: sessionid=abc123SECRETxyz; Path=/; HttpOnly",
             "{\"headers\": \"Cookie: a=1; sessionid=abc123SECRETxyz\", \"x\": 1}",
+            "Cookie: theme=\"dark\"; sessionid=abc123SECRETxyz\nnext line",
+            "curl -H 'Cookie: theme=\"dark\"; sessionid=abc123SECRETxyz' https://x",
         ] {
             let out = super::super::redact_text(text);
             assert!(!out.contains("abc123SECRETxyz"), "{out}");
