@@ -50,11 +50,31 @@ async fn the_model_call_limit_ends_the_reply_with_an_error() {
     assert_eq!(end.finished_reason, ReplyFinishedReason::Error);
     let error = end.error.as_ref().unwrap();
     assert_eq!((error.kind.as_str(), error.message.as_str()), ("call_limit", message));
-    let msg = out.final_msg.unwrap();
+    let msg = out.final_msg.as_ref().unwrap();
     assert_eq!(msg.finished_reason, Some(ReplyFinishedReason::Error));
     assert_eq!(msg.error.as_ref().map(|e| e.message.as_str()), Some(message));
     // Both tool rounds ran before the limit.
     assert_eq!(results(&agent).len(), 2);
+    // Every model call that started ended, the refused one as interrupted (it had no end).
+    let kinds = out.kinds();
+    let count = |kind: &str| kinds.iter().filter(|k| **k == kind).count();
+    assert_eq!(
+        (count("MODEL_CALL_START"), count("MODEL_CALL_END")),
+        (3, 3),
+        "{kinds:?}"
+    );
+    let Some(AgentEvent::ModelCallEnd(refused)) = out
+        .events
+        .iter()
+        .rev()
+        .find(|e| matches!(e, AgentEvent::ModelCallEnd(_)))
+    else {
+        panic!("no MODEL_CALL_END: {kinds:?}")
+    };
+    assert_eq!(
+        refused.finished_reason,
+        towerscope_core::ModelFinishedReason::Interrupted
+    );
 }
 
 #[tokio::test]

@@ -195,7 +195,14 @@ impl<'a> Answer<'a> {
 
     /// The step was interrupted: close the open blocks, keep what was streamed, and end the
     /// model call as interrupted.
-    async fn interrupted(mut self, emit: &Emitter) -> Result<Option<Box<Msg>>, AgentError> {
+    async fn interrupted(self, emit: &Emitter) -> Result<Option<Box<Msg>>, AgentError> {
+        self.cut(emit, AgentError::Interrupted).await
+    }
+
+    /// The step ends with `error`, its model call cut short: close the open blocks, keep what
+    /// was streamed, and end the model call as interrupted, so that every `MODEL_CALL_START`
+    /// has its end (an interrupt, or a call limit, which ends the reply cleanly).
+    async fn cut(mut self, emit: &Emitter, error: AgentError) -> Result<Option<Box<Msg>>, AgentError> {
         let mut events = Vec::new();
         self.converter.close(&mut events);
         for event in events {
@@ -209,7 +216,7 @@ impl<'a> Answer<'a> {
                 .into()
         })
         .await;
-        Err(AgentError::Interrupted)
+        Err(error)
     }
 }
 
@@ -260,6 +267,11 @@ pub(crate) fn reason<'a>(
         let call = runtime.positions.model_call.clone().oneshot(request);
         let Some(output) = unless_interrupted(interrupt, &ctx, call).await else {
             return Box::pin(answer.interrupted(emit)).await;
+        };
+        // A call limit refused the call: the reply ends cleanly, its model call ended too.
+        let output = match output {
+            Err(limit @ AgentError::CallLimit { .. }) => return Box::pin(answer.cut(emit, limit)).await,
+            output => output,
         };
         let mut events = Vec::new();
         // No await inside this match: the temporaries of its scrutinee, and a value matched in
