@@ -93,38 +93,53 @@ impl Logs {
 }
 
 /// Captures what is logged on the current thread (a `current_thread` test runtime) until the
-/// guard is dropped. One capture at a time in the process: tracing caches whether a log line
-/// is wanted, and rebuilds that cache as subscribers come and go, so two captures on two test
-/// threads could make one miss its lines.
+/// guard is dropped.
+///
+/// The lines come through a process-wide subscriber, installed at the first capture, that
+/// tells tracing to ask it about every log line each time (`Interest::sometimes`) and keeps a
+/// line when its thread captures. A subscriber set for the thread alone let tracing cache
+/// "nobody wants this line" for a log site while another test thread had no subscriber: about
+/// one run in thirty under load captured nothing.
 pub fn capture_logs() -> (Logs, CaptureGuard) {
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let held = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        // Fails only if the binary set another global subscriber, whose lines are then not
+        // captured (none of this crate's tests does).
+        let _ = tracing::subscriber::set_global_default(Capture);
+    });
     let logs = Logs::default();
-    let guard = tracing::subscriber::set_default(Capture(logs.clone()));
-    (
-        logs,
-        CaptureGuard {
-            _default: guard,
-            _held: held,
-        },
-    )
+    CAPTURING.with(|capturing| *capturing.borrow_mut() = Some(logs.clone()));
+    (logs, CaptureGuard { _private: () })
 }
 
-/// What [`capture_logs`] holds: the subscriber, then the process-wide capture lock.
+thread_local! {
+    /// The lines of this thread's capture, while one lives.
+    static CAPTURING: std::cell::RefCell<Option<Logs>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Ends the capture of [`capture_logs`] when dropped.
 pub struct CaptureGuard {
-    _default: tracing::subscriber::DefaultGuard,
-    _held: std::sync::MutexGuard<'static, ()>,
+    _private: (),
 }
 
-struct Capture(Logs);
+impl Drop for CaptureGuard {
+    fn drop(&mut self) {
+        let _ = CAPTURING.try_with(|capturing| capturing.borrow_mut().take());
+    }
+}
+
+/// The process-wide subscriber behind [`capture_logs`].
+struct Capture;
 
 impl tracing::Subscriber for Capture {
     fn register_callsite(&self, _: &'static tracing::Metadata<'static>) -> tracing::subscriber::Interest {
-        tracing::subscriber::Interest::always()
+        tracing::subscriber::Interest::sometimes()
     }
 
     fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
+        CAPTURING
+            .try_with(|capturing| capturing.borrow().is_some())
+            .unwrap_or(false)
     }
 
     fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
@@ -136,9 +151,16 @@ impl tracing::Subscriber for Capture {
     fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
 
     fn event(&self, event: &tracing::Event<'_>) {
+        let Some(logs) = CAPTURING
+            .try_with(|capturing| capturing.borrow().clone())
+            .ok()
+            .flatten()
+        else {
+            return;
+        };
         let mut line = event.metadata().target().to_owned();
         event.record(&mut Line(&mut line));
-        if let Ok(mut lines) = (self.0).0.lock() {
+        if let Ok(mut lines) = logs.0.lock() {
             lines.push(line);
         }
     }
