@@ -265,9 +265,16 @@ enum Form {
 }
 
 /// The quote of the string that text at `at` is inside, on its line: `"` or `'` when an odd
-/// number of them (not escaped) come before it.
+/// number of them (not escaped) come before it. Only the 256 bytes before `at` are read, so
+/// that a line of many cookie keys costs what its length does: a string opened farther back
+/// is taken as none, and the value runs to the line's end (more is redacted, never less).
 fn enclosing_quote(bytes: &[u8], at: usize) -> Option<u8> {
-    let line = bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    const LOOK_BACK: usize = 256;
+    let from = at.saturating_sub(LOOK_BACK);
+    let line = bytes[from..at].iter().rposition(|&b| b == b'\n').map_or(from, |i| from + i + 1);
+    if line == from && from > 0 {
+        return None;
+    }
     let before = &bytes[line..at];
     let unescaped = |quote: u8| {
         before
