@@ -271,7 +271,10 @@ enum Form {
 fn enclosing_quote(bytes: &[u8], at: usize) -> Option<u8> {
     const LOOK_BACK: usize = 256;
     let from = at.saturating_sub(LOOK_BACK);
-    let line = bytes[from..at].iter().rposition(|&b| b == b'\n').map_or(from, |i| from + i + 1);
+    let line = bytes[from..at]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(from, |i| from + i + 1);
     if line == from && from > 0 {
         return None;
     }
