@@ -1,18 +1,19 @@
 //! The official AG-UI client (`@ag-ui/client`'s `HttpAgent`, from npm, which validates every
 //! event against the protocol's schemas and ordering rules) runs a tool round, a front-end tool
-//! round and a confirmation interrupt against the router on loopback (tests/web/agui_client.cjs).
+//! round, a confirmation interrupt and a model call restarted mid-answer against the router on
+//! loopback (tests/web/agui_client.cjs).
 #![allow(clippy::unwrap_used)]
 
 mod support;
 
-use support::{factory, model, node_modules, serve, session_dir};
+use support::{model, node_modules, retrying_factory, serve, session_dir};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_ag_ui_client_runs_tool_frontend_and_interrupt_rounds() {
     let Some(modules) = node_modules("the_official_ag_ui_client_runs_tool_frontend_and_interrupt_rounds") else {
         return;
     };
-    let router = towerscope_serve::router(factory(model(), session_dir("agui-client")));
+    let router = towerscope_serve::router(retrying_factory(model(), session_dir("agui-client")));
     let (addr, stop, server) = serve(router).await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/web/agui_client.cjs");
     let output = tokio::process::Command::new("node")

@@ -37,14 +37,16 @@ pub const LONG: &str = "one two three four five six seven eight nine ten eleven 
                         sixteen seventeen eighteen nineteen twenty";
 
 /// A model answering from the conversation: "weather" calls `get_weather`, "delete" calls
-/// `delete_file` (confirmed first), "delete both" calls it twice in one turn, "color" calls the front-end tool `pick_color`, "crash" fails, "long"
-/// streams [`LONG`] slowly, "slow" waits 400 ms, "wait" 40 s; a tool result is answered with
+/// `delete_file` (confirmed first), "delete both" calls it twice in one turn, "color" calls the
+/// front-end tool `pick_color`, "flaky" breaks mid-answer every other call (served by
+/// [`retrying_factory`]), "crash" fails, "long" streams [`LONG`] slowly, "slow" waits 400 ms, "wait" 40 s; a tool result is answered with
 /// `Result: <text>`; anything else with `Hello!`. The question is the last user message not from
 /// the application (the AG-UI endpoint's context and notes).
 pub fn model() -> ScriptedModel {
+    let attempts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     ScriptedModel::cycle("scripted", [ScriptedResponse::text("unused")])
         .record(true)
-        .respond_with(|req| {
+        .respond_with(move |req| {
             let last = req.messages.last()?;
             if let Some(ContentBlock::ToolResult(result)) = last.content.last() {
                 let text = result.output.text_content().unwrap_or_default();
@@ -78,6 +80,19 @@ pub fn model() -> ScriptedModel {
                 ScriptedResponse::text(LONG).chunk_delay(Duration::from_millis(40))
             } else if question.contains("wait") {
                 ScriptedResponse::text("Done waiting.").delay(Duration::from_secs(40))
+            } else if question.contains("flaky") {
+                // Every other call breaks after its thinking and some text; the factory's retry
+                // layer calls again, which answers.
+                if attempts
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                    .is_multiple_of(2)
+                {
+                    ScriptedResponse::thinking("Let me see.")
+                        .and_text("A partial answer that")
+                        .fail_mid_stream(3, AgentError::Stream("connection reset".into()))
+                } else {
+                    ScriptedResponse::text("Recovered.")
+                }
             } else if question.contains("crash") {
                 ScriptedResponse::error(towerscope_core::AgentError::model("the model crashed"))
             } else if question.contains("slow") {
@@ -101,6 +116,22 @@ pub fn factory(
     model: ScriptedModel,
     dir: PathBuf,
 ) -> impl Fn(&str) -> Result<Agent, AgentError> + Send + Sync + 'static {
+    factory_with(model, dir, false)
+}
+
+/// [`factory`] with a retry layer on the model calls (two attempts, for "flaky").
+pub fn retrying_factory(
+    model: ScriptedModel,
+    dir: PathBuf,
+) -> impl Fn(&str) -> Result<Agent, AgentError> + Send + Sync + 'static {
+    factory_with(model, dir, true)
+}
+
+fn factory_with(
+    model: ScriptedModel,
+    dir: PathBuf,
+    retry: bool,
+) -> impl Fn(&str) -> Result<Agent, AgentError> + Send + Sync + 'static {
     let store = JsonFileStore::new(dir);
     move |session: &str| {
         let mut builder = Agent::builder("assistant")
@@ -114,6 +145,10 @@ pub fn factory(
                     .requires_confirmation(|_| true),
             )
             .session(store.clone(), "web", session);
+        if retry {
+            let backoff = towerscope_layers::retry::Backoff::new(Duration::from_millis(1), Duration::from_millis(2));
+            builder = builder.on_model_call(towerscope_layers::RetryLayer::new(2).backoff(backoff));
+        }
         for tool in frontend_tools() {
             builder = builder.tool(tool);
         }

@@ -1,7 +1,7 @@
 // Runs the official AG-UI client (`@ag-ui/client`'s HttpAgent, which validates every event
 // against the protocol's schemas and sequence rules) against the router at argv[2]: a tool
-// round, a follow-up message, a front-end tool round, a confirmation interrupt and a run sent
-// again after its answer was lost. Prints one
+// round, a follow-up message, a front-end tool round, a confirmation interrupt, a run sent
+// again after its answer was lost, and a model call restarted mid-answer. Prints one
 // line per check; exits 1 on the first failure.
 "use strict";
 const path = require("node:path");
@@ -113,7 +113,24 @@ async function resentRound() {
   check(reloaded.messages.filter((m) => m.role === "user").length === 1, "with the question once", reloaded.messages);
 }
 
+// A model call that breaks mid-answer and is retried: the events of the first attempt are
+// ended before the restart's CUSTOM event, so the client accepts the run (it refuses a
+// RUN_FINISHED while a message is open), and the answer is the retry's.
+async function restartRound() {
+  const agent = new HttpAgent({ url, threadId: "node-restart-" + randomUUID() });
+  agent.addMessage(user("a flaky answer please"));
+  const { events, types, finished } = await run(agent, {});
+  check(finished && finished.outcome === "success", "a run whose model call was restarted finishes", types);
+  const restart = events.find((e) => e.type === "CUSTOM" && e.name === "model_call_restart");
+  check(restart !== undefined, "the restart is announced as a CUSTOM event", types);
+  const started = events.filter((e) => e.type === "TEXT_MESSAGE_START").map((e) => e.messageId);
+  const ended = events.filter((e) => e.type === "TEXT_MESSAGE_END").map((e) => e.messageId);
+  check(JSON.stringify(started) === JSON.stringify(ended), "every text message started is ended", [started, ended]);
+  check(text(events).endsWith("Recovered."), "the retry's answer follows", text(events));
+}
+
 (async () => {
+  await restartRound();
   await toolRound();
   await frontendRound();
   await interruptRound();
