@@ -289,3 +289,36 @@ fn a_result_given_without_chunks_reaches_the_events() {
     assert_eq!(stored, ["3 (cached)"]);
     assert_eq!(folded, stored);
 }
+
+/// A tool that streams text chunks, each a block with a new id: the stored result joins them
+/// into one text, and so does the fold (it made one block a piece, which read with line breaks).
+#[test]
+fn text_chunks_with_new_ids_fold_into_one_text_as_stored() {
+    use towerscope_core::ToolChunk;
+    let chunks = || {
+        futures_util::stream::iter([
+            ToolChunk::text("line 1, ").with_is_last(false),
+            ToolChunk::text("line 2"),
+        ])
+    };
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "draw", "{}"),
+            ScriptedResponse::text("done"),
+        ],
+    );
+    let agent = Agent::builder("a")
+        .model(model)
+        .tool(FunctionTool::streaming("draw", move |_: Draw| chunks()))
+        .build()
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let out = runtime.block_on(common::collect(agent.reply_stream(Msg::user("user", "draw"))));
+    let (stored, folded) = stored_and_folded(&agent, &out);
+    assert_eq!(stored, ["line 1, line 2"]);
+    assert_eq!(folded, stored);
+}

@@ -22,8 +22,10 @@ impl Msg {
     /// * Text and thinking deltas are appended; `TEXT_BLOCK_END` with `text` replaces the text.
     /// * Base64 data deltas are decoded, joined as bytes and re-encoded; a URL delta replaces the
     ///   source.
-    /// * A tool result starts `running` with an empty list as output; text deltas extend its last
-    ///   text block, data deltas add a data block (joining base64 pieces with the same block id);
+    /// * A tool result starts `running` with an empty list as output; its deltas are folded as
+    ///   the stored result folds the tool's chunks: a text delta joins the text block of its
+    ///   `block_id`, else the last block when that is text, else starts a block; a data delta
+    ///   joins base64 pieces with the same block id, else adds a data block;
     ///   `TOOL_RESULT_END` sets its state, metadata and `finished_at`, and finishes the paired call.
     /// * `REQUIRE_USER_CONFIRM` sets the calls to `asking` with their suggested rules,
     ///   `USER_CONFIRM_RESULT` moves `asking` calls to `allowed` or `finished`,
@@ -280,17 +282,31 @@ impl Msg {
     }
 }
 
-/// Adds a data piece to a tool result's blocks: base64 joins a base64 block with the same id,
-/// anything else is a new block.
-/// A text piece of a tool result: joined to the text block of its id, wherever it is, as the
-/// stored result joins it (a tool that streams text, then data, then more of the first text);
-/// a piece without an id joins the last block if it is text.
+/// How many of a tool result's last blocks a piece's block is looked for in: the fold stays
+/// linear in the pieces (a tool that adds to a block more than 64 blocks back, which none of
+/// ours does, is folded into a new block).
+const LOOK_BACK: usize = 64;
+
+/// A text piece of a tool result, folded as the stored result folds it (`ToolChunk`s): joined
+/// to the text block of its id; else to the last block when that is text (the stored result
+/// joins neighbouring texts: a tool streaming pieces with new ids makes one text); else a new
+/// block with its id. A piece without an id joins the last block if it is text.
 fn append_result_text(blocks: &mut Vec<MediaBlock>, block_id: Option<&Id>, delta: &str) {
-    let target = match block_id {
-        Some(id) => blocks.iter_mut().rev().find_map(|block| match block {
-            MediaBlock::Text(text) if text.id == *id => Some(text),
-            _ => None,
-        }),
+    let found = block_id.and_then(|id| {
+        blocks
+            .iter()
+            .rev()
+            .take(LOOK_BACK)
+            .position(|block| matches!(block, MediaBlock::Text(text) if text.id == *id))
+    });
+    let target = match found {
+        Some(from_end) => {
+            let index = blocks.len() - 1 - from_end;
+            match blocks.get_mut(index) {
+                Some(MediaBlock::Text(text)) => Some(text),
+                _ => None,
+            }
+        }
         None => match blocks.last_mut() {
             Some(MediaBlock::Text(last)) => Some(last),
             _ => None,
@@ -308,13 +324,15 @@ fn append_result_text(blocks: &mut Vec<MediaBlock>, block_id: Option<&Id>, delta
     }
 }
 
+/// Adds a data piece to a tool result's blocks: base64 joins a base64 block with the same id
+/// (among the last [`LOOK_BACK`]), anything else is a new block.
 fn append_result_data(blocks: &mut Vec<MediaBlock>, block_id: &Id, source: DataSource) {
     if let DataSource::Base64 {
         data: incoming,
         media_type: incoming_type,
     } = &source
     {
-        let target = blocks.iter_mut().find_map(|block| match block {
+        let target = blocks.iter_mut().rev().take(LOOK_BACK).find_map(|block| match block {
             MediaBlock::Data(DataBlock {
                 id,
                 source: DataSource::Base64 { data, media_type },
