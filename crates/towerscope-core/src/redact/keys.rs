@@ -98,6 +98,9 @@ const STOP_WORDS: &[&str] = &[
     "undefined",
 ];
 
+/// Values after `=` that say a setting is unset: kept.
+const UNSET_WORDS: &[&str] = &["none", "null", "nil", "undefined", "true", "false", "empty", "unset"];
+
 /// Whether an object key (or a `key=` in text) names a credential.
 pub fn is_sensitive_key(key: &str) -> bool {
     let mut previous_qualifies = false;
@@ -264,8 +267,8 @@ enum Form {
     Header(Option<u8>),
 }
 
-/// The quote of the string that text at `at` is inside, on its line: `"` or `'` when an odd
-/// number of them (not escaped) come before it. Only the 256 bytes before `at` are read, so
+/// The quote of the string that text at `at` is inside, on its line: `"`, `'` or `` ` `` when an
+/// odd number of them (not escaped, no apostrophe inside a word) come before it. Only the 256 bytes before `at` are read, so
 /// that a line of many cookie keys costs what its length does: a string opened farther back
 /// is taken as none, and the value runs to the line's end (more is redacted, never less).
 fn enclosing_quote(bytes: &[u8], at: usize) -> Option<u8> {
@@ -279,14 +282,22 @@ fn enclosing_quote(bytes: &[u8], at: usize) -> Option<u8> {
         return None;
     }
     let before = &bytes[line..at];
-    let unescaped = |quote: u8| {
+    let counted = |quote: u8| {
         before
             .iter()
             .enumerate()
-            .filter(|&(i, &b)| b == quote && (i == 0 || before[i - 1] != b'\\'))
+            .filter(|&(i, &b)| {
+                let escaped = i > 0 && before[i - 1] == b'\\';
+                // An apostrophe inside a word (`Here's`) opens no string.
+                let apostrophe = quote == b'\''
+                    && i > 0
+                    && before[i - 1].is_ascii_alphanumeric()
+                    && before.get(i + 1).is_some_and(u8::is_ascii_alphanumeric);
+                b == quote && !escaped && !apostrophe
+            })
             .count()
     };
-    [b'"', b'\''].into_iter().find(|&quote| unescaped(quote) % 2 == 1)
+    [b'"', b'\'', b'`'].into_iter().find(|&quote| counted(quote) % 2 == 1)
 }
 
 /// Whether `b` ends an unquoted value.
@@ -346,14 +357,26 @@ fn value_at(text: &str, mut i: usize, form: Form) -> Option<Range<usize>> {
     }
     let start = i;
     while i < bytes.len() && !ends_value(bytes[i], form) {
-        i += 1;
+        // In a header written inside a string, an escaped quote (`\"`) is part of the value.
+        i += if matches!(form, Form::Header(_)) && bytes[i] == b'\\' {
+            2
+        } else {
+            1
+        };
     }
+    i = i.min(bytes.len());
     while i > start && matches!(bytes[i - 1], b'.' | b':' | b' ' | b'\t') {
         i -= 1;
     }
     let value = &text[start..i];
-    // A stop word after `=` is a setting's value (`password=correct horse`), not prose.
-    (i > start && (form == Form::Assignment || !is_one_of(value, STOP_WORDS))).then_some(start..i)
+    // After `=`, a stop word is a setting's value (`password=correct horse`), not prose; an
+    // unset one (`api_key=None`) is kept, which is what a trace is read for.
+    let kept = if form == Form::Assignment {
+        is_one_of(value, UNSET_WORDS)
+    } else {
+        is_one_of(value, STOP_WORDS)
+    };
+    (i > start && !kept).then_some(start..i)
 }
 
 #[cfg(test)]
@@ -394,6 +417,10 @@ mod tests {
                 "password=[REDACTED] horse battery staple",
             ),
             ("api key: 7f9c2ba4e88f827d", "api key: [REDACTED]"),
+            (
+                "Send `Cookie: sessionid=abc123` with every request.",
+                "Send `Cookie: [REDACTED]` with every request.",
+            ),
             ("Secret Key = 7f9c2ba4e88f827d", "Secret Key = [REDACTED]"),
         ] {
             assert_eq!(super::super::redact_text(text), redacted);
@@ -403,6 +430,11 @@ mod tests {
             "curl -u admin x",
             "the key: a door",
             "password: required",
+            "docker run -u 1000:1000 alpine id",
+            "date -u +%H:%M:%S",
+            "pip install --user git+https://github.com/org/repo",
+            "Client(api_key=None, timeout=30)",
+            "token=null&x=1",
         ] {
             assert_eq!(super::super::redact_text(kept), kept);
         }
@@ -418,6 +450,8 @@ mod tests {
             "{\"headers\": \"Cookie: a=1; sessionid=abc123SECRETxyz\", \"x\": 1}",
             "Cookie: theme=\"dark\"; sessionid=abc123SECRETxyz\nnext line",
             "curl -H 'Cookie: theme=\"dark\"; sessionid=abc123SECRETxyz' https://x",
+            r#"{"headers": "Cookie: theme=\"dark\"; sessionid=abc123SECRETxyz"}"#,
+            "Here's the header: Cookie: theme='dark'; sessionid=abc123SECRETxyz",
         ] {
             let out = super::super::redact_text(text);
             assert!(!out.contains("abc123SECRETxyz"), "{out}");
