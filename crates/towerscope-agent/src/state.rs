@@ -373,13 +373,13 @@ pub(crate) fn open_calls(msg: &Msg) -> OpenCalls {
     open
 }
 
-/// A reply parked for the user or an external executor accepts only the event that resumes
-/// it (or interrupts it), as in the reference.
 /// Whether two messages are one (same id, speaker, role and content).
 fn same_message(a: &Msg, b: &Msg) -> bool {
     a.id == b.id && a.role == b.role && a.name == b.name && a.content == b.content
 }
 
+/// A reply parked for the user or an external executor accepts only the event that resumes
+/// it (or interrupts it), as in the reference.
 pub(crate) fn check_not_parked(state: &AgentState) -> Result<(), AgentError> {
     let awaiting = state.unfinished_calls();
     let asking = awaiting.iter().filter(|c| c.state == ToolCallState::Asking).count();
