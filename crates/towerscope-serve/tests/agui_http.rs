@@ -579,3 +579,56 @@ async fn a_restarted_model_call_ends_what_its_first_attempt_started() {
         assert!(types(&events).contains(&"CUSTOM".to_owned()), "{:?}", types(&events));
     }
 }
+
+/// Draw something (no arguments).
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Draw {}
+
+/// A tool result of two texts split by an image: `TOOL_CALL_RESULT` carries the texts joined as
+/// the stored result's are (and as a run sent again replays them), not its pieces run together.
+#[tokio::test]
+async fn a_results_texts_reach_the_client_as_stored_and_as_replayed() {
+    use towerscope_agent::Agent;
+    use towerscope_agent::session::JsonFileStore;
+    use towerscope_agent::toolkit::FunctionTool;
+    use towerscope_core::{DataBlock, TextBlock, ToolChunk};
+    use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::tool_call("c1", "draw", "{}"),
+            ScriptedResponse::text("Drawn."),
+        ],
+    );
+    let store = JsonFileStore::new(session_dir("multi-block-result"));
+    let router = towerscope_serve::router(move |session: &str| {
+        let chunks = || {
+            futures_util::stream::iter([
+                ToolChunk::new(vec![
+                    TextBlock::new("the chart:").into(),
+                    DataBlock::base64("aGk=", "image/png").into(),
+                ])
+                .with_is_last(false),
+                ToolChunk::new(vec![TextBlock::new("drawn").into()]),
+            ])
+        };
+        Agent::builder("assistant")
+            .model(model.clone())
+            .tool(FunctionTool::streaming("draw", move |_: Draw| chunks()))
+            .session(store.clone(), "web", session)
+            .build()
+    });
+    let messages = json!([{"id": "u1", "role": "user", "content": "draw"}]);
+    let body = |run: &str| json!({"threadId": "t1", "runId": run, "messages": messages}).to_string();
+    let result = |sse: &str| {
+        events(sse)
+            .into_iter()
+            .find(|e| e["type"] == "TOOL_CALL_RESULT")
+            .map(|e| e["content"].clone())
+    };
+    let (_, live) = post(&router, body("r1")).await;
+    let (_, again) = post(&router, body("r1")).await;
+    assert_eq!(result(&live), Some(json!("the chart:\ndrawn")), "{live}");
+    assert_eq!(result(&again), result(&live), "{again}");
+}

@@ -46,7 +46,10 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 use towerscope_agent::WaitingCalls;
 use towerscope_core::chat::RESTART_EVENT;
-use towerscope_core::{AgentError, AgentEvent, ContentBlock, Msg, ReplyFinishedReason, Role, ToolCallBlock};
+use towerscope_core::{
+    AgentError, AgentEvent, ContentBlock, DataSource, Id, Msg, ReplyFinishedReason, Role, ToolCallBlock,
+    ToolResultDataDeltaEvent, ToolResultStartEvent,
+};
 
 use super::event::{AguiEvent, Interrupt, PROTOCOL_VERSION, RunOutcome, TokenUsage};
 use crate::error::client_message;
@@ -56,8 +59,8 @@ use crate::error::client_message;
 pub struct EventMapper {
     thread_id: String,
     run_id: String,
-    /// Text of tool results being streamed, by call id.
-    results: HashMap<String, String>,
+    /// Tool results being streamed, by call id, folded as `Msg::append_event` folds them.
+    results: HashMap<Id, Msg>,
     /// Text and reasoning messages and tool calls started and not ended, by id: a restarted
     /// model call discards some, which must still be ended (the client refuses a run that
     /// finishes with a message or call open).
@@ -154,17 +157,32 @@ impl EventMapper {
                 out.push(AguiEvent::ToolCallEnd { tool_call_id: id });
             }
             AgentEvent::ToolResultStart(e) => {
-                self.results.insert(e.tool_call_id.to_string(), String::new());
+                self.results.remove(&e.tool_call_id);
+                self.result(&e.reply_id, &e.tool_call_id);
             }
             AgentEvent::ToolResultTextDelta(e) => {
-                self.results
-                    .entry(e.tool_call_id.to_string())
-                    .or_default()
-                    .push_str(&e.delta);
+                self.result(&e.reply_id, &e.tool_call_id).append_event(event);
+            }
+            AgentEvent::ToolResultDataDelta(e) => {
+                // Only where a data block splits the result's text matters here: its bytes are
+                // not copied.
+                let placeholder = DataSource::Url {
+                    url: String::new(),
+                    media_type: String::new(),
+                };
+                let piece = ToolResultDataDeltaEvent::new(e.reply_id.clone(), e.tool_call_id.clone(), placeholder)
+                    .with_block_id(e.block_id.clone());
+                self.result(&e.reply_id, &e.tool_call_id).append_event(&piece.into());
             }
             AgentEvent::ToolResultEnd(e) => {
+                // The result's texts joined as the stored result's are (and as a run sent again
+                // replays them), not its pieces run together.
+                let content = self
+                    .results
+                    .remove(&e.tool_call_id)
+                    .and_then(|result| result.tool_results().next().and_then(|r| r.output.text_content()))
+                    .unwrap_or_default();
                 let id = e.tool_call_id.to_string();
-                let content = self.results.remove(&id).unwrap_or_default();
                 out.push(AguiEvent::ToolCallResult {
                     message_id: format!("result-{id}"),
                     tool_call_id: id,
@@ -210,6 +228,16 @@ impl EventMapper {
                 end(open, id.to_owned(), out);
             }
         }
+    }
+
+    /// The result of call `call_id` being streamed, started if its deltas come first (results
+    /// given from outside, which a resumed reply sends without a start).
+    fn result(&mut self, reply_id: &Id, call_id: &Id) -> &mut Msg {
+        self.results.entry(call_id.clone()).or_insert_with(|| {
+            let mut result = Msg::assistant_blocks("tool", Vec::new()).with_id(reply_id.clone());
+            result.append_event(&ToolResultStartEvent::new(reply_id.clone(), call_id.clone(), "").into());
+            result
+        })
     }
 
     /// Appends the AG-UI events a stored message's run sent for it to `out`: its text,
