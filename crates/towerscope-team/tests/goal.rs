@@ -601,3 +601,26 @@ async fn a_team_leader_plans_assigns_and_is_sent_back_when_the_check_fails() {
     assert_eq!(goal.outcome().unwrap().rounds, 2);
     assert_eq!(goal.executor().name(), "lead");
 }
+
+/// An interrupt naming a reply of the run that ended (parked no more) is refused by name, as
+/// the other pipelines refuse it; passed on to the executor, it ended the stream without a
+/// final message.
+#[tokio::test]
+async fn an_interrupt_naming_a_finished_reply_is_refused() {
+    let executor_model = ScriptedModel::new("m", [report("r1", "done")]);
+    let verifier_model = ScriptedModel::new("m", [verdict("v1", "pass", "")]);
+    let goal = GoalPipeline::new(agent("coder", &executor_model), agent("checker", &verifier_model));
+    let last = goal.reply(Msg::user("user", "Do it.").into()).await.unwrap();
+    assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Completed));
+    let executor_reply = goal.executor().state().reply_context.reply_id;
+    let verifier_reply = goal.verifier().state().reply_context.reply_id;
+    for finished in [executor_reply, verifier_reply] {
+        let answer = goal
+            .reply(towerscope_core::event::UserInterruptEvent::new(finished).into())
+            .await;
+        assert!(
+            matches!(&answer, Err(towerscope_core::AgentError::Validation(m)) if m.contains("waits on the reply")),
+            "{answer:?}"
+        );
+    }
+}

@@ -53,6 +53,11 @@ impl Executor {
             || matches!(self, Self::Team(team) if team.waits_on(reply))
     }
 
+    /// Whether the executor is a single agent (not a team).
+    pub(super) fn is_agent(&self) -> bool {
+        matches!(self, Self::Agent(_))
+    }
+
     /// The reply the executor is parked in for the user: the agent's, or, a team, its
     /// leader's or a member's.
     pub(super) fn parked_reply(&self) -> Option<Id> {

@@ -199,8 +199,23 @@ impl GoalPipeline {
         } else {
             let reply = input.resumed_reply().cloned().unwrap_or_default();
             let interrupt = matches!(input, ReplyInput::Interrupt(_));
-            let verifier_parked = self.verifier.state().reply_context.reply_id == reply;
-            match (self.executor.waits_on(&reply), verifier_parked) {
+            // An interrupt goes to a reply that waits (a parked one); naming a reply that
+            // ended, it is refused, as the other pipelines refuse it (passed on, it ended the
+            // stream without a final message). Other resumes of an ended reply go to its
+            // participant, which says why it refuses them.
+            let parked = |agent: &towerscope_agent::Agent| agent.waiting_calls().is_some_and(|w| w.reply_id == reply);
+            let (executor, verifier) = if interrupt {
+                (
+                    parked(self.executor.agent()) || self.executor.waits_on(&reply) && !self.executor.is_agent(),
+                    parked(&self.verifier),
+                )
+            } else {
+                (
+                    self.executor.waits_on(&reply),
+                    self.verifier.state().reply_context.reply_id == reply,
+                )
+            };
+            match (executor, verifier) {
                 (true, _) if interrupt => Phase::Passthrough(self.executor.reply_stream(input)),
                 (_, true) if interrupt => Phase::Passthrough(Box::pin(self.verifier.reply_stream(input))),
                 (true, _) => Phase::Executor(run.start_executor(input)),
