@@ -288,16 +288,20 @@ fn enclosing_quote(bytes: &[u8], at: usize) -> Option<u8> {
             .enumerate()
             .filter(|&(i, &b)| {
                 let escaped = i > 0 && before[i - 1] == b'\\';
-                // An apostrophe inside a word (`Here's`) opens no string.
-                let apostrophe = quote == b'\''
-                    && i > 0
-                    && before[i - 1].is_ascii_alphanumeric()
-                    && before.get(i + 1).is_some_and(u8::is_ascii_alphanumeric);
+                // An apostrophe after a word (`Here's`, `Zoë's`, `the users' header`) opens no
+                // string; a closing quote taken for one leaves the value to run to the line's
+                // end (more is redacted, never less).
+                let apostrophe = quote == b'\'' && i > 0 && in_word(before[i - 1]);
                 b == quote && !escaped && !apostrophe
             })
             .count()
     };
     [b'"', b'\'', b'`'].into_iter().find(|&quote| counted(quote) % 2 == 1)
+}
+
+/// Whether `b` is part of a word: a letter or digit, ASCII or not.
+fn in_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b >= 0x80
 }
 
 /// Whether `b` ends an unquoted value.
@@ -358,11 +362,13 @@ fn value_at(text: &str, mut i: usize, form: Form) -> Option<Range<usize>> {
     let start = i;
     while i < bytes.len() && !ends_value(bytes[i], form) {
         // In a header written inside a string, an escaped quote (`\"`) is part of the value.
-        i += if matches!(form, Form::Header(_)) && bytes[i] == b'\\' {
-            2
-        } else {
-            1
+        let escaped_quote = match form {
+            Form::Header(Some(quote)) => {
+                bytes[i] == b'\\' && matches!(bytes.get(i + 1), Some(&b) if b == quote || b == b'\\')
+            }
+            _ => false,
         };
+        i += if escaped_quote { 2 } else { 1 };
     }
     i = i.min(bytes.len());
     while i > start && matches!(bytes[i - 1], b'.' | b':' | b' ' | b'\t') {
@@ -418,6 +424,14 @@ mod tests {
             ),
             ("api key: 7f9c2ba4e88f827d", "api key: [REDACTED]"),
             (
+                "curl https://api.example.com/v1 \\\n  -u admin:s3cretPassw0rd",
+                "curl https://api.example.com/v1 \\\n  -u admin:[REDACTED]",
+            ),
+            (
+                "Cookie: sessionid=abc \\\nThe weather is nice today.",
+                "Cookie: [REDACTED]\nThe weather is nice today.",
+            ),
+            (
                 "Send `Cookie: sessionid=abc123` with every request.",
                 "Send `Cookie: [REDACTED]` with every request.",
             ),
@@ -452,6 +466,8 @@ mod tests {
             "curl -H 'Cookie: theme=\"dark\"; sessionid=abc123SECRETxyz' https://x",
             r#"{"headers": "Cookie: theme=\"dark\"; sessionid=abc123SECRETxyz"}"#,
             "Here's the header: Cookie: theme='dark'; sessionid=abc123SECRETxyz",
+            "Zoë's header: Cookie: theme='dark'; sessionid=abc123SECRETxyz",
+            "The users' header: Cookie: theme='dark'; sessionid=abc123SECRETxyz",
         ] {
             let out = super::super::redact_text(text);
             assert!(!out.contains("abc123SECRETxyz"), "{out}");

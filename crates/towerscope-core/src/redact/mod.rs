@@ -146,7 +146,7 @@ fn at_word(text: &str, start: usize, end: usize) -> Option<Range<usize>> {
     if word.eq_ignore_ascii_case("bearer") {
         return tokens::after_bearer(bytes, end);
     }
-    if (word == "-u" || word == "--user") && tokens::in_curl_command(bytes, start) {
+    if word == "-u" || word == "--user" {
         return tokens::curl_user_password(bytes, end);
     }
     if word.starts_with("-----BEGIN") {

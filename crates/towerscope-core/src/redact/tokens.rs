@@ -201,25 +201,11 @@ pub(super) fn after_bearer(bytes: &[u8], mut i: usize) -> Option<Range<usize>> {
     (token.len() >= 8 && looks_like_token).then_some(start..i)
 }
 
-/// Whether the word `curl` comes before `at` on its line (within 256 bytes): `-u` is curl's
-/// user there, and something else in `docker run -u 1000:1000` or `date -u`.
-pub(super) fn in_curl_command(bytes: &[u8], at: usize) -> bool {
-    let from = at.saturating_sub(256);
-    let line = bytes[from..at]
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(from, |i| from + i + 1);
-    let before = &bytes[line..at];
-    before.windows(5).enumerate().any(|(i, w)| {
-        w[..4].eq_ignore_ascii_case(b"curl")
-            && matches!(w[4], b' ' | b'\t')
-            && (i == 0 || !before[i - 1].is_ascii_alphanumeric())
-    })
-}
-
 /// The password of curl's `-u user:password` / `--user=user:password` (the flag ending at `i`):
 /// what follows the first `:` of the value, up to a blank or the value's closing quote. `None`
-/// when the value has no `:` (curl then asks for the password) or nothing after it.
+/// when the value has no `:` (curl then asks for the password) or nothing after it, and for
+/// other commands' `-u` values (numbers, a `+` format, a URL). Whatever the command (a curl
+/// command may run over several lines): more is redacted, never less.
 pub(super) fn curl_user_password(bytes: &[u8], mut i: usize) -> Option<Range<usize>> {
     let flag_end = i;
     if bytes.get(i) == Some(&b'=') {
@@ -247,7 +233,14 @@ pub(super) fn curl_user_password(bytes: &[u8], mut i: usize) -> Option<Range<usi
     while i < bytes.len() && !ends(bytes[i]) {
         i += 1;
     }
-    let colon = value + bytes[value..i].iter().position(|&b| b == b':')?;
+    let found = &bytes[value..i];
+    // Not a user and password: `1000:1000` (a uid and gid: `docker run -u`), `+%H:%M` (a
+    // format: `date -u`), a URL (`pip install --user git+https://…`).
+    let numbers = found.iter().all(|&b| b.is_ascii_digit() || b == b':');
+    if numbers || found.first() == Some(&b'+') || found.windows(3).any(|w| w == b"://") {
+        return None;
+    }
+    let colon = value + found.iter().position(|&b| b == b':')?;
     (colon + 1 < i).then_some(colon + 1..i)
 }
 
