@@ -624,3 +624,28 @@ async fn an_interrupt_naming_a_finished_reply_is_refused() {
         );
     }
 }
+
+/// The same for a team executor: an interrupt naming its leader's reply that ended is refused
+/// by name.
+#[tokio::test]
+async fn an_interrupt_naming_a_team_leaders_finished_reply_is_refused() {
+    let leader_model = ScriptedModel::new("m", [report("r1", "done")]);
+    let writer_model = ScriptedModel::new("m", [ScriptedResponse::text("unused")]);
+    let team = TeamPipeline::new(
+        Agent::builder("lead").model(leader_model.clone()),
+        [TeamMember::new(agent("writer", &writer_model), "Writes.")],
+    )
+    .unwrap();
+    let verifier_model = ScriptedModel::new("m", [verdict("v1", "pass", "")]);
+    let goal = GoalPipeline::team(team, agent("checker", &verifier_model));
+    let last = goal.reply(Msg::user("user", "Do it.").into()).await.unwrap();
+    assert_eq!(last.finished_reason, Some(ReplyFinishedReason::Completed));
+    let leader_reply = goal.executor().state().reply_context.reply_id;
+    let answer = goal
+        .reply(towerscope_core::event::UserInterruptEvent::new(leader_reply).into())
+        .await;
+    assert!(
+        matches!(&answer, Err(towerscope_core::AgentError::Validation(m)) if m.contains("waits on the reply")),
+        "{answer:?}"
+    );
+}

@@ -53,9 +53,9 @@ impl Executor {
             || matches!(self, Self::Team(team) if team.waits_on(reply))
     }
 
-    /// Whether the executor is a single agent (not a team).
-    pub(super) fn is_agent(&self) -> bool {
-        matches!(self, Self::Agent(_))
+    /// Whether a question of one of the team's members waits on `reply` (never, for an agent).
+    pub(super) fn member_waits_on(&self, reply: &Id) -> bool {
+        matches!(self, Self::Team(team) if team.waits_on(reply))
     }
 
     /// The reply the executor is parked in for the user: the agent's, or, a team, its

@@ -206,7 +206,7 @@ impl GoalPipeline {
             let parked = |agent: &towerscope_agent::Agent| agent.waiting_calls().is_some_and(|w| w.reply_id == reply);
             let (executor, verifier) = if interrupt {
                 (
-                    parked(self.executor.agent()) || self.executor.waits_on(&reply) && !self.executor.is_agent(),
+                    parked(self.executor.agent()) || self.executor.member_waits_on(&reply),
                     parked(&self.verifier),
                 )
             } else {
