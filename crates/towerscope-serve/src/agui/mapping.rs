@@ -166,8 +166,9 @@ impl EventMapper {
             AgentEvent::ToolResultDataDelta(e) => {
                 // Only where a data block splits the result's text matters here: its bytes are
                 // not copied.
-                let placeholder = DataSource::Url {
-                    url: String::new(),
+                // Empty base64 (not a URL): pieces of one image still join into one block.
+                let placeholder = DataSource::Base64 {
+                    data: String::new(),
                     media_type: String::new(),
                 };
                 let piece = ToolResultDataDeltaEvent::new(e.reply_id.clone(), e.tool_call_id.clone(), placeholder)
@@ -492,6 +493,47 @@ mod tests {
 
     fn outcome(event: &AguiEvent) -> Value {
         serde_json::to_value(event).expect("an event is JSON")["outcome"].clone()
+    }
+
+    /// A text, an image in 65 base64 pieces, then more of the first text: the result's content
+    /// is the one text, as stored (the pieces were 65 blocks, and the text's block out of
+    /// reach).
+    #[test]
+    fn an_image_in_many_pieces_keeps_the_text_around_it_whole() {
+        use towerscope_core::{ToolResultEndEvent, ToolResultState, ToolResultTextDeltaEvent};
+        let mut mapper = EventMapper::new("t", "r");
+        let mut out = Vec::new();
+        let mut events: Vec<AgentEvent> = vec![ToolResultStartEvent::new("r1", "c1", "draw").into()];
+        events.push(
+            ToolResultTextDeltaEvent::new("r1", "c1", "a")
+                .with_block_id("t1")
+                .into(),
+        );
+        for _ in 0..65 {
+            let piece = DataSource::Base64 {
+                data: "aGk=".into(),
+                media_type: "image/png".into(),
+            };
+            events.push(
+                ToolResultDataDeltaEvent::new("r1", "c1", piece)
+                    .with_block_id("d1")
+                    .into(),
+            );
+        }
+        events.push(
+            ToolResultTextDeltaEvent::new("r1", "c1", "b")
+                .with_block_id("t1")
+                .into(),
+        );
+        events.push(ToolResultEndEvent::new("r1", "c1", ToolResultState::Success, Map::new()).into());
+        for event in &events {
+            mapper.map(event, &mut out);
+        }
+        let content = out.iter().find_map(|e| match e {
+            AguiEvent::ToolCallResult { content, .. } => Some(content.clone()),
+            _ => None,
+        });
+        assert_eq!(content.as_deref(), Some("ab"));
     }
 
     #[test]
