@@ -322,3 +322,63 @@ fn text_chunks_with_new_ids_fold_into_one_text_as_stored() {
     assert_eq!(stored, ["line 1, line 2"]);
     assert_eq!(folded, stored);
 }
+
+/// Pieces whose ids are another kind's block's (a text piece with a data block's id, data
+/// pieces with a text's): folded as the stored result folds them, each a block of its own (the
+/// fold joined the text pieces across the image, and the data pieces into one).
+#[test]
+fn pieces_with_another_kinds_id_fold_as_stored() {
+    use towerscope_core::{DataBlock, TextBlock, ToolChunk};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let cases: [fn() -> Vec<ToolChunk>; 2] = [
+        || {
+            vec![
+                ToolChunk::new(vec![DataBlock::base64("aGk=", "image/png").with_id("d").into()]).with_is_last(false),
+                ToolChunk::new(vec![TextBlock::new("x").with_id("d").into()]).with_is_last(false),
+                ToolChunk::new(vec![DataBlock::base64("aGk=", "image/png").with_id("e").into()]).with_is_last(false),
+                ToolChunk::new(vec![TextBlock::new("y").with_id("d").into()]),
+            ]
+        },
+        || {
+            vec![
+                ToolChunk::new(vec![TextBlock::new("a").with_id("t").into()]).with_is_last(false),
+                ToolChunk::new(vec![DataBlock::base64("aGk=", "image/png").with_id("t").into()]).with_is_last(false),
+                ToolChunk::new(vec![DataBlock::base64("aGk=", "image/png").with_id("t").into()]),
+            ]
+        },
+    ];
+    for chunks in cases {
+        let model = ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "draw", "{}"),
+                ScriptedResponse::text("done"),
+            ],
+        );
+        let agent = Agent::builder("a")
+            .model(model)
+            .tool(FunctionTool::streaming("draw", move |_: Draw| {
+                futures_util::stream::iter(chunks())
+            }))
+            .build()
+            .unwrap();
+        let out = runtime.block_on(common::collect(agent.reply_stream(Msg::user("user", "draw"))));
+        let reply_id = out.final_msg.as_ref().unwrap().id.clone();
+        let state = agent.state();
+        let stored = state.context.iter().rev().find(|m| m.id == reply_id).unwrap().clone();
+        let mut folded = Msg::assistant_blocks("a", Vec::new()).with_id(reply_id);
+        for event in &out.events {
+            folded.append_event(event);
+        }
+        let shape = |m: &Msg| {
+            result_blocks(m)
+                .into_iter()
+                .map(|(kind, _, content)| (kind, content))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(shape(&folded), shape(&stored));
+    }
+}

@@ -287,66 +287,67 @@ impl Msg {
 /// ours does, is folded into a new block).
 const LOOK_BACK: usize = 64;
 
-/// A text piece of a tool result, folded as the stored result folds it (`ToolChunk`s): joined
-/// to the text block of its id; else to the last block when that is text (the stored result
-/// joins neighbouring texts: a tool streaming pieces with new ids makes one text); else a new
-/// block with its id. A piece without an id joins the last block if it is text.
-fn append_result_text(blocks: &mut Vec<MediaBlock>, block_id: Option<&Id>, delta: &str) {
-    let found = block_id.and_then(|id| {
-        blocks
-            .iter()
-            .rev()
-            .take(LOOK_BACK)
-            .position(|block| matches!(block, MediaBlock::Text(text) if text.id == *id))
-    });
-    let target = match found {
-        Some(from_end) => {
-            let index = blocks.len() - 1 - from_end;
-            match blocks.get_mut(index) {
-                Some(MediaBlock::Text(text)) => Some(text),
-                _ => None,
-            }
-        }
-        None => match blocks.last_mut() {
-            Some(MediaBlock::Text(last)) => Some(last),
-            _ => None,
-        },
-    };
-    match target {
-        Some(text) => text.text.push_str(delta),
-        None => {
-            let mut text = TextBlock::new(delta);
-            if let Some(id) = block_id {
-                text.id = id.clone();
-            }
-            blocks.push(text.into());
-        }
-    }
+/// The index of the block with `id` among a result's last [`LOOK_BACK`] blocks, of any kind (as
+/// the stored result finds a piece's block).
+fn block_with_id(blocks: &[MediaBlock], id: &Id) -> Option<usize> {
+    let from_end = blocks.iter().rev().take(LOOK_BACK).position(|block| block.id() == id)?;
+    Some(blocks.len() - 1 - from_end)
 }
 
-/// Adds a data piece to a tool result's blocks: base64 joins a base64 block with the same id
-/// (among the last [`LOOK_BACK`]), anything else is a new block.
-fn append_result_data(blocks: &mut Vec<MediaBlock>, block_id: &Id, source: DataSource) {
-    if let DataSource::Base64 {
-        data: incoming,
-        media_type: incoming_type,
-    } = &source
+/// A text piece of a tool result, folded as the stored result folds it (`ToolChunk`s): joined
+/// to the text block of its id; a piece whose id is another kind's block's (a data block) is
+/// a new block of its own id-less kind, as the stored result copies it under a new id; else
+/// joined to the last block when that is text (the stored result joins neighbouring texts: a
+/// tool streaming pieces with new ids makes one text); else a new block with its id. A piece
+/// without an id joins the last block if it is text.
+fn append_result_text(blocks: &mut Vec<MediaBlock>, block_id: Option<&Id>, delta: &str) {
+    let found = block_id.and_then(|id| block_with_id(blocks, id));
+    if let Some(index) = found
+        && let Some(MediaBlock::Text(text)) = blocks.get_mut(index)
     {
-        let target = blocks.iter_mut().rev().take(LOOK_BACK).find_map(|block| match block {
-            MediaBlock::Data(DataBlock {
-                id,
-                source: DataSource::Base64 { data, media_type },
-                ..
-            }) if id == block_id => Some((data, media_type)),
-            _ => None,
-        });
-        if let Some((data, media_type)) = target {
-            base64::merge(data, incoming);
-            if !incoming_type.is_empty() {
-                media_type.clone_from(incoming_type);
-            }
-            return;
-        }
+        text.text.push_str(delta);
+        return;
     }
-    blocks.push(DataBlock::new(source).with_id(block_id).into());
+    if let Some(MediaBlock::Text(last)) = blocks.last_mut() {
+        last.text.push_str(delta);
+        return;
+    }
+    let mut text = TextBlock::new(delta);
+    if let (Some(id), None) = (block_id, found) {
+        text.id = id.clone();
+    }
+    blocks.push(text.into());
+}
+
+/// Adds a data piece to a tool result's blocks: base64 joins the base64 block of its id (among
+/// the last [`LOOK_BACK`]); a piece whose id is another block's it cannot join is a new block
+/// under a new id (as the stored result copies it); anything else a new block with its id.
+fn append_result_data(blocks: &mut Vec<MediaBlock>, block_id: &Id, source: DataSource) {
+    let found = block_with_id(blocks, block_id);
+    if let (
+        Some(MediaBlock::Data(DataBlock {
+            source: DataSource::Base64 { data, media_type },
+            ..
+        })),
+        DataSource::Base64 {
+            data: incoming,
+            media_type: incoming_type,
+        },
+    ) = (found.and_then(|index| blocks.get_mut(index)), &source)
+    {
+        base64::merge(data, incoming);
+        if !incoming_type.is_empty() {
+            media_type.clone_from(incoming_type);
+        }
+        return;
+    }
+    let block = DataBlock::new(source);
+    blocks.push(
+        if found.is_some() {
+            block
+        } else {
+            block.with_id(block_id)
+        }
+        .into(),
+    );
 }
