@@ -515,7 +515,7 @@ async fn text_a_terminal_would_act_on_is_shown_not_sent() {
         "m",
         [
             ScriptedResponse::tool_call("c1", "fetch", r#"{"city": "Oslo"}"#),
-            ScriptedResponse::text("done \x1b[?1049h"),
+            ScriptedResponse::text("done \x1b[?1049h \u{202e}txt.exe"),
         ],
     );
     let agent = Agent::builder("a")
@@ -534,6 +534,11 @@ async fn text_a_terminal_would_act_on_is_shown_not_sent() {
     assert!(!printed.contains(['\x1b', '\x07', '\r']), "{printed:?}");
     assert!(printed.contains("^[]52;c;aGk=^Gpage"), "{printed}");
     assert!(printed.contains("done ^[[?1049h"), "{printed}");
+    // A bidirectional override, which makes the terminal show the text reversed, is named.
+    assert!(
+        !printed.contains('\u{202e}') && printed.contains("<U+202E>txt.exe"),
+        "{printed}"
+    );
 }
 
 /// A fan-out shown in the console: each member's answer once, as it streamed (the combined

@@ -66,9 +66,12 @@ impl Tone {
 /// escape sequences (colours, a title, the clipboard, the alternate screen) and other control
 /// characters. Those are shown in caret notation (`ESC` as `^[`, `BEL` as `^G`), the C1
 /// controls as U+FFFD, and carriage returns dropped (a line is not overwritten); newlines and
-/// tabs stay. Text without any is borrowed as it is.
+/// tabs stay. The bidirectional overrides and isolates (U+202A–U+202E, U+2066–U+2069), which
+/// make a terminal show text in another order than it is written, are shown as `<U+202E>`.
+/// Text without any is borrowed as it is.
 pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let acts = |c: char| c.is_control() && c != '\n' && c != '\t';
+    let reorders = |c: char| matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    let acts = |c: char| (c.is_control() && c != '\n' && c != '\t') || reorders(c);
     if !text.chars().any(acts) {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -78,6 +81,10 @@ pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
             '\r' => {}
             c if !acts(c) => out.push(c),
             '\u{7f}' => out.push_str("^?"),
+            c if reorders(c) => {
+                use std::fmt::Write;
+                let _ = write!(out, "<U+{:04X}>", u32::from(c));
+            }
             c if u32::from(c) < 0x20 => {
                 out.push('^');
                 out.push(char::from(b'@' + u8::try_from(u32::from(c)).unwrap_or(0)));
