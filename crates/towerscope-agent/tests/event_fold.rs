@@ -159,23 +159,34 @@ fn result_blocks(msg: &Msg) -> Vec<(&'static str, String, String)> {
     }
 }
 
-/// A tool that streams a text, a data block, more of the first text, then a second text: the
-/// folded result has the stored blocks, in the stored order, under the stored ids (the fold
-/// appended every text piece to the last block: `[a, data, bc]` against `[ab, data, c]`).
-#[test]
-fn a_streamed_results_text_pieces_fold_into_the_blocks_they_were_stored_in() {
-    use towerscope_core::{DataBlock, TextBlock, ToolChunk};
-    let chunks = || {
-        futures_util::stream::iter([
-            ToolChunk::new(vec![
-                TextBlock::new("a").with_id("t1").into(),
-                DataBlock::base64("aGk=", "image/png").with_id("d1").into(),
-            ])
-            .with_is_last(false),
-            ToolChunk::new(vec![TextBlock::new("b").with_id("t1").into()]).with_is_last(false),
-            ToolChunk::new(vec![TextBlock::new("c").with_id("t2").into()]),
-        ])
-    };
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The reply's message as the agent stored it, and as its events rebuild it.
+fn stored_and_rebuilt(agent: &Agent, out: &common::Collected) -> (Msg, Msg) {
+    assert!(out.error.is_none(), "{:?}", out.error);
+    let reply_id = out.final_msg.as_ref().unwrap().id.clone();
+    let stored = agent
+        .state()
+        .context
+        .iter()
+        .rev()
+        .find(|m| m.id == reply_id)
+        .unwrap()
+        .clone();
+    let mut folded = Msg::assistant_blocks("a", Vec::new()).with_id(reply_id);
+    for event in &out.events {
+        folded.append_event(event);
+    }
+    (stored, folded)
+}
+
+/// One call of a `draw` tool that streams `chunks`: the reply's message stored, and rebuilt.
+fn drawn(chunks: fn() -> Vec<towerscope_core::ToolChunk>) -> (Msg, Msg) {
     let model = ScriptedModel::new(
         "m",
         [
@@ -185,50 +196,44 @@ fn a_streamed_results_text_pieces_fold_into_the_blocks_they_were_stored_in() {
     );
     let agent = Agent::builder("a")
         .model(model)
-        .tool(FunctionTool::streaming("draw", move |_: Draw| chunks()))
+        .tool(FunctionTool::streaming("draw", move |_: Draw| {
+            futures_util::stream::iter(chunks())
+        }))
         .build()
         .unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let out = runtime.block_on(common::collect(agent.reply_stream(Msg::user("user", "draw"))));
-    assert!(out.error.is_none(), "{:?}", out.error);
-    let reply_id = out.final_msg.as_ref().unwrap().id.clone();
-    let state = agent.state();
-    let stored = state.context.iter().rev().find(|m| m.id == reply_id).unwrap().clone();
-    let mut folded = Msg::assistant_blocks("a", Vec::new()).with_id(reply_id);
-    for event in &out.events {
-        folded.append_event(event);
-    }
-    let stored = result_blocks(&stored);
-    assert_eq!(
-        stored
-            .iter()
-            .map(|b| b.2.as_str())
-            .filter(|t| t.len() < 3)
-            .collect::<Vec<_>>(),
-        ["ab", "c"]
-    );
-    assert_eq!(result_blocks(&folded), stored);
+    let out = runtime().block_on(common::collect(agent.reply_stream(Msg::user("user", "draw"))));
+    stored_and_rebuilt(&agent, &out)
 }
 
-/// The stored result of the reply's first call, and the one its events rebuild.
-fn stored_and_folded(agent: &Agent, out: &common::Collected) -> (Vec<String>, Vec<String>) {
-    let reply_id = out.final_msg.as_ref().unwrap().id.clone();
-    let state = agent.state();
-    let stored = state.context.iter().rev().find(|m| m.id == reply_id).unwrap().clone();
-    let mut folded = Msg::assistant_blocks("a", Vec::new()).with_id(reply_id);
-    for event in &out.events {
-        folded.append_event(event);
-    }
-    let texts = |m: &Msg| {
-        common::results(m)
-            .iter()
-            .map(|r| r.output.text_content().unwrap_or_default())
-            .collect::<Vec<_>>()
-    };
-    (texts(&stored), texts(&folded))
+/// The texts of a message's tool results.
+fn result_texts(msg: &Msg) -> Vec<String> {
+    common::results(msg)
+        .iter()
+        .map(|r| r.output.text_content().unwrap_or_default())
+        .collect()
+}
+
+/// A tool that streams a text, a data block, more of the first text, then a second text: the
+/// folded result has the stored blocks, in the stored order, under the stored ids (the fold
+/// appended every text piece to the last block: `[a, data, bc]` against `[ab, data, c]`).
+#[test]
+fn a_streamed_results_text_pieces_fold_into_the_blocks_they_were_stored_in() {
+    use towerscope_core::{DataBlock, TextBlock, ToolChunk};
+    let (stored, folded) = drawn(|| {
+        vec![
+            ToolChunk::new(vec![
+                TextBlock::new("a").with_id("t1").into(),
+                DataBlock::base64("aGk=", "image/png").with_id("d1").into(),
+            ])
+            .with_is_last(false),
+            ToolChunk::new(vec![TextBlock::new("b").with_id("t1").into()]).with_is_last(false),
+            ToolChunk::new(vec![TextBlock::new("c").with_id("t2").into()]),
+        ]
+    });
+    let stored = result_blocks(&stored);
+    let texts: Vec<&str> = stored.iter().filter(|b| b.0 == "text").map(|b| b.2.as_str()).collect();
+    assert_eq!(texts, ["ab", "c"]);
+    assert_eq!(result_blocks(&folded), stored);
 }
 
 /// A result that comes whole, without chunks (the structured-output tool's, an `on_acting`
@@ -244,10 +249,7 @@ fn a_result_given_without_chunks_reaches_the_events() {
         #[allow(dead_code)]
         celsius: i32,
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
 
     let model = ScriptedModel::new(
         "m",
@@ -262,9 +264,9 @@ fn a_result_given_without_chunks_reaches_the_events() {
     let out = runtime.block_on(common::collect(
         agent.reply_stream_structured(Msg::user("u", "paris"), schema),
     ));
-    let (stored, folded) = stored_and_folded(&agent, &out);
-    assert!(!stored[0].is_empty());
-    assert_eq!(folded, stored);
+    let (stored, folded) = stored_and_rebuilt(&agent, &out);
+    assert!(!result_texts(&stored)[0].is_empty());
+    assert_eq!(result_texts(&folded), result_texts(&stored));
 
     let model = ScriptedModel::new(
         "m",
@@ -285,9 +287,9 @@ fn a_result_given_without_chunks_reaches_the_events() {
         .build()
         .unwrap();
     let out = runtime.block_on(common::collect(agent.reply_stream(Msg::user("u", "1+2"))));
-    let (stored, folded) = stored_and_folded(&agent, &out);
-    assert_eq!(stored, ["3 (cached)"]);
-    assert_eq!(folded, stored);
+    let (stored, folded) = stored_and_rebuilt(&agent, &out);
+    assert_eq!(result_texts(&stored), ["3 (cached)"]);
+    assert_eq!(result_texts(&folded), result_texts(&stored));
 }
 
 /// A tool that streams text chunks, each a block with a new id: the stored result joins them
@@ -295,32 +297,14 @@ fn a_result_given_without_chunks_reaches_the_events() {
 #[test]
 fn text_chunks_with_new_ids_fold_into_one_text_as_stored() {
     use towerscope_core::ToolChunk;
-    let chunks = || {
-        futures_util::stream::iter([
+    let (stored, folded) = drawn(|| {
+        vec![
             ToolChunk::text("line 1, ").with_is_last(false),
             ToolChunk::text("line 2"),
-        ])
-    };
-    let model = ScriptedModel::new(
-        "m",
-        [
-            ScriptedResponse::tool_call("c1", "draw", "{}"),
-            ScriptedResponse::text("done"),
-        ],
-    );
-    let agent = Agent::builder("a")
-        .model(model)
-        .tool(FunctionTool::streaming("draw", move |_: Draw| chunks()))
-        .build()
-        .unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let out = runtime.block_on(common::collect(agent.reply_stream(Msg::user("user", "draw"))));
-    let (stored, folded) = stored_and_folded(&agent, &out);
-    assert_eq!(stored, ["line 1, line 2"]);
-    assert_eq!(folded, stored);
+        ]
+    });
+    assert_eq!(result_texts(&stored), ["line 1, line 2"]);
+    assert_eq!(result_texts(&folded), result_texts(&stored));
 }
 
 /// Pieces whose ids are another kind's block's (a text piece with a data block's id, data
@@ -329,10 +313,6 @@ fn text_chunks_with_new_ids_fold_into_one_text_as_stored() {
 #[test]
 fn pieces_with_another_kinds_id_fold_as_stored() {
     use towerscope_core::{DataBlock, TextBlock, ToolChunk};
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     let cases: [fn() -> Vec<ToolChunk>; 2] = [
         || {
             vec![
@@ -350,35 +330,14 @@ fn pieces_with_another_kinds_id_fold_as_stored() {
             ]
         },
     ];
+    let shape = |m: &Msg| {
+        result_blocks(m)
+            .into_iter()
+            .map(|(kind, _, content)| (kind, content))
+            .collect::<Vec<_>>()
+    };
     for chunks in cases {
-        let model = ScriptedModel::new(
-            "m",
-            [
-                ScriptedResponse::tool_call("c1", "draw", "{}"),
-                ScriptedResponse::text("done"),
-            ],
-        );
-        let agent = Agent::builder("a")
-            .model(model)
-            .tool(FunctionTool::streaming("draw", move |_: Draw| {
-                futures_util::stream::iter(chunks())
-            }))
-            .build()
-            .unwrap();
-        let out = runtime.block_on(common::collect(agent.reply_stream(Msg::user("user", "draw"))));
-        let reply_id = out.final_msg.as_ref().unwrap().id.clone();
-        let state = agent.state();
-        let stored = state.context.iter().rev().find(|m| m.id == reply_id).unwrap().clone();
-        let mut folded = Msg::assistant_blocks("a", Vec::new()).with_id(reply_id);
-        for event in &out.events {
-            folded.append_event(event);
-        }
-        let shape = |m: &Msg| {
-            result_blocks(m)
-                .into_iter()
-                .map(|(kind, _, content)| (kind, content))
-                .collect::<Vec<_>>()
-        };
+        let (stored, folded) = drawn(chunks);
         assert_eq!(shape(&folded), shape(&stored));
     }
 }
