@@ -3,8 +3,11 @@
 //! a whole chat driven through a channel, with y, n, a answers and Ctrl-C.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::time::Duration;
 
+use common::limited;
 use futures_util::StreamExt;
 use towerscope_agent::Agent;
 use towerscope_agent::toolkit::{FunctionTool, ToolError};
@@ -582,22 +585,6 @@ fn a_confirmation_prompt_shows_a_tool_names_control_characters() {
         towerscope_team::console::prompt(&call),
         "Allow get^[]0;pwned^Gweather? [y/N/e] "
     );
-}
-
-/// An agent whose first reply ends with an error: it calls a tool, and its limit is one model
-/// call a reply.
-fn limited(name: &str) -> Agent {
-    Agent::builder(name)
-        .model(ScriptedModel::new(
-            "m",
-            [
-                ScriptedResponse::tool_call("c1", "missing", "{}"),
-                ScriptedResponse::text("never"),
-            ],
-        ))
-        .on_model_call(towerscope_layers::CallLimitLayer::new().model_calls_per_reply(1))
-        .build()
-        .unwrap()
 }
 
 /// A reply that ended with an error shows the error once, on its `✗` line, never again as the

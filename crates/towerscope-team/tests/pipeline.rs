@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{hint_only, line};
+use common::{hint_only, limited, line};
 use futures_util::StreamExt;
 use towerscope_agent::Agent;
 use towerscope_core::event::{ConfirmResult, UserConfirmResultEvent};
@@ -328,22 +328,6 @@ async fn every_member_observes_past_one_that_refuses() {
         let seen: Vec<String> = member.state().context.iter().filter_map(|m| m.text_content()).collect();
         assert_eq!(seen, ["news"], "{}", member.name());
     }
-}
-
-/// An agent whose first reply ends with an error: it calls a tool, and its limit is one model
-/// call a reply.
-fn limited(name: &str) -> Agent {
-    Agent::builder(name)
-        .model(ScriptedModel::new(
-            "scripted",
-            [
-                ScriptedResponse::tool_call("c1", "missing", "{}"),
-                ScriptedResponse::text("never"),
-            ],
-        ))
-        .on_model_call(towerscope_layers::CallLimitLayer::new().model_calls_per_reply(1))
-        .build()
-        .unwrap()
 }
 
 /// A member whose reply ended with an error (its text is the error's) stops the row: the next

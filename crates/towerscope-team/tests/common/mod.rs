@@ -71,3 +71,19 @@ pub fn asking_agent(name: &str, model: ScriptedModel) -> Agent {
         .build()
         .unwrap()
 }
+
+/// An agent whose first reply ends with an error: it calls a tool, and its limit is one model
+/// call a reply.
+pub fn limited(name: &str) -> Agent {
+    Agent::builder(name)
+        .model(ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "missing", "{}"),
+                ScriptedResponse::text("never"),
+            ],
+        ))
+        .on_model_call(towerscope_layers::CallLimitLayer::new().model_calls_per_reply(1))
+        .build()
+        .unwrap()
+}
