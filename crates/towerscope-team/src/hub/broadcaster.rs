@@ -9,11 +9,13 @@ use super::BroadcastLayer;
 use crate::Participant;
 use crate::share::shared_copy;
 
-/// Who hears one participant's replies in one hub.
+/// Who hears one participant's replies in one hub: the hub's members, shared by all of them
+/// (the participant itself among them, skipped when it broadcasts), so a hub of `n` members
+/// holds one list of `n`, not `n` lists of `n - 1`.
 #[derive(Clone)]
 pub(crate) struct Subscription {
     pub(crate) hub: u64,
-    pub(crate) to: Vec<Receiver>,
+    pub(crate) to: Arc<[Receiver]>,
 }
 
 /// One participant that hears the replies.
@@ -125,10 +127,15 @@ impl Broadcaster {
         Arc::as_ptr(&self.shared) as usize
     }
 
-    pub(crate) fn subscribe(&self, hub: u64, to: Vec<Receiver>) {
+    pub(crate) fn subscribe(&self, hub: u64, to: Arc<[Receiver]>) {
         let mut subs = self.lock();
         subs.retain(|s| s.hub != hub);
         subs.push(Subscription { hub, to });
+    }
+
+    #[cfg(test)]
+    pub(crate) fn subscriptions(&self) -> Vec<Subscription> {
+        self.lock().clone()
     }
 
     pub(crate) fn unsubscribe(&self, hub: u64) {
@@ -139,10 +146,12 @@ impl Broadcaster {
     /// hears a reply once; the reference delivers it once per hub).
     fn receivers(&self) -> Vec<Receiver> {
         let subs = self.lock().clone();
+        let me = self.id();
         let mut seen = std::collections::HashSet::new();
-        subs.into_iter()
-            .flat_map(|s| s.to)
-            .filter(|r| seen.insert(r.id))
+        subs.iter()
+            .flat_map(|s| s.to.iter())
+            .filter(|r| r.id != me && seen.insert(r.id))
+            .cloned()
             .collect()
     }
 

@@ -223,28 +223,25 @@ impl MsgHub {
     pub fn close(self) {}
 
     fn resubscribe(&self, state: &State) {
-        for member in &state.members {
-            let Some(b) = member.broadcaster() else {
-                continue;
-            };
-            if !state.auto {
+        if !state.auto {
+            for b in state.members.iter().filter_map(|m| m.broadcaster()) {
                 b.unsubscribe(self.id);
-                continue;
             }
-            let me = b.id();
-            let to = state
-                .members
-                .iter()
-                .filter_map(|other| {
-                    let id = receiver_id(other);
-                    (id != me).then(|| Receiver {
-                        id,
-                        name: Arc::from(other.name()),
-                        participant: Arc::downgrade(other),
-                    })
-                })
-                .collect();
-            b.subscribe(self.id, to);
+            return;
+        }
+        // One list for the whole hub, shared by every member's broadcaster (each skips itself):
+        // adding a member costs a pass over the members, not a list of them for each.
+        let to: Arc<[Receiver]> = state
+            .members
+            .iter()
+            .map(|member| Receiver {
+                id: receiver_id(member),
+                name: Arc::from(member.name()),
+                participant: Arc::downgrade(member),
+            })
+            .collect();
+        for b in state.members.iter().filter_map(|m| m.broadcaster()) {
+            b.subscribe(self.id, Arc::clone(&to));
         }
     }
 
@@ -316,5 +313,57 @@ fn names(members: &[Arc<dyn Participant>]) -> String {
         "none".to_owned()
     } else {
         names.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use towerscope_agent::Agent;
+    use towerscope_models::ScriptedModel;
+
+    use super::*;
+    use crate::hub::Broadcaster;
+
+    fn member(name: &str) -> Agent {
+        Agent::builder(name)
+            .model(ScriptedModel::new("scripted", []))
+            .middleware(Broadcaster::new())
+            .build()
+            .unwrap()
+    }
+
+    /// A hub of `n` members holds one list of them, shared by every member's broadcaster: a
+    /// list each made adding the `n`-th member cost `n` lists of `n`, and a hub of a few
+    /// thousand members cubic work to fill.
+    #[test]
+    fn the_members_share_one_list_of_who_hears_them() {
+        let hub = MsgHub::builder().enter().unwrap();
+        let members: Vec<Agent> = (0..4).map(|i| member(&format!("m{i}"))).collect();
+        for m in &members {
+            hub.add(m.clone()).unwrap();
+        }
+        let lists: Vec<Arc<[Receiver]>> = members
+            .iter()
+            .map(|m| {
+                let b = Participant::broadcaster(m).unwrap();
+                let subs = b.subscriptions();
+                assert_eq!(subs.len(), 1, "one hub");
+                Arc::clone(&subs[0].to)
+            })
+            .collect();
+        assert_eq!(lists[0].len(), 4);
+        assert!(lists.iter().all(|l| Arc::ptr_eq(l, &lists[0])), "one list for the hub");
+        assert_eq!(
+            Participant::broadcaster(&members[0]).unwrap().subscribers(),
+            ["m1", "m2", "m3"],
+            "a member does not hear itself"
+        );
+        hub.delete("m2").unwrap();
+        assert_eq!(
+            Participant::broadcaster(&members[0]).unwrap().subscribers(),
+            ["m1", "m3"]
+        );
     }
 }
