@@ -123,6 +123,11 @@ pub struct AgentState {
     /// Where the tail message's call last looked up is (see [`CallHint`]).
     #[serde(skip)]
     pub(crate) call_hint: CallHint,
+    /// How many calls were set waiting (for the user or an external result) since the agent
+    /// was built or restored: the loop compares it around a batch of calls, so whether the
+    /// batch parked the reply costs a scan of the message only when a call was parked.
+    #[serde(skip)]
+    pub(crate) parks: u64,
 }
 
 impl PartialEq for AgentState {
@@ -139,6 +144,7 @@ impl PartialEq for AgentState {
             tasks,
             last_call: _,
             call_hint: _,
+            parks: _,
         } = self;
         *session_id == other.session_id
             && *summary == other.summary
@@ -172,6 +178,7 @@ impl Default for AgentState {
             tasks: Vec::new(),
             last_call: None,
             call_hint: CallHint::default(),
+            parks: 0,
         }
     }
 }
@@ -277,6 +284,15 @@ impl AgentState {
         self.tail_assistant().and_then(|m| m.content.get(index)).is_some_and(|block| {
             matches!(block, ContentBlock::ToolCall(c) if matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted))
         })
+    }
+
+    /// Sets tool call `id` of the tail assistant message waiting, in `state` (`Asking` or
+    /// `Submitted`), and counts it in [`parks`](Self::parks).
+    pub(crate) fn park_call(&mut self, id: &Id, state: ToolCallState) -> Option<&mut ToolCallBlock> {
+        self.parks = self.parks.wrapping_add(1);
+        let call = self.tail_call_mut(id)?;
+        call.state = state;
+        Some(call)
     }
 
     /// Sets the state of tool call `id` in the tail assistant message.

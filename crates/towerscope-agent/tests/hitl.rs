@@ -390,6 +390,84 @@ async fn a_sequential_batch_stops_at_the_call_that_asks_after_a_thousand_that_ra
     );
 }
 
+/// A round of many batches (calls that may run together alternating with calls that may not)
+/// runs them in order, and stops after the batch whose call waits for the user: here a
+/// concurrent batch of two, after two hundred batches that ran; the batch after it does not
+/// run.
+#[tokio::test]
+async fn a_round_of_alternating_batches_stops_after_the_batch_that_parks() {
+    use std::sync::{Arc, Mutex};
+    use towerscope_core::{PermissionBehavior, PermissionRule};
+
+    /// Append a line to the log.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Line {
+        /// The line.
+        n: u32,
+    }
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let logging = |name: &str, safe: bool| {
+        let written = Arc::clone(&log);
+        FunctionTool::new(name, move |a: Line| {
+            written.lock().unwrap().push(a.n);
+            async move { "ok".to_owned() }
+        })
+        .concurrency_safe(safe)
+    };
+    let (append, note) = (logging("append", false), logging("note", true));
+    let batches = 200u32;
+    let mut answer = ScriptedResponse::text("");
+    for n in 0..batches {
+        let tool = if n % 2 == 0 { "append" } else { "note" };
+        answer = answer.and_tool_call(format!("c{n}"), tool, format!(r#"{{"n": {n}}}"#));
+    }
+    // The last batch that ran was a sequential one (`n` = 198 is even, 199 odd: a `note`), so
+    // the asking `delete` shares a concurrent batch with one more `note`.
+    answer = answer
+        .and_tool_call("n", "note", r#"{"n": 1000}"#)
+        .and_tool_call("d", "delete", r#"{"path": "/tmp/x"}"#)
+        .and_tool_call("after", "append", r#"{"n": 99999}"#);
+    let model = ScriptedModel::new("m", [answer, ScriptedResponse::text("done")]);
+    let agent = Agent::builder("a")
+        .model(model)
+        .tool(append)
+        .tool(note)
+        .tool(delete_tool())
+        .default_permission(PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .build()
+        .unwrap();
+    let mut state = AgentState::new();
+    for tool in ["append", "note"] {
+        state
+            .permission_rules
+            .push(PermissionRule::new(tool, PermissionBehavior::Allow, "user"));
+    }
+    agent.load_state(state).unwrap();
+
+    let out = collect(agent.reply_stream(Msg::user("user", "go"))).await;
+    let mut expected: Vec<u32> = (0..batches).collect();
+    expected.push(1000);
+    assert_eq!(*log.lock().unwrap(), expected, "every batch before it ran, in order");
+    assert_eq!(out.kinds().last(), Some(&"REQUIRE_USER_CONFIRM"));
+    assert_eq!(parked_call(&out).id.to_string(), "d");
+    let state = agent.state();
+    let msg = state.context.last().unwrap();
+    let open: Vec<(String, ToolCallState)> = msg
+        .tool_calls()
+        .filter(|c| c.state != ToolCallState::Finished)
+        .map(|c| (c.id.to_string(), c.state))
+        .collect();
+    assert_eq!(
+        open,
+        [
+            ("d".to_owned(), ToolCallState::Asking),
+            ("after".to_owned(), ToolCallState::Pending)
+        ]
+    );
+}
+
 /// Reads `stream` to its end, calling `agent.interrupt()` at the first event of kind `at`.
 async fn interrupting_at(agent: &Agent, stream: towerscope_agent::ReplyStream, at: &str) -> common::Collected {
     use futures_util::StreamExt;

@@ -145,8 +145,7 @@ pub(crate) fn execute<'a>(
                 }
                 let parked = {
                     let mut state = runtime.lock_state();
-                    state.tail_call_mut(&call.id).map(|c| {
-                        c.state = ToolCallState::Asking;
+                    state.park_call(&call.id, ToolCallState::Asking).map(|c| {
                         c.suggested_rules = suggested_rules;
                         c.clone()
                     })
@@ -171,10 +170,7 @@ pub(crate) fn execute<'a>(
                 if info.external {
                     let submitted = {
                         let mut state = runtime.lock_state();
-                        state.tail_call_mut(&call.id).map(|c| {
-                            c.state = ToolCallState::Submitted;
-                            c.clone()
-                        })
+                        state.park_call(&call.id, ToolCallState::Submitted).map(|c| c.clone())
                     };
                     let submitted = submitted.unwrap_or_else(|| Arc::unwrap_or_clone(call));
                     emit.event(EventType::RequireExternalExecution, || {

@@ -336,10 +336,15 @@ fn run<'a>(
                         // What `reset_tools` reports as the groups active before the call.
                         round.insert(ActiveToolGroups(groups));
                     }
+                    let parks = runtime.lock_state().parks;
                     for (concurrent, batch) in acting::batches(runtime, calls) {
                         // Boxed inside (see `run_batch`).
                         acting::run_batch(runtime, &round, concurrent, batch, emit).await?;
-                        if runtime.lock_state().is_parked() {
+                        // A scan of the message only after a batch that parked a call: a
+                        // scan after each batch made a round of many alternating batches
+                        // quadratic.
+                        let state = runtime.lock_state();
+                        if state.parks != parks && state.is_parked() {
                             break;
                         }
                     }
