@@ -144,7 +144,7 @@ pub enum AgentError {
         retry_after: Option<Duration>,
     },
     /// A deadline passed.
-    #[error("{what} timed out: no {kind} within {}; raise the timeout or check the provider", deadline(*after))]
+    #[error("{what} timed out: {}; raise the timeout or check the provider", missed(*kind, *after))]
     Timeout {
         /// What timed out ("model call gpt-4o", "tool get_weather").
         what: String,
@@ -240,10 +240,16 @@ pub enum AgentError {
     },
 }
 
-fn deadline(after: Option<Duration>) -> String {
-    match after {
-        Some(d) => format!("{d:?}"),
-        None => "the deadline".to_owned(),
+/// What a deadline of `kind` missed: "did not finish within 2s", "no first chunk within
+/// 10s", "no chunk for 1s".
+fn missed(kind: TimeoutKind, after: Option<Duration>) -> String {
+    match (kind, after) {
+        (TimeoutKind::Call, Some(d)) => format!("did not finish within {d:?}"),
+        (TimeoutKind::FirstChunk, Some(d)) => format!("no first chunk within {d:?}"),
+        (TimeoutKind::Idle, Some(d)) => format!("no chunk for {d:?}"),
+        (TimeoutKind::Call, None) => "did not finish by its deadline".to_owned(),
+        (TimeoutKind::FirstChunk, None) => "no first chunk by its deadline".to_owned(),
+        (TimeoutKind::Idle, None) => "too long between two chunks".to_owned(),
     }
 }
 
@@ -419,6 +425,25 @@ mod tests {
         assert!(e.to_string().contains("tool calls limit of 4 reached for this reply"));
     }
 
+    /// Each deadline says what did not happen in time (the idle one said "no idle time
+    /// between chunks", the opposite of what happened).
+    #[test]
+    fn each_timeout_says_what_was_late() {
+        let text = |kind, after| {
+            AgentError::Timeout {
+                what: "tool t".into(),
+                kind,
+                after,
+            }
+            .to_string()
+        };
+        let second = Some(Duration::from_secs(1));
+        assert!(text(TimeoutKind::Call, second).starts_with("tool t timed out: did not finish within 1s;"));
+        assert!(text(TimeoutKind::Idle, second).starts_with("tool t timed out: no chunk for 1s;"));
+        assert!(text(TimeoutKind::Idle, None).starts_with("tool t timed out: too long between two chunks;"));
+        assert!(text(TimeoutKind::Call, None).starts_with("tool t timed out: did not finish by its deadline;"));
+    }
+
     #[test]
     fn retryable_classification() {
         let http = |status| AgentError::Http {
@@ -441,7 +466,7 @@ mod tests {
         let err = AgentError::from(elapsed);
         assert!(matches!(err, AgentError::Timeout { after: None, .. }), "{err:?}");
         assert!(err.is_retryable());
-        assert!(err.to_string().contains("within the deadline"), "{err}");
+        assert!(err.to_string().contains("did not finish by its deadline"), "{err}");
         let shed: BoxError = Box::new(tower::load_shed::error::Overloaded::new());
         assert!(matches!(AgentError::from(shed), AgentError::Overloaded));
         let boxed: BoxError = Box::new(AgentError::rate_limited("slow", Some(Duration::from_secs(1))));

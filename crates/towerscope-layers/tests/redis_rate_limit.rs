@@ -114,6 +114,38 @@ async fn tokens_counted_by_one_limiter_hold_back_the_other() {
     );
 }
 
+/// A usage figure a server got wrong (`u64::MAX` tokens) holds the shared limit's calls back
+/// for a window, as in one process, and the calls start again once it has left the window
+/// (Redis refused to add it to the sum, so it held nothing back, and its record then broke
+/// the decision that dropped it from the window).
+#[tokio::test]
+async fn a_huge_usage_holds_calls_back_for_a_window_then_leaves_it() {
+    let Some(url) = common::redis_url("a_huge_usage_holds_calls_back_for_a_window_then_leaves_it") else {
+        return;
+    };
+    let name = unique("huge");
+    let window = Duration::from_millis(1_500);
+    let limits = RateLimits::new().tokens_per(1_000, window).fail_fast();
+    let layer = RateLimitLayer::with_backend(limits, RedisBackend::open(&url, &name).unwrap(), WhenUnavailable::Fail);
+    limited(&layer, u64::MAX).oneshot(request()).await.unwrap();
+    // The tokens are counted from a task of their own: wait until the limit sees them.
+    let mut refused = None;
+    for _ in 0..50 {
+        match limited(&layer, 0).oneshot(request()).await {
+            Err(e) => {
+                refused = Some(e);
+                break;
+            }
+            Ok(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+    let err = refused.expect("u64::MAX tokens hold the next call back");
+    assert!(matches!(err, AgentError::RateLimited { .. }), "{err:?}");
+    tokio::time::sleep(window + Duration::from_millis(100)).await;
+    let after = limited(&layer, 0).oneshot(request()).await;
+    assert!(after.is_ok(), "the record left the window: {after:?}");
+}
+
 /// How many token records the limit `name` holds in Redis.
 async fn token_records(url: &str, name: &str) -> usize {
     let mut conn = redis::Client::open(url)

@@ -46,7 +46,7 @@ async fn a_delayed_tool_times_out_into_an_error_result() {
     assert_eq!(start.elapsed(), Duration::from_secs(2));
     assert_eq!(out.final_text().as_deref(), Some("The tool timed out, sorry."));
 
-    let expected = "tool slow timed out: no call within 2s; raise the timeout or check the provider";
+    let expected = "tool slow timed out: did not finish within 2s; raise the timeout or check the provider";
     let result = results(&agent).remove(0);
     assert_eq!(result.state, ToolResultState::Error);
     assert_eq!(result.output.text_content().as_deref(), Some(expected));
@@ -87,8 +87,7 @@ async fn a_streaming_tool_that_goes_quiet_times_out_between_chunks() {
             _ => None,
         })
         .collect();
-    let expected =
-        "tool slow timed out: no idle time between chunks within 1s; raise the timeout or check the provider";
+    let expected = "tool slow timed out: no chunk for 1s; raise the timeout or check the provider";
     assert_eq!(deltas, ["after 100 ms; ", "after 200 ms; ", expected]);
     let result = results(&agent).remove(0);
     assert_eq!(result.state, ToolResultState::Error);

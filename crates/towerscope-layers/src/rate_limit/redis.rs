@@ -79,16 +79,27 @@ return {0, 0}
 ";
 
 /// Counts the tokens of an answer. KEYS: token records, token sum. ARGV: tokens, window, nonce.
+/// The sum first: a count Redis refuses leaves no record behind that the sum never had.
 const RECORD: &str = r"
 local t = redis.call('TIME')
 local now = string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2]))
-redis.call('ZADD', KEYS[1], now, ARGV[1] .. ':' .. ARGV[3])
 redis.call('INCRBY', KEYS[2], ARGV[1])
+redis.call('ZADD', KEYS[1], now, ARGV[1] .. ':' .. ARGV[3])
 local ttl = math.ceil(tonumber(ARGV[2]) / 1000) + 1000
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('PEXPIRE', KEYS[2], ttl)
 return 1
 ";
+
+/// The tokens an answer is recorded with: at most the window's limit, which holds calls back
+/// exactly as any larger count does (until the record leaves the window), and at most 2^53 - 1,
+/// which the scripts' numbers (doubles) hold exactly. A usage figure a server got wrong
+/// (`u64::MAX`) was refused by Redis's `INCRBY`, then its record broke the decision that
+/// dropped it from the window.
+fn recorded_tokens(tokens: u64, limit: u64) -> u64 {
+    const EXACT: u64 = (1 << 53) - 1;
+    tokens.min(limit).min(EXACT)
+}
 
 static ADMIT_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(ADMIT));
 static RECORD_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(RECORD));
@@ -222,9 +233,10 @@ impl RateLimitBackend for RedisBackend {
     }
 
     fn record_tokens(&self, limits: &RateLimits, tokens: u64) {
-        let Some((_, window)) = limits.tokens else {
+        let Some((limit, window)) = limits.tokens else {
             return;
         };
+        let tokens = recorded_tokens(tokens, limit);
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::warn!(backend = %self.name, "tokens not counted: no tokio runtime");
             return;

@@ -41,7 +41,8 @@ async fn call_deadline_fails_a_slow_opening() {
     );
     let Err(e) = &items[0] else { panic!() };
     assert!(
-        e.to_string().starts_with("model call m timed out: no call within 2s"),
+        e.to_string()
+            .starts_with("model call m timed out: did not finish within 2s"),
         "{e}"
     );
 }
