@@ -151,7 +151,11 @@ async fn users_with_the_same_session_id_do_not_share_offloaded_messages() {
             .unwrap();
         agent.observe(history()).unwrap();
         agent.reply(Msg::user("user", "Where were we?")).await.unwrap();
-        assert_eq!(agent.state().session_id, session);
+        assert_eq!(
+            agent.state().session_id,
+            Id::from(format!("{user}/s1")),
+            "the user's own session"
+        );
         let path = offloader.context_path(OffloadScope::new(user, &session));
         assert!(agent.state().summary.contains(&path.display().to_string()));
         paths.push(path);

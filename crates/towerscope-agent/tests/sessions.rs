@@ -166,7 +166,7 @@ async fn a_conversation_continues_in_a_new_agent_on_the_same_session() {
     let AgentEvent::ReplyStart(start) = &out.events[0] else {
         panic!()
     };
-    assert_eq!(start.session_id, "conv-1", "events carry the session's id");
+    assert_eq!(start.session_id, "alice/conv-1", "events carry the user's session's id");
     drop(first);
 
     let second = Agent::builder("a")

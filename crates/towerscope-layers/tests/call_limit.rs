@@ -182,3 +182,40 @@ async fn per_session_counts_saved_with_the_session_hold_in_another_process() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// One layer shared by the agents of two users whose sessions have the same id (a server
+/// building an agent per request): each user's session has its own count, live and saved (the
+/// counts were kept under the session id alone, so bob's first call was refused for alice's).
+#[tokio::test]
+async fn two_users_sessions_of_the_same_id_are_counted_apart() {
+    use towerscope_agent::session::JsonFileStore;
+    let dir = std::env::temp_dir().join(format!("towerscope-call-limit-users-{}", std::process::id()));
+    let store = JsonFileStore::new(&dir);
+    let layer = CallLimitLayer::new().model_calls_per_session(2);
+    let agent_of = |user: &str| {
+        Agent::builder("a")
+            .model(ScriptedModel::cycle("m", [ScriptedResponse::text("hi")]))
+            .on_model_call(layer.clone())
+            .session(store.clone(), user, "conv-1")
+            .session_state("call_limits", layer.session_counts().clone())
+            .build()
+            .unwrap()
+    };
+    for _ in 0..2 {
+        let answer = agent_of("alice").reply(Msg::user("user", "hi")).await.unwrap();
+        assert_eq!(answer.finished_reason, Some(ReplyFinishedReason::Completed));
+    }
+    let bob = agent_of("bob").reply(Msg::user("user", "hi")).await.unwrap();
+    assert_eq!(
+        bob.finished_reason,
+        Some(ReplyFinishedReason::Completed),
+        "bob's own session: {:?}",
+        bob.text_content()
+    );
+    let alice = agent_of("alice").reply(Msg::user("user", "hi")).await.unwrap();
+    assert_eq!(alice.finished_reason, Some(ReplyFinishedReason::Error), "alice's third");
+    let counts = layer.session_counts();
+    assert_eq!(counts.get("alice/conv-1").model_calls, 2);
+    assert_eq!(counts.get("bob/conv-1").model_calls, 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -387,7 +387,7 @@ pub(crate) async fn truncate(runtime: &Runtime, config: &towerscope_core::Contex
 async fn cut(runtime: &Runtime, result: &mut ToolResultBlock, split: compress::Split) {
     let mut note = String::new();
     if let Some(offloader) = &runtime.offloader {
-        let session_id = runtime.lock_state().session_id.clone();
+        let session_id = crate::session::key_session_id(&runtime.user_id, &runtime.lock_state().session_id);
         let scope = crate::compress::OffloadScope::new(&runtime.user_id, &session_id);
         match offloader.offload_tool_result(scope, split.omitted).await {
             Ok(path) => {

@@ -100,7 +100,7 @@ pub(crate) async fn limit(shared: &CompressShared, max: usize) -> Result<(), Age
         let place = match (&image.block.source, &shared.offloader) {
             (DataSource::Url { url, .. }, _) => Some(url.clone()),
             (DataSource::Base64 { .. }, Some(offloader)) => {
-                let session_id = shared.lock().session_id.clone();
+                let session_id = crate::session::key_session_id(&shared.user_id, &shared.lock().session_id);
                 let scope = super::OffloadScope::new(&shared.user_id, &session_id);
                 Some(offloader.offload_data_block(scope, image.block.clone()).await?)
             }

@@ -449,7 +449,8 @@ where
 
     if let Some(offloader) = &shared.offloader {
         // Stored before the context changes: a failure here leaves it as it was.
-        let scope = OffloadScope::new(&shared.user_id, &session_id);
+        let key_session = crate::session::key_session_id(&shared.user_id, &session_id);
+        let scope = OffloadScope::new(&shared.user_id, &key_session);
         // An abandoned compression stored some of them already.
         let fresh = shared.offloaded().not_yet(&session_id, &parts.compress);
         // Until this compression applies, they count as stored: an interrupt may drop it

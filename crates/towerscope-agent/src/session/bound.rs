@@ -123,7 +123,7 @@ impl Bound {
     }
 
     fn session_id(&self) -> Id {
-        Id::from(self.key.session_id())
+        self.key.agent_session_id()
     }
 
     fn lock_state(&self) -> MutexGuard<'_, AgentState> {

@@ -63,6 +63,21 @@ impl SessionKey {
         &self.session_id
     }
 
+    /// The session id the agent replies in ([`AgentContext::session_id`], a reply's events,
+    /// the key of what registered state modules hold): the session id, after the user id
+    /// (encoded, so it holds no `/`) and a `/` when there is one. Two users' sessions of the
+    /// same id are two sessions to the layers their agents share (a per-session call limit
+    /// counted them together).
+    ///
+    /// [`AgentContext::session_id`]: towerscope_core::AgentContext::session_id
+    pub fn agent_session_id(&self) -> towerscope_core::Id {
+        if self.user_id.is_empty() {
+            towerscope_core::Id::from(&*self.session_id)
+        } else {
+            towerscope_core::Id::from(format!("{}/{}", encode(&self.user_id), self.session_id))
+        }
+    }
+
     /// The reference's file name without `.json`: `{user_id}_{session_id}`, or `{session_id}`
     /// with no user id, each id encoded.
     pub(crate) fn file_stem(&self) -> String {
@@ -82,6 +97,20 @@ impl fmt::Display for SessionKey {
             write!(f, "{}/{}", self.user_id, self.session_id)
         }
     }
+}
+
+/// The session id of the session key behind an agent's session id: `session_id` without the
+/// `{user}/` that [`SessionKey::agent_session_id`] put before it (as it is, when it has none).
+pub(crate) fn key_session_id(user_id: &str, session_id: &towerscope_core::Id) -> towerscope_core::Id {
+    if user_id.is_empty() {
+        return session_id.clone();
+    }
+    let prefix = encode(user_id);
+    let rest = session_id
+        .as_text()
+        .and_then(|text| text.strip_prefix(prefix.as_str()))
+        .and_then(|rest| rest.strip_prefix('/'));
+    rest.map_or_else(|| session_id.clone(), towerscope_core::Id::from)
 }
 
 /// `id` with every byte outside `A-Z a-z 0-9 - .`, and a leading `.`, written `%XX`.

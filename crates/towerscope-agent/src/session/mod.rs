@@ -45,7 +45,10 @@
 //!   nothing does not save.
 //! - **Deleted sessions**: a session deleted (or expired) since an agent saved it starts over,
 //!   its registered modules back at the state they had before the agent's first load.
-//! - **Ids**: the agent's session id becomes the key's session id, so events carry it.
+//! - **Ids**: the agent's session id becomes the key's
+//!   ([`SessionKey::agent_session_id`]): its session id, after its user id and a `/` when it
+//!   names a user (`alice/conv-1`), so events carry it, and layers shared by the agents of
+//!   several users (a server's, built per request) keep two users' `conv-1` apart.
 //!
 //! # Example
 //!
@@ -116,8 +119,8 @@ mod stream;
 pub use document::{SESSION_FORMAT_VERSION, SessionDocument};
 pub(crate) use file::replace::replace as replace_file;
 pub use file::{JsonFileStore, MAX_FILE_KEY_LEN};
-pub(crate) use key::percent_decode;
 pub use key::{MAX_ID_LEN, SessionKey};
+pub(crate) use key::{key_session_id, percent_decode};
 pub use layer::SessionLayer;
 #[cfg(feature = "redis")]
 pub use redis::RedisStore;
