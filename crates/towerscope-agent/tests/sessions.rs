@@ -1008,3 +1008,96 @@ async fn a_confirmation_dropped_as_its_claim_is_written_leaves_no_claim() {
     assert!(matches!(fresh.error, Some(AgentError::State(_))), "{:?}", fresh.error);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// An external tool's result delivered twice at once (a client's retry) resumes the parked
+/// reply once: the calls after it run once, and the other delivery fails with a conflict
+/// before running anything (only confirmations took the reply first; both deliveries ran the
+/// next call, and one lost its save only afterwards).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_external_result_delivered_twice_at_once_runs_the_next_calls_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use towerscope_core::event::ExternalExecutionResultEvent;
+    use towerscope_core::{ContentBlock, ReplyInput, ToolResultBlock, ToolResultState};
+
+    /// Delete a file.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Remove {
+        /// The path.
+        path: String,
+    }
+    let (store, dir) = temp_store();
+    let model = ScriptedModel::new("m", []).respond_with(|req| {
+        Some(match req.messages.last().and_then(|m| m.content.last().cloned()) {
+            Some(ContentBlock::ToolResult(r)) if r.name == "search" => {
+                ScriptedResponse::tool_call("c2", "remove", r#"{"path": "/tmp/a"}"#)
+            }
+            Some(ContentBlock::ToolResult(_)) => ScriptedResponse::text("Removed."),
+            _ => ScriptedResponse::tool_call("c1", "search", r#"{"q": "x"}"#),
+        })
+    });
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = || {
+        let runs = Arc::clone(&runs);
+        Agent::builder("a")
+            .model(model.clone())
+            .tool(common::RemoteSearch)
+            .tool(FunctionTool::new("remove", move |a: Remove| {
+                runs.fetch_add(1, Ordering::SeqCst);
+                async move { a.path }
+            }))
+            .session(store.clone(), "u", "s")
+            .build()
+            .unwrap()
+    };
+    let first = agent().reply(Msg::user("user", "find it and remove it")).await.unwrap();
+    let event = Arc::new(ExternalExecutionResultEvent::new(
+        first.id.clone(),
+        vec![ToolResultBlock::new("c1", "search", "/tmp/a", ToolResultState::Success)],
+    ));
+    let (a, b) = (agent(), agent());
+    a.load_session().await.unwrap();
+    b.load_session().await.unwrap();
+    let deliver = |x: &Agent| {
+        x.reply_stream(ReplyInput::External(Arc::clone(&event)))
+            .collect::<Vec<Result<ReplyItem, AgentError>>>()
+    };
+    let (ra, rb) = tokio::join!(deliver(&a), deliver(&b));
+    let errors: Vec<&AgentError> = ra.iter().chain(&rb).filter_map(|i| i.as_ref().err()).collect();
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "errors: {errors:?}");
+    assert!(
+        errors.len() == 1 && matches!(errors[0], AgentError::Conflict { .. }),
+        "{errors:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A registered value whose JSON does not load back (a NaN float is written `null`) fails the
+/// save that would write it, and the stored session stays loadable (it was saved, then every
+/// later load of the session failed).
+#[tokio::test]
+async fn a_module_value_that_cannot_load_back_fails_its_save_not_every_later_load() {
+    let (store, dir) = temp_store();
+    let model = ScriptedModel::new("m", [ScriptedResponse::text("ok"), ScriptedResponse::text("ok")]);
+    let mean = SharedState::new(0.0f64);
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .session(store.clone(), "alice", "s")
+        .session_state("mean_latency", mean.clone())
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "first")).await.unwrap();
+    mean.set(f64::NAN);
+    let refused = agent.reply(Msg::user("user", "second")).await;
+    assert!(
+        matches!(&refused, Err(e) if e.to_string().contains("does not load back")),
+        "{refused:?}"
+    );
+    let next = Agent::builder("a")
+        .model(model.clone())
+        .session(store.clone(), "alice", "s")
+        .session_state("mean_latency", SharedState::new(1.0f64))
+        .build()
+        .unwrap();
+    next.load_session().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}

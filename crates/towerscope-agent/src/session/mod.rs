@@ -35,7 +35,8 @@
 //!   [`AgentError::Conflict`](towerscope_core::AgentError::Conflict) (retryable), and the next
 //!   reply of the agent loads the newer session. An agent kept across replies loads only when
 //!   the store holds a revision it has not seen.
-//! - **Confirmations run once**: a confirmation first takes the parked reply (saves it again,
+//! - **Confirmations run once**: a confirmation (or an external tool's result) first takes the
+//!   parked reply (saves it again,
 //!   expecting the revision it loaded, marked as being resumed under the modules' key
 //!   `towerscope.resuming`) and only then runs the calls it allows; the same confirmation
 //!   handled elsewhere meanwhile (a double click, a retry) fails with a conflict before running

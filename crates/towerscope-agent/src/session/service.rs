@@ -68,7 +68,9 @@ where
         // The instance polled ready is called once the session is loaded.
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
-        let claim = matches!(req.input, ReplyInput::Confirm(_));
+        // A confirmation or an external result resumes a parked reply and runs the calls after
+        // it: taken first, so the same one delivered twice (a retry) runs them once.
+        let claim = matches!(req.input, ReplyInput::Confirm(_) | ReplyInput::External(_));
         ResponseFuture {
             state: State::Loading {
                 load: Box::pin(Arc::clone(&self.bound).load_for(claim)),
