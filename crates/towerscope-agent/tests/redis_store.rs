@@ -277,3 +277,56 @@ async fn a_restarted_server_fails_calls_clearly_then_the_store_recovers() {
     assert_eq!(store.save(&key, &doc("c"), Expect::Absent).await.unwrap(), 1);
     assert_eq!(text(&store.load(&key).await.unwrap().unwrap().document), "c");
 }
+
+/// A key holding something this store did not write (a string, as the reference's Redis
+/// session writes) fails loads and saves with a lasting error that says so, not "unavailable,
+/// retry"; a session document without a revision (a migration's `HSET ... document`) loads as
+/// revision 0 and saves from it (every save of it was a conflict).
+#[tokio::test]
+async fn a_key_this_store_did_not_write_is_a_lasting_error_and_a_document_without_a_revision_saves() {
+    let Some(url) =
+        common::redis_url("a_key_this_store_did_not_write_is_a_lasting_error_and_a_document_without_a_revision_saves")
+    else {
+        return;
+    };
+    let store = RedisStore::open(&url).unwrap().key_prefix(unique_prefix());
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+
+    let foreign = SessionKey::new("alice", "conv-1").unwrap();
+    let () = redis::cmd("SET")
+        .arg(store.key_of(&foreign))
+        .arg(r#"{"agent": {}}"#)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let load = store.load(&foreign).await.unwrap_err();
+    let save = store.save(&foreign, &doc("a"), Expect::Any).await.unwrap_err();
+    for e in [load, save] {
+        assert!(!e.is_retryable(), "{e}");
+        assert!(e.to_string().contains("did not write"), "{e}");
+    }
+
+    let imported = SessionKey::new("alice", "imported").unwrap();
+    let () = redis::cmd("HSET")
+        .arg(store.key_of(&imported))
+        .arg("document")
+        .arg(doc("migrated").to_json().unwrap())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let stored = store.load(&imported).await.unwrap().unwrap();
+    assert_eq!((stored.revision, text(&stored.document)), (0, "migrated".to_owned()));
+    let absent = store.save(&imported, &doc("x"), Expect::Absent).await;
+    assert!(
+        matches!(absent, Err(AgentError::Conflict { .. })),
+        "it is there: {absent:?}"
+    );
+    assert_eq!(
+        store.save(&imported, &doc("next"), Expect::Revision(0)).await.unwrap(),
+        1
+    );
+    for key in [&foreign, &imported] {
+        store.delete(key).await.unwrap();
+    }
+}

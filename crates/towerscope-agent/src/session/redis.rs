@@ -17,6 +17,8 @@ use super::store::{Expect, SessionStore, StoreFuture, Stored, conflict};
 /// the TTL in milliseconds (0: none). Returns `{1, new revision}` or `{0, found revision or ''}`.
 const SAVE: &str = r"
 local found = redis.call('HGET', KEYS[1], 'revision')
+-- A document without a revision (written by hand, or by a migration) loads as revision 0.
+if not found and redis.call('HEXISTS', KEYS[1], 'document') == 1 then found = '0' end
 local expect = ARGV[1]
 if expect == 'absent' then
   if found then return {0, found} end
@@ -137,7 +139,18 @@ impl RedisStore {
         )
     }
 
+    /// What a failed call means: Redis could not be reached (retryable), or it answered that
+    /// the key holds something this store did not write (a string, a revision that is not a
+    /// number), which no retry mends.
     fn failed(&self, e: redis::RedisError) -> AgentError {
+        if e.code() == Some("WRONGTYPE") || e.kind() == redis::ErrorKind::UnexpectedReturnType {
+            return AgentError::decode(
+                &*self.what,
+                format_args!(
+                    "{e}; the key holds something this store did not write: delete it or use another key prefix"
+                ),
+            );
+        }
         AgentError::unavailable(&*self.what, e)
     }
 }
