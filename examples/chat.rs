@@ -22,10 +22,10 @@ use towerscope::user::UserAgent;
 #[path = "chat_demo/mod.rs"]
 mod chat_demo;
 
-/// THE place the chat's model is chosen. With a provider configured in the environment, pick it
-/// here (the OpenAI-compatible and Anthropic providers are coming as the `openai` and
-/// `anthropic` features of `towerscope-models`: build one from its API key variable and
-/// return it). Otherwise, and today, the scripted demo model.
+/// THE place the chat's model is chosen. To chat with a real model, build one here (the
+/// OpenAI-compatible and Anthropic providers are the `openai` and `anthropic` features of
+/// `towerscope-models`: see `examples/real_model.rs`) and return it; as shipped, the scripted
+/// demo model, which needs no network.
 fn choose_model() -> ModelRef {
     Arc::new(chat_demo::DemoModel::new())
 }

@@ -67,6 +67,9 @@ async fn the_sdk_client_sends_streams_answers_input_and_cancels() {
     let expect = [
         ("CARD_NAME", "helper"),
         ("CARD_STREAMING", "True"),
+        ("CARD_0_3", "valid"),
+        ("SEND_TO_ENDED", "UnsupportedOperationError"),
+        ("SUBSCRIBE_ENDED", "UnsupportedOperationError"),
         ("SEND_STATE", "TASK_STATE_COMPLETED"),
         ("SEND_CONTEXT_KEPT", "True"),
         ("SEND_ANSWER", CHAT_ANSWER),

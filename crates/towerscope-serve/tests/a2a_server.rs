@@ -150,7 +150,7 @@ async fn a_parked_confirmation_is_input_required_and_the_next_message_answers_it
     // A message to the ended task is refused, with the reason.
     let err = client.send_text("again", None, Some(&task.id)).await.unwrap_err();
     let ClientError::Rpc(e) = err else { panic!("{err:?}") };
-    assert_eq!(e.code, RpcError::INVALID_PARAMS);
+    assert_eq!(e.code, RpcError::UNSUPPORTED_OPERATION);
     assert!(e.message.contains("has ended"), "{}", e.message);
 }
 
@@ -788,4 +788,74 @@ async fn tasks_waiting_for_input_too_long_are_canceled_to_make_room() {
     let again = again.task().unwrap();
     assert_ne!(again.id, parked[0]);
     assert_eq!(again.status.state, TaskState::Completed);
+}
+
+/// What the spec asks of `historyLength` and of 0.3's push-notification methods: a negative
+/// length is invalid params (it dropped the whole history), a streamed task keeps no more
+/// history than asked (it sent all of it), and `tasks/pushNotificationConfig/*` is "push
+/// notifications not supported", not "method not found"; every skill of the card has its
+/// (required) tags.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_length_push_methods_and_skill_tags_follow_the_spec() {
+    let base = serve(A2aConfig::new("helper")).await;
+    let code = |body: &Value| body["error"]["code"].as_i64();
+    let send = |id: &str, context: &str, history: i64| {
+        json!({"message": {"messageId": id, "role": "ROLE_USER", "contextId": context, "parts": [{"text": "Hi"}]},
+               "configuration": {"historyLength": history}})
+    };
+
+    let (_, body) = post(&base, rpc("SendMessage", send("h1", "chat-history", -1)), None).await;
+    assert_eq!(code(&body), Some(RpcError::INVALID_PARAMS), "{body}");
+    let (_, body) = post(&base, rpc("SendMessage", send("h2", "chat-history", 1)), None).await;
+    let task = body["result"]["task"].clone();
+    assert_eq!(task["history"].as_array().map(Vec::len), Some(1), "{body}");
+    let (_, body) = post(
+        &base,
+        rpc("GetTask", json!({"id": task["id"], "historyLength": -1})),
+        None,
+    )
+    .await;
+    assert_eq!(code(&body), Some(RpcError::INVALID_PARAMS), "{body}");
+
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let streamed = reqwest::Client::new()
+        .post(format!("{base}/a2a"))
+        .header("content-type", "application/json")
+        .body(rpc("SendStreamingMessage", send("h3", "chat-history-stream", 0)))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let first: Value = serde_json::from_str(streamed.lines().find_map(|l| l.strip_prefix("data: ")).unwrap()).unwrap();
+    assert_eq!(
+        first["result"]["task"]["history"].as_array().map_or(0, Vec::len),
+        0,
+        "{first}"
+    );
+
+    for method in [
+        "tasks/pushNotificationConfig/set",
+        "tasks/pushNotificationConfig/get",
+        "CreateTaskPushNotificationConfig",
+    ] {
+        let (_, body) = post(&base, rpc(method, json!({"taskId": "t"})), None).await;
+        assert_eq!(
+            code(&body),
+            Some(RpcError::PUSH_NOTIFICATION_NOT_SUPPORTED),
+            "{method}: {body}"
+        );
+    }
+
+    let card = reqwest::get(format!("{base}/.well-known/agent-card.json"))
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let card: Value = serde_json::from_slice(&card).unwrap();
+    for skill in card["skills"].as_array().unwrap() {
+        assert!(skill["tags"].as_array().is_some_and(|t| !t.is_empty()), "{skill}");
+    }
 }

@@ -116,7 +116,9 @@ impl A2aConfig {
             (None, None) => format!("http://127.0.0.1{RPC_PATH}"),
         };
         let skills = if self.skills.is_empty() {
-            vec![AgentSkill::new("chat", "Chat", self.description.clone())]
+            let mut chat = AgentSkill::new("chat", "Chat", self.description.clone());
+            chat.tags = vec!["chat".to_owned()];
+            vec![chat]
         } else {
             self.skills.clone()
         };

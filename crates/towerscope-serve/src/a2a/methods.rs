@@ -140,14 +140,16 @@ fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Sta
             None
         };
         let Some(parked) = parked else {
-            let what = match state {
-                s if s.is_terminal() => "has ended",
-                TaskState::InputRequired => "waits for nothing this agent can resume",
-                _ => "is still working",
+            let (code, what) = match state {
+                // The spec's UnsupportedOperationError for a message to a task that ended.
+                s if s.is_terminal() => (RpcError::UNSUPPORTED_OPERATION, "has ended"),
+                TaskState::InputRequired => (RpcError::INVALID_PARAMS, "waits for nothing this agent can resume"),
+                _ => (RpcError::INVALID_PARAMS, "is still working"),
             };
-            return Err(RpcError::invalid_params(format!(
-                "task `{task_id}` {what}; only a task waiting for input takes another message"
-            )));
+            return Err(RpcError::new(
+                code,
+                format!("task `{task_id}` {what}; only a task waiting for input takes another message"),
+            ));
         };
         // A context busy with another reply (an AG-UI run of the same session) takes no answer,
         // and the task still waits.
@@ -185,7 +187,8 @@ fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Sta
     })
 }
 
-/// `SubscribeToTask`: the task as it is, then its updates until it stops.
+/// Follows the task `id`: the task as it is, then its updates until it stops (a message sent
+/// again gets its task this way).
 pub(crate) fn subscribe(tasks: &Tasks, id: &str) -> Result<Started, RpcError> {
     tasks.with_task(id, |t| Started {
         id: id.to_owned(),
@@ -193,6 +196,20 @@ pub(crate) fn subscribe(tasks: &Tasks, id: &str) -> Result<Started, RpcError> {
         updates: t.subscribe(),
         pace: None,
     })
+}
+
+/// `SubscribeToTask`: follows the task `id` (see [`subscribe`]); a task that ended has nothing
+/// to follow: the spec's UnsupportedOperationError, as the official SDK's server answers
+/// (`GetTask` has it).
+pub(crate) fn follow(tasks: &Tasks, id: &str) -> Result<Started, RpcError> {
+    let started = subscribe(tasks, id)?;
+    if started.task.status.state.is_terminal() {
+        return Err(RpcError::new(
+            RpcError::UNSUPPORTED_OPERATION,
+            format!("task `{id}` has ended: there is nothing to subscribe to; `GetTask` returns it"),
+        ));
+    }
+    Ok(started)
 }
 
 /// Waits until the task stops (ends, or waits for input), or its updates end.

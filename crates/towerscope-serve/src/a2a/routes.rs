@@ -20,7 +20,7 @@ use super::legacy;
 use super::methods::{self, Started};
 use super::rpc;
 use super::run;
-use super::tasks::Tasks;
+use super::tasks::{self, Tasks};
 use super::wire::{CancelTaskRequest, GetTaskRequest, SendMessageRequest, SendMessageResponse, StreamResponse};
 
 /// What every handler shares.
@@ -89,8 +89,12 @@ pub(crate) async fn rpc(State(shared): State<Shared>, headers: HeaderMap, body: 
     let answer = match method {
         "SendMessage" => send(tasks, params).await,
         "SendStreamingMessage" => {
-            match rpc::params::<SendMessageRequest>(params).and_then(|r| methods::start(tasks, r)) {
-                Ok(started) => return stream_response(Arc::clone(tasks), id, started, legacy.is_some()),
+            let started = rpc::params::<SendMessageRequest>(params).and_then(|r| {
+                let keep = tasks::history_keep(r.configuration.as_ref().and_then(|c| c.history_length))?;
+                Ok((methods::start(tasks, r)?, keep))
+            });
+            match started {
+                Ok((started, keep)) => return stream_response(Arc::clone(tasks), id, started, keep, legacy.is_some()),
                 Err(e) => Err(e),
             }
         }
@@ -101,16 +105,16 @@ pub(crate) async fn rpc(State(shared): State<Shared>, headers: HeaderMap, body: 
             Ok(r) => methods::cancel(tasks, &r.id).await.map(|t| to_value(&t)),
             Err(e) => Err(e),
         },
-        "SubscribeToTask" => match rpc::params::<GetTaskRequest>(params).and_then(|r| methods::subscribe(tasks, &r.id))
-        {
-            Ok(started) => return stream_response(Arc::clone(tasks), id, started, legacy.is_some()),
+        "SubscribeToTask" => match rpc::params::<GetTaskRequest>(params).and_then(|r| methods::follow(tasks, &r.id)) {
+            Ok(started) => return stream_response(Arc::clone(tasks), id, started, None, legacy.is_some()),
             Err(e) => Err(e),
         },
         "ListTasks" | "GetExtendedAgentCard" => Err(RpcError::new(
             RpcError::UNSUPPORTED_OPERATION,
             format!("`{}` is not served by this agent", request.method),
         )),
-        m if m.contains("PushNotificationConfig") => Err(RpcError::new(
+        // 1.0's `CreateTaskPushNotificationConfig` ..., 0.3's `tasks/pushNotificationConfig/set` ...
+        m if m.to_ascii_lowercase().contains("pushnotificationconfig") => Err(RpcError::new(
             RpcError::PUSH_NOTIFICATION_NOT_SUPPORTED,
             "push notifications are not served by this agent",
         )),
@@ -144,6 +148,8 @@ async fn send(tasks: &Arc<Tasks>, params: Value) -> Result<Value, RpcError> {
     let request: SendMessageRequest = rpc::params(params)?;
     let immediately = request.configuration.as_ref().is_some_and(|c| c.return_immediately);
     let history = request.configuration.as_ref().and_then(|c| c.history_length);
+    // Refused before the task starts.
+    tasks::history_keep(history)?;
     let Started { id, mut updates, .. } = methods::start(tasks, request)?;
     if !immediately {
         methods::wait_stopped(tasks, &id, &mut updates).await;
@@ -159,14 +165,16 @@ fn to_value(value: &impl serde::Serialize) -> Value {
     })
 }
 
-/// `SendStreamingMessage`: the task, then its updates until it stops.
-fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started, legacy: bool) -> Response {
+/// `SendStreamingMessage`: the task (its history cut to the latest `keep` messages, as every
+/// whole task the stream sends), then its updates until it stops.
+fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started, keep: Option<usize>, legacy: bool) -> Response {
     let Started {
         id: task_id,
-        task,
+        mut task,
         updates,
         pace,
     } = started;
+    tasks::cut_history(&mut task, keep);
     let keep_alive = tasks.keep_alive;
     struct St {
         tasks: Arc<Tasks>,
@@ -178,6 +186,7 @@ fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started, legacy: bool)
         pace: Option<run::PaceGuard>,
         done: bool,
         legacy: bool,
+        keep: Option<usize>,
     }
     let state = St {
         tasks,
@@ -188,6 +197,7 @@ fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started, legacy: bool)
         pace,
         done: false,
         legacy,
+        keep,
     };
     let events = stream::unfold(state, |mut st| async move {
         if st.done {
@@ -204,8 +214,9 @@ fn stream_response(tasks: Arc<Tasks>, id: Value, started: Started, legacy: bool)
                 }
                 // Fell behind: the whole task instead of what was missed, then what follows it.
                 Err(RecvError::Lagged(_)) => {
-                    let (updates, task) = st.tasks.resubscribe(&st.task_id).ok()?;
+                    let (updates, mut task) = st.tasks.resubscribe(&st.task_id).ok()?;
                     st.updates = updates;
+                    tasks::cut_history(&mut task, st.keep);
                     StreamResponse::Task(task)
                 }
                 Err(RecvError::Closed) => return None,
@@ -284,6 +295,7 @@ mod tests {
                 updates,
                 pace: None,
             },
+            None,
             false,
         );
         let reader = tokio::spawn(results(response));
@@ -350,7 +362,7 @@ mod tests {
         let tasks = tasks_answering(words);
         let request: SendMessageRequest = serde_json::from_value(go()).unwrap();
         let started = methods::start(&tasks, request).unwrap();
-        let response = stream_response(Arc::clone(&tasks), Value::from(1), started, false);
+        let response = stream_response(Arc::clone(&tasks), Value::from(1), started, None, false);
         // The client reads nothing for a while: unpaced, the reply would publish every piece
         // (far more than the update channel keeps) before it starts.
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;

@@ -134,6 +134,25 @@ pub(crate) enum Inserted {
     Sent(String),
 }
 
+/// How many of a task's latest messages a request's `historyLength` keeps (`None`: all); a
+/// negative one is refused, as the official SDK's server does.
+pub(crate) fn history_keep(history_length: Option<i32>) -> Result<Option<usize>, RpcError> {
+    match history_length {
+        None => Ok(None),
+        Some(n) => usize::try_from(n)
+            .map(Some)
+            .map_err(|_| RpcError::invalid_params(format!("historyLength must not be negative (got {n})"))),
+    }
+}
+
+/// Drops all but the latest `keep` messages of the task's history.
+pub(crate) fn cut_history(task: &mut Task, keep: Option<usize>) {
+    if let Some(keep) = keep {
+        let skip = task.history.len().saturating_sub(keep);
+        task.history.drain(..skip);
+    }
+}
+
 /// Tasks on an agent that says nothing, holding one task in context `ctx`: the tasks, the
 /// task's id and a subscription to its updates from its start.
 #[cfg(test)]
@@ -440,12 +459,9 @@ impl Tasks {
 
     /// A copy of the task `id`, its history cut to the latest `history_length` messages.
     pub(crate) fn snapshot(&self, id: &str, history_length: Option<i32>) -> Result<Task, RpcError> {
+        let keep = history_keep(history_length)?;
         let mut task = self.with_task(id, |t| t.task.clone())?;
-        if let Some(n) = history_length {
-            let keep = usize::try_from(n.max(0)).unwrap_or(0);
-            let skip = task.history.len().saturating_sub(keep);
-            task.history.drain(..skip);
-        }
+        cut_history(&mut task, keep);
         Ok(task)
     }
 }

@@ -24,6 +24,7 @@ from a2a.types.a2a_pb2 import (
     Part,
     Role,
     SendMessageRequest,
+    SubscribeToTaskRequest,
     Task,
     TaskState,
 )
@@ -52,6 +53,15 @@ async def main(base):
     card = client._card  # noqa: SLF001 - the resolved card, as the client uses it
     out("CARD_NAME", card.name)
     out("CARD_STREAMING", card.capabilities.streaming)
+    # The card as a 0.3 client reads it: the SDK's own 0.3 model (skills need their tags).
+    from a2a.compat.v0_3.types import AgentCard as AgentCard03
+    import httpx
+
+    try:
+        AgentCard03.model_validate(httpx.get(base + "/.well-known/agent-card.json").json())
+        out("CARD_0_3", "valid")
+    except Exception as e:  # noqa: BLE001 - what the model refused is the observation
+        out("CARD_0_3", " | ".join(str(e).splitlines()[:2]))
 
     # 1. SendMessage, blocking: the completed task with the answer as an artifact.
     chat = "chat-" + uuid.uuid4().hex
@@ -63,10 +73,22 @@ async def main(base):
     got = await client.get_task(GetTaskRequest(id=task.id))
     out("GET_STATE", state(got.status.state))
     out("GET_HISTORY_ROLES", ",".join(Role.Name(m.role) for m in got.history))
+    # A message to the task that ended, and a subscription to it: the spec's
+    # UnsupportedOperationError, as the SDK's own server answers.
+    try:
+        await collect(client, message("More?", chat, task_id=task.id))
+        out("SEND_TO_ENDED", "accepted")
+    except A2AError as e:
+        out("SEND_TO_ENDED", type(e).__name__)
     await client.close()
 
     # 2. SendStreamingMessage: the task, WORKING, the answer in pieces, COMPLETED.
     streaming = await ClientFactory(ClientConfig(streaming=True)).create_from_url(base)
+    try:
+        kinds = [e.WhichOneof("payload") async for e in streaming.subscribe(SubscribeToTaskRequest(id=task.id))]
+        out("SUBSCRIBE_ENDED", "accepted:" + ",".join(kinds))
+    except A2AError as e:
+        out("SUBSCRIBE_ENDED", type(e).__name__)
     kinds, pieces, states = [], [], []
     view = None  # the task as the SDK's own rule assembles it from the pieces
     for r in await collect(streaming, message("Hello again?", chat)):

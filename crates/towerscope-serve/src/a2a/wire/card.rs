@@ -38,8 +38,8 @@ pub struct AgentSkill {
     /// What it does.
     #[serde(default)]
     pub description: String,
-    /// Keywords.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Keywords (required by the protocol: written even when empty).
+    #[serde(default)]
     pub tags: Vec<String>,
     /// Example requests.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
