@@ -102,7 +102,9 @@ fn summary(err: &AgentError) -> Cow<'static, str> {
         | AgentError::CallLimit { .. }
         | AgentError::Interrupted
         | AgentError::Overloaded => {
-            return Cow::Owned(err.to_string());
+            // Names and numbers, but a layer names what timed out as it likes (a URL with
+            // its password, say): redacted as captured text is.
+            return Cow::Owned(redact_text(&err.to_string()).into_owned());
         }
         AgentError::Model { model: Some(model), .. } => format!("model error ({model}){WITHHELD}"),
         AgentError::Model { model: None, .. } => format!("model error{WITHHELD}"),

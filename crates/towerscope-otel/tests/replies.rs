@@ -103,6 +103,33 @@ async fn a_stream_dropped_after_its_final_message_ends_its_span_normally() {
     );
 }
 
+/// A consumer that stops at `REPLY_END` (a web front-end's "the run finished") ends the reply's
+/// span as the reply ended, not as cancelled (every reply read that way was an error with
+/// `error.type` `cancelled`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_dropped_after_its_reply_end_ends_its_span_as_the_reply_ended() {
+    let (provider, exporter) = in_memory();
+    let agent = Agent::builder("a")
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("hi")]))
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .build()
+        .unwrap();
+    let mut stream = agent.reply_stream(Msg::user("user", "hi"));
+    while let Some(item) = stream.next().await {
+        if matches!(item.unwrap(), ReplyItem::Event(AgentEvent::ReplyEnd(_))) {
+            break;
+        }
+    }
+    drop(stream);
+    let spans = spans(&exporter);
+    let root = one(&spans, "invoke_agent a");
+    assert!(is_ok(root), "{:?} {:?}", root.status, str_attr(root, "error.type"));
+    assert_eq!(
+        attr(root, "gen_ai.response.finish_reasons"),
+        Some(string_array(&["completed"]))
+    );
+}
+
 /// An agent whose model fails with "down"; `Agent::reply` returns at that error and drops the
 /// reply's stream.
 fn agent_with_a_model_down(tracing: TracingMiddleware) -> Agent {

@@ -1030,3 +1030,27 @@ async fn a_json_tool_result_is_redacted_as_json() {
     assert!(!chats[1].contains("abc123secretvalue"), "{}", chats[1]);
     assert!(chats[1].contains("[REDACTED]"), "{}", chats[1]);
 }
+
+/// A timeout's text goes out in full without content capture (names and numbers), redacted:
+/// a layer names what timed out as it likes, a URL with its password say (it was recorded as
+/// it was).
+#[tokio::test]
+async fn a_timeout_description_is_redacted_without_content_capture() {
+    let (provider, exporter) = in_memory();
+    let timeout = towerscope_core::AgentError::Timeout {
+        what: "model call via https://svc:hunter2@gateway.internal/v1".into(),
+        kind: towerscope_core::TimeoutKind::Call,
+        after: None,
+    };
+    let agent = Agent::builder("a")
+        .model(ScriptedModel::new("m", [ScriptedResponse::error(timeout)]))
+        .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
+        .build()
+        .unwrap();
+    let _ = agent.reply(Msg::user("user", "hi")).await;
+    let spans = spans(&exporter);
+    let chat = one(&spans, "chat m");
+    let description = error_description(chat).unwrap();
+    assert!(description.contains("timed out"), "{description}");
+    assert!(!format!("{spans:?}").contains("hunter2"), "{description}");
+}

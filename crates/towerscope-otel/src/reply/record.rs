@@ -189,13 +189,18 @@ impl ReplyRecord {
     }
 
     /// The stream was dropped: a normal end after the reply's outcome (its final message or
-    /// error), else a cancellation.
+    /// error) or its `REPLY_END` (a consumer that stops at "the run finished"), an interruption
+    /// when the user interrupted it, else a cancellation.
     pub(crate) fn dropped(&mut self) {
         if self.span.ended() {
             return;
         }
-        if !self.outcome_seen {
-            self.span.cancel("reply stream");
+        if !self.outcome_seen && self.finished_reason.is_none() {
+            if self.ctx.is_interrupted() {
+                self.finished_reason = Some(ReplyFinishedReason::Interrupted);
+            } else {
+                self.span.cancel("reply stream");
+            }
         }
         self.end();
     }
