@@ -13,9 +13,12 @@
 //! 4. `http://localhost:4318` (HTTP) or `http://localhost:4317` (gRPC).
 //!
 //! The protocol is [`OtlpConfig::protocol`], else `OTEL_EXPORTER_OTLP_PROTOCOL` (`http/protobuf`
-//! or `grpc`), else HTTP/protobuf. Headers, timeouts and compression honour the other standard
+//! or `grpc`), else HTTP/protobuf. Headers and timeouts honour the other standard
 //! `OTEL_EXPORTER_OTLP_*` variables, and the service name `OTEL_SERVICE_NAME` when
-//! [`OtlpConfig::service_name`] is not set.
+//! [`OtlpConfig::service_name`] is not set. Compression (`OTEL_EXPORTER_OTLP_COMPRESSION=gzip`)
+//! needs the `gzip` feature; without it `init_otlp` refuses the setting. `https://` endpoints
+//! work in every build (rustls, with its `ring` provider installed as the process default
+//! when there is none).
 //!
 //! # Shutting down
 //!
@@ -201,12 +204,12 @@ impl std::error::Error for OtlpError {}
 /// without the `grpc` feature); never because the collector is unreachable (exports retry, then
 /// drop, in the background).
 pub fn init_otlp(config: OtlpConfig) -> Result<OtlpGuard, OtlpError> {
-    #[cfg(feature = "ring")]
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         // reqwest built with TLS but no provider panics when a client is built; an error here
         // only means another thread installed one meanwhile, which is as good.
         let _ = rustls::crypto::ring::default_provider().install_default();
     }
+    check_compression(|name| std::env::var(name).ok())?;
     let protocol = config.resolved_protocol()?;
     let mut resource = Resource::builder().with_attributes(config.resource.iter().cloned());
     if let Some(name) = &config.service_name {
@@ -262,6 +265,33 @@ fn grpc_disabled() -> OtlpError {
 }
 
 /// The endpoint and timeout of `config`, on any exporter builder.
+/// The compression the standard variables ask for, refused when this build cannot do it
+/// (the exporter warned in its log and sent the data as it was).
+fn check_compression(var: impl Fn(&str) -> Option<String>) -> Result<(), OtlpError> {
+    for name in [
+        "OTEL_EXPORTER_OTLP_COMPRESSION",
+        "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+        "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION",
+    ] {
+        let Some(value) = var(name) else { continue };
+        match value.trim() {
+            "" | "none" => {}
+            "gzip" if cfg!(feature = "gzip") => {}
+            "gzip" => {
+                return Err(OtlpError::new(format!(
+                    "{name}=gzip needs towerscope-otel's `gzip` feature (or unset it to export uncompressed)"
+                )));
+            }
+            other => {
+                return Err(OtlpError::new(format!(
+                    "{name}={other:?} is not a compression this exporter does (`gzip`, with the `gzip` feature, or `none`)"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn configured<B: WithExportConfig>(mut builder: B, endpoint: Option<String>, config: &OtlpConfig) -> B {
     if let Some(endpoint) = endpoint {
         builder = builder.with_endpoint(endpoint);
@@ -425,6 +455,27 @@ mod tests {
             OtlpConfig::default().signal_endpoint(Protocol::HttpProtobuf, "traces"),
             None
         );
+    }
+
+    /// A compression this build cannot do is refused, not warned about in the exporter's log
+    /// while the data goes out as it was.
+    #[test]
+    fn a_compression_this_build_cannot_do_is_refused() {
+        let with = |name: &'static str, value: &'static str| {
+            check_compression(move |var| (var == name).then(|| value.to_owned()))
+        };
+        assert!(with("OTEL_EXPORTER_OTLP_COMPRESSION", "none").is_ok());
+        let zstd = with("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "zstd").unwrap_err();
+        assert!(
+            zstd.to_string().contains("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"),
+            "{zstd}"
+        );
+        let gzip = with("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip");
+        if cfg!(feature = "gzip") {
+            assert!(gzip.is_ok(), "{gzip:?}");
+        } else {
+            assert!(gzip.unwrap_err().to_string().contains("`gzip` feature"));
+        }
     }
 
     #[cfg(not(feature = "grpc"))]
