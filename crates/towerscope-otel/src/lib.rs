@@ -58,7 +58,10 @@
 //! Each captured value (a text, a tool's arguments or result, a file's base64, an error's
 //! text) is cut at [`MAX_CAPTURED_VALUE_BYTES`] (64 KiB), saying how much was left out: a
 //! 10 MB tool result would otherwise be copied into its span and into every later model call's
-//! input, and a collector may refuse a whole batch for one such span.
+//! input, and a collector may refuse a whole batch for one such span. A model call's
+//! `gen_ai.input.messages` keeps its newest messages up to [`MAX_CAPTURED_MESSAGES_BYTES`]
+//! (1 MiB), after a note of how many older ones were left out: the whole conversation in
+//! every chat span grew a reply's spans with the square of its length.
 //!
 //! Content is serialised and redacted only for spans that record: a span starts with the
 //! attributes a sampler may look at, and gets its content once the sampler kept it, so traces
@@ -161,7 +164,7 @@ pub use opentelemetry;
 pub use opentelemetry_sdk;
 
 pub use acting::{ActingTracing, ActingTracingFuture, ActingTracingLayer, ToolSpanStream};
-pub use content::MAX_CAPTURED_VALUE_BYTES;
+pub use content::{MAX_CAPTURED_MESSAGES_BYTES, MAX_CAPTURED_VALUE_BYTES};
 pub use middleware::{TracingMiddleware, TracingMiddlewareBuilder};
 pub use model_call::{ChatSpanStream, ModelCallTracing, ModelCallTracingFuture, ModelCallTracingLayer};
 pub use otlp::{OtlpConfig, OtlpError, OtlpGuard, Protocol, init_otlp};

@@ -987,6 +987,59 @@ async fn a_huge_captured_value_is_cut() {
     assert!(input.contains("bytes cut]"));
 }
 
+/// A long conversation's chat spans each keep its newest messages within the budget, after a
+/// note of how many older ones were left out, and the whole stays valid JSON: forty tool
+/// results of 60 KB made the last chat span carry 2.4 MB, and the reply's spans 49 MB.
+#[tokio::test]
+async fn a_long_conversation_is_captured_newest_first_within_a_budget() {
+    let (provider, exporter) = in_memory();
+    let page = "lorem ipsum ".repeat(5_000);
+    let fetch = towerscope_agent::toolkit::FunctionTool::new("fetch", move |_: serde_json::Value| {
+        let page = page.clone();
+        async move { page }
+    });
+    let mut script: Vec<_> = (0..40)
+        .map(|i| ScriptedResponse::tool_call(format!("c{i}"), "fetch", "{}"))
+        .collect();
+    script.push(ScriptedResponse::text("done"));
+    let agent = Agent::builder("a")
+        .model(ScriptedModel::new("m", script))
+        .tool(fetch)
+        .max_iters(50)
+        .middleware(
+            TracingMiddleware::builder()
+                .tracer_provider(&provider)
+                .capture_content(true)
+                .build(),
+        )
+        .hints(towerscope_agent::HintConfig::disabled())
+        .build()
+        .unwrap();
+    agent.reply(Msg::user("user", "read them all")).await.unwrap();
+    let spans = spans(&exporter);
+    let chats = named(&spans, "chat m");
+    assert_eq!(chats.len(), 41);
+    let budget = towerscope_otel::MAX_CAPTURED_MESSAGES_BYTES;
+    let mut total = 0;
+    for chat in &chats {
+        let input = str_attr(chat, "gen_ai.input.messages").unwrap();
+        assert!(input.len() <= budget + 1024, "{} bytes", input.len());
+        serde_json::from_str::<serde_json::Value>(&input).unwrap();
+        total += input.len();
+    }
+    assert!(total < 41 * (budget + 1024), "{total}");
+    let last: serde_json::Value = serde_json::from_str(&str_attr(chats[40], "gen_ai.input.messages").unwrap()).unwrap();
+    let messages = last.as_array().unwrap();
+    let note = messages[0]["parts"][0]["content"].as_str().unwrap();
+    assert!(note.starts_with("…[not recorded: "), "{note}");
+    // The newest message is the last tool result, in full.
+    let newest = messages.last().unwrap().to_string();
+    assert!(newest.contains("c39"), "{}", &newest[..200.min(newest.len())]);
+    // The first chat span had room for everything: no note.
+    let first: serde_json::Value = serde_json::from_str(&str_attr(chats[0], "gen_ai.input.messages").unwrap()).unwrap();
+    assert_eq!(first[0]["role"], "user");
+}
+
 /// A tool's JSON result whose sensitive keys hold objects and arrays is redacted on the tool's
 /// span and in the next chat's input messages, as tool arguments are; read as text, those
 /// values were recorded whole.

@@ -184,15 +184,79 @@ fn push_message(out: &mut String, msg: &Msg, finish_reason: Option<&str>) {
     out.push('}');
 }
 
-/// `gen_ai.input.messages` of messages (no system messages among them expected).
+/// The most bytes of one `gen_ai.input.messages` (about): its newest messages up to this, the
+/// older ones counted in a note in their place. Each value is cut at
+/// [`MAX_CAPTURED_VALUE_BYTES`], but a model call's input is the whole conversation: forty
+/// tool results of 60 KB made each later chat span carry all of them, 2.4 MB in one attribute
+/// and 49 MB over one reply's spans, past what collectors take in one request (4 MiB by
+/// default for the OTel Collector's gRPC receiver).
+pub const MAX_CAPTURED_MESSAGES_BYTES: usize = 1 << 20;
+
+/// `gen_ai.input.messages` of messages (no system messages among them expected): their newest
+/// parts that fit in [`MAX_CAPTURED_MESSAGES_BYTES`] (the newest always), after a note of what
+/// was left out. A reply's turn is one message holding its calls and results, so the budget
+/// counts parts, not messages. What is left out is not serialised.
 pub(crate) fn input_messages<'a>(msgs: impl IntoIterator<Item = &'a Msg>) -> String {
-    let mut out = String::with_capacity(256);
+    let msgs: Vec<&Msg> = msgs.into_iter().collect();
+    // Newest first: each kept message's index and its kept parts, newest first.
+    let mut kept: Vec<(usize, Vec<String>)> = Vec::new();
+    let mut size = 0;
+    // Parts left out of the oldest message kept (the one the budget ran out in).
+    let mut parts_left_out = 0;
+    'messages: for (index, msg) in msgs.iter().enumerate().rev() {
+        let blocks: Vec<&ContentBlock> = msg
+            .content
+            .iter()
+            .filter(|b| !matches!(b, ContentBlock::Hint(_)))
+            .collect();
+        let mut parts = Vec::new();
+        for (at, block) in blocks.iter().enumerate().rev() {
+            let mut part = String::new();
+            push_parts(&mut part, std::slice::from_ref(*block), &mut true);
+            let first = kept.is_empty() && parts.is_empty();
+            if !first && size + part.len() > MAX_CAPTURED_MESSAGES_BYTES {
+                if !parts.is_empty() {
+                    parts_left_out = at + 1;
+                    kept.push((index, parts));
+                }
+                break 'messages;
+            }
+            size += part.len() + 1;
+            parts.push(part);
+        }
+        kept.push((index, parts));
+    }
+    let messages_left_out = msgs.len() - kept.len();
+    let mut out = String::with_capacity(size + 256);
     out.push('[');
-    for (i, msg) in msgs.into_iter().enumerate() {
-        if i > 0 {
+    if messages_left_out > 0 || parts_left_out > 0 {
+        out.push_str(r#"{"role":"system","parts":[{"type":"text","content":"#);
+        push_string(
+            &mut out,
+            &format!(
+                "…[not recorded: {messages_left_out} earlier message(s), and {parts_left_out} earlier part(s) of \
+                 the next; the captured input keeps its newest parts up to {MAX_CAPTURED_MESSAGES_BYTES} bytes]"
+            ),
+        );
+        out.push_str(r#"}],"name":""}"#);
+    }
+    for (index, parts) in kept.iter().rev() {
+        if out.len() > 1 {
             out.push(',');
         }
-        push_message(&mut out, msg, None);
+        let msg = msgs[*index];
+        out.push_str(r#"{"role":"#);
+        push_string(&mut out, msg.role.as_str());
+        out.push_str(r#","parts":["#);
+        for (i, part) in parts.iter().rev().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(part);
+        }
+        out.push_str(r#"],"name":"#);
+        push_string(&mut out, &msg.name);
+        out.push('}');
     }
     out.push(']');
     out
@@ -260,6 +324,39 @@ mod tests {
 
     fn parsed(text: &str) -> Value {
         serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    }
+
+    /// Past the budget, the newest parts are kept in their order, the message they belong to
+    /// with them, after a note of what was left out; one turn (a message of many parts) is cut
+    /// inside.
+    #[test]
+    fn input_messages_keep_their_newest_parts_within_the_budget() {
+        // Twenty parts of 60 KiB in one turn (each under the value cut): 1.2 MB.
+        let part = |c: char| ContentBlock::text(c.to_string().repeat(60 << 10));
+        let question = Msg::new("user", Role::User, vec![part('q')]).unwrap();
+        let letters: Vec<char> = ('a'..='t').collect();
+        let turn = Msg::new("a", Role::Assistant, letters.iter().map(|&c| part(c)).collect()).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&input_messages([&question, &turn])).unwrap();
+        let messages = json.as_array().unwrap();
+        assert_eq!(messages.len(), 2, "the note and the turn");
+        let note = messages[0]["parts"][0]["content"].as_str().unwrap();
+        assert!(
+            note.starts_with("…[not recorded: 1 earlier message(s), and 3 earlier part(s) of the next;"),
+            "{note}"
+        );
+        let kept: String = messages[1]["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["content"].as_str().unwrap().chars().next().unwrap())
+            .collect();
+        assert_eq!(kept, "defghijklmnopqrst", "the newest parts, in their order");
+        assert_eq!(messages[1]["role"], "assistant");
+        // Within the budget: everything, no note.
+        let small = Msg::user("user", "hi");
+        let all: serde_json::Value = serde_json::from_str(&input_messages([&small, &small])).unwrap();
+        assert_eq!(all.as_array().unwrap().len(), 2);
+        assert_eq!(all[0]["parts"][0]["content"], "hi");
     }
 
     #[test]
