@@ -25,6 +25,10 @@ fn is_credential_word(word: &[u8]) -> bool {
             | b"creds"
             | b"bearer"
             | b"jwt"
+            // A signed URL's signature is its credential: Azure SAS `sig=`, S3's
+            // `X-Amz-Signature=`, GCS's `X-Goog-Signature=`.
+            | b"sig"
+            | b"signature"
     )
 }
 

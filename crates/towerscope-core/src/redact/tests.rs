@@ -266,6 +266,30 @@ fn credential_key_assignments() {
     );
 }
 
+/// A signed URL's signature is its credential (an object readable by whoever reads the trace
+/// until it expires): redacted, the rest of the URL kept.
+#[test]
+fn signatures_of_signed_urls() {
+    family(
+        "signed url",
+        &[
+            (
+                "https://acct.blob.core.windows.net/c/cat.png?sv=2022-11-02&sp=r&sig=Zm9vYmFyYmF6cXV4c2VjcmV0%3D",
+                "https://acct.blob.core.windows.net/c/cat.png?sv=2022-11-02&sp=r&sig=[REDACTED]",
+            ),
+            (
+                "https://bucket.s3.amazonaws.com/cat.png?X-Amz-Expires=604800&X-Amz-Signature=fe5f80f77d5fa3beca038a24&x=1",
+                "https://bucket.s3.amazonaws.com/cat.png?X-Amz-Expires=604800&X-Amz-Signature=[REDACTED]&x=1",
+            ),
+            (
+                "https://storage.googleapis.com/b/o?X-Goog-Signature=0a1b2c3d4e5f",
+                "https://storage.googleapis.com/b/o?X-Goog-Signature=[REDACTED]",
+            ),
+        ],
+        &["https://example.com/sign-in?next=/home", "a signed letter"],
+    );
+}
+
 #[test]
 fn passwords_in_urls() {
     family(
