@@ -215,3 +215,139 @@ async fn an_unread_reply_at_the_front_of_the_queue_holds_the_other_agents_back_a
     assert_eq!(msg.text_content().as_deref(), Some("done"));
     assert_eq!(starts().last(), Some(&(51, "agent-1".to_owned())));
 }
+
+/// A backend keeping a minimum interval in memory, as a shared store would.
+struct IntervalBackend {
+    last: Mutex<Option<Instant>>,
+    interval: Duration,
+}
+
+impl towerscope_layers::rate_limit::RateLimitBackend for IntervalBackend {
+    fn try_start(&self, _: &RateLimits) -> towerscope_layers::rate_limit::BackendFuture {
+        use towerscope_layers::rate_limit::{HeldBy, Verdict};
+        let now = Instant::now();
+        let mut last = self.last.lock().unwrap();
+        let verdict = match *last {
+            Some(t) if now < t + self.interval => Verdict::Wait {
+                after: t + self.interval - now,
+                held_by: HeldBy::MinInterval,
+            },
+            _ => {
+                *last = Some(now);
+                Verdict::Start
+            }
+        };
+        Box::pin(async move { Ok(verdict) })
+    }
+    fn record_tokens(&self, _: &RateLimits, _: u64) {}
+    fn name(&self) -> &str {
+        "memory"
+    }
+}
+
+/// With a shared backend too, an unread reply at the front of the queue holds the others back
+/// a second past its turn, not for good (the calls behind a front that asks a backend waited
+/// for it whatever it did: one stalled web client froze every agent of the process).
+#[tokio::test(start_paused = true)]
+async fn with_a_backend_an_unread_reply_at_the_front_holds_the_others_back_a_second() {
+    use futures_util::StreamExt;
+    use towerscope_layers::rate_limit::WhenUnavailable;
+
+    let log = Log::default();
+    let limit = RateLimitLayer::with_backend(
+        RateLimits::new().min_interval(Duration::from_secs(10)),
+        IntervalBackend {
+            last: Mutex::new(None),
+            interval: Duration::from_secs(10),
+        },
+        WhenUnavailable::Fail,
+    );
+    let origin = Instant::now();
+    let agents = agents(3, &limit, &log, origin);
+    let mut unread = agents[1].reply_stream(Msg::user("user", "go"));
+    while futures_util::poll!(unread.next()).is_ready() {}
+    let done = tokio::time::timeout(Duration::from_secs(300), async {
+        agents[0].reply(Msg::user("user", "go")).await.unwrap();
+        agents[2].reply(Msg::user("user", "go")).await.unwrap();
+    })
+    .await;
+    assert!(
+        done.is_ok(),
+        "the unread reply held every other agent back: {:?}",
+        log.lock().unwrap()
+    );
+    let names: Vec<String> = log.lock().unwrap().iter().map(|(_, n)| n.clone()).collect();
+    assert_eq!(names, ["agent-1", "agent-0", "agent-0", "agent-2", "agent-2"]);
+    let mut last = None;
+    while let Some(item) = unread.next().await {
+        last = Some(item.unwrap());
+    }
+    assert_eq!(
+        last.and_then(|i| i.as_final().cloned())
+            .and_then(|m| m.text_content())
+            .as_deref(),
+        Some("done"),
+        "read again, the reply goes on"
+    );
+}
+
+/// A backend that cannot be reached: each call waits a second for its timeout.
+struct Unreachable;
+
+impl towerscope_layers::rate_limit::RateLimitBackend for Unreachable {
+    fn try_start(&self, _: &RateLimits) -> towerscope_layers::rate_limit::BackendFuture {
+        Box::pin(async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Err(towerscope_core::AgentError::unavailable(
+                "unreachable",
+                std::io::Error::other("connect timed out"),
+            ))
+        })
+    }
+    fn record_tokens(&self, _: &RateLimits, _: u64) {}
+    fn name(&self) -> &str {
+        "unreachable"
+    }
+}
+
+/// With the backend down, calls are let through (fail-open) or failed (fail) at once, the
+/// backend asked again every few seconds, not each call waiting out its timeout behind the
+/// one before it (ten concurrent calls took ten seconds).
+#[tokio::test(start_paused = true)]
+async fn with_the_backend_down_calls_do_not_queue_behind_its_timeout() {
+    use tower::{ServiceBuilder, ServiceExt, service_fn};
+    use towerscope_core::{AgentContext, AgentError};
+    use towerscope_layers::rate_limit::WhenUnavailable;
+
+    let model = ScriptedModel::cycle("m", [ScriptedResponse::text("ok").whole()]);
+    let request = || ModelCallRequest {
+        ctx: AgentContext::new("agent", "s", "r"),
+        model: Arc::new(model.clone()),
+        messages: vec![Msg::user("user", "hi")].into(),
+        tools: Arc::from(vec![]),
+        tool_choice: None,
+    };
+    for policy in [WhenUnavailable::FailOpen, WhenUnavailable::Fail] {
+        let layer = RateLimitLayer::with_backend(RateLimits::new().requests_per_minute(1000), Unreachable, policy);
+        let svc = ServiceBuilder::new()
+            .layer(layer)
+            .service(service_fn(|req: ModelCallRequest| {
+                let m = Arc::clone(&req.model);
+                m.call(req)
+            }));
+        let start = Instant::now();
+        let results = join_all((0..10).map(|_| svc.clone().oneshot(request()))).await;
+        assert!(
+            start.elapsed() <= Duration::from_secs(2),
+            "{policy:?}: 10 concurrent calls took {:?}",
+            start.elapsed()
+        );
+        match policy {
+            WhenUnavailable::FailOpen => assert!(results.iter().all(Result::is_ok), "{results:?}"),
+            _ => assert!(
+                results.iter().all(|r| matches!(r, Err(AgentError::Unavailable { .. }))),
+                "{results:?}"
+            ),
+        }
+    }
+}

@@ -80,7 +80,15 @@ pub(crate) struct Remote {
     pub(crate) when_unavailable: WhenUnavailable,
     /// Whether the backend failed last time (to log each outage once).
     down: AtomicBool,
+    /// While the backend is down: when it was last asked (a probe), and the error it gave.
+    /// The calls between two probes are decided without asking it (see [`PROBE_EVERY`]).
+    outage: std::sync::Mutex<Option<(tokio::time::Instant, AgentError)>>,
 }
+
+/// How often a limiter whose backend is down asks it again; the calls in between are let
+/// through or failed at once, as [`WhenUnavailable`] says, instead of each waiting for the
+/// backend's timeout behind the one before it.
+pub(crate) const PROBE_EVERY: Duration = Duration::from_secs(5);
 
 /// What the call at the front of the queue does after asking the backend.
 pub(crate) enum Decision {
@@ -95,6 +103,30 @@ impl Remote {
             backend,
             when_unavailable,
             down: AtomicBool::new(false),
+            outage: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The backend's answer for the call at the front: asked, or, while the backend is down
+    /// and was probed less than [`PROBE_EVERY`] ago, its last error at once.
+    pub(crate) fn ask(&self, limits: &RateLimits, now: tokio::time::Instant) -> BackendFuture {
+        let mut outage = self.outage.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match outage.as_mut() {
+            Some((probed, error)) if now < *probed + PROBE_EVERY => {
+                let error = error.clone();
+                Box::pin(std::future::ready(Err(error)))
+            }
+            Some((probed, _)) => {
+                // This call probes: the next ones wait for its answer no longer than they
+                // would for any front.
+                *probed = now;
+                drop(outage);
+                self.backend.try_start(limits)
+            }
+            None => {
+                drop(outage);
+                self.backend.try_start(limits)
+            }
         }
     }
 
@@ -102,6 +134,7 @@ impl Remote {
     pub(crate) fn decide(&self, answer: Result<Verdict, AgentError>, limits: &RateLimits) -> Decision {
         let verdict = match answer {
             Ok(verdict) => {
+                *self.outage.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
                 if self.down.swap(false, Ordering::AcqRel) {
                     tracing::info!(
                         backend = self.backend.name(),
@@ -111,6 +144,13 @@ impl Remote {
                 verdict
             }
             Err(e) => {
+                {
+                    let mut outage = self.outage.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    match outage.as_mut() {
+                        Some((_, last)) => *last = e.clone(),
+                        None => *outage = Some((tokio::time::Instant::now(), e.clone())),
+                    }
+                }
                 if !self.down.swap(true, Ordering::AcqRel) {
                     tracing::warn!(
                         backend = self.backend.name(),

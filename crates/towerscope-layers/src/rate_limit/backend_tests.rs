@@ -128,12 +128,14 @@ async fn fail_open_lets_calls_through_while_the_backend_is_down() {
     assert_eq!(log.lock().unwrap().len(), 3);
 }
 
+/// Fail closed: a retryable `Unavailable` error; until the backend is probed again (every
+/// `PROBE_EVERY`), the next calls fail at once without asking it; once it answers, calls go on.
 #[tokio::test(start_paused = true)]
-async fn fail_closed_fails_with_a_retryable_unavailable_error_and_the_next_call_goes_on() {
+async fn fail_closed_fails_with_a_retryable_unavailable_error_and_calls_go_on_once_it_answers() {
     let backend = Scripted::new([down(), Ok(Verdict::Start)]);
     let layer = RateLimitLayer::with_backend(
         RateLimits::new().min_interval(Duration::from_secs(1)),
-        backend,
+        backend.clone(),
         WhenUnavailable::Fail,
     );
     let log = Log::default();
@@ -142,7 +144,16 @@ async fn fail_closed_fails_with_a_retryable_unavailable_error_and_the_next_call_
     assert!(matches!(err, AgentError::Unavailable { .. }), "{err:?}");
     assert!(err.is_retryable());
     assert_eq!(layer.limiter().waiting(), 0, "the failed call left the queue");
-    svc.oneshot(request(1)).await.unwrap();
+    let again = svc.clone().oneshot(request(1)).await.unwrap_err();
+    assert!(matches!(again, AgentError::Unavailable { .. }), "{again:?}");
+    assert_eq!(
+        backend.asked.lock().unwrap().len(),
+        1,
+        "not asked again before the probe"
+    );
+    tokio::time::advance(super::backend::PROBE_EVERY).await;
+    svc.oneshot(request(2)).await.unwrap();
+    assert_eq!(backend.asked.lock().unwrap().len(), 2, "the probe");
     assert_eq!(log.lock().unwrap().len(), 1);
 }
 

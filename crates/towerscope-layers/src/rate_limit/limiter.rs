@@ -334,7 +334,6 @@ impl RateLimiter {
             // Not queued (cannot happen: a ticket leaves the queue when served or dropped).
             return Turn::Wait;
         };
-        let local = self.shared.remote.is_none();
         let now = Instant::now();
         // Woken whenever its place may have changed, whatever it is told now.
         let waiter = &mut state.queue[at];
@@ -342,31 +341,30 @@ impl RateLimiter {
             Some(w) if w.will_wake(cx.waker()) => {}
             _ => waiter.waker = Some(cx.waker().clone()),
         }
-        if local {
-            // Polled: not stalled (back in its place if it was), and a front that polls is
-            // taking its turn now, whenever it was told it could.
-            state.queue[at].stalled = false;
-            if state.front() == Some(at) {
-                state.front_due = Some((ticket, now));
-            }
-            state.skip_stalled(now, Some(ticket));
+        // Polled: not stalled (back in its place if it was), and a front that polls is taking
+        // its turn now, whenever it was told it could.
+        state.queue[at].stalled = false;
+        if state.front() == Some(at) {
+            state.front_due = Some((ticket, now));
         }
+        state.skip_stalled(now, Some(ticket));
         let front = state.front();
         if front != Some(at) {
-            // Each waiter watches the front (a local limit only: a front asking the backend
-            // may be waiting for its answer), the k-th behind it giving it k times
+            // Each waiter watches the front, the k-th behind it giving it k times
             // `STALLED_AFTER`: the one right behind skips a stalled front, the next skips both
             // when that one stalled too, and so on. Each waiter wakes about once per k seconds
-            // while it waits.
+            // while it waits. With a backend too: a front that waits for the backend's answer
+            // longer than that is passed, and the next call asks beside it (the backend decides
+            // each start atomically, so the limit holds either way).
             let behind = state.queue.iter().take(at).filter(|w| !w.stalled).count();
             let patience = STALLED_AFTER.saturating_mul(u32::try_from(behind).unwrap_or(u32::MAX));
             return match state.front_due {
-                Some((_, due)) if local => Turn::Watch(plus(due, patience)),
-                _ => Turn::Wait,
+                Some((_, due)) => Turn::Watch(plus(due, patience)),
+                None => Turn::Wait,
             };
         }
         if let Some(remote) = &self.shared.remote {
-            return Turn::Ask(remote.backend.try_start(limits));
+            return Turn::Ask(remote.ask(limits, now));
         }
         let (ready, _) = state.ready_at(now, limits);
         if ready > now {
@@ -384,6 +382,16 @@ impl RateLimiter {
         match &self.shared.remote {
             Some(remote) => remote.decide(answer, &self.shared.limits),
             None => Decision::Go,
+        }
+    }
+
+    /// The front call `ticket` is due to take its turn again at `due`.
+    fn front_due_at(&self, ticket: u64, due: Instant) {
+        let mut state = self.lock();
+        if let Some(front) = state.front()
+            && state.queue[front].ticket == ticket
+        {
+            state.front_due = Some((ticket, due));
         }
     }
 
@@ -437,9 +445,14 @@ impl Ticket {
     /// ask) unless it must wait, in which case it stays at the front and asks again later.
     pub(crate) fn leave(&mut self, answer: Result<super::Verdict, AgentError>) -> Decision {
         let decision = self.limiter.decide(answer);
-        if !matches!(decision, Decision::Sleep(_)) {
-            self.served = true;
-            self.limiter.abandon(self.id);
+        match &decision {
+            // Due again when the backend said: the calls behind watch for that, and pass it
+            // when it is not polled then (a reply whose reader stopped reading).
+            Decision::Sleep(after) => self.limiter.front_due_at(self.id, plus(Instant::now(), *after)),
+            _ => {
+                self.served = true;
+                self.limiter.abandon(self.id);
+            }
         }
         decision
     }

@@ -29,10 +29,12 @@
 //! Lua script per decision, a sliding log, the same limits with the same meaning), so N
 //! processes of a web service share one provider budget. The calls of one process still queue
 //! here, in order, and only the one at the front asks the backend; a call told to wait sleeps
-//! and asks again. When the backend cannot be reached, the call does what the
-//! [`WhenUnavailable`] given to the layer says: go through with a warning, or fail with a
-//! retryable `AgentError::Unavailable`. A backend call is boxed (it is I/O); the in-process
-//! limiter allocates nothing per call.
+//! and asks again. A front that is not polled a second past its turn (or that waits longer for
+//! the backend's answer) is passed, as in one process. When the backend cannot be reached, the
+//! call does what the [`WhenUnavailable`] given to the layer says: go through with a warning,
+//! or fail with a retryable `AgentError::Unavailable`; until the backend is asked again, five
+//! seconds later, the next calls do the same at once, not each after the backend's timeout. A
+//! backend call is boxed (it is I/O); the in-process limiter allocates nothing per call.
 //!
 //! # Differences from `tower::limit::RateLimit`
 //!
