@@ -859,3 +859,26 @@ async fn history_length_push_methods_and_skill_tags_follow_the_spec() {
         assert!(skill["tags"].as_array().is_some_and(|t| !t.is_empty()), "{skill}");
     }
 }
+
+/// A message id sent again with other parts is refused, naming the task the first went to
+/// (the new question was answered with the old task, and what it said was dropped); the same
+/// message sent again still gets its task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_id_reused_with_other_parts_is_refused_not_dropped() {
+    let base = serve(A2aConfig::new("helper")).await;
+    let send = |text: &str| {
+        rpc(
+            "SendMessage",
+            json!({"message": {"messageId": "m1", "role": "ROLE_USER", "contextId": "chat-reuse", "parts": [{"text": text}]}}),
+        )
+    };
+    let (_, first) = post(&base, send("Hi"), None).await;
+    let task = first["result"]["task"]["id"].clone();
+    assert!(task.is_string(), "{first}");
+    let (_, again) = post(&base, send("Hi"), None).await;
+    assert_eq!(again["result"]["task"]["id"], task, "the same message: its task");
+    let (_, other) = post(&base, send("What is the capital of France?"), None).await;
+    assert_eq!(other["error"]["code"], RpcError::INVALID_PARAMS, "{other}");
+    let text = other["error"]["message"].as_str().unwrap();
+    assert!(text.contains("messageId `m1` was sent before"), "{text}");
+}

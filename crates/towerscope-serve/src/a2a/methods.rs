@@ -59,7 +59,7 @@ pub(crate) fn start(tasks: &Arc<Tasks>, request: SendMessageRequest) -> Result<S
         (None, Some(context)) => match tasks.open_task_of(context) {
             Ok(open) => open,
             // Busy with this very message, sent twice at once: its task.
-            Err(busy) => match tasks.task_of_message(context, &message.message_id) {
+            Err(busy) => match tasks.task_of_message(context, &message)? {
                 Some(task_id) => return subscribe(tasks, &task_id),
                 None => return Err(busy),
             },
@@ -124,8 +124,8 @@ fn make_room(tasks: &Arc<Tasks>) {
 fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Started, RpcError> {
     // Before the task is touched: a refused answer leaves it waiting.
     answer::check_answer_parts(&message)?;
-    let message_id = message.message_id.clone();
-    let answered = tasks.answer_task(task_id, &message_id, |t| {
+    let (message_id, digest) = (message.message_id.clone(), super::tasks::digest(&message));
+    let answered = tasks.answer_task(task_id, (&message_id, digest), |t| {
         if let Some(context) = &message.context_id
             && *context != t.task.context_id
         {

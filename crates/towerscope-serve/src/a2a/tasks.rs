@@ -112,9 +112,42 @@ impl TaskEntry {
 struct ContextEntry {
     agent: Agent,
     last_task: Option<String>,
-    /// The latest messages' ids and the tasks they went to (at most `RECENT_MESSAGES`): a
-    /// message sent again (a client's retry) is answered with its task, not run twice.
-    recent: VecDeque<(String, String)>,
+    /// The latest messages (at most `RECENT_MESSAGES`): a message sent again (a client's
+    /// retry) is answered with its task, not run twice; an id sent again with other content
+    /// is refused.
+    recent: VecDeque<Sent>,
+}
+
+/// A message a context took: its id, a digest of its parts, the task it went to.
+struct Sent {
+    message_id: String,
+    digest: u64,
+    task_id: String,
+}
+
+/// A digest of what a message says (its parts), to tell a message sent again from another
+/// message that reuses its id. Stable within the process, which is all it is compared in.
+pub(crate) fn digest(message: &Message) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_string(&message.parts)
+        .unwrap_or_default()
+        .hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The task the message `message_id` went to if the context took it before: `Ok(Some)` for the
+/// same message sent again, an error for another message under its id (it was answered with
+/// the first one's task, and what it said was dropped).
+fn sent_before(recent: &VecDeque<Sent>, message_id: &str, digest: u64) -> Result<Option<String>, RpcError> {
+    match recent.iter().find(|s| s.message_id == message_id) {
+        Some(s) if s.digest == digest => Ok(Some(s.task_id.clone())),
+        Some(s) => Err(RpcError::invalid_params(format!(
+            "messageId `{message_id}` was sent before (task `{}`) with other parts; give each message an id of its own",
+            s.task_id
+        ))),
+        None => Ok(None),
+    }
 }
 
 /// How many message ids a context remembers.
@@ -181,11 +214,15 @@ impl Inserted {
 }
 
 /// Remembers one more message id of a context, forgetting the oldest past `RECENT_MESSAGES`.
-fn remember(recent: &mut VecDeque<(String, String)>, message_id: &str, task_id: &str) {
+fn remember(recent: &mut VecDeque<Sent>, message_id: &str, digest: u64, task_id: &str) {
     if recent.len() == RECENT_MESSAGES {
         recent.pop_front();
     }
-    recent.push_back((message_id.to_owned(), task_id.to_owned()));
+    recent.push_back(Sent {
+        message_id: message_id.to_owned(),
+        digest,
+        task_id: task_id.to_owned(),
+    });
 }
 
 #[derive(Default)]
@@ -278,10 +315,12 @@ impl Tasks {
 
     /// The task a message `message_id` sent to `context` earlier went to, if the context
     /// remembers it.
-    pub(crate) fn task_of_message(&self, context: &str, message_id: &str) -> Option<String> {
+    pub(crate) fn task_of_message(&self, context: &str, message: &Message) -> Result<Option<String>, RpcError> {
         let inner = self.lock();
-        let recent = &inner.contexts.get(context)?.recent;
-        recent.iter().find(|(m, _)| m == message_id).map(|(_, t)| t.clone())
+        let Some(c) = inner.contexts.get(context) else {
+            return Ok(None);
+        };
+        sent_before(&c.recent, &message.message_id, digest(message))
     }
 
     /// The task the context's last message left waiting for input, if any; an error if that
@@ -320,13 +359,10 @@ impl Tasks {
         };
         let (updates, rx) = broadcast::channel(UPDATES);
         let mut inner = self.lock();
-        let sent = inner.contexts.get(context).and_then(|c| {
-            c.recent
-                .iter()
-                .find(|(m, _)| *m == task.history[0].message_id)
-                .map(|(_, t)| t.clone())
-        });
-        if let Some(task_id) = sent {
+        let digest = digest(&task.history[0]);
+        if let Some(c) = inner.contexts.get(context)
+            && let Some(task_id) = sent_before(&c.recent, &task.history[0].message_id, digest)?
+        {
             return Ok(Inserted::Sent(task_id));
         }
         // Checked again under the lock: two messages racing on one context start one reply.
@@ -386,7 +422,7 @@ impl Tasks {
         }
         if let Some(c) = inner.contexts.get_mut(context) {
             c.last_task = Some(id.clone());
-            remember(&mut c.recent, &task.history[0].message_id, &id);
+            remember(&mut c.recent, &task.history[0].message_id, digest, &id);
         }
         evict_contexts(&mut inner, self.limits.max_contexts, context);
         Ok(Inserted::New(id, Box::new(task), rx, claim))
@@ -428,24 +464,23 @@ impl Tasks {
     pub(crate) fn answer_task<R>(
         &self,
         id: &str,
-        message_id: &str,
+        (message_id, digest): (&str, u64),
         f: impl FnOnce(&mut TaskEntry) -> Result<R, RpcError>,
     ) -> Result<Result<R, String>, RpcError> {
         let mut inner = self.lock();
         let inner = &mut *inner;
         let entry = inner.tasks.get_mut(id).ok_or_else(|| RpcError::task_not_found(id))?;
         let context = inner.contexts.get_mut(&entry.task.context_id);
-        let sent = context
-            .as_ref()
-            .and_then(|c| c.recent.iter().find(|(m, _)| m == message_id).map(|(_, t)| t.clone()));
-        if let Some(task) = sent {
+        if let Some(c) = context.as_ref()
+            && let Some(task) = sent_before(&c.recent, message_id, digest)?
+        {
             return Ok(Err(task));
         }
         let out = f(entry);
         settle(&mut inner.ended_bytes, entry);
         let out = out?;
         if let Some(c) = context {
-            remember(&mut c.recent, message_id, id);
+            remember(&mut c.recent, message_id, digest, id);
         }
         Ok(Ok(out))
     }
