@@ -239,8 +239,11 @@ fn with_revision(body: &[u8], revision: u64) -> Vec<u8> {
 }
 
 /// The revision of the session file at `path`: read from its first bytes when it starts as
-/// this store writes it, otherwise from the whole document; `None` when there is no file.
+/// this store writes it and ends as a document does (a file cut short, by a full disk or by
+/// hand, has its head and not its end: it is read whole, and refused, so a save does not
+/// overwrite it), otherwise from the whole document; `None` when there is no file.
 fn current_revision(path: &Path) -> io::Result<Option<u64>> {
+    use std::io::{Seek, SeekFrom};
     let mut file = match File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -249,7 +252,14 @@ fn current_revision(path: &Path) -> io::Result<Option<u64>> {
     let mut head = [0u8; 40];
     let n = read_up_to(&mut file, &mut head)?;
     if let Some(revision) = parse_head(&head[..n]) {
-        return Ok(Some(revision));
+        let mut tail = [0u8; 8];
+        let len = file.seek(SeekFrom::End(0))?;
+        let from = len.saturating_sub(tail.len() as u64);
+        file.seek(SeekFrom::Start(from))?;
+        let m = read_up_to(&mut file, &mut tail)?;
+        if tail[..m].trim_ascii_end().ends_with(b"}") {
+            return Ok(Some(revision));
+        }
     }
     let bytes = fs::read(path)?;
     match read(&bytes) {

@@ -264,6 +264,36 @@ async fn a_missing_store_is_empty_and_a_broken_file_is_a_clear_error() {
     fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A session file cut short after its head (a full disk, an editor) is refused by a save as a
+/// broken file is, and stays as it was (the head was trusted, and the save overwrote it).
+#[tokio::test]
+async fn a_session_file_cut_short_after_its_head_is_not_overwritten() {
+    let dir = temp_dir();
+    let store = JsonFileStore::new(&dir);
+    let key = SessionKey::new("alice", "conv-1").unwrap();
+    let mut state = AgentState::new();
+    state.context.push(std::sync::Arc::new(towerscope_core::Msg::user(
+        "user",
+        "precious ".repeat(20),
+    )));
+    store
+        .save(&key, &SessionDocument::new(state), Expect::Absent)
+        .await
+        .unwrap();
+    let path = store.path_of(&key);
+    let full = fs::read(&path).unwrap();
+    let torn = full[..full.len() / 2].to_vec();
+    fs::write(&path, &torn).unwrap();
+    assert!(store.load(&key).await.is_err());
+    let doc = SessionDocument::new(AgentState::new());
+    for expect in [Expect::Any, Expect::Revision(1)] {
+        let err = store.save(&key, &doc, expect).await.unwrap_err();
+        assert!(err.to_string().contains("is not a session document"), "{err}");
+    }
+    assert_eq!(fs::read(&path).unwrap(), torn);
+    fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn the_revision_is_read_from_the_head_of_the_file() {
     assert_eq!(parse_head(br#"{"revision":17,"version":1"#), Some(17));
