@@ -125,7 +125,9 @@ impl Agent {
     }
 
     /// Replaces the agent's state (a saved one, or a fresh [`AgentState::new`]). Fails while a
-    /// reply is in progress.
+    /// reply is in progress. An agent with a session keeps the session's id, and its next reply
+    /// keeps this state and saves it over the session, unless another process saved the
+    /// session since this agent last loaded or saved it (that conversation is then loaded).
     pub fn load_state(&self, state: AgentState) -> Result<(), AgentError> {
         let mut held = self.runtime.lock_state();
         // Read under the state lock (see `observe`): a reply starting now cannot have changed
@@ -136,6 +138,11 @@ impl Agent {
             ));
         }
         *held = state;
+        if let Some(session) = &self.session {
+            // The session's conversation, replaced: kept by the next reply and saved by it.
+            held.session_id = session.session_id();
+            session.state_replaced();
+        }
         Ok(())
     }
 

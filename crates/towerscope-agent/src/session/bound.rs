@@ -38,6 +38,9 @@ pub(crate) struct Bound {
     /// saves, so that a save on top of it (a compression while the reply is parked) does not
     /// take it out.
     foreign: Mutex<Option<Claim>>,
+    /// The agent's state was replaced (`Agent::load_state`) since the revision it holds: the
+    /// next load keeps it, unless the store moved on meanwhile.
+    replaced: std::sync::atomic::AtomicBool,
 }
 
 /// Where a document holds the claim on its parked reply, beside the modules' states.
@@ -119,11 +122,19 @@ impl Bound {
             initial_modules: OnceLock::new(),
             claim: Mutex::new(None),
             foreign: Mutex::new(None),
+            replaced: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
-    fn session_id(&self) -> Id {
+    pub(crate) fn session_id(&self) -> Id {
         self.key.agent_session_id()
+    }
+
+    /// The agent's state was replaced by its user ([`Agent::load_state`](crate::Agent::load_state)):
+    /// the next load keeps it (and the next save stores it) when the store still holds the
+    /// revision the agent saw.
+    pub(crate) fn state_replaced(&self) {
+        self.replaced.store(true, std::sync::atomic::Ordering::Release);
     }
 
     fn lock_state(&self) -> MutexGuard<'_, AgentState> {
@@ -159,8 +170,11 @@ impl Bound {
             // would then overwrite without a conflict.
             Some(stored)
                 if Some(stored.revision) == saved.revision
-                    && same_conversation(&stored.document.agent, &self.lock_state()) => {}
+                    && (self.replaced.swap(false, std::sync::atomic::Ordering::AcqRel)
+                        || same_conversation(&stored.document.agent, &self.lock_state())) => {}
             Some(stored) => {
+                // Another process saved since: its conversation, not a replacement made here.
+                self.replaced.store(false, std::sync::atomic::Ordering::Release);
                 // The claim is not the agent's state: out of the document before its
                 // fingerprint, or every save after this load would differ from it (and a
                 // request that changes nothing would save, taking the claim out).
