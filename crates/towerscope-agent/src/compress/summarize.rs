@@ -99,16 +99,61 @@ fn read_fields(content: &[ContentBlock], schema: &Value) -> Result<serde_json::M
     }
 }
 
-/// Replaces each `{field}` of the template with the field's text (other braces stay as they
-/// are, unlike Python's `str.format`).
+/// Replaces each `{field}` of the template with the field's text, in one pass over the
+/// template: a field's text that quotes a placeholder stays as written (a replacement per
+/// field rewrote what an earlier field put in), as Python's `str.format` fills each placeholder
+/// once. Other braces stay as they are (unlike `str.format`).
 pub(crate) fn fill_template(template: &str, fields: &serde_json::Map<String, Value>) -> String {
-    let mut out = template.to_owned();
-    for (key, value) in fields {
-        let text = match value {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        out = out.replace(&format!("{{{key}}}"), &text);
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let field = after
+            .find('}')
+            .map(|close| &after[..close])
+            .filter(|name| !name.contains('{'))
+            .and_then(|name| fields.get(name).map(|value| (name, value)));
+        match field {
+            Some((name, value)) => {
+                match value {
+                    Value::String(s) => out.push_str(s),
+                    other => out.push_str(&other.to_string()),
+                }
+                rest = &after[name.len() + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
     }
+    out.push_str(rest);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// Each placeholder is filled once: a field whose text quotes a placeholder keeps it as
+    /// written (it was filled by the later field); braces that name no field stay.
+    #[test]
+    fn a_field_quoting_a_placeholder_is_kept_as_written() {
+        let Value::Object(fields) = serde_json::json!({
+            "task_overview": "t",
+            "current_state": "half done",
+            "context_to_preserve": "the line `Status: {current_state}`",
+            "count": 3,
+        }) else {
+            unreachable!()
+        };
+        let template = "{task_overview} | {current_state} | {context_to_preserve} | {count} | {unknown} | {{x}} | {";
+        assert_eq!(
+            fill_template(template, &fields),
+            "t | half done | the line `Status: {current_state}` | 3 | {unknown} | {{x}} | {"
+        );
+    }
 }
