@@ -882,3 +882,44 @@ async fn a_message_id_reused_with_other_parts_is_refused_not_dropped() {
     let text = other["error"]["message"].as_str().unwrap();
     assert!(text.contains("messageId `m1` was sent before"), "{text}");
 }
+
+/// A new question sent to a context (no task id) whose task waits for a confirmation is
+/// refused, naming the waiting task, which still waits (it was taken as "no": the call was
+/// denied and the question never reached the model); "no" on the context answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_question_on_a_context_waiting_for_a_confirmation_is_refused_not_taken_as_no() {
+    let base = serve(A2aConfig::new("helper")).await;
+    let client = A2aClient::connect(&base).await.unwrap();
+    let parked = client
+        .send(user("Delete /tmp/keep-this-too", "deny-question"))
+        .await
+        .unwrap();
+    let task = parked.task().unwrap().clone();
+    assert_eq!(task.status.state, TaskState::InputRequired);
+
+    let err = client
+        .send(user("Before that: what time is it?", "deny-question"))
+        .await
+        .unwrap_err();
+    let ClientError::Rpc(e) = err else { panic!("{err:?}") };
+    assert_eq!(e.code, RpcError::INVALID_PARAMS);
+    assert!(
+        e.message.contains(&task.id) && e.message.contains("yes or no"),
+        "{}",
+        e.message
+    );
+    let waiting = client.get_task(&task.id).await.unwrap();
+    assert_eq!(waiting.status.state, TaskState::InputRequired, "it still waits");
+
+    let answered = client.send(user("no", "deny-question")).await.unwrap();
+    let done = answered.task().unwrap();
+    assert_eq!(done.id, task.id);
+    assert_eq!(done.status.state, TaskState::Completed);
+    assert_eq!(done.answer_text(), "Kept it.");
+    assert!(
+        !support::DELETED
+            .lock()
+            .unwrap()
+            .contains(&"/tmp/keep-this-too".to_owned())
+    );
+}

@@ -148,6 +148,30 @@ fn is_yes(text: &str) -> bool {
     matches!(word.as_str(), "yes" | "y" | "ok" | "approve" | "approved" | "confirm")
 }
 
+fn is_no(text: &str) -> bool {
+    let word = text.trim().trim_end_matches(['.', '!']).to_ascii_lowercase();
+    matches!(
+        word.as_str(),
+        "no" | "n" | "deny" | "denied" | "reject" | "rejected" | "cancel"
+    )
+}
+
+/// Whether `message` answers a confirmation for sure: a data part `{"approved": bool}`, or a
+/// text that says yes or no. A message sent to a context (no `taskId`) whose task waits for a
+/// confirmation is taken as its answer only then: a new question ("before that: what time is
+/// it?") denied the call, and what it asked never reached the model.
+pub(crate) fn answers_confirmation(message: &Message) -> bool {
+    let approved = message
+        .parts
+        .iter()
+        .filter_map(|p| p.data.as_ref())
+        .any(|d| d.get("approved").is_some_and(Value::is_boolean));
+    approved || {
+        let text = message.text();
+        is_yes(&text) || is_no(&text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -125,6 +125,8 @@ fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Sta
     // Before the task is touched: a refused answer leaves it waiting.
     answer::check_answer_parts(&message)?;
     let (message_id, digest) = (message.message_id.clone(), super::tasks::digest(&message));
+    // Sent to the context, not to the task: an answer only if it says yes or no.
+    let to_context = message.task_id.is_none();
     let answered = tasks.answer_task(task_id, (&message_id, digest), |t| {
         if let Some(context) = &message.context_id
             && *context != t.task.context_id
@@ -134,6 +136,17 @@ fn resume(tasks: &Arc<Tasks>, task_id: &str, mut message: Message) -> Result<Sta
             )));
         }
         let state = t.task.status.state;
+        if to_context
+            && state == TaskState::InputRequired
+            && t.parked.as_ref().is_some_and(|p| !p.confirm.is_empty())
+            && !answer::answers_confirmation(&message)
+        {
+            return Err(RpcError::invalid_params(format!(
+                "context `{}` has task `{task_id}` waiting for a confirmation: answer it with yes or no (or a data \
+                 part {{\"approved\": bool}}), or cancel it, before asking anything else",
+                t.task.context_id
+            )));
+        }
         let parked = if state == TaskState::InputRequired {
             t.parked.take()
         } else {
