@@ -26,9 +26,11 @@
 //! `SendMessage` answers when the task stops (completed, failed, canceled, or waiting for
 //! input), or at once with `configuration.returnImmediately`. `SendStreamingMessage` sends the
 //! task, then status and artifact updates (the answer as it streams) until it stops; the task
-//! goes on if the client disconnects (`GetTask` finds it, `SubscribeToTask` follows it again). How an input-required task is
-//! answered is described in the `answer` rules: `yes`/`no` or `{"approved": bool}` for a
-//! confirmation.
+//! goes on if the client disconnects (`GetTask` finds it, `SubscribeToTask` follows it again;
+//! on a task that ended, `SubscribeToTask` is UnsupportedOperationError). An input-required
+//! task is answered by a message with its `taskId` (`yes` or `{"approved": true}` approves,
+//! anything else denies), or by one on its context that says yes or no; another message on the
+//! context is refused while the task waits.
 //!
 //! A message's parts reach the agent in order: text parts as text, data parts as their JSON,
 //! file parts (`raw` base64 bytes or a `url`, with `mediaType` and `filename`): images, PDF,
