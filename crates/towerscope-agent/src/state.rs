@@ -128,6 +128,10 @@ pub struct AgentState {
     /// batch parked the reply costs a scan of the message only when a call was parked.
     #[serde(skip)]
     pub(crate) parks: u64,
+    /// How many compressions applied since the agent was built or restored: the compression
+    /// tool tells the model whether its call changed the context by it.
+    #[serde(skip)]
+    pub(crate) compressions: u64,
 }
 
 impl PartialEq for AgentState {
@@ -145,6 +149,7 @@ impl PartialEq for AgentState {
             last_call: _,
             call_hint: _,
             parks: _,
+            compressions: _,
         } = self;
         *session_id == other.session_id
             && *summary == other.summary
@@ -179,6 +184,7 @@ impl Default for AgentState {
             last_call: None,
             call_hint: CallHint::default(),
             parks: 0,
+            compressions: 0,
         }
     }
 }

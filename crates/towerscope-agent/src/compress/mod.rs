@@ -485,6 +485,7 @@ where
     state.summary = new_summary;
     state.context = parts.keep.into();
     state.last_call = None;
+    state.compressions = state.compressions.wrapping_add(1);
     // What was offloaded left the context for good.
     shared.offloaded().msgs.clear();
     if let Some(usage) = usage

@@ -58,15 +58,10 @@ where
         let id = req.tool_call().id.clone();
         let ctx = req.ctx;
         let run = async move {
-            // Compression replaces the summary or the context's first message (and usually both).
-            let look = |s: &Mutex<AgentState>| {
-                let s = s.lock().unwrap_or_else(PoisonError::into_inner);
-                (
-                    s.context.len(),
-                    s.context.first().map(|m| Arc::as_ptr(m) as usize),
-                    s.summary.len(),
-                )
-            };
+            // Whether a compression applied: counted where it applies (the context's length,
+            // first message and summary's length could all stay the same when a failed summary
+            // kept the old one and only the head of the reply was cut).
+            let look = |s: &Mutex<AgentState>| s.lock().unwrap_or_else(PoisonError::into_inner).compressions;
             let before = look(&state);
             let request = CompressRequest {
                 ctx,
@@ -85,5 +80,82 @@ where
             vec![Ok(ToolItem::Chunk(chunk)), Ok(ToolItem::Response(response))]
         };
         Box::pin(futures_util::stream::once(run).flat_map(futures_util::stream::iter))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use towerscope_core::{ContextConfig, Msg};
+    use towerscope_models::{ScriptedModel, ScriptedResponse};
+
+    use super::*;
+    use crate::compress::{COMPRESS_TOOL, SUMMARY_TOOL};
+    use crate::toolkit::FunctionTool;
+    use crate::{Agent, HintConfig};
+
+    /// Look a word up.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Lookup {
+        /// The word.
+        word: String,
+    }
+
+    /// A compression that applied is told as such, even when the context's length, its first
+    /// message and the summary's length stayed the same (a failed summary kept the old one and
+    /// the head of the reply was cut): the model was told nothing changed while its results
+    /// were gone.
+    #[tokio::test]
+    async fn the_tool_says_compressed_when_a_truncation_applied() {
+        let model = ScriptedModel::new(
+            "m",
+            [
+                ScriptedResponse::tool_call("c1", "lookup", r#"{"word": "alpha"}"#),
+                ScriptedResponse::tool_call("c2", "lookup", r#"{"word": "beta"}"#),
+                ScriptedResponse::tool_call("c3", COMPRESS_TOOL, "{}"),
+                ScriptedResponse::text("done"),
+            ],
+        )
+        .context_size(4000)
+        .respond_with(|r| {
+            (r.tools.len() == 1 && r.tools[0].name == SUMMARY_TOOL)
+                .then(|| ScriptedResponse::text("I will not summarise."))
+        });
+        let lookup = FunctionTool::new("lookup", |a: Lookup| async move {
+            format!("{}: {}", a.word, "blah ".repeat(320))
+        });
+        let mut state = AgentState::new();
+        state.summary = "# Task Overview\nlook words up".to_owned();
+        let agent = Agent::builder("a")
+            .model(model)
+            .tool(lookup)
+            .hints(HintConfig::disabled())
+            .context(
+                ContextConfig::new()
+                    .trigger_ratio(0.9)
+                    .context_buffer_ratio(0.8)
+                    .compression_tool(true),
+            )
+            .state(state)
+            .build()
+            .unwrap();
+        agent.reply(Msg::user("user", "Look up alpha and beta.")).await.unwrap();
+        let s = agent.state();
+        let said = s
+            .context
+            .iter()
+            .flat_map(|m| m.tool_results())
+            .find(|r| r.id == "c3")
+            .and_then(|r| r.output.text_content())
+            .unwrap();
+        let left = s
+            .context
+            .iter()
+            .flat_map(|m| m.tool_results())
+            .filter(|r| r.name == "lookup")
+            .count();
+        assert!(left < 2, "the setup: a lookup result was dropped ({left} left)");
+        assert_eq!(said, COMPRESSED_TEXT);
     }
 }
