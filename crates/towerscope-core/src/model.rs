@@ -172,6 +172,13 @@ pub trait ChatModel: Send + Sync + fmt::Debug + 'static {
         None
     }
 
+    /// The provider's port (the URL's, or its scheme's default), for `server.port`, which the
+    /// GenAI conventions record beside `server.address`: two local servers on one host differ
+    /// only by it.
+    fn server_port(&self) -> Option<u16> {
+        None
+    }
+
     /// Calls the model with the request's messages, tool schemas and tool choice.
     fn call(&self, request: ModelCallRequest) -> ModelFuture;
 }

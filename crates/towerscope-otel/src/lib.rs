@@ -93,9 +93,9 @@
 //!
 //! | instrument | kind, unit | attributes |
 //! |---|---|---|
-//! | `gen_ai.client.operation.duration` | histogram, `s` | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.response.model`, `server.address`, `error.type` |
+//! | `gen_ai.client.operation.duration` | histogram, `s` | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.response.model`, `server.address`, `server.port`, `error.type` |
 //! | `gen_ai.client.token.usage` | histogram, `{token}` | the same and `gen_ai.token.type` = `input` / `output` |
-//! | `gen_ai.client.operation.time_to_first_chunk` | histogram, `s` (streams) | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, `server.address`: recorded at the first chunk, before the response names its model |
+//! | `gen_ai.client.operation.time_to_first_chunk` | histogram, `s` (streams) | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, `server.address`, `server.port`: recorded at the first chunk, before the response names its model |
 //!
 //! The bucket boundaries are the conventions' advice ([`semconv::DURATION_BUCKETS`],
 //! [`semconv::TOKEN_BUCKETS`]).

@@ -46,6 +46,8 @@ pub const GEN_AI_CONVERSATION_ID: &str = "gen_ai.conversation.id";
 pub const ERROR_TYPE: &str = "error.type";
 /// `server.address`: the provider's host.
 pub const SERVER_ADDRESS: &str = "server.address";
+/// `server.port`: the provider's port, beside [`SERVER_ADDRESS`].
+pub const SERVER_PORT: &str = "server.port";
 
 // --- agent ---------------------------------------------------------------------------------
 

@@ -278,6 +278,10 @@ impl ChatModel for HostedModel {
         Some("api.anthropic.example")
     }
 
+    fn server_port(&self) -> Option<u16> {
+        Some(8443)
+    }
+
     fn call(&self, _request: ModelCallRequest) -> ModelFuture {
         let mut usage = ChatUsage::new(50, 5);
         usage.cache_input_tokens = 30;
@@ -317,6 +321,7 @@ async fn whole_answers_record_response_model_cache_tokens_and_host() {
         str_attr(chat, "server.address").as_deref(),
         Some("api.anthropic.example")
     );
+    assert_eq!(int_attr(chat, "server.port"), Some(8443), "the port beside the host");
     assert_eq!(str_attr(chat, "gen_ai.provider.name").as_deref(), Some("anthropic"));
     assert_eq!(int_attr(chat, "gen_ai.usage.cache_read.input_tokens"), Some(30));
     assert_eq!(int_attr(chat, "gen_ai.usage.cache_creation.input_tokens"), Some(10));

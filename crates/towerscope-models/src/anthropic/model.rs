@@ -68,6 +68,10 @@ impl ChatModel for AnthropicChatModel {
         self.inner.target.host()
     }
 
+    fn server_port(&self) -> Option<u16> {
+        self.inner.target.port()
+    }
+
     fn call(&self, request: ModelCallRequest) -> ModelFuture {
         let inner = Arc::clone(&self.inner);
         Box::pin(async move {

@@ -109,6 +109,11 @@ impl HttpTarget {
         self.url.host_str()
     }
 
+    /// The port (the URL's, or its scheme's default), for `server.port`.
+    pub(crate) fn port(&self) -> Option<u16> {
+        self.url.port_or_known_default()
+    }
+
     pub(crate) fn names(&self) -> Names {
         Names {
             provider: self.provider.clone(),

@@ -18,7 +18,8 @@
 //!   error item of the stream, which `RetryLayer` and `FallbackLayer` handle mid-stream. See
 //!   [`ProviderError`](crate::http::ProviderError).
 //! - **Tracing** reads `provider()` (`openai`, or [`provider_name`](OpenAiChatModelBuilder::provider_name)),
-//!   `server_address()` (the base URL's host), and from the response its id, `metadata.model`
+//!   `server_address()` and `server_port()` (the base URL's host and port), and from the
+//!   response its id, `metadata.model`
 //!   and usage.
 //!
 //! # Messages
@@ -53,6 +54,7 @@
 //!     .temperature(0.0)
 //!     .build()?;
 //! assert_eq!((model.provider(), model.server_address()), ("openai", Some("127.0.0.1")));
+//! assert_eq!(model.server_port(), Some(8080));
 //!
 //! let sse = concat!(
 //!     "data: {\"id\":\"chatcmpl-1\",\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n",

@@ -69,6 +69,10 @@ impl ChatModel for OpenAiChatModel {
         self.inner.target.host()
     }
 
+    fn server_port(&self) -> Option<u16> {
+        self.inner.target.port()
+    }
+
     fn call(&self, request: ModelCallRequest) -> ModelFuture {
         let inner = Arc::clone(&self.inner);
         Box::pin(async move {

@@ -50,6 +50,9 @@ impl ChatRecord {
                 ];
                 if let Some(address) = model.server_address() {
                     attributes.push(KeyValue::new(SERVER_ADDRESS, address.to_owned()));
+                    if let Some(port) = model.server_port() {
+                        attributes.push(KeyValue::new(SERVER_PORT, i64::from(port)));
+                    }
                 }
                 attributes
             }
@@ -63,6 +66,9 @@ impl ChatRecord {
             ];
             if let Some(address) = model.server_address() {
                 attributes.push(KeyValue::new(SERVER_ADDRESS, address.to_owned()));
+                if let Some(port) = model.server_port() {
+                    attributes.push(KeyValue::new(SERVER_PORT, i64::from(port)));
+                }
             }
             request_parameters(req, &mut attributes);
             let builder = SpanBuilder::from_name(format!("{OPERATION_CHAT} {name}"))
