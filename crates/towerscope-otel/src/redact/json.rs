@@ -23,8 +23,41 @@ fn redact_nested(raw: &str, nested: usize) -> Cow<'_, str> {
             apply(raw, &edits, &mut out);
             Cow::Owned(out)
         }
-        None => redact_text(raw),
+        // Not one JSON document: JSON Lines, or JSON after a prefix (`Result: {...}`), each
+        // line read as JSON from its first bracket (a sensitive key holding an object is not
+        // found by the text rules), then the whole as text (a private key spans lines).
+        None => match json_lines(raw, nested) {
+            Some(redacted) => Cow::Owned(redact_text(&redacted).into_owned()),
+            None => redact_text(raw),
+        },
     }
+}
+
+/// `raw` with each line that holds JSON from its first `{` or `[` to its end redacted as
+/// JSON; `None` when no line changed. Each line is parsed at most once.
+fn json_lines(raw: &str, nested: usize) -> Option<String> {
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut start = 0;
+    for line in raw.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        if let Some(at) = body.find(['{', '['])
+            && let Some(edits) = edits(&body[at..], nested)
+            && !edits.is_empty()
+        {
+            let json_start = start + at;
+            out.reserve(raw.len() - copied);
+            out.push_str(&raw[copied..json_start]);
+            apply(&body[at..], &edits, &mut out);
+            copied = start + body.len();
+        }
+        start += line.len();
+    }
+    if copied == 0 && out.is_empty() {
+        return None;
+    }
+    out.push_str(&raw[copied..]);
+    Some(out)
 }
 
 /// Appends `raw` redacted as by [`redact_json_text`] if it is valid JSON and returns `true`;
@@ -260,6 +293,36 @@ mod tests {
     use super::*;
     use crate::redact::{REDACTED, redact_value};
     use serde_json::{Value, json};
+
+    /// JSON Lines, and JSON after a prefix, are read as JSON line by line: a sensitive key
+    /// holding an object goes whole (the text rules skip an object value); what is around the
+    /// JSON, and secrets over several lines, still go through the text rules.
+    #[test]
+    fn json_lines_and_json_after_a_prefix_are_read_as_json() {
+        let secret = "abc123secretvalue";
+        for raw in [
+            "{\"n\": 1}\n{\"session\": {\"token\": {\"value\": \"abc123secretvalue\"}}}",
+            "Result: {\"session\": {\"token\": {\"value\": \"abc123secretvalue\"}}}",
+            "line one\r\nResult: [{\"token\": {\"v\": \"abc123secretvalue\"}}]\r\nthe end",
+        ] {
+            let redacted = redact_json_text(raw);
+            assert!(!redacted.contains(secret), "{redacted}");
+            assert!(redacted.contains(REDACTED), "{redacted}");
+        }
+        assert_eq!(
+            redact_json_text("Result: {\"token\": {\"v\": \"x1\"}} and password=hunter2"),
+            "Result: {\"token\": {\"v\": \"x1\"}} and password=[REDACTED]",
+            "the line is not JSON from its bracket to its end: text rules only"
+        );
+        let key = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----";
+        let mixed = format!("{{\"token\": {{\"v\": \"{secret}\"}}}}\n{key}");
+        let redacted = redact_json_text(&mixed);
+        assert!(
+            !redacted.contains(secret) && !redacted.contains("MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"),
+            "{redacted}"
+        );
+        assert!(matches!(redact_json_text("just text\n{not json"), Cow::Borrowed(_)));
+    }
 
     #[test]
     fn json_values_of_credential_keys_are_replaced() {
