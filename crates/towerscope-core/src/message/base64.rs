@@ -93,13 +93,19 @@ pub(crate) fn merge(existing: &mut String, incoming: &str) {
 /// columns, PEM's 64) has one closer to its end than this.
 const WRAP_WINDOW: usize = 128;
 
+/// How far from its start a text is searched for line breaks: base64 wrapped at up to this
+/// many columns (whose last line may be longer than [`WRAP_WINDOW`]), or a piece that starts
+/// with a line break, has one there.
+const HEAD_WINDOW: usize = 1024;
+
 /// Appends raw bytes to the base64 text `existing`, re-encoding only its last group.
 ///
-/// Wrapped base64 is unwrapped first, once: its line breaks found near its end, the whole text
-/// is checked to be base64 and its whitespace removed, so its groups are counted whatever its
-/// line width, and the next pieces find no line break (the appended text has none). A text
-/// with no whitespace near its end is taken as unwrapped: its groups are counted from its
-/// length, without reading it.
+/// Wrapped base64 is unwrapped first, once: its line breaks found near its end or its start
+/// (in its last [`WRAP_WINDOW`] or first [`HEAD_WINDOW`] bytes), the whole text is checked to
+/// be base64 and its whitespace removed, so its groups are counted whatever its line width,
+/// and the next pieces find no line break (the appended text has none). A text with no
+/// whitespace there is taken as unwrapped: its groups are counted from its length, reading at
+/// most those windows of it.
 pub(crate) fn append_bytes(existing: &mut String, bytes: &[u8]) {
     if bytes.is_empty() {
         return;
@@ -107,8 +113,13 @@ pub(crate) fn append_bytes(existing: &mut String, bytes: &[u8]) {
     // A line break ending the text (as `base64` writes it) is no part of its last group.
     let text_end = existing.trim_end_matches(|c: char| c.is_ascii_whitespace()).len();
     existing.truncate(text_end);
-    let window = &existing.as_bytes()[text_end.saturating_sub(WRAP_WINDOW)..];
-    if window.iter().any(u8::is_ascii_whitespace) {
+    let wrapped = {
+        let bytes = existing.as_bytes();
+        let tail = &bytes[text_end.saturating_sub(WRAP_WINDOW)..];
+        let head = &bytes[..text_end.min(HEAD_WINDOW)];
+        tail.iter().chain(head).any(u8::is_ascii_whitespace)
+    };
+    if wrapped {
         if is_base64(existing) {
             existing.retain(|c| !c.is_ascii_whitespace());
         } else {
@@ -217,6 +228,29 @@ mod tests {
             }
             assert_eq!(decode(&text).as_deref(), Some(&data[..]), "width {width}");
             assert!(!text.contains(['\r', '\n']), "width {width}: unwrapped");
+        }
+    }
+
+    /// Wrapped at more columns than the end's window (its last line has no line break in the
+    /// window), or a first piece that starts with a line break: unwrapped too (the groups were
+    /// counted from the text's length, across the line breaks, and the bytes came out wrong).
+    #[test]
+    fn long_lines_and_a_leading_line_break_are_unwrapped_too() {
+        let data: Vec<u8> = (0..=255u8).cycle().take(500).collect();
+        let flat = encode(&data[..420]);
+        let mut wrapped = String::new();
+        for (i, c) in flat.chars().enumerate() {
+            if i > 0 && i % 200 == 0 {
+                wrapped.push('\n');
+            }
+            wrapped.push(c);
+        }
+        append_bytes(&mut wrapped, &data[420..]);
+        assert_eq!(decode(&wrapped).as_deref(), Some(&data[..]), "200 columns");
+        for lead in ["\n", "\r\n"] {
+            let mut text = format!("{lead}{}", encode(&data[..299]));
+            merge(&mut text, &encode(&data[299..]));
+            assert_eq!(decode(&text).as_deref(), Some(&data[..]), "{lead:?} first");
         }
     }
 
