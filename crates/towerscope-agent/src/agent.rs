@@ -126,8 +126,10 @@ impl Agent {
 
     /// Replaces the agent's state (a saved one, or a fresh [`AgentState::new`]). Fails while a
     /// reply is in progress. An agent with a session keeps the session's id, and its next reply
-    /// keeps this state and saves it over the session, unless another process saved the
-    /// session since this agent last loaded or saved it (that conversation is then loaded).
+    /// (or [`load_session`](Self::load_session)) keeps this state, and its next save stores it
+    /// over the session, whatever the session holds for an agent that never loaded it, or if
+    /// the session is gone; unless another conversation was stored since this agent last
+    /// loaded or saved (that conversation is then loaded).
     pub fn load_state(&self, state: AgentState) -> Result<(), AgentError> {
         let mut held = self.runtime.lock_state();
         // Read under the state lock (see `observe`): a reply starting now cannot have changed
@@ -137,11 +139,12 @@ impl Agent {
                 "cannot load a state while the agent is replying; wait for the reply to finish".to_owned(),
             ));
         }
+        let over = crate::session::bound::Conversation::of(&held);
         *held = state;
         if let Some(session) = &self.session {
             // The session's conversation, replaced: kept by the next reply and saved by it.
             held.session_id = session.session_id();
-            session.state_replaced();
+            session.state_replaced(over);
         }
         Ok(())
     }

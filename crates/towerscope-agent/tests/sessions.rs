@@ -1138,3 +1138,98 @@ async fn a_state_loaded_between_replies_is_kept_by_the_next_reply_and_saved() {
     assert_eq!(texts, ["hello again", "ok"], "the new conversation was saved");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn replacing_agent(store: &JsonFileStore, model: &ScriptedModel) -> Agent {
+    Agent::builder("a")
+        .model(model.clone())
+        .session(store.clone(), "alice", "s")
+        .build()
+        .unwrap()
+}
+
+fn state_saying(text: &str) -> towerscope_agent::AgentState {
+    let mut state = towerscope_agent::AgentState::new();
+    state.context.push(Arc::new(Msg::user("user", text)));
+    state
+}
+
+fn three_oks() -> ScriptedModel {
+    ScriptedModel::new(
+        "m",
+        [
+            ScriptedResponse::text("ok"),
+            ScriptedResponse::text("ok"),
+            ScriptedResponse::text("ok"),
+        ],
+    )
+}
+
+/// A loaded state is kept where the store no longer holds the conversation it replaced as
+/// such: the session was deleted (it was reset to a new state), the agent never loaded (the
+/// stored conversation came back), or `load_session` ran before the reply (it forgot the
+/// replacement without saving it).
+#[tokio::test]
+async fn a_loaded_state_is_kept_after_a_delete_in_a_fresh_agent_and_across_load_session() {
+    let (store, dir) = temp_store();
+    let key = SessionKey::new("alice", "s").unwrap();
+
+    let model = three_oks();
+    let agent = replacing_agent(&store, &model);
+    agent.reply(Msg::user("user", "first")).await.unwrap();
+    store.delete(&key).await.unwrap();
+    agent.load_state(state_saying("restored backup")).unwrap();
+    agent.reply(Msg::user("user", "next")).await.unwrap();
+    assert!(
+        sent_texts(&model, 1).iter().any(|t| t == "restored backup"),
+        "after a delete"
+    );
+    store.delete(&key).await.unwrap();
+
+    let model = three_oks();
+    replacing_agent(&store, &model)
+        .reply(Msg::user("user", "my secret is 42"))
+        .await
+        .unwrap();
+    let fresh = replacing_agent(&store, &model);
+    fresh.load_state(towerscope_agent::AgentState::new()).unwrap();
+    fresh.reply(Msg::user("user", "hello again")).await.unwrap();
+    assert!(
+        !sent_texts(&model, 1).iter().any(|t| t.contains("secret")),
+        "a fresh agent"
+    );
+    assert_eq!(stored_texts(&store, "alice", "s").await, ["hello again", "ok"]);
+    store.delete(&key).await.unwrap();
+
+    let model = three_oks();
+    let agent = replacing_agent(&store, &model);
+    agent.reply(Msg::user("user", "my secret is 42")).await.unwrap();
+    agent.load_state(towerscope_agent::AgentState::new()).unwrap();
+    agent.load_session().await.unwrap();
+    assert!(agent.state().context.is_empty(), "kept by load_session");
+    agent.reply(Msg::user("user", "hello again")).await.unwrap();
+    assert!(
+        !sent_texts(&model, 1).iter().any(|t| t.contains("secret")),
+        "across load_session"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A session deleted and made again by another process up to the same revision is another
+/// conversation: loaded over a replacement made before, not overwritten by it.
+#[tokio::test]
+async fn a_loaded_state_does_not_overwrite_a_session_made_again_at_the_same_revision() {
+    let (store, dir) = temp_store();
+    let model = three_oks();
+    let a = replacing_agent(&store, &model);
+    a.reply(Msg::user("user", "a's first")).await.unwrap();
+    a.load_state(state_saying("a's replacement")).unwrap();
+    store.delete(&SessionKey::new("alice", "s").unwrap()).await.unwrap();
+    replacing_agent(&store, &model)
+        .reply(Msg::user("user", "b's conversation"))
+        .await
+        .unwrap();
+    a.reply(Msg::user("user", "a's next")).await.unwrap();
+    let stored = stored_texts(&store, "alice", "s").await;
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(stored.iter().any(|t| t == "b's conversation"), "{stored:?}");
+}

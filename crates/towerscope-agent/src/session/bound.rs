@@ -38,9 +38,28 @@ pub(crate) struct Bound {
     /// saves, so that a save on top of it (a compression while the reply is parked) does not
     /// take it out.
     foreign: Mutex<Option<Claim>>,
-    /// The agent's state was replaced (`Agent::load_state`) since the revision it holds: the
-    /// next load keeps it, unless the store moved on meanwhile.
-    replaced: std::sync::atomic::AtomicBool,
+    /// The agent's state was replaced (`Agent::load_state`) and not saved since: the
+    /// conversation it replaced (its length and last message's id). A load keeps the
+    /// replacement while the store holds that conversation at the agent's revision (or the
+    /// agent never loaded, or the session is gone); another conversation stored since is
+    /// loaded over it.
+    replaced: Mutex<Option<Conversation>>,
+}
+
+/// Which conversation a state holds, as [`same_conversation`] compares them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Conversation {
+    len: usize,
+    last: Option<Id>,
+}
+
+impl Conversation {
+    pub(crate) fn of(state: &AgentState) -> Self {
+        Self {
+            len: state.context.len(),
+            last: state.context.last().map(|m| m.id.clone()),
+        }
+    }
 }
 
 /// Where a document holds the claim on its parked reply, beside the modules' states.
@@ -122,7 +141,7 @@ impl Bound {
             initial_modules: OnceLock::new(),
             claim: Mutex::new(None),
             foreign: Mutex::new(None),
-            replaced: std::sync::atomic::AtomicBool::new(false),
+            replaced: Mutex::new(None),
         }
     }
 
@@ -133,8 +152,18 @@ impl Bound {
     /// The agent's state was replaced by its user ([`Agent::load_state`](crate::Agent::load_state)):
     /// the next load keeps it (and the next save stores it) when the store still holds the
     /// revision the agent saw.
-    pub(crate) fn state_replaced(&self) {
-        self.replaced.store(true, std::sync::atomic::Ordering::Release);
+    pub(crate) fn state_replaced(&self, over: Conversation) {
+        let mut replaced = self.replaced.lock().unwrap_or_else(PoisonError::into_inner);
+        // Replaced twice before a save: what the store holds is the first one's.
+        replaced.get_or_insert(over);
+    }
+
+    fn replacement(&self) -> Option<Conversation> {
+        self.replaced.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn forget_replacement(&self) {
+        *self.replaced.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     fn lock_state(&self) -> MutexGuard<'_, AgentState> {
@@ -163,18 +192,36 @@ impl Bound {
             let _ = self.initial_modules.set(initial);
         }
         let stored = self.store.load(&self.key).await?;
+        let replaced = self.replacement();
         match stored {
+            // A state the user loaded over the conversation the store still holds at this
+            // agent's revision (or over whatever it holds, for an agent that never loaded):
+            // kept, and saved over it by the next save.
+            Some(stored)
+                if replaced.as_ref().is_some_and(|over| {
+                    saved.revision.is_none()
+                        || (Some(stored.revision) == saved.revision
+                            && *over == Conversation::of(&stored.document.agent))
+                }) =>
+            {
+                self.lock_state().session_id = session_id;
+                *saved = Saved {
+                    revision: Some(stored.revision),
+                    fingerprint: None,
+                    claimed: None,
+                };
+            }
             // The revision this agent saved or loaded last, and its conversation: nothing to
             // load. A session deleted (or expired) and made again starts its revisions over, so
             // the revision alone could match another conversation's, whose save this agent's
             // would then overwrite without a conflict.
             Some(stored)
-                if Some(stored.revision) == saved.revision
-                    && (self.replaced.swap(false, std::sync::atomic::Ordering::AcqRel)
-                        || same_conversation(&stored.document.agent, &self.lock_state())) => {}
+                if replaced.is_none()
+                    && Some(stored.revision) == saved.revision
+                    && same_conversation(&stored.document.agent, &self.lock_state()) => {}
             Some(stored) => {
-                // Another process saved since: its conversation, not a replacement made here.
-                self.replaced.store(false, std::sync::atomic::Ordering::Release);
+                // Another conversation than the one a replacement was made over: loaded.
+                self.forget_replacement();
                 // The claim is not the agent's state: out of the document before its
                 // fingerprint, or every save after this load would differ from it (and a
                 // request that changes nothing would save, taking the claim out).
@@ -199,7 +246,7 @@ impl Bound {
                 };
             }
             None => {
-                if saved.revision.is_some() {
+                if saved.revision.is_some() && replaced.is_none() {
                     // Deleted or expired since: the conversation starts over, and so does what
                     // the registered modules held for it.
                     if let Some(initial) = self.initial_modules.get() {
@@ -384,6 +431,7 @@ impl Bound {
             fingerprint,
             claimed: None,
         };
+        self.forget_replacement();
         Ok(())
     }
 
