@@ -9,7 +9,7 @@ use crate::state::AgentState;
 /// The version of the session document this towerscope writes.
 ///
 /// - `1`: `{"version": 1, "agent": AgentState, "modules": {name: state}}`; a store may add
-///   `"revision"` (the file store does).
+///   `"revision"` (the file store does, with `"bytes"`, the length of the rest).
 /// - `0`: a bare [`AgentState`], as `serde_json::to_string(&agent.state())` wrote it before
 ///   sessions existed; read as version 1 with no modules.
 ///

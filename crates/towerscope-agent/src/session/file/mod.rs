@@ -35,7 +35,8 @@ pub const MAX_FILE_KEY_LEN: usize = 217;
 ///   that has no file returns `false` without taking the lock, so it creates no file. The lock
 ///   file of a session that was saved stays after its delete: removing a lock file while
 ///   another process waits on it would let two writers in.
-/// - The file holds the [`SessionDocument`] JSON with its `revision` first.
+/// - The file holds the [`SessionDocument`] JSON with its `revision` first, then `bytes`, the
+///   length of the rest (a file cut short is refused by a save, not overwritten).
 /// - **Names and case**: letters keep their case in file names (the reference's names), so on
 ///   a file system that ignores case (macOS and Windows by default) ids that differ only in
 ///   case, `Bob` and `bob`, name the same file and share a session. There, use ids that differ
@@ -229,9 +230,11 @@ impl SessionStore for JsonFileStore {
     }
 }
 
-/// `body` (`{"version":…}`) with `"revision":N` first.
+/// `body` (`{"version":…}`) with `"revision":N` first, then `"bytes":L`, the body's length:
+/// the file's length is then known from its head, and a file cut short is told from a whole
+/// one by its size.
 fn with_revision(body: &[u8], revision: u64) -> Vec<u8> {
-    let head = format!("{{\"revision\":{revision},");
+    let head = format!("{{\"revision\":{revision},\"bytes\":{},", body.len());
     let mut out = Vec::with_capacity(head.len() + body.len());
     out.extend_from_slice(head.as_bytes());
     out.extend_from_slice(body.get(1..).unwrap_or_default());
@@ -239,9 +242,10 @@ fn with_revision(body: &[u8], revision: u64) -> Vec<u8> {
 }
 
 /// The revision of the session file at `path`: read from its first bytes when it starts as
-/// this store writes it and ends as a document does (a file cut short, by a full disk or by
-/// hand, has its head and not its end: it is read whole, and refused, so a save does not
-/// overwrite it), otherwise from the whole document; `None` when there is no file.
+/// this store writes it and is as long as its head says (a file cut short, by hand or by a
+/// copy, has its head and not its length: it is read whole, and refused, so a save does not
+/// overwrite it; a file written before the head held the length must end as a document does),
+/// otherwise from the whole document; `None` when there is no file.
 fn current_revision(path: &Path) -> io::Result<Option<u64>> {
     use std::io::{Seek, SeekFrom};
     let mut file = match File::open(path) {
@@ -249,16 +253,26 @@ fn current_revision(path: &Path) -> io::Result<Option<u64>> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    let mut head = [0u8; 40];
+    let mut head = [0u8; 80];
     let n = read_up_to(&mut file, &mut head)?;
-    if let Some(revision) = parse_head(&head[..n]) {
-        let mut tail = [0u8; 8];
+    if let Some(parsed) = parse_head(&head[..n]) {
         let len = file.seek(SeekFrom::End(0))?;
-        let from = len.saturating_sub(tail.len() as u64);
-        file.seek(SeekFrom::Start(from))?;
-        let m = read_up_to(&mut file, &mut tail)?;
-        if tail[..m].trim_ascii_end().ends_with(b"}") {
-            return Ok(Some(revision));
+        let whole = match parsed.body_bytes {
+            Some(body) => {
+                (parsed.head_len as u64)
+                    .checked_add(body)
+                    .and_then(|l| l.checked_sub(1))
+                    == Some(len)
+            }
+            None => {
+                let mut tail = [0u8; 8];
+                file.seek(SeekFrom::Start(len.saturating_sub(tail.len() as u64)))?;
+                let m = read_up_to(&mut file, &mut tail)?;
+                tail[..m].trim_ascii_end().ends_with(b"}")
+            }
+        };
+        if whole {
+            return Ok(Some(parsed.revision));
         }
     }
     let bytes = fs::read(path)?;
@@ -279,14 +293,41 @@ fn read_up_to(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
-/// `N` from a head `{"revision":N,`.
-fn parse_head(head: &[u8]) -> Option<u64> {
-    let rest = head.strip_prefix(b"{\"revision\":")?;
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    if digits == 0 || rest.get(digits) != Some(&b',') {
-        return None;
+/// What a file's head says: `{"revision":N,` and, in files written since, `"bytes":L,`.
+#[derive(Debug, PartialEq)]
+struct Head {
+    revision: u64,
+    body_bytes: Option<u64>,
+    /// The head's length, up to the `,` after the last of these fields.
+    head_len: usize,
+}
+
+/// `{"revision":N,` then `"bytes":L,` (when there) from the start of a file.
+fn parse_head(head: &[u8]) -> Option<Head> {
+    fn number(text: &[u8]) -> Option<(u64, usize)> {
+        let digits = text.iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits == 0 || text.get(digits) != Some(&b',') {
+            return None;
+        }
+        let n = std::str::from_utf8(&text[..digits]).ok()?.parse().ok()?;
+        Some((n, digits + 1))
     }
-    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+    const REVISION: &[u8] = b"{\"revision\":";
+    const BYTES: &[u8] = b"\"bytes\":";
+    let (revision, used) = number(head.strip_prefix(REVISION)?)?;
+    let mut head_len = REVISION.len() + used;
+    let body_bytes = match head[head_len..].strip_prefix(BYTES).and_then(number) {
+        Some((bytes, used)) => {
+            head_len += BYTES.len() + used;
+            Some(bytes)
+        }
+        None => None,
+    };
+    Some(Head {
+        revision,
+        body_bytes,
+        head_len,
+    })
 }
 
 #[cfg(test)]

@@ -75,7 +75,10 @@ async fn a_context_with_every_block_kind_round_trips() {
     assert_eq!(stored.document, doc);
     // The file is the reference's name, and readable JSON with its version.
     let text = fs::read_to_string(dir.join("alice_conv-1.json")).unwrap();
-    assert!(text.starts_with(r#"{"revision":1,"version":1,"agent":"#), "{text}");
+    assert!(
+        text.starts_with(r#"{"revision":1,"bytes":"#) && text.contains(r#","version":1,"agent":"#),
+        "{text}"
+    );
     fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -264,8 +267,9 @@ async fn a_missing_store_is_empty_and_a_broken_file_is_a_clear_error() {
     fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A session file cut short after its head (a full disk, an editor) is refused by a save as a
-/// broken file is, and stays as it was (the head was trusted, and the save overwrote it).
+/// A session file cut short after its head (by hand, by a copy), even by its last byte only,
+/// is refused by a save as a broken file is, and stays as it was (the head was trusted, and
+/// the save overwrote it).
 #[tokio::test]
 async fn a_session_file_cut_short_after_its_head_is_not_overwritten() {
     let dir = temp_dir();
@@ -282,22 +286,38 @@ async fn a_session_file_cut_short_after_its_head_is_not_overwritten() {
         .unwrap();
     let path = store.path_of(&key);
     let full = fs::read(&path).unwrap();
-    let torn = full[..full.len() / 2].to_vec();
-    fs::write(&path, &torn).unwrap();
-    assert!(store.load(&key).await.is_err());
-    let doc = SessionDocument::new(AgentState::new());
-    for expect in [Expect::Any, Expect::Revision(1)] {
-        let err = store.save(&key, &doc, expect).await.unwrap_err();
-        assert!(err.to_string().contains("is not a session document"), "{err}");
+    for torn in [full[..full.len() / 2].to_vec(), full[..full.len() - 1].to_vec()] {
+        fs::write(&path, &torn).unwrap();
+        assert!(store.load(&key).await.is_err());
+        let doc = SessionDocument::new(AgentState::new());
+        for expect in [Expect::Any, Expect::Revision(1)] {
+            let err = store.save(&key, &doc, expect).await.unwrap_err();
+            assert!(err.to_string().contains("is not a session document"), "{err}");
+        }
+        assert_eq!(fs::read(&path).unwrap(), torn);
     }
-    assert_eq!(fs::read(&path).unwrap(), torn);
     fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn the_revision_is_read_from_the_head_of_the_file() {
-    assert_eq!(parse_head(br#"{"revision":17,"version":1"#), Some(17));
+    let head = |revision, body_bytes, head_len| Head {
+        revision,
+        body_bytes,
+        head_len,
+    };
+    assert_eq!(parse_head(br#"{"revision":17,"version":1"#), Some(head(17, None, 15)));
+    assert_eq!(
+        parse_head(br#"{"revision":17,"bytes":13,"version":1"#),
+        Some(head(17, Some(13), 26))
+    );
     assert_eq!(parse_head(br#"{"revision":17"#), None);
     assert_eq!(parse_head(br#"{"version":1,"revision":17,"#), None);
-    assert_eq!(with_revision(br#"{"version":1}"#, 3), br#"{"revision":3,"version":1}"#);
+    let file = with_revision(br#"{"version":1}"#, 3);
+    assert_eq!(file, br#"{"revision":3,"bytes":13,"version":1}"#);
+    let parsed = parse_head(&file).unwrap();
+    assert_eq!(
+        parsed.head_len as u64 + parsed.body_bytes.unwrap() - 1,
+        file.len() as u64
+    );
 }
