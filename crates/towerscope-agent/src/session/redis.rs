@@ -143,7 +143,9 @@ impl RedisStore {
     /// the key holds something this store did not write (a string, a revision that is not a
     /// number), which no retry mends.
     fn failed(&self, e: redis::RedisError) -> AgentError {
-        if e.code() == Some("WRONGTYPE") || e.kind() == redis::ErrorKind::UnexpectedReturnType {
+        // Inside a script, Redis before 7 reports it as `ERR Error running script ...: WRONGTYPE`.
+        let wrong_type = e.code() == Some("WRONGTYPE") || e.to_string().contains("WRONGTYPE");
+        if wrong_type || e.kind() == redis::ErrorKind::UnexpectedReturnType {
             return AgentError::decode(
                 &*self.what,
                 format_args!(
