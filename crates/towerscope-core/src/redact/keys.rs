@@ -25,10 +25,6 @@ fn is_credential_word(word: &[u8]) -> bool {
             | b"creds"
             | b"bearer"
             | b"jwt"
-            // A signed URL's signature is its credential: Azure SAS `sig=`, S3's
-            // `X-Amz-Signature=`, GCS's `X-Goog-Signature=`.
-            | b"sig"
-            | b"signature"
     )
 }
 
@@ -126,6 +122,17 @@ pub fn is_sensitive_key(key: &str) -> bool {
     false
 }
 
+/// Whether `word` at `start` is a signed URL's signature parameter (`?sig=`, `&X-Amz-Signature=`,
+/// `&X-Goog-Signature=`): the signature is the URL's credential. Only in a query string: a
+/// `signature` elsewhere (a function's, an email's, a thinking block's) is not a secret.
+fn signs_url(text: &str, start: usize, word: &str) -> bool {
+    let after_query = start > 0 && matches!(text.as_bytes()[start - 1], b'?' | b'&');
+    after_query
+        && ["sig", "signature", "x-amz-signature", "x-goog-signature"]
+            .iter()
+            .any(|name| word.eq_ignore_ascii_case(name))
+}
+
 fn is_one_of(word: &str, list: &[&str]) -> bool {
     list.iter().any(|w| word.eq_ignore_ascii_case(w))
 }
@@ -203,7 +210,9 @@ pub(super) fn value_after_key(text: &str, start: usize, end: usize) -> Option<Ra
     };
     let word = &text[start..end];
     match separator {
-        Some((len, form)) if is_sensitive_key(word) || qualified_key(text, start, word) => {
+        Some((len, form))
+            if is_sensitive_key(word) || qualified_key(text, start, word) || signs_url(text, start, word) =>
+        {
             // `Cookie: theme=dark; session=…`: the header's value is every pair, up to the line's
             // end (a `;` ended it after the first pair, and the session cookie after it showed).
             let form = if form == Form::Colon && KeyWords::new(word).last().is_some_and(|w| ends_with(w, "cookie")) {

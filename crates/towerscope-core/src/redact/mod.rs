@@ -22,6 +22,7 @@
 //! | private keys | the body of a `-----BEGIN ... PRIVATE KEY-----` block, up to its `-----END` | `private-key` |
 //! | credential keys | the value after a key naming a credential and `=`, `:`, `:=` or `=>` (`api_key=...`, `"password": "..."`, `token: ...`, `Authorization: Basic ...`) | `generic-api-key` |
 //! | passwords in URLs | the password of `scheme://user:password@host` | `*-url` rules |
+//! | signed URLs | the signature of `?sig=`, `&X-Amz-Signature=`, `&X-Goog-Signature=` (in a query string only) | - |
 //! | passwords in prose | the word after `password is` / `password was` | - |
 //! | curl's user | the password of `-u user:password` / `--user user:password` | `curl-auth-user` |
 //!

@@ -286,7 +286,16 @@ fn signatures_of_signed_urls() {
                 "https://storage.googleapis.com/b/o?X-Goog-Signature=[REDACTED]",
             ),
         ],
-        &["https://example.com/sign-in?next=/home", "a signed letter"],
+        &[
+            "https://example.com/sign-in?next=/home",
+            "a signed letter",
+            // A signature elsewhere is no secret: code, an email's, a thinking block's.
+            "sig = inspect.signature(func)",
+            "sig := make(chan os.Signal, 1)",
+            "def verify(data: bytes, signature: str) -> bool:",
+            "let sig: Signature = key.sign(msg);",
+            r#"{"type": "thinking", "signature": "EqQBCkgIARABGAIiQ"}"#,
+        ],
     );
 }
 
