@@ -15,10 +15,12 @@
 //! The protocol is [`OtlpConfig::protocol`], else `OTEL_EXPORTER_OTLP_PROTOCOL` (`http/protobuf`
 //! or `grpc`), else HTTP/protobuf. Headers and timeouts honour the other standard
 //! `OTEL_EXPORTER_OTLP_*` variables, and the service name `OTEL_SERVICE_NAME` when
-//! [`OtlpConfig::service_name`] is not set. Compression (`OTEL_EXPORTER_OTLP_COMPRESSION=gzip`)
-//! needs the `gzip` feature; without it `init_otlp` refuses the setting. `https://` endpoints
-//! work in every build (rustls, with its `ring` provider installed as the process default
-//! when there is none).
+//! [`OtlpConfig::service_name`] is not set. `init_otlp` refuses, with an error saying which
+//! feature is missing, what this build cannot send: compression
+//! (`OTEL_EXPORTER_OTLP_COMPRESSION=gzip`) needs the `gzip` feature (HTTP/protobuf only), and an
+//! `https://` endpoint over HTTP/protobuf the `tls` feature (rustls). `init_otlp` installs
+//! rustls' `ring` provider as the process default when none is installed: an application with
+//! a provider of its own installs it before.
 //!
 //! # Shutting down
 //!
@@ -205,12 +207,13 @@ impl std::error::Error for OtlpError {}
 /// drop, in the background).
 pub fn init_otlp(config: OtlpConfig) -> Result<OtlpGuard, OtlpError> {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // reqwest built with TLS but no provider panics when a client is built; an error here
-        // only means another thread installed one meanwhile, which is as good.
+        // reqwest built with TLS but no provider (by `tls`, or by another crate of the build)
+        // panics when a client is built; an error here only means another thread installed one
+        // meanwhile, which is as good.
         let _ = rustls::crypto::ring::default_provider().install_default();
     }
-    check_compression(|name| std::env::var(name).ok())?;
     let protocol = config.resolved_protocol()?;
+    check_transport(&config, protocol, |name| std::env::var(name).ok())?;
     let mut resource = Resource::builder().with_attributes(config.resource.iter().cloned());
     if let Some(name) = &config.service_name {
         resource = resource.with_service_name(name.clone());
@@ -264,34 +267,63 @@ fn grpc_disabled() -> OtlpError {
     OtlpError::new("OTLP over gRPC needs the `grpc` feature of towerscope-otel; or use Protocol::HttpProtobuf")
 }
 
-/// The endpoint and timeout of `config`, on any exporter builder.
-/// The compression the standard variables ask for, refused when this build cannot do it
-/// (the exporter warned in its log and sent the data as it was).
-fn check_compression(var: impl Fn(&str) -> Option<String>) -> Result<(), OtlpError> {
-    for name in [
-        "OTEL_EXPORTER_OTLP_COMPRESSION",
-        "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
-        "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION",
-    ] {
-        let Some(value) = var(name) else { continue };
-        match value.trim() {
+/// What this build can send: each exported signal's compression (its own variable, else the
+/// general one, case-insensitive, as the exporter reads them) and, over HTTP/protobuf, whether
+/// its endpoint is `https://`. Refused here, clearly, what the exporter would only warn about
+/// in its log (and send uncompressed) or fail at every export without connecting.
+fn check_transport(
+    config: &OtlpConfig,
+    protocol: Protocol,
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<(), OtlpError> {
+    let signals: &[&str] = if config.metrics {
+        &["TRACES", "METRICS"]
+    } else {
+        &["TRACES"]
+    };
+    for signal in signals {
+        let own = format!("OTEL_EXPORTER_OTLP_{signal}_COMPRESSION");
+        let compression = match var(&own) {
+            Some(value) => Some((own, value)),
+            None => var("OTEL_EXPORTER_OTLP_COMPRESSION").map(|v| ("OTEL_EXPORTER_OTLP_COMPRESSION".to_owned(), v)),
+        };
+        let (name, value) = compression.unwrap_or_default();
+        match value.to_ascii_lowercase().as_str() {
             "" | "none" => {}
+            "gzip" if protocol == Protocol::Grpc => {
+                return Err(OtlpError::new(format!(
+                    "{name}=gzip: this build compresses HTTP/protobuf exports only; use http/protobuf, or unset it"
+                )));
+            }
             "gzip" if cfg!(feature = "gzip") => {}
             "gzip" => {
                 return Err(OtlpError::new(format!(
                     "{name}=gzip needs towerscope-otel's `gzip` feature (or unset it to export uncompressed)"
                 )));
             }
-            other => {
+            _ => {
                 return Err(OtlpError::new(format!(
-                    "{name}={other:?} is not a compression this exporter does (`gzip`, with the `gzip` feature, or `none`)"
+                    "{name}={value:?} is not a compression this exporter does (`gzip`, with the `gzip` feature, or `none`)"
                 )));
+            }
+        }
+        if protocol == Protocol::HttpProtobuf && !cfg!(feature = "tls") {
+            let endpoint = config
+                .endpoint
+                .clone()
+                .or_else(|| var(&format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")))
+                .or_else(|| var("OTEL_EXPORTER_OTLP_ENDPOINT"));
+            if endpoint.is_some_and(|e| e.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://"))) {
+                return Err(OtlpError::new(
+                    "an https:// endpoint needs towerscope-otel's `tls` feature (the facade's `otel-tls`)",
+                ));
             }
         }
     }
     Ok(())
 }
 
+/// The endpoint and timeout of `config`, on any exporter builder.
 fn configured<B: WithExportConfig>(mut builder: B, endpoint: Option<String>, config: &OtlpConfig) -> B {
     if let Some(endpoint) = endpoint {
         builder = builder.with_endpoint(endpoint);
@@ -457,25 +489,65 @@ mod tests {
         );
     }
 
-    /// A compression this build cannot do is refused, not warned about in the exporter's log
-    /// while the data goes out as it was.
+    /// A compression or an endpoint this build cannot do is refused, not warned about in the
+    /// exporter's log (or failed at every export); the variables are read as the exporter reads
+    /// them: a signal's own over the general one, case-insensitive.
     #[test]
-    fn a_compression_this_build_cannot_do_is_refused() {
-        let with = |name: &'static str, value: &'static str| {
-            check_compression(move |var| (var == name).then(|| value.to_owned()))
+    fn what_this_build_cannot_send_is_refused() {
+        let check = |config: &OtlpConfig, protocol, vars: &'static [(&'static str, &'static str)]| {
+            check_transport(config, protocol, move |name| {
+                vars.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned())
+            })
         };
-        assert!(with("OTEL_EXPORTER_OTLP_COMPRESSION", "none").is_ok());
-        let zstd = with("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "zstd").unwrap_err();
+        let http = Protocol::HttpProtobuf;
+        let config = OtlpConfig::default();
+        for vars in [
+            &[("OTEL_EXPORTER_OTLP_COMPRESSION", "none")][..],
+            &[("OTEL_EXPORTER_OTLP_COMPRESSION", "NONE")],
+            &[
+                ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"),
+                ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "none"),
+                ("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "None"),
+            ],
+        ] {
+            assert!(check(&config, http, vars).is_ok(), "{vars:?}");
+        }
+        let zstd = check(&config, http, &[("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "zstd")]).unwrap_err();
         assert!(
             zstd.to_string().contains("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"),
             "{zstd}"
         );
-        let gzip = with("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip");
+        let gzip = check(&config, http, &[("OTEL_EXPORTER_OTLP_COMPRESSION", "GZIP")]);
         if cfg!(feature = "gzip") {
             assert!(gzip.is_ok(), "{gzip:?}");
         } else {
             assert!(gzip.unwrap_err().to_string().contains("`gzip` feature"));
         }
+        let grpc = check(&config, Protocol::Grpc, &[("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")]);
+        assert!(grpc.unwrap_err().to_string().contains("HTTP/protobuf exports only"));
+        let https = OtlpConfig::default().endpoint("HTTPS://collector.example:4318");
+        for (config, vars) in [
+            (&https, &[][..]),
+            (
+                &config,
+                &[("OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector.example")][..],
+            ),
+            (
+                &config,
+                &[(
+                    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                    "https://collector.example/v1/traces",
+                )][..],
+            ),
+        ] {
+            let checked = check(config, http, vars);
+            if cfg!(feature = "tls") {
+                assert!(checked.is_ok(), "{checked:?}");
+            } else {
+                assert!(checked.unwrap_err().to_string().contains("`tls` feature"));
+            }
+        }
+        assert!(check(&OtlpConfig::default().endpoint("http://127.0.0.1:4318"), http, &[]).is_ok());
     }
 
     #[cfg(not(feature = "grpc"))]
