@@ -835,12 +835,16 @@ async fn history_length_push_methods_and_skill_tags_follow_the_spec() {
         "{first}"
     );
 
-    for method in [
-        "tasks/pushNotificationConfig/set",
-        "tasks/pushNotificationConfig/get",
-        "CreateTaskPushNotificationConfig",
+    for (method, version) in [
+        ("tasks/pushNotificationConfig/set", None),
+        ("tasks/pushNotificationConfig/get", None),
+        // As the official SDK's 0.3 transport sends them (it was -32009, version not served).
+        ("tasks/pushNotificationConfig/set", Some("0.3")),
+        ("tasks/pushNotificationConfig/list", Some("0.3")),
+        ("tasks/pushNotificationConfig/delete", Some("0.3")),
+        ("CreateTaskPushNotificationConfig", None),
     ] {
-        let (_, body) = post(&base, rpc(method, json!({"taskId": "t"})), None).await;
+        let (_, body) = post(&base, rpc(method, json!({"taskId": "t"})), version).await;
         assert_eq!(
             code(&body),
             Some(RpcError::PUSH_NOTIFICATION_NOT_SUPPORTED),

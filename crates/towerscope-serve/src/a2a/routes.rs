@@ -73,9 +73,12 @@ pub(crate) async fn rpc(State(shared): State<Shared>, headers: HeaderMap, body: 
         Ok(request) => request,
         Err((id, error)) => return Json(rpc::error(&id, &error)).into_response(),
     };
-    // A 0.3 method name: served by its 1.0 method, answered in 0.3's shapes.
+    // A 0.3 method name: served by its 1.0 method, answered in 0.3's shapes. Any 0.3 name
+    // (`tasks/pushNotificationConfig/set` too, which the official SDK's 0.3 transport sends
+    // with `A2A-Version: 0.3`) is answered as such, not refused for its version.
     let legacy = legacy::method(&request.method);
     if legacy.is_none()
+        && !request.method.contains('/')
         && let Err(error) = check_version(&headers)
     {
         return Json(rpc::error(&request.id, &error)).into_response();
