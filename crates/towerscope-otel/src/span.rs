@@ -35,6 +35,15 @@ pub(crate) fn parent_of(ctx: &towerscope_core::AgentContext) -> Context {
 #[derive(Debug, Clone)]
 pub(crate) struct ReplyProvider(pub(crate) Arc<str>);
 
+/// The tokens of a traced reply's model calls so far, added up by their chat spans: the
+/// invoke_agent span's usage when its consumer stopped reading at `REPLY_END`, before the final
+/// message that carries the reply's usage.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ReplyTokens {
+    pub(crate) input: u64,
+    pub(crate) output: u64,
+}
+
 /// A string-array attribute value (`gen_ai.response.finish_reasons`, stop sequences).
 pub(crate) fn string_array<I, T>(items: I) -> opentelemetry::Value
 where

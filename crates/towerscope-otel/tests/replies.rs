@@ -105,12 +105,12 @@ async fn a_stream_dropped_after_its_final_message_ends_its_span_normally() {
 
 /// A consumer that stops at `REPLY_END` (a web front-end's "the run finished") ends the reply's
 /// span as the reply ended, not as cancelled (every reply read that way was an error with
-/// `error.type` `cancelled`).
+/// `error.type` `cancelled`), with its model calls' usage.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_dropped_after_its_reply_end_ends_its_span_as_the_reply_ended() {
     let (provider, exporter) = in_memory();
     let agent = Agent::builder("a")
-        .model(ScriptedModel::new("m", [ScriptedResponse::text("hi")]))
+        .model(ScriptedModel::new("m", [ScriptedResponse::text("hi").with_usage(3, 4)]))
         .middleware(TracingMiddleware::builder().tracer_provider(&provider).build())
         .build()
         .unwrap();
@@ -127,6 +127,14 @@ async fn a_stream_dropped_after_its_reply_end_ends_its_span_as_the_reply_ended()
     assert_eq!(
         attr(root, "gen_ai.response.finish_reasons"),
         Some(string_array(&["completed"]))
+    );
+    // The usage of its model calls, without the final message that carries the reply's.
+    assert_eq!(
+        (
+            int_attr(root, "gen_ai.usage.input_tokens"),
+            int_attr(root, "gen_ai.usage.output_tokens")
+        ),
+        (Some(3), Some(4))
     );
 }
 

@@ -14,7 +14,7 @@ use crate::provider::Instruments;
 use crate::reply::conversation_id;
 use crate::reply::usage_int;
 use crate::semconv::*;
-use crate::span::{CANCELLED, OpenSpan, ReplyProvider, ReplySpan, parent_of, string_array};
+use crate::span::{CANCELLED, OpenSpan, ReplyProvider, ReplySpan, ReplyTokens, parent_of, string_array};
 
 /// One model call being recorded: its chat span (when tracing), its metric attributes (when
 /// metering), and when it started.
@@ -152,6 +152,14 @@ impl ChatRecord {
             return;
         }
         self.answered = true;
+        if let Some(usage) = &response.usage {
+            let mut extensions = self.reply.extensions();
+            if extensions.get::<ReplySpan>().is_some() {
+                let tokens = extensions.get_or_insert_with(ReplyTokens::default);
+                tokens.input = tokens.input.saturating_add(usage.input_tokens);
+                tokens.output = tokens.output.saturating_add(usage.output_tokens);
+            }
+        }
         let response_model = response.metadata.get("model").and_then(|m| m.as_str());
         if let Some(span) = &mut self.span {
             let reason = content::finish_reason(response);

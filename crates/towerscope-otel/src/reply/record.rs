@@ -10,7 +10,7 @@ use crate::content;
 use crate::failure::Failure;
 use crate::json;
 use crate::semconv::*;
-use crate::span::{OpenSpan, ReplyProvider, string_array};
+use crate::span::{OpenSpan, ReplyProvider, ReplyTokens, string_array};
 
 /// The open invoke_agent span and what the reply told it so far.
 #[derive(Debug)]
@@ -172,6 +172,10 @@ impl ReplyRecord {
                 GEN_AI_USAGE_OUTPUT_TOKENS,
                 usage_int(usage.output_tokens),
             ));
+        } else if let Some(tokens) = self.ctx.get::<ReplyTokens>() {
+            // No final message (its consumer stopped at `REPLY_END`): the model calls' tokens.
+            span.set(KeyValue::new(GEN_AI_USAGE_INPUT_TOKENS, usage_int(tokens.input)));
+            span.set(KeyValue::new(GEN_AI_USAGE_OUTPUT_TOKENS, usage_int(tokens.output)));
         }
         if !span.failed()
             && let Some(output) = self.output.take()
