@@ -101,9 +101,9 @@ const HEAD_WINDOW: usize = 1024;
 /// Appends raw bytes to the base64 text `existing`, re-encoding only its last group.
 ///
 /// Wrapped base64 is unwrapped first, once: its line breaks found near its end or its start
-/// (in its last [`WRAP_WINDOW`] or first [`HEAD_WINDOW`] bytes), the whole text is checked to
-/// be base64 and its whitespace removed, so its groups are counted whatever its line width,
-/// and the next pieces find no line break (the appended text has none). A text with no
+/// (in its last [`WRAP_WINDOW`] or first [`HEAD_WINDOW`] bytes), the whole text is decoded and
+/// written again with the new bytes, whatever its line width, and the next pieces find no line
+/// break (the text written has none). A text with no
 /// whitespace there is taken as unwrapped: its groups are counted from its length, reading at
 /// most those windows of it.
 pub(crate) fn append_bytes(existing: &mut String, bytes: &[u8]) {
@@ -120,14 +120,17 @@ pub(crate) fn append_bytes(existing: &mut String, bytes: &[u8]) {
         tail.iter().chain(head).any(u8::is_ascii_whitespace)
     };
     if wrapped {
-        if is_base64(existing) {
-            existing.retain(|c| !c.is_ascii_whitespace());
-        } else {
-            // Text that is not base64, with spaces (a placeholder, a note): kept as it is,
-            // the new bytes after it.
-            existing.push_str(&encode(bytes));
-            return;
+        // Decoded whole and written again without its line breaks, the new bytes joined: once,
+        // since the text written has none. Text with spaces that is not base64 (a placeholder,
+        // a note) is kept as it is, the new bytes after it.
+        match decode(existing) {
+            Some(mut joined) => {
+                joined.extend_from_slice(bytes);
+                *existing = encode(&joined);
+            }
+            None => existing.push_str(&encode(bytes)),
         }
+        return;
     }
     // The last group: 4 characters, or the unpadded remainder of a text without padding.
     let len = existing.len();
@@ -152,25 +155,6 @@ pub(crate) fn append_bytes(existing: &mut String, bytes: &[u8]) {
         // Not base64 at its end: keep it as it is and add the new bytes after it.
         None => existing.push_str(&encode(bytes)),
     }
-}
-
-/// Whether `text` is base64 as [`decode`] reads it, without decoding it.
-fn is_base64(text: &str) -> bool {
-    let mut count = 0usize;
-    let mut padded = false;
-    for byte in text.bytes() {
-        if byte.is_ascii_whitespace() {
-            continue;
-        }
-        if byte == b'=' {
-            padded = true;
-        } else if padded || sextet(byte).is_none() {
-            return false;
-        } else {
-            count += 1;
-        }
-    }
-    count % 4 != 1
 }
 
 #[cfg(test)]

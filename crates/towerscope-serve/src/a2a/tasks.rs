@@ -316,11 +316,13 @@ impl Tasks {
     /// The task a message `message_id` sent to `context` earlier went to, if the context
     /// remembers it.
     pub(crate) fn task_of_message(&self, context: &str, message: &Message) -> Result<Option<String>, RpcError> {
+        // Before the lock: a message's parts (up to the body limit) are serialised for it.
+        let digest = digest(message);
         let inner = self.lock();
         let Some(c) = inner.contexts.get(context) else {
             return Ok(None);
         };
-        sent_before(&c.recent, &message.message_id, digest(message))
+        sent_before(&c.recent, &message.message_id, digest)
     }
 
     /// The task the context's last message left waiting for input, if any; an error if that
@@ -358,8 +360,9 @@ impl Tasks {
             ..Task::default()
         };
         let (updates, rx) = broadcast::channel(UPDATES);
-        let mut inner = self.lock();
+        // Before the lock, which every request of every context takes.
         let digest = digest(&task.history[0]);
+        let mut inner = self.lock();
         if let Some(c) = inner.contexts.get(context)
             && let Some(task_id) = sent_before(&c.recent, &task.history[0].message_id, digest)?
         {
