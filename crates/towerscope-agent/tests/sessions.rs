@@ -1107,35 +1107,18 @@ async fn a_module_value_that_cannot_load_back_fails_its_save_not_every_later_loa
 #[tokio::test]
 async fn a_state_loaded_between_replies_is_kept_by_the_next_reply_and_saved() {
     let (store, dir) = temp_store();
-    let model = ScriptedModel::new("m", [ScriptedResponse::text("ok"), ScriptedResponse::text("ok")]);
-    let agent = Agent::builder("a")
-        .model(model.clone())
-        .session(store.clone(), "alice", "s")
-        .build()
-        .unwrap();
+    let model = three_oks();
+    let agent = replacing_agent(&store, &model);
     agent.reply(Msg::user("user", "my secret is 42")).await.unwrap();
     agent.load_state(towerscope_agent::AgentState::new()).unwrap();
     assert_eq!(agent.state().session_id, "alice/s", "the session's id stays");
     agent.reply(Msg::user("user", "hello again")).await.unwrap();
-    let seen: Vec<String> = model.requests()[1]
-        .messages
-        .iter()
-        .filter_map(|m| m.text_content())
-        .collect();
-    assert!(!seen.iter().any(|t| t.contains("secret")), "{seen:?}");
-    let stored = store
-        .load(&SessionKey::new("alice", "s").unwrap())
-        .await
-        .unwrap()
-        .unwrap();
-    let texts: Vec<String> = stored
-        .document
-        .agent
-        .context
-        .iter()
-        .filter_map(|m| m.text_content())
-        .collect();
-    assert_eq!(texts, ["hello again", "ok"], "the new conversation was saved");
+    assert_eq!(sent_texts(&model, 1), ["hello again"], "the old conversation is gone");
+    assert_eq!(
+        stored_texts(&store, "alice", "s").await,
+        ["hello again", "ok"],
+        "the new conversation was saved"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -165,22 +165,17 @@ async fn agents_are_served_in_the_order_they_asked() {
     assert_eq!(secs, [0, 1, 2, 3, 4, 5]);
 }
 
-/// An agent whose reply stream nobody reads any more (a web client that stalled), its model
-/// call queued first, holds the other agents sharing the limit back for a second past its
-/// turn, not for as long as its reader stalls; read again, its reply goes on.
-#[tokio::test(start_paused = true)]
-async fn an_unread_reply_at_the_front_of_the_queue_holds_the_other_agents_back_a_second() {
+/// Three agents sharing `limit`: agent-1's reply stream is not read once its first model call
+/// started (a web client that stalled: its second call waits at the front of the queue), the
+/// other two reply in turn, then agent-1's stream is read to its end. The calls' starts, in
+/// seconds from the first, and who made them.
+async fn with_an_unread_reply_at_the_front(limit: &RateLimitLayer) -> Vec<(u64, String)> {
     use futures_util::StreamExt;
 
     let log = Log::default();
-    let limit = RateLimitLayer::new(RateLimits::new().min_interval(Duration::from_secs(10)));
-    let origin = Instant::now();
-    let agents = agents(3, &limit, &log, origin);
-    // agent-1's first call starts at 0, its second waits for its turn at 10 s, and nobody reads
-    // agent-1's stream from then on.
+    let agents = agents(3, limit, &log, Instant::now());
     let mut unread = agents[1].reply_stream(Msg::user("user", "go"));
     while futures_util::poll!(unread.next()).is_ready() {}
-    // agent-0's calls are queued behind it: the first starts at 11 s, not never.
     let done = tokio::time::timeout(Duration::from_secs(300), async {
         agents[0].reply(Msg::user("user", "go")).await.unwrap();
         agents[2].reply(Msg::user("user", "go")).await.unwrap();
@@ -191,29 +186,49 @@ async fn an_unread_reply_at_the_front_of_the_queue_holds_the_other_agents_back_a
         "the unread reply held every other agent back: {:?}",
         log.lock().unwrap()
     );
-    let starts = || -> Vec<(u64, String)> {
-        log.lock()
-            .unwrap()
-            .iter()
-            .map(|(t, n)| (t.as_secs(), n.clone()))
-            .collect()
-    };
-    let expected = [
-        (0, "agent-1"),
-        (11, "agent-0"),
-        (21, "agent-0"),
-        (31, "agent-2"),
-        (41, "agent-2"),
-    ];
-    assert_eq!(starts(), expected.map(|(t, n)| (t, n.to_owned())));
-    // Read again (at 41 s), agent-1's reply takes the next turn, 10 s after the last call.
     let mut last = None;
     while let Some(item) = unread.next().await {
         last = Some(item.unwrap());
     }
     let msg = last.and_then(|i| i.as_final().cloned()).expect("a final message");
-    assert_eq!(msg.text_content().as_deref(), Some("done"));
-    assert_eq!(starts().last(), Some(&(51, "agent-1".to_owned())));
+    assert_eq!(
+        msg.text_content().as_deref(),
+        Some("done"),
+        "read again, the reply goes on"
+    );
+    let starts = log
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(t, n)| (t.as_secs(), n.clone()))
+        .collect();
+    starts
+}
+
+/// An agent whose reply stream nobody reads any more (a web client that stalled), its model
+/// call queued first, holds the other agents sharing the limit back for a second past its
+/// turn, not for as long as its reader stalls; read again, its reply goes on.
+#[tokio::test(start_paused = true)]
+async fn an_unread_reply_at_the_front_of_the_queue_holds_the_other_agents_back_a_second() {
+    let limit = RateLimitLayer::new(RateLimits::new().min_interval(Duration::from_secs(10)));
+    assert_eq!(with_an_unread_reply_at_the_front(&limit).await, unread_front_starts());
+}
+
+/// The starts of [`with_an_unread_reply_at_the_front`] with one call every 10 s: agent-1's
+/// first call at 0, its second waiting for its turn at 10 s; agent-0's calls queued behind it,
+/// the first at 11 s, not never; read again (at 41 s), agent-1's reply takes the next turn,
+/// 10 s after the last call.
+fn unread_front_starts() -> Vec<(u64, String)> {
+    [
+        (0, "agent-1"),
+        (11, "agent-0"),
+        (21, "agent-0"),
+        (31, "agent-2"),
+        (41, "agent-2"),
+        (51, "agent-1"),
+    ]
+    .map(|(t, n)| (t, n.to_owned()))
+    .to_vec()
 }
 
 /// A backend keeping a minimum interval in memory, as a shared store would.
@@ -250,10 +265,8 @@ impl towerscope_layers::rate_limit::RateLimitBackend for IntervalBackend {
 /// for it whatever it did: one stalled web client froze every agent of the process).
 #[tokio::test(start_paused = true)]
 async fn with_a_backend_an_unread_reply_at_the_front_holds_the_others_back_a_second() {
-    use futures_util::StreamExt;
     use towerscope_layers::rate_limit::WhenUnavailable;
 
-    let log = Log::default();
     let limit = RateLimitLayer::with_backend(
         RateLimits::new().min_interval(Duration::from_secs(10)),
         IntervalBackend {
@@ -262,33 +275,8 @@ async fn with_a_backend_an_unread_reply_at_the_front_holds_the_others_back_a_sec
         },
         WhenUnavailable::Fail,
     );
-    let origin = Instant::now();
-    let agents = agents(3, &limit, &log, origin);
-    let mut unread = agents[1].reply_stream(Msg::user("user", "go"));
-    while futures_util::poll!(unread.next()).is_ready() {}
-    let done = tokio::time::timeout(Duration::from_secs(300), async {
-        agents[0].reply(Msg::user("user", "go")).await.unwrap();
-        agents[2].reply(Msg::user("user", "go")).await.unwrap();
-    })
-    .await;
-    assert!(
-        done.is_ok(),
-        "the unread reply held every other agent back: {:?}",
-        log.lock().unwrap()
-    );
-    let names: Vec<String> = log.lock().unwrap().iter().map(|(_, n)| n.clone()).collect();
-    assert_eq!(names, ["agent-1", "agent-0", "agent-0", "agent-2", "agent-2"]);
-    let mut last = None;
-    while let Some(item) = unread.next().await {
-        last = Some(item.unwrap());
-    }
-    assert_eq!(
-        last.and_then(|i| i.as_final().cloned())
-            .and_then(|m| m.text_content())
-            .as_deref(),
-        Some("done"),
-        "read again, the reply goes on"
-    );
+    let starts = with_an_unread_reply_at_the_front(&limit).await;
+    assert_eq!(starts, unread_front_starts(), "as in one process");
 }
 
 /// A backend that cannot be reached: each call waits a second for its timeout.
