@@ -944,29 +944,26 @@ async fn a_tool_description_is_recorded_redacted() {
     );
 }
 
-/// With content capture on, a 10 MB tool result is cut at 64 KiB in its span and in the next
-/// model call's input, saying how much was left out.
-#[tokio::test]
-async fn a_huge_captured_value_is_cut() {
+/// The spans of one reply, with content capture on, in which the model calls the tool `name`
+/// `calls` times, each answering `result`, then says "done".
+async fn captured_tool_rounds(
+    name: &'static str,
+    result: String,
+    calls: usize,
+) -> Vec<opentelemetry_sdk::trace::SpanData> {
     let (provider, exporter) = in_memory();
-    let huge = "x".repeat(10_000_000);
-    let big = {
-        let huge = huge.clone();
-        towerscope_agent::toolkit::FunctionTool::new("big", move |_: serde_json::Value| {
-            let huge = huge.clone();
-            async move { huge }
-        })
-    };
-    let model = ScriptedModel::new(
-        "m",
-        [
-            ScriptedResponse::tool_call("c1", "big", "{}"),
-            ScriptedResponse::text("done"),
-        ],
-    );
+    let tool = towerscope_agent::toolkit::FunctionTool::new(name, move |_: serde_json::Value| {
+        let result = result.clone();
+        async move { result }
+    });
+    let mut script: Vec<_> = (0..calls)
+        .map(|i| ScriptedResponse::tool_call(format!("c{i}"), name, "{}"))
+        .collect();
+    script.push(ScriptedResponse::text("done"));
     let agent = Agent::builder("a")
-        .model(model)
-        .tool(big)
+        .model(ScriptedModel::new("m", script))
+        .tool(tool)
+        .max_iters(u32::try_from(calls).unwrap() + 1)
         .middleware(
             TracingMiddleware::builder()
                 .tracer_provider(&provider)
@@ -976,8 +973,15 @@ async fn a_huge_captured_value_is_cut() {
         .hints(towerscope_agent::HintConfig::disabled())
         .build()
         .unwrap();
-    agent.reply(Msg::user("user", "big?")).await.unwrap();
-    let spans = spans(&exporter);
+    agent.reply(Msg::user("user", "go")).await.unwrap();
+    spans(&exporter)
+}
+
+/// With content capture on, a 10 MB tool result is cut at 64 KiB in its span and in the next
+/// model call's input, saying how much was left out.
+#[tokio::test]
+async fn a_huge_captured_value_is_cut() {
+    let spans = captured_tool_rounds("big", "x".repeat(10_000_000), 1).await;
     let result = str_attr(one(&spans, "execute_tool big"), "gen_ai.tool.call.result").unwrap();
     let limit = towerscope_otel::MAX_CAPTURED_VALUE_BYTES;
     assert!(result.len() < limit + 64, "{} bytes", result.len());
@@ -997,31 +1001,7 @@ async fn a_huge_captured_value_is_cut() {
 /// results of 60 KB made the last chat span carry 2.4 MB, and the reply's spans 49 MB.
 #[tokio::test]
 async fn a_long_conversation_is_captured_newest_first_within_a_budget() {
-    let (provider, exporter) = in_memory();
-    let page = "lorem ipsum ".repeat(5_000);
-    let fetch = towerscope_agent::toolkit::FunctionTool::new("fetch", move |_: serde_json::Value| {
-        let page = page.clone();
-        async move { page }
-    });
-    let mut script: Vec<_> = (0..40)
-        .map(|i| ScriptedResponse::tool_call(format!("c{i}"), "fetch", "{}"))
-        .collect();
-    script.push(ScriptedResponse::text("done"));
-    let agent = Agent::builder("a")
-        .model(ScriptedModel::new("m", script))
-        .tool(fetch)
-        .max_iters(50)
-        .middleware(
-            TracingMiddleware::builder()
-                .tracer_provider(&provider)
-                .capture_content(true)
-                .build(),
-        )
-        .hints(towerscope_agent::HintConfig::disabled())
-        .build()
-        .unwrap();
-    agent.reply(Msg::user("user", "read them all")).await.unwrap();
-    let spans = spans(&exporter);
+    let spans = captured_tool_rounds("fetch", "lorem ipsum ".repeat(5_000), 40).await;
     let chats = named(&spans, "chat m");
     assert_eq!(chats.len(), 41);
     let budget = towerscope_otel::MAX_CAPTURED_MESSAGES_BYTES;
