@@ -319,28 +319,70 @@ async fn a_dropped_reply_leaves_no_call_without_result() {
     assert_eq!(closed.state, ToolResultState::Interrupted);
 }
 
+/// Append a line to the log.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Line {
+    /// The line.
+    n: u32,
+}
+
+type Lines = std::sync::Arc<std::sync::Mutex<Vec<u32>>>;
+
+/// A tool `name` writing its line to `log`, that may run beside others when `safe`.
+fn logging_tool(log: &Lines, name: &str, safe: bool) -> FunctionTool {
+    let written = std::sync::Arc::clone(log);
+    FunctionTool::new(name, move |a: Line| {
+        written.lock().unwrap().push(a.n);
+        async move { "ok".to_owned() }
+    })
+    .concurrency_safe(safe)
+}
+
+/// An agent with `tools` and a sequential `delete`, asking before any call but those of the
+/// tools `allowed` by a rule.
+fn agent_asking_but_for(model: ScriptedModel, tools: Vec<FunctionTool>, allowed: &[&str]) -> Agent {
+    use towerscope_core::{PermissionBehavior, PermissionRule};
+    let mut builder = Agent::builder("a")
+        .model(model)
+        .tool(delete_tool().concurrency_safe(false));
+    for tool in tools {
+        builder = builder.tool(tool);
+    }
+    let agent = builder
+        .default_permission(PermissionDecision::Ask {
+            suggested_rules: vec![],
+        })
+        .build()
+        .unwrap();
+    let mut state = AgentState::new();
+    for tool in allowed {
+        state
+            .permission_rules
+            .push(PermissionRule::new(*tool, PermissionBehavior::Allow, "user"));
+    }
+    agent.load_state(state).unwrap();
+    agent
+}
+
+/// The calls of the agent's last message that have no result, and their states.
+fn unfinished_calls(agent: &Agent) -> Vec<(String, ToolCallState)> {
+    let state = agent.state();
+    state
+        .context
+        .last()
+        .unwrap()
+        .tool_calls()
+        .filter(|c| c.state != ToolCallState::Finished)
+        .map(|c| (c.id.to_string(), c.state))
+        .collect()
+}
+
 /// A sequential batch stops at the first call that waits for the user: the calls before it
 /// ran once each, in order; the one after it did not run. With a thousand calls before it, the
 /// check after each call (is it parked?) finds the call where the last lookup left off.
 #[tokio::test]
 async fn a_sequential_batch_stops_at_the_call_that_asks_after_a_thousand_that_ran() {
-    use std::sync::{Arc, Mutex};
-    use towerscope_core::{PermissionBehavior, PermissionRule};
-
-    /// Append a line to the log.
-    #[derive(serde::Deserialize, schemars::JsonSchema)]
-    struct Line {
-        /// The line.
-        n: u32,
-    }
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let written = Arc::clone(&log);
-    let append = FunctionTool::new("append", move |a: Line| {
-        written.lock().unwrap().push(a.n);
-        async move { "ok".to_owned() }
-    })
-    .concurrency_safe(false);
-    let delete = delete_tool().concurrency_safe(false);
+    let log = Lines::default();
     let calls = 1_000u32;
     let mut answer = ScriptedResponse::tool_call("a0", "append", r#"{"n": 0}"#);
     for n in 1..calls {
@@ -350,20 +392,7 @@ async fn a_sequential_batch_stops_at_the_call_that_asks_after_a_thousand_that_ra
         .and_tool_call("d", "delete", r#"{"path": "/tmp/x"}"#)
         .and_tool_call("after", "append", r#"{"n": 99999}"#);
     let model = ScriptedModel::new("m", [answer, ScriptedResponse::text("done")]);
-    let agent = Agent::builder("a")
-        .model(model)
-        .tool(append)
-        .tool(delete)
-        .default_permission(PermissionDecision::Ask {
-            suggested_rules: vec![],
-        })
-        .build()
-        .unwrap();
-    let mut state = AgentState::new();
-    state
-        .permission_rules
-        .push(PermissionRule::new("append", PermissionBehavior::Allow, "user"));
-    agent.load_state(state).unwrap();
+    let agent = agent_asking_but_for(model, vec![logging_tool(&log, "append", false)], &["append"]);
 
     let out = collect(agent.reply_stream(Msg::user("user", "go"))).await;
     assert_eq!(
@@ -373,16 +402,12 @@ async fn a_sequential_batch_stops_at_the_call_that_asks_after_a_thousand_that_ra
     );
     assert_eq!(out.kinds().last(), Some(&"REQUIRE_USER_CONFIRM"));
     assert_eq!(parked_call(&out).id.to_string(), "d");
-    let state = agent.state();
-    let msg = state.context.last().unwrap();
-    assert_eq!(msg.tool_results().count(), calls as usize);
-    let states: Vec<(String, ToolCallState)> = msg
-        .tool_calls()
-        .skip(calls as usize)
-        .map(|c| (c.id.to_string(), c.state))
-        .collect();
     assert_eq!(
-        states,
+        agent.state().context.last().unwrap().tool_results().count(),
+        calls as usize
+    );
+    assert_eq!(
+        unfinished_calls(&agent),
         [
             ("d".to_owned(), ToolCallState::Asking),
             ("after".to_owned(), ToolCallState::Pending)
@@ -396,25 +421,7 @@ async fn a_sequential_batch_stops_at_the_call_that_asks_after_a_thousand_that_ra
 /// run.
 #[tokio::test]
 async fn a_round_of_alternating_batches_stops_after_the_batch_that_parks() {
-    use std::sync::{Arc, Mutex};
-    use towerscope_core::{PermissionBehavior, PermissionRule};
-
-    /// Append a line to the log.
-    #[derive(serde::Deserialize, schemars::JsonSchema)]
-    struct Line {
-        /// The line.
-        n: u32,
-    }
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let logging = |name: &str, safe: bool| {
-        let written = Arc::clone(&log);
-        FunctionTool::new(name, move |a: Line| {
-            written.lock().unwrap().push(a.n);
-            async move { "ok".to_owned() }
-        })
-        .concurrency_safe(safe)
-    };
-    let (append, note) = (logging("append", false), logging("note", true));
+    let log = Lines::default();
     let batches = 200u32;
     let mut answer = ScriptedResponse::text("");
     for n in 0..batches {
@@ -428,23 +435,8 @@ async fn a_round_of_alternating_batches_stops_after_the_batch_that_parks() {
         .and_tool_call("d", "delete", r#"{"path": "/tmp/x"}"#)
         .and_tool_call("after", "append", r#"{"n": 99999}"#);
     let model = ScriptedModel::new("m", [answer, ScriptedResponse::text("done")]);
-    let agent = Agent::builder("a")
-        .model(model)
-        .tool(append)
-        .tool(note)
-        .tool(delete_tool())
-        .default_permission(PermissionDecision::Ask {
-            suggested_rules: vec![],
-        })
-        .build()
-        .unwrap();
-    let mut state = AgentState::new();
-    for tool in ["append", "note"] {
-        state
-            .permission_rules
-            .push(PermissionRule::new(tool, PermissionBehavior::Allow, "user"));
-    }
-    agent.load_state(state).unwrap();
+    let tools = vec![logging_tool(&log, "append", false), logging_tool(&log, "note", true)];
+    let agent = agent_asking_but_for(model, tools, &["append", "note"]);
 
     let out = collect(agent.reply_stream(Msg::user("user", "go"))).await;
     let mut expected: Vec<u32> = (0..batches).collect();
@@ -452,15 +444,8 @@ async fn a_round_of_alternating_batches_stops_after_the_batch_that_parks() {
     assert_eq!(*log.lock().unwrap(), expected, "every batch before it ran, in order");
     assert_eq!(out.kinds().last(), Some(&"REQUIRE_USER_CONFIRM"));
     assert_eq!(parked_call(&out).id.to_string(), "d");
-    let state = agent.state();
-    let msg = state.context.last().unwrap();
-    let open: Vec<(String, ToolCallState)> = msg
-        .tool_calls()
-        .filter(|c| c.state != ToolCallState::Finished)
-        .map(|c| (c.id.to_string(), c.state))
-        .collect();
     assert_eq!(
-        open,
+        unfinished_calls(&agent),
         [
             ("d".to_owned(), ToolCallState::Asking),
             ("after".to_owned(), ToolCallState::Pending)
