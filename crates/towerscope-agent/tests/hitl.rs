@@ -338,13 +338,10 @@ fn logging_tool(log: &Lines, name: &str, safe: bool) -> FunctionTool {
     .concurrency_safe(safe)
 }
 
-/// An agent with `tools` and a sequential `delete`, asking before any call but those of the
-/// tools `allowed` by a rule.
+/// An agent with `tools`, asking before any call but those of the tools `allowed` by a rule.
 fn agent_asking_but_for(model: ScriptedModel, tools: Vec<FunctionTool>, allowed: &[&str]) -> Agent {
     use towerscope_core::{PermissionBehavior, PermissionRule};
-    let mut builder = Agent::builder("a")
-        .model(model)
-        .tool(delete_tool().concurrency_safe(false));
+    let mut builder = Agent::builder("a").model(model);
     for tool in tools {
         builder = builder.tool(tool);
     }
@@ -392,7 +389,11 @@ async fn a_sequential_batch_stops_at_the_call_that_asks_after_a_thousand_that_ra
         .and_tool_call("d", "delete", r#"{"path": "/tmp/x"}"#)
         .and_tool_call("after", "append", r#"{"n": 99999}"#);
     let model = ScriptedModel::new("m", [answer, ScriptedResponse::text("done")]);
-    let agent = agent_asking_but_for(model, vec![logging_tool(&log, "append", false)], &["append"]);
+    let tools = vec![
+        logging_tool(&log, "append", false),
+        delete_tool().concurrency_safe(false),
+    ];
+    let agent = agent_asking_but_for(model, tools, &["append"]);
 
     let out = collect(agent.reply_stream(Msg::user("user", "go"))).await;
     assert_eq!(
@@ -435,7 +436,13 @@ async fn a_round_of_alternating_batches_stops_after_the_batch_that_parks() {
         .and_tool_call("d", "delete", r#"{"path": "/tmp/x"}"#)
         .and_tool_call("after", "append", r#"{"n": 99999}"#);
     let model = ScriptedModel::new("m", [answer, ScriptedResponse::text("done")]);
-    let tools = vec![logging_tool(&log, "append", false), logging_tool(&log, "note", true)];
+    // `delete` may run beside others: it asks in a concurrent batch, and the loop, not the
+    // batch, must stop before the sequential `after`.
+    let tools = vec![
+        logging_tool(&log, "append", false),
+        logging_tool(&log, "note", true),
+        delete_tool(),
+    ];
     let agent = agent_asking_but_for(model, tools, &["append", "note"]);
 
     let out = collect(agent.reply_stream(Msg::user("user", "go"))).await;
