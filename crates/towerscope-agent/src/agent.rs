@@ -139,12 +139,11 @@ impl Agent {
                 "cannot load a state while the agent is replying; wait for the reply to finish".to_owned(),
             ));
         }
-        let over = crate::session::bound::Conversation::of(&held);
-        *held = state;
+        let replaced = std::mem::replace(&mut *held, state);
         if let Some(session) = &self.session {
             // The session's conversation, replaced: kept by the next reply and saved by it.
             held.session_id = session.session_id();
-            session.state_replaced(over);
+            session.state_replaced(crate::session::bound::Conversation::of(&replaced));
         }
         Ok(())
     }
