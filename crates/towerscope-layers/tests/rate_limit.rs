@@ -196,13 +196,11 @@ async fn with_an_unread_reply_at_the_front(limit: &RateLimitLayer) -> Vec<(u64, 
         Some("done"),
         "read again, the reply goes on"
     );
-    let starts = log
-        .lock()
+    log.lock()
         .unwrap()
         .iter()
         .map(|(t, n)| (t.as_secs(), n.clone()))
-        .collect();
-    starts
+        .collect()
 }
 
 /// An agent whose reply stream nobody reads any more (a web client that stalled), its model
