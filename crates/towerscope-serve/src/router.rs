@@ -105,7 +105,9 @@ impl RouterBuilder {
     }
 
     /// Requires `Authorization: Bearer <token>` on every route but the chat page and
-    /// `/.well-known/` (401 otherwise).
+    /// `/.well-known/` (401 otherwise). The A2A card says so (see
+    /// [`A2aConfig::bearer_auth`]), and [`A2aClient::with_bearer_token`](crate::a2a::A2aClient::with_bearer_token)
+    /// sends it.
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(Arc::from(token.into()));
         self
@@ -166,6 +168,7 @@ impl RouterBuilder {
         // The router's limit and keep-alive hold for A2A too (its endpoint reads the body
         // itself, past `DefaultBodyLimit`).
         let mut a2a = self.a2a_config().keep_alive(self.keep_alive);
+        a2a.bearer |= self.token.is_some();
         a2a.limits.max_body_bytes = a2a.limits.max_body_bytes.min(self.body_limit);
         // One factory makes a thread id and a context id one session: the two protocols see
         // each other's replies running.

@@ -122,6 +122,52 @@ async fn the_sdk_client_sends_streams_answers_input_and_cancels() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sdk_reads_our_bearer_scheme_in_both_versions_and_sends_the_token() {
+    let Some(python) = python() else { return };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = towerscope_serve::RouterBuilder::new(support::agent)
+        .bearer_token("s3cret")
+        .a2a(A2aConfig::new("guarded"))
+        .build();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        Command::new(python)
+            .arg(script("sdk_bearer.py"))
+            .arg(&base)
+            .arg("s3cret")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the SDK client finishes within a minute")
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "sdk_bearer.py failed:\n{stdout}\n{stderr}");
+    let seen: HashMap<&str, &str> = stdout.lines().filter_map(|l| l.split_once(' ')).collect();
+    let expect = [
+        ("CARD_SCHEME", "http_auth_security_scheme Bearer"),
+        ("CARD_REQUIREMENTS", "bearer"),
+        ("CARD_0_3_SCHEME", "HTTPAuthSecurityScheme Bearer"),
+        ("CARD_0_3_SECURITY", "bearer"),
+        ("SEND_WITH_TOKEN", "TASK_STATE_COMPLETED"),
+        ("DONE", "ok"),
+    ];
+    for (key, value) in expect {
+        assert_eq!(
+            seen.get(key).copied(),
+            Some(value),
+            "{key}; the script printed:\n{stdout}\n{stderr}"
+        );
+    }
+    eprintln!("sdk_bearer.py printed:\n{stdout}");
+    // Refused: whatever the SDK names an HTTP 401, the task did not run.
+    assert!(!seen["SEND_WITHOUT_TOKEN"].starts_with("TASK_STATE"), "{stdout}");
+}
+
 /// The SDK's echo agent (tests/a2a/sdk_echo_server.py) on an ephemeral loopback port; killed
 /// by its PID when dropped.
 struct EchoServer {

@@ -658,3 +658,63 @@ async fn an_answer_in_several_artifacts_keeps_each_ones_text() {
         "what streamed, the last piece as the whole artifact's rest"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_agent_behind_a_bearer_token_is_reached_with_it_and_its_card_says_so() {
+    use towerscope_serve::RouterBuilder;
+    use towerscope_serve::a2a::{A2aClient, ClientError};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = RouterBuilder::new(support::echo_agent)
+        .bearer_token("s3cret")
+        .a2a(A2aConfig::new("guarded"))
+        .build();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    // The card is public and says what the endpoint wants, in both protocol versions' shapes.
+    let client = A2aClient::connect(&base).await.unwrap();
+    assert!(client.card().wants_bearer_token());
+    let card = reqwest::get(format!("{base}/.well-known/agent-card.json"))
+        .await
+        .unwrap();
+    let card: serde_json::Value = serde_json::from_str(&card.text().await.unwrap()).unwrap();
+    assert_eq!(
+        card["securitySchemes"]["bearer"],
+        serde_json::json!({"httpAuthSecurityScheme": {"scheme": "Bearer"}, "type": "http", "scheme": "Bearer"})
+    );
+    assert_eq!(
+        card["securityRequirements"],
+        serde_json::json!([{"schemes": {"bearer": {"list": []}}}])
+    );
+    assert_eq!(card["security"], serde_json::json!([{"bearer": []}]));
+
+    // Without the token: 401, and the error says what to do.
+    let refused = client.send_text("hello", None, None).await.unwrap_err();
+    assert_eq!(refused, ClientError::Http(401));
+    assert!(refused.to_string().contains("with_bearer_token"), "{refused}");
+    // A wrong one is refused too; the right one is sent with every request, streamed or not.
+    let wrong = client.clone().with_bearer_token("guess").unwrap();
+    assert_eq!(
+        wrong.send_text("hello", None, None).await.unwrap_err(),
+        ClientError::Http(401)
+    );
+    let client = client.with_bearer_token("s3cret").unwrap();
+    assert!(!format!("{client:?}").contains("s3cret"), "{client:?}");
+    client.send_text("hello", None, None).await.unwrap();
+    let far = RemoteAgent::new(client);
+    let answer = far.reply(Msg::user("user", "one").into()).await.unwrap();
+    assert_eq!(answer.text_content().as_deref(), Some("heard: one"));
+
+    // A token a header cannot carry is refused before anything is sent.
+    let bad = A2aClient::connect(&base).await.unwrap().with_bearer_token("a\nb");
+    assert_eq!(bad.unwrap_err(), ClientError::InvalidToken);
+    // Without a token on the router, the card asks for none.
+    assert!(
+        !A2aClient::connect(&serve_echo(A2aConfig::new("open")).await)
+            .await
+            .unwrap()
+            .card()
+            .wants_bearer_token()
+    );
+}

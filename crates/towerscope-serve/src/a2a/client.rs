@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use futures_core::Stream;
 use futures_util::StreamExt;
+use reqwest::header::{AUTHORIZATION, HeaderValue};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use towerscope_core::sse::{SseDecoder, SseStream, SseStreamError};
@@ -41,16 +42,24 @@ pub enum ClientError {
     Decode(String),
     /// The agent card lists no JSON-RPC interface.
     NoJsonRpc,
+    /// The bearer token given to [`A2aClient::with_bearer_token`] cannot be sent in a header
+    /// (it holds a line break or another control character).
+    InvalidToken,
 }
 
 impl std::fmt::Display for ClientError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Transport(e) => write!(f, "could not reach the A2A agent: {e}"),
+            Self::Http(401) => f.write_str(
+                "the A2A agent answered HTTP 401: it wants credentials (see the card's securitySchemes; \
+                 A2aClient::with_bearer_token sends a token)",
+            ),
             Self::Http(status) => write!(f, "the A2A agent answered HTTP {status}"),
             Self::Rpc(e) => write!(f, "the A2A agent refused the request: {e}"),
             Self::Decode(e) => write!(f, "the A2A agent's answer is not valid A2A: {e}"),
             Self::NoJsonRpc => f.write_str("the agent card lists no JSONRPC interface"),
+            Self::InvalidToken => f.write_str("the bearer token holds a character a header cannot carry"),
         }
     }
 }
@@ -75,6 +84,8 @@ pub struct A2aClient {
     http: reqwest::Client,
     card: AgentCard,
     url: String,
+    /// `Authorization: Bearer <token>`, marked sensitive (its `Debug` hides it).
+    authorization: Option<HeaderValue>,
 }
 
 impl A2aClient {
@@ -99,7 +110,12 @@ impl A2aClient {
 
     fn with_client(http: reqwest::Client, card: AgentCard) -> Result<Self, ClientError> {
         let url = card.jsonrpc_url().ok_or(ClientError::NoJsonRpc)?.to_owned();
-        Ok(Self { http, card, url })
+        Ok(Self {
+            http,
+            card,
+            url,
+            authorization: None,
+        })
     }
 
     /// This client with other timeouts: how long connecting may take, and how long the agent
@@ -108,6 +124,21 @@ impl A2aClient {
     pub fn with_timeouts(self, connect: Duration, read: Option<Duration>) -> Result<Self, ClientError> {
         Ok(Self {
             http: http_client_with(connect, read)?,
+            ..self
+        })
+    }
+
+    /// This client sending `Authorization: Bearer <token>` with every request (the card is
+    /// fetched without it: it is public). A card that wants one says so in its
+    /// `securitySchemes` ([`AgentCard::wants_bearer_token`]); without the token such an agent
+    /// answers [`ClientError::Http`] 401.
+    ///
+    /// The token is kept out of this client's `Debug` output and out of its errors.
+    pub fn with_bearer_token(self, token: &str) -> Result<Self, ClientError> {
+        let mut value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| ClientError::InvalidToken)?;
+        value.set_sensitive(true);
+        Ok(Self {
+            authorization: Some(value),
             ..self
         })
     }
@@ -149,9 +180,7 @@ impl A2aClient {
     async fn call_streaming(&self, method: &str, params: &impl serde::Serialize) -> Result<UpdateStream, ClientError> {
         let body = envelope(method, params);
         let answer = self
-            .http
-            .post(&self.url)
-            .header("A2A-Version", PROTOCOL_VERSION)
+            .post()
             .header("Accept", "text/event-stream")
             .header("Content-Type", "application/json")
             .body(body.to_string())
@@ -199,11 +228,18 @@ impl A2aClient {
         self.call("CancelTask", &CancelTaskRequest { id: id.to_owned() }).await
     }
 
+    /// A POST to the endpoint with the protocol version and the token, if any.
+    fn post(&self) -> reqwest::RequestBuilder {
+        let post = self.http.post(&self.url).header("A2A-Version", PROTOCOL_VERSION);
+        match &self.authorization {
+            Some(value) => post.header(AUTHORIZATION, value.clone()),
+            None => post,
+        }
+    }
+
     async fn call<T: DeserializeOwned>(&self, method: &str, params: &impl serde::Serialize) -> Result<T, ClientError> {
         let answer = self
-            .http
-            .post(&self.url)
-            .header("A2A-Version", PROTOCOL_VERSION)
+            .post()
             .header("Content-Type", "application/json")
             .body(envelope(method, params).to_string())
             .send()

@@ -1,7 +1,15 @@
 //! [`A2aConfig`]: the agent card's contents and the server's limits.
 
 use super::tasks::Limits;
-use super::wire::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill, PROTOCOL_VERSION};
+use std::collections::BTreeMap;
+
+use super::wire::{
+    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, PROTOCOL_VERSION, SecurityRequirement, SecurityScheme,
+    StringList,
+};
+
+/// The name of the bearer scheme in the card's `securitySchemes`.
+const BEARER_SCHEME: &str = "bearer";
 
 /// The path of the JSON-RPC endpoint, relative to where the routes are mounted.
 pub const RPC_PATH: &str = "/a2a";
@@ -39,6 +47,7 @@ pub struct A2aConfig {
     pub(crate) skills: Vec<AgentSkill>,
     pub(crate) limits: Limits,
     pub(crate) keep_alive: Option<std::time::Duration>,
+    pub(crate) bearer: bool,
 }
 
 impl Default for A2aConfig {
@@ -58,6 +67,7 @@ impl A2aConfig {
             skills: Vec::new(),
             limits: Limits::default(),
             keep_alive: Some(crate::DEFAULT_KEEP_ALIVE),
+            bearer: false,
         }
     }
 
@@ -86,6 +96,17 @@ impl A2aConfig {
     #[must_use]
     pub fn skill(mut self, skill: AgentSkill) -> Self {
         self.skills.push(skill);
+        self
+    }
+
+    /// Says on the card that clients must send `Authorization: Bearer <token>` (its
+    /// `securitySchemes` and requirements, in the shapes of protocols 1.0 and 0.3). A
+    /// [`RouterBuilder`](crate::RouterBuilder) with a
+    /// [`bearer_token`](crate::RouterBuilder::bearer_token) sets it; set it yourself when the
+    /// routes sit behind your own token check. It checks nothing itself.
+    #[must_use]
+    pub fn bearer_auth(mut self) -> Self {
+        self.bearer = true;
         self
     }
 
@@ -138,6 +159,21 @@ impl A2aConfig {
             default_input_modes: vec!["text/plain".to_owned(), "application/json".to_owned()],
             default_output_modes: vec!["text/plain".to_owned()],
             skills,
+            security_schemes: self
+                .bearer
+                .then(|| (BEARER_SCHEME.to_owned(), SecurityScheme::bearer()))
+                .into_iter()
+                .collect(),
+            security_requirements: self
+                .bearer
+                .then(|| SecurityRequirement {
+                    schemes: BTreeMap::from([(BEARER_SCHEME.to_owned(), StringList::default())]),
+                })
+                .into_iter()
+                .collect(),
+            security: self
+                .bearer
+                .then(|| vec![BTreeMap::from([(BEARER_SCHEME.to_owned(), Vec::new())])]),
             url: Some(url),
             preferred_transport: Some("JSONRPC".to_owned()),
             protocol_version: Some("0.3.0".to_owned()),

@@ -26,7 +26,10 @@ mod message;
 mod request;
 mod task;
 
-pub use card::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill};
+pub use card::{
+    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, HttpAuthSecurityScheme, SecurityRequirement,
+    SecurityScheme, StringList,
+};
 pub(crate) use message::FileError;
 pub use message::{Message, Part, Role};
 pub use request::{CancelTaskRequest, GetTaskRequest, SendMessageConfiguration, SendMessageRequest};
