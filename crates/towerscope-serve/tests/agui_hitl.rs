@@ -149,17 +149,22 @@ async fn a_denied_confirmation_gives_the_model_a_denied_result() {
     assert_eq!(model.calls(), 2, "the model answered the denial");
 }
 
-#[tokio::test]
-async fn a_front_end_tool_is_left_to_the_client_and_its_result_resumes_the_reply() {
-    let (router, model) = router("frontend");
-    let tools = json!([{"name": "pick_color", "description": "Let the user pick a color", "parameters": {"type": "object", "properties": {"palette": {"type": "string"}}}}]);
+/// The front-end tool of the tests below.
+fn pick_color() -> Value {
+    json!([{"name": "pick_color", "description": "Let the user pick a color", "parameters": {"type": "object", "properties": {"palette": {"type": "string"}}}}])
+}
+
+/// Runs "a color please" on thread `t1` declaring `pick_color`; the model calls it and the run
+/// ends waiting for the client's result. Returns the call's id, and the conversation the
+/// client then holds with its result `orange`.
+async fn a_front_end_call(router: &axum::Router, model: &towerscope_models::ScriptedModel) -> (String, Value) {
     let mut body: Value = serde_json::from_str(&run(
         "t1",
         json!([{"id": "u1", "role": "user", "content": "a color please"}]),
     ))
     .unwrap();
-    body["tools"] = tools.clone();
-    let (status, sse) = post(&router, body.to_string()).await;
+    body["tools"] = pick_color();
+    let (status, sse) = post(router, body.to_string()).await;
     assert_eq!(status, StatusCode::OK);
     let first = events(&sse);
     assert!(
@@ -178,7 +183,6 @@ async fn a_front_end_tool_is_left_to_the_client_and_its_result_resumes_the_reply
         finished["outcome"],
         json!({"type": "success", "pendingToolCallIds": [call_id]})
     );
-
     let history = json!([
         {"id": "u1", "role": "user", "content": "a color please"},
         {"id": call_id, "role": "assistant", "toolCalls": [
@@ -186,17 +190,48 @@ async fn a_front_end_tool_is_left_to_the_client_and_its_result_resumes_the_reply
         ]},
         {"id": "tool-1", "role": "tool", "toolCallId": call_id, "content": "orange"}
     ]);
-    let mut body: Value = serde_json::from_str(&run("t1", history)).unwrap();
-    body["tools"] = tools;
-    let (status, sse) = post(&router, body.to_string()).await;
-    assert_eq!(status, StatusCode::OK, "{sse}");
-    let second = events(&sse);
-    let text: String = second
+    (call_id, history)
+}
+
+/// The text of the run's answer.
+fn answer(sse: &str) -> String {
+    events(sse)
         .iter()
         .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
-        .map(|e| e["delta"].as_str().unwrap())
-        .collect();
-    assert_eq!(text, "Result: orange");
+        .map(|e| e["delta"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_front_end_tool_is_left_to_the_client_and_its_result_resumes_the_reply() {
+    let (router, model) = router("frontend");
+    let (_, history) = a_front_end_call(&router, &model).await;
+    let mut body: Value = serde_json::from_str(&run("t1", history)).unwrap();
+    body["tools"] = pick_color();
+    let (status, sse) = post(&router, body.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{sse}");
+    assert_eq!(answer(&sse), "Result: orange");
+}
+
+/// A front end whose tool went away (a component unmounted) still sends the result of the
+/// call the thread waits on: it is taken, not dropped with the call announced again and the
+/// thread refusing every message after.
+#[tokio::test]
+async fn a_front_end_result_is_taken_when_the_run_no_longer_declares_its_tool() {
+    let (router, model) = router("frontend");
+    let (call_id, history) = a_front_end_call(&router, &model).await;
+    // With a new question beside it, the result cannot resume the reply: refused, and named.
+    let mut asking = history.as_array().unwrap().clone();
+    asking.push(json!({"id": "u2", "role": "user", "content": "and now?"}));
+    let (status, body) = post(&router, run("t1", Value::Array(asking))).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(body.contains(&call_id), "{body}");
+    // Alone, it resumes the reply.
+    let (status, sse) = post(&router, run("t1", history)).await;
+    assert_eq!(status, StatusCode::OK, "{sse}");
+    assert!(events(&sse).iter().all(|e| e["type"] != "TOOL_CALL_START"), "{sse}");
+    assert_eq!(answer(&sse), "Result: orange");
+    assert_eq!(events(&sse).last().unwrap()["outcome"], json!({"type": "success"}));
 }
 
 /// A front-end tool's patterns are the client's: the server does not compile them (a few bytes

@@ -97,7 +97,9 @@ async fn start(
         _ => {
             within_request(headers, agent.load_session()).await?;
             let context = agent.context();
-            match against_stored(&input, reply, &context) {
+            let waiting = agent.waiting_calls();
+            let awaited = waiting.iter().flat_map(|w| &w.external).map(|c| c.id.clone()).collect();
+            match against_stored(&input, reply, &context, &awaited) {
                 Run::Reply(reply) => addressed(reply, &agent),
                 Run::Replay { range, from } => {
                     drop(claim);

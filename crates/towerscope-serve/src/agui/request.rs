@@ -59,19 +59,12 @@ pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeErro
     if !input.resume.is_empty() {
         return confirm(input, tail, &calls);
     }
-    let answers = frontend_answers(input, tail, &calls);
+    let answers = frontend_answers(input, tail, &calls, &HashSet::new());
     let users: Vec<&Message> = tail.iter().filter(|m| m.role == "user").collect();
     // Beside new messages, results of front-end tools are ones a run sent before carried (its
     // answer was lost): `against_stored` checks the thread applied them.
     if !answers.is_empty() && users.is_empty() {
-        let results = answers
-            .into_iter()
-            .map(|(m, call)| tool_result(m, &call.id, &call.function.name))
-            .collect();
-        return Ok(ReplyInput::External(Arc::new(ExternalExecutionResultEvent::new(
-            Id::new(),
-            results,
-        ))));
+        return Ok(external(answers));
     }
     let mut hints: Vec<String> = Vec::new();
     if !input.context.is_empty() {
@@ -142,9 +135,20 @@ pub(crate) enum Run {
 /// - results of front-end tools beside new messages must be ones the thread applied
 ///   ([`Run::Invalid`] otherwise).
 ///
+/// `awaited` are the ids of the calls the thread's parked reply waits on for results from
+/// outside ([`WaitingCalls::external`](towerscope_core::WaitingCalls::external)): a `tool`
+/// message answering one is its result even when the run no longer declares its tool (a
+/// front end whose tool's component went away), so that it is not dropped with the thread
+/// left waiting for it.
+///
 /// Other inputs (confirmations, front-end results alone) are kept: the agent checks those
 /// against its parked reply itself. Linear in the context and the run's messages.
-pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: &Messages) -> Run {
+pub(crate) fn against_stored(
+    input: &RunAgentInput,
+    reply: ReplyInput,
+    context: &Messages,
+    awaited: &HashSet<Id>,
+) -> Run {
     let calls: Vec<&Id> = match &reply {
         ReplyInput::Messages(_) | ReplyInput::Interrupt(_) => Vec::new(),
         ReplyInput::Confirm(ev) => ev.confirm_results.iter().map(|r| &r.tool_call.id).collect(),
@@ -156,7 +160,14 @@ pub(crate) fn against_stored(input: &RunAgentInput, reply: ReplyInput, context: 
     let ReplyInput::Messages(msgs) = reply else {
         return Run::Reply(reply);
     };
-    if let Some(call) = unapplied_result(input, context) {
+    if msgs.is_empty() && !awaited.is_empty() {
+        let tail = &input.messages[tail_start(input)..];
+        let answers = frontend_answers(input, tail, &calls_by_id(&input.messages), awaited);
+        if !answers.is_empty() {
+            return Run::Reply(external(answers));
+        }
+    }
+    if let Some(call) = unapplied_result(input, context, awaited) {
         return Run::Invalid(format!(
             "the run carries both the result of front-end call '{call}', which the thread has not taken yet, and new \
              messages; send the results first, then the messages in the next run"
@@ -348,12 +359,13 @@ fn settles(msg: &Msg) -> bool {
     msg.role == Role::Assistant && ended(msg)
 }
 
-/// The tail's `tool` messages that answer calls of front-end tools (tools the run declares),
-/// each with its call.
+/// The tail's `tool` messages that answer calls of front-end tools (tools the run declares,
+/// or calls in `awaited`), each with its call.
 fn frontend_answers<'a>(
     input: &'a RunAgentInput,
     tail: &'a [Message],
     calls: &HashMap<&'a str, &'a ToolCall>,
+    awaited: &HashSet<Id>,
 ) -> Vec<(&'a Message, &'a ToolCall)> {
     if !tail.iter().any(|m| m.role == "tool") {
         return Vec::new();
@@ -364,8 +376,7 @@ fn frontend_answers<'a>(
         .filter(|m| m.role == "tool")
         .filter_map(|m| {
             let call = calls.get(m.tool_call_id.as_deref()?)?;
-            frontend_tools
-                .contains(call.function.name.as_str())
+            (frontend_tools.contains(call.function.name.as_str()) || awaited.contains(&Id::from(call.id.as_str())))
                 .then_some((m, *call))
         })
         .collect()
@@ -373,14 +384,14 @@ fn frontend_answers<'a>(
 
 /// The first front-end result beside the run's new messages that the thread has not applied:
 /// such a run cannot be answered (the results resume a parked reply, the messages start one).
-fn unapplied_result(input: &RunAgentInput, context: &Messages) -> Option<String> {
+fn unapplied_result(input: &RunAgentInput, context: &Messages, awaited: &HashSet<Id>) -> Option<String> {
     let start = tail_start(input);
     let tail = &input.messages[start..];
     if !tail.iter().any(|m| m.role == "tool") {
         return None;
     }
     let calls = calls_by_id(&input.messages);
-    let answers = frontend_answers(input, tail, &calls);
+    let answers = frontend_answers(input, tail, &calls, awaited);
     if answers.is_empty() {
         return None;
     }
@@ -399,6 +410,16 @@ fn calls_by_id(messages: &[Message]) -> HashMap<&str, &ToolCall> {
         .flat_map(|m| m.tool_calls.iter())
         .map(|c| (c.id.as_str(), c))
         .collect()
+}
+
+/// Front-end results as the input resuming the reply parked for them (addressed to it by the
+/// endpoint).
+fn external(answers: Vec<(&Message, &ToolCall)>) -> ReplyInput {
+    let results = answers
+        .into_iter()
+        .map(|(m, call)| tool_result(m, &call.id, &call.function.name))
+        .collect();
+    ReplyInput::External(Arc::new(ExternalExecutionResultEvent::new(Id::new(), results)))
 }
 
 fn tool_result(m: &Message, call_id: &str, name: &str) -> ToolResultBlock {
@@ -488,7 +509,10 @@ mod tests {
         .expect("a valid run");
         let stored = Messages::from(vec![Msg::user("user", "same").with_id("")]);
         let reply = reply_input(&input).expect("new messages");
-        assert_eq!(texts(against_stored(&input, reply, &stored)), ["same", "one", "two"]);
+        assert_eq!(
+            texts(against_stored(&input, reply, &stored, &HashSet::new())),
+            ["same", "one", "two"]
+        );
     }
 
     /// A confirmation sent again whose answer the thread took: what followed it if that reply
@@ -524,7 +548,12 @@ mod tests {
             msg.finished_reason = reason;
             Messages::from(vec![Msg::user("user", "delete it").with_id("u1"), msg])
         };
-        let resumed = against_stored(&input, reply_input(&input).expect("a resume"), &reply(None));
+        let resumed = against_stored(
+            &input,
+            reply_input(&input).expect("a resume"),
+            &reply(None),
+            &HashSet::new(),
+        );
         assert!(
             matches!(
                 resumed,
@@ -536,7 +565,7 @@ mod tests {
             "{resumed:?}"
         );
         let cut = reply(Some(ReplyFinishedReason::Interrupted));
-        let again = against_stored(&input, reply_input(&input).expect("a resume"), &cut);
+        let again = against_stored(&input, reply_input(&input).expect("a resume"), &cut, &HashSet::new());
         assert_eq!(
             texts(again),
             [
