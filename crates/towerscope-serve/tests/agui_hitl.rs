@@ -211,6 +211,14 @@ async fn a_front_end_tool_is_left_to_the_client_and_its_result_resumes_the_reply
     let (status, sse) = post(&router, body.to_string()).await;
     assert_eq!(status, StatusCode::OK, "{sse}");
     assert_eq!(answer(&sse), "Result: orange");
+    // The client's own result is not sent back: it would hold it twice. Nor when the run is
+    // sent again (its answer lost), which replays the rest of the answer.
+    let no_result = |sse: &str| events(sse).iter().all(|e| e["type"] != "TOOL_CALL_RESULT");
+    assert!(no_result(&sse), "{sse}");
+    let (status, again) = post(&router, body.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(answer(&again), "Result: orange");
+    assert!(no_result(&again), "{again}");
 }
 
 /// A front end whose tool went away (a component unmounted) still sends the result of the

@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use towerscope_agent::Agent;
-use towerscope_core::ReplyInput;
+use towerscope_core::{Id, ReplyInput};
 
 use super::frontend::{FrontendTool, with_frontend_tools};
 use super::input::RunAgentInput;
@@ -97,13 +97,15 @@ async fn start(
         _ => {
             within_request(headers, agent.load_session()).await?;
             let context = agent.context();
+            let given = from_client(&reply);
             let waiting = agent.waiting_calls();
             let awaited = waiting.iter().flat_map(|w| &w.external).map(|c| c.id.clone()).collect();
             match against_stored(&input, reply, &context, &awaited) {
                 Run::Reply(reply) => addressed(reply, &agent),
                 Run::Replay { range, from } => {
                     drop(claim);
-                    let mut mapper = EventMapper::new(input.thread_id.as_str(), input.run_id.as_str());
+                    let mut mapper =
+                        EventMapper::new(input.thread_id.as_str(), input.run_id.as_str()).results_from_client(given);
                     let mut events = vec![mapper.start()];
                     let first = range.start;
                     // Not the part of an answer an interrupted or failed attempt left.
@@ -127,6 +129,7 @@ async fn start(
             }
         }
     };
+    let given = from_client(&reply);
     let stream = agent.reply_stream(reply);
     let mut opening = Opening::new(agent, stream, claim);
     // Read the first item before answering: a run the agent refuses at once (a thread parked
@@ -146,7 +149,7 @@ async fn start(
             "the run's reply was lost before it started",
         ));
     };
-    let mapper = EventMapper::new(input.thread_id.as_str(), input.run_id.as_str());
+    let mapper = EventMapper::new(input.thread_id.as_str(), input.run_id.as_str()).results_from_client(given);
     let body = RunStream::new(agent, stream, claim, mapper, first, endpoint.keep_alive);
     Ok(sse(Body::from_stream(body)))
 }
@@ -181,6 +184,15 @@ fn addressed(reply: ReplyInput, agent: &Agent) -> ReplyInput {
             ReplyInput::External(Arc::new(ev))
         }
         other => other,
+    }
+}
+
+/// The calls whose results `reply` brings from the client (front-end tools'): the run does
+/// not send them back.
+fn from_client(reply: &ReplyInput) -> Vec<Id> {
+    match reply {
+        ReplyInput::External(ev) => ev.execution_results.iter().map(|r| r.id.clone()).collect(),
+        _ => Vec::new(),
     }
 }
 

@@ -6,7 +6,7 @@
 //! | `TEXT_BLOCK_START / DELTA / END`       | `TEXT_MESSAGE_START / CONTENT / END`               |
 //! | `THINKING_BLOCK_START / DELTA / END`   | `REASONING_START`, `REASONING_MESSAGE_START / CONTENT / END`, `REASONING_END` |
 //! | `TOOL_CALL_START / DELTA / END`        | `TOOL_CALL_START / ARGS / END`                     |
-//! | `TOOL_RESULT_*`                        | one `TOOL_CALL_RESULT` at `TOOL_RESULT_END`        |
+//! | `TOOL_RESULT_*`                        | one `TOOL_CALL_RESULT` at `TOOL_RESULT_END` (none for a result the client gave) |
 //! | `MODEL_CALL_START / END`               | token usage, summed per model into `RUN_FINISHED.usage` |
 //! | `REQUIRE_USER_CONFIRM`                 | `RUN_FINISHED` outcome `interrupt`, one per call   |
 //! | `REQUIRE_EXTERNAL_EXECUTION`           | `RUN_FINISHED` `pendingToolCallIds`                |
@@ -41,7 +41,7 @@
 //! assert_eq!(mapper.finish().type_name(), "RUN_FINISHED");
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 use towerscope_agent::WaitingCalls;
@@ -71,6 +71,8 @@ pub struct EventMapper {
     error: Option<(String, String)>,
     model: String,
     usage: Vec<TokenUsage>,
+    /// Calls whose results the client gave (see [`results_from_client`](Self::results_from_client)).
+    from_client: HashSet<Id>,
 }
 
 impl EventMapper {
@@ -87,7 +89,18 @@ impl EventMapper {
             error: None,
             model: String::new(),
             usage: Vec::new(),
+            from_client: HashSet::new(),
         }
+    }
+
+    /// The results of `calls` came from the client (a front-end tool's results, which the run
+    /// carried): they are not sent back as `TOOL_CALL_RESULT`s, live or replayed. The official
+    /// client adds a tool message for every `TOOL_CALL_RESULT`, so it would hold each of them
+    /// twice.
+    #[must_use]
+    pub fn results_from_client(mut self, calls: impl IntoIterator<Item = Id>) -> Self {
+        self.from_client.extend(calls);
+        self
     }
 
     /// `RUN_STARTED`, the run's first event.
@@ -101,6 +114,12 @@ impl EventMapper {
 
     /// Appends the AG-UI events `event` stands for to `out` (none, one or two).
     pub fn map(&mut self, event: &AgentEvent, out: &mut Vec<AguiEvent>) {
+        if !self.from_client.is_empty()
+            && let Some(call) = result_of(event)
+            && self.from_client.contains(call)
+        {
+            return;
+        }
         match event {
             AgentEvent::TextBlockStart(e) => {
                 let id = e.block_id.to_string();
@@ -318,7 +337,7 @@ impl EventMapper {
                     }
                     out.push(AguiEvent::ToolCallEnd { tool_call_id: id });
                 }
-                ContentBlock::ToolResult(result) => {
+                ContentBlock::ToolResult(result) if !self.from_client.contains(&result.id) => {
                     let id = result.id.to_string();
                     out.push(AguiEvent::ToolCallResult {
                         message_id: format!("result-{id}"),
@@ -476,6 +495,17 @@ fn confirmation_schema() -> Map<String, Value> {
     match schema {
         Value::Object(map) => map,
         _ => Map::new(),
+    }
+}
+
+/// The call whose result `event` streams, if it is a `TOOL_RESULT_*` event.
+fn result_of(event: &AgentEvent) -> Option<&Id> {
+    match event {
+        AgentEvent::ToolResultStart(e) => Some(&e.tool_call_id),
+        AgentEvent::ToolResultTextDelta(e) => Some(&e.tool_call_id),
+        AgentEvent::ToolResultDataDelta(e) => Some(&e.tool_call_id),
+        AgentEvent::ToolResultEnd(e) => Some(&e.tool_call_id),
+        _ => None,
     }
 }
 

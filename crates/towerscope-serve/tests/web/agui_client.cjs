@@ -70,6 +70,9 @@ async function frontendRound() {
   agent.addMessage({ id: randomUUID(), role: "tool", toolCallId: call.toolCallId, content: "orange" });
   const second = await run(agent, { tools });
   check(text(second.events) === "Result: orange", "the browser's result resumes the reply", text(second.events));
+  const held = agent.messages.filter((m) => m.role === "tool" && m.toolCallId === call.toolCallId);
+  check(held.length === 1 && held[0].content === "orange", "the client holds its own result once (not sent back)",
+    agent.messages.map((m) => [m.role, m.toolCallId || "", m.content || ""]));
 }
 
 async function interruptRound() {
