@@ -1,12 +1,13 @@
 //! The chat page in a real browser: headless Chromium (Debian's package, driven by
-//! playwright-core) loads `GET /`, sends a message, confirms a tool call and stops a reply, with
+//! playwright-core) loads `GET /`, sends a message, confirms a tool call (again after the first
+//! answer failed), sees a retried model call's first attempt taken away and stops a reply, with
 //! any JavaScript error a failure (tests/web/chat_page.cjs). The screenshot is kept at
 //! `$CARGO_TARGET_TMPDIR/serve-chat-page.png`.
 #![allow(clippy::unwrap_used)]
 
 mod support;
 
-use support::{factory, model, node_modules, serve, session_dir};
+use support::{model, node_modules, retrying_factory, serve, session_dir};
 use towerscope_agent::session::{JsonFileStore, SessionKey, SessionStore};
 use towerscope_core::{ReplyFinishedReason, Role};
 
@@ -19,7 +20,7 @@ async fn the_chat_page_streams_confirms_and_stops_in_headless_chromium() {
     // (`Router::nest`), where the page is at `/chat`, without a trailing slash.
     for mount in ["/", "/chat"] {
         let dir = session_dir(&format!("chat-page{}", mount.replace('/', "-")));
-        let router = towerscope_serve::router(factory(model(), dir.clone()));
+        let router = towerscope_serve::router(retrying_factory(model(), dir.clone()));
         let router = match mount {
             "/" => router,
             path => axum::Router::new().nest(path, router),

@@ -1,5 +1,6 @@
 // Drives the chat page (GET /) in headless Chromium through playwright-core: a message with a
-// tool round (thinking, the call, its result, the answer), a call confirmed with its button,
+// tool round (thinking, the call, its result, the answer), a call confirmed with its button
+// (once after its first answer failed to reach the server), a model call retried mid-answer,
 // and a reply stopped with the stop button. Any JavaScript error on the page fails the run.
 // argv: the page's URL, the screenshot's path.
 "use strict";
@@ -53,9 +54,30 @@ function check(cond, what, detail) {
     await page.click("#send");
     const approve = await page.waitForSelector("button[data-confirm]", { timeout: 10000 });
     check(true, "a call needing confirmation shows an Approve button");
+    // The answer's request fails once (the connection drops): the page asks again, and the
+    // second answer goes through. Chromium logs the failed load, which is expected here.
+    await page.route("**/agui", (route) => route.abort("connectionreset"), { times: 1 });
+    const before = errors.length;
     await approve.click();
+    await page.waitForSelector(".error:has-text('connection failed')", { timeout: 10000 });
+    errors.splice(before).filter((e) => !e.includes("ERR_CONNECTION_RESET")).forEach((e) => errors.push(e));
+    const again = await page.waitForSelector("button[data-confirm]", { timeout: 10000 });
+    check(true, "after a failed answer the Approve button is shown again");
+    await again.click();
     await page.waitForSelector(".assistant:has-text('Result: deleted /tmp/a')", { timeout: 10000 });
     check(true, "the approved call ran and the reply went on");
+
+    // A model call that breaks mid-answer is retried by the server: what its first attempt
+    // showed (thinking, part of the text) is taken away, only the retried answer stays.
+    const reasonings = await page.locator("details.reasoning").count();
+    await page.fill("#input", "a flaky answer please");
+    await page.click("#send");
+    await page.waitForSelector(".assistant:has-text('Recovered.')", { timeout: 10000 });
+    await page.waitForSelector("#send:not([disabled])", { timeout: 10000 });
+    const partial = await page.locator(".assistant:has-text('A partial answer')").count();
+    const thoughts = await page.locator("details.reasoning").count();
+    check(partial === 0 && thoughts === reasonings, "a restarted model call's first attempt is taken off the page",
+      { partial, reasonings: thoughts - reasonings });
 
     await page.fill("#input", "a long answer");
     await page.click("#send");
