@@ -122,6 +122,34 @@ async fn bad_input_gets_400_or_422_with_a_json_body() {
     assert_eq!(model.calls(), 0);
 }
 
+/// A run on a new thread with nothing to answer (no messages, an instruction alone, a tool
+/// result no call of the thread waits on, an image alone, which this server does not take) is
+/// refused: the model was called with the system prompt alone, or an empty message.
+#[tokio::test]
+async fn a_run_with_no_question_to_answer_is_refused_without_calling_the_model() {
+    let (router, model) = router("no-question");
+    let image = json!({"type": "binary", "mimeType": "image/png", "url": "https://example.com/a.png"});
+    for (i, messages) in [
+        json!([]),
+        json!([{"id": "s1", "role": "system", "content": "Be brief."}]),
+        json!([{"id": "t1", "role": "tool", "toolCallId": "nope", "content": "orange"}]),
+        json!([{"id": "u1", "role": "user", "content": [image]}]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (status, body) = post(&router, run(&format!("new-{i}"), messages.clone())).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{messages}: {body}");
+        assert_eq!(error_code(&body), "invalid_input", "{body}");
+    }
+    assert_eq!(model.calls(), 0);
+    // Text beside the image is taken.
+    let both = json!([{"id": "u1", "role": "user", "content": [{"type": "text", "text": "What is this?"}, image]}]);
+    let (status, _) = post(&router, run("new-text", both)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(model.calls(), 1);
+}
+
 /// A page on another site can make its visitor's browser POST a body that is JSON under a
 /// "simple" content type (a form field named like a JSON document, sent as `text/plain`),
 /// without asking the server first: neither endpoint takes it, so no agent runs.

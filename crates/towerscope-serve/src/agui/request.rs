@@ -61,6 +61,16 @@ pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeErro
     }
     let answers = frontend_answers(input, tail, &calls, &HashSet::new());
     let users: Vec<&Message> = tail.iter().filter(|m| m.role == "user").collect();
+    if let Some(m) = users
+        .iter()
+        .find(|m| m.text().is_empty() && m.content.as_ref().is_some_and(Value::is_array))
+    {
+        // An image or a file alone: the model would be sent an empty message.
+        return Err(ServeError::invalid(format!(
+            "the user message '{}' holds no text part: this server takes a user message's text parts only",
+            m.id
+        )));
+    }
     // Beside new messages, results of front-end tools are ones a run sent before carried (its
     // answer was lost): `against_stored` checks the thread applied them.
     if !answers.is_empty() && users.is_empty() {
@@ -174,7 +184,14 @@ pub(crate) fn against_stored(
         ));
     }
     if context.is_empty() {
-        // A new thread (or an agent without a session): nothing was sent before.
+        // A new thread (or an agent without a session): nothing was sent before, so nothing to
+        // answer but the run's questions.
+        if msgs.is_empty() {
+            return Run::Invalid(
+                "the run holds no user message to answer (and the thread has no reply to resume or send again)"
+                    .to_owned(),
+            );
+        }
         return Run::Reply(ReplyInput::Messages(msgs));
     }
     let start = tail_start(input);
