@@ -7,7 +7,7 @@ mod support;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
-use serde_json::json;
+use serde_json::{Value, json};
 use tower::ServiceExt;
 use towerscope_serve::RouterBuilder;
 
@@ -349,6 +349,39 @@ async fn context_and_developer_messages_reach_the_model_before_the_question() {
         "{seen:?}"
     );
     assert!(seen[1].contains("hi"), "{seen:?}");
+}
+
+/// A client sending its context with every run (CopilotKit's readables) adds it to the
+/// thread once while it does not change, and again when it does: the model is not sent one
+/// copy per run.
+#[tokio::test]
+async fn a_context_sent_with_every_run_is_added_once_until_it_changes() {
+    let (router, model) = router("context-every-run");
+    let mut messages: Vec<Value> = Vec::new();
+    for (i, page) in ["/cart", "/cart", "/cart", "/receipt"].iter().enumerate() {
+        messages.push(json!({"id": format!("u{i}"), "role": "user", "content": format!("question {i}")}));
+        let mut body: Value = serde_json::from_str(&run("t1", Value::Array(messages.clone()))).unwrap();
+        body["context"] = json!([{"description": "current page", "value": page}]);
+        let (status, sse) = post(&router, body.to_string()).await;
+        assert_eq!(status, StatusCode::OK, "{sse}");
+        // The run sent again (its answer lost) adds nothing either.
+        if i == 1 {
+            let (status, again) = post(&router, body.to_string()).await;
+            assert_eq!(status, StatusCode::OK, "{again}");
+        }
+        let id = events(&sse).iter().find(|e| e["type"] == "TEXT_MESSAGE_START").unwrap()["messageId"].clone();
+        messages.push(json!({"id": id, "role": "assistant", "content": "Hello!"}));
+    }
+    let last = model.requests().pop().unwrap();
+    let pages: Vec<String> = last
+        .messages
+        .iter()
+        .filter_map(|m| m.text_content())
+        .filter(|t| t.contains("current page"))
+        .collect();
+    assert_eq!(pages.len(), 2, "{pages:?}");
+    assert!(pages[0].contains("/cart") && pages[1].contains("/receipt"), "{pages:?}");
+    assert_eq!(model.calls(), 4, "the run sent again was answered from the thread");
 }
 
 #[tokio::test(start_paused = true)]

@@ -241,11 +241,21 @@ pub(crate) fn against_stored(
     let first_new = tail
         .iter()
         .find(|m| m.id.is_empty() || !held.contains(&Id::from(m.id.as_str())));
+    // The application's latest message (its context and instructions) as the model sees it:
+    // a client that sends the same context with every run (CopilotKit's readables) adds it
+    // once, not once per run.
+    let latest = context
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User && &*m.name == APPLICATION)
+        .and_then(Msg::text_content);
     let mut seen: HashSet<&Id> = HashSet::new();
     let mut fresh: Vec<Msg> = Vec::with_capacity(msgs.len() + 1);
     for m in msgs.iter() {
         if hint.as_ref() == Some(&m.id) {
-            if all_held {
+            if latest.is_some() && m.text_content() == latest {
+                // The same as the last one the thread holds.
+            } else if all_held {
                 if !held.contains(&m.id) {
                     fresh.push(m.clone());
                 }
