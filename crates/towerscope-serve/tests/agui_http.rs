@@ -570,7 +570,8 @@ async fn an_agui_run_after_a_failed_a2a_reply_of_the_session_sees_what_it_stored
     );
 }
 
-/// A model call that failed mid-stream and was retried: the blocks its first attempt streamed
+/// A model call that failed mid-stream and was retried, or fallen back to another model: the
+/// blocks its first attempt streamed
 /// (a text, a reasoning message, a tool call) are ended before the `model_call_restart` event,
 /// so every message and call the run started is ended by `RUN_FINISHED` (`@ag-ui/client`
 /// refuses a run that finishes with one open).
@@ -579,26 +580,36 @@ async fn a_restarted_model_call_ends_what_its_first_attempt_started() {
     use std::time::Duration;
     use towerscope_agent::Agent;
     use towerscope_core::AgentError;
-    use towerscope_layers::RetryLayer;
     use towerscope_layers::retry::Backoff;
+    use towerscope_layers::{FallbackLayer, RetryLayer};
     use towerscope_models::{ScriptedModel, ScriptedResponse};
 
     let cut = || AgentError::Stream("cut".into());
-    for first in [
-        ScriptedResponse::text("one two three four").fail_mid_stream(2, cut()),
-        ScriptedResponse::thinking("hmm hmm hmm")
-            .and_text("x")
-            .fail_mid_stream(2, cut()),
-        ScriptedResponse::tool_call("c1", "x", r#"{"a": 1}"#).fail_mid_stream(1, cut()),
-    ] {
+    let firsts = || {
+        [
+            ScriptedResponse::text("one two three four").fail_mid_stream(2, cut()),
+            ScriptedResponse::thinking("hmm hmm hmm")
+                .and_text("x")
+                .fail_mid_stream(2, cut()),
+            ScriptedResponse::tool_call("c1", "x", r#"{"a": 1}"#).fail_mid_stream(1, cut()),
+        ]
+    };
+    // Restarted by a retry layer (the same model again), then by a fallback layer (another).
+    let retried = firsts().map(|first| (first, false));
+    let fallen_back = firsts().map(|first| (first, true));
+    for (first, fallback) in retried.into_iter().chain(fallen_back) {
         let model = ScriptedModel::new("m", [first, ScriptedResponse::text("done")]);
+        let backup = ScriptedModel::new("backup", [ScriptedResponse::text("done")]);
         let router = towerscope_serve::router(move |_: &str| {
-            Agent::builder("a")
-                .model(model.clone())
-                .on_model_call(
+            let builder = Agent::builder("a").model(model.clone());
+            let builder = if fallback {
+                builder.on_model_call(FallbackLayer::to(backup.clone()))
+            } else {
+                builder.on_model_call(
                     RetryLayer::new(2).backoff(Backoff::new(Duration::from_millis(1), Duration::from_millis(2))),
                 )
-                .build()
+            };
+            builder.build()
         });
         let (status, sse) = post(
             &router,
@@ -637,7 +648,19 @@ async fn a_restarted_model_call_ends_what_its_first_attempt_started() {
             types(&events)
         );
         assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED", "{:?}", types(&events));
-        assert!(types(&events).contains(&"CUSTOM".to_owned()), "{:?}", types(&events));
+        let restart = events.iter().find(|e| e["type"] == "CUSTOM");
+        assert_eq!(
+            restart.map(|e| &e["name"]),
+            Some(&json!("model_call_restart")),
+            "fallback: {fallback}; {:?}",
+            types(&events)
+        );
+        let text: String = events
+            .iter()
+            .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+            .map(|e| e["delta"].as_str().unwrap())
+            .collect();
+        assert!(text.ends_with("done"), "fallback: {fallback}; {text}");
     }
 }
 
