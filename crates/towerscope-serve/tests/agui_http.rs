@@ -571,10 +571,9 @@ async fn an_agui_run_after_a_failed_a2a_reply_of_the_session_sees_what_it_stored
 }
 
 /// A model call that failed mid-stream and was retried, or fallen back to another model: the
-/// blocks its first attempt streamed
-/// (a text, a reasoning message, a tool call) are ended before the `model_call_restart` event,
-/// so every message and call the run started is ended by `RUN_FINISHED` (`@ag-ui/client`
-/// refuses a run that finishes with one open).
+/// blocks its first attempt streamed (a text, a reasoning message, a tool call) are ended
+/// before the `model_call_restart` event, so every message and call the run started is ended
+/// by `RUN_FINISHED` (`@ag-ui/client` refuses a run that finishes with one open).
 #[tokio::test]
 async fn a_restarted_model_call_ends_what_its_first_attempt_started() {
     use std::time::Duration;
