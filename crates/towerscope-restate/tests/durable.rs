@@ -534,10 +534,18 @@ async fn a_parked_reply_waits_past_bad_answers_and_one_that_gives_up_leaves_the_
     assert_eq!(body["message"]["content"][0]["text"], "refunded", "{body}");
     assert_eq!(count(&per_call, "tool_refund"), 1);
 
-    // Three malformed answers: the reply gives up, and the session takes a new message.
+    // Three malformed answers: the reply gives up, and the session takes a new message. One
+    // sent while the reply is parked waits behind it (the park holds the session), and is
+    // answered once the reply gave up.
     let given_up = key("confirm");
     let reply = reply_in_background(&ingress, &given_up, "go");
     let (mut id, _) = parked(&ingress, &given_up).await;
+    let queued = reply_in_background(&ingress, &given_up, "hello again");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !queued.is_finished(),
+        "a reply ran while the session's reply was parked"
+    );
     for n in 0..3 {
         resolve(&ingress, &id, &json!({"yes": n})).await;
         if n < 2 {
@@ -548,12 +556,33 @@ async fn a_parked_reply_waits_past_bad_answers_and_one_that_gives_up_leaves_the_
     assert_eq!(status, 500, "{body}");
     assert!(body["message"].as_str().unwrap().contains("parked 3 times"), "{body}");
     assert_eq!(count(&given_up, "tool_refund"), 0);
+    let (status, body) = queued.await.unwrap();
+    assert_eq!(status, 200, "the session takes a new message: {body}");
     let (_, pending) = call(&ingress, &given_up, "pending", Value::Null).await;
     assert!(pending.is_null(), "{pending}");
-    let (status, body) = call(&ingress, &given_up, "reply", json!({"text": "hello again"})).await;
-    assert_eq!(status, 200, "the session takes a new message: {body}");
+    // The given-up reply's park was closed as interrupted (its call has an interrupted
+    // result), before the queued message.
     let (_, state) = call(&ingress, &given_up, "state", Value::Null).await;
-    assert!(state.to_string().contains("hello again"), "{state}");
+    let context = state["context"].as_array().unwrap();
+    let closed = context
+        .iter()
+        .position(|m| m["finished_reason"] == "interrupted")
+        .unwrap_or_else(|| panic!("no interrupted reply: {state}"));
+    let results: Vec<&Value> = context[closed]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    assert!(
+        !results.is_empty() && results.iter().all(|r| r["state"] == "interrupted"),
+        "{state}"
+    );
+    let asked = context
+        .iter()
+        .position(|m| m.to_string().contains("hello again"))
+        .unwrap();
+    assert!(closed < asked, "{state}");
 }
 
 /// A call limit layer inside the step ends the reply as it does in memory: HTTP 200, the
@@ -605,6 +634,9 @@ async fn a_cancelled_invocation_interrupts_the_reply() {
     assert_eq!(count(&session, "model_calls"), 1);
     let (_, state) = call(&ingress, &session, "state", Value::Null).await;
     assert_eq!(state["context"][0]["content"][0]["text"], "take your time", "{state}");
+    // As after a person's interrupt during a model call that streamed nothing: the question is
+    // kept, and nothing of the cancelled call.
+    assert_eq!(state["context"].as_array().unwrap().len(), 1, "{state}");
 }
 
 /// Starts a reply of `session` that parks for a confirmation, then asks Restate to `action`
@@ -749,6 +781,35 @@ async fn a_sink_that_draws_ids_leaves_a_replayed_reply_alone() {
     let (status, body) = outcome.expect("the confirmed reply finishes").unwrap();
     assert_eq!(status, 200, "{body}");
     assert_eq!(count(&session, "tool_refund"), 1);
+}
+
+/// An event sink that panics loses the event it was given, not the reply: the reply answers,
+/// and the sink gets every other event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sink_that_panics_loses_its_event_not_the_reply() {
+    let Some((ingress, admin)) = server("sink_panics") else {
+        return;
+    };
+    let (_one, _endpoint) = one_endpoint(&admin).await;
+    let session = key("slow").replacen("slow-", "slow-sinkpanic-", 1);
+    // Without the catch, the panic failed the attempt and Restate retried it for good.
+    let (status, body) = tokio::time::timeout(
+        Duration::from_secs(60),
+        call(&ingress, &session, "reply", json!({"text": "hi"})),
+    )
+    .await
+    .expect("the reply answers whatever its sink does");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["message"]["content"][0]["text"], "slow answer", "{body}");
+    let log = std::fs::read_to_string(side_effects(&session).join("events.jsonl")).unwrap();
+    let seqs: Vec<u64> = log
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["seq"].as_u64().unwrap())
+        .collect();
+    let last = body["events"].as_u64().unwrap();
+    assert!(last > 3, "{body}");
+    let expected: Vec<u64> = (0..last).filter(|&seq| seq != 1).collect();
+    assert_eq!(seqs, expected, "{log}");
 }
 
 /// A model whose call panics ends the durable reply with the middleware error the agent gives

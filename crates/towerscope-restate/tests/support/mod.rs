@@ -16,7 +16,8 @@
 //! - `panicky-…`: a model whose call panics.
 //!
 //! The event sink draws an id for each event it has not seen before (it keeps the first copy
-//! of each `(invocation, seq)`, as the sink's docs advise) in sessions named `…-dedup-…`.
+//! of each `(invocation, seq)`, as the sink's docs advise) in sessions named `…-dedup-…`, and
+//! panics on the second event of each invocation in sessions named `…-sinkpanic-…`.
 //!
 //! Side effects are counted in files under `side_effects(key)`: one line per model call
 //! (`model_calls`), one per tool run (`tool_<name>`), and each event the endpoint sends
@@ -509,6 +510,11 @@ pub fn serve(port: u16) {
         // Three parks per reply, and three bad answers per park (the tests that give up on one).
         let durable = DurableAgent::new(build).max_parks(3).event_sink(
             move |session: &str, invocation: &str, seq, event: &towerscope_core::AgentEvent| {
+                // Before the lock: a panic holding it would poison it for every session.
+                assert!(
+                    !(session.contains("-sinkpanic-") && seq == 1),
+                    "the sink panics on its second event"
+                );
                 let _guard = events.lock().unwrap();
                 if session.contains("-dedup-") {
                     static SEEN: std::sync::Mutex<Option<std::collections::HashSet<(String, u64)>>> =
