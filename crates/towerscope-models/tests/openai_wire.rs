@@ -489,6 +489,47 @@ async fn a_stream_that_ends_before_its_finish_reason_is_an_error_and_one_without
     }
 }
 
+/// A server that stops mid-answer and still closes the stream with `[DONE]` (llama.cpp after a
+/// failure) sent no whole answer: the call fails as a cut stream does, after the chunks so far,
+/// and a retry asks again instead of storing the part.
+#[tokio::test]
+async fn a_done_before_any_finish_reason_fails_the_call_and_is_retried() {
+    let cut = ANSWER
+        .find(r#""finish_reason":"stop""#)
+        .and_then(|at| ANSWER[..at].rfind("data: "))
+        .unwrap();
+    let stopped = format!("{}data: [DONE]\n\n", &ANSWER[..cut]);
+    let server = MockServer::start(vec![Reply::sse(pieces(stopped.as_bytes(), 64))]).await;
+    let reply = collect(agent(model(&server)).reply_stream(Msg::user("user", "Hi"))).await;
+    let err = reply.error.as_ref().expect("the call fails");
+    assert!(matches!(err, AgentError::Stream(_)) && err.is_retryable(), "{err:?}");
+    assert!(err.to_string().contains("before its finish reason"), "{err}");
+    assert!(
+        reply.lines().contains(&"TEXT_BLOCK_DELTA Paris is sunny".to_owned()),
+        "the chunks before the end were delivered"
+    );
+
+    // Nothing before `[DONE]` but the role: no answer at all, not an empty one.
+    let empty = format!("{}data: [DONE]\n\n", ANSWER.split_inclusive("\n\n").next().unwrap());
+    let server = MockServer::start(vec![
+        Reply::sse(vec![empty.into_bytes()]),
+        Reply::sse(vec![stopped.into_bytes()]),
+        Reply::sse(pieces(ANSWER.as_bytes(), 64)),
+    ])
+    .await;
+    let agent = Agent::builder("Friday")
+        .model(model(&server))
+        .on_model_call(fast_retry(3))
+        .build()
+        .unwrap();
+    let msg = agent.reply(Msg::user("user", "Hi")).await.unwrap();
+    assert_eq!(
+        msg.text_content().as_deref(),
+        Some("Paris is sunny (21 °C); London has drizzle (14 °C).")
+    );
+    assert_eq!(server.requests().len(), 3);
+}
+
 #[tokio::test]
 async fn bodies_that_are_not_json() {
     let server = MockServer::start(vec![Reply::body(
@@ -728,6 +769,10 @@ async fn calls_a_server_gives_one_index_or_none_are_one_call_per_id() {
         ),
     ];
     for (case, mut events, expected) in cases {
+        events.push(
+            json!({"id": "chatcmpl-2", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+                .to_string(),
+        );
         events.push("[DONE]".to_owned());
         let items = decoded(&events).await;
         let last = items.last().unwrap().as_ref().unwrap();

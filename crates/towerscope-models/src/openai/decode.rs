@@ -10,7 +10,8 @@
 //! every call index 0, or none, still make one call each, and proxies that give every chunk an
 //! id of its own still make one. Arguments sent as a JSON object are taken as their text. Blocks of one kind share
 //! their id across chunks, so chunks accumulate with
-//! [`ChatResponse::append_chat_response`]. At `[DONE]` comes the complete response: thinking,
+//! [`ChatResponse::append_chat_response`]. At `[DONE]` comes the complete response (or, before
+//! any finish reason, the error of a stream that ended early): thinking,
 //! text, then the tool calls in the order they started; the usage (with cached prompt tokens);
 //! the response id; and in `metadata` the response `model` and the `finish_reason`.
 
@@ -238,11 +239,25 @@ impl OpenAiStream {
             answer: Answer::default(),
         }
     }
+
+    /// The error of a stream that `ended` mid-answer, before its finish reason, and its likely
+    /// `cause`: retryable, as a cut connection is.
+    fn early_end(&self, ended: &str, cause: &str) -> AgentError {
+        AgentError::Stream(format!(
+            "the {} stream of {} {ended} mid-answer, before its finish reason; {cause}",
+            self.names.provider, self.names.endpoint
+        ))
+    }
 }
 
 impl StreamDecoder for OpenAiStream {
     fn event(&mut self, _name: &str, data: &str) -> Result<Step, AgentError> {
         if data.trim() == "[DONE]" {
+            if self.answer.finish_reason.is_none() {
+                // A server that failed mid-answer may still close with `[DONE]` (llama.cpp):
+                // what came is not the whole answer.
+                return Err(self.early_end("ended with [DONE]", "the server probably failed while answering"));
+            }
             let answer = std::mem::take(&mut self.answer);
             return Ok(Step::Final(answer.finish(self.started)));
         }
@@ -278,10 +293,7 @@ impl StreamDecoder for OpenAiStream {
             let answer = std::mem::take(&mut self.answer);
             return Ok(answer.finish(self.started));
         }
-        Err(AgentError::Stream(format!(
-            "the {} stream of {} ended mid-answer, before its finish reason; the connection was probably cut",
-            self.names.provider, self.names.endpoint
-        )))
+        Err(self.early_end("ended", "the connection was probably cut"))
     }
 }
 

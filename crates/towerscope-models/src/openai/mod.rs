@@ -14,7 +14,8 @@
 //!   `content_filter`; the provider's own word as `provider_finish_reason`).
 //! - **Errors** a user can act on: HTTP errors keep the status, the provider's error type,
 //!   message and request id, and the `retry-after` hint (429 and 5xx are retryable, 4xx are
-//!   not); an `error` object inside a 200 stream, or a stream that ends before `[DONE]`, is an
+//!   not); an `error` object inside a 200 stream, or a stream that ends before its finish
+//!   reason (cut, or closed with `[DONE]` by a server that failed mid-answer), is an
 //!   error item of the stream, which `RetryLayer` and `FallbackLayer` handle mid-stream. See
 //!   [`ProviderError`](crate::http::ProviderError).
 //! - **Tracing** reads `provider()` (`openai`, or [`provider_name`](OpenAiChatModelBuilder::provider_name)),
@@ -92,7 +93,8 @@ pub use request::{MaxTokensField, ReasoningEffort};
 
 /// Decodes an OpenAI Chat Completions SSE body (a recording, or a body fetched by other means)
 /// into chunks, the last of which is the complete response, exactly as
-/// [`OpenAiChatModel`] does. A body that ends before `[DONE]` ends with an error item.
+/// [`OpenAiChatModel`] does. A body that ends, or reaches `[DONE]`, before any finish reason
+/// ends with an error item.
 pub fn decode_stream<S, B, E>(body: S) -> impl Stream<Item = Result<ChatResponse, AgentError>> + Send
 where
     S: Stream<Item = Result<B, E>> + Send,
