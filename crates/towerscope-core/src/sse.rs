@@ -16,8 +16,9 @@
 //! What is decoded follows the HTML standard's event-stream interpretation: lines end with
 //! CRLF, LF or CR; a leading byte-order mark is skipped; `data` lines are joined with `\n`;
 //! `event` names the event (`message` when none); `id` sets the last event id (kept across
-//! events); comments and unknown fields are ignored; an event without `data` is not dispatched;
-//! an unfinished event at the end of the body is dropped. A line that is not UTF-8 is an error.
+//! events); comments and unknown fields are ignored (a decoder may ask for one as events of
+//! its own: [`SseDecoder::field_as_event`]); an event without `data` is not dispatched; an
+//! unfinished event at the end of the body is dropped. A line that is not UTF-8 is an error.
 //!
 //! # Example
 //!
@@ -101,6 +102,8 @@ pub struct SseDecoder {
     has_data: bool,
     last_id: String,
     max_event_bytes: usize,
+    /// Fields outside the standard read as events of their own.
+    field_events: Vec<String>,
     failed: Option<SseError>,
     /// Bytes looked at to find line ends (the tests check each is looked at once).
     #[cfg(test)]
@@ -139,10 +142,39 @@ impl SseDecoder {
             has_data: false,
             last_id: String::new(),
             max_event_bytes: limit,
+            field_events: Vec::new(),
             failed: None,
             #[cfg(test)]
             examined: 0,
         }
+    }
+
+    /// The same decoder, reading each `field` line (a field the standard ignores) as an event
+    /// of its own: named `field`, its data the line's value, dispatched at the end of the line,
+    /// apart from the event being read. The fields the standard reads (`data`, `event`, `id`,
+    /// `retry`) keep their meaning.
+    ///
+    /// A server may report a failure this way: llama.cpp's, failing mid-stream, writes
+    /// `error: {...}` and then ends its stream as it ends an answer.
+    ///
+    /// ```
+    /// use towerscope_core::sse::SseDecoder;
+    ///
+    /// let body = b"data: a\n\nerror: {\"message\": \"out of memory\"}\n\ndata: [DONE]\n\n";
+    /// let mut decoder = SseDecoder::new().field_as_event("error");
+    /// decoder.push(body);
+    /// let mut events = Vec::new();
+    /// while let Some(e) = decoder.next_event()? {
+    ///     events.push((e.event, e.data));
+    /// }
+    /// assert_eq!(events[1], ("error".to_owned(), r#"{"message": "out of memory"}"#.to_owned()));
+    /// assert_eq!(events.len(), 3);
+    /// # Ok::<(), towerscope_core::sse::SseError>(())
+    /// ```
+    #[must_use]
+    pub fn field_as_event(mut self, field: impl Into<String>) -> Self {
+        self.field_events.push(field.into());
+        self
     }
 
     /// Adds the body's next bytes. Events they complete are taken with
@@ -254,6 +286,15 @@ impl SseDecoder {
             }
             "event" => value.clone_into(&mut self.event),
             "id" if !value.contains('\0') => value.clone_into(&mut self.last_id),
+            // An id holding NUL, and `retry` (nothing here reconnects), as the standard reads them.
+            "id" | "retry" => {}
+            other if self.field_events.iter().any(|f| f == other) => {
+                return Ok(Some(SseEvent {
+                    event: other.to_owned(),
+                    data: value.to_owned(),
+                    id: self.last_id.clone(),
+                }));
+            }
             _ => {}
         }
         Ok(None)
@@ -425,6 +466,39 @@ mod tests {
         ];
         assert_eq!(whole(body), Ok(expected.clone()));
         assert_eq!(byte_by_byte(body), Ok(expected));
+    }
+
+    #[test]
+    fn a_field_asked_for_is_an_event_of_its_own_and_ignored_otherwise() {
+        // llama.cpp's server failing mid-stream: its `error` line, then `[DONE]`.
+        let body = b"data: a\n\nid: 3\nerror: {\"code\":500}\n\ndata: b\nerror: x\nretry: 5\ndata: c\n\nerror\n\ndata: [DONE]\n\n";
+        let standard = vec![
+            ev("message", "a", ""),
+            ev("message", "b\nc", "3"),
+            ev("message", "[DONE]", "3"),
+        ];
+        assert_eq!(whole(body), Ok(standard.clone()));
+        assert_eq!(byte_by_byte(body), Ok(standard));
+
+        let asked = vec![
+            ev("message", "a", ""),
+            ev("error", "{\"code\":500}", "3"),
+            // Apart from the event being read, which goes on around it.
+            ev("error", "x", "3"),
+            ev("message", "b\nc", "3"),
+            ev("error", "", "3"),
+            ev("message", "[DONE]", "3"),
+        ];
+        let mut decoder = SseDecoder::new().field_as_event("error").field_as_event("retry");
+        decoder.push(body);
+        assert_eq!(decode_all(&mut decoder), Ok(asked.clone()), "retry keeps its meaning");
+        let mut decoder = SseDecoder::new().field_as_event("error");
+        let mut out = Vec::new();
+        for b in body {
+            decoder.push(std::slice::from_ref(b));
+            out.extend(decode_all(&mut decoder).unwrap_or_default());
+        }
+        assert_eq!(out, asked);
     }
 
     #[test]

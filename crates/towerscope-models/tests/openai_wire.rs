@@ -530,6 +530,32 @@ async fn a_done_before_any_finish_reason_fails_the_call_and_is_retried() {
     assert_eq!(server.requests().len(), 3);
 }
 
+/// llama.cpp's server reports a failure mid-stream on an `error:` line (a field the SSE
+/// standard ignores), then closes with `[DONE]`: the call fails with the server's error, not
+/// with the part answered so far.
+#[tokio::test]
+async fn a_stream_cut_by_a_server_error_fails_the_call() {
+    let head: String = ANSWER.split_inclusive("\n\n").take(2).collect();
+    let failing = format!(
+        "{head}error: {}\n\ndata: [DONE]\n\n",
+        r#"{"code":500,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}"#
+    );
+    let server = MockServer::start(vec![Reply::sse(pieces(failing.as_bytes(), 16))]).await;
+    let reply = collect(agent(model(&server)).reply_stream(Msg::user("user", "Hi"))).await;
+    assert!(reply.final_msg.is_none(), "no answer is stored: {:?}", reply.final_msg);
+    let err = reply.error.as_ref().expect("the call fails");
+    assert!(
+        err.to_string()
+            .contains("exceed_context_size_error: the request exceeds the available context size"),
+        "{err}"
+    );
+    let provider = ProviderError::of(err).expect("the server's error");
+    assert_eq!(
+        (provider.kind.as_deref(), provider.code.as_deref(), provider.status),
+        (Some("exceed_context_size_error"), Some("500"), None)
+    );
+}
+
 #[tokio::test]
 async fn bodies_that_are_not_json() {
     let server = MockServer::start(vec![Reply::body(

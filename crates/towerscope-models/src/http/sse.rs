@@ -6,7 +6,7 @@ use std::task::{Context, Poll};
 
 use futures_core::Stream;
 use pin_project_lite::pin_project;
-use towerscope_core::sse::{SseStream, SseStreamError};
+use towerscope_core::sse::{SseDecoder, SseStream, SseStreamError};
 use towerscope_core::{AgentError, ChatResponse};
 
 /// What one SSE event means for the stream of chunks.
@@ -22,7 +22,9 @@ pub(crate) enum Step {
 
 /// A provider's reading of its SSE events.
 pub(crate) trait StreamDecoder {
-    /// One event: its name (`message` when the server gave none) and data.
+    /// One event: its name (`message` when the server gave none) and data. An `error` line
+    /// (llama.cpp's report of a failure mid-stream, a field the SSE standard ignores) comes as
+    /// an event named `error` whose data is the line's value.
     fn event(&mut self, name: &str, data: &str) -> Result<Step, AgentError>;
 
     /// The body ended cleanly (no transport error) before [`Step::Final`]: the final response
@@ -48,7 +50,7 @@ impl<S, D> ChatChunks<S, D> {
     /// Decodes `body` with `decoder`.
     pub(crate) fn new(body: S, decoder: D) -> Self {
         Self {
-            events: SseStream::new(body),
+            events: SseStream::with_decoder(body, SseDecoder::new().field_as_event("error")),
             decoder,
             done: false,
         }

@@ -251,7 +251,11 @@ impl OpenAiStream {
 }
 
 impl StreamDecoder for OpenAiStream {
-    fn event(&mut self, _name: &str, data: &str) -> Result<Step, AgentError> {
+    fn event(&mut self, name: &str, data: &str) -> Result<Step, AgentError> {
+        if name == "error" {
+            // llama.cpp's `error:` line, `{"code", "message", "type"}`.
+            return Err(self.names.provider_error(data.as_bytes()));
+        }
         if data.trim() == "[DONE]" {
             if self.answer.finish_reason.is_none() {
                 // A server that failed mid-answer may still close with `[DONE]` (llama.cpp):

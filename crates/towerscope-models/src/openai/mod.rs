@@ -14,9 +14,10 @@
 //!   `content_filter`; the provider's own word as `provider_finish_reason`).
 //! - **Errors** a user can act on: HTTP errors keep the status, the provider's error type,
 //!   message and request id, and the `retry-after` hint (429 and 5xx are retryable, 4xx are
-//!   not); an `error` object inside a 200 stream, or a stream that ends before its finish
-//!   reason (cut, or closed with `[DONE]` by a server that failed mid-answer), is an
-//!   error item of the stream, which `RetryLayer` and `FallbackLayer` handle mid-stream. See
+//!   not); an `error` object inside a 200 stream (or llama.cpp's `error:` line, its message
+//!   and type kept), or a stream that ends before its finish reason (cut, or closed with
+//!   `[DONE]` by a server that failed mid-answer), is an error item of the stream, which
+//!   `RetryLayer` and `FallbackLayer` handle mid-stream. See
 //!   [`ProviderError`](crate::http::ProviderError).
 //! - **Tracing** reads `provider()` (`openai`, or [`provider_name`](OpenAiChatModelBuilder::provider_name)),
 //!   `server_address()` and `server_port()` (the base URL's host and port), and from the
