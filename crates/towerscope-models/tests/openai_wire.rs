@@ -376,6 +376,41 @@ async fn a_500_is_retried_and_a_bad_key_is_not() {
     }
 }
 
+/// A key given with `.header(..)` (Azure's `api-key`, a gateway's `authorization`) is hidden
+/// like the builder's own: a proxy that echoes the key it refused does not put it in the error.
+#[tokio::test]
+async fn a_key_given_as_a_header_stays_out_of_errors() {
+    const SECRET: &str = "azure-secret-0123456789abcdef";
+    for (name, value) in [
+        ("api-key", SECRET.to_owned()),
+        ("Authorization", format!("Bearer {SECRET}")),
+        ("Ocp-Apim-Subscription-Key", SECRET.to_owned()),
+    ] {
+        let server = MockServer::start(vec![Reply::json(
+            401,
+            &format!(r#"{{"error": {{"message": "Access denied: invalid key {SECRET}.", "type": "invalid_request_error", "code": "401"}}}}"#),
+        )])
+        .await;
+        let model = OpenAiChatModel::builder("gpt-4o")
+            .base_url(format!("{}/v1", server.base))
+            .header(name, value)
+            .from_env(false)
+            .build()
+            .unwrap();
+        let err = agent(model).reply(Msg::user("user", "Hi")).await.unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("Access denied: invalid key ***."), "{name}: {text}");
+        assert!(
+            !format!("{text} {err:?}").contains(SECRET),
+            "{name}: the key leaked: {text}"
+        );
+        assert!(
+            server.requests()[0].header(name).is_some_and(|v| v.contains(SECRET)),
+            "{name} was sent"
+        );
+    }
+}
+
 #[tokio::test]
 async fn an_error_object_mid_stream_falls_back_with_a_restart() {
     let head: String = ANSWER

@@ -273,7 +273,8 @@ impl HttpTarget {
     }
 }
 
-/// Adds `(name, value)` headers, checking each.
+/// Adds `(name, value)` headers, checking each; a credential's (see [`is_credential_header`])
+/// is marked sensitive.
 pub(crate) fn insert_headers(
     headers: &mut HeaderMap,
     pairs: impl IntoIterator<Item = (String, String)>,
@@ -281,11 +282,21 @@ pub(crate) fn insert_headers(
     for (name, value) in pairs {
         let header = HeaderName::try_from(name.as_str())
             .map_err(|_| AgentError::validation(format!("invalid header name '{name}'")))?;
-        let value = HeaderValue::try_from(value)
+        let mut value = HeaderValue::try_from(value)
             .map_err(|_| AgentError::validation(format!("invalid value for header '{name}'")))?;
+        if is_credential_header(header.as_str()) {
+            value.set_sensitive(true);
+        }
         headers.insert(header, value);
     }
     Ok(())
+}
+
+/// Whether a header's name (lower case) says it holds a credential: `authorization`,
+/// `proxy-authorization`, `cookie`, and every name with a key, a token or a secret in it
+/// (`api-key`, Azure API Management's `ocp-apim-subscription-key`, `x-team-token`).
+fn is_credential_header(name: &str) -> bool {
+    towerscope_core::redact::is_sensitive_key(name) || ["key", "token", "secret"].iter().any(|w| name.contains(w))
 }
 
 /// An environment variable that is set and not blank, when `read` allows.
@@ -346,6 +357,51 @@ mod tests {
         assert_eq!(shown_url("https://tok@host/v1?x=a@b"), "https://***@host/v1?x=a@b");
         assert_eq!(shown_url("http://host/v1/a@b"), "http://host/v1/a@b");
         assert_eq!(shown_url("not a url"), "not a url");
+    }
+
+    /// A header given by name whose name says it holds a credential is marked sensitive, so
+    /// `Debug` of a request (a logging transport layer) prints `Sensitive`, and errors hide
+    /// its value; other headers stay as they are.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn credential_headers_given_by_name_are_sensitive_and_others_are_not() {
+        let credentials = [
+            "authorization",
+            "Proxy-Authorization",
+            "api-key",
+            "x-api-key",
+            "x-goog-api-key",
+            "Ocp-Apim-Subscription-Key",
+            "cookie",
+            "x-team-token",
+            "X-Client-Secret",
+        ];
+        let ordinary = [
+            "openai-organization",
+            "openai-project",
+            "x-request-id",
+            "anthropic-beta",
+            "X-Tenant",
+            "keep-alive",
+            "x-team",
+        ];
+        let mut headers = HeaderMap::new();
+        let pairs = credentials
+            .iter()
+            .chain(&ordinary)
+            .map(|name| ((*name).to_owned(), format!("value-of-{name}")));
+        insert_headers(&mut headers, pairs).unwrap();
+        for name in credentials {
+            assert!(headers[name].is_sensitive(), "{name}");
+        }
+        for name in ordinary {
+            assert!(!headers[name].is_sensitive(), "{name}");
+        }
+        let shown = format!("{headers:?}");
+        assert!(
+            !shown.contains("value-of-api-key") && shown.contains("value-of-X-Tenant"),
+            "{shown}"
+        );
     }
 
     /// The endpoint's path goes after the base's path; the base's query stays the query (an

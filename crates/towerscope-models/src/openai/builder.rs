@@ -116,6 +116,12 @@ impl OpenAiChatModelBuilder {
     }
 
     /// A header sent with every request.
+    ///
+    /// A header whose name says it holds a credential (`authorization`, `proxy-authorization`,
+    /// `cookie`, or a name with `key`, `token` or `secret` in it, as Azure's `api-key`) is
+    /// marked sensitive, as the API key's is: `Debug` of a request (a logging transport layer)
+    /// prints `Sensitive` for it, and an error quoting its value (a proxy echoing the key it
+    /// refused) shows `***`.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
         self
