@@ -411,6 +411,22 @@ async fn a_key_given_as_a_header_stays_out_of_errors() {
     }
 }
 
+/// An error message is cut to 512 characters after the keys in it are hidden: a key across
+/// the cut showed its first characters.
+#[tokio::test]
+async fn a_key_across_the_cut_of_a_long_error_message_is_hidden_whole() {
+    let message = format!("{} {KEY}", "x".repeat(500));
+    let server = MockServer::start(vec![Reply::json(
+        401,
+        &format!(r#"{{"error": {{"message": "{message}", "type": "invalid_request_error"}}}}"#),
+    )])
+    .await;
+    let err = agent(model(&server)).reply(Msg::user("user", "Hi")).await.unwrap_err();
+    let text = err.to_string();
+    assert!(!text.contains(&KEY[..8]), "the key's start leaked: {text}");
+    assert!(text.contains(&format!("{} ***", "x".repeat(500))), "{text}");
+}
+
 #[tokio::test]
 async fn an_error_object_mid_stream_falls_back_with_a_restart() {
     let head: String = ANSWER

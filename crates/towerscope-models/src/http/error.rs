@@ -59,6 +59,18 @@ impl ProviderError {
     /// servers), `{"type": "error", "error": {...}, "request_id"}` (Anthropic), a bare
     /// `{"type", "message", "code"}` object, `{"error": "text"}`, or any text (kept, cut short).
     pub fn from_body(provider: &str, status: Option<u16>, headers: Option<&HeaderMap>, body: &[u8]) -> Self {
+        Self::from_body_hiding(provider, status, headers, body, |_| {})
+    }
+
+    /// [`from_body`](Self::from_body), with `hide` run over the message, type and code before
+    /// they are cut short: a credential it hides is hidden whole, also one across the cut.
+    pub(crate) fn from_body_hiding(
+        provider: &str,
+        status: Option<u16>,
+        headers: Option<&HeaderMap>,
+        body: &[u8],
+        hide: impl Fn(&mut String),
+    ) -> Self {
         let mut error = Self {
             provider: provider.to_owned(),
             status,
@@ -93,12 +105,7 @@ impl ProviderError {
                 }
                 if error.message.is_empty() {
                     error.message = unquoted_message(&top, body.len());
-                } else {
-                    // A proxy's message may quote the whole upstream answer or the request.
-                    error.message = cut(&error.message);
                 }
-                error.kind = error.kind.map(|kind| cut(&kind));
-                error.code = error.code.map(|code| cut(&code));
             }
             Ok(other) => {
                 // A string, an array, a number: JSON that may echo the request; its kind only.
@@ -121,9 +128,18 @@ impl ProviderError {
                     // JSON cut short (the body's first 64 KiB): it may echo the request.
                     format!("(JSON that does not parse, {} bytes, not quoted)", body.len())
                 } else {
-                    format!("(not JSON) {}", cut(text.trim()))
+                    format!("(not JSON) {}", text.trim())
                 };
             }
+        }
+        // A proxy's message may quote the whole upstream answer or the request: cut short,
+        // after the credentials in it are hidden.
+        for text in [Some(&mut error.message), error.kind.as_mut(), error.code.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            hide(text);
+            cut(text);
         }
         error
     }
@@ -226,7 +242,7 @@ pub(crate) fn request_id(headers: &HeaderMap) -> Option<String> {
 /// body's field names only: an unknown body may quote the conversation.
 fn unquoted_message(top: &serde_json::Map<String, Value>, len: usize) -> String {
     match top.get("detail") {
-        Some(Value::String(detail)) if !detail.is_empty() => return cut(detail),
+        Some(Value::String(detail)) if !detail.is_empty() => return detail.clone(),
         Some(Value::Array(items)) => {
             let described: Vec<String> = items
                 .iter()
@@ -250,22 +266,23 @@ fn unquoted_message(top: &serde_json::Map<String, Value>, len: usize) -> String 
                 })
                 .collect();
             if !described.is_empty() {
-                return cut(&described.join("; "));
+                return described.join("; ");
             }
         }
         _ => {}
     }
     let fields: Vec<&str> = top.keys().map(String::as_str).take(8).collect();
-    cut(&format!(
+    format!(
         "(a {len}-byte JSON error without a message, not quoted; its fields: {})",
         fields.join(", ")
-    ))
+    )
 }
 
-fn cut(text: &str) -> String {
-    match text.char_indices().nth(MAX_BODY) {
-        Some((end, _)) => format!("{}...", &text[..end]),
-        None => text.to_owned(),
+/// Cuts `text` to [`MAX_BODY`] characters, marking the cut with `...`.
+fn cut(text: &mut String) {
+    if let Some((end, _)) = text.char_indices().nth(MAX_BODY) {
+        text.truncate(end);
+        text.push_str("...");
     }
 }
 

@@ -160,14 +160,11 @@ impl HttpTarget {
         }
         let headers = response.headers().clone();
         let body = self.read_capped(response).await;
-        let mut error = ProviderError::from_body(&self.provider, Some(status.as_u16()), Some(&headers), &body);
         // A proxy may echo the key it refused.
-        for text in [Some(&mut error.message), error.kind.as_mut(), error.code.as_mut()]
-            .into_iter()
-            .flatten()
-        {
-            self.hide_credentials(text);
-        }
+        let error =
+            ProviderError::from_body_hiding(&self.provider, Some(status.as_u16()), Some(&headers), &body, |text| {
+                self.hide_credentials(text);
+            });
         Err(error.into_agent_error(&self.model, &self.endpoint))
     }
 
