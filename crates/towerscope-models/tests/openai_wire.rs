@@ -427,6 +427,34 @@ async fn a_key_across_the_cut_of_a_long_error_message_is_hidden_whole() {
     assert!(text.contains(&format!("{} ***", "x".repeat(500))), "{text}");
 }
 
+/// The key is hidden in what a 200 answer's errors quote too: an error event in the stream
+/// (a proxy echoing the key it refused), and the start of a body that is not JSON.
+#[tokio::test]
+async fn a_key_echoed_in_a_streamed_error_or_a_body_that_is_not_json_is_hidden() {
+    let event =
+        format!(r#"{{"error": {{"message": "Incorrect API key provided: {KEY}.", "type": "invalid_request_error"}}}}"#);
+    let head: String = ANSWER.split_inclusive("\n\n").take(2).collect();
+    let streamed = format!("{head}data: {event}\n\n");
+    let page = format!("<html>Gateway refused the key {KEY}</html>");
+    let server = MockServer::start(vec![
+        Reply::sse(pieces(streamed.as_bytes(), 64)),
+        Reply::body(200, "application/json", &page),
+    ])
+    .await;
+    let agent = agent(model(&server));
+    let streamed = agent.reply(Msg::user("user", "Hi")).await.unwrap_err();
+    let page = agent.reply(Msg::user("user", "Hi")).await.unwrap_err();
+    assert!(
+        streamed.to_string().contains("Incorrect API key provided: ***."),
+        "{streamed}"
+    );
+    assert!(page.to_string().contains("Gateway refused the key ***"), "{page}");
+    for err in [streamed, page] {
+        let shown = format!("{err} {err:?}");
+        assert!(!shown.contains(KEY), "the key leaked: {shown}");
+    }
+}
+
 #[tokio::test]
 async fn an_error_object_mid_stream_falls_back_with_a_restart() {
     let head: String = ANSWER

@@ -1,15 +1,19 @@
 //! [`Names`]: who answers a call, for the errors its decoding reports.
 
+use reqwest::header::HeaderValue;
 use towerscope_core::AgentError;
 
 use super::ProviderError;
 
-/// The provider, model and endpoint of a call.
+/// The provider, model and endpoint of a call, and the credentials it sends.
 #[derive(Debug, Clone)]
 pub(crate) struct Names {
     pub(crate) provider: String,
     pub(crate) model: String,
     pub(crate) endpoint: String,
+    /// The call's sensitive header values (`Debug` prints `Sensitive`), hidden in what its
+    /// errors quote.
+    pub(crate) credentials: Vec<HeaderValue>,
 }
 
 impl Names {
@@ -19,12 +23,17 @@ impl Names {
             provider: provider.to_owned(),
             model: "unknown".to_owned(),
             endpoint: "a decoded stream".to_owned(),
+            credentials: Vec::new(),
         }
     }
 
-    /// An error the provider sent in a 200 answer (an `error` event or object).
+    /// An error the provider sent in a 200 answer (an `error` event or object), the call's
+    /// credentials hidden in it.
     pub(crate) fn provider_error(&self, data: &[u8]) -> AgentError {
-        ProviderError::from_body(&self.provider, None, None, data).into_agent_error(&self.model, &self.endpoint)
+        ProviderError::from_body_hiding(&self.provider, None, None, data, |text| {
+            hide_credentials(&self.credentials, text);
+        })
+        .into_agent_error(&self.model, &self.endpoint)
     }
 
     /// JSON that could not be read. JSON (an object, an array, a string) is not quoted, nor
@@ -50,10 +59,32 @@ impl Names {
                 data.len()
             )
         } else {
-            let snippet: String = data.chars().take(200).collect();
+            // The credentials are hidden before the cut, so one across it is hidden whole.
+            let longest = self.credentials.iter().map(HeaderValue::len).max().unwrap_or(0);
+            let mut snippet: String = data.chars().take(SNIPPET + longest).collect();
+            hide_credentials(&self.credentials, &mut snippet);
+            if let Some((end, _)) = snippet.char_indices().nth(SNIPPET) {
+                snippet.truncate(end);
+            }
             format!("{message}: {snippet}")
         };
         AgentError::decode(format!("{} {what} from {}", self.provider, self.endpoint), detail)
+    }
+}
+
+/// The most of a body that is not JSON quoted in a decode error, in characters.
+const SNIPPET: usize = 200;
+
+/// Replaces in `text` the sensitive values among `headers` (a bearer token without its scheme)
+/// with `***`.
+pub(crate) fn hide_credentials<'v>(headers: impl IntoIterator<Item = &'v HeaderValue>, text: &mut String) {
+    for value in headers.into_iter().filter(|v| v.is_sensitive()) {
+        let Ok(value) = value.to_str() else { continue };
+        let secret = value.strip_prefix("Bearer ").unwrap_or(value).trim();
+        // A short value (a scheme alone) would hide ordinary words.
+        if secret.len() >= 8 && text.contains(secret) {
+            *text = text.replace(secret, "***");
+        }
     }
 }
 
@@ -136,6 +167,28 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(!err.contains("PATIENT") && err.contains("is an event stream"), "{err}");
+    }
+
+    #[test]
+    fn a_credential_across_the_cut_of_a_quoted_body_is_hidden_whole() {
+        let mut key = HeaderValue::from_static("Bearer sk-0123456789abcdef");
+        key.set_sensitive(true);
+        let names = Names {
+            credentials: vec![key],
+            ..Names::decoded("openai")
+        };
+        let page = format!("<html>{} sk-0123456789abcdef</html>", "x".repeat(190));
+        let err = serde_json::from_str::<serde_json::Value>(&page)
+            .err()
+            .map(|e| names.decode_error("body", &e, &page).to_string())
+            .unwrap_or_default();
+        // The key starts 3 characters before the 200-character cut.
+        assert!(
+            err.contains(&format!("{} ***", "x".repeat(190))) && !err.contains("sk-"),
+            "{err}"
+        );
+        let provider = names.provider_error(br#"{"error": {"message": "bad key sk-0123456789abcdef"}}"#);
+        assert!(provider.to_string().contains("bad key ***"), "{provider}");
     }
 
     #[derive(Debug, serde::Deserialize)]

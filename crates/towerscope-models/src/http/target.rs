@@ -11,7 +11,7 @@ use tower::ServiceExt;
 use towerscope_core::{AgentError, ChatResponse, ModelOutput};
 
 use super::error::{CallSite, ProviderError, transport_error};
-use super::names::Names;
+use super::names::{Names, hide_credentials};
 use super::sse::{ChatChunks, StreamDecoder};
 use super::transport::HttpService;
 
@@ -119,6 +119,7 @@ impl HttpTarget {
             provider: self.provider.clone(),
             model: self.model.clone(),
             endpoint: self.endpoint.clone(),
+            credentials: self.headers.values().filter(|v| v.is_sensitive()).cloned().collect(),
         }
     }
 
@@ -163,22 +164,9 @@ impl HttpTarget {
         // A proxy may echo the key it refused.
         let error =
             ProviderError::from_body_hiding(&self.provider, Some(status.as_u16()), Some(&headers), &body, |text| {
-                self.hide_credentials(text);
+                hide_credentials(self.headers.values(), text);
             });
         Err(error.into_agent_error(&self.model, &self.endpoint))
-    }
-
-    /// Replaces in `text` the credentials this target sends (its sensitive headers' values, a
-    /// bearer token without its scheme) with `***`.
-    fn hide_credentials(&self, text: &mut String) {
-        for value in self.headers.values().filter(|v| v.is_sensitive()) {
-            let Ok(value) = value.to_str() else { continue };
-            let secret = value.strip_prefix("Bearer ").unwrap_or(value).trim();
-            // A short value (a scheme alone) would hide ordinary words.
-            if secret.len() >= 8 && text.contains(secret) {
-                *text = text.replace(secret, "***");
-            }
-        }
     }
 
     /// The whole body of a successful response, at most
