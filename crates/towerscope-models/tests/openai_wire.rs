@@ -893,6 +893,29 @@ async fn calls_a_server_gives_one_index_or_none_are_one_call_per_id() {
     }
 }
 
+/// Azure OpenAI's first streamed chunk holds only its prompt filter results, with an empty id
+/// and `"model": ""`: the response's model and id are the later chunks'.
+#[tokio::test]
+async fn an_azure_stream_names_the_model_its_first_chunk_leaves_empty() {
+    let events = [
+        json!({"choices": [], "created": 0, "id": "", "model": "", "object": "",
+            "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {}}]})
+        .to_string(),
+        json!({"choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": null}],
+            "id": "chatcmpl-1", "model": "gpt-4o-2024-08-06", "object": "chat.completion.chunk"})
+        .to_string(),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            "id": "chatcmpl-1", "model": "gpt-4o-2024-08-06", "object": "chat.completion.chunk"})
+        .to_string(),
+        "[DONE]".to_owned(),
+    ];
+    let items = decoded(&events).await;
+    let last = items.last().unwrap().as_ref().unwrap();
+    assert_eq!(last.metadata["model"], "gpt-4o-2024-08-06");
+    assert_eq!(last.id.to_string(), "chatcmpl-1");
+    assert_eq!(last.text().as_deref(), Some("Hi"));
+}
+
 #[tokio::test]
 async fn arguments_sent_as_an_object_are_taken_as_their_json() {
     let events = [

@@ -55,13 +55,18 @@ struct Answer {
 }
 
 impl Answer {
-    /// Takes in the top-level fields of a chunk or response.
+    /// Takes in the top-level fields of a chunk or response. An empty id or model (Azure's
+    /// first chunk, its prompt filter results, has both) is no value.
     fn header(&mut self, wire: &CompletionWire<'_>) {
         if self.response_id.is_none() {
             self.response_id = wire.id.as_deref().filter(|id| !id.is_empty()).map(Id::from);
         }
         if self.model.is_none() {
-            self.model = wire.model.as_deref().map(str::to_owned);
+            self.model = wire
+                .model
+                .as_deref()
+                .filter(|model| !model.is_empty())
+                .map(str::to_owned);
         }
         if let Some(usage) = &wire.usage {
             self.usage = Some(chat_usage(usage));
