@@ -358,6 +358,56 @@ mod tests {
         assert!(err.to_string().contains("(audio/wav) cannot be sent"), "{err}");
     }
 
+    /// A history from another provider (Kimi K2 through vLLM names its calls
+    /// `functions.get_weather:0`) goes to Anthropic, after a fallback or a session moved to it,
+    /// with ids the API accepts (`^[a-zA-Z0-9_-]+$`): each call and its result under one id,
+    /// two ids that differ only in a refused character under two; Anthropic's own ids as they
+    /// are.
+    #[test]
+    fn tool_ids_of_other_providers_go_out_in_the_alphabet_anthropic_accepts() {
+        let ids = [
+            "functions.get_weather:0",
+            "functions.get_weather_0",
+            "toolu_01A-b",
+            "",
+            "é",
+        ];
+        let mut blocks = Vec::new();
+        for id in ids {
+            blocks.push(ContentBlock::tool_call(id, "get_weather", r#"{"city":"Paris"}"#));
+        }
+        for id in ids {
+            blocks.push(ContentBlock::tool_result(
+                id,
+                "get_weather",
+                "sunny",
+                ToolResultState::Success,
+            ));
+        }
+        let reply = Msg::assistant_blocks("bot", blocks);
+        let value = serde_json::to_value(format(&[Msg::user("u", "Weather?"), reply]).unwrap().messages).unwrap();
+        let uses: Vec<&str> = value[1]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["id"].as_str().unwrap())
+            .collect();
+        let results: Vec<&str> = value[2]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["tool_use_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(uses, results, "each result answers its call");
+        let accepted =
+            |id: &str| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        assert!(uses.iter().all(|id| accepted(id)), "{uses:?}");
+        assert_eq!(uses[2], "toolu_01A-b");
+        assert!(uses[0].starts_with("functions_get_weather_0_"), "{}", uses[0]);
+        let distinct: std::collections::HashSet<_> = uses.iter().collect();
+        assert_eq!(distinct.len(), ids.len(), "{uses:?}");
+    }
+
     #[test]
     fn text_of_whitespace_only_is_not_sent() {
         // Another model's "\n\n" before a tool call, a blank user message, an empty hint: the

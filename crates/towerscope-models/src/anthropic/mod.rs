@@ -17,6 +17,10 @@
 //!   stream as thinking; the complete response keeps each block's signature (and redacted
 //!   thinking's data) in the block's `extra`, and later turns send them back unchanged, as the
 //!   API requires with tool use. Thinking without a signature is not sent.
+//! - **Tool use ids** of another provider that the API would refuse (it takes ASCII letters,
+//!   digits, `_` and `-`; Kimi K2 names its calls `functions.get_weather:0`) go with each
+//!   other character as `_` and a hash of the whole id, the same in the tool use and its
+//!   result, in every build; ids the API accepts go as they are.
 //! - **Usage**: `input_tokens` counts every input token (cache reads and writes included);
 //!   `cache_input_tokens` and `cache_creation_input_tokens` hold the cache reads and writes.
 //!   [`prompt_caching(true)`](AnthropicChatModelBuilder::prompt_caching) puts cache breakpoints
