@@ -1,36 +1,120 @@
 //! Coercion of parsed arguments to the types their schema asks for, as the reference does after
 //! repairing them (probe: `{"x": 5}` for a string parameter gives `"5"`).
 
+use std::collections::HashMap;
+
+use regex_lite::Regex;
 use serde_json::{Map, Value};
 
-use super::validate::{is_type, resolve_ref};
+use super::validate::{is_type, passes, resolve_ref};
 
 /// How deep coercion follows a schema before it stops (guards against `$ref` cycles).
 const MAX_DEPTH: u32 = 128;
 
-/// How many times coercion may apply a (sub)schema to a value: past that it stops and leaves
-/// the rest as it is (validation still judges it), whatever the schema's shape.
-const MAX_STEPS: u32 = 1_000_000;
+/// How many times coercion may apply a (sub)schema to a value, check a value against a branch
+/// of a choice (each schema application of the check counting) or copy a value's node to try it
+/// under a branch: past that it stops and leaves the rest as it is (validation still judges it),
+/// whatever the schema's shape.
+const MAX_STEPS: u64 = 1_000_000;
 
-/// Coerces `value` in place to the types `schema` asks for (see
-/// [`parse_with_repair`](super::parse_with_repair) for the rules).
-pub(crate) fn coerce_to_schema(value: &mut Value, schema: &Value) {
-    let mut steps = MAX_STEPS;
-    coerce(
-        value,
-        schema,
-        &mut Ctx {
-            root: schema,
-            steps: &mut steps,
-        },
-        0,
-    );
+/// The schema coercion follows: its root (for `$ref`s) and its compiled patterns (for
+/// `patternProperties`, and to check a value against a branch).
+#[derive(Clone, Copy)]
+pub(crate) struct Target<'s> {
+    pub(crate) root: &'s Value,
+    pub(crate) patterns: &'s HashMap<String, Regex>,
 }
 
-/// What one coercion shares: the root for `$ref`s and the steps left.
+/// Coerces `value` in place to the types `schema` asks for (see
+/// [`parse_with_repair`](super::parse_with_repair) for the rules), when it does not already
+/// validate; then only its integral floats become integers where integers are wanted.
+pub(crate) fn fit_to_schema(value: &mut Value, schema: Target<'_>) {
+    if passes(schema.root, schema.root, schema.patterns, value, MAX_STEPS).0 {
+        integers_to_schema(value, schema);
+    } else {
+        coerce_to_schema(value, schema);
+    }
+}
+
+/// Coerces `value`, which does not validate against `schema`, in place to the types it asks
+/// for; says whether anything changed. A value under a choice (`anyOf`, `oneOf`) that is valid
+/// under one of its branches is left as it is; otherwise it is coerced into the first branch
+/// under which the coerced value is valid, and left as it is if there is none.
+pub(crate) fn coerce_to_schema(value: &mut Value, schema: Target<'_>) -> bool {
+    run(value, schema, Mode::Coerce)
+}
+
+/// Turns the integral floats of `value`, which validates against `schema`, into integers where
+/// the schema wants integers (`5.0` into `5`, so that it decodes into an integer type); nothing
+/// else changes. A value without such floats is not walked with the schema.
+pub(crate) fn integers_to_schema(value: &mut Value, schema: Target<'_>) {
+    if holds_integral_float(value) {
+        run(value, schema, Mode::IntegersOnly);
+    }
+}
+
+fn run(value: &mut Value, schema: Target<'_>, mode: Mode) -> bool {
+    let mut steps = MAX_STEPS;
+    let mut cx = Ctx {
+        schema,
+        steps: &mut steps,
+        mode,
+        changed: false,
+    };
+    coerce(value, schema.root, &mut cx, 0);
+    cx.changed
+}
+
+/// What coercion changes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Types, where the schema asks for another one.
+    Coerce,
+    /// Integral floats into integers only, in a value that is valid as it is.
+    IntegersOnly,
+}
+
+/// What one coercion shares: the schema, the steps left, what it changes and whether it did.
 struct Ctx<'s, 'b> {
-    root: &'s Value,
-    steps: &'b mut u32,
+    schema: Target<'s>,
+    steps: &'b mut u64,
+    mode: Mode,
+    changed: bool,
+}
+
+impl<'s> Ctx<'s, '_> {
+    /// Whether `value` is valid under `schema`, within the steps left (and counted in them).
+    fn passes(&mut self, value: &Value, schema: &'s Value) -> bool {
+        let (ok, used) = passes(self.schema.root, schema, self.schema.patterns, value, *self.steps);
+        *self.steps = self.steps.saturating_sub(used);
+        ok
+    }
+
+    /// Counts the nodes of `value` (a string's bytes by the 64) in the steps left, before it is
+    /// copied; `false` when they run out.
+    fn charge_copy(&mut self, value: &Value) -> bool {
+        let mut stack = vec![value];
+        while let Some(v) = stack.pop() {
+            let cost = match v {
+                Value::String(s) => 1 + s.len() as u64 / 64,
+                Value::Array(items) => {
+                    stack.extend(items);
+                    1
+                }
+                Value::Object(map) => {
+                    stack.extend(map.values());
+                    1
+                }
+                _ => 1,
+            };
+            if *self.steps < cost {
+                *self.steps = 0;
+                return false;
+            }
+            *self.steps -= cost;
+        }
+        true
+    }
 }
 
 /// The keywords coercion looks at, gathered in one pass over a schema object.
@@ -39,6 +123,7 @@ struct Keywords<'s> {
     reference: Option<&'s str>,
     types: Option<&'s Value>,
     properties: Option<&'s Map<String, Value>>,
+    pattern_properties: Option<&'s Map<String, Value>>,
     additional: Option<&'s Value>,
     prefix_items: Option<&'s [Value]>,
     items: Option<&'s Value>,
@@ -55,6 +140,7 @@ impl<'s> Keywords<'s> {
                 ("$ref", Value::String(r)) => k.reference = Some(r),
                 ("type", _) => k.types = Some(value),
                 ("properties", Value::Object(p)) => k.properties = Some(p),
+                ("patternProperties", Value::Object(p)) => k.pattern_properties = Some(p),
                 ("additionalProperties", Value::Object(_)) => k.additional = Some(value),
                 ("prefixItems", Value::Array(p)) => k.prefix_items = Some(p),
                 ("items", _) => k.items = Some(value),
@@ -68,37 +154,56 @@ impl<'s> Keywords<'s> {
     }
 }
 
-/// Coerces `value` in place to the types `schema` asks for (`root` resolves `$ref`s).
-fn coerce(value: &mut Value, schema: &Value, cx: &mut Ctx<'_, '_>, depth: u32) {
+/// Coerces `value` in place to the types `schema` asks for, as `cx.mode` allows.
+fn coerce<'s>(value: &mut Value, schema: &'s Value, cx: &mut Ctx<'s, '_>, depth: u32) {
     let Some(obj) = schema.as_object() else { return };
     if depth > MAX_DEPTH || *cx.steps == 0 {
         return;
     }
     *cx.steps -= 1;
-    let root = cx.root;
+    let root = cx.schema.root;
     let k = Keywords::of(obj);
     if let Some(target) = k.reference.and_then(|r| resolve_ref(root, r)) {
         coerce(value, target, cx, depth + 1);
     }
+    let coercing = cx.mode == Mode::Coerce;
     match k.types {
-        Some(Value::String(t)) if !is_type(value, t) => {
-            coerce_scalar(value, t);
-        }
+        Some(Value::String(t)) if !is_type(value, t) => cx.changed |= coercing && coerce_scalar(value, t),
         Some(Value::Array(types)) => {
             let mut names = types.iter().filter_map(Value::as_str);
             if !names.clone().any(|t| is_type(value, t)) {
-                let _ = names.any(|t| coerce_scalar(value, t));
+                if coercing {
+                    cx.changed |= names.any(|t| coerce_scalar(value, t));
+                }
             } else if names.any(|t| t == "integer") {
-                integral_float_to_integer(value);
+                cx.changed |= integral_float_to_integer(value);
             }
         }
-        Some(Value::String(t)) if t == "integer" => integral_float_to_integer(value),
+        Some(Value::String(t)) if t == "integer" => cx.changed |= integral_float_to_integer(value),
         _ => {}
     }
     match value {
         Value::Object(map) => {
             for (key, child) in map.iter_mut() {
-                if let Some(sub) = k.properties.and_then(|p| p.get(key)).or(k.additional) {
+                // `properties` and every matching pattern apply; `additionalProperties` only to
+                // keys matched by neither.
+                let mut matched = false;
+                if let Some(sub) = k.properties.and_then(|p| p.get(key)) {
+                    matched = true;
+                    coerce(child, sub, cx, depth + 1);
+                }
+                for (pattern, sub) in k.pattern_properties.into_iter().flatten() {
+                    match cx.schema.patterns.get(pattern) {
+                        Some(re) if re.is_match(key) => {
+                            matched = true;
+                            coerce(child, sub, cx, depth + 1);
+                        }
+                        Some(_) => {}
+                        // A pattern that did not compile: which keys it covers is unknown.
+                        None => matched = true,
+                    }
+                }
+                if let (false, Some(sub)) = (matched, k.additional) {
                     coerce(child, sub, cx, depth + 1);
                 }
             }
@@ -125,26 +230,73 @@ fn coerce(value: &mut Value, schema: &Value, cx: &mut Ctx<'_, '_>, depth: u32) {
     }
 }
 
-/// `5.0` becomes `5` where an integer is wanted, so that it deserializes into an integer type.
-fn integral_float_to_integer(value: &mut Value) {
+/// `5.0` becomes `5` where an integer is wanted, so that it deserializes into an integer type;
+/// says whether it did.
+fn integral_float_to_integer(value: &mut Value) -> bool {
     if let Value::Number(n) = value
         && !n.is_i64()
         && !n.is_u64()
     {
-        coerce_scalar(value, "integer");
+        return coerce_scalar(value, "integer");
     }
+    false
 }
 
-/// Coerces to the first branch whose type admits the value, else to the first that can take it.
-fn coerce_choice(value: &mut Value, branches: &[Value], cx: &mut Ctx<'_, '_>, depth: u32) {
-    let root = cx.root;
-    if let Some(branch) = branches.iter().find(|b| admits(value, b, root, depth)) {
-        coerce(value, branch, cx, depth + 1);
+/// Whether `value` holds a float that [`integral_float_to_integer`] would change.
+fn holds_integral_float(value: &Value) -> bool {
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Number(n) if !n.is_i64() && !n.is_u64() && n.as_f64().is_some_and(is_integral) => return true,
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Whether `f` is a whole number that `coerce_scalar` turns into an integer.
+fn is_integral(f: f64) -> bool {
+    f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15
+}
+
+/// A value valid under a branch as it is stays (its integral floats made integers under that
+/// branch); otherwise it is coerced into the first branch under which the coerced value is
+/// valid, each tried on a copy; under none, it stays as it is.
+fn coerce_choice<'s>(value: &mut Value, branches: &'s [Value], cx: &mut Ctx<'s, '_>, depth: u32) {
+    let mode = cx.mode;
+    for branch in branches {
+        if *cx.steps == 0 {
+            return;
+        }
+        if cx.passes(value, branch) {
+            cx.mode = Mode::IntegersOnly;
+            coerce(value, branch, cx, depth + 1);
+            cx.mode = mode;
+            return;
+        }
+    }
+    if mode == Mode::IntegersOnly {
         return;
     }
+    let root = cx.schema.root;
     for branch in branches {
-        coerce(value, branch, cx, depth + 1);
-        if admits(value, branch, root, depth) {
+        // Coercion never turns an object or an array into another type.
+        let container = value.is_object() || value.is_array();
+        if container && !admits(value, branch, root, depth) {
+            continue;
+        }
+        if !cx.charge_copy(value) {
+            return;
+        }
+        let mut copy = value.clone();
+        let changed = std::mem::replace(&mut cx.changed, false);
+        coerce(&mut copy, branch, cx, depth + 1);
+        let copy_changed = std::mem::replace(&mut cx.changed, changed);
+        if copy_changed && cx.passes(&copy, branch) {
+            *value = copy;
+            cx.changed = true;
             return;
         }
     }
@@ -282,6 +434,18 @@ mod tests {
         );
         let tuple = json!({"items": [{"type": "string"}, {"type": "integer"}]});
         assert_eq!(parse_with_repair(r#"[1, "2", 3]"#, &tuple).unwrap(), json!(["1", 2, 3]));
+    }
+
+    #[test]
+    fn keys_matched_by_a_pattern_are_coerced_by_its_schema_not_by_additional_properties() {
+        let schema = json!({"type": "object",
+            "properties": {"label": {"type": "string"}},
+            "patternProperties": {"^n_": {"type": "integer"}},
+            "additionalProperties": {"type": "string"}});
+        assert_eq!(
+            parse_with_repair(r#"{"n_count": "5", "n_max": 6, "label": 1, "other": 2}"#, &schema).unwrap(),
+            json!({"n_count": 5, "n_max": 6, "label": "1", "other": "2"})
+        );
     }
 
     #[test]

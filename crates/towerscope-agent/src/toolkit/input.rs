@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use super::coerce::coerce_to_schema;
+use super::coerce::{Target, coerce_to_schema, integers_to_schema};
 use super::json_repair::parse_repaired;
-use super::validate::{CompiledSchema, ValidationError, validate};
+use super::validate::{CompiledSchema, check_placed, lenient_patterns, value_at};
 
 /// Bounds on a tool call's raw arguments, checked before anything parses them, so that a model's
 /// output cannot make parsing, repair or validation run long or deep.
@@ -115,14 +115,12 @@ impl Default for InputLimits {
 /// Keywords the validator does not enforce are ignored here; the [`Toolkit`](super::Toolkit)
 /// refuses them when a tool is added.
 pub fn parse_input(name: &str, raw: &str, schema: &Value) -> Result<Value, String> {
-    parse_checked(
-        name,
-        raw,
-        schema,
-        &InputLimits::default(),
-        |_| false,
-        |input| validate(input, schema),
-    )
+    let patterns = lenient_patterns(schema);
+    let target = Target {
+        root: schema,
+        patterns: &patterns,
+    };
+    parse_checked(name, raw, target, &InputLimits::default(), |_| false)
 }
 
 /// [`parse_input`] with a compiled schema and given limits, as the toolkit runs it. An input
@@ -134,34 +132,45 @@ pub(crate) fn parse_compiled(
     schema: &CompiledSchema,
     limits: &InputLimits,
 ) -> Result<Value, String> {
-    parse_checked(
-        name,
-        raw,
-        schema.schema(),
-        limits,
-        |input| schema.accepts_as_is(input),
-        |input| schema.validate(input),
-    )
+    let target = Target {
+        root: schema.schema(),
+        patterns: &schema.patterns,
+    };
+    parse_checked(name, raw, target, limits, |input| schema.accepts_as_is(input))
 }
 
 /// Parses (and repairs) `raw`; unless `fits` says it is already what `schema` asks for,
-/// coerces it to `schema` and validates it.
+/// validates it, and only if it is not valid as it is, coerces it and validates it again.
+///
+/// An input valid as sent is never coerced (its integral floats become integers where integers
+/// are wanted, nothing else), so a valid call is validated once. The error of an input that is
+/// still invalid once coerced quotes what the model sent: it is the coerced input's error when
+/// coercion left its place as sent, else the error of the input as sent.
 fn parse_checked(
     name: &str,
     raw: &str,
-    schema: &Value,
+    schema: Target<'_>,
     limits: &InputLimits,
     fits: impl FnOnce(&Value) -> bool,
-    validate: impl FnOnce(&Value) -> Result<(), ValidationError>,
 ) -> Result<Value, String> {
-    let mut input = parse_repaired(raw, limits)
-        .map_err(|message| format!("Input validation failed for tool '{name}': {message} (at $)"))?;
+    let failed = |e| format!("Input validation failed for tool '{name}': {e}");
+    let mut input = parse_repaired(raw, limits).map_err(|message| failed(format!("{message} (at $)")))?;
     if fits(&input) {
         return Ok(input);
     }
-    coerce_to_schema(&mut input, schema);
-    validate(&input).map_err(|e| format!("Input validation failed for tool '{name}': {e}"))?;
-    Ok(input)
+    let Err((as_sent, _)) = check_placed(schema.root, schema.patterns, &input) else {
+        integers_to_schema(&mut input, schema);
+        return Ok(input);
+    };
+    let sent = input.clone();
+    if !coerce_to_schema(&mut input, schema) {
+        return Err(failed(as_sent.to_string()));
+    }
+    match check_placed(schema.root, schema.patterns, &input) {
+        Ok(()) => Ok(input),
+        Err((error, place)) if value_at(&sent, &place) == value_at(&input, &place) => Err(failed(error.to_string())),
+        Err(_) => Err(failed(as_sent.to_string())),
+    }
 }
 
 #[cfg(test)]

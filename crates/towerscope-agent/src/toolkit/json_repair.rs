@@ -9,7 +9,8 @@
 use serde_json::{Map, Value};
 
 use super::InputLimits;
-use super::coerce::coerce_to_schema;
+use super::coerce::{Target, fit_to_schema};
+use super::validate::lenient_patterns;
 
 /// Parses a tool call's raw arguments, repairing truncated JSON and coercing types to `schema`.
 ///
@@ -24,6 +25,12 @@ use super::coerce::coerce_to_schema;
 ///   where an integer or number is wanted (and an integral float such as `5.0` becomes `5` for an
 ///   integer); `"true"`/`"false"` become booleans; a string holding a JSON object or array
 ///   becomes that value where one is wanted.
+/// * A value that already validates against `schema` is not coerced: only its integral floats
+///   become integers where an integer is wanted. Keys matched by `patternProperties` are
+///   coerced by their pattern's schema, `additionalProperties` applies to keys matched by no
+///   property and no pattern. A value under `anyOf`/`oneOf` that is valid under one of its
+///   branches stays as it is (a serde tagged enum's later variant keeps its number); otherwise it
+///   is coerced into the first branch under which the coerced value is valid, or left as it is.
 ///
 /// The text must fit the default [`InputLimits`] (1 MiB, 64 levels of nesting), checked in one
 /// pass before anything parses it; repair and parsing are then linear in the text.
@@ -43,7 +50,14 @@ use super::coerce::coerce_to_schema;
 /// ```
 pub fn parse_with_repair(raw: &str, schema: &Value) -> Result<Value, String> {
     let mut value = parse_repaired(raw, &InputLimits::default())?;
-    coerce_to_schema(&mut value, schema);
+    let patterns = lenient_patterns(schema);
+    fit_to_schema(
+        &mut value,
+        Target {
+            root: schema,
+            patterns: &patterns,
+        },
+    );
     Ok(value)
 }
 

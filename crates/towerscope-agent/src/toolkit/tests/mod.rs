@@ -249,6 +249,75 @@ fn prepare_repairs_and_coerces() {
     );
 }
 
+/// Filter rows (a serde internally tagged enum: a `oneOf` of objects told apart by `op`).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[allow(dead_code)] // read through serde only
+struct Query {
+    filter: Filter,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(tag = "op", rename_all = "lowercase")]
+#[allow(dead_code)] // read through serde only
+enum Filter {
+    Eq { field: String, value: String },
+    Gt { field: String, value: f64 },
+}
+
+#[test]
+fn a_call_valid_under_a_later_branch_of_a_choice_reaches_the_tool_as_sent() {
+    let mut toolkit = Toolkit::new();
+    toolkit.add(FunctionTool::new("query", |q: Query| async move { format!("{q:?}") }));
+    let prepare = |input: &str| toolkit.prepare(&call("query", input), &[]).map(|p| p.input);
+    // Valid as sent under `Gt`: the number is not turned into the string `Eq` wants.
+    let sent = r#"{"filter": {"op": "gt", "field": "age", "value": 30}}"#;
+    assert_eq!(prepare(sent).unwrap(), serde_json::from_str::<Value>(sent).unwrap());
+    // Still coerced into the branch it fits once coerced, not the first whose type admits it.
+    assert_eq!(
+        prepare(r#"{"filter": {"op": "gt", "field": "age", "value": "30.5"}}"#).unwrap(),
+        json!({"filter": {"op": "gt", "field": "age", "value": 30.5}})
+    );
+    assert_eq!(
+        prepare(r#"{"filter": {"op": "eq", "field": "name", "value": 7}}"#).unwrap(),
+        json!({"filter": {"op": "eq", "field": "name", "value": "7"}})
+    );
+    // Fits no branch even coerced: left as sent, and the error quotes what the model sent.
+    let err = prepare(r#"{"filter": {"op": "lt", "field": "age", "value": 30}}"#).unwrap_err();
+    assert!(err.contains("'value': 30"), "{err}");
+    assert!(!err.contains("'30'"), "{err}");
+}
+
+#[test]
+fn a_value_valid_as_sent_is_not_coerced_and_an_invalid_one_is_quoted_as_sent() {
+    let schema = json!({"type": "object", "properties": {
+        "id": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+        "code": {"type": "string", "maxLength": 2},
+        "n": {"type": "integer"},
+    }});
+    let mut toolkit = Toolkit::new();
+    toolkit.add(FunctionTool::with_schema(
+        "t",
+        "T.",
+        schema,
+        |input: Value| async move { input },
+    ));
+    let prepare = |input: &str| toolkit.prepare(&call("t", input), &[]).map(|p| p.input);
+    // 5 is valid under the second branch: it stays a number.
+    assert_eq!(prepare(r#"{"id": 5}"#).unwrap(), json!({"id": 5}));
+    // An integral float still becomes an integer, so that it decodes into an integer type.
+    assert_eq!(prepare(r#"{"id": 5, "n": 4.0}"#).unwrap(), json!({"id": 5, "n": 4}));
+    // Coerced, 123 would be the string '123', too long: the model is told about 123.
+    assert_eq!(
+        prepare(r#"{"code": 123}"#).unwrap_err(),
+        "Input validation failed for tool 't': 123 is not of type 'string' (at $.code)"
+    );
+    // An error that coercion does not touch is the one reported, whatever else it fixed.
+    assert_eq!(
+        prepare(r#"{"code": 12, "n": "x"}"#).unwrap_err(),
+        "Input validation failed for tool 't': 'x' is not of type 'integer' (at $.n)"
+    );
+}
+
 /// Add two integers (a struct of scalars: its schema is a flat object).
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

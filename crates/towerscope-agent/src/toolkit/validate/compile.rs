@@ -149,7 +149,7 @@ impl std::error::Error for SchemaError {}
 pub struct CompiledSchema {
     pub(super) schema: Arc<Value>,
     /// Compiled regular expressions by their source.
-    pub(super) patterns: HashMap<String, Regex>,
+    pub(crate) patterns: HashMap<String, Regex>,
     /// The schema as an object of scalar properties, when it is one: inputs that already
     /// match it skip coercion and the full validator.
     flat: Option<FlatObject>,

@@ -36,6 +36,7 @@ use serde_json::Value;
 
 use canonical::{first_duplicate, json_eq};
 use path::{Path, Seg};
+pub(crate) use path::{Step, value_at};
 use repr::{py_str, repr};
 
 pub use compile::{CompiledSchema, SchemaError};
@@ -96,6 +97,36 @@ pub fn validate(instance: &Value, schema: &Value) -> Result<(), ValidationError>
     Validator::run(schema, &patterns, instance, MAX_STEPS).0
 }
 
+/// The patterns of `schema` as [`validate`] compiles them, for code that validates against the
+/// same schema more than once.
+pub(crate) fn lenient_patterns(schema: &Value) -> HashMap<String, Regex> {
+    compile::lenient_patterns(schema)
+}
+
+/// [`validate`] with the schema's compiled patterns, the error coming with its place in the
+/// instance.
+pub(crate) fn check_placed(
+    root: &Value,
+    patterns: &HashMap<String, Regex>,
+    instance: &Value,
+) -> Result<(), (ValidationError, Vec<Step>)> {
+    Validator::run_under(root, root, patterns, instance, MAX_STEPS, false).0
+}
+
+/// Whether `instance` is valid under `schema`, a subschema of `root` (its `$ref`s resolve
+/// against `root`), within `max_steps` schema applications; and how many it took. The check stops
+/// at the first error and renders none; giving up counts as invalid.
+pub(crate) fn passes<'s>(
+    root: &'s Value,
+    schema: &'s Value,
+    patterns: &'s HashMap<String, Regex>,
+    instance: &Value,
+    max_steps: u64,
+) -> (bool, u64) {
+    let (result, steps) = Validator::run_under(root, schema, patterns, instance, max_steps, true);
+    (result.is_ok(), steps)
+}
+
 /// Resolves a `$ref` that points into `root` (`#`, `#/$defs/Name`, `#/definitions/Name`), with
 /// the percent-encoding of URI fragments undone.
 pub(crate) fn resolve_ref<'s>(root: &'s Value, reference: &str) -> Option<&'s Value> {
@@ -135,6 +166,8 @@ struct Found {
     /// `anyOf`/`oneOf` errors lose against others of the same depth, as in `jsonschema`.
     weak: bool,
     error: ValidationError,
+    /// Where, as steps into the instance.
+    place: Vec<Step>,
 }
 
 impl Found {
@@ -177,6 +210,20 @@ impl<'r, 's> Validator<'r, 's> {
         instance: &Value,
         max_steps: u64,
     ) -> (Result<(), ValidationError>, u64) {
+        let (result, steps) = Self::run_under(root, root, patterns, instance, max_steps, false);
+        (result.map_err(|(error, _)| error), steps)
+    }
+
+    /// Validates `instance` against `schema`, a subschema of `root`, and says how many schema
+    /// applications it took; the error comes with its place in the instance.
+    fn run_under(
+        root: &'s Value,
+        schema: &'s Value,
+        patterns: &'s HashMap<String, Regex>,
+        instance: &Value,
+        max_steps: u64,
+        fail_fast: bool,
+    ) -> (Result<(), (ValidationError, Vec<Step>)>, u64) {
         let run = Run {
             root,
             patterns,
@@ -186,25 +233,35 @@ impl<'r, 's> Validator<'r, 's> {
         };
         let mut v = Validator {
             run: &run,
-            fail_fast: false,
+            fail_fast,
             failed: false,
             best: None,
         };
-        v.check(instance, root, &Path::ROOT, 0);
+        v.check(instance, schema, &Path::ROOT, 0);
         let steps = run.steps.get();
         let result = match (run.abort.get(), v.best) {
-            (Some(abort), _) => Err(ValidationError {
-                message: match abort {
-                    Abort::Depth => format!("the schema nests more than {MAX_DEPTH} levels deep for this input"),
-                    Abort::Steps => {
-                        let max = run.max_steps;
-                        format!("validation gave up after {max} steps; the schema is too costly for this input")
-                    }
+            (Some(abort), _) => Err((
+                ValidationError {
+                    message: match abort {
+                        Abort::Depth => format!("the schema nests more than {MAX_DEPTH} levels deep for this input"),
+                        Abort::Steps => {
+                            let max = run.max_steps;
+                            format!("validation gave up after {max} steps; the schema is too costly for this input")
+                        }
+                    },
+                    json_path: "$".to_owned(),
                 },
-                json_path: "$".to_owned(),
-            }),
+                Vec::new(),
+            )),
+            (None, None) if v.failed => Err((
+                ValidationError {
+                    message: "the input is not valid".to_owned(),
+                    json_path: "$".to_owned(),
+                },
+                Vec::new(),
+            )),
             (None, None) => Ok(()),
-            (None, Some(found)) => Err(found.error),
+            (None, Some(found)) => Err((found.error, found.place)),
         };
         (result, steps)
     }
@@ -239,6 +296,7 @@ impl<'r, 's> Validator<'r, 's> {
                 message: message(),
                 json_path: path.render(),
             },
+            place: path.steps(),
         });
     }
 

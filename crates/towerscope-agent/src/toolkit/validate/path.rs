@@ -1,6 +1,24 @@
 //! Where in the instance an error is, as a JSON path (`$.items[2]`).
 
+use serde_json::Value;
+
 use super::repr::{Bounded, MAX_SHOWN_BYTES};
+
+/// One step into an instance, owned: where an error is, kept beside its rendered path for the
+/// code that compares the instance with another (see [`value_at`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// The value at `place` in `value`, if there is one.
+pub(crate) fn value_at<'v>(value: &'v Value, place: &[Step]) -> Option<&'v Value> {
+    place.iter().try_fold(value, |value, step| match step {
+        Step::Key(key) => value.get(key.as_str()),
+        Step::Index(i) => value.get(*i),
+    })
+}
 
 /// One step of a JSON path, kept on the stack and rendered only for an error.
 #[derive(Clone, Copy)]
@@ -30,6 +48,22 @@ impl<'a> Path<'a> {
             seg,
             len: self.len + 1,
         }
+    }
+
+    /// The steps from the root to here.
+    pub(super) fn steps(&self) -> Vec<Step> {
+        let mut steps = Vec::with_capacity(self.len);
+        let mut cur = Some(self);
+        while let Some(p) = cur {
+            match p.seg {
+                Seg::Root => {}
+                Seg::Key(k) => steps.push(Step::Key(k.to_owned())),
+                Seg::Index(i) => steps.push(Step::Index(i)),
+            }
+            cur = p.parent;
+        }
+        steps.reverse();
+        steps
     }
 
     pub(super) fn render(&self) -> String {
