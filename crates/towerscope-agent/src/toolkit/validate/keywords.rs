@@ -292,21 +292,75 @@ impl<'s> Validator<'_, 's> {
     }
 }
 
-/// `multipleOf` as `jsonschema` judges it: exactly for integers, by the quotient for floats (a
-/// quotient that overflows is not a whole number).
+/// `multipleOf`: exactly for integers; otherwise in decimal, on the numbers as JSON writes them
+/// (their shortest round-trip texts), so that `19.99` is a multiple of `0.01` as its writer
+/// meant (in binary floating point, 19.99 / 0.01 is 1998.9999999999998, which `jsonschema`
+/// refuses). A number whose text does not read as a decimal falls back to the float quotient.
 fn is_multiple(n: &Number, x: f64, limit: &Number, l: f64) -> bool {
     let int = |n: &Number| n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from));
-    match (int(n), int(limit)) {
-        (Some(a), Some(b)) => a % b == 0,
-        (_, Some(_)) => x % l == 0.0,
-        _ => {
-            let q = x / l;
-            if q.is_finite() {
-                q.fract() == 0.0
-            } else {
-                exact_multiple(x, l)
+    if let (Some(a), Some(b)) = (int(n), int(limit)) {
+        return a % b == 0;
+    }
+    if let Some(multiple) = decimal(n).zip(decimal(limit)).and_then(|(x, l)| decimal_multiple(x, l)) {
+        return multiple;
+    }
+    let q = x / l;
+    if q.is_finite() {
+        q.fract() == 0.0
+    } else {
+        exact_multiple(x, l)
+    }
+}
+
+/// The absolute value of `n` as `digits × 10^exponent`, read from its shortest round-trip text
+/// (`19.99` is `1999 × 10^-2`, `1e-8` is `1 × 10^-8`), trailing zeros moved to the exponent.
+fn decimal(n: &Number) -> Option<(u128, i32)> {
+    let text = n.to_string();
+    let text = text.strip_prefix('-').unwrap_or(&text);
+    let (digits, exponent) = match text.split_once(['e', 'E']) {
+        Some((digits, exponent)) => (digits, exponent.parse::<i32>().ok()?),
+        None => (text, 0),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let mut m: u128 = 0;
+    for c in whole.chars().chain(fraction.chars()) {
+        m = m.checked_mul(10)?.checked_add(c.to_digit(10)?.into())?;
+    }
+    let mut e = exponent.checked_sub(i32::try_from(fraction.len()).ok()?)?;
+    while m != 0 && m.is_multiple_of(10) {
+        m /= 10;
+        e += 1;
+    }
+    Some((m, e))
+}
+
+/// Whether `mx × 10^ex` is a whole multiple of `ml × 10^el` (`ml` not zero), exactly; `None`
+/// if the arithmetic would overflow.
+fn decimal_multiple((mx, ex): (u128, i32), (ml, el): (u128, i32)) -> Option<bool> {
+    if mx == 0 {
+        return Some(true);
+    }
+    if ml == 0 {
+        return None;
+    }
+    if ex >= el {
+        // mx × 10^(ex − el) modulo ml, a digit of ten at a time (JSON numbers' exponents are
+        // within a few hundred of each other).
+        let mut rest = mx % ml;
+        for _ in 0..(ex - el) {
+            if rest == 0 {
+                break;
             }
+            rest = rest.checked_mul(10)? % ml;
         }
+        Some(rest == 0)
+    } else {
+        // A divisor past u128 is larger than mx, which it then cannot divide.
+        let divisor = u32::try_from(el - ex)
+            .ok()
+            .and_then(|k| 10u128.checked_pow(k))
+            .and_then(|p| ml.checked_mul(p));
+        Some(divisor.is_some_and(|d| mx % d == 0))
     }
 }
 

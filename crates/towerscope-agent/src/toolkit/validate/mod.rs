@@ -15,6 +15,8 @@
 //! neither does `format`, except the integer formats `schemars` writes for Rust's integer types
 //! (`int8` to `int64`, `uint8` to `uint64`, `int`, `uint`): a number out of the type's range is
 //! refused, as it would not decode into it (Python's `jsonschema` does not check them).
+//! `multipleOf` is decided in decimal on the numbers as written, so `19.99` is a multiple of
+//! `0.01` (`jsonschema` divides binary floats and refuses it).
 //!
 //! Messages are shaped like those of Python's `jsonschema`, which the model may have seen in its
 //! training data, and the error picked is the shallowest one, as `jsonschema.validate` does.

@@ -413,6 +413,22 @@ fn multiple_of_is_exact_when_the_quotient_overflows() {
 }
 
 #[test]
+fn multiple_of_a_decimal_step_accepts_the_numbers_written_in_that_step() {
+    // 19.99 / 0.01 is 1998.9999999999998 in binary floating point.
+    let cents = json!({"type": "number", "multipleOf": 0.01});
+    for price in [json!(19.99), json!(0.07), json!(-4.35), json!(1e300), json!(12)] {
+        assert!(validate(&price, &cents).is_ok(), "{price}");
+    }
+    assert_eq!(err(json!(19.999), cents), s("19.999 is not a multiple of 0.01", "$"));
+    assert!(validate(&json!(0.3), &json!({"multipleOf": 0.1})).is_ok());
+    assert!(validate(&json!(0.35), &json!({"multipleOf": 0.1})).is_err());
+    assert!(validate(&json!(7), &json!({"multipleOf": 0.7})).is_ok());
+    assert!(validate(&json!(1e-300), &json!({"multipleOf": 1e-301})).is_ok());
+    assert!(validate(&json!(1.5e-300), &json!({"multipleOf": 1e-300})).is_err());
+    assert!(validate(&json!(u64::MAX), &json!({"multipleOf": 0.5})).is_ok());
+}
+
+#[test]
 fn patterns_follow_ecma_262_white_space_and_control_escapes() {
     let space = json!({"pattern": "^\\s$"});
     for ws in ["\u{a0}", "\u{feff}", "\u{2029}", "\u{2003}", " ", "\t"] {
