@@ -1,5 +1,7 @@
 //! The keywords that take more than a line: numbers, sizes, arrays and choices.
 
+use std::cmp::Ordering;
+
 use serde_json::{Map, Number, Value};
 
 use super::repr::{repr, repr_list};
@@ -91,18 +93,22 @@ impl<'s> Validator<'_, 's> {
         let (Some(x), Some(l)) = (n.as_f64(), limit.as_f64()) else {
             return;
         };
+        let Some(order) = compare(n, limit) else {
+            return;
+        };
+        let (below, above) = (order.is_lt(), order.is_gt());
         let draft4_exclusive = |key: &str| obj.get(key).and_then(Value::as_bool).unwrap_or(false);
         let failed = match keyword {
             "minimum" if draft4_exclusive("exclusiveMinimum") => {
-                (x <= l).then_some("less than or equal to the minimum")
+                (!above).then_some("less than or equal to the minimum")
             }
-            "minimum" => (x < l).then_some("less than the minimum"),
+            "minimum" => below.then_some("less than the minimum"),
             "maximum" if draft4_exclusive("exclusiveMaximum") => {
-                (x >= l).then_some("greater than or equal to the maximum")
+                (!below).then_some("greater than or equal to the maximum")
             }
-            "maximum" => (x > l).then_some("greater than the maximum"),
-            "exclusiveMinimum" => (x <= l).then_some("less than or equal to the minimum"),
-            "exclusiveMaximum" => (x >= l).then_some("greater than or equal to the maximum"),
+            "maximum" => above.then_some("greater than the maximum"),
+            "exclusiveMinimum" => (!above).then_some("less than or equal to the minimum"),
+            "exclusiveMaximum" => (!below).then_some("greater than or equal to the maximum"),
             _ => {
                 if l > 0.0 && !is_multiple(n, x, limit, l) {
                     self.error(path, || format!("{n} is not a multiple of {limit}"));
@@ -290,6 +296,40 @@ impl<'s> Validator<'_, 's> {
             _ => true,
         }
     }
+}
+
+/// How `a` compares with `b`, exactly: integers (as written, without a fraction) as integers,
+/// an integer and a float by their values (in `f64`, `i64::MAX` and `i64::MAX + 1` are one
+/// number), two floats as floats.
+fn compare(a: &Number, b: &Number) -> Option<Ordering> {
+    let int = |n: &Number| n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from));
+    match (int(a), int(b)) {
+        (Some(x), Some(y)) => Some(x.cmp(&y)),
+        (Some(x), None) => compare_with_float(x, b.as_f64()?),
+        (None, Some(y)) => compare_with_float(y, a.as_f64()?).map(Ordering::reverse),
+        (None, None) => a.as_f64()?.partial_cmp(&b.as_f64()?),
+    }
+}
+
+/// How the integer `i` compares with the float `f`, exactly.
+fn compare_with_float(i: i128, f: f64) -> Option<Ordering> {
+    // ±2^127 bound every i128 that a JSON integer (an i64 or a u64) can be.
+    let bound = 2f64.powi(127);
+    if f.is_nan() {
+        return None;
+    }
+    if f >= bound {
+        return Some(Ordering::Less);
+    }
+    if f < -bound {
+        return Some(Ordering::Greater);
+    }
+    // Within the bounds, the floor of a float converts to i128 exactly.
+    let floor = f.floor();
+    Some(match i.cmp(&(floor as i128)) {
+        Ordering::Equal if f != floor => Ordering::Less,
+        order => order,
+    })
 }
 
 /// `multipleOf`: exactly for integers; otherwise in decimal, on the numbers as JSON writes them

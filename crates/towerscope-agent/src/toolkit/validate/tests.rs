@@ -104,6 +104,41 @@ fn numeric_limits() {
 }
 
 #[test]
+fn integer_limits_past_two_to_the_53_are_compared_exactly() {
+    // In f64, i64::MAX and i64::MAX + 1 are the same number.
+    let schema = json!({"type": "integer", "maximum": i64::MAX});
+    assert_eq!(
+        err(json!(9_223_372_036_854_775_808_u64), schema.clone()),
+        s(
+            "9223372036854775808 is greater than the maximum of 9223372036854775807",
+            "$"
+        )
+    );
+    assert!(validate(&json!(i64::MAX), &schema).is_ok());
+    assert!(
+        validate(
+            &json!(9_007_199_254_740_993_u64),
+            &json!({"exclusiveMaximum": 9_007_199_254_740_993_u64})
+        )
+        .is_err()
+    );
+    assert!(
+        validate(
+            &json!(9_007_199_254_740_992_u64),
+            &json!({"exclusiveMaximum": 9_007_199_254_740_993_u64})
+        )
+        .is_ok()
+    );
+    assert!(validate(&json!(i64::MIN + 1), &json!({"minimum": i64::MIN + 2})).is_err());
+    // An integer against a float, and a float against an integer, exactly too.
+    assert!(validate(&json!(2f64.powi(63)), &schema).is_err());
+    assert!(validate(&json!(u64::MAX), &json!({"maximum": 2f64.powi(64)})).is_ok());
+    assert!(validate(&json!(u64::MAX), &json!({"exclusiveMaximum": 2f64.powi(64)})).is_ok());
+    assert!(validate(&json!(2.5), &json!({"minimum": 2, "maximum": 3})).is_ok());
+    assert!(validate(&json!(2), &json!({"exclusiveMinimum": 1.5, "exclusiveMaximum": 2.5})).is_ok());
+}
+
+#[test]
 fn lengths() {
     assert_eq!(err(json!("ab"), json!({"minLength": 3})), s("'ab' is too short", "$"));
     assert_eq!(
