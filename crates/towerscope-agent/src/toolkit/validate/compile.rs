@@ -9,6 +9,7 @@ use std::sync::Arc;
 use regex_lite::{Regex, RegexBuilder};
 use serde_json::Value;
 
+use super::embedded::refuse_refs_in_embedded_resources;
 use super::flat::FlatObject;
 use super::{ValidationError, Validator, resolve_ref};
 
@@ -22,7 +23,7 @@ use super::{ValidationError, Validator, resolve_ref};
 /// nowhere (`description`, `title`, `default`, `examples`, `format`, `$id`, `$schema`,
 /// `$comment`, vendor `x-…` keys, …) are annotations and change nothing.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Keyword {
+pub(super) enum Keyword {
     /// Constrains an instance but is not enforced here: a schema that uses one is refused by
     /// [`CompiledSchema::new`] rather than half-checked.
     Unenforced,
@@ -43,7 +44,7 @@ enum Keyword {
 }
 
 impl Keyword {
-    fn of(keyword: &str) -> Self {
+    pub(super) fn of(keyword: &str) -> Self {
         match keyword {
             "unevaluatedProperties"
             | "unevaluatedItems"
@@ -91,6 +92,15 @@ pub enum SchemaError {
         /// Where, as a JSON pointer into the schema.
         at: String,
     },
+    /// A `$ref` inside a subschema with a `$id` of its own (an embedded resource), which
+    /// resolves against that subschema: the validator resolves every `$ref` against the
+    /// document's root, and would check another schema than the one named.
+    EmbeddedResource {
+        /// The subschema's `$id`.
+        id: String,
+        /// Where the subschema is, as a JSON pointer into the schema.
+        at: String,
+    },
     /// A `pattern` or `patternProperties` key that is not a regular expression `regex-lite`
     /// understands (lookaround and backreferences are not supported).
     InvalidPattern {
@@ -114,6 +124,12 @@ impl fmt::Display for SchemaError {
                 "the reference '{reference}' (at '{at}') does not resolve to a schema in the same document; only \
                  '#' and JSON pointers such as '#/$defs/Name' are supported"
             ),
+            Self::EmbeddedResource { id, at } => write!(
+                f,
+                "the subschema at '{at}' has its own '$id' ('{id}'), against which the '$ref's inside it resolve; \
+                 towerscope's validator resolves every '$ref' against the document's root: remove the inner '$id' \
+                 or move what its '$ref's point to into the root's '$defs'"
+            ),
             Self::InvalidPattern { pattern, error } => {
                 write!(
                     f,
@@ -130,8 +146,10 @@ impl std::error::Error for SchemaError {}
 /// once.
 ///
 /// [`new`](Self::new) refuses a schema that uses a keyword the validator does not enforce (such
-/// as `unevaluatedProperties`), a `$ref` that does not resolve inside the document, or a pattern
-/// that is not a supported regular expression, so that nothing is silently left unchecked.
+/// as `unevaluatedProperties`), a `$ref` that does not resolve inside the document, a `$ref`
+/// inside a subschema with its own `$id` (which resolves against that subschema, not the root),
+/// or a pattern that is not a supported regular expression, so that nothing is silently left
+/// unchecked.
 ///
 /// ```
 /// use serde_json::json;
@@ -175,6 +193,7 @@ impl CompiledSchema {
     pub(crate) fn with_patterns(schema: impl Into<Arc<Value>>, patterns: bool) -> Result<Self, SchemaError> {
         let schema = schema.into();
         let patterns = walk(&schema, Mode::Strict { patterns })?;
+        refuse_refs_in_embedded_resources(&schema)?;
         let flat = FlatObject::of(&schema);
         Ok(Self { schema, patterns, flat })
     }
@@ -285,13 +304,13 @@ fn walk(root: &Value, mode: Mode) -> Result<HashMap<String, Regex>, SchemaError>
 
 /// The places of the schemas [`walk`] visits: each a step from its parent's (`None`: the root).
 #[derive(Default)]
-struct Trail<'a> {
+pub(super) struct Trail<'a> {
     steps: Vec<(Option<usize>, Key<'a>)>,
 }
 
 /// One step of a place in a schema.
 #[derive(Clone, Copy)]
-enum Key<'a> {
+pub(super) enum Key<'a> {
     /// A keyword or a property name, escaped when written (`~` as `~0`, `/` as `~1`).
     Name(&'a str),
     /// An index in a list of schemas.
@@ -302,13 +321,13 @@ enum Key<'a> {
 
 impl<'a> Trail<'a> {
     /// Notes a step from `parent`; its index is the new place.
-    fn push(&mut self, parent: Option<usize>, key: Key<'a>) -> usize {
+    pub(super) fn push(&mut self, parent: Option<usize>, key: Key<'a>) -> usize {
         self.steps.push((parent, key));
         self.steps.len() - 1
     }
 
     /// The JSON pointer of the place `at` (`""` for the root).
-    fn pointer(&self, at: Option<usize>) -> String {
+    pub(super) fn pointer(&self, at: Option<usize>) -> String {
         let mut keys = Vec::new();
         let mut next = at;
         while let Some((parent, key)) = next.and_then(|i| self.steps.get(i)) {

@@ -10,8 +10,9 @@
 //! to a JSON pointer in the same document (`#/$defs/...`, `#/definitions/...`).
 //!
 //! [`CompiledSchema::new`] refuses a schema with a keyword that constrains instances but is not
-//! enforced (`unevaluatedProperties`, `unevaluatedItems`, `$dynamicRef`, …); the free
-//! [`validate`] ignores them. Annotations (`description`, `default`, …) change nothing, and
+//! enforced (`unevaluatedProperties`, `unevaluatedItems`, `$dynamicRef`, …), and a `$ref` inside
+//! a subschema with its own `$id` (an embedded resource, against which that `$ref` resolves:
+//! here every `$ref` resolves against the root); the free [`validate`] ignores them. Annotations (`description`, `default`, …) change nothing, and
 //! neither does `format`, except the integer formats `schemars` writes for Rust's integer types
 //! (`int8` to `int64`, `uint8` to `uint64`, `int`, `uint`): a number out of the type's range is
 //! refused, as it would not decode into it (Python's `jsonschema` does not check them).
@@ -46,6 +47,7 @@ pub(crate) use repr::truncate;
 
 mod canonical;
 mod compile;
+mod embedded;
 mod flat;
 mod keywords;
 mod objects;

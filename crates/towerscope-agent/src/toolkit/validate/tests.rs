@@ -496,6 +496,40 @@ fn unique_big_integers_that_share_a_float_are_not_compared_pairwise() {
     assert!(validate(&json!(1u64 << 60), &json!({"const": 1_152_921_504_606_846_976_f64})).is_ok());
 }
 
+#[test]
+fn a_ref_inside_a_subschema_with_its_own_id_is_refused_rather_than_resolved_against_the_root() {
+    // The inner `#/$defs/x` means the inner resource's integer, not the root's string.
+    let embedded = json!({
+        "type": "object",
+        "$defs": {"x": {"type": "string"}},
+        "properties": {"p": {"$id": "http://example.com/inner", "$defs": {"x": {"type": "integer"}}, "$ref": "#/$defs/x"}}
+    });
+    assert_eq!(
+        CompiledSchema::new(embedded.clone()).unwrap_err(),
+        SchemaError::EmbeddedResource {
+            id: "http://example.com/inner".to_owned(),
+            at: "/properties/p".to_owned()
+        }
+    );
+    // Deeper inside the resource, reached through a list.
+    let deeper = json!({"anyOf": [{"$id": "inner.json", "items": {"$ref": "#"}}]});
+    assert!(matches!(
+        CompiledSchema::new(deeper),
+        Err(SchemaError::EmbeddedResource { at, .. }) if at == "/anyOf/0"
+    ));
+    // An inner `$id` with no `$ref` inside, a fragment `$id` (an anchor in draft 7), and the
+    // root's own `$id` change nothing here: they compile.
+    for fine in [
+        json!({"properties": {"p": {"$id": "http://example.com/p", "type": "integer"}}}),
+        json!({"$defs": {"a": {"$id": "#a", "$ref": "#/$defs/b"}, "b": {"type": "string"}}}),
+        json!({"$id": "http://example.com/root", "$defs": {"x": {}}, "properties": {"p": {"$ref": "#/$defs/x"}}}),
+    ] {
+        assert!(CompiledSchema::new(fine.clone()).is_ok(), "{fine}");
+    }
+    // The free `validate` ignores what it does not support, this too.
+    assert!(validate(&json!({"p": "s"}), &embedded).is_ok());
+}
+
 /// Where a refused schema is refused: a JSON pointer through lists, escaped property names and
 /// `$ref` targets (written only for the error: compiling a schema builds no path).
 #[test]
