@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use mcp_shell::{
-    answers_calls_with, describes_and_answers, goes_quiet, goes_quiet_telling_its_pid, reports_progress,
-    tells_its_environment,
+    answers_calls_with, answers_calls_with_a_null_id_error, describes_and_answers, goes_quiet,
+    goes_quiet_telling_its_pid, reports_progress, tells_its_environment,
 };
 use towerscope_agent::mcp::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, McpClient, McpServer};
 use towerscope_agent::toolkit::{ToolError, Toolkit};
@@ -94,6 +94,23 @@ async fn call_the_tool(server: McpServer) -> Vec<Result<ToolChunk, ToolError>> {
     tokio::time::timeout(HANG, tool.call(serde_json::json!({})).collect())
         .await
         .expect("the call ends by itself")
+}
+
+/// A stdio server that could not read a call answers with an error of id `null`, as JSON-RPC
+/// asks: it answers the one call waiting, whose result carries the server's message, instead of
+/// the call waiting for its timeout (for ever, here, with none).
+#[tokio::test]
+async fn a_null_id_error_answers_the_only_call_waiting_with_the_servers_message() {
+    let server = answers_calls_with_a_null_id_error("Invalid request: arguments too large").no_timeout();
+    let items = call_the_tool(server).await;
+    let Some(Err(error)) = items.last() else {
+        panic!("the call fails: {items:?}")
+    };
+    assert!(
+        error.message().contains("Invalid request: arguments too large"),
+        "{}",
+        error.message()
+    );
 }
 
 /// The timeout bounds the server's silence, not the call: a tool that works for three seconds,

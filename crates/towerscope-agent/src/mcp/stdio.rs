@@ -2,7 +2,14 @@
 //! with each line bounded ([`LineBound`], so that a server writing one endless line cannot fill
 //! the agent's memory: the SDK's transport reads a line whole before it parses it), and a
 //! graceful close (stdin closed, a moment for the process to exit, then it is killed).
+//!
+//! A server that cannot read a request answers, as JSON-RPC asks, with an error whose id is
+//! `null`, which the SDK drops (it cannot tell which request it answers), leaving the call to
+//! wait for its timeout. While exactly one request is waiting, such an error is that request's
+//! answer ([`Outstanding`]), as the HTTP transport makes an error answer on a request's stream
+//! that request's.
 
+use std::collections::HashSet;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -11,6 +18,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use rmcp::RoleClient;
+use rmcp::model::{ClientNotification, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -166,10 +174,67 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for StallBound<W> {
     }
 }
 
+/// The ids of the requests sent to a server and neither answered nor cancelled, so that an
+/// error answer of id `null` can be given to the one request that waits.
+#[derive(Debug, Default)]
+pub(super) struct Outstanding(HashSet<RequestId>);
+
+impl Outstanding {
+    /// Notes a message sent: a request waits from now; a cancelled one no longer does (the
+    /// server should not answer it, and the SDK has stopped waiting).
+    pub(super) fn sent(&mut self, message: &TxJsonRpcMessage<RoleClient>) {
+        match message {
+            JsonRpcMessage::Request(request) => {
+                self.0.insert(request.id.clone());
+            }
+            JsonRpcMessage::Notification(note) => {
+                if let ClientNotification::CancelledNotification(cancel) = &note.notification
+                    && let Some(id) = &cancel.params.request_id
+                {
+                    self.0.remove(id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Notes a message received and returns it: an answer ends its request's wait; an error of
+    /// id `null` takes the id of the one request waiting. With several waiting, which one the
+    /// server could not read is unknown: the error is left without an id (the SDK drops it)
+    /// rather than given to a call it may not answer, and its message is logged.
+    pub(super) fn received(&mut self, message: RxJsonRpcMessage<RoleClient>) -> RxJsonRpcMessage<RoleClient> {
+        match message {
+            JsonRpcMessage::Response(response) => {
+                self.0.remove(&response.id);
+                JsonRpcMessage::Response(response)
+            }
+            JsonRpcMessage::Error(mut error) => {
+                match &error.id {
+                    Some(id) => {
+                        self.0.remove(id);
+                    }
+                    None if self.0.len() == 1 => error.id = self.0.drain().next(),
+                    None => tracing::warn!(
+                        waiting = self.0.len(),
+                        code = error.error.code.0,
+                        message = %error.error.message,
+                        "an MCP server answered with an error of id null while several requests were waiting; \
+                         which one it answers is unknown, and they wait for their answers or their timeouts"
+                    ),
+                }
+                JsonRpcMessage::Error(error)
+            }
+            other => other,
+        }
+    }
+}
+
 /// The transport of a stdio server: the SDK's line transport over the process's stdin and its
 /// bounded stdout, holding the process (killed if the transport is dropped unclosed).
 pub(super) struct StdioTransport {
     lines: AsyncRwTransport<RoleClient, LineBound<ChildStdout>, StallBound<ChildStdin>>,
+    /// The requests waiting for an answer.
+    outstanding: Outstanding,
     process: Option<Child>,
     /// A write stalled: the server stopped reading, and its input may end in part of a
     /// message, so nothing more is sent.
@@ -204,6 +269,7 @@ impl StdioTransport {
         let stdin = StallBound::new(stdin, write_timeout, Arc::clone(&stuck));
         Ok(Self {
             lines: AsyncRwTransport::new(LineBound::new(stdout, max, overflow), stdin),
+            outstanding: Outstanding::default(),
             process: Some(process),
             stuck,
         })
@@ -217,7 +283,10 @@ impl Transport<RoleClient> for StdioTransport {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
-        let send = (!self.stuck.load(Ordering::Acquire)).then(|| self.lines.send(item));
+        let send = (!self.stuck.load(Ordering::Acquire)).then(|| {
+            self.outstanding.sent(&item);
+            self.lines.send(item)
+        });
         async move {
             match send {
                 Some(send) => send.await,
@@ -227,7 +296,9 @@ impl Transport<RoleClient> for StdioTransport {
     }
 
     fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        self.lines.receive()
+        let received = self.lines.receive();
+        let outstanding = &mut self.outstanding;
+        async move { Some(outstanding.received(received.await?)) }
     }
 
     /// Closes the server's stdin (a server exits when its input ends), gives it [`EXIT_WAIT`]
@@ -333,6 +404,53 @@ mod tests {
         assert!(!fits(&[b"1234", b"567\n1"]), "a line across reads");
         assert!(!fits(&[b"123456\r\n"]));
         assert!(!fits(&[b"123456"]), "a line not ended yet");
+    }
+
+    /// An error of id `null` is the answer of the one request waiting; with none or several
+    /// waiting it stays without an id. Answers and cancellations end a request's wait.
+    #[test]
+    fn a_null_id_error_answers_the_one_request_waiting_and_no_other() {
+        let sent =
+            |message: serde_json::Value| -> TxJsonRpcMessage<RoleClient> { serde_json::from_value(message).unwrap() };
+        let call = |id: u32| {
+            sent(serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "get"}}))
+        };
+        let cancel = |id: u32| {
+            sent(
+                serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}}),
+            )
+        };
+        let error = |id: serde_json::Value| -> RxJsonRpcMessage<RoleClient> {
+            serde_json::from_value(
+                serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": "unreadable"}}),
+            )
+            .unwrap()
+        };
+        let id_of_null = |outstanding: &mut Outstanding| match outstanding.received(error(serde_json::Value::Null)) {
+            JsonRpcMessage::Error(e) => e.id,
+            other => panic!("not an error: {other:?}"),
+        };
+        let mut outstanding = Outstanding::default();
+        outstanding.sent(&call(1));
+        assert_eq!(id_of_null(&mut outstanding), Some(RequestId::Number(1)));
+        assert_eq!(id_of_null(&mut outstanding), None, "answered: nobody waits");
+        outstanding.sent(&call(2));
+        outstanding.sent(&call(3));
+        assert_eq!(id_of_null(&mut outstanding), None, "two wait: which is unknown");
+        outstanding.received(error(serde_json::json!(3)));
+        assert_eq!(
+            id_of_null(&mut outstanding),
+            Some(RequestId::Number(2)),
+            "3 was answered"
+        );
+        outstanding.sent(&call(4));
+        outstanding.sent(&call(5));
+        outstanding.sent(&cancel(4));
+        assert_eq!(
+            id_of_null(&mut outstanding),
+            Some(RequestId::Number(5)),
+            "4 was cancelled"
+        );
     }
 
     /// A reader handing out one byte at a time.

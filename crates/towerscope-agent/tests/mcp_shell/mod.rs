@@ -94,3 +94,20 @@ pub fn describes_and_answers(description: &str, result: &str) -> McpServer {
     .join("\n");
     McpServer::stdio("answers", "sh", ["-c".to_owned(), script])
 }
+
+/// A server with one tool, `get`, whose call it answers with a JSON-RPC error of id `null`
+/// carrying `message` (what JSON-RPC asks of a server that could not read a request), then goes
+/// quiet.
+pub fn answers_calls_with_a_null_id_error(message: &str) -> McpServer {
+    let tools = r#"{"tools":[{"name":"get","description":"Gets it.","inputSchema":{"type":"object"}}]}"#;
+    let script = [
+        format!("read -r _; printf '%s\\n' '{INITIALISED}'; read -r _"),
+        format!("read -r list; id={}", number_of("id", "list")),
+        format!(r#"printf '{{"jsonrpc":"2.0","id":%s,"result":%s}}\n' "$id" '{tools}'"#),
+        "read -r call".to_owned(),
+        format!(r#"printf '%s\n' '{{"jsonrpc":"2.0","id":null,"error":{{"code":-32600,"message":"{message}"}}}}'"#),
+        "exec sleep 60".to_owned(),
+    ]
+    .join("\n");
+    McpServer::stdio("null-id", "sh", ["-c".to_owned(), script])
+}
