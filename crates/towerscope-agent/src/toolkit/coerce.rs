@@ -264,8 +264,21 @@ fn is_integral(f: f64) -> bool {
 /// A value valid under a branch as it is stays (its integral floats made integers under that
 /// branch); otherwise it is coerced into the first branch under which the coerced value is
 /// valid, each tried on a copy; under none, it stays as it is.
+///
+/// An object or an array keeps its type, so when one branch alone admits its type (an
+/// `anyOf` of an integer and an array of the same choice), that branch is the one: it is
+/// followed without checking the value against each branch first, which at every level of
+/// nested choices costs the whole value below, so size × depth for a recursive schema.
 fn coerce_choice<'s>(value: &mut Value, branches: &'s [Value], cx: &mut Ctx<'s, '_>, depth: u32) {
     let mode = cx.mode;
+    let root = cx.schema.root;
+    if value.is_object() || value.is_array() {
+        let mut admitting = branches.iter().filter(|b| admits(value, b, root, depth));
+        if let (Some(only), None) = (admitting.next(), admitting.next()) {
+            coerce(value, only, cx, depth + 1);
+            return;
+        }
+    }
     for branch in branches {
         if *cx.steps == 0 {
             return;
@@ -280,7 +293,6 @@ fn coerce_choice<'s>(value: &mut Value, branches: &'s [Value], cx: &mut Ctx<'s, 
     if mode == Mode::IntegersOnly {
         return;
     }
-    let root = cx.schema.root;
     for branch in branches {
         // Coercion never turns an object or an array into another type.
         let container = value.is_object() || value.is_array();
@@ -460,5 +472,35 @@ mod tests {
         let schema = json!({"properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs});
         // The first applications coerce; the budget ends the rest.
         assert_eq!(parse_with_repair(r#"{"x": 5}"#, &schema).unwrap(), json!({"x": "5"}));
+    }
+
+    /// A value `depth` arrays deep with `width` integers at each level, as JSON text.
+    fn deep_tree(depth: usize, width: usize) -> String {
+        let level = format!("[{}", "1,".repeat(width));
+        format!("{}1{}", level.repeat(depth), "]".repeat(depth))
+    }
+
+    /// A tree of integers under a recursive choice (an integer, or an array of the choice),
+    /// and an integer `z` after it.
+    fn tree_schema() -> serde_json::Value {
+        json!({
+            "$defs": {"N": {"anyOf": [{"type": "integer"}, {"type": "array", "items": {"$ref": "#/$defs/N"}}]}},
+            "type": "object",
+            "properties": {"tree": {"$ref": "#/$defs/N"}, "z": {"type": "integer"}}
+        })
+    }
+
+    /// A large value under a recursive choice (50 levels of 800 integers, 80 KB) and a value
+    /// after it: `5.0` still becomes `5` (a valid call), and `"5"` still becomes `5` (an
+    /// invalid one). Each level's choice checked the whole value below it against each branch,
+    /// so the walk cost size × depth, ran out of its budget, and stopped before `z`.
+    #[test]
+    fn a_large_value_under_a_recursive_choice_leaves_the_conversions_after_it_in_reach() {
+        let tree = deep_tree(50, 800);
+        let valid = format!(r#"{{"tree": {tree}, "z": 5.0}}"#);
+        assert!(super::super::validate::validate(&serde_json::from_str(&valid).unwrap(), &tree_schema()).is_ok());
+        assert_eq!(parse_with_repair(&valid, &tree_schema()).unwrap()["z"], json!(5));
+        let invalid = format!(r#"{{"tree": {tree}, "z": "5"}}"#);
+        assert_eq!(parse_with_repair(&invalid, &tree_schema()).unwrap()["z"], json!(5));
     }
 }
