@@ -277,11 +277,15 @@ pub(crate) fn insert_headers(
     Ok(())
 }
 
-/// Whether a header's name (lower case) says it holds a credential: `authorization`,
-/// `proxy-authorization`, `cookie`, and every name with a key, a token or a secret in it
-/// (`api-key`, Azure API Management's `ocp-apim-subscription-key`, `x-team-token`).
+/// Whether a header's name (lower case) says it holds a credential, word by word as the
+/// redaction rules read keys (`authorization`, `proxy-authorization`, `cookie`, `api-key`,
+/// `x-api-key`, `x-team-token`, `x-client-secret`), and Azure API Management's
+/// `ocp-apim-subscription-key`. Not a name that merely contains such letters
+/// (`x-portkey-provider`, `x-max-tokens`), nor a key that is no credential
+/// (`idempotency-key`, a cache key): marked sensitive, a value is also scrubbed from recorded
+/// request bodies, where it may be an ordinary word.
 fn is_credential_header(name: &str) -> bool {
-    towerscope_core::redact::is_sensitive_key(name) || ["key", "token", "secret"].iter().any(|w| name.contains(w))
+    towerscope_core::redact::is_sensitive_key(name) || name.ends_with("subscription-key")
 }
 
 /// An environment variable that is set and not blank, when `read` allows.
@@ -369,6 +373,12 @@ mod tests {
             "X-Tenant",
             "keep-alive",
             "x-team",
+            // Gateways' and others' headers whose names hold such letters, not credentials:
+            // marked sensitive, their values were scrubbed from recorded bodies.
+            "x-portkey-provider",
+            "idempotency-key",
+            "x-max-tokens",
+            "cf-aig-cache-key",
         ];
         let mut headers = HeaderMap::new();
         let pairs = credentials
