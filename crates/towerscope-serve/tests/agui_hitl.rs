@@ -193,6 +193,52 @@ async fn a_front_end_call(router: &axum::Router, model: &towerscope_models::Scri
     (call_id, history)
 }
 
+/// Two front-end calls of one turn, answered together by a run that declares only one of
+/// their tools: both results are taken (the undeclared one was dropped, and the reply parked
+/// again on a call the client had answered).
+#[tokio::test]
+async fn front_end_results_of_one_turn_are_taken_together_when_the_run_declares_one_tool() {
+    let (router, _) = router("frontend-pair");
+    let size = json!({"name": "pick_size", "description": "Let the user pick a size", "parameters": {"type": "object", "properties": {}}});
+    let mut tools = pick_color();
+    tools.as_array_mut().unwrap().push(size);
+    let question = json!({"id": "u1", "role": "user", "content": "a color and size please"});
+    let mut body: Value = serde_json::from_str(&run("t1", json!([question]))).unwrap();
+    body["tools"] = tools;
+    let (status, sse) = post(&router, body.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{sse}");
+    let calls: Vec<(String, String)> = events(&sse)
+        .iter()
+        .filter(|e| e["type"] == "TOOL_CALL_START")
+        .map(|e| {
+            (
+                e["toolCallId"].as_str().unwrap().to_owned(),
+                e["toolCallName"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(calls.len(), 2, "{sse}");
+    let mut history = vec![question];
+    for (id, name) in &calls {
+        history.push(json!({"id": id, "role": "assistant", "toolCalls": [
+            {"id": id, "type": "function", "function": {"name": name, "arguments": "{}"}}]}));
+    }
+    for (id, name) in &calls {
+        let answer = if name == "pick_color" { "orange" } else { "large" };
+        history.push(json!({"id": format!("tool-{id}"), "role": "tool", "toolCallId": id, "content": answer}));
+    }
+    let mut body: Value = serde_json::from_str(&run("t1", Value::Array(history))).unwrap();
+    body["tools"] = pick_color();
+    let (status, sse) = post(&router, body.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{sse}");
+    assert_eq!(
+        events(&sse).last().unwrap()["outcome"],
+        json!({"type": "success"}),
+        "{sse}"
+    );
+    assert_eq!(answer(&sse), "Result: large");
+}
+
 /// The text of the run's answer.
 fn answer(sse: &str) -> String {
     events(sse)

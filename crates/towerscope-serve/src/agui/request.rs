@@ -60,22 +60,41 @@ pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeErro
         return confirm(input, tail, &calls);
     }
     let answers = frontend_answers(input, tail, &calls, &HashSet::new());
-    let users: Vec<&Message> = tail.iter().filter(|m| m.role == "user").collect();
-    if let Some(m) = users
-        .iter()
-        .find(|m| m.text().is_empty() && m.content.as_ref().is_some_and(Value::is_array))
+    let mut users: Vec<&Message> = tail.iter().filter(|m| m.role == "user").collect();
+    // An image or a file alone would reach the model as an empty message: such a message is
+    // left out beside questions in text, and refused alone.
+    let readable = |m: &&Message| !(m.text().is_empty() && m.content.as_ref().is_some_and(Value::is_array));
+    if let Some(m) = users.iter().find(|m| !readable(m))
+        && !users.iter().any(readable)
     {
-        // An image or a file alone: the model would be sent an empty message.
         return Err(ServeError::invalid(format!(
             "the user message '{}' holds no text part: this server takes a user message's text parts only",
             m.id
         )));
     }
+    users.retain(readable);
     // Beside new messages, results of front-end tools are ones a run sent before carried (its
     // answer was lost): `against_stored` checks the thread applied them.
     if !answers.is_empty() && users.is_empty() {
         return Ok(external(answers));
     }
+    let mut msgs = Vec::with_capacity(users.len() + 1);
+    if let Some(hint) = application_hint(input, tail).filter(|_| !users.is_empty()) {
+        // Named after the run's first question, so that a run sent again names it the same.
+        msgs.push(match users.first().map(|m| m.id.as_str()) {
+            Some(id) if !id.is_empty() => hint.with_id(hint_id(id)),
+            _ => hint,
+        });
+    }
+    for m in users {
+        msgs.push(Msg::user("user", m.text()).with_id(m.id.as_str()));
+    }
+    Ok(ReplyInput::Messages(Messages::from(msgs)))
+}
+
+/// The application's message of a run: its context and the instructions (`system`,
+/// `developer` messages) among its new messages; `None` when it has neither.
+fn application_hint(input: &RunAgentInput, tail: &[Message]) -> Option<Msg> {
     let mut hints: Vec<String> = Vec::new();
     if !input.context.is_empty() {
         let text = input
@@ -92,20 +111,10 @@ pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeErro
     {
         hints.push(format!("Instructions from the application ({}):\n{}", m.role, m.text()));
     }
-    let mut msgs = Vec::with_capacity(users.len() + 1);
-    if !hints.is_empty() && !users.is_empty() {
+    (!hints.is_empty()).then(|| {
         let text = hints.join("\n\n");
-        let hint = Msg::user(APPLICATION, format!("<system-reminder>{text}</system-reminder>"));
-        // Named after the run's first question, so that a run sent again names it the same.
-        msgs.push(match users.first().map(|m| m.id.as_str()) {
-            Some(id) if !id.is_empty() => hint.with_id(hint_id(id)),
-            _ => hint,
-        });
-    }
-    for m in users {
-        msgs.push(Msg::user("user", m.text()).with_id(m.id.as_str()));
-    }
-    Ok(ReplyInput::Messages(Messages::from(msgs)))
+        Msg::user(APPLICATION, format!("<system-reminder>{text}</system-reminder>"))
+    })
 }
 
 /// The id of the application's message (context, instructions) of a run whose first question
@@ -159,6 +168,7 @@ pub(crate) fn against_stored(
     context: &Messages,
     awaited: &HashSet<Id>,
 ) -> Run {
+    let reply = with_awaited(input, reply, awaited);
     let calls: Vec<&Id> = match &reply {
         ReplyInput::Messages(_) | ReplyInput::Interrupt(_) => Vec::new(),
         ReplyInput::Confirm(ev) => ev.confirm_results.iter().map(|r| &r.tool_call.id).collect(),
@@ -170,13 +180,6 @@ pub(crate) fn against_stored(
     let ReplyInput::Messages(msgs) = reply else {
         return Run::Reply(reply);
     };
-    if msgs.is_empty() && !awaited.is_empty() {
-        let tail = &input.messages[tail_start(input)..];
-        let answers = frontend_answers(input, tail, &calls_by_id(&input.messages), awaited);
-        if !answers.is_empty() {
-            return Run::Reply(external(answers));
-        }
-    }
     if let Some(call) = unapplied_result(input, context, awaited) {
         return Run::Invalid(format!(
             "the run carries both the result of front-end call '{call}', which the thread has not taken yet, and new \
@@ -187,10 +190,18 @@ pub(crate) fn against_stored(
         // A new thread (or an agent without a session): nothing was sent before, so nothing to
         // answer but the run's questions.
         if msgs.is_empty() {
-            return Run::Invalid(
-                "the run holds no user message to answer (and the thread has no reply to resume or send again)"
-                    .to_owned(),
-            );
+            let tail = &input.messages[tail_start(input)..];
+            if tail.iter().any(|m| m.role == "tool") {
+                return Run::Invalid(
+                    "the run's tool results answer no call the thread waits on (a new thread waits on none)".to_owned(),
+                );
+            }
+            // The agent speaks first (a greeting), told the application's context and
+            // instructions, if the run has any.
+            let hint = application_hint(input, tail).map(|hint| hint.with_id(hint_id(&input.run_id)));
+            return Run::Reply(ReplyInput::Messages(Messages::from(
+                hint.into_iter().collect::<Vec<_>>(),
+            )));
         }
         return Run::Reply(ReplyInput::Messages(msgs));
     }
@@ -407,6 +418,23 @@ fn frontend_answers<'a>(
                 .then_some((m, *call))
         })
         .collect()
+}
+
+/// `reply` with the run's results of the calls in `awaited` (those the thread's parked reply
+/// waits on) whose tools the run no longer declares: they join the results of the tools it
+/// declares, or stand alone for a run without new questions.
+fn with_awaited(input: &RunAgentInput, reply: ReplyInput, awaited: &HashSet<Id>) -> ReplyInput {
+    let resumes = match &reply {
+        ReplyInput::External(_) => true,
+        ReplyInput::Messages(msgs) => msgs.is_empty(),
+        _ => false,
+    };
+    if !resumes || awaited.is_empty() {
+        return reply;
+    }
+    let tail = &input.messages[tail_start(input)..];
+    let answers = frontend_answers(input, tail, &calls_by_id(&input.messages), awaited);
+    if answers.is_empty() { reply } else { external(answers) }
 }
 
 /// The first front-end result beside the run's new messages that the thread has not applied:

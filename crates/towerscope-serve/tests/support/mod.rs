@@ -74,6 +74,12 @@ pub fn model() -> ScriptedModel {
                 )
             } else if question.contains("delete") {
                 ScriptedResponse::tool_call(id, "delete_file", r#"{"path": "/tmp/a"}"#)
+            } else if question.contains("color and size") && req.tools.iter().any(|t| t.name == "pick_size") {
+                ScriptedResponse::tool_call(id, "pick_color", r#"{"palette": "warm"}"#).and_tool_call(
+                    Id::new(),
+                    "pick_size",
+                    "{}",
+                )
             } else if question.contains("color") && req.tools.iter().any(|t| t.name == "pick_color") {
                 ScriptedResponse::tool_call(id, "pick_color", r#"{"palette": "warm"}"#)
             } else if question.contains("long") {
