@@ -112,6 +112,20 @@ function check(cond, what, detail) {
     check(answered, "the conversation goes on after a stop", { busy });
     console.log(`(sent ${busy} time(s) to a thread still closing the stopped reply)`);
 
+    // An answer the server refuses (409: the thread waits for nothing now, another tab answered)
+    // is not asked again: the page shows why and takes messages.
+    await page.fill("#input", "please delete it");
+    await page.click("#send");
+    const last = await page.waitForSelector("button[data-confirm]", { timeout: 10000 });
+    await page.route("**/agui", (route) => route.fulfill({ status: 409, contentType: "application/json",
+      body: JSON.stringify({ error: { code: "state_error", message: "nothing to resume" } }) }), { times: 1 });
+    const beforeRefusal = errors.length;
+    await last.click();
+    await page.waitForSelector(".error:has-text('nothing to resume')", { timeout: 10000 });
+    await page.waitForSelector("#send:not([disabled])", { timeout: 10000 });
+    errors.splice(beforeRefusal).filter((e) => !e.includes("status of 409")).forEach((e) => errors.push(e));
+    check(await page.locator("button[data-confirm]").count() === 0, "a refused answer is not asked again");
+
     await page.screenshot({ path: screenshot, fullPage: true });
     check(errors.length === 0, "no JavaScript error on the page", errors);
     console.log(`${checks} passed, 0 failed`);
