@@ -5,9 +5,9 @@
 //!
 //! A server that cannot read a request answers, as JSON-RPC asks, with an error whose id is
 //! `null`, which the SDK drops (it cannot tell which request it answers), leaving the call to
-//! wait for its timeout. While exactly one request is waiting, such an error is that request's
-//! answer ([`Outstanding`]), as the HTTP transport makes an error answer on a request's stream
-//! that request's.
+//! wait for its timeout. While exactly one request is waiting and nothing else was written
+//! since the server last spoke, such an error is that request's answer ([`Outstanding`]), as
+//! the HTTP transport makes an error answer on a request's stream that request's.
 
 use std::collections::HashSet;
 use std::io;
@@ -175,23 +175,33 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for StallBound<W> {
 }
 
 /// The ids of the requests sent to a server and neither answered nor cancelled, so that an
-/// error answer of id `null` can be given to the one request that waits.
+/// error answer of id `null` can be given to the one request that waits, and what was written
+/// since the server last spoke, so that it is given only when that request is the one message
+/// the server can have failed to read.
 #[derive(Debug, Default)]
-pub(super) struct Outstanding(HashSet<RequestId>);
+pub(super) struct Outstanding {
+    waiting: HashSet<RequestId>,
+    /// Messages written since the server last sent one.
+    since_heard: usize,
+    /// Whether the last message written was a request.
+    last_was_request: bool,
+}
 
 impl Outstanding {
     /// Notes a message sent: a request waits from now; a cancelled one no longer does (the
     /// server should not answer it, and the SDK has stopped waiting).
     pub(super) fn sent(&mut self, message: &TxJsonRpcMessage<RoleClient>) {
+        self.since_heard += 1;
+        self.last_was_request = matches!(message, JsonRpcMessage::Request(_));
         match message {
             JsonRpcMessage::Request(request) => {
-                self.0.insert(request.id.clone());
+                self.waiting.insert(request.id.clone());
             }
             JsonRpcMessage::Notification(note) => {
                 if let ClientNotification::CancelledNotification(cancel) = &note.notification
                     && let Some(id) = &cancel.params.request_id
                 {
-                    self.0.remove(id);
+                    self.waiting.remove(id);
                 }
             }
             _ => {}
@@ -199,27 +209,32 @@ impl Outstanding {
     }
 
     /// Notes a message received and returns it: an answer ends its request's wait; an error of
-    /// id `null` takes the id of the one request waiting. With several waiting, which one the
-    /// server could not read is unknown: the error is left without an id (the SDK drops it)
-    /// rather than given to a call it may not answer, and its message is logged.
+    /// id `null` takes the id of the one request waiting, when no other message can be the one
+    /// the server could not read (nothing else was written since it last spoke). Otherwise
+    /// which message it answers is unknown: the error is left without an id (the SDK drops it)
+    /// rather than given to a call it may not answer (a cancel of another call, written just
+    /// before it, may be what the server could not read), and its message is logged.
     pub(super) fn received(&mut self, message: RxJsonRpcMessage<RoleClient>) -> RxJsonRpcMessage<RoleClient> {
+        let only_the_request = self.since_heard == 0 || (self.since_heard == 1 && self.last_was_request);
+        self.since_heard = 0;
         match message {
             JsonRpcMessage::Response(response) => {
-                self.0.remove(&response.id);
+                self.waiting.remove(&response.id);
                 JsonRpcMessage::Response(response)
             }
             JsonRpcMessage::Error(mut error) => {
                 match &error.id {
                     Some(id) => {
-                        self.0.remove(id);
+                        self.waiting.remove(id);
                     }
-                    None if self.0.len() == 1 => error.id = self.0.drain().next(),
+                    None if self.waiting.len() == 1 && only_the_request => error.id = self.waiting.drain().next(),
                     None => tracing::warn!(
-                        waiting = self.0.len(),
+                        waiting = self.waiting.len(),
                         code = error.error.code.0,
                         message = %error.error.message,
-                        "an MCP server answered with an error of id null while several requests were waiting; \
-                         which one it answers is unknown, and they wait for their answers or their timeouts"
+                        "an MCP server answered with an error of id null, and which message it answers is \
+                         unknown (several requests wait, or another message was written since it last spoke); \
+                         the requests wait for their answers or their timeouts"
                     ),
                 }
                 JsonRpcMessage::Error(error)
@@ -406,8 +421,10 @@ mod tests {
         assert!(!fits(&[b"123456"]), "a line not ended yet");
     }
 
-    /// An error of id `null` is the answer of the one request waiting; with none or several
-    /// waiting it stays without an id. Answers and cancellations end a request's wait.
+    /// An error of id `null` is the answer of the one request waiting, if nothing else was
+    /// written since the server last spoke; with none or several waiting, or another message
+    /// written (a cancel), it stays without an id. Answers and cancellations end a request's
+    /// wait.
     #[test]
     fn a_null_id_error_answers_the_one_request_waiting_and_no_other() {
         let sent =
@@ -448,9 +465,18 @@ mod tests {
         outstanding.sent(&cancel(4));
         assert_eq!(
             id_of_null(&mut outstanding),
-            Some(RequestId::Number(5)),
-            "4 was cancelled"
+            None,
+            "5 waits alone, but the cancel of 4, written since, may be what the server could not read"
         );
+        // Once the server spoke after them, 5 is the only message it can have failed to read.
+        outstanding.sent(&call(6));
+        outstanding.received(error(serde_json::json!(6)));
+        assert_eq!(id_of_null(&mut outstanding), Some(RequestId::Number(5)));
+        // A cancelled call, then the next: the error may be about the cancelled one's message.
+        outstanding.sent(&call(7));
+        outstanding.sent(&cancel(7));
+        outstanding.sent(&call(8));
+        assert_eq!(id_of_null(&mut outstanding), None, "a cancel was written before 8");
     }
 
     /// A reader handing out one byte at a time.
