@@ -533,13 +533,18 @@ async fn a_connection_cut_mid_stream_is_retried() {
     assert_eq!(server.requests().len(), 2);
 }
 
+/// Where [`ANSWER`]'s event with the finish reason starts: the answer cut there lacks its end.
+fn before_finish() -> usize {
+    ANSWER
+        .find(r#""finish_reason":"stop""#)
+        .and_then(|at| ANSWER[..at].rfind("data: "))
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_stream_that_ends_before_its_finish_reason_is_an_error_and_one_without_done_is_whole() {
     // Cut mid-answer, the connection closed cleanly: the chunks so far, then an error.
-    let cut = ANSWER
-        .find(r#""finish_reason":"stop""#)
-        .and_then(|at| ANSWER[..at].rfind("data: "))
-        .unwrap();
+    let cut = before_finish();
     let server = MockServer::start(vec![Reply::sse(vec![ANSWER.as_bytes()[..cut].to_vec()]).until_close()]).await;
     let reply = collect(agent(model(&server)).reply_stream(Msg::user("user", "Hi"))).await;
     let err = reply.error.as_ref().unwrap();
@@ -573,10 +578,7 @@ async fn a_stream_that_ends_before_its_finish_reason_is_an_error_and_one_without
 /// and a retry asks again instead of storing the part.
 #[tokio::test]
 async fn a_done_before_any_finish_reason_fails_the_call_and_is_retried() {
-    let cut = ANSWER
-        .find(r#""finish_reason":"stop""#)
-        .and_then(|at| ANSWER[..at].rfind("data: "))
-        .unwrap();
+    let cut = before_finish();
     let stopped = format!("{}data: [DONE]\n\n", &ANSWER[..cut]);
     let server = MockServer::start(vec![Reply::sse(pieces(stopped.as_bytes(), 64))]).await;
     let reply = collect(agent(model(&server)).reply_stream(Msg::user("user", "Hi"))).await;

@@ -44,25 +44,32 @@ fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/a2a").join(name)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_sdk_client_sends_streams_answers_input_and_cancels() {
-    let Some(python) = python() else { return };
-    let base = serve(A2aConfig::new("helper").description("Helps.")).await;
+/// Runs the SDK script `name` with `args` (a minute at most); what it printed, once it
+/// succeeded: one `KEY value` line per observation.
+async fn run_script(python: &Path, name: &str, args: &[&str]) -> String {
     let out = tokio::time::timeout(
         Duration::from_secs(60),
         Command::new(python)
-            .arg(script("sdk_client.py"))
-            .arg(&base)
+            .arg(script(name))
+            .args(args)
             .kill_on_drop(true)
             .output(),
     )
     .await
     .expect("the SDK client finishes within a minute")
     .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "sdk_client.py failed:\n{stdout}\n{stderr}");
-    eprintln!("sdk_client.py printed:\n{stdout}");
+    assert!(out.status.success(), "{name} failed:\n{stdout}\n{stderr}");
+    eprintln!("{name} printed:\n{stdout}");
+    stdout
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sdk_client_sends_streams_answers_input_and_cancels() {
+    let Some(python) = python() else { return };
+    let base = serve(A2aConfig::new("helper").description("Helps.")).await;
+    let stdout = run_script(&python, "sdk_client.py", &[&base]).await;
     let seen: HashMap<&str, &str> = stdout.lines().filter_map(|l| l.split_once(' ')).collect();
     let expect = [
         ("CARD_NAME", "helper"),
@@ -111,7 +118,7 @@ async fn the_sdk_client_sends_streams_answers_input_and_cancels() {
         assert_eq!(
             seen.get(key).copied(),
             Some(value),
-            "{key}; the script printed:\n{stdout}\n{stderr}"
+            "{key}; the script printed:\n{stdout}"
         );
     }
     assert!(seen["CONFIRM_QUESTION"].contains("delete"), "{stdout}");
@@ -132,21 +139,7 @@ async fn the_sdk_reads_our_bearer_scheme_in_both_versions_and_sends_the_token() 
         .a2a(A2aConfig::new("guarded"))
         .build();
     tokio::spawn(async move { axum::serve(listener, app).await });
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        Command::new(python)
-            .arg(script("sdk_bearer.py"))
-            .arg(&base)
-            .arg("s3cret")
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the SDK client finishes within a minute")
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "sdk_bearer.py failed:\n{stdout}\n{stderr}");
+    let stdout = run_script(&python, "sdk_bearer.py", &[&base, "s3cret"]).await;
     let seen: HashMap<&str, &str> = stdout.lines().filter_map(|l| l.split_once(' ')).collect();
     let expect = [
         ("CARD_SCHEME", "http_auth_security_scheme Bearer"),
@@ -160,10 +153,9 @@ async fn the_sdk_reads_our_bearer_scheme_in_both_versions_and_sends_the_token() 
         assert_eq!(
             seen.get(key).copied(),
             Some(value),
-            "{key}; the script printed:\n{stdout}\n{stderr}"
+            "{key}; the script printed:\n{stdout}"
         );
     }
-    eprintln!("sdk_bearer.py printed:\n{stdout}");
     // Refused: whatever the SDK names an HTTP 401, the task did not run.
     assert!(!seen["SEND_WITHOUT_TOKEN"].starts_with("TASK_STATE"), "{stdout}");
 }
