@@ -122,16 +122,17 @@ async fn bad_input_gets_400_or_422_with_a_json_body() {
     assert_eq!(model.calls(), 0);
 }
 
-/// A run on a new thread without a question: the agent speaks first (a greeting), told the
-/// run's context and instructions, which were dropped; a tool result answering no call, or a
-/// user message holding only an image (which this server does not take), is refused (the
-/// model was called with the system prompt alone, or an empty message). An image-only message
-/// beside a question in text is left out.
+/// A run on a new thread with nothing to answer (no messages, an instruction or a context
+/// alone, a tool result no call waits on, an image alone, which this server does not take) is
+/// refused: the model was called with the system prompt alone, or an empty message. An image
+/// alone beside a question in text is left out, and the run is recognised when sent again.
 #[tokio::test]
-async fn a_run_without_a_question_greets_with_its_context_and_one_with_nothing_readable_is_refused() {
+async fn a_run_with_no_question_is_refused_and_an_unreadable_message_beside_one_is_left_out() {
     let (router, model) = router("no-question");
     let image = json!({"type": "binary", "mimeType": "image/png", "url": "https://example.com/a.png"});
     for (i, messages) in [
+        json!([]),
+        json!([{"id": "s1", "role": "system", "content": "Be brief."}]),
         json!([{"id": "t1", "role": "tool", "toolCallId": "nope", "content": "orange"}]),
         json!([{"id": "u1", "role": "user", "content": [image]}]),
     ]
@@ -142,38 +143,74 @@ async fn a_run_without_a_question_greets_with_its_context_and_one_with_nothing_r
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{messages}: {body}");
         assert_eq!(error_code(&body), "invalid_input", "{body}");
     }
-    assert_eq!(model.calls(), 0);
-    // The model hears what the application said, and answers first.
-    let user_texts = |request: &towerscope_models::RecordedRequest| -> Vec<String> {
-        request
-            .messages
-            .iter()
-            .filter(|m| m.role == towerscope_core::Role::User)
-            .filter_map(|m| m.text_content())
-            .collect()
-    };
     let mut greeting: Value = serde_json::from_str(&run("greet", json!([]))).unwrap();
     greeting["context"] = json!([{"description": "the user's name", "value": "Ada"}]);
-    let (status, sse) = post(&router, greeting.to_string()).await;
-    assert_eq!(status, StatusCode::OK, "{sse}");
-    let heard = user_texts(&model.requests().pop().unwrap());
-    assert!(
-        heard.len() == 1 && heard[0].contains("the user's name: Ada"),
-        "{heard:?}"
-    );
-    let instructed = json!([{"id": "s1", "role": "system", "content": "Be brief."}]);
-    let (status, _) = post(&router, run("instructed", instructed)).await;
-    assert_eq!(status, StatusCode::OK);
-    let heard = user_texts(&model.requests().pop().unwrap());
-    assert!(heard.len() == 1 && heard[0].contains("Be brief."), "{heard:?}");
-    // An image-only message beside a question in text: the question is answered.
+    let (status, body) = post(&router, greeting.to_string()).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(model.calls(), 0);
+
+    // An image-only message beside a question in text: the question is answered, with the
+    // run's context; the same run sent again (its answer lost) is answered from the thread.
     let both = json!([
         {"id": "u1", "role": "user", "content": [image]},
         {"id": "u2", "role": "user", "content": [{"type": "text", "text": "What is this?"}, image]}
     ]);
-    let (status, _) = post(&router, run("new-text", both)).await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(user_texts(&model.requests().pop().unwrap()), ["What is this?"]);
+    let mut body: Value = serde_json::from_str(&run("mixed", both)).unwrap();
+    body["context"] = json!([{"description": "the user's name", "value": "Ada"}]);
+    let (status, first) = post(&router, body.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    let heard: Vec<String> = model
+        .requests()
+        .pop()
+        .unwrap()
+        .messages
+        .iter()
+        .filter(|m| m.role == towerscope_core::Role::User)
+        .filter_map(|m| m.text_content())
+        .collect();
+    assert_eq!(heard.len(), 2, "{heard:?}");
+    assert!(
+        heard[0].contains("the user's name: Ada") && heard[1] == "What is this?",
+        "{heard:?}"
+    );
+    let (status, again) = post(&router, body.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(
+        model.calls(),
+        1,
+        "sent again, the run was answered from the thread: {again}"
+    );
+}
+
+/// A page on another site can make its visitor's browser POST a body that is JSON under a
+/// "simple" content type (a form field named like a JSON document, sent as `text/plain`),
+/// without asking the server first: neither endpoint takes it, so no agent runs.
+#[tokio::test]
+async fn a_body_not_sent_as_json_gets_415_and_runs_nothing() {
+    let (router, model) = router("csrf");
+    let body = "{\"threadId\":\"csrf\",\"runId\":\"r1\",\"messages\":[{\"id\":\"u1\",\"role\":\"user\",\"content\":\"what is the weather\"}],\"pad\":\"=\"}\r\n";
+    for (path, content_type) in [
+        ("/agui", Some("text/plain")),
+        ("/agui", Some("application/x-www-form-urlencoded")),
+        ("/agui", None),
+        ("/a2a", Some("text/plain")),
+    ] {
+        let mut request = Request::post(path).header(header::ORIGIN, "https://evil.example");
+        if let Some(content_type) = content_type {
+            request = request.header(header::CONTENT_TYPE, content_type);
+        }
+        let response = router
+            .clone()
+            .oneshot(request.body(Body::from(body)).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "{path} {content_type:?}"
+        );
+    }
+    assert_eq!(model.calls(), 0);
 }
 
 #[tokio::test]

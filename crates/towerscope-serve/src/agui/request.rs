@@ -60,19 +60,15 @@ pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeErro
         return confirm(input, tail, &calls);
     }
     let answers = frontend_answers(input, tail, &calls, &HashSet::new());
-    let mut users: Vec<&Message> = tail.iter().filter(|m| m.role == "user").collect();
-    // An image or a file alone would reach the model as an empty message: such a message is
-    // left out beside questions in text, and refused alone.
-    let readable = |m: &&Message| !(m.text().is_empty() && m.content.as_ref().is_some_and(Value::is_array));
-    if let Some(m) = users.iter().find(|m| !readable(m))
-        && !users.iter().any(readable)
+    let users: Vec<&Message> = questions(tail).collect();
+    if users.is_empty()
+        && let Some(m) = tail.iter().find(|m| m.role == "user")
     {
         return Err(ServeError::invalid(format!(
             "the user message '{}' holds no text part: this server takes a user message's text parts only",
             m.id
         )));
     }
-    users.retain(readable);
     // Beside new messages, results of front-end tools are ones a run sent before carried (its
     // answer was lost): `against_stored` checks the thread applied them.
     if !answers.is_empty() && users.is_empty() {
@@ -90,6 +86,14 @@ pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeErro
         msgs.push(Msg::user("user", m.text()).with_id(m.id.as_str()));
     }
     Ok(ReplyInput::Messages(Messages::from(msgs)))
+}
+
+/// The run's user messages the model can read: an image or a file alone would reach it as an
+/// empty message, so such a message is left out (beside questions in text; alone, the run is
+/// refused).
+fn questions(tail: &[Message]) -> impl Iterator<Item = &Message> {
+    tail.iter()
+        .filter(|m| m.role == "user" && !(m.text().is_empty() && m.content.as_ref().is_some_and(Value::is_array)))
 }
 
 /// The application's message of a run: its context and the instructions (`system`,
@@ -188,25 +192,18 @@ pub(crate) fn against_stored(
     }
     if context.is_empty() {
         // A new thread (or an agent without a session): nothing was sent before, so nothing to
-        // answer but the run's questions.
+        // answer but the run's questions. An agent does not speak first: the model would be
+        // sent the system prompt alone, or nothing (which providers refuse).
         if msgs.is_empty() {
-            let tail = &input.messages[tail_start(input)..];
-            if tail.iter().any(|m| m.role == "tool") {
-                return Run::Invalid(
-                    "the run's tool results answer no call the thread waits on (a new thread waits on none)".to_owned(),
-                );
-            }
-            // The agent speaks first (a greeting), told the application's context and
-            // instructions, if the run has any.
-            let hint = application_hint(input, tail).map(|hint| hint.with_id(hint_id(&input.run_id)));
-            return Run::Reply(ReplyInput::Messages(Messages::from(
-                hint.into_iter().collect::<Vec<_>>(),
-            )));
+            return Run::Invalid(
+                "the run holds no user message to answer, and the thread has no reply to resume or send again"
+                    .to_owned(),
+            );
         }
         return Run::Reply(ReplyInput::Messages(msgs));
     }
     let start = tail_start(input);
-    let tail: Vec<&Message> = input.messages[start..].iter().filter(|m| m.role == "user").collect();
+    let tail: Vec<&Message> = questions(&input.messages[start..]).collect();
     if tail.is_empty() && msgs.is_empty() {
         return nothing_new(input, context);
     }
