@@ -190,18 +190,24 @@ pub(super) struct Outstanding {
 impl Outstanding {
     /// Notes a message sent: a request waits from now; a cancelled one no longer does (the
     /// server should not answer it, and the SDK has stopped waiting).
+    ///
+    /// Only requests and cancels count as messages the server may fail to read: the client's
+    /// other notifications (`initialized`, progress) are the SDK's own, well formed, and the
+    /// first listing follows `initialized` with no answer between.
     pub(super) fn sent(&mut self, message: &TxJsonRpcMessage<RoleClient>) {
-        self.since_heard += 1;
-        self.last_was_request = matches!(message, JsonRpcMessage::Request(_));
         match message {
             JsonRpcMessage::Request(request) => {
                 self.waiting.insert(request.id.clone());
+                self.since_heard += 1;
+                self.last_was_request = true;
             }
             JsonRpcMessage::Notification(note) => {
                 if let ClientNotification::CancelledNotification(cancel) = &note.notification
                     && let Some(id) = &cancel.params.request_id
                 {
                     self.waiting.remove(id);
+                    self.since_heard += 1;
+                    self.last_was_request = false;
                 }
             }
             _ => {}
@@ -472,6 +478,18 @@ mod tests {
         outstanding.sent(&call(6));
         outstanding.received(error(serde_json::json!(6)));
         assert_eq!(id_of_null(&mut outstanding), Some(RequestId::Number(5)));
+        // The client's own notifications (`initialized` before the first listing) do not count.
+        outstanding.sent(&call(9));
+        outstanding.received(error(serde_json::json!(9)));
+        outstanding.sent(&sent(
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        ));
+        outstanding.sent(&call(10));
+        assert_eq!(
+            id_of_null(&mut outstanding),
+            Some(RequestId::Number(10)),
+            "after initialized"
+        );
         // A cancelled call, then the next: the error may be about the cancelled one's message.
         outstanding.sent(&call(7));
         outstanding.sent(&cancel(7));
