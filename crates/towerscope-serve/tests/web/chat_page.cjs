@@ -54,15 +54,23 @@ function check(cond, what, detail) {
     await page.click("#send");
     const approve = await page.waitForSelector("button[data-confirm]", { timeout: 10000 });
     check(true, "a call needing confirmation shows an Approve button");
-    // The answer's request fails once (the connection drops): the page asks again, and the
-    // second answer goes through. Chromium logs the failed load, which is expected here.
+    // The answer's request fails once (the connection drops), then is refused for want of a
+    // token (401): the page asks again each time, and the third answer goes through.
+    // Chromium logs the failed loads, which is expected here.
     await page.route("**/agui", (route) => route.abort("connectionreset"), { times: 1 });
     const before = errors.length;
     await approve.click();
     await page.waitForSelector(".error:has-text('connection failed')", { timeout: 10000 });
-    errors.splice(before).filter((e) => !e.includes("ERR_CONNECTION_RESET")).forEach((e) => errors.push(e));
-    const again = await page.waitForSelector("button[data-confirm]", { timeout: 10000 });
+    const retry = await page.waitForSelector("button[data-confirm]", { timeout: 10000 });
     check(true, "after a failed answer the Approve button is shown again");
+    await page.route("**/agui", (route) => route.fulfill({ status: 401, contentType: "application/json",
+      body: JSON.stringify({ error: { code: "unauthorized", message: "send the token" } }) }), { times: 1 });
+    await retry.click();
+    await page.waitForSelector(".error:has-text('send the token')", { timeout: 10000 });
+    errors.splice(before).filter((e) => !e.includes("ERR_CONNECTION_RESET") && !e.includes("status of 401"))
+      .forEach((e) => errors.push(e));
+    const again = await page.waitForSelector("button[data-confirm]", { timeout: 10000 });
+    check(true, "after an answer refused for want of a token the Approve button is shown again");
     await again.click();
     await page.waitForSelector(".assistant:has-text('Result: deleted /tmp/a')", { timeout: 10000 });
     check(true, "the approved call ran and the reply went on");
