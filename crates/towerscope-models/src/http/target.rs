@@ -279,13 +279,31 @@ pub(crate) fn insert_headers(
 
 /// Whether a header's name (lower case) says it holds a credential, word by word as the
 /// redaction rules read keys (`authorization`, `proxy-authorization`, `cookie`, `api-key`,
-/// `x-api-key`, `x-team-token`, `x-client-secret`), and Azure API Management's
-/// `ocp-apim-subscription-key`. Not a name that merely contains such letters
-/// (`x-portkey-provider`, `x-max-tokens`), nor a key that is no credential
-/// (`idempotency-key`, a cache key): marked sensitive, a value is also scrubbed from recorded
-/// request bodies, where it may be an ordinary word.
+/// `x-api-key`, `x-team-token`, `x-client-secret`), and a name whose last word is `key`
+/// (Azure API Management's `ocp-apim-subscription-key`, Azure Functions' `x-functions-key`)
+/// unless the word before says it is no credential (`idempotency-key`, a cache key). Not a
+/// name that merely contains such letters (`x-portkey-provider`, `x-max-tokens`): marked
+/// sensitive, a value is also scrubbed from recorded request bodies, where it may be an
+/// ordinary word.
 fn is_credential_header(name: &str) -> bool {
-    towerscope_core::redact::is_sensitive_key(name) || name.ends_with("subscription-key")
+    /// The words before `-key` of keys that are no credentials.
+    const NOT_SECRET: [&str; 8] = [
+        "idempotency",
+        "cache",
+        "public",
+        "partition",
+        "routing",
+        "sort",
+        "dedup",
+        "deduplication",
+    ];
+    if towerscope_core::redact::is_sensitive_key(name) {
+        return true;
+    }
+    match name.strip_suffix("-key") {
+        Some(rest) => !NOT_SECRET.contains(&rest.rsplit('-').next().unwrap_or(rest)),
+        None => name == "key",
+    }
 }
 
 /// An environment variable that is set and not blank, when `read` allows.
@@ -364,6 +382,9 @@ mod tests {
             "cookie",
             "x-team-token",
             "X-Client-Secret",
+            "x-functions-key",
+            "dd-application-key",
+            "x-key",
         ];
         let ordinary = [
             "openai-organization",

@@ -118,7 +118,7 @@ impl OpenAiChatModelBuilder {
     /// A header sent with every request.
     ///
     /// A header whose name says it holds a credential (`authorization`, `proxy-authorization`,
-    /// `cookie`, `api-key`, `x-api-key`, `*-subscription-key`, a name whose word is `token`,
+    /// `cookie`, `api-key`, `x-api-key`, `x-functions-key`, a name whose word is `token`,
     /// `secret` or `password`; not `idempotency-key` nor `x-max-tokens`) is
     /// marked sensitive, as the API key's is: `Debug` of a request (a logging transport layer)
     /// prints `Sensitive` for it, and an error quoting its value (a proxy echoing the key it
