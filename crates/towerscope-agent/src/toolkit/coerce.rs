@@ -39,7 +39,8 @@ pub(crate) fn fit_to_schema(value: &mut Value, schema: Target<'_>) {
 /// Coerces `value`, which does not validate against `schema`, in place to the types it asks
 /// for; says whether anything changed. A value under a choice (`anyOf`, `oneOf`) that is valid
 /// under one of its branches is left as it is; otherwise it is coerced into the first branch
-/// under which the coerced value is valid, and left as it is if there is none.
+/// under which the coerced value is valid, and left as it is if there is none (an object or
+/// an array that one branch alone admits is coerced under it).
 pub(crate) fn coerce_to_schema(value: &mut Value, schema: Target<'_>) -> bool {
     run(value, schema, Mode::Coerce)
 }
@@ -268,7 +269,9 @@ fn is_integral(f: f64) -> bool {
 /// An object or an array keeps its type, so when one branch alone admits its type (an
 /// `anyOf` of an integer and an array of the same choice), that branch is the one: it is
 /// followed without checking the value against each branch first, which at every level of
-/// nested choices costs the whole value below, so size × depth for a recursive schema.
+/// nested choices costs the whole value below, so size × depth for a recursive schema. It is
+/// coerced under that branch whether or not it then fits (the validation after judges it,
+/// and a tool's error quotes what the model sent).
 fn coerce_choice<'s>(value: &mut Value, branches: &'s [Value], cx: &mut Ctx<'s, '_>, depth: u32) {
     let mode = cx.mode;
     let root = cx.schema.root;

@@ -30,7 +30,9 @@ use super::validate::lenient_patterns;
 ///   coerced by their pattern's schema, `additionalProperties` applies to keys matched by no
 ///   property and no pattern. A value under `anyOf`/`oneOf` that is valid under one of its
 ///   branches stays as it is (a serde tagged enum's later variant keeps its number); otherwise it
-///   is coerced into the first branch under which the coerced value is valid, or left as it is.
+///   is coerced into the first branch under which the coerced value is valid, or left as it is;
+///   an object or an array that one branch alone admits by its type is coerced under that
+///   branch, whether or not it then fits (the validation after judges it).
 ///
 /// The text must fit the default [`InputLimits`] (1 MiB, 64 levels of nesting), checked in one
 /// pass before anything parses it; repair and parsing are then linear in the text.
