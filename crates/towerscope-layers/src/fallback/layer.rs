@@ -88,7 +88,20 @@ impl crate::attempts::Recovery for FallbackPolicy {
         if self.predicate.as_ref().is_some_and(|p| !p(error)) {
             return None;
         }
-        let model = self.models.get(self.next)?;
+        let Some(model) = self.models.get(self.next) else {
+            if self.next > 0 {
+                // The error returned names the last model only: say that every one was tried.
+                tracing::warn!(
+                    target: "towerscope::fallback",
+                    models_tried = self.next + 1,
+                    last = failed.model.model_name(),
+                    error.kind = error.kind(),
+                    http.status = Outline(error).status(),
+                    "every fallback model failed; the last one's error is returned",
+                );
+            }
+            return None;
+        };
         self.next += 1;
         tracing::warn!(
             target: "towerscope::fallback",

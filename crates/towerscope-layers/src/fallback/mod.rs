@@ -20,6 +20,9 @@
 //! status, a timeout's deadline), never by its text, which can echo the prompt
 //! (`model primary failed mid-stream (http_error 502); restarting on fallback model backup`).
 //!
+//! When every model failed, the call fails with the last one's error, and a warning
+//! (`towerscope::fallback`) says how many models were tried and names the last.
+//!
 //! As in the reference, the `MODEL_CALL_START` event still names the agent's primary model.
 //!
 //! # Order

@@ -56,9 +56,19 @@ async fn models_are_tried_in_order_and_the_last_error_is_returned() {
     let svc = ServiceBuilder::new()
         .layer(fallback(&[&b1, &b2]))
         .service(model_service());
+    let (logs, _guard) = capture_logs();
     let out = describe(svc.oneshot(model_request(&primary)).await).await;
     assert_eq!(out, ["err:model error: b2 down"]);
     assert_eq!((primary.calls(), b1.calls(), b2.calls()), (1, 1, 1));
+    // The error names the last model only; the log says every one was tried.
+    let logs = logs.lines();
+    assert_eq!(logs.len(), 3, "{logs:?}");
+    assert!(
+        logs[2].contains("every fallback model failed")
+            && logs[2].contains("models_tried=3")
+            && logs[2].contains("last=\"b2\""),
+        "{logs:?}"
+    );
 }
 
 #[tokio::test]
