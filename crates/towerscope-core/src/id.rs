@@ -552,6 +552,31 @@ pub fn new_id() -> Id {
     Id::new()
 }
 
+/// Where the 64-bit FNV-1a hash starts (the hash of nothing), for [`fnv1a_from`].
+pub const FNV1A_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// The 64-bit FNV-1a hash of `bytes`: small, and the same in every build and on every platform
+/// (std's hasher is not promised to be), for names and fingerprints that outlive a process (a
+/// file name, an id sent again from a stored conversation, a journaled step). Not for security.
+///
+/// ```
+/// use towerscope_core::id::{FNV1A_OFFSET, fnv1a, fnv1a_from};
+///
+/// assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+/// assert_eq!(fnv1a_from(fnv1a(b"a"), b"b"), fnv1a(b"ab"));
+/// assert_eq!(fnv1a(b""), FNV1A_OFFSET);
+/// ```
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    fnv1a_from(FNV1A_OFFSET, bytes)
+}
+
+/// Goes on hashing `bytes` from `hash` (the hash so far, or [`FNV1A_OFFSET`]).
+pub fn fnv1a_from(hash: u64, bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .fold(hash, |hash, &b| (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
 /// The current time (the serde default of missing timestamps).
 pub fn now_timestamp() -> Timestamp {
     Timestamp::now()

@@ -298,8 +298,15 @@ async fn a_whole_answer_without_streaming() {
     );
 }
 
-fn fast_retry(attempts: u32) -> RetryLayer {
-    RetryLayer::new(attempts).backoff(Backoff::new(Duration::from_millis(5), Duration::from_millis(20)))
+/// An agent on `model` that retries a failed model call up to `attempts` times, quickly.
+fn retrying(model: impl ChatModel, attempts: u32) -> Agent {
+    Agent::builder("Friday")
+        .model(model)
+        .on_model_call(
+            RetryLayer::new(attempts).backoff(Backoff::new(Duration::from_millis(5), Duration::from_millis(20))),
+        )
+        .build()
+        .unwrap()
 }
 
 #[tokio::test]
@@ -324,11 +331,7 @@ async fn a_429_carries_its_retry_after_and_retry_honours_it() {
     assert!(err.to_string().contains("request id req_429"), "{err}");
 
     let server = MockServer::start(vec![limited(), Reply::sse(pieces(ANSWER.as_bytes(), 64))]).await;
-    let agent = Agent::builder("Friday")
-        .model(model(&server))
-        .on_model_call(fast_retry(3))
-        .build()
-        .unwrap();
+    let agent = retrying(model(&server), 3);
     let answer = agent.reply(Msg::user("user", "Hi")).await.unwrap();
     assert!(answer.text_content().is_some_and(|t| t.starts_with("Paris is sunny")));
     assert_eq!(server.requests().len(), 2);
@@ -341,11 +344,7 @@ async fn a_500_is_retried_and_a_bad_key_is_not() {
         Reply::sse(pieces(ANSWER.as_bytes(), 64)),
     ])
     .await;
-    let agent = Agent::builder("Friday")
-        .model(model(&server))
-        .on_model_call(fast_retry(3))
-        .build()
-        .unwrap();
+    let agent = retrying(model(&server), 3);
     assert!(agent.reply(Msg::user("user", "Hi")).await.is_ok());
     assert_eq!(server.requests().len(), 2);
 
@@ -356,11 +355,7 @@ async fn a_500_is_retried_and_a_bad_key_is_not() {
     ])
     .await;
     let model = model(&server);
-    let agent = Agent::builder("Friday")
-        .model(model.clone())
-        .on_model_call(fast_retry(3))
-        .build()
-        .unwrap();
+    let agent = retrying(model.clone(), 3);
     let err = agent.reply(Msg::user("user", "Hi")).await.unwrap_err();
     assert_eq!(server.requests().len(), 1, "a 4xx is not retried");
     assert!(!err.is_retryable());
@@ -518,11 +513,7 @@ async fn a_connection_cut_mid_stream_is_retried() {
     );
 
     let server = MockServer::start(vec![cut, Reply::sse(pieces(ANSWER.as_bytes(), 64))]).await;
-    let agent = Agent::builder("Friday")
-        .model(model(&server))
-        .on_model_call(fast_retry(2))
-        .build()
-        .unwrap();
+    let agent = retrying(model(&server), 2);
     let reply = collect(agent.reply_stream(Msg::user("user", "Hi"))).await;
     assert!(reply.error.is_none(), "{:?}", reply.error);
     assert!(reply.lines().contains(&"CUSTOM model_call_restart".to_owned()));
@@ -598,11 +589,7 @@ async fn a_done_before_any_finish_reason_fails_the_call_and_is_retried() {
         Reply::sse(pieces(ANSWER.as_bytes(), 64)),
     ])
     .await;
-    let agent = Agent::builder("Friday")
-        .model(model(&server))
-        .on_model_call(fast_retry(3))
-        .build()
-        .unwrap();
+    let agent = retrying(model(&server), 3);
     let msg = agent.reply(Msg::user("user", "Hi")).await.unwrap();
     assert_eq!(
         msg.text_content().as_deref(),

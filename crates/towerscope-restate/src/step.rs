@@ -49,7 +49,7 @@ impl Fingerprint {
     pub fn new(kind: StepKind) -> Self {
         Self {
             kind,
-            hash: 0xcbf2_9ce4_8422_2325,
+            hash: towerscope_core::id::FNV1A_OFFSET,
         }
     }
 
@@ -64,9 +64,7 @@ impl Fingerprint {
     }
 
     fn bytes(mut self, bytes: &[u8]) -> Self {
-        for &b in bytes {
-            self.hash = (self.hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
+        self.hash = towerscope_core::id::fnv1a_from(self.hash, bytes);
         self
     }
 

@@ -65,6 +65,13 @@ async fn run_script(python: &Path, name: &str, args: &[&str]) -> String {
     stdout
 }
 
+/// Checks that the script printed `KEY value` for each pair of `expect`.
+fn expect_lines(seen: &HashMap<&str, &str>, expect: &[(&str, &str)], stdout: &str) {
+    for (key, value) in expect {
+        assert_eq!(seen.get(key), Some(value), "{key}; the script printed:\n{stdout}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sdk_client_sends_streams_answers_input_and_cancels() {
     let Some(python) = python() else { return };
@@ -114,13 +121,7 @@ async fn the_sdk_client_sends_streams_answers_input_and_cancels() {
         ("LEGACY_FILES_ANSWER", r"image/png 70 bytes b'\x89PNG'"),
         ("DONE", "ok"),
     ];
-    for (key, value) in expect {
-        assert_eq!(
-            seen.get(key).copied(),
-            Some(value),
-            "{key}; the script printed:\n{stdout}"
-        );
-    }
+    expect_lines(&seen, &expect, &stdout);
     assert!(seen["CONFIRM_QUESTION"].contains("delete"), "{stdout}");
     assert!(seen["STREAM_PIECES"].parse::<usize>().unwrap() > 1, "{stdout}");
     assert!(
@@ -149,13 +150,7 @@ async fn the_sdk_reads_our_bearer_scheme_in_both_versions_and_sends_the_token() 
         ("SEND_WITH_TOKEN", "TASK_STATE_COMPLETED"),
         ("DONE", "ok"),
     ];
-    for (key, value) in expect {
-        assert_eq!(
-            seen.get(key).copied(),
-            Some(value),
-            "{key}; the script printed:\n{stdout}"
-        );
-    }
+    expect_lines(&seen, &expect, &stdout);
     // Refused: whatever the SDK names an HTTP 401, the task did not run.
     assert!(!seen["SEND_WITHOUT_TOKEN"].starts_with("TASK_STATE"), "{stdout}");
 }

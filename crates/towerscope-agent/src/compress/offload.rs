@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use towerscope_core::id::fnv1a;
 use towerscope_core::{
     AgentError, ContentBlock, DataBlock, DataSource, HintBlock, HintContent, Id, MediaBlock, Msg, ToolOutput,
     ToolResultBlock,
@@ -567,13 +568,6 @@ fn file_name(id: &str) -> String {
         name.push_str(&format!("~~{:016x}", fnv1a(id.as_bytes())));
     }
     name
-}
-
-/// The 64-bit FNV-1a hash: stable across builds and platforms (file names outlive a process).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
-        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 fn extension(media_type: &str) -> &'static str {
