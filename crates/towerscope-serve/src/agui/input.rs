@@ -65,6 +65,18 @@ impl Message {
             _ => String::new(),
         }
     }
+
+    /// Whether the content is a list of parts of which none is a non-empty text (an image or
+    /// a file alone), without joining the texts.
+    pub(crate) fn holds_parts_but_no_text(&self) -> bool {
+        let Some(Value::Array(parts)) = &self.content else {
+            return false;
+        };
+        !parts.iter().any(|p| {
+            p.get("type").and_then(Value::as_str) == Some("text")
+                && p.get("text").and_then(Value::as_str).is_some_and(|t| !t.is_empty())
+        })
+    }
 }
 
 /// A tool call of an assistant message.

@@ -92,8 +92,7 @@ pub(crate) fn reply_input(input: &RunAgentInput) -> Result<ReplyInput, ServeErro
 /// empty message, so such a message is left out (beside questions in text; alone, the run is
 /// refused).
 fn questions(tail: &[Message]) -> impl Iterator<Item = &Message> {
-    tail.iter()
-        .filter(|m| m.role == "user" && !(m.text().is_empty() && m.content.as_ref().is_some_and(Value::is_array)))
+    tail.iter().filter(|m| m.role == "user" && !m.holds_parts_but_no_text())
 }
 
 /// The application's message of a run: its context and the instructions (`system`,
